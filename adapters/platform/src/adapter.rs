@@ -1,0 +1,94 @@
+//! The adapter trait, its declared capabilities and its error type.
+
+use crate::ids::{ChatAddress, MessageRef, Platform};
+use crate::inbound::{ButtonPress, Inbound};
+use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
+use async_trait::async_trait;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Where adapters deliver inbound events. Bounded: a full queue slows the
+/// platform reader down instead of dropping events.
+pub type InboundSink = mpsc::Sender<Inbound>;
+
+/// The unit a platform measures message length in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthUnit {
+    /// Unicode scalar values (Discord).
+    Chars,
+    /// UTF-16 code units (Telegram).
+    Utf16,
+}
+
+/// What a platform can do, so the core plans chunking and streaming without
+/// knowing which platform it talks to.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    pub max_message_len: usize,
+    pub length_unit: LengthUnit,
+    pub can_edit: bool,
+    pub buttons: bool,
+    pub threads: bool,
+    /// Minimum time between two edits of a message in one chat while streaming.
+    pub min_edit_interval: Duration,
+    /// Whether a press can be answered privately (ephemeral / callback toast).
+    pub private_answers: bool,
+}
+
+/// Why an outbound operation failed after the adapter's own retries.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    #[error("message too long for the platform ({len} > {max})")]
+    TooLong { len: usize, max: usize },
+    #[error("the platform refused the request: {0}")]
+    Rejected(String),
+    #[error("message or chat not found")]
+    NotFound,
+    #[error("network error talking to the platform: {0}")]
+    Network(String),
+    #[error("the adapter is shutting down")]
+    Closed,
+}
+
+/// A chat platform as the core sees it.
+///
+/// Implementations apply their own rate limiting and 429 handling: when a call
+/// returns `Ok`, the platform accepted the operation exactly once.
+#[async_trait]
+pub trait PlatformAdapter: Send + Sync + 'static {
+    fn platform(&self) -> Platform;
+
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Receives platform events and forwards them to `sink` until `shutdown`.
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError>;
+
+    /// Sends a message; `message.text` fits `capabilities().max_message_len`.
+    async fn send(
+        &self,
+        to: &ChatAddress,
+        message: OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError>;
+
+    /// Replaces a message's text and buttons. "Not modified" counts as success.
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError>;
+
+    /// Answers a button press; every press must be answered exactly once.
+    async fn answer_press(
+        &self,
+        press: &ButtonPress,
+        answer: PressAnswer,
+    ) -> Result<(), PlatformError>;
+
+    /// Shows what the bot is doing. Best effort.
+    async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError>;
+}

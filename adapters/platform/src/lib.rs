@@ -1,0 +1,19 @@
+//! The platform-neutral contract between Switchboard's agent core and its chat adapters.
+//!
+//! An adapter turns platform events into [`Inbound`] events and carries out the
+//! outbound operations of [`PlatformAdapter`]. The core never sees an SDK type, and
+//! an adapter never touches the database: everything it needs travels through here.
+
+mod adapter;
+mod chunk;
+mod ids;
+mod inbound;
+mod outbound;
+
+pub use adapter::{Capabilities, InboundSink, LengthUnit, PlatformAdapter, PlatformError};
+pub use chunk::{chunk_markdown, measure};
+pub use ids::{
+    ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
+};
+pub use inbound::{Addressed, Attachment, ButtonPress, Inbound, InboundMessage, PressHandle, User};
+pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};

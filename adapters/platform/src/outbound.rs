@@ -1,0 +1,74 @@
+//! Outbound operations' payloads: messages with optional buttons, press answers.
+
+use crate::ids::{ActionId, MessageId};
+use serde::{Deserialize, Serialize};
+
+/// A message to send or the new content of an edited one. `text` is Markdown;
+/// the adapter renders it to the platform's format (with a plain-text fallback).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutgoingMessage {
+    pub text: String,
+    /// Rows of buttons. Empty removes any keyboard when editing.
+    pub buttons: Vec<Vec<Button>>,
+    /// Reply to this message (Discord message reference, Telegram reply).
+    pub reply_to: Option<MessageId>,
+}
+
+impl OutgoingMessage {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn with_buttons(mut self, rows: Vec<Vec<Button>>) -> Self {
+        self.buttons = rows;
+        self
+    }
+
+    pub fn replying_to(mut self, id: Option<MessageId>) -> Self {
+        self.reply_to = id;
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ButtonStyle {
+    Primary,
+    Secondary,
+    Success,
+    Danger,
+}
+
+/// An inline button carrying an opaque action id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    pub label: String,
+    pub action: ActionId,
+    pub style: ButtonStyle,
+    /// A one-key shortcut for text channels (the console's y/a/e/n).
+    pub shortcut: Option<char>,
+}
+
+/// How to answer a button press.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PressAnswer {
+    /// Acknowledge silently.
+    Ack,
+    /// Replace the message carrying the button, in the same response where the
+    /// platform allows it (Discord interaction type 7).
+    Update(OutgoingMessage),
+    /// A notice shown only to the presser where the platform can (Telegram
+    /// callback answer, Discord ephemeral message).
+    Private(String),
+}
+
+/// What the bot is doing in a chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Activity {
+    /// A turn is running; adapters show a typing indicator.
+    Typing,
+    /// The turn is over and the bot waits for the user.
+    Idle,
+}

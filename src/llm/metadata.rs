@@ -1,0 +1,55 @@
+//! Model metadata: context windows inferred from model names.
+
+/// What the runtime needs to know about the active model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub name: String,
+    pub context_window: u32,
+}
+
+impl ModelInfo {
+    /// Uses `configured` when given, else infers the window from the name.
+    pub fn new(name: impl Into<String>, configured: Option<u32>) -> Self {
+        let name = name.into();
+        let context_window = configured.unwrap_or_else(|| context_window_for(&name));
+        Self {
+            name,
+            context_window,
+        }
+    }
+}
+
+/// Context window inferred from a model name (spec §3); unknown models get 64K.
+pub fn context_window_for(model: &str) -> u32 {
+    let m = model.to_ascii_lowercase();
+    if m.contains("claude") {
+        200_000
+    } else if m.contains("gemini") {
+        1_000_000
+    } else if m.contains("gpt") || m.starts_with("o1") || m.starts_with("o3") || m.starts_with("o4")
+    {
+        128_000
+    } else if m.contains("deepseek") {
+        64_000
+    } else {
+        64_000
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_follow_model_families() {
+        assert_eq!(context_window_for("claude-sonnet-4"), 200_000);
+        assert_eq!(context_window_for("gemini-2.5-pro"), 1_000_000);
+        assert_eq!(context_window_for("gpt-4o-mini"), 128_000);
+        assert_eq!(context_window_for("deepseek-chat"), 64_000);
+        assert_eq!(context_window_for("llama3.1:8b"), 64_000);
+        assert_eq!(
+            ModelInfo::new("llama3.1:8b", Some(8192)).context_window,
+            8192
+        );
+    }
+}

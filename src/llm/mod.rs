@@ -1,0 +1,31 @@
+//! Model providers: the `Provider` trait, the OpenAI-compatible implementation and
+//! model metadata.
+
+mod error;
+mod metadata;
+mod openai;
+mod tool_call_text;
+mod types;
+
+pub use error::ProviderError;
+pub use metadata::{context_window_for, ModelInfo};
+pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+/// A stream of chunks from one model call.
+pub type ChunkStream = BoxStream<'static, Result<Chunk, ProviderError>>;
+
+/// A chat model that streams.
+#[async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// Metadata of the model in use (name, context window).
+    fn model(&self) -> &ModelInfo;
+
+    /// Starts one model call. Errors before the first chunk come back here,
+    /// later ones inside the stream; a stream idle past the provider's timeout
+    /// yields [`ProviderError::Timeout`].
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError>;
+}

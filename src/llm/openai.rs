@@ -1,0 +1,3 @@
+//! OpenAI-compatible provider (placeholder, being written).
+pub struct OpenAiConfig;
+pub struct OpenAiProvider;

@@ -1,0 +1,1 @@
+//! Parsing `<tool_call>` text from weak models (being written).

@@ -1,0 +1,115 @@
+//! Provider-neutral chat types: messages, tool calls, tool definitions, stream chunks.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call requested by the model. `arguments` is the raw JSON text the
+/// model produced (it may be invalid; the runtime reports that to the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One message of a conversation as sent to a provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For `Role::Tool`: the call this result answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Reasoning text of an assistant message (`reasoning_content`), sent back on
+    /// the next round for providers that require it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::plain(Role::User, content.into())
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::plain(Role::Assistant, content.into())
+    }
+
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::plain(Role::System, content.into())
+    }
+
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            ..Self::plain(Role::Tool, content.into())
+        }
+    }
+
+    fn plain(role: Role, content: String) -> Self {
+        Self {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            reasoning: None,
+        }
+    }
+}
+
+/// A tool as advertised to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// Token usage of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// One piece of a streamed model response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk {
+    Text(String),
+    Thinking(String),
+    /// Complete tool calls (fragments already assembled by the provider).
+    ToolCalls(Vec<ToolCall>),
+    Usage(Usage),
+}
+
+/// Everything a provider needs for one model call.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDefinition>,
+}

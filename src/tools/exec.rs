@@ -1,0 +1,3 @@
+//! exec_command (being written).
+pub struct ExecConfig;
+pub struct ExecTool;

@@ -1,0 +1,1 @@
+//! Address checks for outbound fetches (being written).

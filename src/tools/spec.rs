@@ -1,0 +1,112 @@
+//! What a tool is: its spec, the `Tool` trait, the per-call context and errors.
+
+use serde_json::Value;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// A tool's static description and scheduling flags.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+    /// Safe to run in parallel with other concurrency-safe calls of a round.
+    pub concurrency_safe: bool,
+    /// Never runs without a recorded approval decision.
+    pub requires_approval: bool,
+    /// Always runs as a background task (see also [`Tool::runs_in_background`]).
+    pub background: bool,
+}
+
+/// Progress of a running (background) tool call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub stage: String,
+    pub detail: String,
+    pub percent: Option<u8>,
+}
+
+/// Where a tool reports progress. Cheap to clone; a no-op for foreground calls.
+#[derive(Debug, Clone, Default)]
+pub struct ProgressSink(Option<watch::Sender<Progress>>);
+
+impl ProgressSink {
+    pub fn new(tx: watch::Sender<Progress>) -> Self {
+        Self(Some(tx))
+    }
+
+    pub fn report(&self, progress: Progress) {
+        if let Some(tx) = &self.0 {
+            tx.send_replace(progress);
+        }
+    }
+}
+
+/// Per-call context.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    /// Cancelled when the turn or the background task is cancelled.
+    pub cancel: CancellationToken,
+    pub progress: ProgressSink,
+    /// Stable id of the calling session (for tools that keep per-session state).
+    pub session_id: String,
+}
+
+/// A tool failure. [`ToolError::for_model`] is what the model sees; `Display`
+/// adds diagnostics for the operator. Neither may contain secrets.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("not allowed: {0}")]
+    Forbidden(String),
+    #[error("{message}{}", diagnostics.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Failed {
+        message: String,
+        diagnostics: Option<String>,
+    },
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ToolError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed {
+            message: message.into(),
+            diagnostics: None,
+        }
+    }
+
+    /// The text fed back to the model as the observation.
+    pub fn for_model(&self) -> String {
+        match self {
+            ToolError::Failed { message, .. } => format!("error: {message}"),
+            other => format!("error: {other}"),
+        }
+    }
+}
+
+/// A tool the agent can call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> &ToolSpec;
+
+    /// Whether this particular call runs as a background task.
+    fn runs_in_background(&self, _args: &Value) -> bool {
+        self.spec().background
+    }
+
+    /// The exact action shown on an approval card (command text, path and a diff
+    /// summary, ...). Defaults to the pretty-printed arguments.
+    async fn approval_summary(&self, args: &Value) -> String {
+        serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
+    }
+
+    /// Runs the call. The returned text is the observation the model sees.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}

@@ -1,0 +1,3 @@
+//! web_fetch (being written).
+pub struct WebFetchConfig;
+pub struct WebFetchTool;

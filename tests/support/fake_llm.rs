@@ -1,0 +1,1 @@
+//! Fake OpenAI-compatible server (being written).

@@ -1,0 +1,5 @@
+//! Fake servers for end-to-end tests: an OpenAI-compatible LLM, the Telegram Bot
+//! API and Discord (REST + gateway), all on 127.0.0.1 and as strict as the real ones.
+#![allow(dead_code)]
+
+pub mod fake_llm;
