@@ -2,4 +2,6 @@
 //! API and Discord (REST + gateway), all on 127.0.0.1 and as strict as the real ones.
 #![allow(dead_code)]
 
+pub mod fake_discord;
 pub mod fake_llm;
+pub mod fake_telegram;

@@ -9,6 +9,7 @@ mod chunk;
 mod ids;
 mod inbound;
 mod outbound;
+mod secret;
 
 pub use adapter::{Capabilities, InboundSink, LengthUnit, PlatformAdapter, PlatformError};
 pub use chunk::{chunk_markdown, measure};
@@ -17,3 +18,4 @@ pub use ids::{
 };
 pub use inbound::{Addressed, Attachment, ButtonPress, Inbound, InboundMessage, PressHandle, User};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
+pub use secret::Secret;

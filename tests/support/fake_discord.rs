@@ -1,0 +1,1 @@
+//! Fake Discord REST + gateway (being written).

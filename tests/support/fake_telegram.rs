@@ -1,0 +1,1 @@
+//! Fake Telegram Bot API (being written).
