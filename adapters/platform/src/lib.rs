@@ -9,13 +9,17 @@ mod chunk;
 mod ids;
 mod inbound;
 mod outbound;
+mod pacing;
 mod secret;
 
 pub use adapter::{Capabilities, InboundSink, LengthUnit, PlatformAdapter, PlatformError};
 pub use chunk::{chunk_markdown, measure};
+/// Re-exported so adapters build quotas without naming governor themselves.
+pub use governor::Quota;
 pub use ids::{
     ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
 };
 pub use inbound::{Addressed, Attachment, ButtonPress, Inbound, InboundMessage, PressHandle, User};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
+pub use pacing::{Pacer, Retry};
 pub use secret::Secret;

@@ -52,7 +52,9 @@ mod tests {
         let s = Secret::new("123456:ABC-DEF");
         assert_eq!(format!("{s} {s:?}"), "<redacted> Secret(<redacted>)");
         assert_eq!(
-            s.scrub("error sending request for url (https://api.telegram.org/bot123456:ABC-DEF/GetMe)"),
+            s.scrub(
+                "error sending request for url (https://api.telegram.org/bot123456:ABC-DEF/GetMe)"
+            ),
             "error sending request for url (https://api.telegram.org/bot<redacted>/GetMe)"
         );
     }
