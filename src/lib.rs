@@ -1,4 +1,8 @@
 //! Switchboard: a self-hosted gateway between an LLM agent and chat platforms.
 
+pub mod agent;
+pub mod config;
+pub mod gateway;
 pub mod llm;
+pub mod store;
 pub mod tools;

@@ -4,6 +4,9 @@
 mod error;
 mod metadata;
 mod openai;
+mod openai_error;
+mod openai_stream;
+mod openai_wire;
 mod tool_call_text;
 mod types;
 

@@ -1,4 +1,484 @@
-//! read_file / write_file (being written).
-pub struct ReadFileTool;
-pub struct WriteFileTool;
-pub struct Workspace;
+//! read_file / write_file, confined to the workspace directory.
+
+use super::args::{parse_args, truncate_chars};
+use super::diff_summary::summarize;
+use super::{Tool, ToolContext, ToolError, ToolSpec};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+
+/// Largest file `read_file` returns (and `write_file` diffs against).
+pub const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;
+/// Largest content `write_file` accepts.
+pub const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
+const DEFAULT_MAX_LINES: usize = 2000;
+const MAX_LINE_CHARS: usize = 2000;
+const MAX_OUTPUT_CHARS: usize = 100_000;
+const BINARY_SNIFF_BYTES: usize = 8192;
+
+/// The directory the file and exec tools are confined to (canonicalized).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Creates the directory if missing and canonicalizes it.
+    pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
+        std::fs::create_dir_all(path.as_ref())?;
+        let root = path.as_ref().canonicalize()?;
+        if !root.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("workspace {} is not a directory", root.display()),
+            ));
+        }
+        Ok(Self { root })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Maps a model-supplied path (relative to the root, or absolute inside it) to
+    /// a path inside the workspace.
+    ///
+    /// Refuses `..` escapes, absolute paths elsewhere, and symlinks (anywhere on the
+    /// existing part of the path) that resolve outside the root. The existing part
+    /// of the returned path is canonical, so it contains no symlinks.
+    pub fn resolve(&self, input: &str) -> Result<PathBuf, ToolError> {
+        if input.trim().is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "path is empty; give a path relative to the workspace root".into(),
+            ));
+        }
+        if input.contains('\0') {
+            return Err(ToolError::InvalidArguments("path contains a NUL byte".into()));
+        }
+        let outside = || {
+            ToolError::Forbidden(format!(
+                "path `{input}` is outside the workspace; use a path relative to the \
+                 workspace root without `..` (e.g. `notes/todo.txt`)"
+            ))
+        };
+        let given = Path::new(input);
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.root.join(given)
+        };
+        let mut lexical = PathBuf::new();
+        for comp in joined.components() {
+            match comp {
+                Component::ParentDir => {
+                    lexical.pop();
+                }
+                Component::CurDir => {}
+                other => lexical.push(other),
+            }
+        }
+        if !lexical.starts_with(&self.root) {
+            return Err(outside());
+        }
+
+        // Canonicalize the deepest existing ancestor; the rest does not exist yet.
+        let mut existing = lexical;
+        let mut missing = Vec::new();
+        loop {
+            match std::fs::symlink_metadata(&existing) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match existing.file_name() {
+                        Some(name) => missing.push(name.to_os_string()),
+                        None => return Err(outside()),
+                    }
+                    existing.pop();
+                }
+                Err(e) => return Err(io_failure(input, &e)),
+            }
+        }
+        let canonical = existing.canonicalize().map_err(|_| {
+            ToolError::Forbidden(format!(
+                "path `{input}` goes through a symbolic link whose target does not exist \
+                 or cannot be resolved"
+            ))
+        })?;
+        if !canonical.starts_with(&self.root) {
+            return Err(ToolError::Forbidden(format!(
+                "path `{input}` resolves through a symbolic link to a location outside the \
+                 workspace"
+            )));
+        }
+        Ok(missing.into_iter().rev().fold(canonical, |p, n| p.join(n)))
+    }
+
+    /// The path relative to the root, for messages (`.` for the root itself).
+    pub fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+}
+
+fn io_failure(shown: &str, e: &io::Error) -> ToolError {
+    let message = match e.kind() {
+        io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
+        io::ErrorKind::PermissionDenied => format!("permission denied for `{shown}`"),
+        _ => format!("cannot access `{shown}`: {e}"),
+    };
+    ToolError::failed(message)
+}
+
+/// Why `bytes` is not returned as text, if it is not.
+fn not_text_reason(bytes: &[u8]) -> Option<&'static str> {
+    let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+    if sniff.contains(&0) {
+        Some("appears to be a binary file (contains NUL bytes)")
+    } else if std::str::from_utf8(bytes).is_err() {
+        Some("is not valid UTF-8 text (binary or another encoding)")
+    } else {
+        None
+    }
+}
+
+/// Reads an existing workspace file as text, or explains why it cannot.
+async fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| io_failure(shown, &e))?;
+    if meta.is_dir() {
+        return Err(ToolError::failed(format!(
+            "`{shown}` is a directory; read a file inside it (list it with exec_command `ls`)"
+        )));
+    }
+    if meta.len() > MAX_READ_BYTES {
+        return Err(ToolError::failed(format!(
+            "`{shown}` is {} bytes, over the {} byte read_file limit; read parts of it with \
+             exec_command (e.g. `head`, `sed -n '1,200p'`, `grep -n`)",
+            meta.len(),
+            MAX_READ_BYTES
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| io_failure(shown, &e))?;
+    if let Some(reason) = not_text_reason(&bytes) {
+        return Err(ToolError::failed(format!(
+            "`{shown}` {reason}; read_file only returns text (inspect it with exec_command, \
+             e.g. `file` or `xxd | head`)"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| ToolError::failed(format!("`{shown}` is not UTF-8")))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    path: String,
+    offset_line: Option<usize>,
+    max_lines: Option<usize>,
+}
+
+/// `read_file`: returns a text file from the workspace with line numbers.
+pub struct ReadFileTool {
+    ws: Arc<Workspace>,
+    spec: ToolSpec,
+}
+
+impl ReadFileTool {
+    pub fn new(ws: Arc<Workspace>) -> Self {
+        let spec = ToolSpec {
+            name: "read_file".into(),
+            display_name: "Read file".into(),
+            description: format!(
+                "Read a UTF-8 text file from the workspace directory. `path` is relative to \
+                 the workspace root (paths outside it are refused). Each returned line is \
+                 prefixed with its 1-based line number and a tab (`     7\\tcontent`); the \
+                 numbers are not part of the file. Returns up to `max_lines` lines (default \
+                 {DEFAULT_MAX_LINES}) starting at `offset_line` (default 1) and says how to \
+                 continue when more remain. Binary files and files over {} MiB are refused.",
+                MAX_READ_BYTES / (1024 * 1024)
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root."},
+                    "offset_line": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                    "max_lines": {"type": "integer", "minimum": 1, "description": format!("Maximum number of lines to return. Default {DEFAULT_MAX_LINES}.")}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            concurrency_safe: true,
+            requires_approval: false,
+            background: false,
+        };
+        Self { ws, spec }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ReadFileTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: ReadArgs = parse_args("read_file", args)?;
+        let offset = args.offset_line.unwrap_or(1);
+        if offset == 0 {
+            return Err(ToolError::InvalidArguments(
+                "offset_line starts at 1 (the first line)".into(),
+            ));
+        }
+        let max_lines = args.max_lines.unwrap_or(DEFAULT_MAX_LINES);
+        if max_lines == 0 {
+            return Err(ToolError::InvalidArguments("max_lines must be at least 1".into()));
+        }
+        let path = self.ws.resolve(&args.path)?;
+        let shown = self.ws.display(&path);
+        let text = read_text(&path, &shown).await?;
+        number_lines(&text, &shown, offset, max_lines)
+    }
+}
+
+fn number_lines(text: &str, shown: &str, offset: usize, max_lines: usize) -> Result<String, ToolError> {
+    let total = text.lines().count();
+    if total == 0 {
+        return Ok(format!("(`{shown}` is empty)"));
+    }
+    if offset > total {
+        return Err(ToolError::InvalidArguments(format!(
+            "offset_line {offset} is past the end of `{shown}` ({total} lines)"
+        )));
+    }
+    let mut out = String::new();
+    let mut last = offset - 1;
+    for (idx, line) in text.lines().enumerate().skip(offset - 1).take(max_lines) {
+        if out.len() >= MAX_OUTPUT_CHARS {
+            break;
+        }
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let count = line.chars().count();
+        if count > MAX_LINE_CHARS {
+            out.push_str(&format!(
+                "{:>6}\t{} [line truncated: {count} chars]\n",
+                idx + 1,
+                truncate_chars(line, MAX_LINE_CHARS)
+            ));
+        } else {
+            out.push_str(&format!("{:>6}\t{line}\n", idx + 1));
+        }
+        last = idx + 1;
+    }
+    if last < total {
+        out.push_str(&format!(
+            "[showing lines {offset}-{last} of {total}; call read_file with offset_line={} to \
+             continue]\n",
+            last + 1
+        ));
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+    #[serde(default)]
+    append: bool,
+}
+
+/// `write_file`: creates, replaces or appends to a workspace file (approval).
+pub struct WriteFileTool {
+    ws: Arc<Workspace>,
+    spec: ToolSpec,
+}
+
+impl WriteFileTool {
+    pub fn new(ws: Arc<Workspace>) -> Self {
+        let spec = ToolSpec {
+            name: "write_file".into(),
+            display_name: "Write file".into(),
+            description: "Write a UTF-8 text file in the workspace directory (needs the \
+                user's approval). `path` is relative to the workspace root; missing parent \
+                directories are created. Replaces the whole file with `content`, or appends \
+                `content` when `append` is true. `content` is the literal file text (no line \
+                numbers). Returns the number of bytes written."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the workspace root."},
+                    "content": {"type": "string", "description": "The full text to write (or to append)."},
+                    "append": {"type": "boolean", "description": "Append to the file instead of replacing it. Default false."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+            concurrency_safe: false,
+            requires_approval: true,
+            background: false,
+        };
+        Self { ws, spec }
+    }
+
+    fn check(&self, args: Value) -> Result<(WriteArgs, PathBuf), ToolError> {
+        let args: WriteArgs = parse_args("write_file", args)?;
+        if args.content.len() > MAX_WRITE_BYTES {
+            return Err(ToolError::InvalidArguments(format!(
+                "content is {} bytes, over the {MAX_WRITE_BYTES} byte write_file limit; write \
+                 it in parts with append=true",
+                args.content.len()
+            )));
+        }
+        let path = self.ws.resolve(&args.path)?;
+        if path == self.ws.root() || path.is_dir() {
+            return Err(ToolError::failed(format!(
+                "`{}` is a directory; give a file path",
+                self.ws.display(&path)
+            )));
+        }
+        Ok((args, path))
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for WriteFileTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn approval_summary(&self, args: &Value) -> String {
+        let (args, path) = match self.check(args.clone()) {
+            Ok(ok) => ok,
+            Err(e) => return format!("write_file (will be refused): {}", e.for_model()),
+        };
+        let shown = self.ws.display(&path);
+        let body = match tokio::fs::metadata(&path).await {
+            Err(_) => summarize(None, &args.content, args.append),
+            Ok(meta) => match read_text(&path, &shown).await {
+                Ok(old) => summarize(Some(&old), &args.content, args.append),
+                Err(_) => format!(
+                    "{} existing {}-byte file that is binary or too large to diff; new \
+                     content: {} bytes\n",
+                    if args.append { "append to" } else { "replace" },
+                    meta.len(),
+                    args.content.len()
+                ),
+            },
+        };
+        format!("write_file `{shown}`\n{body}")
+    }
+
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let (args, path) = self.check(args)?;
+        let shown = self.ws.display(&path);
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| io_failure(&self.ws.display(parent), &e))?;
+        }
+        let before = tokio::fs::metadata(&path).await.ok().map(|m| m.len());
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .append(args.append)
+            .truncate(!args.append)
+            .open(&path)
+            .await
+            .map_err(|e| io_failure(&shown, &e))?;
+        file.write_all(args.content.as_bytes())
+            .await
+            .map_err(|e| io_failure(&shown, &e))?;
+        file.flush().await.map_err(|e| io_failure(&shown, &e))?;
+        let n = args.content.len();
+        Ok(match (before, args.append) {
+            (None, _) => format!("wrote {n} bytes to `{shown}` (new file)"),
+            (Some(old), true) => {
+                format!("appended {n} bytes to `{shown}` (now {} bytes)", old + n as u64)
+            }
+            (Some(old), false) => {
+                format!("wrote {n} bytes to `{shown}` (replaced the previous {old} bytes)")
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path().join("ws")).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn resolve_accepts_inside_paths() {
+        let (_d, ws) = ws();
+        assert_eq!(ws.resolve("a/b.txt").unwrap(), ws.root().join("a/b.txt"));
+        assert_eq!(ws.resolve("./a/../c").unwrap(), ws.root().join("c"));
+        let abs = ws.root().join("x.txt");
+        assert_eq!(ws.resolve(abs.to_str().unwrap()).unwrap(), abs);
+        assert_eq!(ws.resolve(".").unwrap(), ws.root());
+    }
+
+    #[test]
+    fn resolve_refuses_escapes() {
+        let (_d, ws) = ws();
+        for bad in ["../x", "a/../../x", "/etc/passwd", "..", "/"] {
+            let err = ws.resolve(bad).unwrap_err();
+            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
+            assert!(err.for_model().contains("outside the workspace"), "{err}");
+        }
+        assert!(matches!(ws.resolve(""), Err(ToolError::InvalidArguments(_))));
+        assert!(matches!(ws.resolve("a\0b"), Err(ToolError::InvalidArguments(_))));
+    }
+
+    #[test]
+    fn resolve_refuses_symlinks_outside() {
+        let (dir, ws) = ws();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(&outside, ws.root().join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), ws.root().join("f")).unwrap();
+        std::os::unix::fs::symlink(outside.join("nope"), ws.root().join("dangling")).unwrap();
+        for bad in ["link/secret", "link/new/file", "f", "dangling"] {
+            let err = ws.resolve(bad).unwrap_err();
+            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
+        }
+        std::fs::create_dir(ws.root().join("real")).unwrap();
+        std::os::unix::fs::symlink(ws.root().join("real"), ws.root().join("inner")).unwrap();
+        assert_eq!(ws.resolve("inner/x").unwrap(), ws.root().join("real/x"));
+    }
+
+    #[test]
+    fn numbering_and_paging() {
+        let text = "a\nb\r\nc\n";
+        assert_eq!(number_lines(text, "t", 1, 10).unwrap(), "     1\ta\n     2\tb\n     3\tc\n");
+        let page = number_lines(text, "t", 2, 1).unwrap();
+        assert!(page.starts_with("     2\tb\n"), "{page}");
+        assert!(page.contains("offset_line=3"), "{page}");
+        assert!(number_lines(text, "t", 9, 1).is_err());
+        assert!(number_lines("", "t", 1, 1).unwrap().contains("empty"));
+        let long = "x".repeat(MAX_LINE_CHARS + 5);
+        assert!(number_lines(&long, "t", 1, 1).unwrap().contains("[line truncated"));
+    }
+
+    #[test]
+    fn binary_detection() {
+        assert!(not_text_reason(b"hello\n").is_none());
+        assert!(not_text_reason(b"he\0llo").is_some());
+        assert!(not_text_reason(&[0xff, 0xfe, 0x41]).is_some());
+    }
+}

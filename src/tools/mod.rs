@@ -1,12 +1,22 @@
 //! Tools: specs, the registry and the built-in tools (one file per family).
 
+mod args;
+mod ask_user;
+mod check_tasks;
+mod diff_summary;
 mod exec;
+mod exec_output;
 mod fs;
+mod html_text;
 mod net_guard;
+mod registry;
 mod spec;
 mod web_fetch;
 
+pub use ask_user::AskUserTool;
+pub use check_tasks::CheckTasksTool;
 pub use exec::{ExecConfig, ExecTool};
-pub use fs::{ReadFileTool, Workspace, WriteFileTool};
+pub use fs::{ReadFileTool, WriteFileTool, Workspace};
+pub use registry::ToolRegistry;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};

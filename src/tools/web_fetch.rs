@@ -1,3 +1,368 @@
-//! web_fetch (being written).
-pub struct WebFetchConfig;
-pub struct WebFetchTool;
+//! web_fetch: GET a public http(s) URL as readable text, guarded against private targets.
+
+use super::args::parse_args;
+use super::html_text::html_to_text;
+use super::net_guard::{blocked_reason, Allowlist};
+use super::{Tool, ToolContext, ToolError, ToolSpec};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+use url::{Host, Url};
+
+const MAX_REDIRECTS: usize = 5;
+const DEFAULT_MAX_CHARS: usize = 20_000;
+const MAX_MAX_CHARS: usize = 100_000;
+const USER_AGENT: &str = concat!("switchboard-web-fetch/", env!("CARGO_PKG_VERSION"));
+
+/// Limits and exemptions for `web_fetch`.
+#[derive(Debug, Clone)]
+pub struct WebFetchConfig {
+    /// Whole fetch, redirects included.
+    pub timeout: Duration,
+    /// Body bytes read; the rest is not downloaded.
+    pub max_bytes: usize,
+    /// Hosts (`intranet.local`, `*.corp.example`), IPs or CIDRs (`10.0.0.0/8`)
+    /// that may be fetched even though they are loopback/private/link-local.
+    pub allow: Vec<String>,
+}
+
+impl Default for WebFetchConfig {
+    /// 20 s, 2 MB, nothing allowlisted.
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(20),
+            max_bytes: 2_000_000,
+            allow: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FetchArgs {
+    url: String,
+    max_chars: Option<usize>,
+}
+
+/// `web_fetch`: fetches a URL and returns its text.
+pub struct WebFetchTool {
+    config: WebFetchConfig,
+    allow: Allowlist,
+    spec: ToolSpec,
+}
+
+impl WebFetchTool {
+    pub fn new(config: WebFetchConfig) -> Self {
+        let spec = ToolSpec {
+            name: "web_fetch".into(),
+            display_name: "Fetch web page".into(),
+            description: format!(
+                "Fetch an http(s) URL with GET and return its content as text: HTML is \
+                 reduced to readable text (no scripts, styles or markup), JSON and other text \
+                 is returned as is, binary content is refused. The result starts with the \
+                 final URL, HTTP status and content type; non-2xx responses are returned too. \
+                 Up to {MAX_REDIRECTS} redirects are followed. Only public internet addresses \
+                 are reachable (loopback, private and link-local targets are refused). Output \
+                 is cut at `max_chars` (default {DEFAULT_MAX_CHARS}, max {MAX_MAX_CHARS}) with \
+                 a note."
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "Absolute http:// or https:// URL."},
+                    "max_chars": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_CHARS, "description": format!("Maximum characters of content to return. Default {DEFAULT_MAX_CHARS}.")}
+                },
+                "required": ["url"],
+                "additionalProperties": false
+            }),
+            concurrency_safe: true,
+            requires_approval: false,
+            background: false,
+        };
+        let allow = Allowlist::new(&config.allow);
+        Self { config, allow, spec }
+    }
+
+    /// Checks the URL's target and returns the vetted addresses to connect to
+    /// (`None` for an IP literal, which needs no resolution).
+    async fn vet(&self, url: &Url) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
+        check_scheme(url)?;
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| ToolError::InvalidArguments(format!("URL `{url}` has no port")))?;
+        let refuse = |what: &str, ip: IpAddr, reason: &str| {
+            ToolError::Forbidden(format!(
+                "{what} {ip}, a {reason}; web_fetch only reaches public internet addresses \
+                 (the operator can allowlist a host in the configuration)"
+            ))
+        };
+        let domain = match url.host() {
+            None => {
+                return Err(ToolError::InvalidArguments(format!("URL `{url}` has no host")))
+            }
+            Some(Host::Ipv4(ip)) => return self.vet_literal(IpAddr::V4(ip), refuse),
+            Some(Host::Ipv6(ip)) => return self.vet_literal(IpAddr::V6(ip), refuse),
+            Some(Host::Domain(d)) => d.to_string(),
+        };
+        let host_allowed = self.allow.allows_host(&domain);
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((domain.as_str(), port))
+            .await
+            .map_err(|e| ToolError::Failed {
+                message: format!("could not resolve host `{domain}`"),
+                diagnostics: Some(e.to_string()),
+            })?
+            .collect();
+        if addrs.is_empty() {
+            return Err(ToolError::failed(format!("host `{domain}` has no addresses")));
+        }
+        if !host_allowed {
+            for addr in &addrs {
+                if let Some(reason) = blocked_reason(addr.ip()) {
+                    if !self.allow.allows_ip(addr.ip()) {
+                        let what = format!("host `{domain}` resolves to");
+                        return Err(refuse(&what, addr.ip(), reason));
+                    }
+                }
+            }
+        }
+        Ok(Some((domain, addrs)))
+    }
+
+    fn vet_literal<F>(&self, ip: IpAddr, refuse: F) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError>
+    where
+        F: Fn(&str, IpAddr, &str) -> ToolError,
+    {
+        match blocked_reason(ip) {
+            Some(reason) if !self.allow.allows_ip(ip) => Err(refuse("the URL points at", ip, reason)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn fetch(&self, url: Url, max_chars: usize) -> Result<String, ToolError> {
+        let original = url.clone();
+        let mut current = url;
+        for hop in 0..=MAX_REDIRECTS {
+            let vetted = self.vet(&current).await?;
+            let mut builder = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .user_agent(USER_AGENT)
+                .timeout(self.config.timeout);
+            if let Some((domain, addrs)) = &vetted {
+                // Connect exactly to the addresses vetted above (no second lookup
+                // that a rebinding DNS server could answer differently).
+                builder = builder.resolve_to_addrs(domain, addrs);
+            }
+            let client = builder.build().map_err(|e| ToolError::Failed {
+                message: "could not set up the HTTP client".into(),
+                diagnostics: Some(e.to_string()),
+            })?;
+            let resp = client
+                .get(current.clone())
+                .header(ACCEPT, "text/html,application/json,text/*;q=0.9,*/*;q=0.5")
+                .send()
+                .await
+                .map_err(|e| request_failed(&current, e))?;
+            if resp.status().is_redirection() {
+                if let Some(loc) = resp.headers().get(LOCATION) {
+                    let loc = loc.to_str().map_err(|_| {
+                        ToolError::failed(format!("`{current}` redirected to an unreadable location"))
+                    })?;
+                    let next = current.join(loc).map_err(|e| {
+                        ToolError::failed(format!("`{current}` redirected to an invalid URL `{loc}`: {e}"))
+                    })?;
+                    if hop == MAX_REDIRECTS {
+                        return Err(ToolError::failed(format!(
+                            "too many redirects (more than {MAX_REDIRECTS}); last one to `{next}`"
+                        )));
+                    }
+                    current = next;
+                    continue;
+                }
+            }
+            return self.read(resp, &original, max_chars).await;
+        }
+        Err(ToolError::failed("too many redirects"))
+    }
+
+    async fn read(&self, mut resp: reqwest::Response, original: &Url, max_chars: usize) -> Result<String, ToolError> {
+        let final_url = resp.url().clone();
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let mut body = Vec::new();
+        let mut body_cut = false;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| request_failed(&final_url, e))? {
+            let room = self.config.max_bytes - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                body_cut = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+
+        let mut header = format!("URL: {final_url}\nStatus: {status}\n");
+        if !content_type.is_empty() {
+            header.push_str(&format!("Content-Type: {content_type}\n"));
+        }
+        if final_url != *original {
+            header.push_str(&format!("(redirected from {original})\n"));
+        }
+        if body_cut {
+            header.push_str(&format!(
+                "[body cut: only the first {} bytes were downloaded]\n",
+                self.config.max_bytes
+            ));
+        }
+        let text = match classify(&content_type, &body) {
+            Kind::Html => html_to_text(&String::from_utf8_lossy(&body)),
+            Kind::Text => String::from_utf8_lossy(&body).into_owned(),
+            Kind::Binary => {
+                return Err(ToolError::failed(format!(
+                    "{header}the response is binary ({}, {} bytes) and web_fetch only returns \
+                     text",
+                    if content_type.is_empty() { "no content type" } else { &content_type },
+                    body.len()
+                )))
+            }
+        };
+        let total = text.chars().count();
+        if total == 0 {
+            return Ok(format!("{header}\n(empty body)"));
+        }
+        match text.char_indices().nth(max_chars) {
+            None => Ok(format!("{header}\n{text}")),
+            Some((cut, _)) => Ok(format!(
+                "{header}[content truncated: showing the first {max_chars} of {total} chars; \
+                 pass a larger max_chars (up to {MAX_MAX_CHARS}) to see more]\n\n{}",
+                &text[..cut]
+            )),
+        }
+    }
+}
+
+fn check_scheme(url: &Url) -> Result<(), ToolError> {
+    match url.scheme() {
+        "http" | "https" => Ok(()),
+        other => Err(ToolError::Forbidden(format!(
+            "`{other}:` URLs are not supported; web_fetch only fetches http:// and https:// URLs"
+        ))),
+    }
+}
+
+fn request_failed(url: &Url, e: reqwest::Error) -> ToolError {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    ToolError::Failed {
+        message: format!("fetching `{}`: {what}", redacted(url)),
+        diagnostics: Some(e.without_url().to_string()),
+    }
+}
+
+/// The URL without user info (which may hold credentials).
+fn redacted(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.to_string()
+}
+
+enum Kind {
+    Html,
+    Text,
+    Binary,
+}
+
+fn classify(content_type: &str, body: &[u8]) -> Kind {
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if mime.contains("html") {
+        return Kind::Html;
+    }
+    let textual = mime.starts_with("text/")
+        || ["json", "xml", "javascript", "ecmascript", "yaml", "csv", "toml"]
+            .iter()
+            .any(|t| mime.contains(t));
+    if textual {
+        return Kind::Text;
+    }
+    let sniff = &body[..body.len().min(8192)];
+    if !mime.is_empty() && mime != "application/octet-stream" || sniff.contains(&0) {
+        return Kind::Binary;
+    }
+    // Unknown type: decide from the bytes (allowing a char cut at the end).
+    match std::str::from_utf8(sniff) {
+        Err(e) if e.error_len().is_some() => Kind::Binary,
+        _ => {
+            let head = String::from_utf8_lossy(&sniff[..sniff.len().min(512)]).to_ascii_lowercase();
+            if head.contains("<!doctype html") || head.contains("<html") {
+                Kind::Html
+            } else {
+                Kind::Text
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for WebFetchTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: FetchArgs = parse_args("web_fetch", args)?;
+        let max_chars = args.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
+        if max_chars == 0 {
+            return Err(ToolError::InvalidArguments("max_chars must be at least 1".into()));
+        }
+        let max_chars = max_chars.min(MAX_MAX_CHARS);
+        let url = Url::parse(args.url.trim()).map_err(|e| {
+            ToolError::InvalidArguments(format!(
+                "`{}` is not a valid absolute URL ({e}); give e.g. `https://example.com/page`",
+                args.url
+            ))
+        })?;
+        check_scheme(&url)?;
+        tokio::select! {
+            r = tokio::time::timeout(self.config.timeout, self.fetch(url, max_chars)) => {
+                r.map_err(|_| ToolError::Timeout(self.config.timeout))?
+            }
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        assert!(matches!(classify("text/html; charset=utf-8", b""), Kind::Html));
+        assert!(matches!(classify("application/json", b"{}"), Kind::Text));
+        assert!(matches!(classify("application/problem+json", b"{}"), Kind::Text));
+        assert!(matches!(classify("image/png", b"\x89PNG"), Kind::Binary));
+        assert!(matches!(classify("", b"<!DOCTYPE html><p>x"), Kind::Html));
+        assert!(matches!(classify("", b"plain"), Kind::Text));
+        assert!(matches!(classify("application/octet-stream", b"a\0b"), Kind::Binary));
+        assert!(matches!(classify("", &[0xff, 0xfe, 0x00, 0x41]), Kind::Binary));
+    }
+
+    #[test]
+    fn user_info_is_redacted() {
+        let u = Url::parse("https://user:pw@example.com/x").unwrap();
+        assert_eq!(redacted(&u), "https://example.com/x");
+    }
+}

@@ -1,0 +1,424 @@
+//! Discord REST calls through the shared [`Pacer`]: per-channel and bot-wide
+//! quotas, FIFO per channel, and 429s (`retry_after`, `global`) that pause and
+//! retry the refused call.
+//!
+//! Requests are built with serenity's routes and auth headers but executed here,
+//! so the 429 body and headers are ours to read (serenity's `Http` drops them).
+
+use crate::config::DiscordConfig;
+use crate::errors::RestError;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use serenity::http::{LightMethod, Request, Route};
+use serenity::model::id::{ApplicationId, ChannelId, InteractionId, MessageId, UserId};
+use std::num::NonZeroU64;
+use std::time::Duration;
+use switchboard_platform::{Pacer, Retry, Secret};
+
+/// Longest pause a 429 may impose; a bogus `retry_after` must not stall us for hours.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a call is paced by. Only channel messages count against the channel
+/// quota; everything counts against the bot quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lane {
+    /// Create and edit messages in a channel (5 per 5 s).
+    Channel(u64),
+    /// Typing in a channel: its own bucket on Discord.
+    Typing(u64),
+    /// Interaction callbacks and webhook followups of one interaction.
+    Interaction(u64),
+    /// Look-ups (current user, channel kinds).
+    Lookup,
+}
+
+/// The bot's own user, from `GET /users/@me`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BotUser {
+    pub id: UserId,
+    pub username: String,
+}
+
+/// What the adapter needs to know about a channel.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(crate) struct ChannelInfo {
+    #[serde(rename = "type")]
+    pub kind: u8,
+    #[serde(default)]
+    pub parent_id: Option<ChannelId>,
+}
+
+impl ChannelInfo {
+    /// Public, private and announcement threads.
+    pub fn is_thread(&self) -> bool {
+        matches!(self.kind, 10..=12)
+    }
+}
+
+#[derive(Deserialize)]
+struct Created {
+    id: MessageId,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    retry_after: Option<f64>,
+    #[serde(default)]
+    global: Option<bool>,
+}
+
+/// The REST client: one reqwest client, serenity routes, our pacing.
+pub(crate) struct Rest {
+    client: reqwest::Client,
+    auth: Secret,
+    token: Secret,
+    proxy: Option<String>,
+    pacer: Pacer<Lane>,
+}
+
+impl Rest {
+    pub fn new(config: &DiscordConfig) -> Result<Self, RestError> {
+        let client = reqwest::Client::builder()
+            .timeout(HTTP_TIMEOUT)
+            .build()
+            .map_err(|e| RestError::Network(e.without_url().to_string()))?;
+        let channel_quota = config.channel_quota;
+        Ok(Self {
+            client,
+            auth: Secret::new(format!("Bot {}", config.token.expose())),
+            token: config.token.clone(),
+            proxy: config.api_url.clone(),
+            pacer: Pacer::new(config.bot_quota, move |lane: &Lane| match lane {
+                Lane::Channel(_) => vec![channel_quota],
+                _ => Vec::new(),
+            }),
+        })
+    }
+
+    /// The HTTP client, shared with serenity's gateway client.
+    pub fn http_client(&self) -> reqwest::Client {
+        self.client.clone()
+    }
+
+    pub fn rate_limited_count(&self) -> u64 {
+        self.pacer.rate_limited_count()
+    }
+
+    pub async fn current_user(&self) -> Result<BotUser, RestError> {
+        self.call(Lane::Lookup, LightMethod::Get, Route::UserMe, None)
+            .await
+            .and_then(decode)
+    }
+
+    pub async fn channel(&self, channel: u64) -> Result<ChannelInfo, RestError> {
+        let channel_id = ChannelId::from(nz(channel)?);
+        self.call(
+            Lane::Lookup,
+            LightMethod::Get,
+            Route::Channel { channel_id },
+            None,
+        )
+        .await
+        .and_then(decode)
+    }
+
+    /// Posts a message; returns its id.
+    pub async fn create_message(&self, channel: u64, body: &Value) -> Result<u64, RestError> {
+        let channel_id = ChannelId::from(nz(channel)?);
+        let created: Created = self
+            .call(
+                Lane::Channel(channel),
+                LightMethod::Post,
+                Route::ChannelMessages { channel_id },
+                Some(body),
+            )
+            .await
+            .and_then(decode)?;
+        Ok(created.id.get())
+    }
+
+    pub async fn edit_message(
+        &self,
+        channel: u64,
+        message: u64,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let route = Route::ChannelMessage {
+            channel_id: ChannelId::from(nz(channel)?),
+            message_id: MessageId::from(nz(message)?),
+        };
+        self.call(
+            Lane::Channel(channel),
+            LightMethod::Patch,
+            route,
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    pub async fn typing(&self, channel: u64) -> Result<(), RestError> {
+        let channel_id = ChannelId::from(nz(channel)?);
+        self.call(
+            Lane::Typing(channel),
+            LightMethod::Post,
+            Route::ChannelTyping { channel_id },
+            None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `POST /interactions/{id}/{token}/callback`.
+    pub async fn interaction_callback(
+        &self,
+        interaction: u64,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let route = Route::InteractionResponse {
+            interaction_id: InteractionId::from(nz(interaction)?),
+            token,
+        };
+        self.call(
+            Lane::Interaction(interaction),
+            LightMethod::Post,
+            route,
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `POST /webhooks/{application}/{token}`: a followup message of an interaction.
+    pub async fn followup(
+        &self,
+        interaction: u64,
+        application: u64,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let route = Route::WebhookFollowupMessages {
+            application_id: ApplicationId::from(nz(application)?),
+            token,
+        };
+        self.call(
+            Lane::Interaction(interaction),
+            LightMethod::Post,
+            route,
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `PATCH /webhooks/{application}/{token}/messages/@original`: after a deferred
+    /// update, this edits the message that carried the pressed button.
+    pub async fn edit_original(
+        &self,
+        interaction: u64,
+        application: u64,
+        token: &str,
+        body: &Value,
+    ) -> Result<(), RestError> {
+        let route = Route::WebhookOriginalInteractionResponse {
+            application_id: ApplicationId::from(nz(application)?),
+            token,
+        };
+        self.call(
+            Lane::Interaction(interaction),
+            LightMethod::Patch,
+            route,
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// One paced call: waits for the lane and the bot quota, retries 429s.
+    async fn call(
+        &self,
+        lane: Lane,
+        method: LightMethod,
+        route: Route<'_>,
+        body: Option<&Value>,
+    ) -> Result<Value, RestError> {
+        let bytes = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| RestError::Invalid(e.to_string()))?;
+        self.pacer
+            .run(
+                &lane,
+                || self.once(method, route, bytes.clone()),
+                |e: &RestError| match e {
+                    RestError::RateLimited { delay, global } => Retry::After {
+                        delay: *delay,
+                        global: *global,
+                    },
+                    _ => Retry::No,
+                },
+            )
+            .await
+    }
+
+    async fn once(
+        &self,
+        method: LightMethod,
+        route: Route<'_>,
+        body: Option<Vec<u8>>,
+    ) -> Result<Value, RestError> {
+        let request = Request::new(route, method)
+            .body(body)
+            .build(&self.client, self.auth.expose(), self.proxy.as_deref())
+            .map_err(|e| RestError::Invalid(self.scrub(&e.to_string())))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| RestError::Network(self.scrub(&e.without_url().to_string())))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| RestError::Network(self.scrub(&e.without_url().to_string())))?;
+        if status.is_success() {
+            if bytes.is_empty() {
+                return Ok(Value::Null);
+            }
+            return serde_json::from_slice(&bytes)
+                .map_err(|e| RestError::Decode(format!("{} answered {e}", route_name(&route))));
+        }
+        let error: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
+        if status.as_u16() == 429 {
+            return Err(rate_limited(error.as_ref(), &headers));
+        }
+        let message = error
+            .as_ref()
+            .and_then(|e| e.message.clone())
+            .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
+        Err(RestError::Status {
+            status: status.as_u16(),
+            code: error.and_then(|e| e.code),
+            message: self.scrub(&message),
+        })
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        self.token.scrub(text)
+    }
+}
+
+/// Reads a 429: the body's float `retry_after` and `global`, else the headers.
+fn rate_limited(body: Option<&ErrorBody>, headers: &reqwest::header::HeaderMap) -> RestError {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let seconds = body
+        .and_then(|b| b.retry_after)
+        .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
+        .or_else(|| header("x-ratelimit-reset-after").and_then(|v| v.parse::<f64>().ok()))
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(1.0);
+    let global = body.and_then(|b| b.global).unwrap_or(false)
+        || header("x-ratelimit-global").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || header("x-ratelimit-scope").is_some_and(|v| v.eq_ignore_ascii_case("global"));
+    RestError::RateLimited {
+        delay: Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER),
+        global,
+    }
+}
+
+fn decode<T: DeserializeOwned>(value: Value) -> Result<T, RestError> {
+    serde_json::from_value(value).map_err(|e| RestError::Decode(e.to_string()))
+}
+
+/// A route's name for error text: the variant, never its fields (tokens live there).
+fn route_name(route: &Route<'_>) -> String {
+    let debug = format!("{route:?}");
+    debug
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or("route")
+        .to_owned()
+}
+
+/// Snowflakes are never 0; serenity's id types panic on 0, so refuse it here.
+pub(crate) fn nz(id: u64) -> Result<NonZeroU64, RestError> {
+    NonZeroU64::new(id).ok_or_else(|| RestError::Invalid("id 0 is not a Discord id".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn a_429_body_wins_over_headers() {
+        let body = ErrorBody {
+            code: None,
+            message: Some("You are being rate limited.".into()),
+            retry_after: Some(1.5),
+            global: Some(false),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(
+            rate_limited(Some(&body), &headers),
+            RestError::RateLimited {
+                delay: Duration::from_millis(1500),
+                global: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_429_without_body_reads_the_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        headers.insert("x-ratelimit-global", HeaderValue::from_static("true"));
+        assert_eq!(
+            rate_limited(None, &headers),
+            RestError::RateLimited {
+                delay: Duration::from_secs(3),
+                global: true
+            }
+        );
+        assert_eq!(
+            rate_limited(None, &HeaderMap::new()),
+            RestError::RateLimited {
+                delay: Duration::from_secs(1),
+                global: false
+            }
+        );
+    }
+
+    #[test]
+    fn absurd_retry_after_is_capped() {
+        let body = ErrorBody {
+            code: None,
+            message: None,
+            retry_after: Some(1e9),
+            global: None,
+        };
+        assert!(matches!(
+            rate_limited(Some(&body), &HeaderMap::new()),
+            RestError::RateLimited { delay, .. } if delay == MAX_RETRY_AFTER
+        ));
+    }
+
+    #[test]
+    fn route_names_hide_tokens() {
+        let route = Route::InteractionResponse {
+            interaction_id: InteractionId::new(5),
+            token: "very-secret-token",
+        };
+        assert_eq!(route_name(&route), "InteractionResponse");
+        assert!(nz(0).is_err());
+    }
+}

@@ -1,0 +1,337 @@
+//! Typed Telegram configuration read from the environment.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use switchboard_platform::Secret;
+use url::Url;
+
+/// Telegram's official Bot API endpoint.
+pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
+
+/// Everything the Telegram adapter needs. Fields are public so tests and the
+/// wiring can adjust defaults after [`TelegramConfig::new`] or
+/// [`TelegramConfig::from_env`].
+#[derive(Debug, Clone)]
+pub struct TelegramConfig {
+    pub token: Secret,
+    /// Bot API base URL; `None` means [`DEFAULT_API_URL`].
+    pub api_url: Option<Url>,
+    /// Users who may decide anyone's approvals (`TELEGRAM_APPROVERS`).
+    pub approvers: HashSet<i64>,
+    /// Webhook mode when set; long polling otherwise.
+    pub webhook: Option<WebhookConfig>,
+    /// Where the long-poll offset file (`telegram-offset-<bot id>`) lives.
+    pub state_dir: PathBuf,
+    /// Long-poll timeout; must stay well under teloxide's 17 s client timeout.
+    pub poll_timeout_secs: u32,
+    /// Outbound flood-control quotas.
+    pub limits: TelegramLimits,
+    /// A button press the core has not answered by then is answered empty.
+    pub press_answer_timeout: Duration,
+    /// How often `sendChatAction typing` is repeated while a turn runs.
+    pub typing_interval: Duration,
+    /// Upper bound on one typing indicator, in case `Idle` never comes.
+    pub typing_max: Duration,
+}
+
+/// Webhook mode: Telegram posts updates to `url`, which reaches `listen`.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Public URL registered with `setWebhook`; its path is the route served.
+    pub url: Url,
+    /// Local address the webhook server binds (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Expected `X-Telegram-Bot-Api-Secret-Token` header.
+    pub secret: Secret,
+}
+
+/// Telegram's published limits, applied by our governor layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TelegramLimits {
+    /// Messages (sends and edits) per second in one chat.
+    pub per_chat_per_second: u32,
+    /// Messages per minute in one group or supergroup.
+    pub per_group_per_minute: u32,
+    /// Messages per second for the whole bot.
+    pub global_per_second: u32,
+}
+
+impl Default for TelegramLimits {
+    fn default() -> Self {
+        Self {
+            per_chat_per_second: 1,
+            per_group_per_minute: 20,
+            global_per_second: 30,
+        }
+    }
+}
+
+/// A configuration variable is present but unusable. The message names the
+/// variable and the fix, and never contains a secret.
+#[derive(Debug, thiserror::Error)]
+#[error("{var}: {problem}")]
+pub struct TelegramConfigError {
+    pub var: &'static str,
+    pub problem: String,
+}
+
+fn invalid(var: &'static str, problem: impl Into<String>) -> TelegramConfigError {
+    TelegramConfigError {
+        var,
+        problem: problem.into(),
+    }
+}
+
+impl TelegramConfig {
+    /// A configuration with every default: official API, long polling.
+    pub fn new(token: Secret, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            token,
+            api_url: None,
+            approvers: HashSet::new(),
+            webhook: None,
+            state_dir: state_dir.into(),
+            poll_timeout_secs: 10,
+            limits: TelegramLimits::default(),
+            press_answer_timeout: Duration::from_secs(10),
+            typing_interval: Duration::from_secs(4),
+            typing_max: Duration::from_secs(600),
+        }
+    }
+
+    /// Reads `TELEGRAM_*` variables through `get`. `Ok(None)` when
+    /// `TELEGRAM_BOT_TOKEN` is unset or empty (Telegram disabled).
+    /// `TELEGRAM_ALLOWED_USERS` is the core's business and is not read here.
+    pub fn from_env(
+        get: impl Fn(&str) -> Option<String>,
+        state_dir: &Path,
+    ) -> Result<Option<Self>, TelegramConfigError> {
+        let get = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let Some(token) = get("TELEGRAM_BOT_TOKEN") else {
+            return Ok(None);
+        };
+        if !looks_like_token(&token) {
+            return Err(invalid(
+                "TELEGRAM_BOT_TOKEN",
+                "not a bot token; expected `<bot id>:<secret>` as issued by @BotFather",
+            ));
+        }
+        let mut config = TelegramConfig::new(Secret::new(token), state_dir);
+        if let Some(raw) = get("TELEGRAM_API_URL") {
+            config.api_url = Some(parse_http_url("TELEGRAM_API_URL", &raw)?);
+        }
+        if let Some(raw) = get("TELEGRAM_APPROVERS") {
+            config.approvers = parse_ids("TELEGRAM_APPROVERS", &raw)?;
+        }
+        config.webhook = webhook_from(
+            get("TELEGRAM_WEBHOOK_URL"),
+            get("TELEGRAM_WEBHOOK_LISTEN"),
+            get("TELEGRAM_WEBHOOK_SECRET"),
+        )?;
+        Ok(Some(config))
+    }
+
+    /// The Bot API base URL in use.
+    pub fn api_base(&self) -> Result<Url, TelegramConfigError> {
+        match &self.api_url {
+            Some(url) => Ok(url.clone()),
+            None => Url::parse(DEFAULT_API_URL)
+                .map_err(|e| invalid("TELEGRAM_API_URL", format!("default URL: {e}"))),
+        }
+    }
+}
+
+fn looks_like_token(token: &str) -> bool {
+    match token.split_once(':') {
+        Some((id, secret)) => {
+            !id.is_empty()
+                && id.bytes().all(|b| b.is_ascii_digit())
+                && !secret.is_empty()
+                && secret
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        }
+        None => false,
+    }
+}
+
+fn parse_http_url(var: &'static str, raw: &str) -> Result<Url, TelegramConfigError> {
+    let url = Url::parse(raw)
+        .map_err(|e| invalid(var, format!("not a URL ({e}); expected e.g. https://host/path")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(var, "must be an http:// or https:// URL"));
+    }
+    Ok(url)
+}
+
+/// Comma-separated numeric user ids.
+fn parse_ids(var: &'static str, raw: &str) -> Result<HashSet<i64>, TelegramConfigError> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<i64>().map_err(|_| {
+                invalid(
+                    var,
+                    format!("`{s}` is not a numeric Telegram user id (comma-separated ids, e.g. 12345,67890)"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn webhook_from(
+    url: Option<String>,
+    listen: Option<String>,
+    secret: Option<String>,
+) -> Result<Option<WebhookConfig>, TelegramConfigError> {
+    let (url, listen, secret) = match (url, listen, secret) {
+        (None, None, None) => return Ok(None),
+        (Some(u), Some(l), Some(s)) => (u, l, s),
+        (u, l, s) => {
+            let missing: Vec<&str> = [
+                ("TELEGRAM_WEBHOOK_URL", u.is_none()),
+                ("TELEGRAM_WEBHOOK_LISTEN", l.is_none()),
+                ("TELEGRAM_WEBHOOK_SECRET", s.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(name, absent)| absent.then_some(name))
+            .collect();
+            return Err(invalid(
+                "TELEGRAM_WEBHOOK_URL",
+                format!(
+                    "webhook mode needs TELEGRAM_WEBHOOK_URL, TELEGRAM_WEBHOOK_LISTEN and \
+                     TELEGRAM_WEBHOOK_SECRET together; missing {} (unset all three for long polling)",
+                    missing.join(", ")
+                ),
+            ));
+        }
+    };
+    let url = parse_http_url("TELEGRAM_WEBHOOK_URL", &url)?;
+    let listen = listen.parse::<SocketAddr>().map_err(|_| {
+        invalid(
+            "TELEGRAM_WEBHOOK_LISTEN",
+            format!("`{listen}` is not a socket address; expected e.g. 0.0.0.0:8443"),
+        )
+    })?;
+    if !valid_webhook_secret(&secret) {
+        return Err(invalid(
+            "TELEGRAM_WEBHOOK_SECRET",
+            "must be 1-256 characters of A-Z, a-z, 0-9, `_` or `-` (Telegram's rule)",
+        ));
+    }
+    Ok(Some(WebhookConfig {
+        url,
+        listen,
+        secret: Secret::new(secret),
+    }))
+}
+
+/// Telegram accepts 1-256 characters from `A-Za-z0-9_-` as a webhook secret.
+pub(crate) fn valid_webhook_secret(secret: &str) -> bool {
+    (1..=256).contains(&secret.len())
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const TOKEN: &str = "123456:ABC-def_ghi";
+
+    #[test]
+    fn unset_token_disables_telegram() {
+        let cfg = TelegramConfig::from_env(env(&[]), Path::new("/tmp"));
+        assert!(matches!(cfg, Ok(None)));
+        let cfg = TelegramConfig::from_env(env(&[("TELEGRAM_BOT_TOKEN", " ")]), Path::new("/tmp"));
+        assert!(matches!(cfg, Ok(None)));
+    }
+
+    #[test]
+    fn full_configuration_parses() {
+        let cfg = TelegramConfig::from_env(
+            env(&[
+                ("TELEGRAM_BOT_TOKEN", TOKEN),
+                ("TELEGRAM_API_URL", "http://127.0.0.1:9/"),
+                ("TELEGRAM_APPROVERS", "1, 22 ,333"),
+                ("TELEGRAM_WEBHOOK_URL", "https://bot.example.com/tg"),
+                ("TELEGRAM_WEBHOOK_LISTEN", "0.0.0.0:8443"),
+                ("TELEGRAM_WEBHOOK_SECRET", "s3cr3t_-"),
+            ]),
+            Path::new("/var/lib/sb"),
+        );
+        let Ok(Some(cfg)) = cfg else {
+            panic!("expected a config, got {cfg:?}");
+        };
+        assert_eq!(cfg.token.expose(), TOKEN);
+        assert_eq!(cfg.approvers, HashSet::from([1, 22, 333]));
+        assert_eq!(
+            cfg.api_base().map(|u| u.to_string()).ok().as_deref(),
+            Some("http://127.0.0.1:9/")
+        );
+        let hook = cfg.webhook.as_ref().map(|w| (w.url.path().to_owned(), w.listen.port()));
+        assert_eq!(hook, Some(("/tg".to_owned(), 8443)));
+        assert_eq!(cfg.state_dir, PathBuf::from("/var/lib/sb"));
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_never_the_token() {
+        let bad_token = "not-a-token-but-secret";
+        let e = TelegramConfig::from_env(env(&[("TELEGRAM_BOT_TOKEN", bad_token)]), Path::new("."))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.starts_with("TELEGRAM_BOT_TOKEN:"), "{e}");
+        assert!(!e.contains(bad_token));
+
+        let e = TelegramConfig::from_env(
+            env(&[("TELEGRAM_BOT_TOKEN", TOKEN), ("TELEGRAM_APPROVERS", "12,bob")]),
+            Path::new("."),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("TELEGRAM_APPROVERS") && e.contains("`bob`"), "{e}");
+
+        let e = TelegramConfig::from_env(
+            env(&[
+                ("TELEGRAM_BOT_TOKEN", TOKEN),
+                ("TELEGRAM_WEBHOOK_URL", "https://x.example/tg"),
+            ]),
+            Path::new("."),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("missing TELEGRAM_WEBHOOK_LISTEN, TELEGRAM_WEBHOOK_SECRET"), "{e}");
+
+        let e = TelegramConfig::from_env(
+            env(&[
+                ("TELEGRAM_BOT_TOKEN", TOKEN),
+                ("TELEGRAM_WEBHOOK_URL", "https://x.example/tg"),
+                ("TELEGRAM_WEBHOOK_LISTEN", "0.0.0.0:8443"),
+                ("TELEGRAM_WEBHOOK_SECRET", "has spaces"),
+            ]),
+            Path::new("."),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.starts_with("TELEGRAM_WEBHOOK_SECRET:"), "{e}");
+        assert!(!e.contains("has spaces"));
+    }
+}

@@ -1,0 +1,451 @@
+//! Markdown → Telegram HTML with pulldown-cmark: escaping, code blocks, links,
+//! emphasis, lists as text bullets and headings as bold.
+//!
+//! Telegram's HTML is a small subset (`b i s u a code pre blockquote`) with
+//! nesting rules: nothing inside `code`/`pre`, no nested blockquotes, no `code`
+//! inside a link. The renderer never produces those, and the visible text it
+//! produces is never longer than the Markdown source, so a chunk that fits in
+//! Markdown fits after Telegram parses the entities.
+
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+
+/// Renders `markdown` as Telegram HTML (`parse_mode = HTML`).
+pub(crate) fn markdown_to_html(markdown: &str) -> String {
+    let mut r = Renderer::default();
+    for event in Parser::new_ext(markdown, Options::ENABLE_STRIKETHROUGH) {
+        r.event(event);
+    }
+    r.finish()
+}
+
+/// `&`, `<` and `>` as entities: the only characters Telegram's HTML requires escaping.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(&mut out, text);
+    out
+}
+
+fn push_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn escape_attr(text: &str) -> String {
+    escape(text).replace('"', "&quot;")
+}
+
+/// Schemes Telegram turns into links; anything else is shown as text.
+fn linkable(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    ["http://", "https://", "tg://", "mailto:"]
+        .iter()
+        .any(|s| lower.starts_with(s))
+}
+
+/// How a link was opened, so its end knows what to close.
+enum LinkState {
+    /// `<a href>` emitted at byte `start` of the output.
+    Anchor { start: usize, url: String },
+    /// Shown as text followed by ` (url)`.
+    Text { start: usize, url: String },
+}
+
+#[derive(Default)]
+struct Renderer {
+    out: String,
+    /// Nothing emitted yet in the current container (document, quote, list item).
+    at_start: bool,
+    started: bool,
+    /// Open lists: the next number for ordered ones.
+    lists: Vec<Option<u64>>,
+    links: Vec<LinkState>,
+    bold: usize,
+    italic: usize,
+    strike: usize,
+    quote: usize,
+    in_code_block: bool,
+    /// The open code block has an inner `<code class>` to close.
+    code_has_lang: bool,
+}
+
+impl Renderer {
+    fn event(&mut self, event: Event<'_>) {
+        if !self.started {
+            self.started = true;
+            self.at_start = true;
+        }
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(text) => self.text(&text),
+            Event::Code(code) => self.inline_code(&code),
+            Event::Html(html) | Event::InlineHtml(html) => self.text(&html),
+            Event::InlineMath(m) | Event::DisplayMath(m) => self.text(&m),
+            Event::FootnoteReference(name) => self.text(&format!("[{name}]")),
+            Event::SoftBreak | Event::HardBreak => self.out.push('\n'),
+            Event::Rule => {
+                self.block_break();
+                self.out.push_str("———");
+                self.at_start = false;
+            }
+            Event::TaskListMarker(done) => self.text(if done { "[x] " } else { "[ ] " }),
+        }
+    }
+
+    /// Separates a new block from what precedes it in the same container.
+    fn block_break(&mut self) {
+        if self.at_start {
+            return;
+        }
+        let want = if self.lists.is_empty() { 2 } else { 1 };
+        let have = self.out.len() - self.out.trim_end_matches('\n').len();
+        for _ in have..want {
+            self.out.push('\n');
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph | Tag::HtmlBlock | Tag::MetadataBlock(_) => self.block_break(),
+            Tag::Heading { .. } => {
+                self.block_break();
+                self.open_bold();
+            }
+            Tag::BlockQuote(_) => {
+                self.block_break();
+                if self.quote == 0 {
+                    self.out.push_str("<blockquote>");
+                    self.at_start = true;
+                }
+                self.quote += 1;
+            }
+            Tag::CodeBlock(kind) => {
+                self.block_break();
+                self.in_code_block = true;
+                match kind {
+                    CodeBlockKind::Fenced(info) => {
+                        let lang: String = info
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("")
+                            .chars()
+                            .filter(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(*c))
+                            .collect();
+                        self.code_has_lang = !lang.is_empty();
+                        if lang.is_empty() {
+                            self.out.push_str("<pre>");
+                        } else {
+                            self.out
+                                .push_str(&format!("<pre><code class=\"language-{lang}\">"));
+                        }
+                    }
+                    CodeBlockKind::Indented => {
+                        self.code_has_lang = false;
+                        self.out.push_str("<pre>");
+                    }
+                }
+            }
+            Tag::List(first) => {
+                self.block_break();
+                self.lists.push(first);
+                self.at_start = true;
+            }
+            Tag::Item => {
+                self.block_break();
+                let depth = self.lists.len().saturating_sub(1);
+                self.out.push_str(&"  ".repeat(depth));
+                let marker = match self.lists.last_mut() {
+                    Some(Some(n)) => {
+                        let m = format!("{n}. ");
+                        *n += 1;
+                        m
+                    }
+                    _ => "• ".to_owned(),
+                };
+                self.out.push_str(&marker);
+                self.at_start = true;
+            }
+            Tag::Emphasis => {
+                if self.italic == 0 {
+                    self.out.push_str("<i>");
+                }
+                self.italic += 1;
+            }
+            Tag::Strong => self.open_bold(),
+            Tag::Strikethrough => {
+                if self.strike == 0 {
+                    self.out.push_str("<s>");
+                }
+                self.strike += 1;
+            }
+            Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
+                let url = dest_url.to_string();
+                let nested = !self.links.is_empty();
+                if linkable(&url) && !nested {
+                    self.out
+                        .push_str(&format!("<a href=\"{}\">", escape_attr(&url)));
+                    self.links.push(LinkState::Anchor {
+                        start: self.out.len(),
+                        url,
+                    });
+                } else {
+                    self.links.push(LinkState::Text {
+                        start: self.out.len(),
+                        url,
+                    });
+                }
+            }
+            Tag::FootnoteDefinition(_)
+            | Tag::DefinitionList
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::Table(_)
+            | Tag::TableHead
+            | Tag::TableRow => self.block_break(),
+            Tag::TableCell => {
+                if !self.out.ends_with('\n') && !self.at_start {
+                    self.out.push_str(" | ");
+                }
+            }
+            Tag::Superscript | Tag::Subscript => {}
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Heading(_) => self.close_bold(),
+            TagEnd::BlockQuote(_) => {
+                self.quote = self.quote.saturating_sub(1);
+                if self.quote == 0 {
+                    self.trim_trailing_newlines();
+                    self.out.push_str("</blockquote>");
+                    self.at_start = false;
+                }
+            }
+            TagEnd::CodeBlock => {
+                if self.out.ends_with('\n') {
+                    self.out.pop();
+                }
+                self.out.push_str(if self.code_has_lang {
+                    "</code></pre>"
+                } else {
+                    "</pre>"
+                });
+                self.in_code_block = false;
+                self.at_start = false;
+            }
+            TagEnd::List(_) => {
+                self.lists.pop();
+                self.at_start = false;
+            }
+            TagEnd::Item => self.at_start = false,
+            TagEnd::Emphasis => {
+                self.italic = self.italic.saturating_sub(1);
+                if self.italic == 0 {
+                    self.out.push_str("</i>");
+                }
+            }
+            TagEnd::Strong => self.close_bold(),
+            TagEnd::Strikethrough => {
+                self.strike = self.strike.saturating_sub(1);
+                if self.strike == 0 {
+                    self.out.push_str("</s>");
+                }
+            }
+            TagEnd::Link | TagEnd::Image => self.close_link(),
+            TagEnd::TableHead | TagEnd::TableRow => self.out.push('\n'),
+            _ => {}
+        }
+    }
+
+    fn open_bold(&mut self) {
+        if self.bold == 0 {
+            self.out.push_str("<b>");
+        }
+        self.bold += 1;
+    }
+
+    fn close_bold(&mut self) {
+        self.bold = self.bold.saturating_sub(1);
+        if self.bold == 0 {
+            self.out.push_str("</b>");
+        }
+        self.at_start = false;
+    }
+
+    fn close_link(&mut self) {
+        match self.links.pop() {
+            Some(LinkState::Anchor { start, url }) => {
+                if self.out.len() == start {
+                    // An anchor needs visible text: show the URL itself.
+                    push_escaped(&mut self.out, &url);
+                }
+                self.out.push_str("</a>");
+            }
+            Some(LinkState::Text { start, url }) => {
+                let shown = &self.out[start..];
+                if shown.is_empty() {
+                    push_escaped(&mut self.out, &url);
+                } else if !url.is_empty() && shown != escape(&url) {
+                    self.out.push_str(" (");
+                    push_escaped(&mut self.out, &url);
+                    self.out.push(')');
+                }
+            }
+            None => {}
+        }
+        self.at_start = false;
+    }
+
+    fn text(&mut self, text: &str) {
+        push_escaped(&mut self.out, text);
+        if !text.is_empty() {
+            self.at_start = false;
+        }
+    }
+
+    fn inline_code(&mut self, code: &str) {
+        // Telegram forbids `code` inside a link; there it stays plain text.
+        if self.links.is_empty() && !self.in_code_block {
+            self.out.push_str("<code>");
+            push_escaped(&mut self.out, code);
+            self.out.push_str("</code>");
+            self.at_start = false;
+        } else {
+            self.text(code);
+        }
+    }
+
+    fn trim_trailing_newlines(&mut self) {
+        let len = self.out.trim_end_matches('\n').len();
+        self.out.truncate(len);
+    }
+
+    fn finish(mut self) -> String {
+        let len = self.out.trim_end().len();
+        self.out.truncate(len);
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn html(md: &str) -> String {
+        markdown_to_html(md)
+    }
+
+    #[test]
+    fn escapes_html_specials_everywhere() {
+        assert_eq!(html("a < b && c > d"), "a &lt; b &amp;&amp; c &gt; d");
+        assert_eq!(html("`<tag> & x`"), "<code>&lt;tag&gt; &amp; x</code>");
+        assert_eq!(html("<b>not bold</b>"), "&lt;b&gt;not bold&lt;/b&gt;");
+        assert_eq!(
+            html("```\nif a < b { x & y }\n```"),
+            "<pre>if a &lt; b { x &amp; y }</pre>"
+        );
+    }
+
+    #[test]
+    fn inline_formatting() {
+        assert_eq!(
+            html("**bold** *it* ~~gone~~ `code`"),
+            "<b>bold</b> <i>it</i> <s>gone</s> <code>code</code>"
+        );
+        assert_eq!(html("***both***"), "<i><b>both</b></i>");
+    }
+
+    #[test]
+    fn code_blocks_carry_their_language() {
+        assert_eq!(
+            html("Intro\n\n```rust\nfn main() {}\n```\n\nAfter"),
+            "Intro\n\n<pre><code class=\"language-rust\">fn main() {}</code></pre>\n\nAfter"
+        );
+        assert_eq!(html("    indented\n    code"), "<pre>indented\ncode</pre>");
+    }
+
+    #[test]
+    fn links_and_unlinkable_urls() {
+        assert_eq!(
+            html("see [docs](https://x.test/a?b=1&c=\"2\")"),
+            "see <a href=\"https://x.test/a?b=1&amp;c=&quot;2&quot;\">docs</a>"
+        );
+        assert_eq!(html("[file](./notes.md)"), "file (./notes.md)");
+        assert_eq!(
+            html("<https://x.test>"),
+            "<a href=\"https://x.test\">https://x.test</a>"
+        );
+        assert_eq!(
+            html("[`code` link](https://x.test)"),
+            "<a href=\"https://x.test\">code link</a>"
+        );
+        assert_eq!(
+            html("![](https://x.test/i.png)"),
+            "<a href=\"https://x.test/i.png\">https://x.test/i.png</a>"
+        );
+    }
+
+    #[test]
+    fn lists_become_text_bullets() {
+        assert_eq!(html("- one\n- two"), "• one\n• two");
+        assert_eq!(html("3. three\n4. four"), "3. three\n4. four");
+        assert_eq!(
+            html("- a\n  - nested\n- b\n\nafter"),
+            "• a\n  • nested\n• b\n\nafter"
+        );
+    }
+
+    #[test]
+    fn headings_are_bold_and_quotes_flat() {
+        assert_eq!(html("# Title\n\nbody"), "<b>Title</b>\n\nbody");
+        assert_eq!(html("## **Bold** title"), "<b>Bold title</b>");
+        assert_eq!(
+            html("> quoted\n> > deeper"),
+            "<blockquote>quoted\n\ndeeper</blockquote>"
+        );
+    }
+
+    #[test]
+    fn visible_text_never_exceeds_the_source() {
+        let samples = [
+            "# H\n\n**b** _i_ [l](https://e.test) `c` ~~s~~",
+            "- a\n- b\n\n1. c\n2. d",
+            "```py\nprint('<&>')\n```",
+            "[rel](x/y) ![img](https://i.test/p.png) <https://a.test>",
+            "> q\n\n---\n\ntext",
+            "emoji 😀 and CJK 中文 & <",
+        ];
+        for md in samples {
+            let visible = visible_text(&html(md));
+            assert!(
+                visible.encode_utf16().count() <= md.encode_utf16().count(),
+                "{md:?} -> {visible:?}"
+            );
+        }
+    }
+
+    /// Strips tags and decodes the four entities, as Telegram does.
+    fn visible_text(html: &str) -> String {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' if in_tag => in_tag = false,
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+    }
+}

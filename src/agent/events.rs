@@ -1,0 +1,46 @@
+//! Runtime events: what a turn emits to the channel, the console, tests and traces.
+
+use crate::llm::{Message, ToolCall, Usage};
+use std::time::Duration;
+
+/// Why a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model answered without further tool calls.
+    Answered,
+    /// The model asked the user a question (`ask_user`) and waits.
+    WaitingForUser,
+    /// `MAX_TOOL_ROUNDS` reached.
+    MaxRounds,
+    /// The model call failed; `Done::text` explains it to the user.
+    ModelError,
+    Cancelled,
+}
+
+/// One event of a running turn, in order.
+#[derive(Debug, Clone)]
+pub enum RuntimeEvent {
+    ModelStart { round: usize },
+    TextDelta(String),
+    ThinkingDelta(String),
+    ToolCalls(Vec<ToolCall>),
+    ToolStart { call_id: String, name: String },
+    ToolResult { call_id: String, name: String, preview: String, duration: Duration },
+    ToolError { call_id: String, name: String, error: String },
+    Compaction { messages_before: usize, messages_after: usize },
+    Retry { attempt: u32, reason: String },
+    Usage(Usage),
+    Done(TurnOutcome),
+}
+
+/// The end of a turn: the answer and what to append to the session's history.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// The final text for the user (may be empty when the model said nothing).
+    pub text: String,
+    pub stop: StopReason,
+    pub rounds: usize,
+    pub usage: Usage,
+    /// The input message and everything the turn produced, to persist.
+    pub new_messages: Vec<Message>,
+}

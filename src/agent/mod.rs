@@ -1,0 +1,14 @@
+//! The agent runtime: one turn of the ReAct loop, its events, guards and traces.
+
+mod doom_loop;
+mod events;
+mod host;
+mod redact;
+mod results;
+mod round;
+mod runtime;
+mod scratchpad;
+
+pub use events::{RuntimeEvent, StopReason, TurnOutcome};
+pub use host::{ApprovalOutcome, TurnHost};
+pub use runtime::{Agent, AgentConfig, TurnRequest};

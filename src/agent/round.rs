@@ -1,0 +1,193 @@
+//! One tool round: validate calls, guard against loops, approve, then run safe
+//! calls in parallel (at most 5) and the others serially, in the model's order.
+
+use super::doom_loop::DoomLoopGuard;
+use super::events::RuntimeEvent;
+use super::host::{ApprovalOutcome, TurnHost};
+use super::results::keep_or_store;
+use super::scratchpad::Scratchpad;
+use crate::llm::{Message, ToolCall};
+use crate::tools::{Tool, ToolContext, ToolRegistry};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const MAX_PARALLEL: usize = 5;
+
+pub(crate) struct RoundRunner<'a> {
+    pub tools: &'a ToolRegistry,
+    pub host: &'a Arc<dyn TurnHost>,
+    pub data_dir: &'a Path,
+    pub session_id: &'a str,
+    pub cancel: &'a CancellationToken,
+    pub events: &'a mpsc::Sender<RuntimeEvent>,
+}
+
+/// A call checked and ready to run, or already failed.
+enum Prepared {
+    Ready { call: ToolCall, tool: Arc<dyn Tool>, args: Value },
+    Failed { call: ToolCall, error: String },
+}
+
+impl Prepared {
+    fn concurrency_safe(&self) -> bool {
+        match self {
+            Prepared::Ready { tool, .. } => tool.spec().concurrency_safe && !tool.spec().requires_approval,
+            Prepared::Failed { .. } => true,
+        }
+    }
+}
+
+/// What one call produced, before it becomes a tool message.
+struct CallResult {
+    call: ToolCall,
+    outcome: Result<String, String>,
+    duration: Duration,
+}
+
+impl RoundRunner<'_> {
+    /// Runs the round's calls and returns one tool message per call, in order.
+    pub(crate) async fn run(&self, calls: &[ToolCall], guard: &mut DoomLoopGuard, pad: &mut Scratchpad) -> Vec<Message> {
+        let prepared = self.prepare(calls, guard);
+        let mut results = Vec::with_capacity(prepared.len());
+        let mut pending = prepared.into_iter().peekable();
+        while let Some(first) = pending.next() {
+            if first.concurrency_safe() {
+                let mut batch = vec![first];
+                while let Some(next) = pending.next_if(Prepared::concurrency_safe) {
+                    batch.push(next);
+                }
+                let done: Vec<CallResult> =
+                    futures::stream::iter(batch.into_iter().map(|p| self.execute(p))).buffered(MAX_PARALLEL).collect().await;
+                results.extend(done);
+            } else {
+                results.push(self.execute(first).await);
+            }
+        }
+        let mut messages = Vec::with_capacity(results.len());
+        for r in results {
+            let content = match &r.outcome {
+                Ok(text) => keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await,
+                Err(e) => e.clone(),
+            };
+            pad.record(
+                "tool_result",
+                json!({
+                    "tool": r.call.name, "args": Scratchpad::args_value(&r.call.arguments),
+                    "status": if r.outcome.is_ok() { "ok" } else { "error" },
+                    "duration_ms": r.duration.as_millis() as u64,
+                    "result": content.chars().take(4_000).collect::<String>(),
+                }),
+            );
+            messages.push(Message::tool_result(r.call.id, content));
+        }
+        messages
+    }
+
+    fn prepare(&self, calls: &[ToolCall], guard: &mut DoomLoopGuard) -> Vec<Prepared> {
+        let mut looping = false;
+        calls
+            .iter()
+            .map(|call| {
+                let call = call.clone();
+                if looping || guard.check(&call.name, &call.arguments) {
+                    looping = true;
+                    let error = format!(
+                        "error: loop detected — `{}` was called with the same arguments 3 times recently; \
+                         this call and the rest of this round were not run. Change approach or answer the user.",
+                        call.name
+                    );
+                    return Prepared::Failed { call, error };
+                }
+                let Some(tool) = self.tools.get(&call.name) else {
+                    let error = format!("error: unknown tool `{}`. Available tools: {}.", call.name, self.tools.names().join(", "));
+                    return Prepared::Failed { call, error };
+                };
+                let raw = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+                match serde_json::from_str::<Value>(raw) {
+                    Ok(args @ Value::Object(_)) => Prepared::Ready { call, tool, args },
+                    Ok(_) => Prepared::Failed { call, error: "error: arguments must be a JSON object".into() },
+                    Err(e) => Prepared::Failed { call, error: format!("error: invalid JSON arguments ({e}); send a valid JSON object") },
+                }
+            })
+            .collect()
+    }
+
+    async fn execute(&self, prepared: Prepared) -> CallResult {
+        let started = Instant::now();
+        let (call, outcome) = match prepared {
+            Prepared::Failed { call, error } => (call, Err(error)),
+            Prepared::Ready { call, tool, args } => {
+                let _ = self.events.send(RuntimeEvent::ToolStart { call_id: call.id.clone(), name: call.name.clone() }).await;
+                let outcome = self.approve_and_run(&call, tool, args).await;
+                (call, outcome)
+            }
+        };
+        let duration = started.elapsed();
+        let event = match &outcome {
+            Ok(text) => RuntimeEvent::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                preview: text.chars().take(300).collect(),
+                duration,
+            },
+            Err(e) => RuntimeEvent::ToolError { call_id: call.id.clone(), name: call.name.clone(), error: e.clone() },
+        };
+        let _ = self.events.send(event).await;
+        CallResult { call, outcome, duration }
+    }
+
+    async fn approve_and_run(&self, call: &ToolCall, tool: Arc<dyn Tool>, mut args: Value) -> Result<String, String> {
+        if tool.spec().requires_approval {
+            let summary = tool.approval_summary(&args).await;
+            match self.host.approve(tool.spec(), call, &args, summary).await {
+                ApprovalOutcome::Allowed { arguments } => args = arguments,
+                ApprovalOutcome::Denied { reason } => {
+                    return Err(match reason {
+                        Some(r) => format!("error: the user denied this action. Reason: {r}"),
+                        None => "error: the user denied this action. Do not retry it; ask what they want instead.".into(),
+                    })
+                }
+                ApprovalOutcome::Expired => {
+                    return Err("error: approval expired without an answer, so the action was not run (treated as denied).".into())
+                }
+                ApprovalOutcome::Unavailable => {
+                    return Err("error: this action needs the user's approval and none can be requested here. \
+                                Use ask_user to explain what you want to do first."
+                        .into())
+                }
+            }
+        }
+        if tool.runs_in_background(&args) {
+            return self
+                .host
+                .start_background(tool, call, args)
+                .await
+                .map(|task_id| {
+                    format!(
+                        "Started background task {task_id}. It runs on its own; its result will arrive as a system \
+                         notification. Tell the user it has started; use check_background_tasks to see progress."
+                    )
+                })
+                .map_err(|e| format!("error: could not start the background task: {e}"));
+        }
+        let ctx = ToolContext { cancel: self.cancel.child_token(), session_id: self.session_id.to_owned(), ..ToolContext::default() };
+        // A panicking tool must not take the turn down: run it on its own task.
+        let joined = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
+        match joined {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => {
+                tracing::info!(tool = %call.name, error = %e, "tool failed");
+                Err(e.for_model())
+            }
+            Err(join) => {
+                tracing::error!(tool = %call.name, error = %join, "tool crashed");
+                Err("error: the tool crashed; the operator has the details.".into())
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The scratchpad: one JSONL trace per turn under the data dir, secrets redacted.
+
+use super::redact::redact;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Appends trace records for one turn. Tracing failures never fail the turn.
+pub(crate) struct Scratchpad {
+    file: Option<std::fs::File>,
+    path: PathBuf,
+}
+
+impl Scratchpad {
+    pub(crate) fn open(data_dir: &Path, session: &str, turn_id: &str) -> Scratchpad {
+        let path = data_dir
+            .join("scratchpad")
+            .join(super::results::safe_name(session))
+            .join(format!("{}.jsonl", super::results::safe_name(turn_id)));
+        let file = path
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&path));
+        match file {
+            Ok(f) => Scratchpad { file: Some(f), path },
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "scratchpad disabled for this turn");
+                Scratchpad { file: None, path }
+            }
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one record `{"at":…, "type": kind, …fields}` with secrets redacted.
+    pub(crate) fn record(&mut self, kind: &str, fields: Value) {
+        let Some(file) = self.file.as_mut() else { return };
+        let mut record = json!({ "at": chrono::Utc::now().to_rfc3339(), "type": kind });
+        if let (Some(obj), Value::Object(extra)) = (record.as_object_mut(), redact(&fields)) {
+            obj.extend(extra);
+        }
+        let line = format!("{record}\n");
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            tracing::warn!(error = %e, "scratchpad write failed; disabling it for this turn");
+            self.file = None;
+        }
+    }
+
+    /// Tool arguments as JSON for the trace (raw text when they don't parse).
+    pub(crate) fn args_value(arguments: &str) -> Value {
+        serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_jsonl_with_secrets_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pad = Scratchpad::open(dir.path(), "s1", "t1");
+        pad.record("init", json!({"model": "m"}));
+        pad.record("tool_result", json!({"args": {"url": "u", "api_key": "sk-123"}, "status": "ok"}));
+        let text = std::fs::read_to_string(pad.path()).unwrap();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["type"], "init");
+        assert_eq!(lines[1]["args"]["api_key"], "<redacted>");
+        assert!(!text.contains("sk-123"));
+    }
+}

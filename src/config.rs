@@ -1,0 +1,220 @@
+//! Typed configuration from the environment (and `.env`), validated at start.
+
+use crate::gateway::AccessPolicy;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+use switchboard_platform::{Platform, Secret, UserId};
+
+/// A configuration problem, naming the variable and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var} is not set: {fix}")]
+    Missing { var: &'static str, fix: &'static str },
+    #[error("{var} is invalid ({problem}): {fix}")]
+    Invalid { var: &'static str, problem: String, fix: &'static str },
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+/// The model endpoint.
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    /// OpenAI-style base URL; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub model: String,
+    pub context_window: Option<u32>,
+    /// A stream idle this long is a timeout.
+    pub idle_timeout: Duration,
+}
+
+/// Everything Switchboard's core needs, read once at start.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub database_url: String,
+    pub data_dir: PathBuf,
+    pub workspace_dir: PathBuf,
+    pub access_policy: AccessPolicy,
+    /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
+    pub allowed_users: HashMap<Platform, HashSet<UserId>>,
+    pub user_messages_per_minute: u32,
+    pub max_tool_rounds: usize,
+    pub approval_timeout: Duration,
+    pub exec_timeout: Duration,
+    pub web_fetch_allow: Vec<String>,
+    pub system_prompt: Option<String>,
+    pub log_format: LogFormat,
+}
+
+const FIX_LLM_BASE_URL: &str =
+    "set it to an OpenAI-compatible endpoint, e.g. LLM_BASE_URL=http://localhost:11434/v1 for a local Ollama";
+
+impl Config {
+    /// Reads the process environment (after loading `.env` if present).
+    pub fn from_env() -> Result<Config, ConfigError> {
+        // A missing .env is normal; a malformed one is reported by the lookups below.
+        let _ = dotenvy::dotenv();
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Builds the config from any variable source (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |k: &str| get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let base_url = get("LLM_BASE_URL").ok_or(ConfigError::Missing { var: "LLM_BASE_URL", fix: FIX_LLM_BASE_URL })?;
+        let parsed = url::Url::parse(&base_url).map_err(|e| ConfigError::Invalid {
+            var: "LLM_BASE_URL",
+            problem: e.to_string(),
+            fix: FIX_LLM_BASE_URL,
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ConfigError::Invalid {
+                var: "LLM_BASE_URL",
+                problem: format!("scheme {} is not http(s)", parsed.scheme()),
+                fix: FIX_LLM_BASE_URL,
+            });
+        }
+        let model = get("LLM_MODEL").ok_or(ConfigError::Missing {
+            var: "LLM_MODEL",
+            fix: "set it to the model name the endpoint serves, e.g. LLM_MODEL=llama3.1:8b",
+        })?;
+        let data_dir = PathBuf::from(get("DATA_DIR").unwrap_or_else(|| "./data".into()));
+        let database_url = get("DATABASE_URL")
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("switchboard.db").display()));
+        let workspace_dir =
+            get("WORKSPACE_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("workspace"));
+        let access_policy = match get("ACCESS_POLICY").as_deref() {
+            None | Some("pairing") => AccessPolicy::Pairing,
+            Some("allowlist") => AccessPolicy::Allowlist,
+            Some("open") => AccessPolicy::Open,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var: "ACCESS_POLICY",
+                    problem: format!("unknown policy {other:?}"),
+                    fix: "use pairing (default), allowlist or open",
+                })
+            }
+        };
+        let mut allowed_users = HashMap::new();
+        for (platform, var) in
+            [(Platform::Telegram, "TELEGRAM_ALLOWED_USERS"), (Platform::Discord, "DISCORD_ALLOWED_USERS")]
+        {
+            allowed_users.insert(platform, parse_ids(var, get(var))?);
+        }
+        let log_format = match get("LOG_FORMAT").as_deref() {
+            None | Some("pretty") => LogFormat::Pretty,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var: "LOG_FORMAT",
+                    problem: format!("unknown format {other:?}"),
+                    fix: "use pretty (default) or json",
+                })
+            }
+        };
+        Ok(Config {
+            llm: LlmConfig {
+                base_url,
+                api_key: get("LLM_API_KEY").map(Secret::new),
+                model,
+                context_window: number(&get, "LLM_CONTEXT_WINDOW")?,
+                idle_timeout: Duration::from_secs(number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60)),
+            },
+            database_url,
+            data_dir,
+            workspace_dir,
+            access_policy,
+            allowed_users,
+            user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),
+            max_tool_rounds: number(&get, "MAX_TOOL_ROUNDS")?.unwrap_or(15),
+            approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
+            exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
+            web_fetch_allow: get("WEB_FETCH_ALLOW")
+                .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+                .unwrap_or_default(),
+            system_prompt: get("SYSTEM_PROMPT"),
+            log_format,
+        })
+    }
+}
+
+/// Parses an optional positive number.
+fn number<T>(get: &impl Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<T>, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + Default,
+{
+    match get(var) {
+        None => Ok(None),
+        Some(raw) => match raw.parse::<T>() {
+            Ok(v) if v > T::default() => Ok(Some(v)),
+            _ => Err(ConfigError::Invalid {
+                var,
+                problem: format!("{raw:?} is not a positive number"),
+                fix: "use a positive whole number, or unset it for the default",
+            }),
+        },
+    }
+}
+
+fn parse_ids(var: &'static str, raw: Option<String>) -> Result<HashSet<UserId>, ConfigError> {
+    let Some(raw) = raw else { return Ok(HashSet::new()) };
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<i64>().map(UserId).map_err(|_| ConfigError::Invalid {
+                var,
+                problem: format!("{s:?} is not a numeric user id"),
+                fix: "list numeric ids separated by commas (usernames are not accepted)",
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn minimal_config_has_defaults() {
+        let c = cfg(&[("LLM_BASE_URL", "http://localhost:11434/v1"), ("LLM_MODEL", "llama3.1")]).unwrap();
+        assert_eq!(c.database_url, "sqlite://./data/switchboard.db");
+        assert_eq!(c.access_policy, AccessPolicy::Pairing);
+        assert_eq!(c.max_tool_rounds, 15);
+        assert_eq!(c.approval_timeout, Duration::from_secs(600));
+        assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_the_fix() {
+        let e = cfg(&[]).unwrap_err().to_string();
+        assert!(e.contains("LLM_BASE_URL") && e.contains("Ollama"), "{e}");
+        let e = cfg(&[("LLM_BASE_URL", "ftp://x"), ("LLM_MODEL", "m")]).unwrap_err().to_string();
+        assert!(e.contains("LLM_BASE_URL"), "{e}");
+        let e = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("TELEGRAM_ALLOWED_USERS", "12,@bob")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("TELEGRAM_ALLOWED_USERS") && e.contains("numeric"), "{e}");
+        let e = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("MAX_TOOL_ROUNDS", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MAX_TOOL_ROUNDS"), "{e}");
+    }
+
+    #[test]
+    fn api_key_is_redacted_in_debug() {
+        let c = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("LLM_API_KEY", "sk-very-secret")]).unwrap();
+        assert!(!format!("{c:?}").contains("sk-very-secret"));
+    }
+}

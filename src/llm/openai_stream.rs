@@ -1,0 +1,491 @@
+//! Decoding an OpenAI-compatible SSE response into [`Chunk`]s: tool-call fragments
+//! assembled by index, reasoning passed through, usage, in-stream errors and the idle
+//! timeout.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::Value;
+use switchboard_platform::Secret;
+
+use super::error::ProviderError;
+use super::openai_error;
+use super::tool_call_text::{generate_call_id, ToolCallTextFilter};
+use super::types::{Chunk, ToolCall, Usage};
+use super::ChunkStream;
+
+/// Largest response body accepted (tool arguments can be big, but not unbounded).
+const MAX_STREAM_BYTES: usize = 32 * 1024 * 1024;
+
+/// Turns a successful streaming response into a [`ChunkStream`]. `parse_tool_text`
+/// enables the `<tool_call>` text filter (only useful when tools were offered).
+pub(crate) fn chunk_stream(
+    response: reqwest::Response,
+    idle: Duration,
+    parse_tool_text: bool,
+    key: Option<Secret>,
+) -> ChunkStream {
+    let mut received = 0usize;
+    let bytes = response.bytes_stream().map(move |item| match item {
+        Ok(bytes) => {
+            received += bytes.len();
+            if received > MAX_STREAM_BYTES {
+                Err(BodyError::TooLarge)
+            } else {
+                Ok(bytes)
+            }
+        }
+        Err(error) => Err(BodyError::Transport(error)),
+    });
+    let state = StreamState {
+        events: bytes.eventsource().boxed(),
+        decoder: StreamDecoder::new(parse_tool_text),
+        queue: VecDeque::new(),
+        finished: false,
+        idle,
+        key,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.queue.pop_front() {
+                return Some((item, state));
+            }
+            if state.finished {
+                return None;
+            }
+            state.advance().await;
+        }
+    })
+    .boxed()
+}
+
+#[derive(Debug)]
+enum BodyError {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+type Events = BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<BodyError>>>;
+
+struct StreamState {
+    events: Events,
+    decoder: StreamDecoder,
+    queue: VecDeque<Result<Chunk, ProviderError>>,
+    finished: bool,
+    idle: Duration,
+    key: Option<Secret>,
+}
+
+impl StreamState {
+    /// Reads one SSE event (or the end, or the idle timeout) into the queue.
+    async fn advance(&mut self) {
+        let mut out = Vec::new();
+        let result = match tokio::time::timeout(self.idle, self.events.next()).await {
+            Err(_) => Err(ProviderError::Timeout(self.idle)),
+            Ok(None) => self.decoder.finish(&mut out).map(|()| Step::Done),
+            Ok(Some(Err(error))) => Err(event_error(error)),
+            Ok(Some(Ok(event))) => match self.decoder.on_data(&event.data, &mut out) {
+                Ok(Step::Done) => self.decoder.finish(&mut out).map(|()| Step::Done),
+                other => other,
+            },
+        };
+        self.queue.extend(out.into_iter().map(Ok));
+        match result {
+            Ok(Step::Continue) => {}
+            Ok(Step::Done) => self.finished = true,
+            Err(error) => {
+                let error = openai_error::scrub(error, self.key.as_ref());
+                tracing::debug!(%error, "model stream failed");
+                self.queue.push_back(Err(error));
+                self.finished = true;
+            }
+        }
+    }
+}
+
+fn event_error(error: EventStreamError<BodyError>) -> ProviderError {
+    match error {
+        EventStreamError::Transport(BodyError::Transport(error)) => {
+            openai_error::from_reqwest(&error)
+        }
+        EventStreamError::Transport(BodyError::TooLarge) => ProviderError::InvalidResponse(
+            format!("the response exceeded {MAX_STREAM_BYTES} bytes"),
+        ),
+        EventStreamError::Utf8(error) => {
+            ProviderError::InvalidResponse(format!("the stream is not UTF-8: {error}"))
+        }
+        EventStreamError::Parser(error) => {
+            ProviderError::InvalidResponse(format!("the stream is not SSE: {error}"))
+        }
+    }
+}
+
+/// Whether the stream goes on after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    Continue,
+    Done,
+}
+
+/// The pure part of stream decoding: SSE `data` payloads in, chunks out.
+#[derive(Debug)]
+pub(crate) struct StreamDecoder {
+    calls: ToolCallAssembler,
+    text_filter: Option<ToolCallTextFilter>,
+    /// The last usage seen; some servers repeat cumulative usage, so it is sent once.
+    usage: Option<Usage>,
+    saw_data: bool,
+}
+
+impl StreamDecoder {
+    pub(crate) fn new(parse_tool_text: bool) -> Self {
+        Self {
+            calls: ToolCallAssembler::default(),
+            text_filter: parse_tool_text.then(ToolCallTextFilter::new),
+            usage: None,
+            saw_data: false,
+        }
+    }
+
+    /// Handles the `data` of one SSE event.
+    pub(crate) fn on_data(
+        &mut self,
+        data: &str,
+        out: &mut Vec<Chunk>,
+    ) -> Result<Step, ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.saw_data = true;
+            return Ok(Step::Done);
+        }
+        if data.is_empty() {
+            return Ok(Step::Continue);
+        }
+        let value: Value = serde_json::from_str(data).map_err(|error| {
+            ProviderError::InvalidResponse(format!("a stream event is not JSON ({error})"))
+        })?;
+        self.saw_data = true;
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(openai_error::from_error_object(error));
+        }
+        let chunk: WireChunk = serde_json::from_value(value).map_err(|error| {
+            ProviderError::InvalidResponse(format!("unexpected stream event shape ({error})"))
+        })?;
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into());
+        }
+        let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() else {
+            return Ok(Step::Continue);
+        };
+        if let Some(delta) = choice.delta {
+            let thinking = delta.reasoning_content.or(delta.reasoning);
+            if let Some(thinking) = thinking.filter(|t| !t.is_empty()) {
+                out.push(Chunk::Thinking(thinking));
+            }
+            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                let shown = match &mut self.text_filter {
+                    Some(filter) => filter.push(&text),
+                    None => text,
+                };
+                if !shown.is_empty() {
+                    out.push(Chunk::Text(shown));
+                }
+            }
+            for fragment in delta.tool_calls.unwrap_or_default() {
+                self.calls.add(fragment);
+            }
+        }
+        if choice.finish_reason.is_some() {
+            self.flush_calls(out);
+        }
+        Ok(Step::Continue)
+    }
+
+    /// Ends the stream: held-back text, remaining and text-parsed calls, usage.
+    pub(crate) fn finish(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+        if !self.saw_data {
+            return Err(ProviderError::InvalidResponse(
+                "the response is not an event stream (no data events)".to_owned(),
+            ));
+        }
+        let mut text_calls = Vec::new();
+        if let Some(filter) = &mut self.text_filter {
+            let (rest, calls) = filter.finish();
+            if !rest.is_empty() {
+                out.push(Chunk::Text(rest));
+            }
+            text_calls = calls;
+        }
+        self.flush_calls(out);
+        if !text_calls.is_empty() {
+            out.push(Chunk::ToolCalls(text_calls));
+        }
+        if let Some(usage) = self.usage.take() {
+            out.push(Chunk::Usage(usage));
+        }
+        Ok(())
+    }
+
+    fn flush_calls(&mut self, out: &mut Vec<Chunk>) {
+        let calls = self.calls.take();
+        if !calls.is_empty() {
+            out.push(Chunk::ToolCalls(calls));
+        }
+    }
+}
+
+/// Tool-call fragments keyed by `index`.
+#[derive(Debug, Default)]
+struct ToolCallAssembler {
+    calls: BTreeMap<u32, ToolCall>,
+    last: Option<u32>,
+}
+
+impl ToolCallAssembler {
+    fn add(&mut self, fragment: WireToolCall) {
+        // Servers that omit `index` start a new call with each new id.
+        let index = fragment.index.unwrap_or_else(|| {
+            let new_id = fragment
+                .id
+                .as_deref()
+                .is_some_and(|id| !self.calls.values().any(|call| call.id == id));
+            match self.last {
+                Some(last) if !new_id => last,
+                _ => self.calls.keys().next_back().map_or(0, |k| k + 1),
+            }
+        });
+        self.last = Some(index);
+        let call = self.calls.entry(index).or_insert_with(|| ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        });
+        if let Some(id) = fragment.id.filter(|id| !id.is_empty()) {
+            if call.id.is_empty() {
+                call.id = id;
+            }
+        }
+        let Some(function) = fragment.function else {
+            return;
+        };
+        if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+            // Most servers send the name once; a repeat of the whole name is ignored,
+            // pieces are joined.
+            if call.name != name {
+                call.name.push_str(&name);
+            }
+        }
+        match function.arguments {
+            Some(Value::String(piece)) => call.arguments.push_str(&piece),
+            Some(Value::Null) | None => {}
+            Some(other) => call.arguments.push_str(&other.to_string()),
+        }
+    }
+
+    fn take(&mut self) -> Vec<ToolCall> {
+        self.last = None;
+        std::mem::take(&mut self.calls)
+            .into_values()
+            .filter(|call| !call.name.is_empty())
+            .map(|mut call| {
+                if call.id.is_empty() {
+                    call.id = generate_call_id();
+                }
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".to_owned();
+                }
+                call
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct WireChunk {
+    choices: Option<Vec<WireChoice>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireChoice {
+    delta: Option<WireDelta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireDelta {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<WirePromptDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WirePromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(usage: WireUsage) -> Self {
+        let cached = usage
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .or(usage.prompt_cache_hit_tokens);
+        Usage {
+            input_tokens: usage.prompt_tokens.unwrap_or(0),
+            output_tokens: usage.completion_tokens.unwrap_or(0),
+            cache_read_tokens: cached.unwrap_or(0),
+            cache_write_tokens: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(events: &[&str], parse_tool_text: bool) -> Result<Vec<Chunk>, ProviderError> {
+        let mut decoder = StreamDecoder::new(parse_tool_text);
+        let mut out = Vec::new();
+        for event in events {
+            if decoder.on_data(event, &mut out)? == Step::Done {
+                break;
+            }
+        }
+        decoder.finish(&mut out)?;
+        Ok(out)
+    }
+
+    fn call(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+        serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "id": id, "type": "function",
+             "function": {"name": name, "arguments": args}}
+        ]}, "finish_reason": null}]})
+        .to_string()
+    }
+
+    #[test]
+    fn parallel_calls_are_assembled_by_index() {
+        let events = [
+            call(0, Some("a"), Some("read_file"), ""),
+            call(1, Some("b"), Some("ls"), "{\"di"),
+            call(0, None, None, "{\"path\": \"x"),
+            call(1, None, None, "r\": 1}"),
+            call(0, None, None, "\"}"),
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#.to_owned(),
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,
+                "prompt_tokens_details":{"cached_tokens":4}}}"#
+                .to_owned(),
+            "[DONE]".to_owned(),
+        ];
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let chunks = decode(&events, false).map_err(|e| e.to_string());
+        let expected = vec![
+            Chunk::ToolCalls(vec![
+                ToolCall {
+                    id: "a".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path": "x"}"#.into(),
+                },
+                ToolCall {
+                    id: "b".into(),
+                    name: "ls".into(),
+                    arguments: r#"{"dir": 1}"#.into(),
+                },
+            ]),
+            Chunk::Usage(Usage {
+                input_tokens: 9,
+                output_tokens: 3,
+                cache_read_tokens: 4,
+                cache_write_tokens: 0,
+            }),
+        ];
+        assert_eq!(chunks, Ok(expected));
+    }
+
+    #[test]
+    fn missing_id_and_index_are_tolerated() -> Result<(), String> {
+        let events = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"x","function":{"name":"b"}}]}}]}"#,
+        ];
+        let chunks = decode(&events, false).map_err(|e| e.to_string());
+        let Ok([Chunk::ToolCalls(calls)]) = chunks.as_deref() else {
+            return Err(format!("unexpected {chunks:?}"));
+        };
+        assert_eq!(calls.len(), 2);
+        assert!(calls[0].id.starts_with("call_"));
+        assert_eq!(
+            (calls[1].id.as_str(), calls[1].arguments.as_str()),
+            ("x", "{}")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn text_reasoning_and_tool_call_text() -> Result<(), String> {
+        let events = [
+            r#"{"choices":[{"delta":{"role":"assistant","reasoning_content":"hmm"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"!","content":"Hi <tool"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"_call>{\"name\":\"ls\"}</tool_call>"}}]}"#,
+        ];
+        let chunks = decode(&events, true).map_err(|e| e.to_string());
+        let Ok([thinking1, thinking2, text, Chunk::ToolCalls(calls)]) = chunks.as_deref() else {
+            return Err(format!("unexpected {chunks:?}"));
+        };
+        assert_eq!(thinking1, &Chunk::Thinking("hmm".into()));
+        assert_eq!(thinking2, &Chunk::Thinking("!".into()));
+        assert_eq!(text, &Chunk::Text("Hi ".into()));
+        assert_eq!(calls[0].name, "ls");
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_streams_are_invalid() {
+        assert!(matches!(
+            decode(&["not json"], false),
+            Err(ProviderError::InvalidResponse(_))
+        ));
+        assert!(matches!(
+            decode(&[], false),
+            Err(ProviderError::InvalidResponse(_))
+        ));
+        assert!(matches!(
+            decode(&[r#"{"choices":"nope"}"#], false),
+            Err(ProviderError::InvalidResponse(_))
+        ));
+        assert!(matches!(
+            decode(
+                &[r#"{"error":{"message":"quota","type":"rate_limit_error"}}"#],
+                false
+            ),
+            Err(ProviderError::RateLimited { .. })
+        ));
+    }
+}

@@ -1,0 +1,180 @@
+//! Request bodies in the OpenAI chat-completions wire format.
+
+use serde_json::{json, Map, Value};
+
+use super::types::{ChatRequest, Message, Role, ToolDefinition};
+
+/// Which optional parameters to send (the endpoint may have rejected some).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RequestOptions {
+    pub(crate) stream_options: bool,
+    pub(crate) tool_choice: bool,
+    pub(crate) frequency_penalty: Option<f32>,
+}
+
+/// The JSON body of a streaming chat-completions request.
+pub(crate) fn request_body(model: &str, request: &ChatRequest, options: &RequestOptions) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    messages.extend(request.messages.iter().map(message));
+
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(model));
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), Value::Bool(true));
+    if options.stream_options {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(request.tools.iter().map(tool).collect()),
+        );
+        if options.tool_choice {
+            body.insert("tool_choice".into(), Value::from("auto"));
+        }
+    }
+    if let Some(penalty) = options.frequency_penalty {
+        body.insert("frequency_penalty".into(), Value::from(penalty));
+    }
+    Value::Object(body)
+}
+
+fn message(message: &Message) -> Value {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut out = Map::new();
+    out.insert("role".into(), Value::from(role));
+    let content = if message.role == Role::Assistant
+        && message.content.is_empty()
+        && !message.tool_calls.is_empty()
+    {
+        Value::Null
+    } else {
+        Value::from(message.content.as_str())
+    };
+    out.insert("content".into(), content);
+    if message.role == Role::Assistant {
+        if !message.tool_calls.is_empty() {
+            let calls = message
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    })
+                })
+                .collect();
+            out.insert("tool_calls".into(), Value::Array(calls));
+        }
+        if let Some(reasoning) = message.reasoning.as_deref().filter(|r| !r.is_empty()) {
+            out.insert("reasoning_content".into(), Value::from(reasoning));
+        }
+    }
+    if message.role == Role::Tool {
+        if let Some(id) = &message.tool_call_id {
+            out.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+    }
+    Value::Object(out)
+}
+
+fn tool(tool: &ToolDefinition) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolCall;
+
+    const ALL: RequestOptions = RequestOptions {
+        stream_options: true,
+        tool_choice: true,
+        frequency_penalty: None,
+    };
+
+    fn request(messages: Vec<Message>, tools: Vec<ToolDefinition>) -> ChatRequest {
+        ChatRequest {
+            system: "be brief".into(),
+            messages,
+            tools,
+        }
+    }
+
+    #[test]
+    fn plain_request_has_system_first_and_no_tools() {
+        let body = request_body("m", &request(vec![Message::user("hi")], vec![]), &ALL);
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            })
+        );
+    }
+
+    #[test]
+    fn tool_round_trip_shapes() {
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls = vec![ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        }];
+        assistant.reasoning = Some("think".into());
+        let tools = vec![ToolDefinition {
+            name: "read_file".into(),
+            description: "reads".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let req = request(
+            vec![assistant, Message::tool_result("call_1", "data")],
+            tools,
+        );
+        let options = RequestOptions {
+            stream_options: false,
+            frequency_penalty: Some(0.5),
+            ..ALL
+        };
+        let body = request_body("m", &req, &options);
+        assert_eq!(
+            body["messages"][1],
+            json!({
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}],
+                "reasoning_content": "think",
+            })
+        );
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "tool", "content": "data", "tool_call_id": "call_1"})
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(body["frequency_penalty"], 0.5);
+        assert!(body.get("stream_options").is_none());
+    }
+}

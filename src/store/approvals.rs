@@ -1,0 +1,300 @@
+//! Approval requests, their decisions (first decision wins) and "always allow" rules.
+
+use super::{now, Store, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use switchboard_platform::{ChatAddress, MessageId, Platform, UserId};
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalStatus {
+    Pending,
+    Allowed,
+    Always,
+    Denied,
+    Expired,
+    /// Replaced by a new approval with edited arguments.
+    Edited,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Allowed => "allowed",
+            ApprovalStatus::Always => "always",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+            ApprovalStatus::Edited => "edited",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => ApprovalStatus::Pending,
+            "allowed" => ApprovalStatus::Allowed,
+            "always" => ApprovalStatus::Always,
+            "denied" => ApprovalStatus::Denied,
+            "expired" => ApprovalStatus::Expired,
+            "edited" => ApprovalStatus::Edited,
+            _ => return None,
+        })
+    }
+}
+
+/// One approval request as stored.
+#[derive(Debug, Clone)]
+pub struct ApprovalRecord {
+    pub id: String,
+    pub session_id: String,
+    pub tool_name: String,
+    pub arguments: String,
+    pub summary: String,
+    pub requester: UserId,
+    pub chat: ChatAddress,
+    pub card_message: Option<MessageId>,
+    pub status: ApprovalStatus,
+    pub decided_by: Option<UserId>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A stored "always allow": this user may run this tool with these exact arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRule {
+    pub id: String,
+    pub platform: Platform,
+    pub user: UserId,
+    pub tool_name: String,
+    pub pattern: String,
+}
+
+const COLUMNS: &str = "id, session_id, tool_name, arguments, summary, requester, chat, card_message_id, status,
+    decided_by, decided_at, reason, created_at, expires_at";
+
+impl Store {
+    pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<(), StoreError> {
+        let chat = serde_json::to_string(&a.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO approvals (id, session_id, tool_name, arguments, summary, requester, chat, status, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9)",
+        )
+        .bind(&a.id)
+        .bind(&a.session_id)
+        .bind(&a.tool_name)
+        .bind(&a.arguments)
+        .bind(&a.summary)
+        .bind(a.requester.0)
+        .bind(chat)
+        .bind(a.created_at)
+        .bind(a.expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_approval_card(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET card_message_id = $1 WHERE id = $2")
+            .bind(message.0)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(approval_from_row).transpose()
+    }
+
+    /// Records a decision if the approval is still pending and unexpired: one
+    /// conditional update, so the first decision wins even across processes.
+    /// Returns the decided record, or `None` when someone (or expiry) was first.
+    pub async fn decide_approval(
+        &self,
+        id: &str,
+        status: ApprovalStatus,
+        by: Option<UserId>,
+        reason: Option<&str>,
+    ) -> Result<Option<ApprovalRecord>, StoreError> {
+        let ts = now();
+        // Expiry may decide only once the deadline has passed; people only before it.
+        let deadline_ok = if status == ApprovalStatus::Expired { "expires_at <= $5" } else { "expires_at > $5" };
+        let row = sqlx::query(&format!(
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $5, reason = $3
+             WHERE id = $4 AND status = 'pending' AND {deadline_ok}
+             RETURNING {COLUMNS}"
+        ))
+        .bind(status.as_str())
+        .bind(by.map(|u| u.0))
+        .bind(reason)
+        .bind(id)
+        .bind(ts)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(approval_from_row).transpose()
+    }
+
+    /// Pending approvals whose deadline has passed.
+    pub async fn due_approvals(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at"
+        ))
+        .bind(now())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(approval_from_row).collect()
+    }
+
+    pub async fn add_rule(&self, platform: Platform, user: UserId, tool: &str, pattern: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (platform, user_id, tool_name, pattern) DO NOTHING",
+        )
+        .bind(uuid::Uuid::new_v4().simple().to_string())
+        .bind(platform.as_str())
+        .bind(user.0)
+        .bind(tool)
+        .bind(pattern)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn has_rule(&self, platform: Platform, user: UserId, tool: &str, arguments: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT 1 FROM approval_rules WHERE platform = $1 AND user_id = $2 AND tool_name = $3 AND pattern = $4",
+        )
+        .bind(platform.as_str())
+        .bind(user.0)
+        .bind(tool)
+        .bind(arguments)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+
+    pub async fn rules(&self, platform: Platform, user: UserId) -> Result<Vec<ApprovalRule>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, tool_name, pattern FROM approval_rules WHERE platform = $1 AND user_id = $2 ORDER BY created_at",
+        )
+        .bind(platform.as_str())
+        .bind(user.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ApprovalRule {
+                    id: r.try_get("id")?,
+                    platform,
+                    user,
+                    tool_name: r.try_get("tool_name")?,
+                    pattern: r.try_get("pattern")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Revokes one of the user's rules by id (or id prefix of at least 6 chars).
+    pub async fn revoke_rule(&self, platform: Platform, user: UserId, id: &str) -> Result<bool, StoreError> {
+        if id.len() < 6 {
+            return Ok(false);
+        }
+        let done = sqlx::query("DELETE FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3")
+            .bind(platform.as_str())
+            .bind(user.0)
+            .bind(format!("{}%", id.replace(['%', '_'], "")))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord, StoreError> {
+    let status: String = r.try_get("status")?;
+    let chat: String = r.try_get("chat")?;
+    Ok(ApprovalRecord {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        tool_name: r.try_get("tool_name")?,
+        arguments: r.try_get("arguments")?,
+        summary: r.try_get("summary")?,
+        requester: UserId(r.try_get("requester")?),
+        chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("approval chat: {e}")))?,
+        card_message: r.try_get::<Option<i64>, _>("card_message_id")?.map(MessageId),
+        status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
+        decided_by: r.try_get::<Option<i64>, _>("decided_by")?.map(UserId),
+        decided_at: r.try_get("decided_at")?,
+        reason: r.try_get("reason")?,
+        created_at: r.try_get("created_at")?,
+        expires_at: r.try_get("expires_at")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_store;
+    use switchboard_platform::ChatId;
+
+    fn record(id: &str, ttl_secs: i64) -> ApprovalRecord {
+        let ts = now();
+        ApprovalRecord {
+            id: id.into(),
+            session_id: "s".into(),
+            tool_name: "exec_command".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+            summary: "ls".into(),
+            requester: UserId(1),
+            chat: ChatAddress::new(Platform::Test, ChatId(1), None),
+            card_message: None,
+            status: ApprovalStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            reason: None,
+            created_at: ts,
+            expires_at: ts + chrono::Duration::seconds(ttl_secs),
+        }
+    }
+
+    #[tokio::test]
+    async fn first_decision_wins() {
+        let (store, _dir) = test_store().await;
+        store.insert_approval(&record("a1", 600)).await.unwrap();
+        let first = store.decide_approval("a1", ApprovalStatus::Allowed, Some(UserId(1)), None).await.unwrap();
+        assert_eq!(first.map(|r| r.status), Some(ApprovalStatus::Allowed));
+        let second = store.decide_approval("a1", ApprovalStatus::Denied, Some(UserId(1)), None).await.unwrap();
+        assert!(second.is_none());
+        assert_eq!(store.approval("a1").await.unwrap().map(|r| r.status), Some(ApprovalStatus::Allowed));
+    }
+
+    #[tokio::test]
+    async fn expired_approvals_refuse_people_and_accept_the_sweeper() {
+        let (store, _dir) = test_store().await;
+        store.insert_approval(&record("a2", -1)).await.unwrap();
+        assert!(store.decide_approval("a2", ApprovalStatus::Allowed, Some(UserId(1)), None).await.unwrap().is_none());
+        assert_eq!(store.due_approvals().await.unwrap().len(), 1);
+        assert!(store.decide_approval("a2", ApprovalStatus::Expired, None, None).await.unwrap().is_some());
+        assert!(store.due_approvals().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn rules_match_exact_arguments_and_revoke() {
+        let (store, _dir) = test_store().await;
+        store.add_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"ls\"}").await.unwrap();
+        assert!(store.has_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"ls\"}").await.unwrap());
+        assert!(!store.has_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"rm\"}").await.unwrap());
+        assert!(!store.has_rule(Platform::Test, UserId(2), "exec_command", "{\"command\":\"ls\"}").await.unwrap());
+        let rules = store.rules(Platform::Test, UserId(1)).await.unwrap();
+        assert_eq!(rules.len(), 1);
+        assert!(!store.revoke_rule(Platform::Test, UserId(2), &rules[0].id).await.unwrap(), "not another user's");
+        assert!(store.revoke_rule(Platform::Test, UserId(1), &rules[0].id[..8]).await.unwrap());
+        assert!(store.rules(Platform::Test, UserId(1)).await.unwrap().is_empty());
+    }
+}

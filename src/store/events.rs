@@ -1,0 +1,49 @@
+//! The audit log of system events: readable by the operator, never by the agent.
+
+use super::{now, Store, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+/// One audit entry.
+#[derive(Debug, Clone)]
+pub struct SystemEvent {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub detail: serde_json::Value,
+}
+
+impl Store {
+    /// Records an event. Failures are logged, never propagated: auditing must
+    /// not break the action it records.
+    pub async fn record_event(&self, kind: &str, detail: serde_json::Value) {
+        let res = sqlx::query("INSERT INTO system_events (at, kind, detail) VALUES ($1, $2, $3)")
+            .bind(now())
+            .bind(kind)
+            .bind(detail.to_string())
+            .execute(&self.pool)
+            .await;
+        if let Err(e) = res {
+            tracing::warn!(error = %e, kind, "could not record system event");
+        }
+    }
+
+    /// The latest `limit` events, newest first.
+    pub async fn events(&self, limit: u32) -> Result<Vec<SystemEvent>, StoreError> {
+        let rows = sqlx::query("SELECT id, at, kind, detail FROM system_events ORDER BY id DESC LIMIT $1")
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                let detail: String = r.try_get("detail")?;
+                Ok(SystemEvent {
+                    id: r.try_get("id")?,
+                    at: r.try_get("at")?,
+                    kind: r.try_get("kind")?,
+                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                })
+            })
+            .collect()
+    }
+}

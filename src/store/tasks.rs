@@ -1,0 +1,170 @@
+//! Background task rows: status, progress and results.
+
+use super::{now, Store, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use switchboard_platform::{ChatAddress, MessageId};
+
+/// Lifecycle of a background task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// Was running when its process died.
+    Interrupted,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => TaskStatus::Queued,
+            "running" => TaskStatus::Running,
+            "succeeded" => TaskStatus::Succeeded,
+            "failed" => TaskStatus::Failed,
+            "cancelled" => TaskStatus::Cancelled,
+            "interrupted" => TaskStatus::Interrupted,
+            _ => return None,
+        })
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(self, TaskStatus::Queued | TaskStatus::Running)
+    }
+}
+
+/// One background task as stored.
+#[derive(Debug, Clone)]
+pub struct TaskRecord {
+    pub id: String,
+    pub session_id: String,
+    pub tool_name: String,
+    pub arguments: String,
+    pub status: TaskStatus,
+    pub stage: String,
+    pub detail: String,
+    pub percent: Option<u8>,
+    pub result: Option<String>,
+    pub chat: ChatAddress,
+    pub status_message: Option<MessageId>,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str =
+    "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id, created_at, finished_at";
+
+impl Store {
+    pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
+        let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&t.id)
+        .bind(&t.session_id)
+        .bind(&t.tool_name)
+        .bind(&t.arguments)
+        .bind(t.status.as_str())
+        .bind(chat)
+        .bind(t.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn update_task_progress(
+        &self,
+        id: &str,
+        status: TaskStatus,
+        stage: &str,
+        detail: &str,
+        percent: Option<u8>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET status = $1, stage = $2, detail = $3, percent = $4 WHERE id = $5 AND finished_at IS NULL")
+            .bind(status.as_str())
+            .bind(stage)
+            .bind(detail)
+            .bind(percent.map(i64::from))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_task_status_message(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET status_message_id = $1 WHERE id = $2")
+            .bind(message.0)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Marks a task finished unless it already is. Returns whether this call finished it.
+    pub async fn finish_task(&self, id: &str, status: TaskStatus, result: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE tasks SET status = $1, result = $2, finished_at = $3 WHERE id = $4 AND finished_at IS NULL",
+        )
+        .bind(status.as_str())
+        .bind(result)
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tasks WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(task_from_row).transpose()
+    }
+
+    /// A session's most recent tasks, newest first.
+    pub async fn session_tasks(&self, session_id: &str, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM tasks WHERE session_id = $1 ORDER BY created_at DESC LIMIT $2"
+        ))
+        .bind(session_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+}
+
+fn task_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<TaskRecord, StoreError> {
+    let status: String = r.try_get("status")?;
+    let chat: String = r.try_get("chat")?;
+    Ok(TaskRecord {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        tool_name: r.try_get("tool_name")?,
+        arguments: r.try_get("arguments")?,
+        status: TaskStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("task status {status}")))?,
+        stage: r.try_get("stage")?,
+        detail: r.try_get("detail")?,
+        percent: r.try_get::<Option<i64>, _>("percent")?.and_then(|p| u8::try_from(p).ok()),
+        result: r.try_get("result")?,
+        chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("task chat: {e}")))?,
+        status_message: r.try_get::<Option<i64>, _>("status_message_id")?.map(MessageId),
+        created_at: r.try_get("created_at")?,
+        finished_at: r.try_get("finished_at")?,
+    })
+}
