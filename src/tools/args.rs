@@ -59,9 +59,13 @@ mod tests {
     fn errors_name_the_problem() {
         let e = parse_args::<A>("t", json!({})).unwrap_err().for_model();
         assert!(e.contains("missing field `path`"), "{e}");
-        let e = parse_args::<A>("t", json!({"path": "a", "x": 1})).unwrap_err().for_model();
+        let e = parse_args::<A>("t", json!({"path": "a", "x": 1}))
+            .unwrap_err()
+            .for_model();
         assert!(e.contains("unknown field `x`"), "{e}");
-        let e = parse_args::<A>("t", json!({"path": 3})).unwrap_err().for_model();
+        let e = parse_args::<A>("t", json!({"path": 3}))
+            .unwrap_err()
+            .for_model();
         assert!(e.contains("invalid type"), "{e}");
         let e = parse_args::<A>("t", json!("a")).unwrap_err().for_model();
         assert!(e.contains("got a string"), "{e}");

@@ -15,11 +15,7 @@ pub(crate) fn summarize(old: Option<&str>, new: &str, append: bool) -> String {
     let new_lines: Vec<&str> = new.lines().collect();
     match old {
         None => {
-            let mut out = format!(
-                "new file: {} lines, {} bytes\n",
-                new_lines.len(),
-                new.len()
-            );
+            let mut out = format!("new file: {} lines, {} bytes\n", new_lines.len(), new.len());
             push_preview(&mut out, &new_lines, 1);
             out
         }
@@ -111,7 +107,9 @@ fn replace_summary(old: &[&str], new: &[&str], old_bytes: usize, new_bytes: usiz
             in_hunk = true;
         }
         match op {
-            Op::Remove(i) => out.push_str(&format!("- {}\n", truncate_chars(old_mid[*i], LINE_CHARS))),
+            Op::Remove(i) => {
+                out.push_str(&format!("- {}\n", truncate_chars(old_mid[*i], LINE_CHARS)))
+            }
             Op::Add(j) => {
                 out.push_str(&format!("+ {}\n", truncate_chars(new_mid[*j], LINE_CHARS)));
                 new_no += 1;
@@ -217,6 +215,9 @@ mod tests {
         let old: String = (0..2000).map(|i| format!("o{i}\n")).collect();
         let new: String = (0..2000).map(|i| format!("n{i}\n")).collect();
         let s = summarize(Some(&old), &new, false);
-        assert!(s.contains("changes: +2000 −2000 lines (approximate)"), "{s}");
+        assert!(
+            s.contains("changes: +2000 −2000 lines (approximate)"),
+            "{s}"
+        );
     }
 }

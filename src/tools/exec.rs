@@ -15,7 +15,9 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 /// The only environment variables a command sees; everything else (API keys, bot
 /// tokens) is cleared.
-pub const SAFE_ENV: [&str; 8] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "TMPDIR"];
+pub const SAFE_ENV: [&str; 8] = [
+    "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "TMPDIR",
+];
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long output may keep flowing after the shell exits (from children it left
 /// behind) before those are killed.
@@ -111,18 +113,28 @@ impl ExecTool {
             return Err(ToolError::InvalidArguments("command is empty".into()));
         }
         if args.command.contains('\0') {
-            return Err(ToolError::InvalidArguments("command contains a NUL byte".into()));
+            return Err(ToolError::InvalidArguments(
+                "command contains a NUL byte".into(),
+            ));
         }
         if args.timeout_secs == Some(0) {
-            return Err(ToolError::InvalidArguments("timeout_secs must be at least 1".into()));
+            return Err(ToolError::InvalidArguments(
+                "timeout_secs must be at least 1".into(),
+            ));
         }
         let c = &self.config;
         let (default, cap) = if args.background {
-            (c.background_timeout, c.background_timeout.max(c.max_timeout))
+            (
+                c.background_timeout,
+                c.background_timeout.max(c.max_timeout),
+            )
         } else {
             (c.timeout, c.max_timeout)
         };
-        let timeout = args.timeout_secs.map_or(default, Duration::from_secs).min(cap);
+        let timeout = args
+            .timeout_secs
+            .map_or(default, Duration::from_secs)
+            .min(cap);
         Ok((args, timeout))
     }
 }
@@ -351,7 +363,12 @@ fn render_output(capture: &OutputCapture) -> String {
     }
 }
 
-fn format_result(status: ExitStatus, elapsed: Duration, output: &str, note: Option<&str>) -> String {
+fn format_result(
+    status: ExitStatus,
+    elapsed: Duration,
+    output: &str,
+    note: Option<&str>,
+) -> String {
     let outcome = match (status.code(), status.signal()) {
         (Some(0), _) => "exit code: 0".to_string(),
         (Some(code), _) => format!("exit code: {code} (the command failed)"),
@@ -398,7 +415,10 @@ mod tests {
         assert_eq!(secs(json!({"command": "x", "timeout_secs": 5})), 5);
         assert_eq!(secs(json!({"command": "x", "timeout_secs": 99999})), 600);
         assert_eq!(secs(json!({"command": "x", "background": true})), 3600);
-        assert_eq!(secs(json!({"command": "x", "background": true, "timeout_secs": 99999})), 3600);
+        assert_eq!(
+            secs(json!({"command": "x", "background": true, "timeout_secs": 99999})),
+            3600
+        );
         assert!(t.check(json!({"command": "x", "timeout_secs": 0})).is_err());
         assert!(t.check(json!({"command": " "})).is_err());
         assert!(t.check(json!({"cmd": "x"})).is_err());
@@ -423,12 +443,26 @@ mod tests {
 
     #[test]
     fn result_formatting() {
-        let ok = format_result(ExitStatus::from_raw(0), Duration::from_millis(1500), "hi", None);
-        assert!(ok.starts_with("exit code: 0\nduration: 1.5s\noutput:\nhi"), "{ok}");
+        let ok = format_result(
+            ExitStatus::from_raw(0),
+            Duration::from_millis(1500),
+            "hi",
+            None,
+        );
+        assert!(
+            ok.starts_with("exit code: 0\nduration: 1.5s\noutput:\nhi"),
+            "{ok}"
+        );
         let failed = format_result(ExitStatus::from_raw(3 << 8), Duration::ZERO, "", None);
-        assert!(failed.starts_with("exit code: 3 (the command failed)"), "{failed}");
+        assert!(
+            failed.starts_with("exit code: 3 (the command failed)"),
+            "{failed}"
+        );
         let killed = format_result(ExitStatus::from_raw(9), Duration::ZERO, "", Some("n"));
-        assert!(killed.starts_with("killed by signal 9 (SIGKILL)"), "{killed}");
+        assert!(
+            killed.starts_with("killed by signal 9 (SIGKILL)"),
+            "{killed}"
+        );
         assert!(killed.contains("note: n\n"), "{killed}");
     }
 }

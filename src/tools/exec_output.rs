@@ -98,7 +98,8 @@ impl ProgressTracker {
         let mut pieces = chunk.split(|b| matches!(b, b'\n' | b'\r')).peekable();
         while let Some(piece) = pieces.next() {
             let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
-            self.partial.extend_from_slice(&piece[..piece.len().min(room)]);
+            self.partial
+                .extend_from_slice(&piece[..piece.len().min(room)]);
             if pieces.peek().is_some() {
                 self.finish_line();
             }
@@ -144,7 +145,11 @@ pub(crate) fn last_percent(line: &[u8]) -> Option<u8> {
     let mut found = None;
     for (k, _) in line.iter().enumerate().filter(|(_, b)| **b == b'%') {
         let before = &line[..k];
-        let frac = before.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        let frac = before
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         let mut int_end = before.len();
         if frac > 0 && int_end > frac && before[int_end - frac - 1] == b'.' {
             int_end -= frac + 1;

@@ -57,7 +57,9 @@ impl Workspace {
             ));
         }
         if input.contains('\0') {
-            return Err(ToolError::InvalidArguments("path contains a NUL byte".into()));
+            return Err(ToolError::InvalidArguments(
+                "path contains a NUL byte".into(),
+            ));
         }
         let outside = || {
             ToolError::Forbidden(format!(
@@ -239,7 +241,9 @@ impl Tool for ReadFileTool {
         }
         let max_lines = args.max_lines.unwrap_or(DEFAULT_MAX_LINES);
         if max_lines == 0 {
-            return Err(ToolError::InvalidArguments("max_lines must be at least 1".into()));
+            return Err(ToolError::InvalidArguments(
+                "max_lines must be at least 1".into(),
+            ));
         }
         let path = self.ws.resolve(&args.path)?;
         let shown = self.ws.display(&path);
@@ -248,7 +252,12 @@ impl Tool for ReadFileTool {
     }
 }
 
-fn number_lines(text: &str, shown: &str, offset: usize, max_lines: usize) -> Result<String, ToolError> {
+fn number_lines(
+    text: &str,
+    shown: &str,
+    offset: usize,
+    max_lines: usize,
+) -> Result<String, ToolError> {
     let total = text.lines().count();
     if total == 0 {
         return Ok(format!("(`{shown}` is empty)"));
@@ -403,7 +412,10 @@ impl Tool for WriteFileTool {
         Ok(match (before, args.append) {
             (None, _) => format!("wrote {n} bytes to `{shown}` (new file)"),
             (Some(old), true) => {
-                format!("appended {n} bytes to `{shown}` (now {} bytes)", old + n as u64)
+                format!(
+                    "appended {n} bytes to `{shown}` (now {} bytes)",
+                    old + n as u64
+                )
             }
             (Some(old), false) => {
                 format!("wrote {n} bytes to `{shown}` (replaced the previous {old} bytes)")
@@ -440,8 +452,14 @@ mod tests {
             assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
             assert!(err.for_model().contains("outside the workspace"), "{err}");
         }
-        assert!(matches!(ws.resolve(""), Err(ToolError::InvalidArguments(_))));
-        assert!(matches!(ws.resolve("a\0b"), Err(ToolError::InvalidArguments(_))));
+        assert!(matches!(
+            ws.resolve(""),
+            Err(ToolError::InvalidArguments(_))
+        ));
+        assert!(matches!(
+            ws.resolve("a\0b"),
+            Err(ToolError::InvalidArguments(_))
+        ));
     }
 
     #[test]
@@ -465,14 +483,19 @@ mod tests {
     #[test]
     fn numbering_and_paging() {
         let text = "a\nb\r\nc\n";
-        assert_eq!(number_lines(text, "t", 1, 10).unwrap(), "     1\ta\n     2\tb\n     3\tc\n");
+        assert_eq!(
+            number_lines(text, "t", 1, 10).unwrap(),
+            "     1\ta\n     2\tb\n     3\tc\n"
+        );
         let page = number_lines(text, "t", 2, 1).unwrap();
         assert!(page.starts_with("     2\tb\n"), "{page}");
         assert!(page.contains("offset_line=3"), "{page}");
         assert!(number_lines(text, "t", 9, 1).is_err());
         assert!(number_lines("", "t", 1, 1).unwrap().contains("empty"));
         let long = "x".repeat(MAX_LINE_CHARS + 5);
-        assert!(number_lines(&long, "t", 1, 1).unwrap().contains("[line truncated"));
+        assert!(number_lines(&long, "t", 1, 1)
+            .unwrap()
+            .contains("[line truncated"));
     }
 
     #[test]

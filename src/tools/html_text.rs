@@ -1,12 +1,45 @@
 //! Cheap HTML → readable text: drops scripts/styles/markup, keeps block structure.
 
 /// Elements whose whole content is dropped.
-const SKIPPED: [&str; 7] = ["script", "style", "noscript", "template", "svg", "iframe", "object"];
+const SKIPPED: [&str; 7] = [
+    "script", "style", "noscript", "template", "svg", "iframe", "object",
+];
 /// Elements that start on a new line.
 const BLOCKS: [&str; 34] = [
-    "p", "div", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt",
-    "dd", "table", "tr", "pre", "blockquote", "section", "article", "header", "footer", "nav",
-    "main", "aside", "figure", "figcaption", "form", "title", "details", "summary", "address",
+    "p",
+    "div",
+    "br",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "pre",
+    "blockquote",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "nav",
+    "main",
+    "aside",
+    "figure",
+    "figcaption",
+    "form",
+    "title",
+    "details",
+    "summary",
+    "address",
 ];
 
 /// Converts an HTML document to plain text. Not a parser: tolerant of broken
@@ -56,7 +89,11 @@ pub(crate) fn html_to_text(html: &str) -> String {
             continue;
         }
         if name == "pre" {
-            pre_depth = if closing { pre_depth.saturating_sub(1) } else { pre_depth + 1 };
+            pre_depth = if closing {
+                pre_depth.saturating_sub(1)
+            } else {
+                pre_depth + 1
+            };
         }
         match name.as_str() {
             "li" => {

@@ -112,7 +112,10 @@ enum Entry {
     Host(String),
     /// `*.example.com` or `.example.com`: any subdomain (not the apex).
     Suffix(String),
-    Net { base: IpAddr, prefix: u8 },
+    Net {
+        base: IpAddr,
+        prefix: u8,
+    },
 }
 
 /// Hosts, IPs and CIDR ranges exempt from the private-address refusal.
@@ -309,10 +312,18 @@ mod tests {
 
     #[test]
     fn reasons_name_the_category() {
-        assert!(blocked_reason(ip("127.0.0.1")).unwrap().contains("loopback"));
-        assert!(blocked_reason(ip("::ffff:192.168.0.1")).unwrap().contains("private"));
-        assert!(blocked_reason(ip("fe80::1")).unwrap().contains("link-local"));
-        assert!(blocked_reason(ip("fd00::1")).unwrap().contains("unique local"));
+        assert!(blocked_reason(ip("127.0.0.1"))
+            .unwrap()
+            .contains("loopback"));
+        assert!(blocked_reason(ip("::ffff:192.168.0.1"))
+            .unwrap()
+            .contains("private"));
+        assert!(blocked_reason(ip("fe80::1"))
+            .unwrap()
+            .contains("link-local"));
+        assert!(blocked_reason(ip("fd00::1"))
+            .unwrap()
+            .contains("unique local"));
     }
 
     #[test]

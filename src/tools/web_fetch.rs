@@ -82,7 +82,11 @@ impl WebFetchTool {
             background: false,
         };
         let allow = Allowlist::new(&config.allow);
-        Self { config, allow, spec }
+        Self {
+            config,
+            allow,
+            spec,
+        }
     }
 
     /// Checks the URL's target and returns the vetted addresses to connect to
@@ -100,7 +104,9 @@ impl WebFetchTool {
         };
         let domain = match url.host() {
             None => {
-                return Err(ToolError::InvalidArguments(format!("URL `{url}` has no host")))
+                return Err(ToolError::InvalidArguments(format!(
+                    "URL `{url}` has no host"
+                )))
             }
             Some(Host::Ipv4(ip)) => return self.vet_literal(IpAddr::V4(ip), refuse),
             Some(Host::Ipv6(ip)) => return self.vet_literal(IpAddr::V6(ip), refuse),
@@ -115,7 +121,9 @@ impl WebFetchTool {
             })?
             .collect();
         if addrs.is_empty() {
-            return Err(ToolError::failed(format!("host `{domain}` has no addresses")));
+            return Err(ToolError::failed(format!(
+                "host `{domain}` has no addresses"
+            )));
         }
         if !host_allowed {
             for addr in &addrs {
@@ -130,12 +138,18 @@ impl WebFetchTool {
         Ok(Some((domain, addrs)))
     }
 
-    fn vet_literal<F>(&self, ip: IpAddr, refuse: F) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError>
+    fn vet_literal<F>(
+        &self,
+        ip: IpAddr,
+        refuse: F,
+    ) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError>
     where
         F: Fn(&str, IpAddr, &str) -> ToolError,
     {
         match blocked_reason(ip) {
-            Some(reason) if !self.allow.allows_ip(ip) => Err(refuse("the URL points at", ip, reason)),
+            Some(reason) if !self.allow.allows_ip(ip) => {
+                Err(refuse("the URL points at", ip, reason))
+            }
             _ => Ok(None),
         }
     }
@@ -168,10 +182,14 @@ impl WebFetchTool {
             if resp.status().is_redirection() {
                 if let Some(loc) = resp.headers().get(LOCATION) {
                     let loc = loc.to_str().map_err(|_| {
-                        ToolError::failed(format!("`{current}` redirected to an unreadable location"))
+                        ToolError::failed(format!(
+                            "`{current}` redirected to an unreadable location"
+                        ))
                     })?;
                     let next = current.join(loc).map_err(|e| {
-                        ToolError::failed(format!("`{current}` redirected to an invalid URL `{loc}`: {e}"))
+                        ToolError::failed(format!(
+                            "`{current}` redirected to an invalid URL `{loc}`: {e}"
+                        ))
                     })?;
                     if hop == MAX_REDIRECTS {
                         return Err(ToolError::failed(format!(
@@ -187,7 +205,12 @@ impl WebFetchTool {
         Err(ToolError::failed("too many redirects"))
     }
 
-    async fn read(&self, mut resp: reqwest::Response, original: &Url, max_chars: usize) -> Result<String, ToolError> {
+    async fn read(
+        &self,
+        mut resp: reqwest::Response,
+        original: &Url,
+        max_chars: usize,
+    ) -> Result<String, ToolError> {
         let final_url = resp.url().clone();
         let status = resp.status();
         let content_type = resp
@@ -198,7 +221,11 @@ impl WebFetchTool {
             .to_string();
         let mut body = Vec::new();
         let mut body_cut = false;
-        while let Some(chunk) = resp.chunk().await.map_err(|e| request_failed(&final_url, e))? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| request_failed(&final_url, e))?
+        {
             let room = self.config.max_bytes - body.len();
             if chunk.len() > room {
                 body.extend_from_slice(&chunk[..room]);
@@ -228,7 +255,11 @@ impl WebFetchTool {
                 return Err(ToolError::failed(format!(
                     "{header}the response is binary ({}, {} bytes) and web_fetch only returns \
                      text",
-                    if content_type.is_empty() { "no content type" } else { &content_type },
+                    if content_type.is_empty() {
+                        "no content type"
+                    } else {
+                        &content_type
+                    },
                     body.len()
                 )))
             }
@@ -286,14 +317,27 @@ enum Kind {
 }
 
 fn classify(content_type: &str, body: &[u8]) -> Kind {
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if mime.contains("html") {
         return Kind::Html;
     }
     let textual = mime.starts_with("text/")
-        || ["json", "xml", "javascript", "ecmascript", "yaml", "csv", "toml"]
-            .iter()
-            .any(|t| mime.contains(t));
+        || [
+            "json",
+            "xml",
+            "javascript",
+            "ecmascript",
+            "yaml",
+            "csv",
+            "toml",
+        ]
+        .iter()
+        .any(|t| mime.contains(t));
     if textual {
         return Kind::Text;
     }
@@ -325,7 +369,9 @@ impl Tool for WebFetchTool {
         let args: FetchArgs = parse_args("web_fetch", args)?;
         let max_chars = args.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
         if max_chars == 0 {
-            return Err(ToolError::InvalidArguments("max_chars must be at least 1".into()));
+            return Err(ToolError::InvalidArguments(
+                "max_chars must be at least 1".into(),
+            ));
         }
         let max_chars = max_chars.min(MAX_MAX_CHARS);
         let url = Url::parse(args.url.trim()).map_err(|e| {
@@ -350,14 +396,26 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert!(matches!(classify("text/html; charset=utf-8", b""), Kind::Html));
+        assert!(matches!(
+            classify("text/html; charset=utf-8", b""),
+            Kind::Html
+        ));
         assert!(matches!(classify("application/json", b"{}"), Kind::Text));
-        assert!(matches!(classify("application/problem+json", b"{}"), Kind::Text));
+        assert!(matches!(
+            classify("application/problem+json", b"{}"),
+            Kind::Text
+        ));
         assert!(matches!(classify("image/png", b"\x89PNG"), Kind::Binary));
         assert!(matches!(classify("", b"<!DOCTYPE html><p>x"), Kind::Html));
         assert!(matches!(classify("", b"plain"), Kind::Text));
-        assert!(matches!(classify("application/octet-stream", b"a\0b"), Kind::Binary));
-        assert!(matches!(classify("", &[0xff, 0xfe, 0x00, 0x41]), Kind::Binary));
+        assert!(matches!(
+            classify("application/octet-stream", b"a\0b"),
+            Kind::Binary
+        ));
+        assert!(matches!(
+            classify("", &[0xff, 0xfe, 0x00, 0x41]),
+            Kind::Binary
+        ));
     }
 
     #[test]

@@ -657,10 +657,10 @@ fn validate(request: &Value) -> Result<(), String> {
     let Some(body) = request.as_object() else {
         return Err("The request body must be a JSON object.".to_owned());
     };
-    if !body
+    if body
         .get("model")
         .and_then(Value::as_str)
-        .is_some_and(|m| !m.is_empty())
+        .is_none_or(str::is_empty)
     {
         return Err("You must provide a model parameter.".to_owned());
     }

@@ -1,1 +1,30 @@
-//! discord adapter.
+//! Discord adapter for Switchboard: serenity's gateway and our paced REST
+//! client behind the platform contract ([`switchboard_platform::PlatformAdapter`]).
+//!
+//! - Inbound: guild messages, thread messages and DMs become
+//!   [`switchboard_platform::InboundMessage`]s (bot mentions stripped, addressing
+//!   decided: DM, mention, reply to the bot, free channel, or not addressed); button
+//!   interactions become [`switchboard_platform::ButtonPress`]es. A thread is its own
+//!   chat: `ChatAddress.chat` is the thread's channel id (`thread` is `None`), so
+//!   answers stay in the thread. Outbound, a `ChatAddress` with `thread` set posts to
+//!   that thread.
+//! - Outbound: Markdown as is (≤ 2000 chars, the core chunks), buttons as action
+//!   rows of ≤ 5 with `custom_id` = action id, replies as message references,
+//!   typing renewed until `Idle`, press answers as interaction callbacks (7 / 4 +
+//!   ephemeral / 6), deferred by the adapter when the core takes longer than 2.5 s.
+//! - Every REST call goes through [`switchboard_platform::Pacer`]: 5 messages / 5 s
+//!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
+
+mod adapter;
+mod config;
+mod errors;
+mod gateway;
+mod interactions;
+mod normalize;
+mod render;
+mod rest;
+mod typing;
+
+pub use adapter::DiscordAdapter;
+pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings};
+pub use errors::DiscordError;

@@ -1,0 +1,224 @@
+//! [`DiscordAdapter`]: the platform contract on top of serenity's gateway and
+//! our paced REST client.
+
+use crate::config::DiscordConfig;
+use crate::errors::DiscordError;
+use crate::gateway;
+use crate::interactions::Interactions;
+use crate::normalize::Handle;
+use crate::render;
+use crate::rest::Rest;
+use crate::typing::Typing;
+use async_trait::async_trait;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchboard_platform::{
+    Activity, ButtonPress, Capabilities, ChatAddress, InboundSink, LengthUnit, MessageId,
+    MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+};
+use tokio_util::sync::CancellationToken;
+
+/// How many sent message ids are remembered to recognise replies to the bot
+/// when Discord omits `referenced_message`.
+const SENT_MEMORY: usize = 4096;
+/// Channel kinds cached before the cache is reset.
+const CHANNEL_CACHE: usize = 50_000;
+
+/// State shared by the adapter, the gateway handler and the background tasks.
+pub(crate) struct Shared {
+    pub config: DiscordConfig,
+    pub rest: Arc<Rest>,
+    pub interactions: Arc<Interactions>,
+    pub typing: Arc<Typing>,
+    pub bot_id: AtomicU64,
+    sent: Mutex<(VecDeque<u64>, HashSet<u64>)>,
+    channels: Mutex<HashMap<u64, (u8, Option<u64>)>>,
+}
+
+impl Shared {
+    pub fn remember_sent(&self, id: u64) {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        let (order, set) = &mut *sent;
+        if set.insert(id) {
+            order.push_back(id);
+        }
+        while order.len() > SENT_MEMORY {
+            if let Some(old) = order.pop_front() {
+                set.remove(&old);
+            }
+        }
+    }
+
+    pub fn was_sent(&self, id: u64) -> bool {
+        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        sent.1.contains(&id)
+    }
+
+    pub fn cached_channel(&self, id: u64) -> Option<(u8, Option<u64>)> {
+        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels.get(&id).copied()
+    }
+
+    pub fn cache_channel(&self, id: u64, kind: u8, parent: Option<u64>) {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if channels.len() >= CHANNEL_CACHE {
+            channels.clear();
+        }
+        channels.insert(id, (kind, parent));
+    }
+}
+
+/// The Discord adapter. Create it with [`DiscordAdapter::connect`], then drive
+/// it with [`PlatformAdapter::run`].
+pub struct DiscordAdapter {
+    shared: Arc<Shared>,
+    capabilities: Capabilities,
+    stop: CancellationToken,
+}
+
+impl DiscordAdapter {
+    /// Checks the token (`GET /users/@me`) and prepares the REST client; the
+    /// gateway connects in [`PlatformAdapter::run`].
+    pub async fn connect(config: DiscordConfig) -> Result<Self, DiscordError> {
+        let rest = Arc::new(Rest::new(&config)?);
+        let me = rest.current_user().await?;
+        tracing::info!(bot = %me.username, id = me.id.get(), "Discord token accepted");
+        let stop = CancellationToken::new();
+        let timings = config.timings;
+        let shared = Arc::new(Shared {
+            interactions: Arc::new(Interactions::new(
+                rest.clone(),
+                timings.defer_after,
+                timings.interaction_ttl,
+                stop.clone(),
+            )),
+            typing: Arc::new(Typing::new(
+                rest.clone(),
+                timings.typing_interval,
+                timings.typing_max,
+                stop.clone(),
+            )),
+            rest,
+            bot_id: AtomicU64::new(me.id.get()),
+            config,
+            sent: Mutex::new((VecDeque::new(), HashSet::new())),
+            channels: Mutex::new(HashMap::new()),
+        });
+        Ok(Self {
+            shared,
+            capabilities: Capabilities {
+                max_message_len: render::MAX_CONTENT,
+                length_unit: LengthUnit::Chars,
+                can_edit: true,
+                buttons: true,
+                threads: true,
+                min_edit_interval: Duration::from_secs(1),
+                private_answers: true,
+            },
+            stop,
+        })
+    }
+
+    /// How many 429s Discord answered so far (each one was retried).
+    pub fn rate_limited_count(&self) -> u64 {
+        self.shared.rest.rate_limited_count()
+    }
+
+    /// The bot's own user id.
+    pub fn bot_user_id(&self) -> u64 {
+        self.shared.bot_id.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for DiscordAdapter {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The channel to post to: the thread when one is given, else the chat.
+fn channel_of(to: &ChatAddress) -> Result<u64, PlatformError> {
+    if to.platform != Platform::Discord {
+        return Err(PlatformError::Rejected(format!(
+            "a {} chat is not a Discord channel",
+            to.platform
+        )));
+    }
+    let id = to.thread.map(|t| t.get()).unwrap_or(to.chat.get());
+    u64::try_from(id)
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| PlatformError::Rejected(format!("{id} is not a Discord channel id")))
+}
+
+fn message_id(id: MessageId) -> Result<u64, PlatformError> {
+    u64::try_from(id.get())
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| PlatformError::Rejected(format!("{id} is not a Discord message id")))
+}
+
+#[async_trait]
+impl PlatformAdapter for DiscordAdapter {
+    fn platform(&self) -> Platform {
+        Platform::Discord
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    async fn run(&self, sink: InboundSink, shutdown: CancellationToken) -> Result<(), PlatformError> {
+        let stop = shutdown.clone();
+        let result = gateway::run(self.shared.clone(), sink, shutdown).await;
+        if stop.is_cancelled() {
+            self.stop.cancel();
+        }
+        result.map_err(|e| match e {
+            DiscordError::Unreachable(_) | DiscordError::Gateway(_) => {
+                PlatformError::Network(e.to_string())
+            }
+            other => PlatformError::Rejected(other.to_string()),
+        })
+    }
+
+    async fn send(&self, to: &ChatAddress, message: OutgoingMessage) -> Result<MessageRef, PlatformError> {
+        let channel = channel_of(to)?;
+        let body = render::message_body(&message, true)?;
+        let id = self.shared.rest.create_message(channel, &body).await?;
+        self.shared.remember_sent(id);
+        let id = i64::try_from(id)
+            .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;
+        Ok(MessageRef {
+            chat: *to,
+            id: MessageId(id),
+        })
+    }
+
+    async fn edit(&self, target: &MessageRef, message: OutgoingMessage) -> Result<(), PlatformError> {
+        let channel = channel_of(&target.chat)?;
+        let body = render::message_body(&message, false)?;
+        self.shared
+            .rest
+            .edit_message(channel, message_id(target.id)?, &body)
+            .await
+            .map_err(PlatformError::from)
+    }
+
+    async fn answer_press(&self, press: &ButtonPress, answer: PressAnswer) -> Result<(), PlatformError> {
+        let handle = Handle::decode(&press.handle)
+            .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
+        self.shared.interactions.answer(&handle, answer).await
+    }
+
+    async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
+        let channel = channel_of(chat)?;
+        match activity {
+            Activity::Typing => self.shared.typing.start(channel),
+            Activity::Idle => self.shared.typing.stop(channel),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,235 @@
+//! The gateway side: serenity shards → an ordered queue → normalized events in
+//! the core's sink.
+//!
+//! serenity runs each event handler call in its own task, so the handler only
+//! enqueues; one pump task normalizes in arrival order (looking up and caching
+//! channel kinds, since MESSAGE_CREATE does not say whether it is a thread).
+
+use crate::adapter::Shared;
+use crate::errors::DiscordError;
+use crate::normalize::{self, Context, NotAPress, Place};
+use async_trait::async_trait;
+use serenity::client::{ClientBuilder, Context as SerenityContext, EventHandler};
+use serenity::gateway::GatewayError;
+use serenity::http::HttpBuilder;
+use serenity::model::application::Interaction;
+use serenity::model::channel::Message;
+use serenity::model::event::ResumedEvent;
+use serenity::model::gateway::{GatewayIntents, Ready};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{Inbound, InboundSink};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Events waiting for the pump, in arrival order.
+const QUEUE: usize = 1024;
+/// How long shards get to close cleanly on shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Only what the adapter needs: guild and DM messages with their content.
+pub(crate) fn intents() -> GatewayIntents {
+    GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT
+}
+
+enum Queued {
+    Message(Box<Message>),
+    Inbound(Box<Inbound>),
+}
+
+struct Handler {
+    queue: mpsc::Sender<Queued>,
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl EventHandler for Handler {
+    async fn ready(&self, ctx: SerenityContext, ready: Ready) {
+        self.shared.bot_id.store(ready.user.id.get(), Ordering::Relaxed);
+        tracing::info!(shard = ctx.shard_id.0, "Discord gateway ready");
+    }
+
+    async fn resume(&self, ctx: SerenityContext, _: ResumedEvent) {
+        tracing::info!(shard = ctx.shard_id.0, "Discord gateway session resumed");
+    }
+
+    async fn message(&self, _: SerenityContext, message: Message) {
+        if message.author.bot {
+            return;
+        }
+        // The queue only blocks when the core is far behind: back-pressure.
+        let _ = self.queue.send(Queued::Message(Box::new(message))).await;
+    }
+
+    async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {
+        // We register no commands; only message components concern us.
+        let Interaction::Component(component) = interaction else {
+            return;
+        };
+        let shared = &self.shared;
+        if let Some((id, kind, parent)) = normalize::interaction_channel(&component) {
+            shared.cache_channel(id, kind, parent);
+        }
+        let config = &shared.config;
+        let ctx = Context {
+            bot_id: shared.bot_id.load(Ordering::Relaxed),
+            approvers: &config.approvers,
+            approver_roles: &config.approver_roles,
+            free_channels: &config.free_channels,
+        };
+        let handle = normalize::Handle {
+            interaction: component.id.get(),
+            application: component.application_id.get(),
+            token: component.token.clone(),
+        };
+        match normalize::press(&component, &ctx) {
+            Ok(press) => {
+                // The 3-second clock starts at receipt, not when the core sees it.
+                shared.interactions.received(handle);
+                let _ = self
+                    .queue
+                    .send(Queued::Inbound(Box::new(Inbound::ButtonPress(press))))
+                    .await;
+            }
+            Err(why) => {
+                if why == NotAPress::UnknownCustomId {
+                    tracing::debug!("ignoring a press with an unknown custom_id");
+                } else {
+                    tracing::debug!(?why, "ignoring a component interaction");
+                }
+                shared.interactions.acknowledge_ignored(&handle).await;
+            }
+        }
+    }
+}
+
+/// Connects the configured shard range and forwards events until `shutdown`.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    sink: InboundSink,
+    shutdown: CancellationToken,
+) -> Result<(), DiscordError> {
+    let config = &shared.config;
+    let mut http = HttpBuilder::new(format!("Bot {}", config.token.expose()))
+        .client(shared.rest.http_client());
+    if let Some(url) = &config.api_url {
+        // serenity only honours a proxy with its limiter off; ours paces instead.
+        http = http.proxy(url.clone()).ratelimiter_disabled(true);
+    }
+    let (queue, queued) = mpsc::channel(QUEUE);
+    let handler = Handler {
+        queue,
+        shared: shared.clone(),
+    };
+    let mut client = ClientBuilder::new_with_http(http.build(), intents())
+        .event_handler(handler)
+        .await
+        .map_err(|e| gateway_error(&shared, e))?;
+    let manager = client.shard_manager.clone();
+    let pump = tokio::spawn(pump(queued, shared.clone(), sink, shutdown.clone()));
+    let (first, last) = config.shard_span();
+    tracing::info!(first, last, total = config.shards, "starting Discord shards");
+    let result = {
+        // serenity boots `start..=end` here (init = end - start + 1), so the
+        // range's end is our inclusive last shard.
+        let start = client.start_shard_range(first..last, config.shards);
+        tokio::pin!(start);
+        tokio::select! {
+            r = &mut start => r.map_err(|e| gateway_error(&shared, e)),
+            () = shutdown.cancelled() => {
+                manager.shutdown_all().await;
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut start).await;
+                Ok(())
+            }
+        }
+    };
+    pump.abort();
+    result
+}
+
+async fn pump(
+    mut queued: mpsc::Receiver<Queued>,
+    shared: Arc<Shared>,
+    sink: InboundSink,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let next = tokio::select! {
+            next = queued.recv() => next,
+            () = shutdown.cancelled() => None,
+        };
+        let inbound = match next {
+            None => break,
+            Some(Queued::Inbound(inbound)) => Some(*inbound),
+            Some(Queued::Message(message)) => normalize_message(&shared, &message)
+                .await
+                .map(Inbound::Message),
+        };
+        if let Some(inbound) = inbound {
+            if sink.send(inbound).await.is_err() {
+                tracing::info!("inbound sink closed; Discord events are no longer forwarded");
+                break;
+            }
+        }
+    }
+}
+
+async fn normalize_message(
+    shared: &Shared,
+    message: &Message,
+) -> Option<switchboard_platform::InboundMessage> {
+    let bot_id = shared.bot_id.load(Ordering::Relaxed);
+    if message.author.id.get() == bot_id {
+        return None;
+    }
+    let place = if message.guild_id.is_some() {
+        let kind = channel_kind(shared, message.channel_id.get()).await;
+        normalize::place_of(true, Some(kind))
+    } else {
+        Place::Dm
+    };
+    let config = &shared.config;
+    let ctx = Context {
+        bot_id,
+        approvers: &config.approvers,
+        approver_roles: &config.approver_roles,
+        free_channels: &config.free_channels,
+    };
+    normalize::message(message, place, &ctx, |id| shared.was_sent(id))
+}
+
+/// A guild channel's kind and parent, from the cache or `GET /channels/{id}`.
+/// Failures count as a plain channel: the chat id is right either way.
+async fn channel_kind(shared: &Shared, channel: u64) -> (u8, Option<u64>) {
+    if let Some(known) = shared.cached_channel(channel) {
+        return known;
+    }
+    let looked_up =
+        tokio::time::timeout(shared.config.timings.lookup_timeout, shared.rest.channel(channel))
+            .await;
+    let (kind, parent) = match looked_up {
+        Ok(Ok(info)) if info.is_thread() => (info.kind, info.parent_id.map(|p| p.get())),
+        Ok(Ok(info)) => (info.kind, None),
+        Ok(Err(e)) => {
+            tracing::debug!(channel, error = %e, "channel look-up failed; treating it as a channel");
+            (0, None)
+        }
+        Err(_) => {
+            tracing::debug!(channel, "channel look-up timed out; treating it as a channel");
+            return (0, None);
+        }
+    };
+    shared.cache_channel(channel, kind, parent);
+    (kind, parent)
+}
+
+fn gateway_error(shared: &Shared, e: serenity::Error) -> DiscordError {
+    match e {
+        serenity::Error::Gateway(GatewayError::InvalidAuthentication) => DiscordError::Unauthorized,
+        serenity::Error::Gateway(
+            GatewayError::InvalidGatewayIntents | GatewayError::DisallowedGatewayIntents,
+        ) => DiscordError::Intents,
+        other => DiscordError::Gateway(shared.config.token.scrub(&other.to_string())),
+    }
+}

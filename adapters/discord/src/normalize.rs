@@ -1,0 +1,308 @@
+//! Serenity messages and component interactions → the contract's inbound events.
+//!
+//! Addressing: a thread is its own chat (`ChatAddress.chat` = the thread's
+//! channel id, `thread` = `None`, kind `Thread`), so answers stay in the thread
+//! and every thread gets its own sessions; a thread under a free channel is free.
+
+use chrono::{DateTime, Utc};
+use serenity::model::application::{ComponentInteraction, ComponentInteractionDataKind};
+use serenity::model::channel::{ChannelType, Message, MessageType};
+use serenity::model::id::RoleId;
+use serenity::model::user::User as SerenityUser;
+use serenity::model::Timestamp;
+use std::collections::HashSet;
+use switchboard_platform::{
+    ActionId, Addressed, Attachment, ButtonPress, ChatAddress, ChatId, ChatKind, InboundMessage,
+    MessageId, MessageRef, Platform, PressHandle, User, UserId,
+};
+
+/// Who the bot is and what the configuration says about users and channels.
+pub(crate) struct Context<'a> {
+    pub bot_id: u64,
+    pub approvers: &'a HashSet<u64>,
+    pub approver_roles: &'a HashSet<u64>,
+    pub free_channels: &'a HashSet<u64>,
+}
+
+/// Where a message was posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Dm,
+    Channel,
+    Thread { parent: Option<u64> },
+}
+
+impl Place {
+    fn kind(self) -> ChatKind {
+        match self {
+            Place::Dm => ChatKind::Dm,
+            Place::Channel => ChatKind::Channel,
+            Place::Thread { .. } => ChatKind::Thread,
+        }
+    }
+}
+
+/// What the adapter needs to answer an interaction, carried opaquely in
+/// [`PressHandle`] so any instance can answer it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Handle {
+    pub interaction: u64,
+    pub application: u64,
+    pub token: String,
+}
+
+impl Handle {
+    pub fn encode(&self) -> PressHandle {
+        PressHandle(format!(
+            "{}:{}:{}",
+            self.interaction, self.application, self.token
+        ))
+    }
+
+    pub fn decode(handle: &PressHandle) -> Option<Handle> {
+        let mut parts = handle.0.splitn(3, ':');
+        let interaction = parts.next()?.parse().ok()?;
+        let application = parts.next()?.parse().ok()?;
+        let token = parts.next().filter(|t| !t.is_empty())?.to_owned();
+        Some(Handle {
+            interaction,
+            application,
+            token,
+        })
+    }
+}
+
+/// The place of a guild or DM message whose channel kind is known.
+pub(crate) fn place_of(guild: bool, channel_kind: Option<(u8, Option<u64>)>) -> Place {
+    match (guild, channel_kind) {
+        (false, _) => Place::Dm,
+        (true, Some((10..=12, parent))) => Place::Thread { parent },
+        (true, _) => Place::Channel,
+    }
+}
+
+/// Normalizes a message; `None` for bots, the bot itself, system messages,
+/// empty messages and ids that do not fit the contract.
+pub(crate) fn message(
+    msg: &Message,
+    place: Place,
+    ctx: &Context<'_>,
+    sent_by_bot: impl Fn(u64) -> bool,
+) -> Option<InboundMessage> {
+    if msg.author.bot || msg.author.id.get() == ctx.bot_id || msg.webhook_id.is_some() {
+        return None;
+    }
+    if !matches!(msg.kind, MessageType::Regular | MessageType::InlineReply) {
+        return None;
+    }
+    let mentioned = msg.mentions.iter().any(|u| u.id.get() == ctx.bot_id)
+        || mention_tokens(ctx.bot_id)
+            .iter()
+            .any(|t| msg.content.contains(t.as_str()));
+    let text = strip_mentions(&msg.content, ctx.bot_id);
+    let attachments: Vec<Attachment> = msg
+        .attachments
+        .iter()
+        .map(|a| Attachment {
+            kind: a.content_type.clone().unwrap_or_else(|| "file".to_owned()),
+            name: Some(a.filename.clone()),
+            size: Some(u64::from(a.size)),
+        })
+        .collect();
+    if text.is_empty() && attachments.is_empty() {
+        return None;
+    }
+    let replied_to = msg.message_reference.as_ref().and_then(|r| r.message_id);
+    let replies_to_bot = msg
+        .referenced_message
+        .as_ref()
+        .is_some_and(|m| m.author.id.get() == ctx.bot_id)
+        || replied_to.is_some_and(|id| sent_by_bot(id.get()));
+    let channel = msg.channel_id.get();
+    let free = ctx.free_channels.contains(&channel)
+        || matches!(place, Place::Thread { parent: Some(p) } if ctx.free_channels.contains(&p));
+    let addressed = match place {
+        Place::Dm => Addressed::Dm,
+        _ if mentioned => Addressed::Mention,
+        _ if replies_to_bot => Addressed::ReplyToBot,
+        _ if free => Addressed::FreeChannel,
+        _ => Addressed::NotAddressed,
+    };
+    let roles = msg
+        .member
+        .as_ref()
+        .map(|m| m.roles.as_slice())
+        .unwrap_or_default();
+    let nick = msg.member.as_ref().and_then(|m| m.nick.as_deref());
+    Some(InboundMessage {
+        chat: address(channel)?,
+        chat_kind: place.kind(),
+        user: user(&msg.author, nick, roles, ctx)?,
+        message_id: MessageId(to_i64(msg.id.get())?),
+        text,
+        reply_to: match replied_to {
+            Some(id) => Some(MessageId(to_i64(id.get())?)),
+            None => None,
+        },
+        addressed,
+        attachments,
+        timestamp: utc(&msg.timestamp),
+    })
+}
+
+/// Why a component interaction is not forwarded as a press.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotAPress {
+    /// Not a button (select menus are not part of the contract).
+    NotAButton,
+    /// The `custom_id` is not one of our action ids.
+    UnknownCustomId,
+    /// An id does not fit the contract.
+    BadId,
+}
+
+/// Normalizes a button press.
+pub(crate) fn press(
+    interaction: &ComponentInteraction,
+    ctx: &Context<'_>,
+) -> Result<ButtonPress, NotAPress> {
+    if !matches!(interaction.data.kind, ComponentInteractionDataKind::Button) {
+        return Err(NotAPress::NotAButton);
+    }
+    let action = ActionId::parse(&interaction.data.custom_id).ok_or(NotAPress::UnknownCustomId)?;
+    let place = match (&interaction.guild_id, &interaction.channel) {
+        (None, _) => Place::Dm,
+        (Some(_), Some(channel)) => match channel.kind {
+            ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread => {
+                Place::Thread {
+                    parent: channel.parent_id.map(|p| p.get()),
+                }
+            }
+            _ => Place::Channel,
+        },
+        (Some(_), None) => Place::Channel,
+    };
+    let chat = address(interaction.channel_id.get()).ok_or(NotAPress::BadId)?;
+    let roles = interaction
+        .member
+        .as_ref()
+        .map(|m| m.roles.as_slice())
+        .unwrap_or_default();
+    let nick = interaction.member.as_ref().and_then(|m| m.nick.as_deref());
+    let handle = Handle {
+        interaction: interaction.id.get(),
+        application: interaction.application_id.get(),
+        token: interaction.token.clone(),
+    };
+    Ok(ButtonPress {
+        chat,
+        chat_kind: place.kind(),
+        user: user(&interaction.user, nick, roles, ctx).ok_or(NotAPress::BadId)?,
+        action,
+        message: Some(MessageRef {
+            chat,
+            id: MessageId(to_i64(interaction.message.id.get()).ok_or(NotAPress::BadId)?),
+        }),
+        handle: handle.encode(),
+        timestamp: utc(&interaction.id.created_at()),
+    })
+}
+
+/// The place of an interaction's channel, for the channel-kind cache.
+pub(crate) fn interaction_channel(interaction: &ComponentInteraction) -> Option<(u64, u8, Option<u64>)> {
+    let channel = interaction.channel.as_ref()?;
+    Some((
+        channel.id.get(),
+        u8::from(channel.kind),
+        channel.parent_id.map(|p| p.get()),
+    ))
+}
+
+/// Removes `<@id>` and `<@!id>` mentions of the bot (with the space after them).
+pub(crate) fn strip_mentions(text: &str, bot_id: u64) -> String {
+    let mut out = text.to_owned();
+    for token in mention_tokens(bot_id) {
+        out = out.replace(&format!("{token} "), "").replace(&token, "");
+    }
+    out.trim().to_owned()
+}
+
+fn mention_tokens(bot_id: u64) -> [String; 2] {
+    [format!("<@{bot_id}>"), format!("<@!{bot_id}>")]
+}
+
+fn user(author: &SerenityUser, nick: Option<&str>, roles: &[RoleId], ctx: &Context<'_>) -> Option<User> {
+    let id = author.id.get();
+    let display_name = nick
+        .or(author.global_name.as_deref())
+        .unwrap_or(&author.name)
+        .to_owned();
+    Some(User {
+        is_approver: ctx.approvers.contains(&id)
+            || roles.iter().any(|r| ctx.approver_roles.contains(&r.get())),
+        id: UserId(to_i64(id)?),
+        display_name,
+        is_bot: author.bot,
+    })
+}
+
+fn address(channel: u64) -> Option<ChatAddress> {
+    Some(ChatAddress::new(
+        Platform::Discord,
+        ChatId(to_i64(channel)?),
+        None,
+    ))
+}
+
+/// Snowflakes fit in i64 until 2084; anything else is not a real id.
+fn to_i64(id: u64) -> Option<i64> {
+    i64::try_from(id).ok()
+}
+
+fn utc(ts: &Timestamp) -> DateTime<Utc> {
+    ts.to_rfc3339()
+        .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|| DateTime::from_timestamp(ts.unix_timestamp(), 0))
+        .unwrap_or_else(Utc::now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_stripped() {
+        assert_eq!(strip_mentions("<@42> hello there", 42), "hello there");
+        assert_eq!(strip_mentions("hey <@!42>, what's up", 42), "hey , what's up");
+        assert_eq!(strip_mentions("<@43> hi", 42), "<@43> hi");
+        assert_eq!(strip_mentions("<@42>", 42), "");
+        assert_eq!(
+            strip_mentions("<@42> look:\n```\n  indented\n```", 42),
+            "look:\n```\n  indented\n```"
+        );
+    }
+
+    #[test]
+    fn handles_round_trip() {
+        let handle = Handle {
+            interaction: 11,
+            application: 22,
+            token: "tok:en.with-colon".into(),
+        };
+        assert_eq!(Handle::decode(&handle.encode()), Some(handle));
+        assert_eq!(Handle::decode(&PressHandle("x:1:t".into())), None);
+        assert_eq!(Handle::decode(&PressHandle("1:2:".into())), None);
+    }
+
+    #[test]
+    fn places_follow_channel_kinds() {
+        assert_eq!(place_of(false, None), Place::Dm);
+        assert_eq!(place_of(true, Some((0, None))), Place::Channel);
+        assert_eq!(
+            place_of(true, Some((11, Some(5)))),
+            Place::Thread { parent: Some(5) }
+        );
+        assert_eq!(place_of(true, None), Place::Channel);
+    }
+}

@@ -1,0 +1,358 @@
+//! Telegram updates → the contract's inbound events: chat kinds, topics,
+//! how a group message is addressed to the bot, captions, callback queries.
+//!
+//! Deliberate choices:
+//! - Edited messages are ignored: the agent already answered the original, and
+//!   re-running a turn on every typo fix would surprise users and double costs.
+//! - Channel posts are ignored: the bot talks with people, not broadcasts.
+//! - Media without caption gets a short "text only" note in DMs (and in groups
+//!   when it replies to the bot); unaddressed group media is ignored silently.
+
+use chrono::Utc;
+use std::collections::HashSet;
+use std::ops::Range;
+use switchboard_platform::{
+    ActionId, Addressed, Attachment, ButtonPress, ChatAddress, ChatId, ChatKind, Inbound,
+    InboundMessage, MessageId, MessageRef, Platform, PressHandle, ThreadId, User,
+};
+use teloxide::types::{
+    CallbackQuery, Chat, MediaKind, Message, MessageEntity, MessageEntityKind, MessageKind,
+    Update, UpdateKind,
+};
+
+/// The bot's own identity, from `getMe`.
+#[derive(Debug, Clone)]
+pub(crate) struct BotIdentity {
+    pub id: i64,
+    pub username: String,
+}
+
+/// What to do with one update.
+#[derive(Debug)]
+pub(crate) enum Action {
+    Forward(Inbound),
+    /// Media without text: tell the sender only text is supported.
+    TextOnly { to: ChatAddress, reply_to: MessageId },
+    /// A callback query we cannot use: answer it so the client stops waiting.
+    AnswerEmpty(String),
+    Ignore(&'static str),
+}
+
+pub(crate) struct Normalizer {
+    me: BotIdentity,
+    approvers: HashSet<i64>,
+}
+
+impl Normalizer {
+    pub fn new(me: BotIdentity, approvers: HashSet<i64>) -> Self {
+        Self { me, approvers }
+    }
+
+    pub fn update(&self, update: &Update) -> Action {
+        match &update.kind {
+            UpdateKind::Message(msg) => self.message(msg),
+            UpdateKind::CallbackQuery(q) => self.callback(q),
+            UpdateKind::EditedMessage(_) => Action::Ignore("edited message"),
+            UpdateKind::ChannelPost(_) | UpdateKind::EditedChannelPost(_) => {
+                Action::Ignore("channel post")
+            }
+            UpdateKind::Error(_) => Action::Ignore("update teloxide could not parse"),
+            _ => Action::Ignore("update kind not handled"),
+        }
+    }
+
+    fn user(&self, u: &teloxide::types::User) -> Option<User> {
+        let id = i64::try_from(u.id.0).ok()?;
+        Some(User {
+            is_approver: self.approvers.contains(&id),
+            id: switchboard_platform::UserId(id),
+            display_name: u.full_name(),
+            is_bot: u.is_bot,
+        })
+    }
+
+    fn message(&self, msg: &Message) -> Action {
+        let Some(chat_kind) = chat_kind(&msg.chat) else {
+            return Action::Ignore("channel message");
+        };
+        let Some(from) = msg.from.as_ref() else {
+            return Action::Ignore("message without sender");
+        };
+        let Some(user) = self.user(from) else {
+            return Action::Ignore("sender id out of range");
+        };
+        if user.id.0 == self.me.id {
+            return Action::Ignore("own message");
+        }
+        let thread = topic(msg);
+        let chat = ChatAddress::new(Platform::Telegram, ChatId(msg.chat.id.0), thread);
+        let message_id = MessageId(i64::from(msg.id.0));
+        // In a forum topic every message "replies" to the topic's root message.
+        let reply = msg
+            .reply_to_message()
+            .filter(|r| thread.is_none_or(|t| i64::from(r.id.0) != t.0));
+        let reply_to_bot = reply
+            .and_then(|r| r.from.as_ref())
+            .is_some_and(|u| i64::try_from(u.id.0).ok() == Some(self.me.id));
+
+        let attachment = attachment(msg);
+        let (text, entities) = match (msg.text(), msg.caption()) {
+            (Some(t), _) => (t, msg.entities().unwrap_or_default()),
+            (None, Some(c)) => (c, msg.caption_entities().unwrap_or_default()),
+            (None, None) if attachment.is_some() => {
+                return if chat_kind == ChatKind::Dm || reply_to_bot {
+                    Action::TextOnly {
+                        to: chat,
+                        reply_to: message_id,
+                    }
+                } else {
+                    Action::Ignore("media without caption in a group")
+                };
+            }
+            (None, None) => return Action::Ignore("service message"),
+        };
+
+        let (addressed, text) = self.address(chat_kind, text, entities, reply_to_bot);
+        Action::Forward(Inbound::Message(InboundMessage {
+            chat,
+            chat_kind,
+            user,
+            message_id,
+            text,
+            reply_to: reply.map(|r| MessageId(i64::from(r.id.0))),
+            addressed,
+            attachments: attachment.into_iter().collect(),
+            timestamp: msg.date,
+        }))
+    }
+
+    /// Decides how the message is addressed and normalizes its text.
+    fn address(
+        &self,
+        kind: ChatKind,
+        text: &str,
+        entities: &[MessageEntity],
+        reply_to_bot: bool,
+    ) -> (Addressed, String) {
+        if let Some((addressed, normalized)) = self.command(text) {
+            let addressed = if kind == ChatKind::Dm && addressed {
+                Addressed::Dm
+            } else if addressed {
+                Addressed::Command
+            } else {
+                Addressed::NotAddressed
+            };
+            return (addressed, normalized);
+        }
+        let mentions = self.bot_mentions(text, entities);
+        let stripped = if mentions.is_empty() {
+            text.trim().to_owned()
+        } else {
+            strip_ranges(text, &mentions)
+        };
+        let addressed = if kind == ChatKind::Dm {
+            Addressed::Dm
+        } else if !mentions.is_empty() {
+            Addressed::Mention
+        } else if reply_to_bot {
+            Addressed::ReplyToBot
+        } else {
+            Addressed::NotAddressed
+        };
+        (addressed, stripped)
+    }
+
+    /// `/cmd@bot args` → (`true`, `/cmd args`); `/cmd@otherbot` → (`false`, text);
+    /// `None` when the text is not a command.
+    fn command(&self, text: &str) -> Option<(bool, String)> {
+        let text = text.trim();
+        let first = text.split_whitespace().next()?;
+        let name = first.strip_prefix('/')?;
+        if name.is_empty() {
+            return None;
+        }
+        let rest = text[first.len()..].trim();
+        let (cmd, ours) = match name.split_once('@') {
+            Some((cmd, bot)) => (cmd, bot.eq_ignore_ascii_case(&self.me.username)),
+            None => (name, true),
+        };
+        if !ours {
+            return Some((false, text.to_owned()));
+        }
+        let normalized = if rest.is_empty() {
+            format!("/{cmd}")
+        } else {
+            format!("/{cmd} {rest}")
+        };
+        Some((true, normalized))
+    }
+
+    /// Byte ranges of `@botname` mentions (or text mentions of the bot).
+    fn bot_mentions(&self, text: &str, entities: &[MessageEntity]) -> Vec<Range<usize>> {
+        let handle = format!("@{}", self.me.username);
+        let mut found: Vec<Range<usize>> = entities
+            .iter()
+            .filter_map(|e| {
+                let range = utf16_range(text, e.offset, e.length)?;
+                let ours = match &e.kind {
+                    MessageEntityKind::Mention => text
+                        .get(range.clone())
+                        .is_some_and(|m| m.eq_ignore_ascii_case(&handle)),
+                    MessageEntityKind::TextMention { user } => {
+                        i64::try_from(user.id.0).ok() == Some(self.me.id)
+                    }
+                    _ => false,
+                };
+                ours.then_some(range)
+            })
+            .collect();
+        if entities.is_empty() {
+            // Without entities (some clients, forwarded text), look for the handle.
+            found = word_matches(text, &handle);
+        }
+        found
+    }
+
+    fn callback(&self, q: &CallbackQuery) -> Action {
+        let id = q.id.0.clone();
+        let Some(action) = q.data.as_deref().and_then(ActionId::parse) else {
+            return Action::AnswerEmpty(id);
+        };
+        let Some(message) = q.message.as_ref() else {
+            // Inline-mode messages have no chat: not ours.
+            return Action::AnswerEmpty(id);
+        };
+        let Some(chat_kind) = chat_kind(message.chat()) else {
+            return Action::AnswerEmpty(id);
+        };
+        let Some(user) = self.user(&q.from) else {
+            return Action::AnswerEmpty(id);
+        };
+        let thread = message.regular_message().and_then(topic);
+        let chat = ChatAddress::new(Platform::Telegram, ChatId(message.chat().id.0), thread);
+        Action::Forward(Inbound::ButtonPress(ButtonPress {
+            chat,
+            chat_kind,
+            user,
+            action,
+            message: Some(MessageRef {
+                chat,
+                id: MessageId(i64::from(message.id().0)),
+            }),
+            handle: PressHandle(id),
+            timestamp: Utc::now(),
+        }))
+    }
+}
+
+fn chat_kind(chat: &Chat) -> Option<ChatKind> {
+    if chat.is_private() {
+        Some(ChatKind::Dm)
+    } else if chat.is_group() || chat.is_supergroup() {
+        Some(ChatKind::Group)
+    } else {
+        None
+    }
+}
+
+/// The forum topic a message belongs to; plain reply threads are not topics.
+fn topic(msg: &Message) -> Option<ThreadId> {
+    msg.is_topic_message
+        .then_some(msg.thread_id)
+        .flatten()
+        .map(|t| ThreadId(i64::from(t.0 .0)))
+}
+
+fn attachment(msg: &Message) -> Option<Attachment> {
+    let MessageKind::Common(common) = &msg.kind else {
+        return None;
+    };
+    let meta = |kind: &str, name: Option<&String>, size: u32| {
+        Some(Attachment {
+            kind: kind.to_owned(),
+            name: name.cloned(),
+            size: (size != u32::MAX).then_some(u64::from(size)),
+        })
+    };
+    match &common.media_kind {
+        MediaKind::Text(_) | MediaKind::Migration(_) => None,
+        MediaKind::Photo(p) => {
+            let size = p.photo.last().map_or(u32::MAX, |s| s.file.size);
+            meta("photo", None, size)
+        }
+        MediaKind::Document(d) => meta("document", d.document.file_name.as_ref(), d.document.file.size),
+        MediaKind::Video(v) => meta("video", v.video.file_name.as_ref(), v.video.file.size),
+        MediaKind::Audio(a) => meta("audio", a.audio.file_name.as_ref(), a.audio.file.size),
+        MediaKind::Animation(a) => {
+            meta("animation", a.animation.file_name.as_ref(), a.animation.file.size)
+        }
+        MediaKind::Voice(v) => meta("voice", None, v.voice.file.size),
+        MediaKind::VideoNote(v) => meta("video_note", None, v.video_note.file.size),
+        MediaKind::Sticker(s) => meta("sticker", None, s.sticker.file.size),
+        _ => meta("other", None, u32::MAX),
+    }
+}
+
+/// Converts a UTF-16 entity span to a byte range; `None` when it does not land
+/// on character boundaries inside `text` (entities are untrusted input).
+pub(crate) fn utf16_range(text: &str, offset: usize, length: usize) -> Option<Range<usize>> {
+    let end16 = offset.checked_add(length)?;
+    let (mut start, mut end) = (None, None);
+    let mut units = 0;
+    for (i, c) in text.char_indices().chain([(text.len(), '\0')]) {
+        if units == offset {
+            start = Some(i);
+        }
+        if units == end16 {
+            end = Some(i);
+            break;
+        }
+        if units > end16 {
+            break;
+        }
+        units += c.len_utf16();
+    }
+    Some(start?..end?)
+}
+
+/// Occurrences of `needle` not glued to other word characters, case-insensitive.
+fn word_matches(text: &str, needle: &str) -> Vec<Range<usize>> {
+    let lower = text.to_ascii_lowercase();
+    let needle = needle.to_ascii_lowercase();
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    lower
+        .match_indices(&needle)
+        .map(|(i, m)| i..i + m.len())
+        .filter(|r| !is_word(text[r.end..].chars().next()))
+        .filter(|r| !is_word(text[..r.start].chars().next_back()) && !text[..r.start].ends_with('@'))
+        .collect()
+}
+
+/// Removes `ranges` from `text` and tidies what is left ("@bot, hi" → "hi").
+fn strip_ranges(text: &str, ranges: &[Range<usize>]) -> String {
+    let mut sorted = ranges.to_vec();
+    sorted.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in sorted {
+        if r.start >= at {
+            out.push_str(&text[at..r.start]);
+            at = r.end;
+        }
+    }
+    out.push_str(&text[at..]);
+    let collapsed = out
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    collapsed
+        .trim()
+        .trim_start_matches([',', ':', ';'])
+        .trim()
+        .to_owned()
+}
+
+#[cfg(test)]
+#[path = "normalize_tests.rs"]
+mod tests;

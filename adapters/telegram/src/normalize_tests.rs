@@ -1,0 +1,263 @@
+//! Normalization tests on Bot API JSON shaped like Telegram's.
+#![allow(clippy::panic)]
+
+use super::*;
+use serde_json::{json, Value};
+
+const BOT_ID: i64 = 4242;
+
+fn normalizer() -> Normalizer {
+    Normalizer::new(
+        BotIdentity {
+            id: BOT_ID,
+            username: "SwitchBot".into(),
+        },
+        HashSet::from([7]),
+    )
+}
+
+fn user(id: i64, name: &str) -> Value {
+    json!({"id": id, "is_bot": false, "first_name": name})
+}
+
+fn bot_user() -> Value {
+    json!({"id": BOT_ID, "is_bot": true, "first_name": "Switch", "username": "SwitchBot"})
+}
+
+fn dm_chat(id: i64) -> Value {
+    json!({"id": id, "type": "private", "first_name": "Ann"})
+}
+
+fn group_chat(id: i64, forum: bool) -> Value {
+    json!({"id": id, "type": "supergroup", "title": "Team", "is_forum": forum})
+}
+
+fn update(kind: &str, body: Value) -> Update {
+    let raw = json!({"update_id": 1, kind: body});
+    match serde_json::from_value(raw) {
+        Ok(u) => u,
+        Err(e) => panic!("update does not parse: {e}"),
+    }
+}
+
+fn message(chat: Value, from: Value, text: &str, extra: Value) -> Value {
+    let mut m = json!({"message_id": 10, "date": 1_700_000_000, "chat": chat, "from": from, "text": text});
+    if let (Some(m), Some(extra)) = (m.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    m
+}
+
+fn forwarded(action: Action) -> InboundMessage {
+    match action {
+        Action::Forward(Inbound::Message(m)) => m,
+        other => panic!("expected a forwarded message, got {other:?}"),
+    }
+}
+
+#[test]
+fn dm_is_addressed_and_flags_approvers() {
+    let n = normalizer();
+    let m = forwarded(n.update(&update(
+        "message",
+        message(dm_chat(7), user(7, "Ann"), "hello", json!({})),
+    )));
+    assert_eq!(m.chat_kind, ChatKind::Dm);
+    assert_eq!(m.addressed, Addressed::Dm);
+    assert_eq!(m.text, "hello");
+    assert_eq!(m.chat.thread, None);
+    assert!(m.user.is_approver);
+    assert_eq!(m.user.display_name, "Ann");
+    assert_eq!(m.message_id, MessageId(10));
+}
+
+#[test]
+fn group_mention_is_stripped() {
+    let n = normalizer();
+    let text = "hey 😀 @SwitchBot, what now?";
+    let offset = "hey 😀 ".encode_utf16().count();
+    let m = forwarded(n.update(&update(
+        "message",
+        message(
+            group_chat(-100, false),
+            user(8, "Bob"),
+            text,
+            json!({"entities": [{"type": "mention", "offset": offset, "length": 10}]}),
+        ),
+    )));
+    assert_eq!(m.addressed, Addressed::Mention);
+    assert_eq!(m.text, "hey 😀 , what now?");
+    assert!(!m.user.is_approver);
+
+    let m = forwarded(n.update(&update(
+        "message",
+        message(
+            group_chat(-100, false),
+            user(8, "Bob"),
+            "@switchbot summarize",
+            json!({"entities": [{"type": "mention", "offset": 0, "length": 10}]}),
+        ),
+    )));
+    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Mention, "summarize"));
+}
+
+#[test]
+fn group_chatter_is_forwarded_unaddressed() {
+    let n = normalizer();
+    let m = forwarded(n.update(&update(
+        "message",
+        message(
+            group_chat(-100, false),
+            user(8, "Bob"),
+            "mail @SwitchBotFan now",
+            json!({"entities": [{"type": "mention", "offset": 5, "length": 13}]}),
+        ),
+    )));
+    assert_eq!(m.addressed, Addressed::NotAddressed);
+    assert_eq!(m.text, "mail @SwitchBotFan now");
+}
+
+#[test]
+fn commands_are_normalized() {
+    let n = normalizer();
+    let group = |text: &str| {
+        forwarded(n.update(&update(
+            "message",
+            message(group_chat(-100, false), user(8, "Bob"), text, json!({})),
+        )))
+    };
+    let m = group("/help@SwitchBot me");
+    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Command, "/help me"));
+    let m = group("/clear");
+    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Command, "/clear"));
+    let m = group("/start@OtherBot");
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::NotAddressed, "/start@OtherBot")
+    );
+    let m = forwarded(n.update(&update(
+        "message",
+        message(dm_chat(8), user(8, "Bob"), "/start@SwitchBot", json!({})),
+    )));
+    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Dm, "/start"));
+}
+
+#[test]
+fn reply_to_bot_and_forum_topics() {
+    let n = normalizer();
+    let bot_msg = json!({"message_id": 5, "date": 1_700_000_000, "chat": group_chat(-100, true),
+        "from": bot_user(), "text": "earlier answer", "message_thread_id": 3, "is_topic_message": true});
+    let m = forwarded(n.update(&update(
+        "message",
+        message(
+            group_chat(-100, true),
+            user(8, "Bob"),
+            "and then?",
+            json!({"reply_to_message": bot_msg, "message_thread_id": 3, "is_topic_message": true}),
+        ),
+    )));
+    assert_eq!(m.addressed, Addressed::ReplyToBot);
+    assert_eq!(m.chat.thread, Some(ThreadId(3)));
+    assert_eq!(m.reply_to, Some(MessageId(5)));
+
+    // A plain topic message "replies" to the topic root, which is not the bot.
+    let root = json!({"message_id": 3, "date": 1_700_000_000, "chat": group_chat(-100, true),
+        "from": bot_user(), "forum_topic_created": {"name": "ops", "icon_color": 7322096},
+        "message_thread_id": 3, "is_topic_message": true});
+    let m = forwarded(n.update(&update(
+        "message",
+        message(
+            group_chat(-100, true),
+            user(8, "Bob"),
+            "just chatting",
+            json!({"reply_to_message": root, "message_thread_id": 3, "is_topic_message": true}),
+        ),
+    )));
+    assert_eq!(m.addressed, Addressed::NotAddressed);
+    assert_eq!(m.reply_to, None);
+    assert_eq!(m.chat.thread, Some(ThreadId(3)));
+}
+
+#[test]
+fn captions_are_text_and_bare_media_gets_a_note() {
+    let n = normalizer();
+    let photo = json!([{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1, "file_size": 99}]);
+    let with_caption = json!({"message_id": 11, "date": 1_700_000_000, "chat": dm_chat(8),
+        "from": user(8, "Bob"), "photo": photo, "caption": "what is this?"});
+    let m = forwarded(n.update(&update("message", with_caption)));
+    assert_eq!(m.text, "what is this?");
+    assert_eq!(m.attachments.len(), 1);
+    assert_eq!(m.attachments[0].kind, "photo");
+    assert_eq!(m.attachments[0].size, Some(99));
+
+    let bare = json!({"message_id": 12, "date": 1_700_000_000, "chat": dm_chat(8),
+        "from": user(8, "Bob"), "photo": photo});
+    match n.update(&update("message", bare.clone())) {
+        Action::TextOnly { to, reply_to } => {
+            assert_eq!(to.chat, ChatId(8));
+            assert_eq!(reply_to, MessageId(12));
+        }
+        other => panic!("expected a text-only note, got {other:?}"),
+    }
+    let mut in_group = bare;
+    in_group["chat"] = group_chat(-100, false);
+    assert!(matches!(
+        n.update(&update("message", in_group)),
+        Action::Ignore(_)
+    ));
+}
+
+#[test]
+fn edits_channels_and_own_messages_are_ignored() {
+    let n = normalizer();
+    let edited = message(dm_chat(8), user(8, "Bob"), "fixed", json!({"edit_date": 1_700_000_100}));
+    assert!(matches!(n.update(&update("edited_message", edited)), Action::Ignore(_)));
+    let post = json!({"message_id": 1, "date": 1_700_000_000,
+        "chat": {"id": -1009, "type": "channel", "title": "News"}, "text": "news"});
+    assert!(matches!(n.update(&update("channel_post", post)), Action::Ignore(_)));
+    let own = message(group_chat(-100, false), bot_user(), "mine", json!({}));
+    assert!(matches!(n.update(&update("message", own)), Action::Ignore(_)));
+}
+
+#[test]
+fn callbacks_become_presses_or_are_answered() {
+    let n = normalizer();
+    let card = json!({"message_id": 20, "date": 1_700_000_000, "chat": group_chat(-100, true),
+        "from": bot_user(), "text": "Allow?", "message_thread_id": 3, "is_topic_message": true});
+    let q = |data: &str| {
+        json!({"id": "cb1", "from": user(7, "Ann"), "chat_instance": "ci", "data": data, "message": card})
+    };
+    match n.update(&update("callback_query", q("ap:123:allow"))) {
+        Action::Forward(Inbound::ButtonPress(p)) => {
+            assert_eq!(p.action.as_str(), "ap:123:allow");
+            assert_eq!(p.chat.thread, Some(ThreadId(3)));
+            assert_eq!(p.message.map(|m| m.id), Some(MessageId(20)));
+            assert_eq!(p.handle, PressHandle("cb1".into()));
+            assert!(p.user.is_approver);
+        }
+        other => panic!("expected a press, got {other:?}"),
+    }
+    assert!(matches!(
+        n.update(&update("callback_query", q("not an id"))),
+        Action::AnswerEmpty(id) if id == "cb1"
+    ));
+}
+
+#[test]
+fn utf16_ranges_are_checked() {
+    assert_eq!(utf16_range("a😀b", 1, 2), Some(1..5));
+    assert_eq!(utf16_range("a😀b", 2, 1), None, "inside a surrogate pair");
+    assert_eq!(utf16_range("ab", 1, 5), None, "past the end");
+    assert_eq!(utf16_range("ab", 2, 0), Some(2..2));
+}
+
+#[test]
+fn unparseable_updates_are_ignored() {
+    let raw = json!({"update_id": 9, "message": {"garbage": true}});
+    let parsed: Result<Update, _> = serde_json::from_value(raw);
+    if let Ok(u) = parsed {
+        assert!(matches!(normalizer().update(&u), Action::Ignore(_)));
+    }
+}

@@ -1,0 +1,264 @@
+//! Outbound calls: sends and edits paced by our governor layer (per chat, per
+//! group, per bot) with 429 pause-and-resume, HTML with a plain-text fallback,
+//! callback answers and chat actions.
+
+use crate::config::TelegramLimits;
+use crate::errors::{classify, is_not_modified, is_parse_error, scrubbed, to_platform};
+use crate::render::markdown_to_html;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use switchboard_platform::{
+    Button, ChatAddress, MessageId, MessageRef, OutgoingMessage, Pacer, PlatformError, Quota,
+    Secret,
+};
+use teloxide::payloads::{
+    AnswerCallbackQuerySetters, EditMessageTextSetters, SendChatActionSetters,
+    SendMessageSetters,
+};
+use teloxide::prelude::Requester;
+use teloxide::types::{
+    CallbackQueryId, ChatAction, ChatId as TgChatId, InlineKeyboardButton, InlineKeyboardMarkup,
+    MessageId as TgMessageId, ParseMode, ReplyParameters, ThreadId as TgThreadId,
+};
+use teloxide::{Bot, RequestError};
+
+/// Telegram's limit on message text, in UTF-16 units after entity parsing.
+pub(crate) const MAX_TEXT_UTF16: usize = 4096;
+/// Telegram's limit on a callback answer's text, in characters.
+const MAX_CALLBACK_TEXT: usize = 200;
+
+pub(crate) struct Outbound {
+    bot: Bot,
+    token: Secret,
+    /// Keyed by chat id: Telegram's limits are per chat, whatever the topic.
+    pacer: Pacer<i64>,
+    /// 429s on calls outside the pacer (chat actions, callback answers).
+    unpaced_429s: AtomicU64,
+}
+
+fn nonzero(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
+}
+
+fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
+    i32::try_from(id.0)
+        .map(TgMessageId)
+        .map_err(|_| PlatformError::NotFound)
+}
+
+impl Outbound {
+    pub fn new(bot: Bot, token: Secret, limits: TelegramLimits) -> Self {
+        let per_chat = Quota::per_second(nonzero(limits.per_chat_per_second));
+        let per_group = Quota::per_minute(nonzero(limits.per_group_per_minute));
+        let global = Quota::per_second(nonzero(limits.global_per_second));
+        // Telegram group and channel ids are negative, users' chats positive.
+        let pacer = Pacer::new(global, move |chat: &i64| {
+            if *chat < 0 {
+                vec![per_chat, per_group]
+            } else {
+                vec![per_chat]
+            }
+        });
+        Self {
+            bot,
+            token,
+            pacer,
+            unpaced_429s: AtomicU64::new(0),
+        }
+    }
+
+    /// 429 answers received so far (each one paused a chat and was retried).
+    pub fn rate_limited_count(&self) -> u64 {
+        self.pacer.rate_limited_count() + self.unpaced_429s.load(Ordering::Relaxed)
+    }
+
+    /// Sends one message (text within Telegram's limit). HTML first; if
+    /// Telegram cannot parse the entities, the same text goes out as plain text.
+    pub async fn send(
+        &self,
+        to: &ChatAddress,
+        message: &OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError> {
+        let html = markdown_to_html(&message.text);
+        let plain = AtomicBool::new(false);
+        let thread = to
+            .thread
+            .map(|t| tg_message_id(MessageId(t.0)).map(TgThreadId))
+            .transpose()?;
+        let reply = message.reply_to.map(tg_message_id).transpose()?;
+        let (this, html, plain) = (self, &html, &plain);
+        let sent = self
+            .pacer
+            .run(
+                &to.chat.0,
+                move || async move {
+                    if !plain.load(Ordering::Relaxed) {
+                        match this.send_once(to, message, Some(html), thread, reply).await {
+                            Err(e) if is_parse_error(&e) => {
+                                tracing::warn!(chat = to.chat.0, error = %scrubbed(&e, &this.token),
+                                    "Telegram refused our HTML; resending as plain text");
+                                plain.store(true, Ordering::Relaxed);
+                            }
+                            other => return other,
+                        }
+                    }
+                    this.send_once(to, message, None, thread, reply).await
+                },
+                classify,
+            )
+            .await
+            .map_err(|e| to_platform(&e, &self.token))?;
+        Ok(MessageRef {
+            chat: *to,
+            id: MessageId(i64::from(sent.id.0)),
+        })
+    }
+
+    async fn send_once(
+        &self,
+        to: &ChatAddress,
+        message: &OutgoingMessage,
+        html: Option<&str>,
+        thread: Option<TgThreadId>,
+        reply: Option<TgMessageId>,
+    ) -> Result<teloxide::types::Message, RequestError> {
+        let text = html.unwrap_or(&message.text);
+        let mut req = self.bot.send_message(TgChatId(to.chat.0), text);
+        if html.is_some() {
+            req = req.parse_mode(ParseMode::Html);
+        }
+        if let Some(thread) = thread {
+            req = req.message_thread_id(thread);
+        }
+        if let Some(reply) = reply {
+            req = req.reply_parameters(ReplyParameters::new(reply).allow_sending_without_reply());
+        }
+        if !message.buttons.is_empty() {
+            req = req.reply_markup(keyboard(&message.buttons));
+        }
+        req.await
+    }
+
+    /// Replaces a message's text and keyboard (no buttons removes the keyboard).
+    /// "Message is not modified" is success.
+    pub async fn edit(
+        &self,
+        target: &MessageRef,
+        message: &OutgoingMessage,
+    ) -> Result<(), PlatformError> {
+        let html = markdown_to_html(&message.text);
+        let plain = AtomicBool::new(false);
+        let id = tg_message_id(target.id)?;
+        let (this, html, plain) = (self, &html, &plain);
+        let chat = target.chat.chat.0;
+        let result = self
+            .pacer
+            .run(
+                &chat,
+                move || async move {
+                    if !plain.load(Ordering::Relaxed) {
+                        match this.edit_once(chat, id, message, Some(html)).await {
+                            Err(e) if is_parse_error(&e) => {
+                                tracing::warn!(chat, error = %scrubbed(&e, &this.token),
+                                    "Telegram refused our HTML edit; resending as plain text");
+                                plain.store(true, Ordering::Relaxed);
+                            }
+                            other => return other,
+                        }
+                    }
+                    this.edit_once(chat, id, message, None).await
+                },
+                classify,
+            )
+            .await;
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if is_not_modified(&e) => Ok(()),
+            Err(e) => Err(to_platform(&e, &self.token)),
+        }
+    }
+
+    async fn edit_once(
+        &self,
+        chat: i64,
+        id: TgMessageId,
+        message: &OutgoingMessage,
+        html: Option<&str>,
+    ) -> Result<(), RequestError> {
+        let text = html.unwrap_or(&message.text);
+        let mut req = self.bot.edit_message_text(TgChatId(chat), id, text);
+        if html.is_some() {
+            req = req.parse_mode(ParseMode::Html);
+        }
+        if !message.buttons.is_empty() {
+            req = req.reply_markup(keyboard(&message.buttons));
+        }
+        match req.await {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_modified(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Answers a callback query, with an optional toast shown to the presser.
+    pub async fn answer_callback(&self, id: &str, text: Option<&str>) -> Result<(), PlatformError> {
+        let mut req = self
+            .bot
+            .answer_callback_query(CallbackQueryId(id.to_owned()));
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
+            req = req.text(truncate_chars(text, MAX_CALLBACK_TEXT));
+        }
+        req.await.map(drop).map_err(|e| self.unpaced_error(&e))
+    }
+
+    /// One `sendChatAction typing`.
+    pub async fn typing(&self, to: &ChatAddress) -> Result<(), PlatformError> {
+        let mut req = self
+            .bot
+            .send_chat_action(TgChatId(to.chat.0), ChatAction::Typing);
+        if let Some(t) = to.thread {
+            req = req.message_thread_id(TgThreadId(tg_message_id(MessageId(t.0))?));
+        }
+        req.await.map(drop).map_err(|e| self.unpaced_error(&e))
+    }
+
+    fn unpaced_error(&self, e: &RequestError) -> PlatformError {
+        if matches!(e, RequestError::RetryAfter(_)) {
+            self.unpaced_429s.fetch_add(1, Ordering::Relaxed);
+        }
+        to_platform(e, &self.token)
+    }
+}
+
+/// Rows of buttons as an inline keyboard; `callback_data` is the action id.
+fn keyboard(rows: &[Vec<Button>]) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(rows.iter().map(|row| {
+        row.iter()
+            .map(|b| InlineKeyboardButton::callback(b.label.clone(), b.action.as_str().to_owned()))
+            .collect::<Vec<_>>()
+    }))
+}
+
+fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => {
+            let cut = text[..i].char_indices().nth(max - 1).map_or(i, |(j, _)| j);
+            format!("{}…", &text[..cut])
+        }
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_text_is_capped_at_200_chars() {
+        assert_eq!(truncate_chars("short", 200), "short");
+        let long = "é".repeat(250);
+        let t = truncate_chars(&long, 200);
+        assert_eq!(t.chars().count(), 200);
+        assert!(t.ends_with('…'));
+    }
+}
