@@ -1,6 +1,7 @@
 //! Switchboard: a self-hosted gateway between an LLM agent and chat platforms.
 
 pub mod agent;
+pub mod approvals;
 pub mod config;
 pub mod gateway;
 pub mod llm;

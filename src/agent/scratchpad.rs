@@ -8,31 +8,31 @@ use std::path::{Path, PathBuf};
 /// Appends trace records for one turn. Tracing failures never fail the turn.
 pub(crate) struct Scratchpad {
     file: Option<std::fs::File>,
-    path: PathBuf,
 }
 
 impl Scratchpad {
-    pub(crate) fn open(data_dir: &Path, session: &str, turn_id: &str) -> Scratchpad {
-        let path = data_dir
+    /// `{data_dir}/scratchpad/{session}/{turn}.jsonl`.
+    pub(crate) fn path_for(data_dir: &Path, session: &str, turn_id: &str) -> PathBuf {
+        data_dir
             .join("scratchpad")
             .join(super::results::safe_name(session))
-            .join(format!("{}.jsonl", super::results::safe_name(turn_id)));
+            .join(format!("{}.jsonl", super::results::safe_name(turn_id)))
+    }
+
+    pub(crate) fn open(data_dir: &Path, session: &str, turn_id: &str) -> Scratchpad {
+        let path = Self::path_for(data_dir, session, turn_id);
         let file = path
             .parent()
             .map(std::fs::create_dir_all)
             .transpose()
             .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&path));
         match file {
-            Ok(f) => Scratchpad { file: Some(f), path },
+            Ok(f) => Scratchpad { file: Some(f) },
             Err(e) => {
                 tracing::warn!(error = %e, path = %path.display(), "scratchpad disabled for this turn");
-                Scratchpad { file: None, path }
+                Scratchpad { file: None }
             }
         }
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Writes one record `{"at":…, "type": kind, …fields}` with secrets redacted.
@@ -65,7 +65,7 @@ mod tests {
         let mut pad = Scratchpad::open(dir.path(), "s1", "t1");
         pad.record("init", json!({"model": "m"}));
         pad.record("tool_result", json!({"args": {"url": "u", "api_key": "sk-123"}, "status": "ok"}));
-        let text = std::fs::read_to_string(pad.path()).unwrap();
+        let text = std::fs::read_to_string(Scratchpad::path_for(dir.path(), "s1", "t1")).unwrap();
         let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["type"], "init");

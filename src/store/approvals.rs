@@ -140,6 +140,35 @@ impl Store {
         row.as_ref().map(approval_from_row).transpose()
     }
 
+    /// Expires a pending approval now (its in-process waiter's deadline passed).
+    pub async fn expire_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "UPDATE approvals SET status = 'expired', decided_at = $1 WHERE id = $2 AND status = 'pending' RETURNING {COLUMNS}"
+        ))
+        .bind(now())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(approval_from_row).transpose()
+    }
+
+    /// The full id of the approval whose id starts with `prefix` (at least 8
+    /// hex chars), when exactly one matches.
+    pub async fn approval_by_prefix(&self, prefix: &str) -> Result<Option<String>, StoreError> {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 8 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let rows = sqlx::query("SELECT id FROM approvals WHERE id LIKE $1 LIMIT 2")
+            .bind(format!("{prefix}%"))
+            .fetch_all(&self.pool)
+            .await?;
+        match rows.as_slice() {
+            [one] => Ok(Some(one.try_get("id")?)),
+            _ => Ok(None),
+        }
+    }
+
     /// Pending approvals whose deadline has passed.
     pub async fn due_approvals(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
         let rows = sqlx::query(&format!(

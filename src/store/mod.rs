@@ -129,4 +129,3 @@ mod tests {
         assert!(err.contains("cannot open the database") && err.contains("DATABASE_URL"), "{err}");
     }
 }
-}

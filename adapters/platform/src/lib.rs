@@ -21,5 +21,5 @@ pub use ids::{
 };
 pub use inbound::{Addressed, Attachment, ButtonPress, Inbound, InboundMessage, PressHandle, User};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
-pub use pacing::{Pacer, Retry};
+pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;

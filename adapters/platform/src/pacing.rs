@@ -18,8 +18,20 @@ type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<N
 /// governor on tokio's clock, so limiter waits are tokio sleeps (and tests can
 /// pause time).
 #[derive(Debug, Clone, Copy)]
-struct TokioClock {
+pub struct TokioClock {
     origin: Instant,
+}
+
+impl TokioClock {
+    pub fn new() -> TokioClock {
+        TokioClock { origin: Instant::now() }
+    }
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Clock for TokioClock {

@@ -1,0 +1,140 @@
+//! Approval cards: the pending card with its buttons and the final, decided card.
+
+use crate::store::{ApprovalRecord, ApprovalStatus};
+use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
+
+/// A choice on an approval card; its short code travels in the action id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    AllowOnce,
+    Always,
+    Edit,
+    Deny,
+}
+
+impl Choice {
+    const ALL: [Choice; 4] = [Choice::AllowOnce, Choice::Always, Choice::Edit, Choice::Deny];
+
+    fn code(self) -> char {
+        match self {
+            Choice::AllowOnce => 'y',
+            Choice::Always => 'a',
+            Choice::Edit => 'e',
+            Choice::Deny => 'n',
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Choice::AllowOnce => "✅ Allow once",
+            Choice::Always => "♾️ Always",
+            Choice::Edit => "✏️ Edit",
+            Choice::Deny => "⛔ Deny",
+        }
+    }
+
+    fn style(self) -> ButtonStyle {
+        match self {
+            Choice::AllowOnce => ButtonStyle::Success,
+            Choice::Always => ButtonStyle::Primary,
+            Choice::Edit => ButtonStyle::Secondary,
+            Choice::Deny => ButtonStyle::Danger,
+        }
+    }
+
+    /// Parses the words of the `/approve <id> allow|always|edit|deny` fallback.
+    pub fn from_word(word: &str) -> Option<Choice> {
+        match word.to_ascii_lowercase().as_str() {
+            "allow" | "y" | "yes" | "once" => Some(Choice::AllowOnce),
+            "always" | "a" => Some(Choice::Always),
+            "edit" | "e" => Some(Choice::Edit),
+            "deny" | "n" | "no" => Some(Choice::Deny),
+            _ => None,
+        }
+    }
+}
+
+const PREFIX: &str = "ap:";
+
+/// The action id of `choice` on approval `id`: `ap:<32 hex>:<code>` (38 bytes).
+pub fn action_id(id: &str, choice: Choice) -> Option<ActionId> {
+    ActionId::parse(&format!("{PREFIX}{id}:{}", choice.code()))
+}
+
+/// Parses an approval action id back into (approval id, choice).
+pub fn parse_action(action: &ActionId) -> Option<(String, Choice)> {
+    let rest = action.as_str().strip_prefix(PREFIX)?;
+    let (id, code) = rest.rsplit_once(':')?;
+    let choice = Choice::ALL.into_iter().find(|c| code.len() == 1 && code.starts_with(c.code()))?;
+    (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| (id.to_owned(), choice))
+}
+
+/// The short id shown on cards and accepted by `/approve`.
+pub fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn body(record: &ApprovalRecord, tool_display: &str, requester_name: &str) -> String {
+    format!(
+        "**{tool_display}** (`{}`) requested by {requester_name}\n```\n{}\n```\nid `{}`",
+        record.tool_name,
+        record.summary.replace("```", "ʼʼʼ"),
+        short_id(&record.id)
+    )
+}
+
+/// The card while it waits for a decision.
+pub fn pending_card(record: &ApprovalRecord, tool_display: &str, requester_name: &str, minutes: u64) -> OutgoingMessage {
+    let buttons: Vec<Button> = Choice::ALL
+        .into_iter()
+        .filter_map(|c| {
+            action_id(&record.id, c).map(|action| Button {
+                label: c.label().into(),
+                action,
+                style: c.style(),
+                shortcut: Some(c.code()),
+            })
+        })
+        .collect();
+    OutgoingMessage::text(format!(
+        "🔐 **Approval needed**\n{}\nExpires in {minutes} min. Only the requester or an approver can decide.",
+        body(record, tool_display, requester_name)
+    ))
+    .with_buttons(vec![buttons])
+}
+
+/// The card once decided or expired: no buttons, who decided and when.
+pub fn final_card(record: &ApprovalRecord, tool_display: &str, requester_name: &str, decider_name: Option<&str>) -> OutgoingMessage {
+    let who = decider_name.map(|n| format!(" by {n}")).unwrap_or_default();
+    let when = record.decided_at.map(|t| t.format(" at %H:%M UTC").to_string()).unwrap_or_default();
+    let head = match record.status {
+        ApprovalStatus::Allowed => format!("✅ **Allowed once**{who}{when}"),
+        ApprovalStatus::Always => format!("♾️ **Always allowed**{who}{when}"),
+        ApprovalStatus::Denied => {
+            let reason = record.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
+            format!("⛔ **Denied**{who}{when}{reason}")
+        }
+        ApprovalStatus::Expired => "⌛ **Expired** without a decision (treated as denied)".to_owned(),
+        ApprovalStatus::Edited => format!("✏️ **Editing**{who}{when}: send the new arguments as your next message"),
+        ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
+    };
+    OutgoingMessage::text(format!("{head}\n{}", body(record, tool_display, requester_name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_ids_round_trip_and_fit_telegram() {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        for c in Choice::ALL {
+            let a = action_id(&id, c).unwrap();
+            assert!(a.as_str().len() <= 64);
+            assert_eq!(parse_action(&a), Some((id.clone(), c)));
+        }
+        for bad in ["ap:xyz:y", "ap::y", "ap:abcd:q", "fb:abcd:y", "ap:abcd:yy"] {
+            assert_eq!(parse_action(&ActionId::parse(bad).unwrap()), None, "{bad}");
+        }
+    }
+}

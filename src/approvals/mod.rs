@@ -1,0 +1,246 @@
+//! Approvals: asking before a risky tool runs, recording the decision (first one
+//! wins), "always allow" rules, expiry, and answering the buttons.
+
+mod card;
+
+pub use card::{action_id, parse_action, short_id, Choice};
+
+use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use switchboard_platform::{ButtonPress, ChatAddress, MessageRef, PlatformAdapter, PressAnswer, User};
+use tokio::sync::oneshot;
+
+/// What the requester (or an approver) decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Always,
+    /// The requester's next message replaces the arguments.
+    Edit,
+    Deny(Option<String>),
+    Expired,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("could not show the approval card: {0}")]
+    Card(String),
+}
+
+/// Everything needed to ask for one approval.
+pub struct ApprovalRequest<'a> {
+    pub session_id: &'a str,
+    pub requester: &'a User,
+    pub chat: ChatAddress,
+    pub tool_name: &'a str,
+    pub tool_display: &'a str,
+    pub arguments: &'a Value,
+    pub summary: String,
+}
+
+/// The approvals service. Decisions live in the database; the waiters here are
+/// the in-process cache that wakes the paused turn.
+pub struct Approvals {
+    store: Store,
+    timeout: Duration,
+    waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+}
+
+impl Approvals {
+    pub fn new(store: Store, timeout: Duration) -> Approvals {
+        Approvals { store, timeout, waiters: Mutex::new(HashMap::new()) }
+    }
+
+    /// Asks for a decision (or applies a stored "always" rule) and waits for it.
+    pub async fn request(&self, adapter: &dyn PlatformAdapter, req: ApprovalRequest<'_>) -> Result<Decision, ApprovalError> {
+        let platform = req.chat.platform;
+        let arguments = req.arguments.to_string();
+        if self.store.has_rule(platform, req.requester.id, req.tool_name, &arguments).await? {
+            self.store
+                .record_event("approval.rule_applied", json!({ "tool": req.tool_name, "user": req.requester.id.0 }))
+                .await;
+            return Ok(Decision::Allow);
+        }
+        let now = chrono::Utc::now();
+        let record = ApprovalRecord {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            session_id: req.session_id.to_owned(),
+            tool_name: req.tool_name.to_owned(),
+            arguments,
+            summary: req.summary,
+            requester: req.requester.id,
+            chat: req.chat,
+            card_message: None,
+            status: ApprovalStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            reason: None,
+            created_at: now,
+            expires_at: now + chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10)),
+        };
+        self.store.insert_approval(&record).await?;
+        self.store
+            .record_event("approval.requested", json!({ "id": record.id, "tool": record.tool_name, "user": record.requester.0 }))
+            .await;
+        let (tx, rx) = oneshot::channel();
+        self.waiters_lock().insert(record.id.clone(), tx);
+        let card = card::pending_card(&record, req.tool_display, &req.requester.display_name, self.timeout.as_secs().div_ceil(60));
+        let card_ref = match adapter.send(&req.chat, card).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.waiters_lock().remove(&record.id);
+                let _ = self.store.decide_approval(&record.id, ApprovalStatus::Denied, None, Some("card not delivered")).await;
+                return Err(ApprovalError::Card(e.to_string()));
+            }
+        };
+        self.store.set_approval_card(&record.id, card_ref.id).await?;
+        match tokio::time::timeout(self.timeout, rx).await {
+            Ok(Ok(decision)) => Ok(decision),
+            _ => self.expire(adapter, &record.id, card_ref, req.tool_display, &req.requester.display_name).await,
+        }
+    }
+
+    /// The waiter's deadline passed: expire it unless a decision won the race.
+    async fn expire(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        id: &str,
+        card_ref: MessageRef,
+        tool_display: &str,
+        requester_name: &str,
+    ) -> Result<Decision, ApprovalError> {
+        self.waiters_lock().remove(id);
+        match self.store.expire_approval(id).await? {
+            Some(record) => {
+                self.store.record_event("approval.expired", json!({ "id": id })).await;
+                let card = card::final_card(&record, tool_display, requester_name, None);
+                if let Err(e) = adapter.edit(&card_ref, card).await {
+                    tracing::warn!(error = %e, "could not mark the approval card expired");
+                }
+                Ok(Decision::Expired)
+            }
+            None => Ok(self.store.approval(id).await?.map_or(Decision::Expired, |r| decision_of(&r))),
+        }
+    }
+
+    /// Handles a press on an approval button: authorizes the presser, records
+    /// the decision, updates the card and wakes the waiting turn. Every press is
+    /// answered.
+    pub async fn handle_press(&self, adapter: &dyn PlatformAdapter, press: &ButtonPress, id: &str, choice: Choice) {
+        let answer = match self.decide(id, &press.user, choice, None).await {
+            Ok(Ok((record, tool_display, requester_name))) => {
+                PressAnswer::Update(card::final_card(&record, &tool_display, &requester_name, Some(&press.user.display_name)))
+            }
+            Ok(Err(refusal)) => PressAnswer::Private(refusal),
+            Err(e) => {
+                tracing::error!(error = %e, "approval decision failed");
+                PressAnswer::Private("Something went wrong recording your decision; please try again.".into())
+            }
+        };
+        if let Err(e) = adapter.answer_press(press, answer).await {
+            tracing::warn!(error = %e, "could not answer an approval press");
+        }
+    }
+
+    /// Decides by the text fallback `/approve <id> allow|always|edit|deny [reason]`.
+    /// Returns the reply for the chat; the card is updated too.
+    pub async fn handle_text(&self, adapter: &dyn PlatformAdapter, user: &User, id_prefix: &str, choice: Choice, reason: Option<String>) -> String {
+        let id = match self.store.approval_by_prefix(id_prefix).await {
+            Ok(Some(id)) => id,
+            Ok(None) => return format!("No approval matches `{id_prefix}`."),
+            Err(e) => {
+                tracing::error!(error = %e, "approval lookup failed");
+                return "Could not look up that approval; please try again.".into();
+            }
+        };
+        match self.decide(&id, user, choice, reason).await {
+            Ok(Ok((record, tool_display, requester_name))) => {
+                if let Some(msg) = record.card_message {
+                    let card = card::final_card(&record, &tool_display, &requester_name, Some(&user.display_name));
+                    if let Err(e) = adapter.edit(&MessageRef { chat: record.chat, id: msg }, card).await {
+                        tracing::warn!(error = %e, "could not update the approval card");
+                    }
+                }
+                format!("Recorded: {} for `{}`.", status_word(record.status), short_id(&record.id))
+            }
+            Ok(Err(refusal)) => refusal,
+            Err(e) => {
+                tracing::error!(error = %e, "approval decision failed");
+                "Something went wrong recording your decision; please try again.".into()
+            }
+        }
+    }
+
+    /// The shared decision path. `Ok(Err(text))` is a refusal for the presser.
+    async fn decide(
+        &self,
+        id: &str,
+        user: &User,
+        choice: Choice,
+        reason: Option<String>,
+    ) -> Result<Result<(ApprovalRecord, String, String), String>, StoreError> {
+        let Some(record) = self.store.approval(id).await? else {
+            return Ok(Err("This approval is unknown or no longer valid.".into()));
+        };
+        if record.requester != user.id && !user.is_approver {
+            return Ok(Err("Only the person who asked, or a configured approver, can decide this.".into()));
+        }
+        if record.status != ApprovalStatus::Pending {
+            return Ok(Err(format!("Already decided: {}.", status_word(record.status))));
+        }
+        if record.expires_at <= chrono::Utc::now() {
+            return Ok(Err("This approval has expired.".into()));
+        }
+        let status = match choice {
+            Choice::AllowOnce => ApprovalStatus::Allowed,
+            Choice::Always => ApprovalStatus::Always,
+            Choice::Edit => ApprovalStatus::Edited,
+            Choice::Deny => ApprovalStatus::Denied,
+        };
+        let Some(decided) = self.store.decide_approval(id, status, Some(user.id), reason.as_deref()).await? else {
+            return Ok(Err("Already decided.".into()));
+        };
+        if status == ApprovalStatus::Always {
+            self.store.add_rule(decided.chat.platform, decided.requester, &decided.tool_name, &decided.arguments).await?;
+        }
+        self.store
+            .record_event("approval.decided", json!({ "id": id, "status": status.as_str(), "by": user.id.0 }))
+            .await;
+        if let Some(waiter) = self.waiters_lock().remove(id) {
+            let _ = waiter.send(decision_of(&decided));
+        }
+        let tool_display = decided.tool_name.clone();
+        let requester_name = if decided.requester == user.id { user.display_name.clone() } else { format!("user {}", decided.requester) };
+        Ok(Ok((decided, tool_display, requester_name)))
+    }
+
+    fn waiters_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
+        self.waiters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn decision_of(record: &ApprovalRecord) -> Decision {
+    match record.status {
+        ApprovalStatus::Allowed => Decision::Allow,
+        ApprovalStatus::Always => Decision::Always,
+        ApprovalStatus::Edited => Decision::Edit,
+        ApprovalStatus::Denied => Decision::Deny(record.reason.clone()),
+        ApprovalStatus::Expired | ApprovalStatus::Pending => Decision::Expired,
+    }
+}
+
+fn status_word(status: ApprovalStatus) -> &'static str {
+    match status {
+        ApprovalStatus::Allowed => "allowed once",
+        ApprovalStatus::Always => "always allowed",
+        ApprovalStatus::Denied => "denied",
+        ApprovalStatus::Expired => "expired",
+        ApprovalStatus::Edited => "sent back for editing",
+        ApprovalStatus::Pending => "pending",
+    }
+}
