@@ -2,8 +2,10 @@
 
 pub mod agent;
 pub mod approvals;
+mod busy;
 pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod store;
+pub mod tasks;
 pub mod tools;

@@ -42,6 +42,9 @@ pub struct Agent {
     config: AgentConfig,
 }
 
+/// Between the texts of two rounds of one turn.
+const ROUND_SEPARATOR: &str = "\n\n";
+
 /// Name of the tool that pauses the turn for the user's answer.
 pub(crate) const ASK_USER: &str = "ask_user";
 
@@ -80,6 +83,8 @@ impl Agent {
         messages.push(req.input.clone());
         let mut new_messages = vec![req.input];
         let mut usage = Usage::default();
+        // Text of every round, joined by blank lines: what the user saw stream.
+        let mut turn_text = String::new();
         let mut guard = DoomLoopGuard::default();
         let runner = RoundRunner {
             tools: &self.tools,
@@ -98,7 +103,7 @@ impl Agent {
                 tools: self.tools.definitions(),
             };
             let reply = tokio::select! {
-                r = self.call_model(request, tx, &mut usage) => r,
+                r = self.call_model(request, tx, &mut usage, !turn_text.is_empty()) => r,
                 () = req.cancel.cancelled() => Err(ModelFailure::Cancelled),
             };
             let reply = match reply {
@@ -121,8 +126,14 @@ impl Agent {
             };
             messages.push(assistant.clone());
             new_messages.push(assistant);
+            if !reply.text.is_empty() {
+                if !turn_text.is_empty() {
+                    turn_text.push_str(ROUND_SEPARATOR);
+                }
+                turn_text.push_str(&reply.text);
+            }
             if reply.tool_calls.is_empty() {
-                return finish(&mut pad, reply.text, StopReason::Answered, round, usage, new_messages, started);
+                return finish(&mut pad, turn_text, StopReason::Answered, round, usage, new_messages, started);
             }
             let _ = tx.send(RuntimeEvent::ToolCalls(reply.tool_calls.clone())).await;
             let results = runner.run(&reply.tool_calls, &mut guard, &mut pad).await;
@@ -132,8 +143,8 @@ impl Agent {
                 return finish(&mut pad, "Cancelled.".into(), StopReason::Cancelled, round, usage, new_messages, started);
             }
             if let Some(question) = asked_question(&reply.tool_calls) {
-                let text = if reply.text.trim().is_empty() { question } else { format!("{}\n\n{question}", reply.text) };
-                new_messages.push(Message::assistant(text.clone()));
+                new_messages.push(Message::assistant(question.clone()));
+                let text = if turn_text.trim().is_empty() { question } else { format!("{turn_text}{ROUND_SEPARATOR}{question}") };
                 return finish(&mut pad, text, StopReason::WaitingForUser, round, usage, new_messages, started);
             }
         }
@@ -151,11 +162,12 @@ impl Agent {
         request: ChatRequest,
         tx: &mpsc::Sender<RuntimeEvent>,
         usage: &mut Usage,
+        after_text: bool,
     ) -> Result<ModelReply, ModelFailure> {
         let mut attempt = 0;
         loop {
             let mut reply = ModelReply::default();
-            match self.stream_once(request.clone(), tx, usage, &mut reply).await {
+            match self.stream_once(request.clone(), tx, usage, &mut reply, after_text).await {
                 Ok(()) => return Ok(reply),
                 Err(e) if e.is_recoverable() && !reply.produced_output() && attempt < self.config.model_retries => {
                     attempt += 1;
@@ -180,11 +192,15 @@ impl Agent {
         tx: &mpsc::Sender<RuntimeEvent>,
         usage: &mut Usage,
         reply: &mut ModelReply,
+        after_text: bool,
     ) -> Result<(), ProviderError> {
         let mut stream = self.provider.chat_stream(request).await?;
         while let Some(chunk) = stream.next().await {
             match chunk? {
                 Chunk::Text(t) => {
+                    if after_text && reply.text.is_empty() && !t.is_empty() {
+                        let _ = tx.send(RuntimeEvent::TextDelta(ROUND_SEPARATOR.into())).await;
+                    }
                     reply.text.push_str(&t);
                     let _ = tx.send(RuntimeEvent::TextDelta(t)).await;
                 }

@@ -1,5 +1,198 @@
-//! The platform-agnostic router: inbound → access → session queue → runtime → outbound.
+//! The platform-agnostic router: inbound → access → rate limit → session queue →
+//! runtime → outbound.
 
 mod access;
+mod commands;
+mod host;
+mod limiter;
+mod outbound;
+mod session;
+mod text;
+mod turn;
 
 pub use access::AccessPolicy;
+pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
+
+use crate::agent::Agent;
+use crate::approvals::{parse_action, Approvals, Choice};
+use crate::busy::Busy;
+use crate::store::{SessionKey, Store};
+use crate::tasks::{TaskFinished, TaskManager};
+use access::{Access, AccessControl};
+use limiter::{Limit, UserLimiter};
+use session::{SessionHandle, SessionInput};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchboard_platform::{ButtonPress, Inbound, InboundMessage, Platform, PlatformAdapter, PressAnswer, UserId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Gateway settings (a slice of [`crate::config::Config`]).
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    pub access_policy: AccessPolicy,
+    pub allowed_users: HashMap<Platform, HashSet<UserId>>,
+    pub user_messages_per_minute: u32,
+    pub approval_timeout: Duration,
+    pub pairing_ttl: Duration,
+}
+
+/// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
+pub(crate) struct Inner {
+    pub store: Store,
+    pub agent: Arc<Agent>,
+    pub approvals: Approvals,
+    pub tasks: Arc<TaskManager>,
+    pub approval_timeout: Duration,
+    pub shutdown: CancellationToken,
+    adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
+    access: AccessControl,
+    limiter: UserLimiter,
+    sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
+    busy: Busy,
+}
+
+impl Inner {
+    pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
+        self.adapters.get(&platform).cloned()
+    }
+}
+
+/// The router between platform adapters and the agent.
+pub struct Gateway {
+    inner: Arc<Inner>,
+    finished: mpsc::Receiver<TaskFinished>,
+}
+
+impl Gateway {
+    pub fn new(
+        settings: GatewaySettings,
+        store: Store,
+        agent: Arc<Agent>,
+        adapters: Vec<Arc<dyn PlatformAdapter>>,
+        shutdown: CancellationToken,
+    ) -> Gateway {
+        let busy = Busy::default();
+        let (finished_tx, finished) = mpsc::channel(64);
+        let tasks = TaskManager::new(store.clone(), finished_tx, shutdown.clone(), busy.clone());
+        let inner = Inner {
+            approvals: Approvals::new(store.clone(), settings.approval_timeout),
+            store,
+            agent,
+            tasks,
+            approval_timeout: settings.approval_timeout,
+            shutdown,
+            adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
+            access: AccessControl {
+                policy: settings.access_policy,
+                allowed: settings.allowed_users,
+                pairing_ttl: chrono::Duration::from_std(settings.pairing_ttl).unwrap_or(chrono::Duration::hours(1)),
+            },
+            limiter: UserLimiter::new(settings.user_messages_per_minute),
+            sessions: Mutex::new(HashMap::new()),
+            busy,
+        };
+        Gateway { inner: Arc::new(inner), finished }
+    }
+
+    /// Work in flight: queued inputs, running turns and background tasks.
+    pub fn busy(&self) -> Busy {
+        self.inner.busy.clone()
+    }
+
+    /// Routes inbound events and task notifications until shutdown.
+    pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
+        loop {
+            tokio::select! {
+                () = self.inner.shutdown.cancelled() => break,
+                event = inbound.recv() => match event {
+                    Some(Inbound::Message(m)) => self.on_message(m).await,
+                    Some(Inbound::ButtonPress(p)) => self.on_press(p),
+                    None => break,
+                },
+                Some(done) = self.finished.recv() => self.on_task_finished(done),
+            }
+        }
+    }
+
+    async fn on_message(&self, msg: InboundMessage) {
+        let inner = &self.inner;
+        if msg.user.is_bot {
+            return;
+        }
+        let key = SessionKey { platform: msg.chat.platform, chat: msg.chat.chat, thread: msg.chat.thread, user: msg.user.id };
+        // A paused turn waiting for this user's next message takes it first.
+        if let Some(handle) = self.session_if_exists(&key) {
+            if handle.deliver_awaited(&msg.text) {
+                return;
+            }
+        }
+        if !msg.addressed.is_addressed() {
+            return;
+        }
+        let Some(adapter) = inner.adapter(msg.chat.platform) else { return };
+        match inner.access.check(&inner.store, &msg).await {
+            Ok(Access::Admit) => {}
+            Ok(Access::Refuse(text)) => return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await,
+            Ok(Access::Ignore) => return,
+            Err(e) => {
+                tracing::error!(error = %e, "access check failed");
+                return turn::notify(adapter.as_ref(), &msg.chat, "⚠️ I can't check access right now (storage unavailable).", None).await;
+            }
+        }
+        match inner.limiter.check(key.platform, key.user) {
+            Limit::Allowed => {}
+            Limit::Notice(text) => return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await,
+            Limit::Silent => return,
+        }
+        // Decisions must not wait behind the very turn they unblock.
+        if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
+            let reply = match cmd.args.as_slice() {
+                [id, word, reason @ ..] => match Choice::from_word(word) {
+                    Some(choice) => {
+                        let reason = (!reason.is_empty()).then(|| reason.join(" "));
+                        inner.approvals.handle_text(adapter.as_ref(), &msg.user, id, choice, reason).await
+                    }
+                    None => "Usage: /approve <id> allow|always|edit|deny [reason]".to_owned(),
+                },
+                _ => "Usage: /approve <id> allow|always|edit|deny [reason]".to_owned(),
+            };
+            return turn::notify(adapter.as_ref(), &msg.chat, &reply, Some(msg.message_id)).await;
+        }
+        let guard = inner.busy.enter();
+        self.session(key).enqueue(SessionInput::Message(msg), guard);
+    }
+
+    fn on_press(&self, press: ButtonPress) {
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            let Some(adapter) = inner.adapter(press.chat.platform) else { return };
+            match parse_action(&press.action) {
+                Some((id, choice)) => inner.approvals.handle_press(adapter.as_ref(), &press, &id, choice).await,
+                None => {
+                    tracing::info!(action = %press.action, "press on an unknown button");
+                    let answer = PressAnswer::Private("This button is no longer valid.".into());
+                    if let Err(e) = adapter.answer_press(&press, answer).await {
+                        tracing::warn!(error = %e, "could not answer a press");
+                    }
+                }
+            }
+        });
+    }
+
+    fn on_task_finished(&self, done: TaskFinished) {
+        let key = done.origin.key;
+        let guard = self.inner.busy.enter();
+        self.session(key).enqueue(SessionInput::Notification(done), guard);
+    }
+
+    fn session_if_exists(&self, key: &SessionKey) -> Option<SessionHandle> {
+        self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    fn session(&self, key: SessionKey) -> SessionHandle {
+        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.entry(key).or_insert_with(|| SessionHandle::spawn(Arc::clone(&self.inner), key)).clone()
+    }
+}

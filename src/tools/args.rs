@@ -42,6 +42,7 @@ pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde::Deserialize;

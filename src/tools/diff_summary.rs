@@ -160,6 +160,7 @@ fn edit_script(old: &[&str], new: &[&str]) -> (Vec<Op>, bool) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -398,6 +398,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -23,6 +23,8 @@ const BINARY_SNIFF_BYTES: usize = 8192;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     root: PathBuf,
+    /// The absolute, non-canonical spelling of the root, when it differs.
+    alias: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -36,7 +38,10 @@ impl Workspace {
                 format!("workspace {} is not a directory", root.display()),
             ));
         }
-        Ok(Self { root })
+        let alias = std::path::absolute(path.as_ref())
+            .ok()
+            .filter(|a| *a != root);
+        Ok(Self { root, alias })
     }
 
     /// The canonical root directory.
@@ -84,7 +89,15 @@ impl Workspace {
             }
         }
         if !lexical.starts_with(&self.root) {
-            return Err(outside());
+            // The root as the operator spelled it (e.g. through a symlinked /tmp).
+            match self
+                .alias
+                .as_ref()
+                .and_then(|a| lexical.strip_prefix(a).ok())
+            {
+                Some(rest) => lexical = self.root.join(rest),
+                None => return Err(outside()),
+            }
         }
 
         // Canonicalize the deepest existing ancestor; the rest does not exist yet.
@@ -425,6 +438,7 @@ impl Tool for WriteFileTool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -442,6 +456,20 @@ mod tests {
         let abs = ws.root().join("x.txt");
         assert_eq!(ws.resolve(abs.to_str().unwrap()).unwrap(), abs);
         assert_eq!(ws.resolve(".").unwrap(), ws.root());
+    }
+
+    #[test]
+    fn resolve_accepts_the_root_as_spelled_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("alias")).unwrap();
+        let ws = Workspace::new(dir.path().join("alias")).unwrap();
+        let via_alias = dir.path().join("alias/a.txt");
+        let resolved = ws.resolve(via_alias.to_str().unwrap()).unwrap();
+        assert_eq!(resolved, ws.root().join("a.txt"));
+        assert!(ws.root().ends_with("real"));
+        let escape = dir.path().join("alias/../x");
+        assert!(ws.resolve(escape.to_str().unwrap()).is_err());
     }
 
     #[test]

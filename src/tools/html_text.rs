@@ -96,11 +96,8 @@ pub(crate) fn html_to_text(html: &str) -> String {
             };
         }
         match name.as_str() {
-            "li" => {
-                if !closing {
-                    out.push_str("\n- ");
-                }
-            }
+            "li" if !closing => out.push_str("\n- "),
+            "li" => {}
             "td" | "th" if !closing => out.push(' '),
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "p" | "table" | "pre" | "blockquote" => {
                 out.push_str("\n\n")
@@ -226,6 +223,7 @@ fn entity(name: &str) -> Option<char> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

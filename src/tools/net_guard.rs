@@ -209,6 +209,7 @@ fn in_net(ip: IpAddr, base: IpAddr, prefix: u8) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -391,6 +391,7 @@ impl Tool for WebFetchTool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,127 @@
+//! Slash commands answered by the gateway itself, before the agent.
+
+use super::Inner;
+use crate::approvals::short_id;
+use crate::store::{SessionId, SessionKey, StoreError};
+use switchboard_platform::User;
+
+/// A parsed `/command args`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Command<'a> {
+    pub name: String,
+    pub args: Vec<&'a str>,
+}
+
+/// Parses `/name@bot arg1 arg2`; `None` when the text is not a command.
+pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let mut parts = rest.split_whitespace();
+    let head = parts.next()?;
+    let name = head.split('@').next().unwrap_or(head).to_ascii_lowercase();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    Some(Command { name, args: parts.collect() })
+}
+
+const HELP: &str = "**Commands**\n\
+/help — this list\n\
+/clear — forget this conversation's history\n\
+/usage — today's token usage\n\
+/whoami — your ids as the gateway sees them\n\
+/model — the model in use\n\
+/tasks — background tasks here; `/tasks cancel <id>`\n\
+/approvals — your \"always allow\" rules; `/approvals revoke <id>`\n\
+/approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
+Anything else goes to the agent.";
+
+/// Runs a command for a session and returns the reply.
+pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, session: &SessionId, user: &User) -> Result<String, StoreError> {
+    let store = &inner.store;
+    Ok(match cmd.name.as_str() {
+        "help" | "start" => HELP.to_owned(),
+        "clear" => {
+            let n = store.clear_history(session).await?;
+            format!("Cleared this conversation ({n} messages). Long-term settings and rules are unchanged.")
+        }
+        "usage" => {
+            let (turns, u) = store.usage_today(key.platform, key.user).await?;
+            format!(
+                "Today: {turns} turns · {} input tokens ({} from cache) · {} output tokens.",
+                u.input_tokens, u.cache_read_tokens, u.output_tokens
+            )
+        }
+        "whoami" => format!(
+            "You are {} (user id {}) on {}. Chat {}{}. Approver: {}.",
+            user.display_name,
+            user.id,
+            key.platform,
+            key.chat,
+            key.thread.map(|t| format!(", thread {t}")).unwrap_or_default(),
+            if user.is_approver { "yes" } else { "no" }
+        ),
+        "model" => {
+            let m = inner.agent.provider().model();
+            format!("Model: `{}` · context window {} tokens.", m.name, m.context_window)
+        }
+        "tasks" => tasks(inner, cmd, session).await?,
+        "approvals" => approvals(inner, cmd, key).await?,
+        other => format!("Unknown command /{other}. Try /help."),
+    })
+}
+
+async fn tasks(inner: &Inner, cmd: &Command<'_>, session: &SessionId) -> Result<String, StoreError> {
+    if let ["cancel", id] = cmd.args.as_slice() {
+        let tasks = inner.store.session_tasks(&session.0, 50).await?;
+        let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id.to_ascii_lowercase()) && id.len() >= 6) else {
+            return Ok(format!("No task `{id}` in this conversation."));
+        };
+        return Ok(if inner.tasks.cancel(&task.id) {
+            format!("Cancelling task `{}`.", short_id(&task.id))
+        } else {
+            format!("Task `{}` is not running ({}).", short_id(&task.id), task.status.as_str())
+        });
+    }
+    let tasks = inner.store.session_tasks(&session.0, 10).await?;
+    if tasks.is_empty() {
+        return Ok("No background tasks in this conversation.".into());
+    }
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            let pct = t.percent.map(|p| format!(" {p}%")).unwrap_or_default();
+            format!("`{}` {} — {}{pct} {}", short_id(&t.id), t.tool_name, t.status.as_str(), t.stage)
+        })
+        .collect();
+    Ok(format!("**Background tasks**\n{}", lines.join("\n")))
+}
+
+async fn approvals(inner: &Inner, cmd: &Command<'_>, key: &SessionKey) -> Result<String, StoreError> {
+    if let ["revoke", id] = cmd.args.as_slice() {
+        return Ok(if inner.store.revoke_rule(key.platform, key.user, id).await? {
+            format!("Revoked rule `{id}`. That action will ask again.")
+        } else {
+            format!("No rule `{id}` of yours (give at least 6 characters of the id).")
+        });
+    }
+    let rules = inner.store.rules(key.platform, key.user).await?;
+    if rules.is_empty() {
+        return Ok("You have no \"always allow\" rules.".into());
+    }
+    let lines: Vec<String> = rules.iter().map(|r| format!("`{}` {} {}", short_id(&r.id), r.tool_name, r.pattern)).collect();
+    Ok(format!("**Always-allow rules** (revoke with `/approvals revoke <id>`)\n{}", lines.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands_with_bot_suffix_and_args() {
+        assert_eq!(parse("/help"), Some(Command { name: "help".into(), args: vec![] }));
+        assert_eq!(parse("/Tasks@my_bot cancel ab12cd"), Some(Command { name: "tasks".into(), args: vec!["cancel", "ab12cd"] }));
+        assert_eq!(parse("hello /help"), None);
+        assert_eq!(parse("/"), None);
+        assert_eq!(parse("/etc/passwd is a file"), None);
+    }
+}

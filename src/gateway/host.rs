@@ -1,0 +1,131 @@
+//! The gateway's side of a turn: approvals through the chat, background tasks.
+
+use super::session::Awaiting;
+use super::Inner;
+use crate::agent::{ApprovalOutcome, TurnHost};
+use crate::approvals::{ApprovalRequest, Decision};
+use crate::llm::ToolCall;
+use crate::store::SessionKey;
+use crate::tasks::TaskOrigin;
+use crate::tools::{Tool, ToolSpec};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+use switchboard_platform::{ChatAddress, OutgoingMessage, PlatformAdapter, User};
+use tokio::sync::oneshot;
+
+pub(crate) struct GatewayHost {
+    pub inner: Arc<Inner>,
+    pub key: SessionKey,
+    pub session_id: String,
+    pub chat: ChatAddress,
+    pub user: User,
+    pub adapter: Arc<dyn PlatformAdapter>,
+    pub awaiting: Awaiting,
+}
+
+const MAX_EDITS: usize = 3;
+
+#[async_trait]
+impl TurnHost for GatewayHost {
+    async fn approve(&self, spec: &ToolSpec, call: &ToolCall, arguments: &Value, summary: String) -> ApprovalOutcome {
+        let mut args = arguments.clone();
+        let mut summary = summary;
+        for _ in 0..=MAX_EDITS {
+            let request = ApprovalRequest {
+                session_id: &self.session_id,
+                requester: &self.user,
+                chat: self.chat,
+                tool_name: &call.name,
+                tool_display: &spec.display_name,
+                arguments: &args,
+                summary: summary.clone(),
+            };
+            match self.inner.approvals.request(self.adapter.as_ref(), request).await {
+                Ok(Decision::Allow | Decision::Always) => return ApprovalOutcome::Allowed { arguments: args },
+                Ok(Decision::Deny(reason)) => return ApprovalOutcome::Denied { reason },
+                Ok(Decision::Expired) => return ApprovalOutcome::Expired,
+                Ok(Decision::Edit) => {
+                    let Some(text) = self.next_message().await else { return ApprovalOutcome::Expired };
+                    match edited_arguments(&args, &text) {
+                        Some(new_args) => args = new_args,
+                        None => {
+                            self.say("I couldn't use that as new arguments (send a JSON object, or the new command text). The action was not run.")
+                                .await;
+                            return ApprovalOutcome::Denied { reason: Some("the edit could not be parsed".into()) };
+                        }
+                    }
+                    let Some(tool) = self.inner.agent.tools().get(&call.name) else { return ApprovalOutcome::Unavailable };
+                    summary = tool.approval_summary(&args).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "approval could not be requested");
+                    return ApprovalOutcome::Unavailable;
+                }
+            }
+        }
+        ApprovalOutcome::Denied { reason: Some("too many edits".into()) }
+    }
+
+    async fn start_background(&self, tool: Arc<dyn Tool>, call: &ToolCall, arguments: Value) -> Result<String, String> {
+        let origin = TaskOrigin {
+            session_id: self.session_id.clone(),
+            key: self.key,
+            chat: self.chat,
+            user: self.user.clone(),
+            adapter: Arc::clone(&self.adapter),
+        };
+        self.inner.tasks.start(tool, call, arguments, origin).await.map_err(|e| {
+            tracing::error!(error = %e, "could not start a background task");
+            "the task store is unavailable".to_owned()
+        })
+    }
+}
+
+impl GatewayHost {
+    /// Waits for the requester's next message in this session.
+    async fn next_message(&self) -> Option<String> {
+        let (tx, rx) = oneshot::channel();
+        *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        let text = tokio::time::timeout(self.inner.approval_timeout, rx).await.ok().and_then(Result::ok);
+        self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+        text
+    }
+
+    async fn say(&self, text: &str) {
+        if let Err(e) = self.adapter.send(&self.chat, OutgoingMessage::text(text)).await {
+            tracing::warn!(error = %e, "could not send a notice");
+        }
+    }
+}
+
+/// New arguments from an edit: a JSON object replaces them; plain text
+/// replaces the `command` of a command-like tool.
+fn edited_arguments(old: &Value, text: &str) -> Option<Value> {
+    let text = text.trim();
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+        return Some(v);
+    }
+    let mut new = old.clone();
+    match new.get_mut("command") {
+        Some(slot @ Value::String(_)) if !text.is_empty() => {
+            *slot = Value::String(text.to_owned());
+            Some(new)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn edits_replace_json_or_the_command() {
+        let old = json!({"command": "rm -rf build", "timeout_secs": 5});
+        assert_eq!(edited_arguments(&old, "ls build"), Some(json!({"command": "ls build", "timeout_secs": 5})));
+        assert_eq!(edited_arguments(&old, r#"{"command":"ls"}"#), Some(json!({"command": "ls"})));
+        assert_eq!(edited_arguments(&json!({"path": "a"}), "b"), None);
+    }
+}

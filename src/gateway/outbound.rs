@@ -1,0 +1,112 @@
+//! Posting a turn's answer: one draft edited in place while the model streams,
+//! then the final text chunked to the platform's limits (the draft becomes the
+//! first chunk, so the answer is never posted twice).
+
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{
+    chunk_markdown, measure, Capabilities, ChatAddress, MessageId, MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
+};
+use tokio::time::Instant;
+
+/// Streams one answer into a chat.
+pub(crate) struct ReplyStream {
+    adapter: Arc<dyn PlatformAdapter>,
+    caps: Capabilities,
+    chat: ChatAddress,
+    reply_to: Option<MessageId>,
+    draft: Option<MessageRef>,
+    shown: String,
+    text: String,
+    last_edit: Option<Instant>,
+}
+
+impl ReplyStream {
+    pub(crate) fn new(adapter: Arc<dyn PlatformAdapter>, chat: ChatAddress, reply_to: Option<MessageId>) -> ReplyStream {
+        let caps = adapter.capabilities().clone();
+        ReplyStream { adapter, caps, chat, reply_to, draft: None, shown: String::new(), text: String::new(), last_edit: None }
+    }
+
+    /// Adds streamed text; updates the draft when the platform's edit interval allows.
+    pub(crate) async fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        if !self.caps.can_edit {
+            return;
+        }
+        let due = self.last_edit.is_none_or(|t| t.elapsed() >= self.caps.min_edit_interval);
+        // Streaming stops at the first chunk's limit; the rest is posted at the end.
+        let fits = measure(&self.text, self.caps.length_unit) <= self.caps.max_message_len;
+        if due && fits && !self.text.trim().is_empty() {
+            self.update_draft().await;
+        }
+    }
+
+    async fn update_draft(&mut self) {
+        let text = self.text.clone();
+        if text == self.shown {
+            return;
+        }
+        let result = match &self.draft {
+            Some(draft) => self.adapter.edit(draft, OutgoingMessage::text(text.clone())).await,
+            None => self
+                .adapter
+                .send(&self.chat, OutgoingMessage::text(text.clone()).replying_to(self.reply_to))
+                .await
+                .map(|r| self.draft = Some(r)),
+        };
+        self.last_edit = Some(Instant::now());
+        match result {
+            Ok(()) => self.shown = text,
+            Err(e) => tracing::debug!(error = %e, "draft update failed; the final answer will still be posted"),
+        }
+    }
+
+    /// Posts the final answer: the draft is edited to the first chunk, the rest
+    /// are sent in order. Returns the message refs of the answer.
+    pub(crate) async fn finish(mut self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        let text = if final_text.trim().is_empty() { "(no answer)" } else { final_text };
+        let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
+        let mut refs = Vec::with_capacity(chunks.len());
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            match (i, self.draft.take()) {
+                (0, Some(draft)) => {
+                    if chunk != self.shown {
+                        self.pace().await;
+                        self.adapter.edit(&draft, OutgoingMessage::text(chunk)).await?;
+                    }
+                    refs.push(draft);
+                }
+                (i, _) => {
+                    let reply_to = if i == 0 { self.reply_to } else { None };
+                    refs.push(self.adapter.send(&self.chat, OutgoingMessage::text(chunk).replying_to(reply_to)).await?);
+                }
+            }
+        }
+        Ok(refs)
+    }
+
+    /// Keeps the final edit within the platform's edit interval.
+    async fn pace(&self) {
+        if let Some(t) = self.last_edit {
+            let wait = self.caps.min_edit_interval.saturating_sub(t.elapsed());
+            if wait > Duration::ZERO {
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// Sends a complete text (command replies, notices) chunked to the platform's limits.
+pub(crate) async fn send_text(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+) -> Result<(), PlatformError> {
+    let caps = adapter.capabilities();
+    for (i, chunk) in chunk_markdown(text, caps.max_message_len, caps.length_unit).into_iter().enumerate() {
+        let reply_to = if i == 0 { reply_to } else { None };
+        adapter.send(chat, OutgoingMessage::text(chunk).replying_to(reply_to)).await?;
+    }
+    Ok(())
+}

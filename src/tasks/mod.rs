@@ -1,0 +1,239 @@
+//! Background tasks: run a tool on its own task, show progress by editing one
+//! status message, record the outcome, and hand the result back to the gateway
+//! as a system notification for the originating session.
+
+mod progress;
+
+use crate::busy::{Busy, BusyGuard};
+use crate::llm::ToolCall;
+use crate::store::{SessionKey, Store, StoreError, TaskRecord, TaskStatus};
+use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use switchboard_platform::{ChatAddress, MessageRef, OutgoingMessage, PlatformAdapter, User};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Where a task came from; its notification goes back there.
+#[derive(Clone)]
+pub struct TaskOrigin {
+    pub session_id: String,
+    pub key: SessionKey,
+    pub chat: ChatAddress,
+    pub user: User,
+    pub adapter: Arc<dyn PlatformAdapter>,
+}
+
+/// A finished task, for the gateway to inject into the session.
+pub struct TaskFinished {
+    pub task_id: String,
+    pub tool_name: String,
+    pub status: TaskStatus,
+    pub result: String,
+    pub origin: TaskOrigin,
+    /// Keeps the gateway "busy" until the notification is queued.
+    pub guard: BusyGuard,
+}
+
+/// Minimum time between two progress edits of a status message.
+const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
+/// How much of a result the notification carries (the rest via check_background_tasks).
+const NOTIFICATION_RESULT_CHARS: usize = 4_000;
+
+/// Starts and tracks background tasks.
+pub struct TaskManager {
+    store: Store,
+    finished: mpsc::Sender<TaskFinished>,
+    running: Mutex<HashMap<String, CancellationToken>>,
+    shutdown: CancellationToken,
+    busy: Busy,
+}
+
+impl TaskManager {
+    pub fn new(store: Store, finished: mpsc::Sender<TaskFinished>, shutdown: CancellationToken, busy: Busy) -> Arc<TaskManager> {
+        Arc::new(TaskManager { store, finished, running: Mutex::new(HashMap::new()), shutdown, busy })
+    }
+
+    /// Records the task and starts it; returns the task id at once.
+    pub async fn start(self: &Arc<Self>, tool: Arc<dyn Tool>, call: &ToolCall, args: Value, origin: TaskOrigin) -> Result<String, StoreError> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let record = TaskRecord {
+            id: id.clone(),
+            session_id: origin.session_id.clone(),
+            tool_name: call.name.clone(),
+            arguments: args.to_string(),
+            status: TaskStatus::Running,
+            stage: String::new(),
+            detail: String::new(),
+            percent: None,
+            result: None,
+            chat: origin.chat,
+            status_message: None,
+            created_at: chrono::Utc::now(),
+            finished_at: None,
+        };
+        self.store.insert_task(&record).await?;
+        self.store.record_event("task.started", json!({ "id": id, "tool": call.name })).await;
+        let cancel = self.shutdown.child_token();
+        self.running_lock().insert(id.clone(), cancel.clone());
+        let guard = self.busy.enter();
+        let manager = Arc::clone(self);
+        let tool_name = call.name.clone();
+        tokio::spawn(async move { manager.run(record.id, tool_name, tool, args, origin, cancel, guard).await });
+        Ok(id)
+    }
+
+    /// Cancels a running task of the given session. Returns whether it was running.
+    pub fn cancel(&self, task_id: &str) -> bool {
+        match self.running_lock().get(task_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        self: Arc<Self>,
+        id: String,
+        tool_name: String,
+        tool: Arc<dyn Tool>,
+        args: Value,
+        origin: TaskOrigin,
+        cancel: CancellationToken,
+        guard: BusyGuard,
+    ) {
+        let started = Instant::now();
+        let short = id.get(..8).unwrap_or(&id).to_owned();
+        let status_ref = self.post_status(&origin, &id, &short, &tool_name).await;
+        let (tx, rx) = watch::channel(Progress::default());
+        let ctx = ToolContext { cancel: cancel.clone(), progress: ProgressSink::new(tx), session_id: origin.session_id.clone() };
+        let progress_done = CancellationToken::new();
+        let reporter = tokio::spawn(report_progress(
+            self.store.clone(),
+            origin.adapter.clone(),
+            status_ref,
+            id.clone(),
+            short.clone(),
+            tool_name.clone(),
+            rx,
+            started,
+            progress_done.clone(),
+        ));
+        let outcome = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
+        progress_done.cancel();
+        let last_progress = reporter.await.unwrap_or_default();
+        let (status, result) = match outcome {
+            Ok(Ok(text)) => (TaskStatus::Succeeded, text),
+            Ok(Err(_)) if self.shutdown.is_cancelled() => (TaskStatus::Interrupted, "the gateway stopped".to_owned()),
+            Ok(Err(crate::tools::ToolError::Cancelled)) => (TaskStatus::Cancelled, "cancelled".to_owned()),
+            Ok(Err(e)) => (TaskStatus::Failed, e.for_model()),
+            Err(join) => {
+                tracing::error!(error = %join, task = %id, "background task crashed");
+                (TaskStatus::Failed, "error: the task crashed; the operator has the details".to_owned())
+            }
+        };
+        self.running_lock().remove(&id);
+        if let Err(e) = self.store.finish_task(&id, status, &result).await {
+            tracing::error!(error = %e, task = %id, "could not record the task result");
+        }
+        self.store.record_event("task.finished", json!({ "id": id, "status": status.as_str() })).await;
+        if let Some(msg) = status_ref {
+            let text = progress::status_text(&short, &tool_name, status, &last_progress, started.elapsed());
+            if let Err(e) = origin.adapter.edit(&msg, OutgoingMessage::text(text)).await {
+                tracing::warn!(error = %e, "could not finalize a task status message");
+            }
+        }
+        if status == TaskStatus::Interrupted {
+            return;
+        }
+        let result = clip(&result, NOTIFICATION_RESULT_CHARS);
+        let finished = TaskFinished { task_id: id, tool_name, status, result, origin, guard };
+        if self.finished.send(finished).await.is_err() {
+            tracing::warn!("gateway gone; task notification dropped");
+        }
+    }
+
+    async fn post_status(&self, origin: &TaskOrigin, id: &str, short: &str, tool: &str) -> Option<MessageRef> {
+        let text = progress::status_text(short, tool, TaskStatus::Running, &Progress::default(), Duration::ZERO);
+        match origin.adapter.send(&origin.chat, OutgoingMessage::text(text)).await {
+            Ok(r) => {
+                if let Err(e) = self.store.set_task_status_message(id, r.id).await {
+                    tracing::warn!(error = %e, "could not store the task status message");
+                }
+                Some(r)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not post a task status message");
+                None
+            }
+        }
+    }
+
+    fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Mirrors progress into the database and the status message, at most once per
+/// [`PROGRESS_EDIT_INTERVAL`]. Returns the last progress seen.
+#[allow(clippy::too_many_arguments)]
+async fn report_progress(
+    store: Store,
+    adapter: Arc<dyn PlatformAdapter>,
+    status_ref: Option<MessageRef>,
+    id: String,
+    short: String,
+    tool: String,
+    mut rx: watch::Receiver<Progress>,
+    started: Instant,
+    done: CancellationToken,
+) -> Progress {
+    let interval = adapter.capabilities().min_edit_interval.max(PROGRESS_EDIT_INTERVAL);
+    loop {
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() { break },
+            () = done.cancelled() => break,
+        }
+        let p = rx.borrow_and_update().clone();
+        if let Err(e) = store.update_task_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent).await {
+            tracing::warn!(error = %e, "could not store task progress");
+        }
+        if let Some(msg) = &status_ref {
+            let text = progress::status_text(&short, &tool, TaskStatus::Running, &p, started.elapsed());
+            if let Err(e) = adapter.edit(msg, OutgoingMessage::text(text)).await {
+                tracing::debug!(error = %e, "progress edit failed");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {},
+            () = done.cancelled() => break,
+        }
+    }
+    let last = rx.borrow().clone();
+    last
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        format!("{}\n[… truncated; call check_background_tasks with the task_id for the full result]", s.chars().take(max).collect::<String>())
+    }
+}
+
+/// The system notification injected into the session when a task finishes.
+pub fn notification_text(f: &TaskFinished) -> String {
+    format!(
+        "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\ntask_id: {}\ntool: {}\nstatus: {}\nresult:\n{}\n</task-notification>\n\
+         A background task you started has finished. Tell the user the outcome briefly.",
+        f.task_id,
+        f.tool_name,
+        f.status.as_str(),
+        f.result
+    )
+}
