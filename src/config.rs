@@ -51,6 +51,8 @@ pub struct Config {
     pub web_fetch_allow: Vec<String>,
     pub system_prompt: Option<String>,
     pub log_format: LogFormat,
+    /// Enabled chat platforms (Telegram, Discord).
+    pub platforms: crate::wiring::PlatformConfigs,
 }
 
 const FIX_LLM_BASE_URL: &str =
@@ -118,6 +120,7 @@ impl Config {
                 })
             }
         };
+        let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         Ok(Config {
             llm: LlmConfig {
                 base_url,
@@ -140,6 +143,7 @@ impl Config {
                 .unwrap_or_default(),
             system_prompt: get("SYSTEM_PROMPT"),
             log_format,
+            platforms,
         })
     }
 }

@@ -1,6 +1,10 @@
 //! Switchboard: a self-hosted gateway between an LLM agent and chat platforms.
+//!
+//! The library exposes [`run`] (every configured platform) and [`start`] (any set
+//! of adapters, e.g. the console or a test channel); the binary is a thin CLI.
 
 pub mod agent;
+mod app;
 pub mod approvals;
 mod busy;
 pub mod config;
@@ -9,3 +13,8 @@ pub mod llm;
 pub mod store;
 pub mod tasks;
 pub mod tools;
+pub mod wiring;
+
+pub use app::{build_provider, build_tools, run, start, RunError, Running};
+pub use busy::{Busy, BusyGuard};
+pub use config::Config;

@@ -29,9 +29,8 @@ pub fn context_window_for(model: &str) -> u32 {
     } else if m.contains("gpt") || m.starts_with("o1") || m.starts_with("o3") || m.starts_with("o4")
     {
         128_000
-    } else if m.contains("deepseek") {
-        64_000
     } else {
+        // DeepSeek and unknown models.
         64_000
     }
 }

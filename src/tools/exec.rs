@@ -319,7 +319,7 @@ async fn run(
             killer.kill();
             if status.is_none() {
                 // Reap the shell now that its group is dead.
-                let _ = child.wait().await;
+                let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
             }
         }
     }
@@ -335,9 +335,10 @@ async fn run(
             message: format!(
                 "command timed out after {}s and was killed together with its child \
                  processes. Output so far:\n{output}\nIf it needs longer, pass a larger \
-                 timeout_secs (max {}s) or run it with background: true.",
+                 timeout_secs (up to {}s), or set background: true (up to {}s).",
                 timeout.as_secs(),
-                config.max_timeout.max(config.background_timeout).as_secs()
+                config.max_timeout.as_secs(),
+                config.background_timeout.max(config.max_timeout).as_secs()
             ),
             diagnostics: None,
         }),

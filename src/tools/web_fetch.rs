@@ -235,12 +235,12 @@ impl WebFetchTool {
             body.extend_from_slice(&chunk);
         }
 
-        let mut header = format!("URL: {final_url}\nStatus: {status}\n");
+        let mut header = format!("URL: {}\nStatus: {status}\n", redacted(&final_url));
         if !content_type.is_empty() {
             header.push_str(&format!("Content-Type: {content_type}\n"));
         }
         if final_url != *original {
-            header.push_str(&format!("(redirected from {original})\n"));
+            header.push_str(&format!("(redirected from {})\n", redacted(original)));
         }
         if body_cut {
             header.push_str(&format!(

@@ -1,1 +1,205 @@
+//! A terminal channel on the platform contract: the local default for `switchboard chat`.
+//!
+//! Lines typed (or piped) on stdin become inbound messages; answers stream to
+//! stdout. An approval card's buttons are answered with their one-key shortcuts
+//! (y/a/e/n). With piped stdin the console reads in lock-step: the next line is
+//! read only once the previous one was answered (or a card waits for a key), so
+//! scripts work without a TTY.
 
+mod render;
+
+use async_trait::async_trait;
+use render::Screen;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchboard_platform::{
+    Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, InboundSink,
+    LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle,
+    User, UserId,
+};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the reader waits for in lock-step mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Idle,
+    CardShown,
+    PressAnswered,
+}
+
+/// The console channel.
+pub struct ConsoleAdapter {
+    caps: Capabilities,
+    screen: Mutex<Screen<Box<dyn Write + Send>>>,
+    signals_tx: mpsc::UnboundedSender<Signal>,
+    signals_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Signal>>,
+    lockstep: bool,
+    user: User,
+}
+
+impl ConsoleAdapter {
+    /// A console on stdout; `lockstep` is for piped stdin (no TTY).
+    pub fn stdio(lockstep: bool) -> Arc<ConsoleAdapter> {
+        Self::with_output(Box::new(std::io::stdout()), lockstep)
+    }
+
+    pub fn with_output(out: Box<dyn Write + Send>, lockstep: bool) -> Arc<ConsoleAdapter> {
+        let (signals_tx, signals_rx) = mpsc::unbounded_channel();
+        Arc::new(ConsoleAdapter {
+            caps: Capabilities {
+                max_message_len: 100_000,
+                length_unit: LengthUnit::Chars,
+                can_edit: true,
+                buttons: true,
+                threads: false,
+                min_edit_interval: Duration::ZERO,
+                private_answers: true,
+            },
+            screen: Mutex::new(Screen::new(out)),
+            signals_tx,
+            signals_rx: tokio::sync::Mutex::new(signals_rx),
+            lockstep,
+            user: User { id: UserId(0), display_name: "you".into(), is_bot: false, is_approver: true },
+        })
+    }
+
+    /// The console's one chat.
+    pub fn chat() -> ChatAddress {
+        ChatAddress::new(Platform::Console, ChatId(0), None)
+    }
+
+    fn screen(&self) -> std::sync::MutexGuard<'_, Screen<Box<dyn Write + Send>>> {
+        self.screen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn signal(&self, s: Signal) {
+        let _ = self.signals_tx.send(s);
+    }
+
+    /// In lock-step mode, waits until one of `wanted` arrives.
+    async fn wait_for(&self, wanted: &[Signal], shutdown: &CancellationToken) {
+        if !self.lockstep {
+            return;
+        }
+        let mut rx = self.signals_rx.lock().await;
+        loop {
+            tokio::select! {
+                s = rx.recv() => match s {
+                    Some(s) if wanted.contains(&s) => return,
+                    Some(_) => continue,
+                    None => return,
+                },
+                () = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    fn drain_signals(&self) {
+        if let Ok(mut rx) = self.signals_rx.try_lock() {
+            while rx.try_recv().is_ok() {}
+        }
+    }
+
+    fn press_for(&self, line: &str) -> Option<ButtonPress> {
+        let key = line.trim().chars().next()?;
+        if line.trim().chars().count() != 1 {
+            return None;
+        }
+        let action = self.screen().card_action(key)?;
+        Some(ButtonPress {
+            chat: Self::chat(),
+            chat_kind: ChatKind::Dm,
+            user: self.user.clone(),
+            action,
+            message: None,
+            handle: PressHandle(format!("console-{key}")),
+            timestamp: chrono::Utc::now(),
+        })
+    }
+}
+
+#[async_trait]
+impl PlatformAdapter for ConsoleAdapter {
+    fn platform(&self) -> Platform {
+        Platform::Console
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    async fn run(&self, sink: InboundSink, shutdown: CancellationToken) -> Result<(), PlatformError> {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut next_id = 1_i64;
+        loop {
+            self.screen().prompt(!self.lockstep);
+            let line = tokio::select! {
+                l = lines.next_line() => l.map_err(|e| PlatformError::Network(format!("stdin: {e}")))?,
+                () = shutdown.cancelled() => return Ok(()),
+            };
+            let Some(line) = line else { return Ok(()) };
+            if line.trim().is_empty() {
+                continue;
+            }
+            self.drain_signals();
+            if let Some(press) = self.press_for(&line) {
+                let is_edit = line.trim() == "e";
+                sink.send(Inbound::ButtonPress(press)).await.map_err(|_| PlatformError::Closed)?;
+                self.wait_for(&[Signal::PressAnswered], &shutdown).await;
+                if !is_edit {
+                    self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown).await;
+                }
+                continue;
+            }
+            let msg = InboundMessage {
+                chat: Self::chat(),
+                chat_kind: ChatKind::Dm,
+                user: self.user.clone(),
+                message_id: MessageId(next_id),
+                text: line,
+                reply_to: None,
+                addressed: Addressed::Dm,
+                attachments: Vec::new(),
+                timestamp: chrono::Utc::now(),
+            };
+            next_id += 1;
+            sink.send(Inbound::Message(msg)).await.map_err(|_| PlatformError::Closed)?;
+            self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown).await;
+        }
+    }
+
+    async fn send(&self, to: &ChatAddress, message: OutgoingMessage) -> Result<MessageRef, PlatformError> {
+        let has_card = !message.buttons.is_empty();
+        let id = self.screen().print_new(&message);
+        if has_card {
+            self.signal(Signal::CardShown);
+        }
+        Ok(MessageRef { chat: *to, id })
+    }
+
+    async fn edit(&self, target: &MessageRef, message: OutgoingMessage) -> Result<(), PlatformError> {
+        self.screen().print_edit(target.id, &message);
+        Ok(())
+    }
+
+    async fn answer_press(&self, _press: &ButtonPress, answer: PressAnswer) -> Result<(), PlatformError> {
+        match answer {
+            PressAnswer::Update(m) => self.screen().print_card_update(&m),
+            PressAnswer::Private(text) => self.screen().print_notice(&text),
+            PressAnswer::Ack => {}
+        }
+        self.signal(Signal::PressAnswered);
+        Ok(())
+    }
+
+    async fn activity(&self, _chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
+        if activity == Activity::Idle {
+            self.screen().end_block();
+            self.signal(Signal::Idle);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,148 @@
+//! Assembling and running Switchboard: store, provider, tools, agent, gateway, adapters.
+
+use crate::agent::{Agent, AgentConfig};
+use crate::busy::Busy;
+use crate::config::Config;
+use crate::gateway::{Gateway, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
+use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
+use crate::store::{Store, StoreError};
+use crate::tools::{
+    AskUserTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
+    WriteFileTool,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::PlatformAdapter;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Why Switchboard could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the model provider could not be set up: {0}")]
+    Provider(#[from] ProviderError),
+    #[error("the workspace directory {path} is unusable: {reason}; set WORKSPACE_DIR to a writable directory")]
+    Workspace { path: String, reason: String },
+    #[error("{0}")]
+    NoPlatforms(&'static str),
+    #[error("a platform adapter failed to start: {0}")]
+    Platform(String),
+}
+
+/// A started gateway.
+pub struct Running {
+    pub store: Store,
+    busy: Busy,
+    gateway: JoinHandle<()>,
+    adapters: Vec<JoinHandle<()>>,
+    shutdown: CancellationToken,
+}
+
+impl Running {
+    /// Resolves once no input is queued, no turn runs and no background task is left.
+    pub async fn idle(&self) {
+        self.busy.idle().await;
+    }
+
+    /// Waits for the gateway and adapters to stop (after `shutdown` is cancelled,
+    /// or when every adapter has ended).
+    pub async fn wait(self) {
+        let shutdown = self.shutdown.clone();
+        let adapters = futures::future::join_all(self.adapters);
+        tokio::select! {
+            _ = adapters => shutdown.cancel(),
+            () = shutdown.cancelled() => {}
+        }
+        let _ = self.gateway.await;
+        self.store.record_event("gateway.stop", json!({})).await;
+    }
+}
+
+/// Builds the model provider from the config.
+pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
+    let model = ModelInfo::new(config.llm.model.clone(), config.llm.context_window);
+    let mut oc = OpenAiConfig::new(config.llm.base_url.clone(), model).with_idle_timeout(config.llm.idle_timeout);
+    if let Some(key) = &config.llm.api_key {
+        oc = oc.with_api_key(key.clone());
+    }
+    Ok(Arc::new(OpenAiProvider::new(oc)?))
+}
+
+/// The built-in tools.
+pub fn build_tools(config: &Config, store: &Store) -> Result<ToolRegistry, RunError> {
+    let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
+        path: config.workspace_dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let ws = Arc::new(ws);
+    let mut exec = ExecConfig::new(Arc::clone(&ws));
+    exec.timeout = config.exec_timeout;
+    let fetch = WebFetchConfig { allow: config.web_fetch_allow.clone(), ..WebFetchConfig::default() };
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(Arc::new(ReadFileTool::new(Arc::clone(&ws))))
+        .register(Arc::new(WriteFileTool::new(Arc::clone(&ws))))
+        .register(Arc::new(ExecTool::new(exec)))
+        .register(Arc::new(WebFetchTool::new(fetch)))
+        .register(Arc::new(AskUserTool::new()))
+        .register(Arc::new(CheckTasksTool::new(store.clone())));
+    Ok(registry)
+}
+
+/// Opens the store, builds the agent and starts the gateway with `adapters`.
+pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shutdown: CancellationToken) -> Result<Running, RunError> {
+    let store = Store::open(&config.database_url).await?;
+    let provider = build_provider(config)?;
+    let tools = Arc::new(build_tools(config, &store)?);
+    let agent = Arc::new(Agent::new(
+        provider,
+        tools,
+        AgentConfig {
+            max_tool_rounds: config.max_tool_rounds,
+            system_prompt: config.system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+            data_dir: config.data_dir.clone(),
+            model_retries: 2,
+        },
+    ));
+    let settings = GatewaySettings {
+        access_policy: config.access_policy,
+        allowed_users: config.allowed_users.clone(),
+        user_messages_per_minute: config.user_messages_per_minute,
+        approval_timeout: config.approval_timeout,
+        pairing_ttl: Duration::from_secs(3600),
+    };
+    let gateway = Gateway::new(settings, store.clone(), agent, adapters.clone(), shutdown.clone());
+    let busy = gateway.busy();
+    let (sink, inbound) = mpsc::channel(1024);
+    let mut handles = Vec::with_capacity(adapters.len());
+    for adapter in adapters {
+        let sink = sink.clone();
+        let token = shutdown.clone();
+        handles.push(tokio::spawn(async move {
+            let platform = adapter.platform();
+            match adapter.run(sink, token).await {
+                Ok(()) => tracing::info!(%platform, "adapter stopped"),
+                Err(e) => tracing::error!(%platform, error = %e, "adapter failed"),
+            }
+        }));
+    }
+    drop(sink);
+    store.record_event("gateway.start", json!({ "platforms": handles.len() })).await;
+    let gateway = tokio::spawn(gateway.serve(inbound));
+    Ok(Running { store, busy, gateway, adapters: handles, shutdown })
+}
+
+/// `switchboard run`: every configured platform adapter, until `shutdown`.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunError> {
+    if config.platforms.is_empty() {
+        return Err(RunError::NoPlatforms(crate::wiring::PLATFORM_HELP));
+    }
+    let adapters = config.platforms.connect().await.map_err(RunError::Platform)?;
+    let running = start(&config, adapters, shutdown).await?;
+    running.wait().await;
+    Ok(())
+}
