@@ -11,6 +11,7 @@ use crate::tools::{
     WriteFileTool,
 };
 use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::PlatformAdapter;
@@ -39,6 +40,7 @@ pub struct Running {
     busy: Busy,
     gateway: JoinHandle<()>,
     adapters: Vec<JoinHandle<()>>,
+    adapters_done: CancellationToken,
     shutdown: CancellationToken,
 }
 
@@ -48,15 +50,19 @@ impl Running {
         self.busy.idle().await;
     }
 
+    /// Resolves once every adapter's receive loop has ended (e.g. the console at end of input).
+    pub async fn adapters_done(&self) {
+        self.adapters_done.cancelled().await;
+    }
+
     /// Waits for the gateway and adapters to stop (after `shutdown` is cancelled,
     /// or when every adapter has ended).
     pub async fn wait(self) {
-        let shutdown = self.shutdown.clone();
-        let adapters = futures::future::join_all(self.adapters);
         tokio::select! {
-            _ = adapters => shutdown.cancel(),
-            () = shutdown.cancelled() => {}
+            () = self.adapters_done.cancelled() => self.shutdown.cancel(),
+            () = self.shutdown.cancelled() => {}
         }
+        let _ = futures::future::join_all(self.adapters).await;
         let _ = self.gateway.await;
         self.store.record_event("gateway.stop", json!({})).await;
     }
@@ -118,22 +124,28 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
     let gateway = Gateway::new(settings, store.clone(), agent, adapters.clone(), shutdown.clone());
     let busy = gateway.busy();
     let (sink, inbound) = mpsc::channel(1024);
+    let adapters_done = CancellationToken::new();
+    let remaining = Arc::new(AtomicUsize::new(adapters.len()));
     let mut handles = Vec::with_capacity(adapters.len());
     for adapter in adapters {
         let sink = sink.clone();
         let token = shutdown.clone();
+        let (remaining, done) = (Arc::clone(&remaining), adapters_done.clone());
         handles.push(tokio::spawn(async move {
             let platform = adapter.platform();
             match adapter.run(sink, token).await {
                 Ok(()) => tracing::info!(%platform, "adapter stopped"),
                 Err(e) => tracing::error!(%platform, error = %e, "adapter failed"),
             }
+            if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                done.cancel();
+            }
         }));
     }
     drop(sink);
     store.record_event("gateway.start", json!({ "platforms": handles.len() })).await;
     let gateway = tokio::spawn(gateway.serve(inbound));
-    Ok(Running { store, busy, gateway, adapters: handles, shutdown })
+    Ok(Running { store, busy, gateway, adapters: handles, adapters_done, shutdown })
 }
 
 /// `switchboard run`: every configured platform adapter, until `shutdown`.

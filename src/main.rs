@@ -1,1 +1,18 @@
-fn main() {}
+//! The `switchboard` binary: parse the CLI, load config, init tracing, call the library.
+
+mod cli;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    match cli::dispatch(args).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -43,9 +43,11 @@ CREATE TABLE approvals (
     id              TEXT PRIMARY KEY,
     session_id      TEXT NOT NULL,
     tool_name       TEXT NOT NULL,
+    tool_display    TEXT NOT NULL,
     arguments       TEXT NOT NULL,          -- exact JSON the decision binds to
     summary         TEXT NOT NULL,          -- what the card showed
     requester       INTEGER NOT NULL,
+    requester_name  TEXT NOT NULL,
     chat            TEXT NOT NULL,          -- JSON ChatAddress
     card_message_id INTEGER,
     status          TEXT NOT NULL DEFAULT 'pending', -- pending | allowed | always | denied | expired | edited

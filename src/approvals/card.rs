@@ -74,17 +74,19 @@ pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-fn body(record: &ApprovalRecord, tool_display: &str, requester_name: &str) -> String {
+fn body(record: &ApprovalRecord) -> String {
     format!(
-        "**{tool_display}** (`{}`) requested by {requester_name}\n```\n{}\n```\nid `{}`",
+        "**{}** (`{}`) requested by {}\n```\n{}\n```\nid `{}`",
+        record.tool_display,
         record.tool_name,
+        record.requester_name,
         record.summary.replace("```", "ʼʼʼ"),
         short_id(&record.id)
     )
 }
 
 /// The card while it waits for a decision.
-pub fn pending_card(record: &ApprovalRecord, tool_display: &str, requester_name: &str, minutes: u64) -> OutgoingMessage {
+pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
     let buttons: Vec<Button> = Choice::ALL
         .into_iter()
         .filter_map(|c| {
@@ -98,13 +100,13 @@ pub fn pending_card(record: &ApprovalRecord, tool_display: &str, requester_name:
         .collect();
     OutgoingMessage::text(format!(
         "🔐 **Approval needed**\n{}\nExpires in {minutes} min. Only the requester or an approver can decide.",
-        body(record, tool_display, requester_name)
+        body(record)
     ))
     .with_buttons(vec![buttons])
 }
 
 /// The card once decided or expired: no buttons, who decided and when.
-pub fn final_card(record: &ApprovalRecord, tool_display: &str, requester_name: &str, decider_name: Option<&str>) -> OutgoingMessage {
+pub fn final_card(record: &ApprovalRecord, decider_name: Option<&str>) -> OutgoingMessage {
     let who = decider_name.map(|n| format!(" by {n}")).unwrap_or_default();
     let when = record.decided_at.map(|t| t.format(" at %H:%M UTC").to_string()).unwrap_or_default();
     let head = match record.status {
@@ -118,7 +120,7 @@ pub fn final_card(record: &ApprovalRecord, tool_display: &str, requester_name: &
         ApprovalStatus::Edited => format!("✏️ **Editing**{who}{when}: send the new arguments as your next message"),
         ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
     };
-    OutgoingMessage::text(format!("{head}\n{}", body(record, tool_display, requester_name)))
+    OutgoingMessage::text(format!("{head}\n{}", body(record)))
 }
 
 #[cfg(test)]

@@ -71,9 +71,11 @@ impl Approvals {
             id: uuid::Uuid::new_v4().simple().to_string(),
             session_id: req.session_id.to_owned(),
             tool_name: req.tool_name.to_owned(),
+            tool_display: req.tool_display.to_owned(),
             arguments,
             summary: req.summary,
             requester: req.requester.id,
+            requester_name: req.requester.display_name.clone(),
             chat: req.chat,
             card_message: None,
             status: ApprovalStatus::Pending,
@@ -89,7 +91,7 @@ impl Approvals {
             .await;
         let (tx, rx) = oneshot::channel();
         self.waiters_lock().insert(record.id.clone(), tx);
-        let card = card::pending_card(&record, req.tool_display, &req.requester.display_name, self.timeout.as_secs().div_ceil(60));
+        let card = card::pending_card(&record, self.timeout.as_secs().div_ceil(60));
         let card_ref = match adapter.send(&req.chat, card).await {
             Ok(r) => r,
             Err(e) => {
@@ -101,24 +103,17 @@ impl Approvals {
         self.store.set_approval_card(&record.id, card_ref.id).await?;
         match tokio::time::timeout(self.timeout, rx).await {
             Ok(Ok(decision)) => Ok(decision),
-            _ => self.expire(adapter, &record.id, card_ref, req.tool_display, &req.requester.display_name).await,
+            _ => self.expire(adapter, &record.id, card_ref).await,
         }
     }
 
     /// The waiter's deadline passed: expire it unless a decision won the race.
-    async fn expire(
-        &self,
-        adapter: &dyn PlatformAdapter,
-        id: &str,
-        card_ref: MessageRef,
-        tool_display: &str,
-        requester_name: &str,
-    ) -> Result<Decision, ApprovalError> {
+    async fn expire(&self, adapter: &dyn PlatformAdapter, id: &str, card_ref: MessageRef) -> Result<Decision, ApprovalError> {
         self.waiters_lock().remove(id);
         match self.store.expire_approval(id).await? {
             Some(record) => {
                 self.store.record_event("approval.expired", json!({ "id": id })).await;
-                let card = card::final_card(&record, tool_display, requester_name, None);
+                let card = card::final_card(&record, None);
                 if let Err(e) = adapter.edit(&card_ref, card).await {
                     tracing::warn!(error = %e, "could not mark the approval card expired");
                 }
@@ -133,9 +128,7 @@ impl Approvals {
     /// answered.
     pub async fn handle_press(&self, adapter: &dyn PlatformAdapter, press: &ButtonPress, id: &str, choice: Choice) {
         let answer = match self.decide(id, &press.user, choice, None).await {
-            Ok(Ok((record, tool_display, requester_name))) => {
-                PressAnswer::Update(card::final_card(&record, &tool_display, &requester_name, Some(&press.user.display_name)))
-            }
+            Ok(Ok(record)) => PressAnswer::Update(card::final_card(&record, Some(&press.user.display_name))),
             Ok(Err(refusal)) => PressAnswer::Private(refusal),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
@@ -159,9 +152,9 @@ impl Approvals {
             }
         };
         match self.decide(&id, user, choice, reason).await {
-            Ok(Ok((record, tool_display, requester_name))) => {
+            Ok(Ok(record)) => {
                 if let Some(msg) = record.card_message {
-                    let card = card::final_card(&record, &tool_display, &requester_name, Some(&user.display_name));
+                    let card = card::final_card(&record, Some(&user.display_name));
                     if let Err(e) = adapter.edit(&MessageRef { chat: record.chat, id: msg }, card).await {
                         tracing::warn!(error = %e, "could not update the approval card");
                     }
@@ -183,7 +176,7 @@ impl Approvals {
         user: &User,
         choice: Choice,
         reason: Option<String>,
-    ) -> Result<Result<(ApprovalRecord, String, String), String>, StoreError> {
+    ) -> Result<Result<ApprovalRecord, String>, StoreError> {
         let Some(record) = self.store.approval(id).await? else {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
@@ -214,9 +207,7 @@ impl Approvals {
         if let Some(waiter) = self.waiters_lock().remove(id) {
             let _ = waiter.send(decision_of(&decided));
         }
-        let tool_display = decided.tool_name.clone();
-        let requester_name = if decided.requester == user.id { user.display_name.clone() } else { format!("user {}", decided.requester) };
-        Ok(Ok((decided, tool_display, requester_name)))
+        Ok(Ok(decided))
     }
 
     fn waiters_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {

@@ -103,13 +103,16 @@ impl Gateway {
 
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
+        // Adapters may all stop (the console at end of input) while background
+        // tasks still have notifications to deliver: keep serving until shutdown.
+        let mut inbound_open = true;
         loop {
             tokio::select! {
                 () = self.inner.shutdown.cancelled() => break,
-                event = inbound.recv() => match event {
+                event = inbound.recv(), if inbound_open => match event {
                     Some(Inbound::Message(m)) => self.on_message(m).await,
                     Some(Inbound::ButtonPress(p)) => self.on_press(p),
-                    None => break,
+                    None => inbound_open = false,
                 },
                 Some(done) = self.finished.recv() => self.on_task_finished(done),
             }

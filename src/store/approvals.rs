@@ -48,9 +48,11 @@ pub struct ApprovalRecord {
     pub id: String,
     pub session_id: String,
     pub tool_name: String,
+    pub tool_display: String,
     pub arguments: String,
     pub summary: String,
     pub requester: UserId,
+    pub requester_name: String,
     pub chat: ChatAddress,
     pub card_message: Option<MessageId>,
     pub status: ApprovalStatus,
@@ -71,22 +73,25 @@ pub struct ApprovalRule {
     pub pattern: String,
 }
 
-const COLUMNS: &str = "id, session_id, tool_name, arguments, summary, requester, chat, card_message_id, status,
+const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name, chat, card_message_id, status,
     decided_by, decided_at, reason, created_at, expires_at";
 
 impl Store {
     pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<(), StoreError> {
         let chat = serde_json::to_string(&a.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
-            "INSERT INTO approvals (id, session_id, tool_name, arguments, summary, requester, chat, status, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9)",
+            "INSERT INTO approvals (id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name,
+                                    chat, status, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11)",
         )
         .bind(&a.id)
         .bind(&a.session_id)
         .bind(&a.tool_name)
+        .bind(&a.tool_display)
         .bind(&a.arguments)
         .bind(&a.summary)
         .bind(a.requester.0)
+        .bind(&a.requester_name)
         .bind(chat)
         .bind(a.created_at)
         .bind(a.expires_at)
@@ -252,9 +257,11 @@ fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord, Stor
         id: r.try_get("id")?,
         session_id: r.try_get("session_id")?,
         tool_name: r.try_get("tool_name")?,
+        tool_display: r.try_get("tool_display")?,
         arguments: r.try_get("arguments")?,
         summary: r.try_get("summary")?,
         requester: UserId(r.try_get("requester")?),
+        requester_name: r.try_get("requester_name")?,
         chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("approval chat: {e}")))?,
         card_message: r.try_get::<Option<i64>, _>("card_message_id")?.map(MessageId),
         status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
@@ -278,9 +285,11 @@ mod tests {
             id: id.into(),
             session_id: "s".into(),
             tool_name: "exec_command".into(),
+            tool_display: "Run command".into(),
             arguments: r#"{"command":"ls"}"#.into(),
             summary: "ls".into(),
             requester: UserId(1),
+            requester_name: "Ann".into(),
             chat: ChatAddress::new(Platform::Test, ChatId(1), None),
             card_message: None,
             status: ApprovalStatus::Pending,

@@ -81,7 +81,12 @@ impl FakeLlm {
 
     /// Like [`FakeLlm::start`], reporting a bind failure.
     pub async fn try_start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::try_start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts the server on a given address (the demo model uses a fixed port).
+    pub async fn try_start_on(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(ServerState::default()),

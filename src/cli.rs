@@ -1,0 +1,233 @@
+//! Command-line interface: `chat`, `run`, `migrate`, `doctor`, `pair`, `events`.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+use switchboard::config::{Config, LogFormat};
+use switchboard::llm::{ChatRequest, Chunk, Message};
+use switchboard::store::Store;
+use switchboard_console::ConsoleAdapter;
+use switchboard_platform::PlatformAdapter;
+use tokio_util::sync::CancellationToken;
+
+/// Switchboard: a self-hosted gateway between an LLM agent and chat platforms.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Chat with the agent in this terminal (works with piped stdin too).
+    Chat,
+    /// Run the gateway with every configured platform (Telegram, Discord).
+    Run,
+    /// Apply database migrations.
+    Migrate,
+    /// Check the configuration, the database and the model endpoint.
+    Doctor,
+    /// Manage pairing requests from unknown users.
+    Pair {
+        #[command(subcommand)]
+        action: PairAction,
+    },
+    /// Show the audit log of system events (newest first).
+    Events {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PairAction {
+    /// List pending pairing codes.
+    List,
+    /// Admit the user who holds CODE.
+    Approve { code: String },
+    /// Refuse the request with CODE.
+    Deny { code: String },
+}
+
+pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
+    let config = Config::from_env()?;
+    let quiet = matches!(args.command, Command::Chat);
+    init_tracing(config.log_format, quiet);
+    match args.command {
+        Command::Chat => chat(config).await,
+        Command::Run => {
+            let shutdown = shutdown_on_signal();
+            match switchboard::run(config, shutdown).await {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(switchboard::RunError::NoPlatforms(help)) => {
+                    eprintln!("{help}");
+                    Ok(ExitCode::from(2))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Migrate => {
+            let store = Store::connect(&config.database_url).await?;
+            store.migrate().await?;
+            println!("Database at {} is up to date.", config.database_url);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor => doctor(config).await,
+        Command::Pair { action } => pair(config, action).await,
+        Command::Events { limit } => {
+            let store = Store::open(&config.database_url).await?;
+            for e in store.events(limit).await? {
+                println!("{}  {:<24} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.detail);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn chat(config: Config) -> anyhow::Result<ExitCode> {
+    let interactive = std::io::stdin().is_terminal();
+    let shutdown = shutdown_on_signal();
+    let console = ConsoleAdapter::stdio(!interactive);
+    if interactive {
+        println!("Switchboard chat · model {} · /help for commands · Ctrl-D to quit", config.llm.model);
+    }
+    let adapters: Vec<std::sync::Arc<dyn PlatformAdapter>> = vec![console];
+    let running = switchboard::start(&config, adapters, shutdown.clone()).await?;
+    // The console adapter ends at end of input; finish queued work and
+    // background tasks (their notifications are part of the conversation).
+    let store = running.store.clone();
+    tokio::select! {
+        () = async {
+            wait_console_done(&running, &shutdown).await;
+            running.idle().await;
+        } => {}
+        () = shutdown.cancelled() => {}
+    }
+    shutdown.cancel();
+    running.wait().await;
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves when the console stops reading input (EOF) — i.e. when its adapter task ends.
+async fn wait_console_done(running: &switchboard::Running, shutdown: &CancellationToken) {
+    running.adapters_done().await;
+    let _ = shutdown;
+}
+
+async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
+    let mut ok = true;
+    println!("✔ configuration loaded (model {}, endpoint {})", config.llm.model, config.llm.base_url);
+    match Store::open(&config.database_url).await {
+        Ok(store) => match store.ping().await {
+            Ok(()) => println!("✔ database {} reachable, migrations applied", config.database_url),
+            Err(e) => {
+                ok = false;
+                println!("✘ database: {e}");
+            }
+        },
+        Err(e) => {
+            ok = false;
+            println!("✘ database: {e}");
+        }
+    }
+    let provider = switchboard::build_provider(&config)?;
+    let request = ChatRequest {
+        system: "You are a health check. Reply with OK.".into(),
+        messages: vec![Message::user("ping")],
+        tools: Vec::new(),
+    };
+    let probe = async {
+        let mut stream = provider.chat_stream(request).await?;
+        while let Some(chunk) = stream.next().await {
+            if let Chunk::Text(_) | Chunk::ToolCalls(_) | Chunk::Thinking(_) = chunk? {
+                return Ok(());
+            }
+        }
+        Ok::<(), switchboard::llm::ProviderError>(())
+    };
+    match tokio::time::timeout(Duration::from_secs(90), probe).await {
+        Ok(Ok(())) => println!("✔ model endpoint answers ({} · context window {})", config.llm.model, provider.model().context_window),
+        Ok(Err(e)) => {
+            ok = false;
+            println!("✘ model endpoint: {e}");
+        }
+        Err(_) => {
+            ok = false;
+            println!("✘ model endpoint: no answer within 90 s");
+        }
+    }
+    if config.platforms.is_empty() {
+        println!("• no chat platform configured ({}).", "set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one");
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+async fn pair(config: Config, action: PairAction) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&config.database_url).await?;
+    match action {
+        PairAction::List => {
+            let pending = store.pending_pairings().await?;
+            if pending.is_empty() {
+                println!("No pending pairing requests.");
+            }
+            for p in pending {
+                println!("{}  {} user {} ({})  expires {}", p.code, p.platform, p.user, p.display_name, p.expires_at.format("%H:%M UTC"));
+            }
+        }
+        PairAction::Approve { code } | PairAction::Deny { code } if code.trim().is_empty() => anyhow::bail!("give the pairing CODE"),
+        PairAction::Approve { code } => {
+            let p = store.decide_pairing(&code, true).await?.with_context(|| format!("no pending, unexpired pairing code {code}"))?;
+            store.record_event("pairing.approved", serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 })).await;
+            println!("Admitted {} user {} ({}).", p.platform, p.user, p.display_name);
+        }
+        PairAction::Deny { code } => {
+            let p = store.decide_pairing(&code, false).await?.with_context(|| format!("no pending, unexpired pairing code {code}"))?;
+            store.record_event("pairing.denied", serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 })).await;
+            println!("Denied {} user {} ({}).", p.platform, p.user, p.display_name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Cancelled on Ctrl-C or SIGTERM.
+fn shutdown_on_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {}
+            () = term => {}
+        }
+        t.cancel();
+    });
+    token
+}
+
+/// Logs go to stderr; `chat` defaults to warnings only so the conversation stays readable.
+fn init_tracing(format: LogFormat, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if quiet { "warn" } else { "info,sqlx=warn" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Pretty => builder.try_init(),
+    };
+}
