@@ -15,6 +15,8 @@ pub enum StopReason {
     /// The model call failed; `Done::text` explains it to the user.
     ModelError,
     Cancelled,
+    /// Another process resumed this turn; nothing is to be posted or saved here.
+    Handover,
 }
 
 /// One event of a running turn, in order.

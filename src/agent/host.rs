@@ -1,6 +1,6 @@
 //! What a turn needs from its surroundings: approvals and background submission.
 
-use crate::llm::ToolCall;
+use crate::llm::{Message, ToolCall};
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -15,6 +15,20 @@ pub enum ApprovalOutcome {
     Expired,
     /// There is no way to ask anyone (no confirm channel).
     Unavailable,
+    /// Another process (or a restart) resumed this turn from its stored state;
+    /// this copy must stop without answering.
+    Abandoned,
+}
+
+/// Everything needed to resume a turn paused on an approval, possibly in
+/// another process: the conversation so far (this round's finished results
+/// included) and the round's calls not run yet, the first awaiting approval.
+#[derive(Debug, Clone)]
+pub struct TurnCheckpoint {
+    pub messages: Vec<Message>,
+    /// Index of the turn's input message in `messages`.
+    pub new_from: usize,
+    pub remaining: Vec<ToolCall>,
 }
 
 /// Implemented by the gateway for each turn: it knows the chat, the requester
@@ -22,7 +36,14 @@ pub enum ApprovalOutcome {
 #[async_trait]
 pub trait TurnHost: Send + Sync + 'static {
     /// Asks for (or finds a stored rule for) a decision on `call`. Waits.
-    async fn approve(&self, spec: &ToolSpec, call: &ToolCall, arguments: &Value, summary: String) -> ApprovalOutcome;
+    async fn approve(
+        &self,
+        spec: &ToolSpec,
+        call: &ToolCall,
+        arguments: &Value,
+        summary: String,
+        checkpoint: TurnCheckpoint,
+    ) -> ApprovalOutcome;
 
     /// Starts `tool` as a background task; returns its task id at once.
     async fn start_background(&self, tool: Arc<dyn Tool>, call: &ToolCall, arguments: Value) -> Result<String, String>;

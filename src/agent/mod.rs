@@ -10,5 +10,5 @@ mod runtime;
 mod scratchpad;
 
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
-pub use host::{ApprovalOutcome, TurnHost};
-pub use runtime::{Agent, AgentConfig, TurnRequest};
+pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
+pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest};

@@ -3,7 +3,7 @@
 
 use super::doom_loop::DoomLoopGuard;
 use super::events::RuntimeEvent;
-use super::host::{ApprovalOutcome, TurnHost};
+use super::host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, ToolCall};
@@ -18,6 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 const MAX_PARALLEL: usize = 5;
 
+/// The turn was resumed elsewhere.
+struct Abandoned;
+
 pub(crate) struct RoundRunner<'a> {
     pub tools: &'a ToolRegistry,
     pub host: &'a Arc<dyn TurnHost>,
@@ -25,6 +28,16 @@ pub(crate) struct RoundRunner<'a> {
     pub session_id: &'a str,
     pub cancel: &'a CancellationToken,
     pub events: &'a mpsc::Sender<RuntimeEvent>,
+    /// Index of the turn's input in the conversation (for checkpoints).
+    pub new_from: usize,
+}
+
+/// What a round produced.
+pub(crate) struct RoundOutput {
+    /// One tool message per call, in call order.
+    pub messages: Vec<Message>,
+    /// The turn was resumed elsewhere; stop without answering.
+    pub abandoned: bool,
 }
 
 /// A call checked and ready to run, or already failed.
@@ -47,29 +60,52 @@ struct CallResult {
     call: ToolCall,
     outcome: Result<String, String>,
     duration: Duration,
+    abandoned: bool,
 }
 
 impl RoundRunner<'_> {
-    /// Runs the round's calls and returns one tool message per call, in order.
-    pub(crate) async fn run(&self, calls: &[ToolCall], guard: &mut DoomLoopGuard, pad: &mut Scratchpad) -> Vec<Message> {
+    /// Runs the round's calls (`conversation` ends with the assistant message
+    /// that made them) and returns one tool message per call, in order.
+    pub(crate) async fn run(
+        &self,
+        conversation: &[Message],
+        calls: &[ToolCall],
+        guard: &mut DoomLoopGuard,
+        pad: &mut Scratchpad,
+    ) -> RoundOutput {
         let prepared = self.prepare(calls, guard);
-        let mut results = Vec::with_capacity(prepared.len());
-        let mut pending = prepared.into_iter().peekable();
-        while let Some(first) = pending.next() {
+        let mut messages: Vec<Message> = Vec::with_capacity(prepared.len());
+        let mut pending = prepared.into_iter().enumerate().peekable();
+        while let Some((index, first)) = pending.next() {
             if first.concurrency_safe() {
                 let mut batch = vec![first];
-                while let Some(next) = pending.next_if(Prepared::concurrency_safe) {
+                while let Some((_, next)) = pending.next_if(|(_, p)| p.concurrency_safe()) {
                     batch.push(next);
                 }
                 let done: Vec<CallResult> =
-                    futures::stream::iter(batch.into_iter().map(|p| self.execute(p))).buffered(MAX_PARALLEL).collect().await;
-                results.extend(done);
+                    futures::stream::iter(batch.into_iter().map(|p| self.execute(p, None))).buffered(MAX_PARALLEL).collect().await;
+                for r in done {
+                    messages.push(self.to_message(r, pad).await);
+                }
             } else {
-                results.push(self.execute(first).await);
+                let checkpoint = TurnCheckpoint {
+                    messages: conversation.iter().chain(messages.iter()).cloned().collect(),
+                    new_from: self.new_from,
+                    remaining: calls[index..].to_vec(),
+                };
+                let r = self.execute(first, Some(checkpoint)).await;
+                if r.abandoned {
+                    return RoundOutput { messages, abandoned: true };
+                }
+                messages.push(self.to_message(r, pad).await);
             }
         }
-        let mut messages = Vec::with_capacity(results.len());
-        for r in results {
+        RoundOutput { messages, abandoned: false }
+    }
+
+    /// The tool message for a result (large results stored), traced.
+    async fn to_message(&self, r: CallResult, pad: &mut Scratchpad) -> Message {
+        {
             let content = match &r.outcome {
                 Ok(text) => keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await,
                 Err(e) => e.clone(),
@@ -83,9 +119,8 @@ impl RoundRunner<'_> {
                     "result": content.chars().take(4_000).collect::<String>(),
                 }),
             );
-            messages.push(Message::tool_result(r.call.id, content));
+            Message::tool_result(r.call.id, content)
         }
-        messages
     }
 
     fn prepare(&self, calls: &[ToolCall], guard: &mut DoomLoopGuard) -> Vec<Prepared> {
@@ -117,14 +152,16 @@ impl RoundRunner<'_> {
             .collect()
     }
 
-    async fn execute(&self, prepared: Prepared) -> CallResult {
+    async fn execute(&self, prepared: Prepared, checkpoint: Option<TurnCheckpoint>) -> CallResult {
         let started = Instant::now();
         let (call, outcome) = match prepared {
             Prepared::Failed { call, error } => (call, Err(error)),
             Prepared::Ready { call, tool, args } => {
                 let _ = self.events.send(RuntimeEvent::ToolStart { call_id: call.id.clone(), name: call.name.clone() }).await;
-                let outcome = self.approve_and_run(&call, tool, args).await;
-                (call, outcome)
+                match self.approve_and_run(&call, tool, args, checkpoint).await {
+                    Err(Abandoned) => return CallResult { call, outcome: Err(String::new()), duration: started.elapsed(), abandoned: true },
+                    Ok(outcome) => (call, outcome),
+                }
             }
         };
         let duration = started.elapsed();
@@ -138,32 +175,42 @@ impl RoundRunner<'_> {
             Err(e) => RuntimeEvent::ToolError { call_id: call.id.clone(), name: call.name.clone(), error: e.clone() },
         };
         let _ = self.events.send(event).await;
-        CallResult { call, outcome, duration }
+        CallResult { call, outcome, duration, abandoned: false }
     }
 
-    async fn approve_and_run(&self, call: &ToolCall, tool: Arc<dyn Tool>, mut args: Value) -> Result<String, String> {
+    /// Asks for approval when the tool needs it, then runs the call (or starts
+    /// it in the background). `Err(Abandoned)` when the turn was resumed elsewhere.
+    async fn approve_and_run(
+        &self,
+        call: &ToolCall,
+        tool: Arc<dyn Tool>,
+        mut args: Value,
+        checkpoint: Option<TurnCheckpoint>,
+    ) -> Result<Result<String, String>, Abandoned> {
         if tool.spec().requires_approval {
             let summary = tool.approval_summary(&args).await;
-            match self.host.approve(tool.spec(), call, &args, summary).await {
+            let checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint { messages: Vec::new(), new_from: 0, remaining: vec![call.clone()] });
+            match self.host.approve(tool.spec(), call, &args, summary, checkpoint).await {
                 ApprovalOutcome::Allowed { arguments } => args = arguments,
                 ApprovalOutcome::Denied { reason } => {
-                    return Err(match reason {
+                    return Ok(Err(match reason {
                         Some(r) => format!("error: the user denied this action. Reason: {r}"),
                         None => "error: the user denied this action. Do not retry it; ask what they want instead.".into(),
-                    })
+                    }))
                 }
                 ApprovalOutcome::Expired => {
-                    return Err("error: approval expired without an answer, so the action was not run (treated as denied).".into())
+                    return Ok(Err("error: approval expired without an answer, so the action was not run (treated as denied).".into()))
                 }
                 ApprovalOutcome::Unavailable => {
-                    return Err("error: this action needs the user's approval and none can be requested here. \
+                    return Ok(Err("error: this action needs the user's approval and none can be requested here. \
                                 Use ask_user to explain what you want to do first."
-                        .into())
+                        .into()))
                 }
+                ApprovalOutcome::Abandoned => return Err(Abandoned),
             }
         }
         if tool.runs_in_background(&args) {
-            return self
+            return Ok(self
                 .host
                 .start_background(tool, call, args)
                 .await
@@ -173,12 +220,12 @@ impl RoundRunner<'_> {
                          notification. Tell the user it has started; use check_background_tasks to see progress."
                     )
                 })
-                .map_err(|e| format!("error: could not start the background task: {e}"));
+                .map_err(|e| format!("error: could not start the background task: {e}")));
         }
         let ctx = ToolContext { cancel: self.cancel.child_token(), session_id: self.session_id.to_owned(), ..ToolContext::default() };
         // A panicking tool must not take the turn down: run it on its own task.
         let joined = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
-        match joined {
+        Ok(match joined {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => {
                 tracing::info!(tool = %call.name, error = %e, "tool failed");
@@ -188,6 +235,6 @@ impl RoundRunner<'_> {
                 tracing::error!(tool = %call.name, error = %join, "tool crashed");
                 Err("error: the tool crashed; the operator has the details.".into())
             }
-        }
+        })
     }
 }

@@ -26,6 +26,26 @@ pub struct AgentConfig {
     pub model_retries: u32,
 }
 
+/// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
+pub struct ResumeRequest {
+    pub session_id: String,
+    pub messages: Vec<Message>,
+    pub new_from: usize,
+    pub remaining: Vec<ToolCall>,
+    pub host: Arc<dyn TurnHost>,
+    pub cancel: CancellationToken,
+}
+
+/// What [`Agent::drive`] works on.
+struct Drive {
+    session_id: String,
+    messages: Vec<Message>,
+    new_from: usize,
+    pending: Option<Vec<ToolCall>>,
+    host: Arc<dyn TurnHost>,
+    cancel: CancellationToken,
+}
+
 /// One turn's input.
 pub struct TurnRequest {
     pub session_id: String,
@@ -64,96 +84,121 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
+        let TurnRequest { session_id, mut history, input, host, cancel } = request;
+        let new_from = history.len();
+        history.push(input);
+        self.spawn(Drive { session_id, messages: history, new_from, pending: None, host, cancel })
+    }
+
+    /// Resumes a turn paused on an approval (in this process or another, before
+    /// or after a restart): runs the round's remaining calls, then continues.
+    pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
+        let ResumeRequest { session_id, messages, new_from, remaining, host, cancel } = request;
+        self.spawn(Drive { session_id, messages, new_from, pending: Some(remaining), host, cancel })
+    }
+
+    fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
         let (tx, rx) = mpsc::channel(256);
         let agent = Arc::clone(self);
         tokio::spawn(async move {
-            let outcome = agent.turn(request, &tx).await;
+            let outcome = agent.drive(drive, &tx).await;
             let _ = tx.send(RuntimeEvent::Done(outcome)).await;
         });
         rx
     }
 
-    async fn turn(&self, req: TurnRequest, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
+    async fn drive(&self, d: Drive, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
+        let Drive { session_id, mut messages, new_from, mut pending, host, cancel } = d;
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
-        let mut pad = Scratchpad::open(&self.config.data_dir, &req.session_id, &turn_id);
-        pad.record("init", json!({ "session": req.session_id, "model": self.provider.model().name, "input": req.input.content }));
-
-        let mut messages = req.history;
-        messages.push(req.input.clone());
-        let mut new_messages = vec![req.input];
-        let mut usage = Usage::default();
+        let mut pad = Scratchpad::open(&self.config.data_dir, &session_id, &turn_id);
+        let input = messages.get(new_from).map(|m| m.content.clone()).unwrap_or_default();
+        pad.record(
+            "init",
+            json!({ "session": session_id, "model": self.provider.model().name, "input": input, "resumed": pending.is_some() }),
+        );
+        let mut t = TurnLog { messages: &mut messages, new_from, usage: Usage::default(), rounds: 0, started };
         // Text of every round, joined by blank lines: what the user saw stream.
         let mut turn_text = String::new();
         let mut guard = DoomLoopGuard::default();
         let runner = RoundRunner {
             tools: &self.tools,
-            host: &req.host,
+            host: &host,
             data_dir: &self.config.data_dir,
-            session_id: &req.session_id,
-            cancel: &req.cancel,
+            session_id: &session_id,
+            cancel: &cancel,
             events: tx,
+            new_from,
         };
 
         for round in 1..=self.config.max_tool_rounds {
-            let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
-            let request = ChatRequest {
-                system: self.config.system_prompt.clone(),
-                messages: shrink_earlier_results(&messages),
-                tools: self.tools.definitions(),
-            };
-            let reply = tokio::select! {
-                r = self.call_model(request, tx, &mut usage, !turn_text.is_empty()) => r,
-                () = req.cancel.cancelled() => Err(ModelFailure::Cancelled),
-            };
-            let reply = match reply {
-                Ok(r) => r,
-                Err(failure) => {
-                    let (text, stop) = failure.explain();
-                    pad.record("error", json!({ "round": round, "error": text }));
-                    return finish(&mut pad, text, stop, round, usage, new_messages, started);
+            t.rounds = round;
+            // A resumed turn first finishes the round it paused in.
+            let calls = match pending.take() {
+                Some(calls) => calls,
+                None => {
+                    let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
+                    let request = ChatRequest {
+                        system: self.config.system_prompt.clone(),
+                        messages: shrink_earlier_results(t.messages),
+                        tools: self.tools.definitions(),
+                    };
+                    let reply = tokio::select! {
+                        r = self.call_model(request, tx, &mut t.usage, !turn_text.is_empty()) => r,
+                        () = cancel.cancelled() => Err(ModelFailure::Cancelled),
+                    };
+                    let reply = match reply {
+                        Ok(r) => r,
+                        Err(failure) => {
+                            let (text, stop) = failure.explain();
+                            pad.record("error", json!({ "round": round, "error": text }));
+                            return t.finish(&mut pad, text, stop);
+                        }
+                    };
+                    if !reply.thinking.is_empty() {
+                        pad.record("thinking", json!({ "round": round, "text": reply.thinking }));
+                    }
+                    t.messages.push(Message {
+                        role: Role::Assistant,
+                        content: reply.text.clone(),
+                        tool_calls: reply.tool_calls.clone(),
+                        tool_call_id: None,
+                        reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
+                    });
+                    if !reply.text.is_empty() {
+                        if !turn_text.is_empty() {
+                            turn_text.push_str(ROUND_SEPARATOR);
+                        }
+                        turn_text.push_str(&reply.text);
+                    }
+                    if reply.tool_calls.is_empty() {
+                        return t.finish(&mut pad, turn_text, StopReason::Answered);
+                    }
+                    let _ = tx.send(RuntimeEvent::ToolCalls(reply.tool_calls.clone())).await;
+                    reply.tool_calls
                 }
             };
-            if !reply.thinking.is_empty() {
-                pad.record("thinking", json!({ "round": round, "text": reply.thinking }));
+            let output = runner.run(t.messages, &calls, &mut guard, &mut pad).await;
+            if output.abandoned {
+                pad.record("handover", json!({ "round": round }));
+                return t.finish(&mut pad, String::new(), StopReason::Handover);
             }
-            let assistant = Message {
-                role: Role::Assistant,
-                content: reply.text.clone(),
-                tool_calls: reply.tool_calls.clone(),
-                tool_call_id: None,
-                reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
-            };
-            messages.push(assistant.clone());
-            new_messages.push(assistant);
-            if !reply.text.is_empty() {
-                if !turn_text.is_empty() {
-                    turn_text.push_str(ROUND_SEPARATOR);
-                }
-                turn_text.push_str(&reply.text);
+            t.messages.extend(output.messages);
+            if cancel.is_cancelled() {
+                return t.finish(&mut pad, "Cancelled.".into(), StopReason::Cancelled);
             }
-            if reply.tool_calls.is_empty() {
-                return finish(&mut pad, turn_text, StopReason::Answered, round, usage, new_messages, started);
-            }
-            let _ = tx.send(RuntimeEvent::ToolCalls(reply.tool_calls.clone())).await;
-            let results = runner.run(&reply.tool_calls, &mut guard, &mut pad).await;
-            messages.extend(results.iter().cloned());
-            new_messages.extend(results);
-            if req.cancel.is_cancelled() {
-                return finish(&mut pad, "Cancelled.".into(), StopReason::Cancelled, round, usage, new_messages, started);
-            }
-            if let Some(question) = asked_question(&reply.tool_calls) {
-                new_messages.push(Message::assistant(question.clone()));
+            if let Some(question) = asked_question(&calls) {
+                t.messages.push(Message::assistant(question.clone()));
                 let text = if turn_text.trim().is_empty() { question } else { format!("{turn_text}{ROUND_SEPARATOR}{question}") };
-                return finish(&mut pad, text, StopReason::WaitingForUser, round, usage, new_messages, started);
+                return t.finish(&mut pad, text, StopReason::WaitingForUser);
             }
         }
         let text = format!(
             "I stopped after {} tool rounds without reaching an answer. Tell me how to continue, or narrow the request.",
             self.config.max_tool_rounds
         );
-        new_messages.push(Message::assistant(text.clone()));
-        finish(&mut pad, text, StopReason::MaxRounds, self.config.max_tool_rounds, usage, new_messages, started)
+        t.messages.push(Message::assistant(text.clone()));
+        t.finish(&mut pad, text, StopReason::MaxRounds)
     }
 
     /// One model call, streamed; retried on recoverable errors before any output.
@@ -293,22 +338,26 @@ fn shrink_earlier_results(messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-fn finish(
-    pad: &mut Scratchpad,
-    text: String,
-    stop: StopReason,
-    rounds: usize,
+/// A running turn's conversation and counters.
+struct TurnLog<'a> {
+    messages: &'a mut Vec<Message>,
+    new_from: usize,
     usage: Usage,
-    new_messages: Vec<Message>,
+    rounds: usize,
     started: Instant,
-) -> TurnOutcome {
-    pad.record(
-        "final",
-        json!({
-            "stop": format!("{stop:?}"), "rounds": rounds, "elapsed_ms": started.elapsed().as_millis() as u64,
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens, "text": text,
-        }),
-    );
-    TurnOutcome { text, stop, rounds, usage, new_messages }
+}
+
+impl TurnLog<'_> {
+    fn finish(&mut self, pad: &mut Scratchpad, text: String, stop: StopReason) -> TurnOutcome {
+        pad.record(
+            "final",
+            json!({
+                "stop": format!("{stop:?}"), "rounds": self.rounds, "elapsed_ms": self.started.elapsed().as_millis() as u64,
+                "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
+                "cache_read_tokens": self.usage.cache_read_tokens, "text": text,
+            }),
+        );
+        let new_messages = self.messages.get(self.new_from..).map(<[Message]>::to_vec).unwrap_or_default();
+        TurnOutcome { text, stop, rounds: self.rounds, usage: self.usage, new_messages }
+    }
 }

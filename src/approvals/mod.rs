@@ -43,6 +43,23 @@ pub struct ApprovalRequest<'a> {
     pub summary: String,
 }
 
+/// How often a waiting turn checks the database for a decision made elsewhere.
+const DB_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The result of [`Approvals::open`].
+pub enum Opened {
+    /// A stored "always" rule allows it; no card was shown.
+    Ruled,
+    Pending(PendingApproval),
+}
+
+/// An approval whose card is shown, waiting for a decision.
+pub struct PendingApproval {
+    pub id: String,
+    pub card: MessageRef,
+    rx: oneshot::Receiver<Decision>,
+}
+
 /// The approvals service. Decisions live in the database; the waiters here are
 /// the in-process cache that wakes the paused turn.
 pub struct Approvals {
@@ -56,15 +73,17 @@ impl Approvals {
         Approvals { store, timeout, waiters: Mutex::new(HashMap::new()) }
     }
 
-    /// Asks for a decision (or applies a stored "always" rule) and waits for it.
-    pub async fn request(&self, adapter: &dyn PlatformAdapter, req: ApprovalRequest<'_>) -> Result<Decision, ApprovalError> {
+    /// Applies a stored "always" rule, or records the approval and shows its
+    /// card. Waiting is a separate step so the caller can persist the paused
+    /// turn in between.
+    pub async fn open(&self, adapter: &dyn PlatformAdapter, req: ApprovalRequest<'_>) -> Result<Opened, ApprovalError> {
         let platform = req.chat.platform;
         let arguments = req.arguments.to_string();
         if self.store.has_rule(platform, req.requester.id, req.tool_name, &arguments).await? {
             self.store
                 .record_event("approval.rule_applied", json!({ "tool": req.tool_name, "user": req.requester.id.0 }))
                 .await;
-            return Ok(Decision::Allow);
+            return Ok(Opened::Ruled);
         }
         let now = chrono::Utc::now();
         let record = ApprovalRecord {
@@ -101,14 +120,36 @@ impl Approvals {
             }
         };
         self.store.set_approval_card(&record.id, card_ref.id).await?;
-        match tokio::time::timeout(self.timeout, rx).await {
-            Ok(Ok(decision)) => Ok(decision),
-            _ => self.expire(adapter, &record.id, card_ref).await,
+        Ok(Opened::Pending(PendingApproval { id: record.id, card: card_ref, rx }))
+    }
+
+    /// Waits for the decision: woken at once by a press in this process, and
+    /// polling the database for decisions made by other processes. Expires it
+    /// when the deadline passes.
+    pub async fn wait(&self, adapter: &dyn PlatformAdapter, pending: PendingApproval) -> Result<Decision, ApprovalError> {
+        let PendingApproval { id, card, mut rx } = pending;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            tokio::select! {
+                decided = &mut rx => match decided {
+                    Ok(decision) => return Ok(decision),
+                    Err(_) => return self.expire(adapter, &id, card).await,
+                },
+                () = tokio::time::sleep_until(deadline) => return self.expire(adapter, &id, card).await,
+                () = tokio::time::sleep(DB_POLL) => {
+                    if let Some(record) = self.store.approval(&id).await? {
+                        if record.status != ApprovalStatus::Pending {
+                            self.waiters_lock().remove(&id);
+                            return Ok(decision_of(&record));
+                        }
+                    }
+                }
+            }
         }
     }
 
     /// The waiter's deadline passed: expire it unless a decision won the race.
-    async fn expire(&self, adapter: &dyn PlatformAdapter, id: &str, card_ref: MessageRef) -> Result<Decision, ApprovalError> {
+    pub(crate) async fn expire(&self, adapter: &dyn PlatformAdapter, id: &str, card_ref: MessageRef) -> Result<Decision, ApprovalError> {
         self.waiters_lock().remove(id);
         match self.store.expire_approval(id).await? {
             Some(record) => {
@@ -126,9 +167,15 @@ impl Approvals {
     /// Handles a press on an approval button: authorizes the presser, records
     /// the decision, updates the card and wakes the waiting turn. Every press is
     /// answered.
-    pub async fn handle_press(&self, adapter: &dyn PlatformAdapter, press: &ButtonPress, id: &str, choice: Choice) {
+    /// Returns `true` when the decision was recorded but no turn in this process
+    /// waits for it — the caller resumes the paused turn from its stored state.
+    pub async fn handle_press(&self, adapter: &dyn PlatformAdapter, press: &ButtonPress, id: &str, choice: Choice) -> bool {
+        let mut orphaned = false;
         let answer = match self.decide(id, &press.user, choice, None).await {
-            Ok(Ok(record)) => PressAnswer::Update(card::final_card(&record, Some(&press.user.display_name))),
+            Ok(Ok((record, woke))) => {
+                orphaned = !woke;
+                PressAnswer::Update(card::final_card(&record, Some(&press.user.display_name)))
+            }
             Ok(Err(refusal)) => PressAnswer::Private(refusal),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
@@ -138,45 +185,56 @@ impl Approvals {
         if let Err(e) = adapter.answer_press(press, answer).await {
             tracing::warn!(error = %e, "could not answer an approval press");
         }
+        orphaned
     }
 
     /// Decides by the text fallback `/approve <id> allow|always|edit|deny [reason]`.
-    /// Returns the reply for the chat; the card is updated too.
-    pub async fn handle_text(&self, adapter: &dyn PlatformAdapter, user: &User, id_prefix: &str, choice: Choice, reason: Option<String>) -> String {
+    /// Returns the reply for the chat (the card is updated too) and, like
+    /// [`Approvals::handle_press`], the approval id when a resume is needed.
+    pub async fn handle_text(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        user: &User,
+        id_prefix: &str,
+        choice: Choice,
+        reason: Option<String>,
+    ) -> (String, Option<String>) {
         let id = match self.store.approval_by_prefix(id_prefix).await {
             Ok(Some(id)) => id,
-            Ok(None) => return format!("No approval matches `{id_prefix}`."),
+            Ok(None) => return (format!("No approval matches `{id_prefix}`."), None),
             Err(e) => {
                 tracing::error!(error = %e, "approval lookup failed");
-                return "Could not look up that approval; please try again.".into();
+                return ("Could not look up that approval; please try again.".into(), None);
             }
         };
         match self.decide(&id, user, choice, reason).await {
-            Ok(Ok(record)) => {
+            Ok(Ok((record, woke))) => {
                 if let Some(msg) = record.card_message {
                     let card = card::final_card(&record, Some(&user.display_name));
                     if let Err(e) = adapter.edit(&MessageRef { chat: record.chat, id: msg }, card).await {
                         tracing::warn!(error = %e, "could not update the approval card");
                     }
                 }
-                format!("Recorded: {} for `{}`.", status_word(record.status), short_id(&record.id))
+                let reply = format!("Recorded: {} for `{}`.", status_word(record.status), short_id(&record.id));
+                (reply, (!woke).then_some(id))
             }
-            Ok(Err(refusal)) => refusal,
+            Ok(Err(refusal)) => (refusal, None),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
-                "Something went wrong recording your decision; please try again.".into()
+                ("Something went wrong recording your decision; please try again.".into(), None)
             }
         }
     }
 
-    /// The shared decision path. `Ok(Err(text))` is a refusal for the presser.
+    /// The shared decision path: the decided record and whether a waiting turn
+    /// in this process was woken. `Ok(Err(text))` is a refusal for the presser.
     async fn decide(
         &self,
         id: &str,
         user: &User,
         choice: Choice,
         reason: Option<String>,
-    ) -> Result<Result<ApprovalRecord, String>, StoreError> {
+    ) -> Result<Result<(ApprovalRecord, bool), String>, StoreError> {
         let Some(record) = self.store.approval(id).await? else {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
@@ -204,10 +262,11 @@ impl Approvals {
         self.store
             .record_event("approval.decided", json!({ "id": id, "status": status.as_str(), "by": user.id.0 }))
             .await;
-        if let Some(waiter) = self.waiters_lock().remove(id) {
-            let _ = waiter.send(decision_of(&decided));
-        }
-        Ok(Ok(decided))
+        let woke = match self.waiters_lock().remove(id) {
+            Some(waiter) => waiter.send(decision_of(&decided)).is_ok(),
+            None => false,
+        };
+        Ok(Ok((decided, woke)))
     }
 
     fn waiters_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
@@ -215,7 +274,8 @@ impl Approvals {
     }
 }
 
-fn decision_of(record: &ApprovalRecord) -> Decision {
+/// The decision a stored record carries.
+pub fn decision_of(record: &ApprovalRecord) -> Decision {
     match record.status {
         ApprovalStatus::Allowed => Decision::Allow,
         ApprovalStatus::Always => Decision::Always,

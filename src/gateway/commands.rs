@@ -42,6 +42,7 @@ pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, sess
         "help" | "start" => HELP.to_owned(),
         "clear" => {
             let n = store.clear_history(session).await?;
+            store.set_waiting_question(key, None).await?;
             format!("Cleared this conversation ({n} messages). Long-term settings and rules are unchanged.")
         }
         "usage" => {

@@ -2,16 +2,17 @@
 
 use super::session::Awaiting;
 use super::Inner;
-use crate::agent::{ApprovalOutcome, TurnHost};
-use crate::approvals::{ApprovalRequest, Decision};
+use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
+use crate::approvals::{ApprovalRequest, Decision, Opened};
 use crate::llm::ToolCall;
-use crate::store::SessionKey;
+use crate::store::{SessionKey, TurnOrigin, TurnState};
 use crate::tasks::TaskOrigin;
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
-use switchboard_platform::{ChatAddress, OutgoingMessage, PlatformAdapter, User};
+use std::sync::Mutex;
+use switchboard_platform::{ChatAddress, MessageId, OutgoingMessage, PlatformAdapter, User};
 use tokio::sync::oneshot;
 
 pub(crate) struct GatewayHost {
@@ -22,13 +23,26 @@ pub(crate) struct GatewayHost {
     pub user: User,
     pub adapter: Arc<dyn PlatformAdapter>,
     pub awaiting: Awaiting,
+    pub reply_to: Option<MessageId>,
+    /// For a resumed turn: the decision already taken for this call id.
+    pub predecided: Mutex<Option<(String, ApprovalOutcome)>>,
 }
 
 const MAX_EDITS: usize = 3;
 
 #[async_trait]
 impl TurnHost for GatewayHost {
-    async fn approve(&self, spec: &ToolSpec, call: &ToolCall, arguments: &Value, summary: String) -> ApprovalOutcome {
+    async fn approve(
+        &self,
+        spec: &ToolSpec,
+        call: &ToolCall,
+        arguments: &Value,
+        summary: String,
+        checkpoint: TurnCheckpoint,
+    ) -> ApprovalOutcome {
+        if let Some(outcome) = self.take_predecided(&call.id) {
+            return outcome;
+        }
         let mut args = arguments.clone();
         let mut summary = summary;
         for _ in 0..=MAX_EDITS {
@@ -41,11 +55,38 @@ impl TurnHost for GatewayHost {
                 arguments: &args,
                 summary: summary.clone(),
             };
-            match self.inner.approvals.request(self.adapter.as_ref(), request).await {
-                Ok(Decision::Allow | Decision::Always) => return ApprovalOutcome::Allowed { arguments: args },
-                Ok(Decision::Deny(reason)) => return ApprovalOutcome::Denied { reason },
-                Ok(Decision::Expired) => return ApprovalOutcome::Expired,
-                Ok(Decision::Edit) => {
+            let pending = match self.inner.approvals.open(self.adapter.as_ref(), request).await {
+                Ok(Opened::Ruled) => return ApprovalOutcome::Allowed { arguments: args },
+                Ok(Opened::Pending(p)) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "approval could not be requested");
+                    return ApprovalOutcome::Unavailable;
+                }
+            };
+            let approval_id = pending.id.clone();
+            // The paused turn lives in the database; this task is only a cache of it.
+            let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
+            let decision = match self.inner.approvals.wait(self.adapter.as_ref(), pending).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(error = %e, "approval wait failed");
+                    Decision::Expired
+                }
+            };
+            // Whoever takes the stored turn resumes it; if another process (or the
+            // expiry sweeper) took it first, this copy steps aside.
+            if saved {
+                match self.inner.store.claim_turn_state(&approval_id).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return ApprovalOutcome::Abandoned,
+                    Err(e) => tracing::warn!(error = %e, "could not claim the paused turn; continuing here"),
+                }
+            }
+            match decision {
+                Decision::Allow | Decision::Always => return ApprovalOutcome::Allowed { arguments: args },
+                Decision::Deny(reason) => return ApprovalOutcome::Denied { reason },
+                Decision::Expired => return ApprovalOutcome::Expired,
+                Decision::Edit => {
                     let Some(text) = self.next_message().await else { return ApprovalOutcome::Expired };
                     match edited_arguments(&args, &text) {
                         Some(new_args) => args = new_args,
@@ -57,10 +98,6 @@ impl TurnHost for GatewayHost {
                     }
                     let Some(tool) = self.inner.agent.tools().get(&call.name) else { return ApprovalOutcome::Unavailable };
                     summary = tool.approval_summary(&args).await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "approval could not be requested");
-                    return ApprovalOutcome::Unavailable;
                 }
             }
         }
@@ -83,6 +120,39 @@ impl TurnHost for GatewayHost {
 }
 
 impl GatewayHost {
+    fn take_predecided(&self, call_id: &str) -> Option<ApprovalOutcome> {
+        let mut slot = self.predecided.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some((id, _)) if id == call_id => slot.take().map(|(_, outcome)| outcome),
+            _ => None,
+        }
+    }
+
+    /// Stores the paused turn so any process can resume it. Returns whether it was saved.
+    async fn save_checkpoint(&self, approval_id: &str, checkpoint: &TurnCheckpoint, args: &Value) -> bool {
+        let mut remaining = checkpoint.remaining.clone();
+        // Bind the stored call to the exact arguments on the card (after edits).
+        if let Some(first) = remaining.first_mut() {
+            first.arguments = args.to_string();
+        }
+        let state = TurnState {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            session_id: self.session_id.clone(),
+            approval_id: approval_id.to_owned(),
+            origin: TurnOrigin { key: self.key, chat: self.chat, user: self.user.clone(), reply_to: self.reply_to },
+            messages: checkpoint.messages.clone(),
+            new_from: checkpoint.new_from,
+            remaining,
+        };
+        match self.inner.store.save_turn_state(&state).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not persist the paused turn; it will not survive a restart");
+                false
+            }
+        }
+    }
+
     /// Waits for the requester's next message in this session.
     async fn next_message(&self) -> Option<String> {
         let (tx, rx) = oneshot::channel();

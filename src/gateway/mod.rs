@@ -5,6 +5,7 @@ mod access;
 mod commands;
 mod host;
 mod limiter;
+mod maintenance;
 mod outbound;
 mod session;
 mod text;
@@ -50,7 +51,7 @@ pub(crate) struct Inner {
     access: AccessControl,
     limiter: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
-    busy: Busy,
+    pub busy: Busy,
 }
 
 impl Inner {
@@ -103,6 +104,9 @@ impl Gateway {
 
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
+        maintenance::announce_interrupted_tasks(&self.inner).await;
+        let (due_tx, mut due) = mpsc::channel(64);
+        tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;
@@ -115,6 +119,7 @@ impl Gateway {
                     None => inbound_open = false,
                 },
                 Some(done) = self.finished.recv() => self.on_task_finished(done),
+                Some(fired) = due.recv() => self.on_schedule_fired(fired),
             }
         }
     }
@@ -131,7 +136,9 @@ impl Gateway {
                 return;
             }
         }
-        if !msg.addressed.is_addressed() {
+        // Unaddressed group chatter is ignored, unless it answers this user's
+        // pending `ask_user` question.
+        if !msg.addressed.is_addressed() && !inner.store.is_waiting(&key).await.unwrap_or(false) {
             return;
         }
         let Some(adapter) = inner.adapter(msg.chat.platform) else { return };
@@ -155,7 +162,12 @@ impl Gateway {
                 [id, word, reason @ ..] => match Choice::from_word(word) {
                     Some(choice) => {
                         let reason = (!reason.is_empty()).then(|| reason.join(" "));
-                        inner.approvals.handle_text(adapter.as_ref(), &msg.user, id, choice, reason).await
+                        let (reply, orphaned) = inner.approvals.handle_text(adapter.as_ref(), &msg.user, id, choice, reason).await;
+                        if let Some(approval_id) = orphaned {
+                            let inner = Arc::clone(inner);
+                            tokio::spawn(async move { turn::resume(&inner, &approval_id).await });
+                        }
+                        reply
                     }
                     None => "Usage: /approve <id> allow|always|edit|deny [reason]".to_owned(),
                 },
@@ -172,7 +184,13 @@ impl Gateway {
         tokio::spawn(async move {
             let Some(adapter) = inner.adapter(press.chat.platform) else { return };
             match parse_action(&press.action) {
-                Some((id, choice)) => inner.approvals.handle_press(adapter.as_ref(), &press, &id, choice).await,
+                Some((id, choice)) => {
+                    if inner.approvals.handle_press(adapter.as_ref(), &press, &id, choice).await {
+                        // Decided, but no turn here waits for it (restart, or the
+                        // turn lives in another process): resume it from its row.
+                        turn::resume(&inner, &id).await;
+                    }
+                }
                 None => {
                     tracing::info!(action = %press.action, "press on an unknown button");
                     let answer = PressAnswer::Private("This button is no longer valid.".into());
@@ -188,6 +206,12 @@ impl Gateway {
         let key = done.origin.key;
         let guard = self.inner.busy.enter();
         self.session(key).enqueue(SessionInput::Notification(done), guard);
+    }
+
+    fn on_schedule_fired(&self, fired: maintenance::Fired) {
+        let key = fired.origin.key;
+        let guard = self.inner.busy.enter();
+        self.session(key).enqueue(SessionInput::Scheduled { origin: fired.origin, prompt: fired.prompt }, guard);
     }
 
     fn session_if_exists(&self, key: &SessionKey) -> Option<SessionHandle> {

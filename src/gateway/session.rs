@@ -3,7 +3,7 @@
 use super::turn;
 use super::Inner;
 use crate::busy::BusyGuard;
-use crate::store::SessionKey;
+use crate::store::{SessionKey, TurnOrigin};
 use crate::tasks::TaskFinished;
 use std::sync::{Arc, Mutex};
 use switchboard_platform::InboundMessage;
@@ -13,6 +13,8 @@ use tokio::sync::{mpsc, oneshot};
 pub(crate) enum SessionInput {
     Message(InboundMessage),
     Notification(TaskFinished),
+    /// A schedule fired: run its prompt in the owner's session.
+    Scheduled { origin: TurnOrigin, prompt: String },
 }
 
 struct Queued {

@@ -1,5 +1,6 @@
-//! Processing one session input: a command, a user message or a task
-//! notification — run the turn, stream the answer, persist the exchange.
+//! Processing one session input — a command, a user message, a task
+//! notification or a resumed turn: run the turn, stream the answer to the
+//! originating chat, persist the exchange.
 
 use super::commands;
 use super::host::GatewayHost;
@@ -7,20 +8,33 @@ use super::outbound::{send_text, ReplyStream};
 use super::session::{Awaiting, SessionInput};
 use super::text;
 use super::Inner;
-use crate::agent::{RuntimeEvent, TurnRequest};
+use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
+use crate::approvals::{decision_of, Decision};
 use crate::llm::{Message, Role};
-use crate::store::{SessionId, SessionKey};
+use crate::store::{SessionId, SessionKey, TurnState};
 use crate::tasks::notification_text;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter, User};
+use tokio::sync::mpsc;
 
 /// How many past messages a turn sees (compaction comes with memory management).
 const HISTORY_LIMIT: u32 = 80;
 
+/// Who a turn answers, and where.
+struct Origin {
+    key: SessionKey,
+    chat: ChatAddress,
+    user: User,
+    reply_to: Option<MessageId>,
+    adapter: Arc<dyn PlatformAdapter>,
+    session: SessionId,
+}
+
 pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awaiting, input: SessionInput) {
-    let (chat, user, reply_to, model_input, raw_text) = match &input {
-        SessionInput::Message(m) => (m.chat, m.user.clone(), Some(m.message_id), Message::user(text::user_text(&m.text)), Some(m.text.as_str())),
-        SessionInput::Notification(f) => (f.origin.chat, f.origin.user.clone(), None, Message::user(notification_text(f)), None),
+    let (chat, user, reply_to) = match &input {
+        SessionInput::Message(m) => (m.chat, m.user.clone(), Some(m.message_id)),
+        SessionInput::Notification(f) => (f.origin.chat, f.origin.user.clone(), None),
+        SessionInput::Scheduled { origin, .. } => (origin.chat, origin.user.clone(), None),
     };
     let Some(adapter) = inner.adapter(chat.platform) else {
         tracing::warn!(platform = %chat.platform, "no adapter for this platform");
@@ -34,79 +48,160 @@ pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awai
             return;
         }
     };
-    if let Some(cmd) = raw_text.and_then(commands::parse) {
-        let reply = commands::run(inner, &cmd, &key, &session, &user).await.unwrap_or_else(|e| {
-            tracing::error!(error = %e, command = %cmd.name, "command failed");
-            "⚠️ That command failed because storage is unavailable. Please try again.".into()
-        });
-        notify(adapter.as_ref(), &chat, &reply, reply_to).await;
-        return;
-    }
-    run_turn(inner, key, awaiting, adapter, chat, user, reply_to, session, model_input).await;
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_turn(
-    inner: &Arc<Inner>,
-    key: SessionKey,
-    awaiting: &Awaiting,
-    adapter: Arc<dyn PlatformAdapter>,
-    chat: ChatAddress,
-    user: User,
-    reply_to: Option<MessageId>,
-    session: SessionId,
-    input: Message,
-) {
-    let _ = adapter.activity(&chat, Activity::Typing).await;
-    let history = match inner.store.history(&session, HISTORY_LIMIT).await {
+    let model_input = match &input {
+        SessionInput::Message(m) => {
+            if let Some(cmd) = commands::parse(&m.text) {
+                let reply = commands::run(inner, &cmd, &key, &session, &user).await.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, command = %cmd.name, "command failed");
+                    "⚠️ That command failed because storage is unavailable. Please try again.".into()
+                });
+                notify(adapter.as_ref(), &chat, &reply, reply_to).await;
+                return;
+            }
+            // A reply to an `ask_user` question is the answer, never a new request.
+            match inner.store.take_waiting_question(&key).await {
+                Ok(Some(q)) => Message::user(format!(
+                    "(This answers your earlier question: «{}»)\n{}",
+                    q.replace('»', "\""),
+                    text::user_text(&m.text)
+                )),
+                Ok(None) => Message::user(text::user_text(&m.text)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the session's waiting state");
+                    Message::user(text::user_text(&m.text))
+                }
+            }
+        }
+        SessionInput::Notification(f) => Message::user(notification_text(f)),
+        SessionInput::Scheduled { prompt, .. } => Message::user(format!(
+            "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<scheduled-task>\n{prompt}\n</scheduled-task>\n\
+             A schedule the user set up has fired. Do what it asks and report to the user."
+        )),
+    };
+    let origin = Origin { key, chat, user, reply_to, adapter, session };
+    let _ = origin.adapter.activity(&chat, Activity::Typing).await;
+    let history = match inner.store.history(&origin.session, HISTORY_LIMIT).await {
         Ok(h) => aligned(h),
         Err(e) => {
             tracing::error!(error = %e, "history unavailable; answering without it");
             Vec::new()
         }
     };
-    let host = Arc::new(GatewayHost {
-        inner: Arc::clone(inner),
-        key,
-        session_id: session.0.clone(),
-        chat,
-        user: user.clone(),
-        adapter: Arc::clone(&adapter),
-        awaiting: Arc::clone(awaiting),
-    });
-    let mut events = inner.agent.run_turn(TurnRequest {
-        session_id: session.0.clone(),
+    let host = host(inner, &origin, awaiting, None);
+    let events = inner.agent.run_turn(TurnRequest {
+        session_id: origin.session.0.clone(),
         history,
-        input,
+        input: model_input,
         host,
         cancel: inner.shutdown.child_token(),
     });
-    let mut reply = ReplyStream::new(Arc::clone(&adapter), chat, reply_to);
+    deliver(inner, &origin, events).await;
+}
+
+/// Resumes a turn paused on `approval_id` if nobody else has: claims its row,
+/// applies the recorded decision to the waiting call and continues the turn,
+/// answering in the original chat.
+pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
+    let _busy = inner.busy.enter();
+    let state = match inner.store.claim_turn_state(approval_id).await {
+        Ok(Some(state)) => state,
+        Ok(None) => return,
+        Err(e) => return tracing::error!(error = %e, "could not claim a paused turn"),
+    };
+    let decision = match inner.store.approval(approval_id).await {
+        Ok(Some(record)) => decision_of(&record),
+        Ok(None) => Decision::Expired,
+        Err(e) => return tracing::error!(error = %e, "could not read the approval of a paused turn"),
+    };
+    let TurnState { session_id, origin, messages, new_from, remaining, .. } = state;
+    let Some(adapter) = inner.adapter(origin.chat.platform) else {
+        return tracing::warn!(platform = %origin.chat.platform, "paused turn for a platform without adapter");
+    };
+    let Some(first) = remaining.first() else { return };
+    let outcome = match decision {
+        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
+            Ok(arguments) => ApprovalOutcome::Allowed { arguments },
+            Err(_) => ApprovalOutcome::Denied { reason: Some("stored arguments unreadable".into()) },
+        },
+        Decision::Deny(reason) => ApprovalOutcome::Denied { reason },
+        Decision::Expired => ApprovalOutcome::Expired,
+        Decision::Edit => ApprovalOutcome::Denied { reason: Some("editing is not possible after a restart; ask again".into()) },
+    };
+    tracing::info!(approval = approval_id, "resuming a paused turn");
+    let origin = Origin {
+        key: origin.key,
+        chat: origin.chat,
+        user: origin.user,
+        reply_to: origin.reply_to,
+        adapter,
+        session: SessionId(session_id),
+    };
+    let awaiting: Awaiting = Arc::new(Mutex::new(None));
+    let host = host(inner, &origin, &awaiting, Some((first.id.clone(), outcome)));
+    let _ = origin.adapter.activity(&origin.chat, Activity::Typing).await;
+    let events = inner.agent.resume_turn(ResumeRequest {
+        session_id: origin.session.0.clone(),
+        messages,
+        new_from,
+        remaining,
+        host,
+        cancel: inner.shutdown.child_token(),
+    });
+    deliver(inner, &origin, events).await;
+}
+
+fn host(inner: &Arc<Inner>, o: &Origin, awaiting: &Awaiting, predecided: Option<(String, ApprovalOutcome)>) -> Arc<GatewayHost> {
+    Arc::new(GatewayHost {
+        inner: Arc::clone(inner),
+        key: o.key,
+        session_id: o.session.0.clone(),
+        chat: o.chat,
+        user: o.user.clone(),
+        adapter: Arc::clone(&o.adapter),
+        awaiting: Arc::clone(awaiting),
+        reply_to: o.reply_to,
+        predecided: Mutex::new(predecided),
+    })
+}
+
+/// Streams a turn's events into the chat, then persists and posts the outcome.
+async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<RuntimeEvent>) {
+    let mut reply = ReplyStream::new(Arc::clone(&o.adapter), o.chat, o.reply_to);
     let mut outcome = None;
     while let Some(event) = events.recv().await {
         match event {
             RuntimeEvent::TextDelta(t) => reply.push(&t).await,
-            RuntimeEvent::Done(o) => outcome = Some(o),
+            RuntimeEvent::Done(done) => outcome = Some(done),
             _ => {}
         }
     }
     let Some(outcome) = outcome else {
         tracing::error!("turn ended without an outcome");
-        let _ = adapter.activity(&chat, Activity::Idle).await;
+        let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
         return;
     };
+    if outcome.stop == StopReason::Handover {
+        // Another process resumed this turn and answers it.
+        return;
+    }
     let mut final_text = outcome.text.clone();
-    if let Err(e) = inner.store.append_messages(&session, &outcome.new_messages).await {
+    if let Err(e) = inner.store.append_messages(&o.session, &outcome.new_messages).await {
         tracing::error!(error = %e, "could not save the conversation");
         final_text.push_str("\n\n_(I couldn't save this exchange; I may not remember it.)_");
     }
-    if let Err(e) = inner.store.add_usage(key.platform, key.user, &outcome.usage).await {
+    if outcome.stop == StopReason::WaitingForUser {
+        let question = outcome.new_messages.last().map(|m| m.content.as_str());
+        if let Err(e) = inner.store.set_waiting_question(&o.key, question).await {
+            tracing::warn!(error = %e, "could not mark the session as waiting for an answer");
+        }
+    }
+    if let Err(e) = inner.store.add_usage(o.key.platform, o.key.user, &outcome.usage).await {
         tracing::warn!(error = %e, "could not record usage");
     }
     if let Err(e) = reply.finish(&final_text).await {
         tracing::error!(error = %e, "could not deliver the answer");
     }
-    let _ = adapter.activity(&chat, Activity::Idle).await;
+    let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
 }
 
 /// History that starts at a user message (never with an orphan tool result).

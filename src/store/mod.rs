@@ -3,15 +3,19 @@
 mod access;
 mod approvals;
 mod events;
+mod schedules;
 mod sessions;
 mod tasks;
+mod turns;
 mod usage;
 
 pub use access::PairingCode;
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub use events::SystemEvent;
+pub use schedules::ScheduleRecord;
 pub use sessions::{SessionId, SessionKey};
 pub use tasks::{TaskRecord, TaskStatus};
+pub use turns::{TurnOrigin, TurnState};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;

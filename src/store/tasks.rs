@@ -60,19 +60,24 @@ pub struct TaskRecord {
     pub result: Option<String>,
     pub chat: ChatAddress,
     pub status_message: Option<MessageId>,
+    /// `done` (notify when finished), `changes` (every state change) or `silent`.
+    pub notify: String,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str =
-    "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id, created_at, finished_at";
+const COLUMNS: &str = "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id,
+    notify, created_at, finished_at";
+
+/// How long a running task's row stays claimed without a renewal.
+pub(crate) const LEASE_MS: i64 = 60_000;
 
 impl Store {
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
         let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
-            "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&t.id)
         .bind(&t.session_id)
@@ -81,6 +86,8 @@ impl Store {
         .bind(t.status.as_str())
         .bind(chat)
         .bind(t.created_at)
+        .bind(&t.notify)
+        .bind(chrono::Utc::now().timestamp_millis() + LEASE_MS)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -128,6 +135,32 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Extends a running task's lease: its process is alive.
+    pub async fn renew_task_lease(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tasks SET lease_until = $1 WHERE id = $2 AND finished_at IS NULL")
+            .bind(chrono::Utc::now().timestamp_millis() + LEASE_MS)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Marks tasks whose process died (lease expired while unfinished) as
+    /// interrupted and returns them, once: the update is conditional.
+    pub async fn interrupt_abandoned_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "UPDATE tasks SET status = 'interrupted', finished_at = $1,
+                 result = 'interrupted: the gateway process running it stopped'
+             WHERE finished_at IS NULL AND lease_until < $2
+             RETURNING {COLUMNS}"
+        ))
+        .bind(now())
+        .bind(chrono::Utc::now().timestamp_millis())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
     pub async fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tasks WHERE id = $1"))
             .bind(id)
@@ -164,6 +197,7 @@ fn task_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<TaskRecord, StoreError> 
         result: r.try_get("result")?,
         chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("task chat: {e}")))?,
         status_message: r.try_get::<Option<i64>, _>("status_message_id")?.map(MessageId),
+        notify: r.try_get("notify")?,
         created_at: r.try_get("created_at")?,
         finished_at: r.try_get("finished_at")?,
     })

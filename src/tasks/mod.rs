@@ -3,6 +3,9 @@
 //! as a system notification for the originating session.
 
 mod progress;
+mod schedule;
+
+pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
@@ -71,6 +74,7 @@ impl TaskManager {
             result: None,
             chat: origin.chat,
             status_message: None,
+            notify: "done".into(),
             created_at: chrono::Utc::now(),
             finished_at: None,
         };

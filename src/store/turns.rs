@@ -1,0 +1,185 @@
+//! Paused turns as rows, and sessions waiting for an `ask_user` answer.
+
+use super::{SessionKey, Store, StoreError};
+use crate::llm::{Message, ToolCall};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use switchboard_platform::{ChatAddress, MessageId, User};
+
+/// Where a paused turn came from; its answer goes back there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TurnOrigin {
+    pub key: SessionKey,
+    pub chat: ChatAddress,
+    pub user: User,
+    pub reply_to: Option<MessageId>,
+}
+
+/// A turn paused on an approval.
+#[derive(Debug, Clone)]
+pub struct TurnState {
+    pub id: String,
+    pub session_id: String,
+    pub approval_id: String,
+    pub origin: TurnOrigin,
+    /// The conversation so far, including this round's completed results.
+    pub messages: Vec<Message>,
+    /// Index of the turn's first message (its input) in `messages`.
+    pub new_from: usize,
+    /// The round's calls not run yet; the first one awaits the approval.
+    pub remaining: Vec<ToolCall>,
+}
+
+fn json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(what: &str, s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+impl Store {
+    pub async fn save_turn_state(&self, t: &TurnState) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO turn_states (id, session_id, approval_id, origin, messages, new_from, remaining, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&t.id)
+        .bind(&t.session_id)
+        .bind(&t.approval_id)
+        .bind(json(&t.origin)?)
+        .bind(json(&t.messages)?)
+        .bind(i64::try_from(t.new_from).unwrap_or(0))
+        .bind(json(&t.remaining)?)
+        .bind(chrono::Utc::now().timestamp_millis())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes the paused turn waiting for `approval_id`: one atomic delete, so
+    /// exactly one process (or one waiter) gets to resume it.
+    pub async fn claim_turn_state(&self, approval_id: &str) -> Result<Option<TurnState>, StoreError> {
+        let row = sqlx::query(
+            "DELETE FROM turn_states WHERE approval_id = $1
+             RETURNING id, session_id, approval_id, origin, messages, new_from, remaining",
+        )
+        .bind(approval_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        let origin: String = r.try_get("origin")?;
+        let messages: String = r.try_get("messages")?;
+        let remaining: String = r.try_get("remaining")?;
+        Ok(Some(TurnState {
+            id: r.try_get("id")?,
+            session_id: r.try_get("session_id")?,
+            approval_id: r.try_get("approval_id")?,
+            origin: parse("turn origin", &origin)?,
+            messages: parse("turn messages", &messages)?,
+            new_from: usize::try_from(r.try_get::<i64, _>("new_from")?).unwrap_or(0),
+            remaining: parse("turn calls", &remaining)?,
+        }))
+    }
+
+    /// Marks the session as waiting for the answer to `question` (or clears it).
+    pub async fn set_waiting_question(&self, key: &SessionKey, question: Option<&str>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE sessions SET waiting_question = $1
+             WHERE platform = $2 AND chat_id = $3 AND thread_id = $4 AND user_id = $5",
+        )
+        .bind(question)
+        .bind(key.platform.as_str())
+        .bind(key.chat.0)
+        .bind(key.thread.map_or(0, |t| t.0))
+        .bind(key.user.0)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes the question the session waits on, clearing it (one answer per
+    /// question: the conditional update lets only one taker win).
+    pub async fn take_waiting_question(&self, key: &SessionKey) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, waiting_question FROM sessions
+             WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4 AND waiting_question IS NOT NULL",
+        )
+        .bind(key.platform.as_str())
+        .bind(key.chat.0)
+        .bind(key.thread.map_or(0, |t| t.0))
+        .bind(key.user.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        let (id, question): (String, String) = (r.try_get("id")?, r.try_get("waiting_question")?);
+        let done = sqlx::query("UPDATE sessions SET waiting_question = NULL WHERE id = $1 AND waiting_question = $2")
+            .bind(&id)
+            .bind(&question)
+            .execute(&self.pool)
+            .await?;
+        Ok((done.rows_affected() == 1).then_some(question))
+    }
+
+    /// Whether the session waits for an answer (without taking it).
+    pub async fn is_waiting(&self, key: &SessionKey) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT 1 FROM sessions WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4
+             AND waiting_question IS NOT NULL",
+        )
+        .bind(key.platform.as_str())
+        .bind(key.chat.0)
+        .bind(key.thread.map_or(0, |t| t.0))
+        .bind(key.user.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_store;
+    use switchboard_platform::{ChatId, Platform, UserId};
+
+    fn origin() -> TurnOrigin {
+        TurnOrigin {
+            key: SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) },
+            chat: ChatAddress::new(Platform::Test, ChatId(1), None),
+            user: User { id: UserId(1), display_name: "Ann".into(), is_bot: false, is_approver: false },
+            reply_to: Some(MessageId(3)),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_paused_turn_is_claimed_exactly_once() {
+        let (store, _dir) = test_store().await;
+        let state = TurnState {
+            id: "t1".into(),
+            session_id: "s1".into(),
+            approval_id: "a1".into(),
+            origin: origin(),
+            messages: vec![Message::user("run ls")],
+            new_from: 0,
+            remaining: vec![ToolCall { id: "c1".into(), name: "exec_command".into(), arguments: "{}".into() }],
+        };
+        store.save_turn_state(&state).await.unwrap();
+        let (a, b) = tokio::join!(store.claim_turn_state("a1"), store.claim_turn_state("a1"));
+        let claimed: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].remaining[0].id, "c1");
+        assert_eq!(claimed[0].origin.reply_to, Some(MessageId(3)));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_question_is_taken_once() {
+        let (store, _dir) = test_store().await;
+        let key = origin().key;
+        store.session(&key).await.unwrap();
+        store.set_waiting_question(&key, Some("Which branch?")).await.unwrap();
+        assert!(store.is_waiting(&key).await.unwrap());
+        assert_eq!(store.take_waiting_question(&key).await.unwrap().as_deref(), Some("Which branch?"));
+        assert_eq!(store.take_waiting_question(&key).await.unwrap(), None);
+    }
+}
