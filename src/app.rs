@@ -3,11 +3,12 @@
 use crate::agent::{Agent, AgentConfig};
 use crate::busy::Busy;
 use crate::config::Config;
-use crate::gateway::{Gateway, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
+use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
 use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
 use crate::store::{Store, StoreError};
+use crate::tasks::TaskManager;
 use crate::tools::{
-    AskUserTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
+    AskUserTool, CancelTaskTool, CheckTasksTool, ScheduleTool, ExecConfig, ExecTool, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
     WriteFileTool,
 };
 use serde_json::json;
@@ -79,7 +80,7 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
 }
 
 /// The built-in tools.
-pub fn build_tools(config: &Config, store: &Store) -> Result<ToolRegistry, RunError> {
+pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> Result<ToolRegistry, RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
         reason: e.to_string(),
@@ -95,7 +96,9 @@ pub fn build_tools(config: &Config, store: &Store) -> Result<ToolRegistry, RunEr
         .register(Arc::new(ExecTool::new(exec)))
         .register(Arc::new(WebFetchTool::new(fetch)))
         .register(Arc::new(AskUserTool::new()))
-        .register(Arc::new(CheckTasksTool::new(store.clone())));
+        .register(Arc::new(CheckTasksTool::new(store.clone())))
+        .register(Arc::new(CancelTaskTool::new(store.clone(), Arc::clone(tasks))))
+        .register(Arc::new(ScheduleTool::new(store.clone(), config.timezone.clone())));
     Ok(registry)
 }
 
@@ -103,7 +106,10 @@ pub fn build_tools(config: &Config, store: &Store) -> Result<ToolRegistry, RunEr
 pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shutdown: CancellationToken) -> Result<Running, RunError> {
     let store = Store::open(&config.database_url).await?;
     let provider = build_provider(config)?;
-    let tools = Arc::new(build_tools(config, &store)?);
+    let busy = Busy::default();
+    let (finished_tx, finished_rx) = mpsc::channel(64);
+    let tasks = TaskManager::new(store.clone(), finished_tx, shutdown.clone(), busy.clone());
+    let tools = Arc::new(build_tools(config, &store, &tasks)?);
     let agent = Arc::new(Agent::new(
         provider,
         tools,
@@ -121,8 +127,8 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
         approval_timeout: config.approval_timeout,
         pairing_ttl: Duration::from_secs(3600),
     };
-    let gateway = Gateway::new(settings, store.clone(), agent, adapters.clone(), shutdown.clone());
-    let busy = gateway.busy();
+    let parts = GatewayParts { store: store.clone(), agent, tasks, finished: finished_rx, busy: busy.clone() };
+    let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
     let (sink, inbound) = mpsc::channel(1024);
     let adapters_done = CancellationToken::new();
     let remaining = Arc::new(AtomicUsize::new(adapters.len()));

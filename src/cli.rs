@@ -36,11 +36,24 @@ enum Command {
         #[command(subcommand)]
         action: PairAction,
     },
+    /// List or revoke "always allow" rules.
+    Approvals {
+        #[command(subcommand)]
+        action: ApprovalsAction,
+    },
     /// Show the audit log of system events (newest first).
     Events {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalsAction {
+    /// List every rule.
+    List,
+    /// Revoke a rule by id (or its first 6+ characters).
+    Revoke { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +91,28 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         }
         Command::Doctor => doctor(config).await,
         Command::Pair { action } => pair(config, action).await,
+        Command::Approvals { action } => {
+            let store = Store::open(&config.database_url).await?;
+            match action {
+                ApprovalsAction::List => {
+                    let rules = store.all_rules().await?;
+                    if rules.is_empty() {
+                        println!("No \"always allow\" rules.");
+                    }
+                    for r in rules {
+                        println!("{}  {} user {}  {}  {}", &r.id[..8.min(r.id.len())], r.platform, r.user, r.tool_name, r.pattern);
+                    }
+                }
+                ApprovalsAction::Revoke { id } => {
+                    if !store.revoke_any_rule(id.trim()).await? {
+                        anyhow::bail!("no rule matches {id} (give at least 6 characters of a unique id)");
+                    }
+                    store.record_event("approval.rule_revoked", serde_json::json!({ "id": id })).await;
+                    println!("Revoked rule {id}.");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Events { limit } => {
             let store = Store::open(&config.database_url).await?;
             for e in store.events(limit).await? {

@@ -50,6 +50,8 @@ pub struct Config {
     pub exec_timeout: Duration,
     pub web_fetch_allow: Vec<String>,
     pub system_prompt: Option<String>,
+    /// IANA time zone for cron schedules.
+    pub timezone: String,
     pub log_format: LogFormat,
     /// Enabled chat platforms (Telegram, Discord).
     pub platforms: crate::wiring::PlatformConfigs,
@@ -120,6 +122,14 @@ impl Config {
                 })
             }
         };
+        let timezone = get("TIMEZONE").unwrap_or_else(|| "UTC".into());
+        if timezone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(ConfigError::Invalid {
+                var: "TIMEZONE",
+                problem: format!("unknown time zone {timezone:?}"),
+                fix: "use an IANA name such as Europe/Berlin or UTC",
+            });
+        }
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         Ok(Config {
             llm: LlmConfig {
@@ -142,6 +152,7 @@ impl Config {
                 .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
                 .unwrap_or_default(),
             system_prompt: get("SYSTEM_PROMPT"),
+            timezone,
             log_format,
             platforms,
         })

@@ -7,6 +7,7 @@ use super::host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, ToolCall};
+use crate::store::TurnOrigin;
 use crate::tools::{Tool, ToolContext, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -30,6 +31,7 @@ pub(crate) struct RoundRunner<'a> {
     pub events: &'a mpsc::Sender<RuntimeEvent>,
     /// Index of the turn's input in the conversation (for checkpoints).
     pub new_from: usize,
+    pub origin: Option<&'a TurnOrigin>,
 }
 
 /// What a round produced.
@@ -222,7 +224,12 @@ impl RoundRunner<'_> {
                 })
                 .map_err(|e| format!("error: could not start the background task: {e}")));
         }
-        let ctx = ToolContext { cancel: self.cancel.child_token(), session_id: self.session_id.to_owned(), ..ToolContext::default() };
+        let ctx = ToolContext {
+            cancel: self.cancel.child_token(),
+            session_id: self.session_id.to_owned(),
+            origin: self.origin.cloned(),
+            ..ToolContext::default()
+        };
         // A panicking tool must not take the turn down: run it on its own task.
         let joined = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
         Ok(match joined {

@@ -7,6 +7,7 @@ use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use crate::llm::{ChatRequest, Chunk, Message, Provider, ProviderError, Role, ToolCall, Usage};
+use crate::store::TurnOrigin;
 use crate::tools::ToolRegistry;
 use futures::StreamExt;
 use serde_json::json;
@@ -29,6 +30,7 @@ pub struct AgentConfig {
 /// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
 pub struct ResumeRequest {
     pub session_id: String,
+    pub origin: Option<TurnOrigin>,
     pub messages: Vec<Message>,
     pub new_from: usize,
     pub remaining: Vec<ToolCall>,
@@ -39,6 +41,7 @@ pub struct ResumeRequest {
 /// What [`Agent::drive`] works on.
 struct Drive {
     session_id: String,
+    origin: Option<TurnOrigin>,
     messages: Vec<Message>,
     new_from: usize,
     pending: Option<Vec<ToolCall>>,
@@ -49,6 +52,8 @@ struct Drive {
 /// One turn's input.
 pub struct TurnRequest {
     pub session_id: String,
+    /// The chat and user the turn serves (tools such as `schedule` need it).
+    pub origin: Option<TurnOrigin>,
     pub history: Vec<Message>,
     pub input: Message,
     pub host: Arc<dyn TurnHost>,
@@ -84,17 +89,17 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let TurnRequest { session_id, mut history, input, host, cancel } = request;
+        let TurnRequest { session_id, origin, mut history, input, host, cancel } = request;
         let new_from = history.len();
         history.push(input);
-        self.spawn(Drive { session_id, messages: history, new_from, pending: None, host, cancel })
+        self.spawn(Drive { session_id, origin, messages: history, new_from, pending: None, host, cancel })
     }
 
     /// Resumes a turn paused on an approval (in this process or another, before
     /// or after a restart): runs the round's remaining calls, then continues.
     pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let ResumeRequest { session_id, messages, new_from, remaining, host, cancel } = request;
-        self.spawn(Drive { session_id, messages, new_from, pending: Some(remaining), host, cancel })
+        let ResumeRequest { session_id, origin, messages, new_from, remaining, host, cancel } = request;
+        self.spawn(Drive { session_id, origin, messages, new_from, pending: Some(remaining), host, cancel })
     }
 
     fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
@@ -108,7 +113,7 @@ impl Agent {
     }
 
     async fn drive(&self, d: Drive, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
-        let Drive { session_id, mut messages, new_from, mut pending, host, cancel } = d;
+        let Drive { session_id, origin, mut messages, new_from, mut pending, host, cancel } = d;
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
         let mut pad = Scratchpad::open(&self.config.data_dir, &session_id, &turn_id);
@@ -129,6 +134,7 @@ impl Agent {
             cancel: &cancel,
             events: tx,
             new_from,
+            origin: origin.as_ref(),
         };
 
         for round in 1..=self.config.max_tool_rounds {

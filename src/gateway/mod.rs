@@ -66,17 +66,25 @@ pub struct Gateway {
     finished: mpsc::Receiver<TaskFinished>,
 }
 
+/// The services a gateway routes to.
+pub struct GatewayParts {
+    pub store: Store,
+    pub agent: Arc<Agent>,
+    pub tasks: Arc<TaskManager>,
+    /// Where `tasks` reports finished background tasks.
+    pub finished: mpsc::Receiver<TaskFinished>,
+    /// Shared with `tasks`: work in flight.
+    pub busy: Busy,
+}
+
 impl Gateway {
     pub fn new(
         settings: GatewaySettings,
-        store: Store,
-        agent: Arc<Agent>,
+        parts: GatewayParts,
         adapters: Vec<Arc<dyn PlatformAdapter>>,
         shutdown: CancellationToken,
     ) -> Gateway {
-        let busy = Busy::default();
-        let (finished_tx, finished) = mpsc::channel(64);
-        let tasks = TaskManager::new(store.clone(), finished_tx, shutdown.clone(), busy.clone());
+        let GatewayParts { store, agent, tasks, finished, busy } = parts;
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout),
             store,

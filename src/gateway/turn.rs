@@ -11,7 +11,7 @@ use super::Inner;
 use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
 use crate::approvals::{decision_of, Decision};
 use crate::llm::{Message, Role};
-use crate::store::{SessionId, SessionKey, TurnState};
+use crate::store::{SessionId, SessionKey, TurnOrigin, TurnState};
 use crate::tasks::notification_text;
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter, User};
@@ -28,6 +28,12 @@ struct Origin {
     reply_to: Option<MessageId>,
     adapter: Arc<dyn PlatformAdapter>,
     session: SessionId,
+}
+
+impl Origin {
+    fn turn_origin(&self) -> TurnOrigin {
+        TurnOrigin { key: self.key, chat: self.chat, user: self.user.clone(), reply_to: self.reply_to }
+    }
 }
 
 pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awaiting, input: SessionInput) {
@@ -90,6 +96,7 @@ pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awai
     let host = host(inner, &origin, awaiting, None);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
+        origin: Some(origin.turn_origin()),
         history,
         input: model_input,
         host,
@@ -141,6 +148,7 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
     let _ = origin.adapter.activity(&origin.chat, Activity::Typing).await;
     let events = inner.agent.resume_turn(ResumeRequest {
         session_id: origin.session.0.clone(),
+        origin: Some(origin.turn_origin()),
         messages,
         new_from,
         remaining,

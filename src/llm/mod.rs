@@ -2,6 +2,7 @@
 //! model metadata.
 
 mod error;
+mod estimate;
 mod metadata;
 mod openai;
 mod openai_error;
@@ -11,6 +12,7 @@ mod tool_call_text;
 mod types;
 
 pub use error::ProviderError;
+pub use estimate::{estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented};
 pub use metadata::{context_window_for, ModelInfo};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};

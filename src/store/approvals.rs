@@ -235,6 +235,35 @@ impl Store {
             .collect()
     }
 
+    /// Every rule, for the operator (`switchboard approvals list`).
+    pub async fn all_rules(&self) -> Result<Vec<ApprovalRule>, StoreError> {
+        let rows = sqlx::query("SELECT id, platform, user_id, tool_name, pattern FROM approval_rules ORDER BY created_at")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                let platform: String = r.try_get("platform")?;
+                Ok(ApprovalRule {
+                    id: r.try_get("id")?,
+                    platform: Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
+                    user: UserId(r.try_get("user_id")?),
+                    tool_name: r.try_get("tool_name")?,
+                    pattern: r.try_get("pattern")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Revokes any user's rule by id or unique prefix (6+ chars), for the operator.
+    pub async fn revoke_any_rule(&self, id: &str) -> Result<bool, StoreError> {
+        let rules = self.all_rules().await?;
+        let matching: Vec<&ApprovalRule> = rules.iter().filter(|r| id.len() >= 6 && r.id.starts_with(id)).collect();
+        match matching.as_slice() {
+            [rule] => self.revoke_rule(rule.platform, rule.user, &rule.id).await,
+            _ => Ok(false),
+        }
+    }
+
     /// Revokes one of the user's rules by id (or id prefix of at least 6 chars).
     pub async fn revoke_rule(&self, platform: Platform, user: UserId, id: &str) -> Result<bool, StoreError> {
         if id.len() < 6 {

@@ -9,7 +9,7 @@ pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
-use crate::store::{SessionKey, Store, StoreError, TaskRecord, TaskStatus};
+use crate::store::{SessionKey, Store, StoreError, TaskRecord, TaskStatus, TurnOrigin};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -40,6 +40,8 @@ pub struct TaskFinished {
     pub guard: BusyGuard,
 }
 
+/// How often a running task renews its lease (the lease lasts 60 s).
+const LEASE_RENEWAL: Duration = Duration::from_secs(20);
 /// Minimum time between two progress edits of a status message.
 const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
 /// How much of a result the notification carries (the rest via check_background_tasks).
@@ -115,7 +117,13 @@ impl TaskManager {
         let short = id.get(..8).unwrap_or(&id).to_owned();
         let status_ref = self.post_status(&origin, &id, &short, &tool_name).await;
         let (tx, rx) = watch::channel(Progress::default());
-        let ctx = ToolContext { cancel: cancel.clone(), progress: ProgressSink::new(tx), session_id: origin.session_id.clone() };
+        let ctx = ToolContext {
+            cancel: cancel.clone(),
+            progress: ProgressSink::new(tx),
+            session_id: origin.session_id.clone(),
+            origin: Some(TurnOrigin { key: origin.key, chat: origin.chat, user: origin.user.clone(), reply_to: None }),
+        };
+        let lease = tokio::spawn(renew_lease(self.store.clone(), id.clone(), cancel.clone()));
         let progress_done = CancellationToken::new();
         let reporter = tokio::spawn(report_progress(
             self.store.clone(),
@@ -130,6 +138,7 @@ impl TaskManager {
         ));
         let outcome = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
         progress_done.cancel();
+        lease.abort();
         let last_progress = reporter.await.unwrap_or_default();
         let (status, result) = match outcome {
             Ok(Ok(text)) => (TaskStatus::Succeeded, text),
@@ -180,6 +189,20 @@ impl TaskManager {
 
     fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Keeps the task's row leased while this process runs it, so a restart can
+/// tell tasks of dead processes from live ones.
+async fn renew_lease(store: Store, id: String, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(LEASE_RENEWAL) => {}
+            () = cancel.cancelled() => return,
+        }
+        if let Err(e) = store.renew_task_lease(&id).await {
+            tracing::warn!(error = %e, task = %id, "could not renew a task lease");
+        }
     }
 }
 

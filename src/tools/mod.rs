@@ -10,6 +10,7 @@ mod fs;
 mod html_text;
 mod net_guard;
 mod registry;
+mod schedule;
 mod spec;
 mod web_fetch;
 
@@ -18,5 +19,6 @@ pub use check_tasks::CheckTasksTool;
 pub use exec::{ExecConfig, ExecTool};
 pub use fs::{ReadFileTool, WriteFileTool, Workspace};
 pub use registry::ToolRegistry;
+pub use schedule::{CancelTaskTool, ScheduleTool};
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};

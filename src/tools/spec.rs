@@ -53,6 +53,9 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// Stable id of the calling session (for tools that keep per-session state).
     pub session_id: String,
+    /// Who called and from which chat (for tools that act later on the user's
+    /// behalf, like schedules). `None` outside a chat turn.
+    pub origin: Option<crate::store::TurnOrigin>,
 }
 
 /// A tool failure. [`ToolError::for_model`] is what the model sees; `Display`

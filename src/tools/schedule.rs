@@ -1,0 +1,162 @@
+//! `schedule` and `cancel_task`: future work on the user's behalf, and stopping it.
+
+use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::store::{ScheduleRecord, Store};
+use crate::tasks::{first_occurrence, TaskManager};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Creates schedules whose occurrences run a turn in this conversation.
+pub struct ScheduleTool {
+    spec: ToolSpec,
+    store: Store,
+    timezone: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleArgs {
+    kind: String,
+    spec: String,
+    prompt: String,
+    #[serde(default)]
+    missed: Option<String>,
+}
+
+impl ScheduleTool {
+    pub fn new(store: Store, timezone: impl Into<String>) -> ScheduleTool {
+        let timezone = timezone.into();
+        ScheduleTool {
+            spec: ToolSpec {
+                name: "schedule".into(),
+                display_name: "Schedule".into(),
+                description: format!(
+                    "Schedule work for later in this conversation. kind `at`: spec is an RFC 3339 time; `every`: spec is \
+                     an interval in seconds (≥ 60); `cron`: a 5-field cron expression in the {timezone} time zone. When it \
+                     fires you get `prompt` as a system notification and your answer is posted here. `missed` says what \
+                     to do with an occurrence missed while the gateway was down: `run_once` (default) or `skip`."
+                ),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "kind": { "type": "string", "enum": ["at", "every", "cron"] },
+                        "spec": { "type": "string" },
+                        "prompt": { "type": "string", "description": "What to do when it fires." },
+                        "missed": { "type": "string", "enum": ["run_once", "skip"] }
+                    },
+                    "required": ["kind", "spec", "prompt"],
+                    "additionalProperties": false
+                }),
+                concurrency_safe: false,
+                requires_approval: false,
+                background: false,
+            },
+            store,
+            timezone,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ScheduleTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: ScheduleArgs = serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let Some(origin) = ctx.origin.clone() else {
+            return Err(ToolError::Forbidden("schedules can only be created from a chat".into()));
+        };
+        let missed = args.missed.unwrap_or_else(|| "run_once".into());
+        if !matches!(missed.as_str(), "run_once" | "skip") {
+            return Err(ToolError::InvalidArguments("`missed` must be run_once or skip".into()));
+        }
+        if args.prompt.trim().is_empty() {
+            return Err(ToolError::InvalidArguments("`prompt` must say what to do".into()));
+        }
+        let next = first_occurrence(&args.kind, &args.spec, &self.timezone)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?
+            .ok_or_else(|| ToolError::InvalidArguments("that time is in the past".into()))?;
+        let record = ScheduleRecord {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            session_id: ctx.session_id.clone(),
+            origin,
+            kind: args.kind,
+            spec: args.spec,
+            timezone: self.timezone.clone(),
+            prompt: args.prompt,
+            missed,
+            next_run_at: Some(next),
+            last_fired_at: None,
+            fired_count: 0,
+            active: true,
+        };
+        self.store.insert_schedule(&record).await.map_err(|e| ToolError::Failed {
+            message: "could not store the schedule".into(),
+            diagnostics: Some(e.to_string()),
+        })?;
+        let when = chrono::DateTime::from_timestamp_millis(next).map(|t| t.to_rfc3339()).unwrap_or_default();
+        Ok(json!({ "schedule_id": record.id, "next_run_at": when }).to_string())
+    }
+}
+
+/// Cancels a running background task or an active schedule of this conversation.
+pub struct CancelTaskTool {
+    spec: ToolSpec,
+    store: Store,
+    tasks: Arc<TaskManager>,
+}
+
+impl CancelTaskTool {
+    pub fn new(store: Store, tasks: Arc<TaskManager>) -> CancelTaskTool {
+        CancelTaskTool {
+            spec: ToolSpec {
+                name: "cancel_task".into(),
+                display_name: "Cancel task".into(),
+                description: "Cancel a running background task or an active schedule of this conversation, by its id \
+                              (or the first 8 characters of it)."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "task_id": { "type": "string" } },
+                    "required": ["task_id"],
+                    "additionalProperties": false
+                }),
+                concurrency_safe: false,
+                requires_approval: false,
+                background: false,
+            },
+            store,
+            tasks,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for CancelTaskTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let id = args.get("task_id").and_then(Value::as_str).unwrap_or_default().trim().to_ascii_lowercase();
+        if id.len() < 6 {
+            return Err(ToolError::InvalidArguments("give the task or schedule id (at least 6 characters)".into()));
+        }
+        let failed = |e: crate::store::StoreError| ToolError::Failed { message: "task store unavailable".into(), diagnostics: Some(e.to_string()) };
+        let tasks = self.store.session_tasks(&ctx.session_id, 100).await.map_err(failed)?;
+        if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
+            return Ok(if self.tasks.cancel(&task.id) {
+                format!("Cancelling task {}.", task.id)
+            } else {
+                format!("Task {} is not running (status {}).", task.id, task.status.as_str())
+            });
+        }
+        if self.store.cancel_schedule(&ctx.session_id, &id).await.map_err(failed)? {
+            return Ok(format!("Schedule {id} cancelled."));
+        }
+        Err(ToolError::InvalidArguments(format!("no running task or active schedule {id} in this conversation")))
+    }
+}
