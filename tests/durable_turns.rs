@@ -1,0 +1,329 @@
+//! Durable turns: paused approvals and ask_user questions survive a restart, two
+//! gateways on one database execute an approved call once, schedules fire once
+//! per occurrence, and tasks left by a dead process are reported.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use support::fake_llm::{FakeLlm, Reply};
+use support::test_channel::{dm_chat, user, TestChannel};
+use switchboard::store::{ScheduleRecord, SessionKey, TaskRecord, TaskStatus, TurnOrigin};
+use switchboard::{Config, Running};
+use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
+use tokio_util::sync::CancellationToken;
+
+/// One gateway process: the real core on a shared data dir.
+struct Instance {
+    channel: Arc<TestChannel>,
+    running: Running,
+    shutdown: CancellationToken,
+}
+
+fn config(llm: &FakeLlm, dir: &Path) -> Config {
+    let data = dir.join("data");
+    let map: HashMap<String, String> = [
+        ("LLM_BASE_URL", llm.base_url()),
+        ("LLM_MODEL", "fake-model".to_owned()),
+        ("DATA_DIR", data.display().to_string()),
+        ("DATABASE_URL", format!("sqlite://{}", data.join("switchboard.db").display())),
+        ("WORKSPACE_DIR", dir.join("ws").display().to_string()),
+        ("ACCESS_POLICY", "open".to_owned()),
+        ("APPROVAL_TIMEOUT", "60".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    Config::from_lookup(|k| map.get(k).cloned()).unwrap()
+}
+
+async fn instance(llm: &FakeLlm, dir: &Path) -> Instance {
+    let channel = TestChannel::new();
+    let shutdown = CancellationToken::new();
+    let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
+    let running = switchboard::start(&config(llm, dir), adapters, shutdown.clone()).await.unwrap();
+    Instance { channel, running, shutdown }
+}
+
+impl Instance {
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.running.wait().await;
+    }
+}
+
+fn exec_call(id: &str, command: &str) -> Reply {
+    Reply::tool_calls(vec![(id, "exec_command", json!({ "command": command }))])
+}
+
+/// The text of the last tool message the model received in `request`.
+fn last_tool_result(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn lines(path: PathBuf) -> usize {
+    std::fs::read_to_string(path).map(|s| s.lines().count()).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn an_approval_pressed_after_a_restart_resumes_the_turn() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(exec_call("call_1", "echo resumed-after-restart"));
+    let first = instance(&llm, dir.path()).await;
+    let asked = first.channel.dm(1, "please run the echo").await;
+    let card = first.channel.card().await;
+    first.stop().await;
+
+    // A fresh process on the same database: the button still works.
+    llm.push(Reply::text("It printed resumed-after-restart."));
+    let second = instance(&llm, dir.path()).await;
+    second.channel.press(1, &card.action('y')).await;
+    let log = second.channel.wait_for("the resumed answer", |l| l.has_text("It printed resumed-after-restart.")).await;
+    let answer = log.find("It printed resumed-after-restart.").unwrap();
+    assert_eq!(answer.chat, dm_chat(1), "answer goes to the original chat");
+    let reply_to = log.ops.iter().find_map(|op| match op {
+        support::test_channel::Op::Send { id, reply_to, .. } if *id == answer.id => Some(*reply_to),
+        _ => None,
+    });
+    assert_eq!(reply_to, Some(Some(asked)), "and replies to the original message");
+    let requests = llm.requests().await;
+    assert!(last_tool_result(requests.last().unwrap()).contains("resumed-after-restart"), "the tool really ran");
+    // The answer streams before it is saved; wait for the saved exchange.
+    let session = session(&second, 1).await;
+    let saved = async {
+        loop {
+            let history = second.running.store.history(&session, 50).await.unwrap();
+            if history.iter().any(|m| m.content == "It printed resumed-after-restart.") {
+                return history;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let history = tokio::time::timeout(Duration::from_secs(20), saved).await.expect("the resumed turn is saved");
+    assert!(history.iter().any(|m| m.content.contains("please run the echo")), "the whole turn is saved once");
+    assert_eq!(history.iter().filter(|m| m.content.contains("please run the echo")).count(), 1);
+    second.stop().await;
+}
+
+async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
+    let key = SessionKey { platform: Platform::Test, chat: ChatId(user), thread: None, user: UserId(user) };
+    i.running.store.session(&key).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_denial_after_a_restart_reaches_the_model() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(exec_call("call_1", "rm -rf build"));
+    let first = instance(&llm, dir.path()).await;
+    first.channel.dm(1, "clean up").await;
+    let card = first.channel.card().await;
+    first.stop().await;
+
+    llm.push(Reply::text("Understood, I left it alone."));
+    let second = instance(&llm, dir.path()).await;
+    second.channel.press(1, &card.action('n')).await;
+    second.channel.wait_for("the answer", |l| l.has_text("Understood, I left it alone.")).await;
+    let requests = llm.requests().await;
+    assert!(last_tool_result(requests.last().unwrap()).contains("denied"));
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(Reply::tool_calls(vec![("call_q", "ask_user", json!({ "question": "Which environment?" }))]));
+    let first = instance(&llm, dir.path()).await;
+    first.channel.dm(1, "deploy it").await;
+    first.channel.wait_for("the question", |l| l.any_contains("Which environment?")).await;
+    first.stop().await;
+
+    llm.push(Reply::text("Deploying to staging."));
+    let second = instance(&llm, dir.path()).await;
+    second.channel.dm(1, "yes").await;
+    second.channel.wait_for("the answer", |l| l.has_text("Deploying to staging.")).await;
+    let requests = llm.requests().await;
+    let last_user = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(last_user.contains("Which environment?") && last_user.ends_with("yes"), "{last_user}");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn two_instances_pressing_the_same_approval_execute_it_once() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(exec_call("call_1", "echo ran >> runs.txt"));
+    llm.set_responder(|_| Reply::text("Done once."));
+    let a = instance(&llm, dir.path()).await;
+    let b = instance(&llm, dir.path()).await;
+    a.channel.dm(1, "record a run").await;
+    let card = a.channel.card().await;
+    let action = card.action('y');
+    tokio::join!(a.channel.press(1, &action), b.channel.press(1, &action));
+    let answered = |l: &support::test_channel::Log| l.has_text("Done once.");
+    // The turn lives in A; whichever process won the decision resumes it.
+    tokio::select! {
+        _ = a.channel.wait_for("an answer in A", answered) => {}
+        _ = b.channel.wait_for("an answer in B", answered) => {}
+    }
+    // Let any duplicate show up before counting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(lines(dir.path().join("ws/runs.txt")), 1, "the command ran exactly once");
+    let answers = a.channel.log().count_containing("Done once.") + b.channel.log().count_containing("Done once.");
+    assert_eq!(answers, 1, "one answer");
+    let refused = a.channel.log().answers().len() + b.channel.log().answers().len();
+    assert_eq!(refused, 2, "both presses were answered");
+    a.stop().await;
+    b.stop().await;
+}
+
+fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord {
+    let key = SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) };
+    ScheduleRecord {
+        id: id.into(),
+        session_id: "sched-session".into(),
+        origin: TurnOrigin { key, chat: dm_chat(1), user: user(1), reply_to: None },
+        kind: "at".into(),
+        spec: chrono::DateTime::from_timestamp_millis(due_ms).unwrap().to_rfc3339(),
+        timezone: "UTC".into(),
+        prompt: prompt.into(),
+        missed: missed.into(),
+        next_run_at: Some(due_ms),
+        last_fired_at: None,
+        fired_count: 0,
+        active: true,
+    }
+}
+
+fn scheduled_requests(requests: &[serde_json::Value], prompt: &str) -> usize {
+    requests
+        .iter()
+        .filter(|r| r["messages"].as_array().unwrap().last().and_then(|m| m["content"].as_str()).is_some_and(|c| c.contains(prompt)))
+        .count()
+}
+
+#[tokio::test]
+async fn a_due_schedule_fires_exactly_once_across_two_instances() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.set_responder(|_| Reply::text("Reminder delivered."));
+    let a = instance(&llm, dir.path()).await;
+    let b = instance(&llm, dir.path()).await;
+    let now = chrono::Utc::now().timestamp_millis();
+    a.running.store.insert_schedule(&schedule("s-once", now + 1_500, "run_once", "water the plants")).await.unwrap();
+    let answered = |l: &support::test_channel::Log| l.has_text("Reminder delivered.");
+    tokio::select! {
+        _ = a.channel.wait_for("the reminder in A", answered) => {}
+        _ = b.channel.wait_for("the reminder in B", answered) => {}
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(scheduled_requests(&llm.requests().await, "water the plants"), 1);
+    let answers = a.channel.log().count_containing("Reminder delivered.") + b.channel.log().count_containing("Reminder delivered.");
+    assert_eq!(answers, 1);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn schedules_missed_during_downtime_follow_their_policy() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.set_responder(|_| Reply::text("Caught up."));
+    let first = instance(&llm, dir.path()).await;
+    let ten_minutes_ago = chrono::Utc::now().timestamp_millis() - 600_000;
+    first.running.store.insert_schedule(&schedule("s-run", ten_minutes_ago, "run_once", "missed but run")).await.unwrap();
+    first.running.store.insert_schedule(&schedule("s-skip", ten_minutes_ago, "skip", "missed and skipped")).await.unwrap();
+    first.channel.wait_for("the run_once schedule", |l| l.has_text("Caught up.")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let requests = llm.requests().await;
+    assert_eq!(scheduled_requests(&requests, "missed but run"), 1);
+    assert_eq!(scheduled_requests(&requests, "missed and skipped"), 0);
+    let events = first.running.store.events(50).await.unwrap();
+    assert!(events.iter().any(|e| e.kind == "schedule.skipped"));
+    first.stop().await;
+}
+
+#[tokio::test]
+async fn a_task_left_running_by_a_dead_process_is_reported_after_restart() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = instance(&llm, dir.path()).await;
+    let task = TaskRecord {
+        id: "0123456789abcdef0123456789abcdef".into(),
+        session_id: "s".into(),
+        tool_name: "exec_command".into(),
+        arguments: "{}".into(),
+        status: TaskStatus::Running,
+        stage: String::new(),
+        detail: String::new(),
+        percent: None,
+        result: None,
+        chat: dm_chat(1),
+        status_message: None,
+        notify: "done".into(),
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+    };
+    first.running.store.insert_task(&task).await.unwrap();
+    first.stop().await;
+    // The process "died": its lease lapses without renewal.
+    let url = format!("sqlite://{}", dir.path().join("data/switchboard.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("UPDATE tasks SET lease_until = 0").execute(&pool).await.unwrap();
+    pool.close().await;
+
+    let second = instance(&llm, dir.path()).await;
+    second.channel.wait_for("the interrupted notice", |l| l.any_contains("`01234567` (exec_command) was interrupted")).await;
+    let stored = second.running.store.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, TaskStatus::Interrupted);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn an_always_rule_skips_the_card_until_revoked() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let i = instance(&llm, dir.path()).await;
+    llm.push(exec_call("c1", "echo ok"));
+    llm.push(Reply::text("first"));
+    i.channel.dm(1, "go").await;
+    let card = i.channel.card().await;
+    i.channel.press(1, &card.action('a')).await;
+    i.channel.wait_for("first answer", |l| l.has_text("first")).await;
+
+    llm.push(exec_call("c2", "echo ok"));
+    llm.push(Reply::text("second"));
+    i.channel.dm(1, "again").await;
+    let log = i.channel.wait_for("second answer", |l| l.has_text("second")).await;
+    assert_eq!(log.cards_ever(), 1, "the rule allowed it without a card");
+
+    let rules = i.running.store.rules(Platform::Test, UserId(1)).await.unwrap();
+    i.channel.dm(1, &format!("/approvals revoke {}", &rules[0].id[..8])).await;
+    i.channel.wait_for("revoked", |l| l.any_contains("Revoked rule")).await;
+    llm.push(exec_call("c3", "echo ok"));
+    i.channel.dm(1, "once more").await;
+    i.channel.wait_for("a new card", |l| l.cards_ever() == 2).await;
+    i.stop().await;
+}
