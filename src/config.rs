@@ -13,6 +13,9 @@ pub enum ConfigError {
     Missing { var: &'static str, fix: &'static str },
     #[error("{var} is invalid ({problem}): {fix}")]
     Invalid { var: &'static str, problem: String, fix: &'static str },
+    /// A platform adapter's own variables (its message names them).
+    #[error("{0}")]
+    Platform(String),
 }
 
 /// How logs are written.

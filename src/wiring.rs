@@ -4,24 +4,43 @@
 use crate::config::ConfigError;
 use std::path::Path;
 use std::sync::Arc;
+use switchboard_discord::{DiscordAdapter, DiscordConfig};
 use switchboard_platform::PlatformAdapter;
+use switchboard_telegram::{TelegramAdapter, TelegramConfig};
 
 /// Configuration of every platform adapter that is enabled.
 #[derive(Debug, Clone, Default)]
-pub struct PlatformConfigs {}
+pub struct PlatformConfigs {
+    pub telegram: Option<TelegramConfig>,
+    pub discord: Option<DiscordConfig>,
+}
 
 impl PlatformConfigs {
-    pub(crate) fn from_lookup(_get: &dyn Fn(&str) -> Option<String>, _data_dir: &Path) -> Result<PlatformConfigs, ConfigError> {
-        Ok(PlatformConfigs {})
+    /// Reads `TELEGRAM_*` and `DISCORD_*`; a platform is enabled by its token.
+    pub(crate) fn from_lookup(get: &dyn Fn(&str) -> Option<String>, data_dir: &Path) -> Result<PlatformConfigs, ConfigError> {
+        Ok(PlatformConfigs {
+            telegram: TelegramConfig::from_env(get, data_dir).map_err(|e| ConfigError::Platform(e.to_string()))?,
+            discord: DiscordConfig::from_env(get).map_err(|e| ConfigError::Platform(e.to_string()))?,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
-        true
+        self.telegram.is_none() && self.discord.is_none()
     }
 
     /// Connects every enabled adapter (checking credentials with the platform).
+    /// Errors never contain tokens: the adapters scrub them.
     pub async fn connect(&self) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
-        Ok(Vec::new())
+        let mut adapters: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
+        if let Some(config) = &self.telegram {
+            let adapter = TelegramAdapter::connect(config.clone()).await.map_err(|e| format!("Telegram: {e}"))?;
+            adapters.push(Arc::new(adapter));
+        }
+        if let Some(config) = &self.discord {
+            let adapter = DiscordAdapter::connect(config.clone()).await.map_err(|e| format!("Discord: {e}"))?;
+            adapters.push(Arc::new(adapter));
+        }
+        Ok(adapters)
     }
 }
 

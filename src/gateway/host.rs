@@ -1,6 +1,6 @@
 //! The gateway's side of a turn: approvals through the chat, background tasks.
 
-use super::session::Awaiting;
+use super::session::{Awaiting, EditWaiter};
 use super::Inner;
 use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use crate::approvals::{ApprovalRequest, Decision, Opened};
@@ -66,6 +66,9 @@ impl TurnHost for GatewayHost {
             let approval_id = pending.id.clone();
             // The paused turn lives in the database; this task is only a cache of it.
             let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
+            // Armed before the decision can arrive: the new arguments may be sent
+            // right after the "edit" press, before this task wakes up.
+            let edit = self.expect_edit(&approval_id);
             let decision = match self.inner.approvals.wait(self.adapter.as_ref(), pending).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -73,12 +76,18 @@ impl TurnHost for GatewayHost {
                     Decision::Expired
                 }
             };
+            if decision != Decision::Edit {
+                self.stop_expecting_edit();
+            }
             // Whoever takes the stored turn resumes it; if another process (or the
             // expiry sweeper) took it first, this copy steps aside.
             if saved {
                 match self.inner.store.claim_turn_state(&approval_id).await {
                     Ok(Some(_)) => {}
-                    Ok(None) => return ApprovalOutcome::Abandoned,
+                    Ok(None) => {
+                        self.stop_expecting_edit();
+                        return ApprovalOutcome::Abandoned;
+                    }
                     Err(e) => tracing::warn!(error = %e, "could not claim the paused turn; continuing here"),
                 }
             }
@@ -87,7 +96,7 @@ impl TurnHost for GatewayHost {
                 Decision::Deny(reason) => return ApprovalOutcome::Denied { reason },
                 Decision::Expired => return ApprovalOutcome::Expired,
                 Decision::Edit => {
-                    let Some(text) = self.next_message().await else { return ApprovalOutcome::Expired };
+                    let Some(text) = self.edit_text(edit).await else { return ApprovalOutcome::Expired };
                     match edited_arguments(&args, &text) {
                         Some(new_args) => args = new_args,
                         None => {
@@ -153,12 +162,22 @@ impl GatewayHost {
         }
     }
 
-    /// Waits for the requester's next message in this session.
-    async fn next_message(&self) -> Option<String> {
+    /// Lets the gateway hand this turn the requester's next message once
+    /// `approval_id` is sent back for editing.
+    fn expect_edit(&self, approval_id: &str) -> oneshot::Receiver<String> {
         let (tx, rx) = oneshot::channel();
-        *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
-        let text = tokio::time::timeout(self.inner.approval_timeout, rx).await.ok().and_then(Result::ok);
+        *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(EditWaiter { approval_id: approval_id.to_owned(), tx });
+        rx
+    }
+
+    fn stop_expecting_edit(&self) {
         self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Waits for the requester's next message: the edited arguments.
+    async fn edit_text(&self, rx: oneshot::Receiver<String>) -> Option<String> {
+        let text = tokio::time::timeout(self.inner.approval_timeout, rx).await.ok().and_then(Result::ok);
+        self.stop_expecting_edit();
         text
     }
 

@@ -17,7 +17,7 @@ pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 use crate::agent::Agent;
 use crate::approvals::{parse_action, Approvals, Choice};
 use crate::busy::Busy;
-use crate::store::{SessionKey, Store};
+use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
 use limiter::{Limit, UserLimiter};
@@ -138,10 +138,14 @@ impl Gateway {
             return;
         }
         let key = SessionKey { platform: msg.chat.platform, chat: msg.chat.chat, thread: msg.chat.thread, user: msg.user.id };
-        // A paused turn waiting for this user's next message takes it first.
+        // A paused turn whose approval was sent back for editing takes this
+        // user's next message as the new arguments.
         if let Some(handle) = self.session_if_exists(&key) {
-            if handle.deliver_awaited(&msg.text) {
-                return;
+            if let Some(approval_id) = handle.awaited_approval() {
+                let editing = matches!(inner.store.approval(&approval_id).await, Ok(Some(r)) if r.status == ApprovalStatus::Edited);
+                if editing && handle.deliver_awaited(&approval_id, &msg.text) {
+                    return;
+                }
             }
         }
         // Unaddressed group chatter is ignored, unless it answers this user's

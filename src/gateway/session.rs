@@ -22,8 +22,16 @@ struct Queued {
     _guard: BusyGuard,
 }
 
-/// A paused turn waiting for the user's next message (approval edits).
-pub(crate) type Awaiting = Arc<Mutex<Option<oneshot::Sender<String>>>>;
+/// A paused turn that takes the requester's next message as the new arguments
+/// of `approval_id` once that approval is sent back for editing.
+pub(crate) struct EditWaiter {
+    pub approval_id: String,
+    pub tx: oneshot::Sender<String>,
+}
+
+/// Armed while the turn waits for the decision, so an edit typed right after
+/// the press reaches the turn instead of queueing behind it.
+pub(crate) type Awaiting = Arc<Mutex<Option<EditWaiter>>>;
 
 /// The dispatcher's handle on a session worker.
 #[derive(Clone)]
@@ -55,12 +63,21 @@ impl SessionHandle {
         self.tx.send(Queued { input, _guard: guard }).is_ok()
     }
 
-    /// Hands `text` to a paused turn waiting for it. Returns false when none waits.
-    pub(crate) fn deliver_awaited(&self, text: &str) -> bool {
-        let waiter = self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match waiter {
-            Some(tx) => tx.send(text.to_owned()).is_ok(),
-            None => false,
+    /// The approval whose edit the paused turn of this session would take.
+    pub(crate) fn awaited_approval(&self) -> Option<String> {
+        self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|w| w.approval_id.clone())
+    }
+
+    /// Hands `text` to the paused turn waiting for an edit of `approval_id`.
+    /// Returns false when none waits for it.
+    pub(crate) fn deliver_awaited(&self, approval_id: &str, text: &str) -> bool {
+        let mut slot = self.awaiting.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.take() {
+            Some(w) if w.approval_id == approval_id => w.tx.send(text.to_owned()).is_ok(),
+            other => {
+                *slot = other;
+                false
+            }
         }
     }
 }

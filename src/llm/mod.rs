@@ -1,6 +1,7 @@
 //! Model providers: the `Provider` trait, the OpenAI-compatible implementation and
 //! model metadata.
 
+mod complete;
 mod error;
 mod estimate;
 mod metadata;
@@ -11,6 +12,7 @@ mod openai_wire;
 mod tool_call_text;
 mod types;
 
+pub use complete::complete;
 pub use error::ProviderError;
 pub use estimate::{estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented};
 pub use metadata::{context_window_for, ModelInfo};

@@ -1,0 +1,189 @@
+//! The memory book: saving with duplicate merging and per-kind caps, listing,
+//! forgetting and collection. No model calls here (see `extract.rs`).
+
+use super::terms::{query_terms, similarity, terms};
+use super::{MemoryConfig, MemoryError};
+use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory, Store};
+use chrono::{DateTime, Duration, Utc};
+
+/// Texts at least this similar (Jaccard of their terms) are the same memory.
+const DUPLICATE_SIMILARITY: f64 = 0.75;
+/// `source_ref`s kept on a memory merged from several sources.
+const MAX_SOURCES: usize = 3;
+
+/// What [`MemoryBook::save`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    Added(i64),
+    /// Merged into this existing memory.
+    Merged(i64),
+}
+
+impl Saved {
+    pub fn id(self) -> i64 {
+        match self {
+            Saved::Added(id) | Saved::Merged(id) => id,
+        }
+    }
+}
+
+/// Per-user long-term memory over the store. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct MemoryBook {
+    store: Store,
+    config: MemoryConfig,
+}
+
+impl MemoryBook {
+    pub fn new(store: Store, config: MemoryConfig) -> MemoryBook {
+        MemoryBook { store, config }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// Saves a memory, merging it into a near-duplicate of the same kind, and
+    /// keeps the kind within its cap (the oldest are dropped).
+    pub async fn save(&self, owner: MemoryOwner, memory: NewMemory, now: DateTime<Utc>) -> Result<Saved, MemoryError> {
+        let content = memory.content.trim().to_owned();
+        if content.is_empty() {
+            return Err(MemoryError::Contract("empty memory".into()));
+        }
+        let memory = NewMemory { content, ..memory };
+        if let Some(existing) = self.duplicate_of(owner, &memory, now).await? {
+            let merged = merge(&existing, &memory);
+            self.store.update_memory(owner, existing.id, &merged, &terms(&merged.content), now).await?;
+            return Ok(Saved::Merged(existing.id));
+        }
+        let id = self.store.insert_memory(owner, &memory, &terms(&memory.content), now).await?;
+        let dropped = self.store.enforce_memory_cap(owner, memory.kind, memory.kind.cap()).await?;
+        if dropped > 0 {
+            tracing::debug!(kind = memory.kind.as_str(), dropped, "memory cap reached; oldest dropped");
+        }
+        Ok(Saved::Added(id))
+    }
+
+    /// The existing memory of the same kind that `memory` repeats, if any.
+    async fn duplicate_of(
+        &self,
+        owner: MemoryOwner,
+        memory: &NewMemory,
+        now: DateTime<Utc>,
+    ) -> Result<Option<MemoryRecord>, MemoryError> {
+        let q = query_terms(&memory.content);
+        let candidates: Vec<MemoryRecord> = if q.iter().any(|t| t.chars().count() > 1) {
+            self.store.search_memories(owner, &q, Some(memory.kind), 10, now).await?.into_iter().map(|(m, _)| m).collect()
+        } else {
+            self.store.memories_containing(owner, memory.content.trim(), 10, now).await?
+        };
+        let wanted = normalized(&memory.content);
+        Ok(candidates
+            .into_iter()
+            .filter(|c| c.kind == memory.kind)
+            .map(|c| {
+                let sim = if normalized(&c.content) == wanted { 1.0 } else { similarity(&c.content, &memory.content) };
+                (c, sim)
+            })
+            .filter(|(_, sim)| *sim >= DUPLICATE_SIMILARITY)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c))
+    }
+
+    /// Forgets one of the owner's memories.
+    pub async fn forget(&self, owner: MemoryOwner, id: i64) -> Result<bool, MemoryError> {
+        Ok(self.store.delete_memory(owner, id).await?)
+    }
+
+    /// The owner's live memories, newest first.
+    pub async fn list(&self, owner: MemoryOwner, now: DateTime<Utc>) -> Result<Vec<MemoryRecord>, MemoryError> {
+        Ok(self.store.memories_of(owner, &[], 200, now).await?)
+    }
+
+    /// Collects expired memories and ordinary ones unused past the retention.
+    pub async fn collect(&self, now: DateTime<Utc>) -> Result<u64, MemoryError> {
+        let stale_before = now - Duration::days(i64::from(self.config.retention_days));
+        Ok(self.store.collect_memories(now, stale_before).await?)
+    }
+}
+
+/// Lowercase text without spaces and punctuation, for exact-duplicate checks.
+fn normalized(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// `existing` updated by its repetition `new`: the fuller wording, higher
+/// importance, the later expiry, both sources.
+fn merge(existing: &MemoryRecord, new: &NewMemory) -> NewMemory {
+    let content =
+        if new.content.chars().count() >= existing.content.chars().count() { new.content.clone() } else { existing.content.clone() };
+    let mut sources: Vec<&str> = existing.source_ref.split_whitespace().collect();
+    for s in new.source_ref.split_whitespace() {
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+    let keep = sources.len().saturating_sub(MAX_SOURCES);
+    let expires_at = match (existing.expires_at, new.expires_at) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
+    NewMemory {
+        kind: existing.kind,
+        content,
+        source_ref: sources[keep..].join(" "),
+        importance: (existing.importance.max(new.importance) + 0.05).min(1.0),
+        expires_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_store;
+    use switchboard_platform::{Platform, UserId};
+
+    fn owner(user: i64) -> MemoryOwner {
+        MemoryOwner::new(Platform::Telegram, UserId(user))
+    }
+
+    fn new(kind: MemoryKind, content: &str, source: &str) -> NewMemory {
+        NewMemory { kind, content: content.into(), source_ref: source.into(), importance: 0.5, expires_at: None }
+    }
+
+    #[tokio::test]
+    async fn duplicates_merge_and_distinct_memories_add() {
+        let (store, _dir) = test_store().await;
+        let book = MemoryBook::new(store, MemoryConfig::default());
+        let now = Utc::now();
+        let a = book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝咖啡", "chat:s1#1-2"), now).await.unwrap();
+        let b = book.save(owner(1), new(MemoryKind::Preference, "用户很喜欢喝咖啡。", "chat:s2#5-6"), now).await.unwrap();
+        assert_eq!(b, Saved::Merged(a.id()));
+        let m = book.store().memory(owner(1), a.id()).await.unwrap().unwrap();
+        assert_eq!(m.content, "用户很喜欢喝咖啡。");
+        assert_eq!(m.source_ref, "chat:s1#1-2 chat:s2#5-6");
+        assert!(m.importance > 0.5);
+        // Another kind, another user, or another meaning: new memories.
+        assert!(matches!(book.save(owner(1), new(MemoryKind::Decision, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));
+        assert!(matches!(book.save(owner(2), new(MemoryKind::Preference, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));
+        assert!(matches!(book.save(owner(1), new(MemoryKind::Preference, "用户讨厌下雨天", "x"), now).await.unwrap(), Saved::Added(_)));
+    }
+
+    #[tokio::test]
+    async fn saving_beyond_the_cap_drops_the_oldest() {
+        let (store, _dir) = test_store().await;
+        let book = MemoryBook::new(store, MemoryConfig::default());
+        let t0 = Utc::now() - Duration::days(1);
+        for i in 0..(MemoryKind::Persona.cap() + 2) {
+            let at = t0 + Duration::minutes(i64::from(i));
+            book.save(owner(1), new(MemoryKind::Persona, &format!("persona trait number{i} alpha{i}"), "x"), at).await.unwrap();
+        }
+        let left = book.store().memories_of(owner(1), &[MemoryKind::Persona], 50, Utc::now()).await.unwrap();
+        assert_eq!(left.len(), 5);
+        assert!(left.iter().all(|m| !m.content.contains("number0 ") && !m.content.contains("number1 ")));
+    }
+}

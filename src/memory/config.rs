@@ -1,0 +1,104 @@
+//! Memory settings (`MEMORY_*`, `FEEDBACK_BUTTONS`), read with the rest of the config.
+
+use crate::config::ConfigError;
+use std::time::Duration;
+
+/// Long-term memory, recall and feedback settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    /// `MEMORY_ENABLED` (default true): recall, extraction, memory tools' storage.
+    pub enabled: bool,
+    /// `MEMORY_IDLE_SECS` (default 1800): a session quiet this long has its
+    /// new messages extracted into memories.
+    pub idle: Duration,
+    /// `MEMORY_RECALL_TOKENS` (default 800): budget of the `<relevant-memories>` block.
+    pub recall_tokens: usize,
+    /// `MEMORY_LAYER_EVERY` (default 10): L1 atoms added before L2/L3 are refreshed.
+    pub layer_every: u32,
+    /// `MEMORY_RETENTION_DAYS` (default 90): ordinary memories unused this long are collected.
+    pub retention_days: u32,
+    /// `FEEDBACK_BUTTONS` (default true): 👍/👎 under final answers.
+    pub feedback_buttons: bool,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            idle: Duration::from_secs(1800),
+            recall_tokens: 800,
+            layer_every: 10,
+            retention_days: 90,
+            feedback_buttons: true,
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// Reads the variables through `get` (trimmed, empty treated as unset).
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<MemoryConfig, ConfigError> {
+        let d = MemoryConfig::default();
+        Ok(MemoryConfig {
+            enabled: flag(get, "MEMORY_ENABLED")?.unwrap_or(d.enabled),
+            idle: positive(get, "MEMORY_IDLE_SECS")?.map(Duration::from_secs).unwrap_or(d.idle),
+            recall_tokens: positive(get, "MEMORY_RECALL_TOKENS")?
+                .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
+                .unwrap_or(d.recall_tokens),
+            layer_every: positive(get, "MEMORY_LAYER_EVERY")?
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .unwrap_or(d.layer_every),
+            retention_days: positive(get, "MEMORY_RETENTION_DAYS")?
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .unwrap_or(d.retention_days),
+            feedback_buttons: flag(get, "FEEDBACK_BUTTONS")?.unwrap_or(d.feedback_buttons),
+        })
+    }
+}
+
+fn positive(get: &dyn Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<u64>, ConfigError> {
+    match get(var) {
+        None => Ok(None),
+        Some(raw) => match raw.trim().parse::<u64>() {
+            Ok(v) if v > 0 => Ok(Some(v)),
+            _ => Err(ConfigError::Invalid {
+                var,
+                problem: format!("{raw:?} is not a positive number"),
+                fix: "use a positive whole number, or unset it for the default",
+            }),
+        },
+    }
+}
+
+fn flag(get: &dyn Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<bool>, ConfigError> {
+    match get(var).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match v.as_str() {
+            "1" | "true" | "yes" | "on" => Ok(Some(true)),
+            "0" | "false" | "no" | "off" => Ok(Some(false)),
+            _ => Err(ConfigError::Invalid { var, problem: format!("{v:?} is not a boolean"), fix: "use true or false" }),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<MemoryConfig, ConfigError> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        MemoryConfig::from_lookup(&|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(read(&[]).unwrap(), MemoryConfig::default());
+        let c = read(&[("MEMORY_IDLE_SECS", "5"), ("FEEDBACK_BUTTONS", "off"), ("MEMORY_LAYER_EVERY", "3")]).unwrap();
+        assert_eq!((c.idle, c.feedback_buttons, c.layer_every), (Duration::from_secs(5), false, 3));
+        let e = read(&[("MEMORY_RECALL_TOKENS", "0")]).unwrap_err().to_string();
+        assert!(e.contains("MEMORY_RECALL_TOKENS"), "{e}");
+        let e = read(&[("MEMORY_ENABLED", "maybe")]).unwrap_err().to_string();
+        assert!(e.contains("MEMORY_ENABLED"), "{e}");
+    }
+}

@@ -1,0 +1,212 @@
+//! Recall for one message: exact id/code matches, keyword coverage and BM25
+//! full-text relevance mixed with a 30-day half-life; persona and preferences
+//! pinned first; the whole selection within a token budget.
+
+use super::terms::{codes, id_refs, is_single_char, query_terms};
+use crate::llm::estimate_tokens;
+use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, Store, StoreError};
+use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
+
+/// Recency half-life of the ranking, in days.
+pub const HALF_LIFE_DAYS: f64 = 30.0;
+/// Full-text candidates considered per message.
+const FTS_CANDIDATES: u32 = 40;
+/// Recalled (non-pinned) memories shown at most.
+const MAX_RANKED: usize = 12;
+/// Persona and preferences loaded for pinning.
+const PINNED_CANDIDATES: u32 = 60;
+
+/// One recalled memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecallHit {
+    pub memory: MemoryRecord,
+    /// How well it matches the message (0 for a pinned memory that does not).
+    pub relevance: f64,
+    /// Relevance mixed with recency and importance: the ranking key.
+    pub score: f64,
+    pub pinned: bool,
+}
+
+/// The share of recency in the mixed score: `0.5 ^ (age / half-life)`.
+pub fn recency(updated: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    let days = (now - updated).num_seconds().max(0) as f64 / 86_400.0;
+    0.5f64.powf(days / HALF_LIFE_DAYS)
+}
+
+/// The mixed ranking score of a memory with this relevance.
+pub fn mixed_score(relevance: f64, memory: &MemoryRecord, now: DateTime<Utc>) -> f64 {
+    let importance = 0.75 + 0.5 * memory.importance.clamp(0.0, 1.0);
+    let used = 1.0 + 0.05 * (1.0 + memory.access_count.max(0) as f64).ln();
+    (0.7 * relevance + 0.3 * recency(memory.updated_at, now)) * importance * used
+}
+
+/// The line a memory takes in the `<relevant-memories>` block.
+pub fn memory_line(m: &MemoryRecord) -> String {
+    let content = m.content.replace('\n', " ");
+    match m.kind {
+        MemoryKind::Persona | MemoryKind::Preference => format!("- [{} #{}] {content}", m.kind.as_str(), m.id),
+        _ => format!("- [{} #{} · {}] {content}", m.kind.as_str(), m.id, m.updated_at.format("%Y-%m-%d")),
+    }
+}
+
+/// Recalls the owner's memories for `message` within `budget` tokens, pinned
+/// ones first, and records the access of the ones that matched.
+pub async fn recall(
+    store: &Store,
+    owner: MemoryOwner,
+    message: &str,
+    budget: usize,
+    now: DateTime<Utc>,
+) -> Result<Vec<RecallHit>, StoreError> {
+    let terms = query_terms(message);
+    let codes = codes(message);
+    let mut found: HashMap<i64, (MemoryRecord, f64)> = HashMap::new();
+
+    // Full text: BM25 normalized against the best hit.
+    let fts = store.search_memories(owner, &terms, None, FTS_CANDIDATES, now).await?;
+    let best = fts.iter().map(|(_, s)| -s).fold(f64::MIN_POSITIVE, f64::max);
+    for (m, s) in fts {
+        found.insert(m.id, (m, (-s / best).clamp(0.0, 1.0)));
+    }
+    // What the term index cannot see: lone CJK characters, codes with punctuation.
+    let mut needles: Vec<String> = terms.iter().filter(|t| is_single_char(t) && !t.is_ascii()).cloned().collect();
+    needles.extend(codes.iter().filter(|c| !found.values().any(|(m, _)| contains_ci(&m.content, c))).cloned());
+    for needle in needles.iter().take(4) {
+        for m in store.memories_containing(owner, needle, 10, now).await? {
+            found.entry(m.id).or_insert((m, 0.5));
+        }
+    }
+    for id in id_refs(message) {
+        if let Some(m) = store.memory(owner, id).await?.filter(|m| m.expires_at.is_none_or(|e| e > now)) {
+            found.entry(m.id).or_insert((m, 0.0));
+        }
+    }
+    let ids = id_refs(message);
+    let content_terms: Vec<&String> = terms.iter().filter(|t| !is_single_char(t)).collect();
+    let relevance = |m: &MemoryRecord, fts: f64| {
+        let lower = m.content.to_lowercase();
+        let covered = content_terms.iter().filter(|t| lower.contains(t.as_str())).count();
+        let coverage = if content_terms.is_empty() { 0.0 } else { covered as f64 / content_terms.len() as f64 };
+        let code = if codes.iter().any(|c| contains_ci(&m.content, c)) { 0.6 } else { 0.0 };
+        let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
+        (0.5 * fts + 0.3 * coverage + code + id).min(1.0)
+    };
+
+    let mut pinned: Vec<RecallHit> = Vec::new();
+    for m in store.memories_of(owner, &[MemoryKind::Persona, MemoryKind::Preference], PINNED_CANDIDATES, now).await? {
+        let rel = found.remove(&m.id).map_or(0.0, |(_, fts)| relevance(&m, fts));
+        let score = mixed_score(rel, &m, now);
+        pinned.push(RecallHit { memory: m, relevance: rel, score, pinned: true });
+    }
+    // Persona first, then matching preferences, then the rest, each by score.
+    pinned.sort_by(|a, b| {
+        let rank = |h: &RecallHit| (h.memory.kind != MemoryKind::Persona, h.relevance <= 0.0);
+        rank(a).cmp(&rank(b)).then(b.score.total_cmp(&a.score))
+    });
+    let mut ranked: Vec<RecallHit> = found
+        .into_values()
+        .filter(|(m, _)| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
+        .map(|(m, fts)| {
+            let rel = relevance(&m, fts);
+            RecallHit { score: mixed_score(rel, &m, now), relevance: rel, memory: m, pinned: false }
+        })
+        .filter(|h| h.relevance > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+
+    let chosen = fit_budget(pinned, ranked, budget);
+    let touched: Vec<i64> = chosen.iter().filter(|h| h.relevance > 0.0).map(|h| h.memory.id).collect();
+    store.touch_memories(owner, &touched, now).await?;
+    Ok(chosen)
+}
+
+/// Pinned memories take up to half the budget, recalled ones the rest, and
+/// pinned ones that did not fit fill what is left.
+fn fit_budget(pinned: Vec<RecallHit>, ranked: Vec<RecallHit>, budget: usize) -> Vec<RecallHit> {
+    let cost = |h: &RecallHit| estimate_tokens(&memory_line(&h.memory)) + 1;
+    let mut used = 0;
+    let mut head = Vec::new();
+    let mut later = Vec::new();
+    for h in pinned {
+        if used + cost(&h) <= budget / 2 {
+            used += cost(&h);
+            head.push(h);
+        } else {
+            later.push(h);
+        }
+    }
+    let mut tail = Vec::new();
+    for h in ranked {
+        if tail.len() < MAX_RANKED && used + cost(&h) <= budget {
+            used += cost(&h);
+            tail.push(h);
+        }
+    }
+    for h in later {
+        if used + cost(&h) <= budget {
+            used += cost(&h);
+            head.push(h);
+        }
+    }
+    let mut seen = HashSet::new();
+    head.into_iter().chain(tail).filter(|h| seen.insert(h.memory.id)).collect()
+}
+
+fn contains_ci(haystack: &str, needle: &str) -> bool {
+    haystack.to_lowercase().contains(&needle.to_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn record(id: i64, kind: MemoryKind, content: &str, age_days: i64) -> MemoryRecord {
+        let t = Utc::now() - Duration::days(age_days);
+        MemoryRecord {
+            id,
+            kind,
+            content: content.into(),
+            source_ref: String::new(),
+            importance: 0.5,
+            access_count: 0,
+            last_access: None,
+            expires_at: None,
+            created_at: t,
+            updated_at: t,
+        }
+    }
+
+    #[test]
+    fn recency_halves_every_thirty_days() {
+        let now = Utc::now();
+        assert!((recency(now, now) - 1.0).abs() < 1e-9);
+        assert!((recency(now - Duration::days(30), now) - 0.5).abs() < 1e-3);
+        assert!((recency(now - Duration::days(60), now) - 0.25).abs() < 1e-3);
+        let fresh = record(1, MemoryKind::Fact, "x", 0);
+        let old = record(2, MemoryKind::Fact, "x", 90);
+        assert!(mixed_score(0.8, &fresh, now) > mixed_score(0.8, &old, now));
+        // Relevance still dominates recency.
+        assert!(mixed_score(1.0, &old, now) > mixed_score(0.3, &fresh, now));
+    }
+
+    #[test]
+    fn the_budget_keeps_pinned_first_and_stops_in_time() {
+        let hit = |id, kind, pinned| RecallHit {
+            memory: record(id, kind, &"some memory text ".repeat(4), 1),
+            relevance: 0.5,
+            score: 1.0,
+            pinned,
+        };
+        let pinned: Vec<RecallHit> = (1..=10).map(|i| hit(i, MemoryKind::Preference, true)).collect();
+        let ranked: Vec<RecallHit> = (11..=30).map(|i| hit(i, MemoryKind::Fact, false)).collect();
+        let chosen = fit_budget(pinned, ranked, 200);
+        let total: usize = chosen.iter().map(|h| estimate_tokens(&memory_line(&h.memory)) + 1).sum();
+        assert!(total <= 200, "{total}");
+        assert!(chosen.first().is_some_and(|h| h.pinned));
+        assert!(chosen.iter().any(|h| !h.pinned), "recalled memories keep room");
+        let first_unpinned = chosen.iter().position(|h| !h.pinned).unwrap_or(chosen.len());
+        assert!(chosen[..first_unpinned].iter().all(|h| h.pinned));
+    }
+}

@@ -1,0 +1,191 @@
+//! Answer feedback (👍/👎) and the correction rules distilled from it, per user.
+
+use super::memories::{ms, MemoryOwner};
+use super::{SessionId, Store, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+/// One rated (or rateable) answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedbackRecord {
+    pub id: String,
+    pub session_id: String,
+    pub owner: MemoryOwner,
+    pub question: String,
+    pub answer: String,
+    /// 1 helpful, -1 not helpful.
+    pub rating: Option<i8>,
+}
+
+impl Store {
+    /// Records an answer that can be rated; `id` travels in the buttons.
+    pub async fn create_feedback(
+        &self,
+        id: &str,
+        session: &SessionId,
+        owner: MemoryOwner,
+        question: &str,
+        answer: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO feedback (id, session_id, platform, user_id, question, answer, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(id)
+        .bind(&session.0)
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(question)
+        .bind(answer)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Rates an answer of `owner`. `None` when there is no such answer of theirs.
+    pub async fn rate_feedback(
+        &self,
+        id: &str,
+        owner: MemoryOwner,
+        rating: i8,
+        at: DateTime<Utc>,
+    ) -> Result<Option<FeedbackRecord>, StoreError> {
+        let row = sqlx::query(
+            "UPDATE feedback SET rating = $1, rated_at = $2 WHERE id = $3 AND platform = $4 AND user_id = $5
+             RETURNING id, session_id, question, answer, rating",
+        )
+        .bind(i64::from(rating))
+        .bind(ms(at))
+        .bind(id)
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(FeedbackRecord {
+                id: r.try_get("id")?,
+                session_id: r.try_get("session_id")?,
+                owner,
+                question: r.try_get("question")?,
+                answer: r.try_get("answer")?,
+                rating: r.try_get::<Option<i64>, _>("rating")?.and_then(|v| i8::try_from(v).ok()),
+            })
+        })
+        .transpose()
+    }
+
+    /// Whether an answer with this id exists at all (whoever it belongs to).
+    pub async fn feedback_exists(&self, id: &str) -> Result<bool, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM feedback WHERE id = $1").bind(id).fetch_one(&self.pool).await?;
+        Ok(n > 0)
+    }
+
+    /// The owner's answers rated 👎 since `since`, newest first.
+    pub async fn negative_feedback(&self, owner: MemoryOwner, since: DateTime<Utc>, limit: u32) -> Result<Vec<FeedbackRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, session_id, question, answer, rating FROM feedback
+             WHERE platform = $1 AND user_id = $2 AND rating = -1 AND rated_at >= $3 ORDER BY rated_at DESC LIMIT $4",
+        )
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(ms(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(FeedbackRecord {
+                    id: r.try_get("id")?,
+                    session_id: r.try_get("session_id")?,
+                    owner,
+                    question: r.try_get("question")?,
+                    answer: r.try_get("answer")?,
+                    rating: Some(-1),
+                })
+            })
+            .collect()
+    }
+
+    /// Replaces the owner's correction rules.
+    pub async fn replace_correction_rules(
+        &self,
+        owner: MemoryOwner,
+        rules: &[String],
+        at: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM correction_rules WHERE platform = $1 AND user_id = $2")
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .execute(&mut *tx)
+            .await?;
+        for rule in rules {
+            sqlx::query(
+                "INSERT INTO correction_rules (platform, user_id, rule, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .bind(rule)
+            .bind(ms(at))
+            .bind(ms(expires_at))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The owner's unexpired correction rules, oldest first.
+    pub async fn correction_rules(&self, owner: MemoryOwner, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>, StoreError> {
+        let rules = sqlx::query_scalar(
+            "SELECT rule FROM correction_rules WHERE platform = $1 AND user_id = $2 AND expires_at > $3 ORDER BY id LIMIT $4",
+        )
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(ms(now))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rules)
+    }
+
+    /// Deletes expired correction rules and feedback older than `before`.
+    pub async fn collect_feedback(&self, now: DateTime<Utc>, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let rules = sqlx::query("DELETE FROM correction_rules WHERE expires_at <= $1").bind(ms(now)).execute(&self.pool).await?;
+        let rows = sqlx::query("DELETE FROM feedback WHERE created_at < $1").bind(ms(before)).execute(&self.pool).await?;
+        Ok(rules.rows_affected() + rows.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{test_store, SessionKey};
+    use chrono::Duration;
+    use switchboard_platform::{ChatId, Platform, UserId};
+
+    #[tokio::test]
+    async fn ratings_belong_to_the_asker_and_rules_expire() {
+        let (store, _dir) = test_store().await;
+        let key = SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) };
+        let s = store.session(&key).await.unwrap();
+        let me = MemoryOwner::of(&key);
+        let other = MemoryOwner::new(Platform::Test, UserId(2));
+        let now = Utc::now();
+        store.create_feedback("abc", &s, me, "q", "a", now).await.unwrap();
+        assert!(store.rate_feedback("abc", other, -1, now).await.unwrap().is_none());
+        assert!(store.feedback_exists("abc").await.unwrap());
+        let rated = store.rate_feedback("abc", me, -1, now).await.unwrap().unwrap();
+        assert_eq!(rated.rating, Some(-1));
+        assert_eq!(store.negative_feedback(me, now - Duration::days(7), 10).await.unwrap().len(), 1);
+        assert!(store.negative_feedback(other, now - Duration::days(7), 10).await.unwrap().is_empty());
+
+        store.replace_correction_rules(me, &["Be brief.".into()], now, now + Duration::days(7)).await.unwrap();
+        assert_eq!(store.correction_rules(me, now, 5).await.unwrap(), ["Be brief."]);
+        assert!(store.correction_rules(other, now, 5).await.unwrap().is_empty());
+        assert!(store.correction_rules(me, now + Duration::days(8), 5).await.unwrap().is_empty());
+    }
+}
