@@ -4,11 +4,12 @@ use crate::agent::{Agent, AgentConfig};
 use crate::busy::Busy;
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
+use crate::memory::MemoryBook;
 use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
-    AskUserTool, CancelTaskTool, CheckTasksTool, ScheduleTool, ExecConfig, ExecTool, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
+    AskUserTool, CancelTaskTool, CheckTasksTool, ScheduleTool, ExecConfig, ExecTool, memory_tools, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
     WriteFileTool,
 };
 use serde_json::json;
@@ -99,6 +100,9 @@ pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> 
         .register(Arc::new(CheckTasksTool::new(store.clone())))
         .register(Arc::new(CancelTaskTool::new(store.clone(), Arc::clone(tasks))))
         .register(Arc::new(ScheduleTool::new(store.clone(), config.timezone.clone())));
+    for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
+        registry.register(tool);
+    }
     Ok(registry)
 }
 
@@ -126,6 +130,7 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
         user_messages_per_minute: config.user_messages_per_minute,
         approval_timeout: config.approval_timeout,
         pairing_ttl: Duration::from_secs(3600),
+        memory: config.memory.clone(),
     };
     let parts = GatewayParts { store: store.clone(), agent, tasks, finished: finished_rx, busy: busy.clone() };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());

@@ -56,6 +56,8 @@ pub struct Config {
     /// IANA time zone for cron schedules.
     pub timezone: String,
     pub log_format: LogFormat,
+    /// Long-term memory, recall and feedback (`MEMORY_*`, `FEEDBACK_BUTTONS`).
+    pub memory: crate::memory::MemoryConfig,
     /// Enabled chat platforms (Telegram, Discord).
     pub platforms: crate::wiring::PlatformConfigs,
 }
@@ -157,6 +159,7 @@ impl Config {
             system_prompt: get("SYSTEM_PROMPT"),
             timezone,
             log_format,
+            memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
         })
     }

@@ -10,6 +10,7 @@ mod busy;
 pub mod config;
 pub mod gateway;
 pub mod llm;
+pub mod memory;
 pub mod store;
 pub mod tasks;
 pub mod tools;

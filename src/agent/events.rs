@@ -45,4 +45,6 @@ pub struct TurnOutcome {
     pub usage: Usage,
     /// The input message and everything the turn produced, to persist.
     pub new_messages: Vec<Message>,
+    /// Set when compaction folded part of the conversation into a summary.
+    pub compaction: Option<super::compaction::Compacted>,
 }

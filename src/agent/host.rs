@@ -47,4 +47,8 @@ pub trait TurnHost: Send + Sync + 'static {
 
     /// Starts `tool` as a background task; returns its task id at once.
     async fn start_background(&self, tool: Arc<dyn Tool>, call: &ToolCall, arguments: Value) -> Result<String, String>;
+
+    /// Called before `head` is folded into a summary by compaction, so what is
+    /// worth remembering can be saved first (memory flush). Default: nothing.
+    async fn before_compaction(&self, _head: &[Message]) {}
 }

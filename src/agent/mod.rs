@@ -1,5 +1,6 @@
 //! The agent runtime: one turn of the ReAct loop, its events, guards and traces.
 
+mod compaction;
 mod doom_loop;
 mod events;
 mod host;
@@ -9,6 +10,7 @@ mod round;
 mod runtime;
 mod scratchpad;
 
+pub use compaction::{clip_words, key_fields, reserve, summary_messages, tail_start, threshold, transcript, Compacted, SUMMARY_MARK};
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest};

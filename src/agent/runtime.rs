@@ -1,5 +1,6 @@
 //! The turn loop: stream the model, run tool rounds, feed observations back, stop.
 
+use super::compaction::{self, ContextView};
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
@@ -47,6 +48,7 @@ struct Drive {
     pending: Option<Vec<ToolCall>>,
     host: Arc<dyn TurnHost>,
     cancel: CancellationToken,
+    system_context: Option<String>,
 }
 
 /// One turn's input.
@@ -58,6 +60,9 @@ pub struct TurnRequest {
     pub input: Message,
     pub host: Arc<dyn TurnHost>,
     pub cancel: CancellationToken,
+    /// Appended to the system prompt for this turn only (task state, execution
+    /// state, correction rules, the memory note).
+    pub system_context: Option<String>,
 }
 
 /// The agent: a provider, a tool registry and the loop that joins them.
@@ -89,17 +94,17 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let TurnRequest { session_id, origin, mut history, input, host, cancel } = request;
+        let TurnRequest { session_id, origin, mut history, input, host, cancel, system_context } = request;
         let new_from = history.len();
         history.push(input);
-        self.spawn(Drive { session_id, origin, messages: history, new_from, pending: None, host, cancel })
+        self.spawn(Drive { session_id, origin, messages: history, new_from, pending: None, host, cancel, system_context })
     }
 
     /// Resumes a turn paused on an approval (in this process or another, before
     /// or after a restart): runs the round's remaining calls, then continues.
     pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
         let ResumeRequest { session_id, origin, messages, new_from, remaining, host, cancel } = request;
-        self.spawn(Drive { session_id, origin, messages, new_from, pending: Some(remaining), host, cancel })
+        self.spawn(Drive { session_id, origin, messages, new_from, pending: Some(remaining), host, cancel, system_context: None })
     }
 
     fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
@@ -113,7 +118,11 @@ impl Agent {
     }
 
     async fn drive(&self, d: Drive, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
-        let Drive { session_id, origin, mut messages, new_from, mut pending, host, cancel } = d;
+        let Drive { session_id, origin, mut messages, new_from, mut pending, host, cancel, system_context } = d;
+        let system = match system_context {
+            Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
+            None => self.config.system_prompt.clone(),
+        };
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
         let mut pad = Scratchpad::open(&self.config.data_dir, &session_id, &turn_id);
@@ -122,7 +131,14 @@ impl Agent {
             "init",
             json!({ "session": session_id, "model": self.provider.model().name, "input": input, "resumed": pending.is_some() }),
         );
-        let mut t = TurnLog { messages: &mut messages, new_from, usage: Usage::default(), rounds: 0, started };
+        let mut t = TurnLog {
+            messages: &mut messages,
+            new_from,
+            usage: Usage::default(),
+            rounds: 0,
+            started,
+            view: ContextView::default(),
+        };
         // Text of every round, joined by blank lines: what the user saw stream.
         let mut turn_text = String::new();
         let mut guard = DoomLoopGuard::default();
@@ -144,10 +160,13 @@ impl Agent {
                 Some(calls) => calls,
                 None => {
                     let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
+                    let tools = self.tools.definitions();
+                    let context =
+                        compaction::prepare(self.provider.as_ref(), &host, &system, &tools, t.messages, &mut t.view, tx).await;
                     let request = ChatRequest {
-                        system: self.config.system_prompt.clone(),
-                        messages: shrink_earlier_results(t.messages),
-                        tools: self.tools.definitions(),
+                        system: system.clone(),
+                        messages: shrink_earlier_results(&context),
+                        tools,
                     };
                     let reply = tokio::select! {
                         r = self.call_model(request, tx, &mut t.usage, !turn_text.is_empty()) => r,
@@ -351,6 +370,8 @@ struct TurnLog<'a> {
     usage: Usage,
     rounds: usize,
     started: Instant,
+    /// What the model sees of `messages` once compaction folded their head.
+    view: ContextView,
 }
 
 impl TurnLog<'_> {
@@ -364,6 +385,7 @@ impl TurnLog<'_> {
             }),
         );
         let new_messages = self.messages.get(self.new_from..).map(<[Message]>::to_vec).unwrap_or_default();
-        TurnOutcome { text, stop, rounds: self.rounds, usage: self.usage, new_messages }
+        let compaction = self.view.record.clone();
+        TurnOutcome { text, stop, rounds: self.rounds, usage: self.usage, new_messages, compaction }
     }
 }

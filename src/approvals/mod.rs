@@ -34,6 +34,9 @@ pub enum ApprovalError {
 
 /// Everything needed to ask for one approval.
 pub struct ApprovalRequest<'a> {
+    /// The approval's id, a simple (hex) UUID chosen by the caller so it can get
+    /// ready for the decision before the card is shown.
+    pub id: String,
     pub session_id: &'a str,
     pub requester: &'a User,
     pub chat: ChatAddress,
@@ -87,7 +90,7 @@ impl Approvals {
         }
         let now = chrono::Utc::now();
         let record = ApprovalRecord {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: req.id,
             session_id: req.session_id.to_owned(),
             tool_name: req.tool_name.to_owned(),
             tool_display: req.tool_display.to_owned(),

@@ -26,7 +26,8 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
 
 const HELP: &str = "**Commands**\n\
 /help — this list\n\
-/clear — forget this conversation's history\n\
+/clear — forget this conversation's history, task state and execution state\n\
+/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`\n\
 /usage — today's token usage\n\
 /whoami — your ids as the gateway sees them\n\
 /model — the model in use\n\
@@ -43,7 +44,11 @@ pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, sess
         "clear" => {
             let n = store.clear_history(session).await?;
             store.set_waiting_question(key, None).await?;
-            format!("Cleared this conversation ({n} messages). Long-term settings and rules are unchanged.")
+            store.clear_session_state(session).await?;
+            format!(
+                "Cleared this conversation ({n} messages), its task state and execution state. \
+                 Long-term memories (/memory), settings and rules are unchanged."
+            )
         }
         "usage" => {
             let (turns, u) = store.usage_today(key.platform, key.user).await?;
@@ -67,6 +72,7 @@ pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, sess
         }
         "tasks" => tasks(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
+        "memory" => super::memory_cmd::run(inner, cmd, key).await?,
         other => format!("Unknown command /{other}. Try /help."),
     })
 }

@@ -4,7 +4,7 @@ use super::session::{Awaiting, EditWaiter};
 use super::Inner;
 use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use crate::approvals::{ApprovalRequest, Decision, Opened};
-use crate::llm::ToolCall;
+use crate::llm::{Message, ToolCall};
 use crate::store::{SessionKey, TurnOrigin, TurnState};
 use crate::tasks::TaskOrigin;
 use crate::tools::{Tool, ToolSpec};
@@ -46,7 +46,12 @@ impl TurnHost for GatewayHost {
         let mut args = arguments.clone();
         let mut summary = summary;
         for _ in 0..=MAX_EDITS {
+            let approval_id = uuid::Uuid::new_v4().simple().to_string();
+            // Armed before the card is shown: the new arguments may be sent right
+            // after an "edit" press, before this task wakes up to wait for them.
+            let edit = self.expect_edit(&approval_id);
             let request = ApprovalRequest {
+                id: approval_id.clone(),
                 session_id: &self.session_id,
                 requester: &self.user,
                 chat: self.chat,
@@ -56,19 +61,19 @@ impl TurnHost for GatewayHost {
                 summary: summary.clone(),
             };
             let pending = match self.inner.approvals.open(self.adapter.as_ref(), request).await {
-                Ok(Opened::Ruled) => return ApprovalOutcome::Allowed { arguments: args },
                 Ok(Opened::Pending(p)) => p,
+                Ok(Opened::Ruled) => {
+                    self.stop_expecting_edit();
+                    return ApprovalOutcome::Allowed { arguments: args };
+                }
                 Err(e) => {
+                    self.stop_expecting_edit();
                     tracing::warn!(error = %e, "approval could not be requested");
                     return ApprovalOutcome::Unavailable;
                 }
             };
-            let approval_id = pending.id.clone();
             // The paused turn lives in the database; this task is only a cache of it.
             let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
-            // Armed before the decision can arrive: the new arguments may be sent
-            // right after the "edit" press, before this task wakes up.
-            let edit = self.expect_edit(&approval_id);
             let decision = match self.inner.approvals.wait(self.adapter.as_ref(), pending).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -125,6 +130,10 @@ impl TurnHost for GatewayHost {
             tracing::error!(error = %e, "could not start a background task");
             "the task store is unavailable".to_owned()
         })
+    }
+
+    async fn before_compaction(&self, head: &[Message]) {
+        super::memory::flush(&self.inner, &self.key, &self.session_id, head).await;
     }
 }
 

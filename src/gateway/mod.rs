@@ -6,6 +6,8 @@ mod commands;
 mod host;
 mod limiter;
 mod maintenance;
+mod memory;
+mod memory_cmd;
 mod outbound;
 mod session;
 mod text;
@@ -17,6 +19,7 @@ pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 use crate::agent::Agent;
 use crate::approvals::{parse_action, Approvals, Choice};
 use crate::busy::Busy;
+use crate::memory::{parse_feedback, Extractor, MemoryBook, MemoryConfig};
 use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
@@ -37,6 +40,7 @@ pub struct GatewaySettings {
     pub user_messages_per_minute: u32,
     pub approval_timeout: Duration,
     pub pairing_ttl: Duration,
+    pub memory: MemoryConfig,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -45,6 +49,8 @@ pub(crate) struct Inner {
     pub agent: Arc<Agent>,
     pub approvals: Approvals,
     pub tasks: Arc<TaskManager>,
+    /// Long-term memory of the users, with the agent's provider for extraction.
+    pub memory: Extractor,
     pub approval_timeout: Duration,
     pub shutdown: CancellationToken,
     adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
@@ -85,8 +91,10 @@ impl Gateway {
         shutdown: CancellationToken,
     ) -> Gateway {
         let GatewayParts { store, agent, tasks, finished, busy } = parts;
+        let memory = Extractor::new(MemoryBook::new(store.clone(), settings.memory.clone()), Arc::clone(agent.provider()));
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout),
+            memory,
             store,
             agent,
             tasks,
@@ -115,6 +123,7 @@ impl Gateway {
         maintenance::announce_interrupted_tasks(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
+        tokio::spawn(memory::sweep(Arc::clone(&self.inner)));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;
@@ -203,6 +212,7 @@ impl Gateway {
                         turn::resume(&inner, &id).await;
                     }
                 }
+                None if parse_feedback(&press.action).is_some() => memory::on_feedback_press(&inner, adapter.as_ref(), &press).await,
                 None => {
                     tracing::info!(action = %press.action, "press on an unknown button");
                     let answer = PressAnswer::Private("This button is no longer valid.".into());

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Capabilities, ChatAddress, MessageId, MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
+    chunk_markdown, measure, Button, Capabilities, ChatAddress, MessageId, MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
 
@@ -19,12 +19,24 @@ pub(crate) struct ReplyStream {
     shown: String,
     text: String,
     last_edit: Option<Instant>,
+    /// Buttons for the last chunk of the final answer (feedback).
+    final_buttons: Vec<Vec<Button>>,
 }
 
 impl ReplyStream {
     pub(crate) fn new(adapter: Arc<dyn PlatformAdapter>, chat: ChatAddress, reply_to: Option<MessageId>) -> ReplyStream {
         let caps = adapter.capabilities().clone();
-        ReplyStream { adapter, caps, chat, reply_to, draft: None, shown: String::new(), text: String::new(), last_edit: None }
+        ReplyStream {
+            adapter,
+            caps,
+            chat,
+            reply_to,
+            draft: None,
+            shown: String::new(),
+            text: String::new(),
+            last_edit: None,
+            final_buttons: Vec::new(),
+        }
     }
 
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
@@ -61,24 +73,32 @@ impl ReplyStream {
         }
     }
 
+    /// Puts `rows` of buttons under the last chunk of the final answer.
+    pub(crate) fn set_final_buttons(&mut self, rows: Vec<Vec<Button>>) {
+        self.final_buttons = rows;
+    }
+
     /// Posts the final answer: the draft is edited to the first chunk, the rest
     /// are sent in order. Returns the message refs of the answer.
     pub(crate) async fn finish(mut self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
         let text = if final_text.trim().is_empty() { "(no answer)" } else { final_text };
         let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
+        let last = chunks.len().saturating_sub(1);
         let mut refs = Vec::with_capacity(chunks.len());
         for (i, chunk) in chunks.into_iter().enumerate() {
+            let buttons = if i == last { std::mem::take(&mut self.final_buttons) } else { Vec::new() };
             match (i, self.draft.take()) {
                 (0, Some(draft)) => {
-                    if chunk != self.shown {
+                    if chunk != self.shown || !buttons.is_empty() {
                         self.pace().await;
-                        self.adapter.edit(&draft, OutgoingMessage::text(chunk)).await?;
+                        self.adapter.edit(&draft, OutgoingMessage::text(chunk).with_buttons(buttons)).await?;
                     }
                     refs.push(draft);
                 }
                 (i, _) => {
                     let reply_to = if i == 0 { self.reply_to } else { None };
-                    refs.push(self.adapter.send(&self.chat, OutgoingMessage::text(chunk).replying_to(reply_to)).await?);
+                    let message = OutgoingMessage::text(chunk).replying_to(reply_to).with_buttons(buttons);
+                    refs.push(self.adapter.send(&self.chat, message).await?);
                 }
             }
         }

@@ -4,20 +4,21 @@
 
 use super::commands;
 use super::host::GatewayHost;
+use super::memory;
 use super::outbound::{send_text, ReplyStream};
 use super::session::{Awaiting, SessionInput};
 use super::text;
 use super::Inner;
 use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
 use crate::approvals::{decision_of, Decision};
-use crate::llm::{Message, Role};
+use crate::llm::Message;
 use crate::store::{SessionId, SessionKey, TurnOrigin, TurnState};
 use crate::tasks::notification_text;
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter, User};
 use tokio::sync::mpsc;
 
-/// How many past messages a turn sees (compaction comes with memory management).
+/// How many live (not compacted) past messages a turn loads at most.
 const HISTORY_LIMIT: u32 = 80;
 
 /// Who a turn answers, and where.
@@ -86,23 +87,25 @@ pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awai
     };
     let origin = Origin { key, chat, user, reply_to, adapter, session };
     let _ = origin.adapter.activity(&chat, Activity::Typing).await;
-    let history = match inner.store.history(&origin.session, HISTORY_LIMIT).await {
-        Ok(h) => aligned(h),
-        Err(e) => {
-            tracing::error!(error = %e, "history unavailable; answering without it");
-            Vec::new()
-        }
+    let (history, ids) = memory::load_history(inner, &origin.session, HISTORY_LIMIT).await;
+    // Only the model sees recalled memories; history keeps the plain input.
+    let query = match &input {
+        SessionInput::Message(m) => Some(m.text.as_str()),
+        _ => None,
     };
+    let (wrapped, system_context) = memory::prepare(inner, &key, &origin.session, &model_input.content, query).await;
+    let turn_memory = memory::TurnMemory { plain_input: Some(model_input.content), history_ids: Some(ids) };
     let host = host(inner, &origin, awaiting, None);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
         origin: Some(origin.turn_origin()),
         history,
-        input: model_input,
+        input: Message::user(wrapped),
         host,
         cancel: inner.shutdown.child_token(),
+        system_context,
     });
-    deliver(inner, &origin, events).await;
+    deliver(inner, &origin, events, turn_memory).await;
 }
 
 /// Resumes a turn paused on `approval_id` if nobody else has: claims its row,
@@ -155,7 +158,7 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
         host,
         cancel: inner.shutdown.child_token(),
     });
-    deliver(inner, &origin, events).await;
+    deliver(inner, &origin, events, memory::TurnMemory::default()).await;
 }
 
 fn host(inner: &Arc<Inner>, o: &Origin, awaiting: &Awaiting, predecided: Option<(String, ApprovalOutcome)>) -> Arc<GatewayHost> {
@@ -173,7 +176,7 @@ fn host(inner: &Arc<Inner>, o: &Origin, awaiting: &Awaiting, predecided: Option<
 }
 
 /// Streams a turn's events into the chat, then persists and posts the outcome.
-async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<RuntimeEvent>) {
+async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<RuntimeEvent>, turn_memory: memory::TurnMemory) {
     let mut reply = ReplyStream::new(Arc::clone(&o.adapter), o.chat, o.reply_to);
     let mut outcome = None;
     while let Some(event) = events.recv().await {
@@ -183,7 +186,7 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
             _ => {}
         }
     }
-    let Some(outcome) = outcome else {
+    let Some(mut outcome) = outcome else {
         tracing::error!("turn ended without an outcome");
         let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
         return;
@@ -193,9 +196,12 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
         return;
     }
     let mut final_text = outcome.text.clone();
+    memory::restore_input(&mut outcome, &turn_memory);
     if let Err(e) = inner.store.append_messages(&o.session, &outcome.new_messages).await {
         tracing::error!(error = %e, "could not save the conversation");
         final_text.push_str("\n\n_(I couldn't save this exchange; I may not remember it.)_");
+    } else {
+        memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
     }
     if outcome.stop == StopReason::WaitingForUser {
         let question = outcome.new_messages.last().map(|m| m.content.as_str());
@@ -206,17 +212,13 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
     if let Err(e) = inner.store.add_usage(o.key.platform, o.key.user, &outcome.usage).await {
         tracing::warn!(error = %e, "could not record usage");
     }
+    let question = outcome.new_messages.first().map(|m| m.content.as_str()).unwrap_or_default();
+    let buttons = memory::answer_buttons(inner, &o.key, &o.session, o.adapter.as_ref(), question, &outcome).await;
+    reply.set_final_buttons(buttons);
     if let Err(e) = reply.finish(&final_text).await {
         tracing::error!(error = %e, "could not deliver the answer");
     }
     let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
-}
-
-/// History that starts at a user message (never with an orphan tool result).
-fn aligned(mut history: Vec<Message>) -> Vec<Message> {
-    let start = history.iter().position(|m| m.role == Role::User).unwrap_or(history.len());
-    history.drain(..start);
-    history
 }
 
 /// Sends a complete text and marks the chat idle.

@@ -3,7 +3,7 @@
 
 use super::terms::{query_terms, similarity, terms};
 use super::{MemoryConfig, MemoryError};
-use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory, Store};
+use crate::store::{MemoryOwner, MemoryRecord, NewMemory, Store};
 use chrono::{DateTime, Duration, Utc};
 
 /// Texts at least this similar (Jaccard of their terms) are the same memory.
@@ -144,7 +144,7 @@ fn merge(existing: &MemoryRecord, new: &NewMemory) -> NewMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::test_store;
+    use crate::store::{test_store, MemoryKind};
     use switchboard_platform::{Platform, UserId};
 
     fn owner(user: i64) -> MemoryOwner {
@@ -161,12 +161,17 @@ mod tests {
         let book = MemoryBook::new(store, MemoryConfig::default());
         let now = Utc::now();
         let a = book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝咖啡", "chat:s1#1-2"), now).await.unwrap();
-        let b = book.save(owner(1), new(MemoryKind::Preference, "用户很喜欢喝咖啡。", "chat:s2#5-6"), now).await.unwrap();
+        let b = book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝咖啡。", "chat:s2#5-6"), now).await.unwrap();
         assert_eq!(b, Saved::Merged(a.id()));
         let m = book.store().memory(owner(1), a.id()).await.unwrap().unwrap();
-        assert_eq!(m.content, "用户很喜欢喝咖啡。");
+        assert_eq!(m.content, "用户喜欢喝咖啡。");
         assert_eq!(m.source_ref, "chat:s1#1-2 chat:s2#5-6");
         assert!(m.importance > 0.5);
+        let c = book.save(owner(1), new(MemoryKind::Preference, "The user prefers concise answers", "x"), now).await.unwrap();
+        let d = book.save(owner(1), new(MemoryKind::Preference, "The user prefers short, concise answers", "y"), now).await.unwrap();
+        assert_eq!(d, Saved::Merged(c.id()));
+        // Similar wording, different meaning: kept apart.
+        assert!(matches!(book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝茶", "x"), now).await.unwrap(), Saved::Added(_)));
         // Another kind, another user, or another meaning: new memories.
         assert!(matches!(book.save(owner(1), new(MemoryKind::Decision, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));
         assert!(matches!(book.save(owner(2), new(MemoryKind::Preference, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));

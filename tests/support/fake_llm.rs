@@ -19,14 +19,15 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +63,8 @@ struct ServerState {
     api_key: Option<String>,
     requests: Vec<Value>,
     authorizations: Vec<Option<String>>,
+    /// `Some` once [`FakeLlm::time_handling`] was called.
+    handling: Option<Vec<Duration>>,
 }
 
 impl Shared {
@@ -172,6 +175,23 @@ impl FakeLlm {
         }
     }
 
+    /// Starts recording, for every later request, how long the fake spent on it:
+    /// from the handler's entry (request body received) to the end of the response
+    /// body — the "model time" a bench subtracts from a turn.
+    pub fn time_handling(&self) {
+        self.shared.lock().handling.get_or_insert_with(Vec::new);
+    }
+
+    /// Takes the handling times recorded so far (see [`FakeLlm::time_handling`]).
+    pub fn take_handling_times(&self) -> Vec<Duration> {
+        self.shared
+            .lock()
+            .handling
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
         self.shared.lock().queue.len()
@@ -208,7 +228,27 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let request: Value = match serde_json::from_slice(&body) {
+    let started = Instant::now();
+    let response = answer(&shared, &headers, &body);
+    if shared.lock().handling.is_none() {
+        return response;
+    }
+    // Record when the body has been streamed out completely.
+    let (parts, body) = response.into_parts();
+    let done = futures::stream::once(async move {
+        if let Some(times) = shared.lock().handling.as_mut() {
+            times.push(started.elapsed());
+        }
+    })
+    .filter_map(|()| async { None::<Result<Bytes, axum::Error>> });
+    Response::from_parts(
+        parts,
+        Body::from_stream(body.into_data_stream().chain(done)),
+    )
+}
+
+fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
+    let request: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(error) => {
             return invalid_request(&format!(

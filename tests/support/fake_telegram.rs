@@ -1,1 +1,608 @@
-//! Fake Telegram Bot API (being written).
+//! Fake Telegram Bot API on 127.0.0.1, as strict as the real one about shapes
+//! and limits: `POST /bot{token}/{Method}` with PascalCase (any case) method
+//! names, the `{ok,result}` envelope, 401 for a wrong token, 4096 UTF-16 units
+//! of text after entity parsing, 64-byte `callback_data`, "can't parse
+//! entities" for bad HTML, "message is not modified", injectable and
+//! (optionally) enforced 429s. It never answers 5xx (teloxide sleeps 10 s on
+//! those). Every call is recorded for assertions; helpers queue updates.
+
+mod api;
+mod html;
+mod limits;
+
+pub use html::Entity;
+pub use limits::PublishedLimits;
+
+use axum::routing::any;
+use axum::Router;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// The default test token; the bot id is its numeric prefix.
+pub const TOKEN: &str = "7000001:AAtestTOKENsecret_do-not-leak";
+pub const BOT_ID: i64 = 7_000_001;
+pub const BOT_USERNAME: &str = "switchboard_test_bot";
+
+/// "Bad Request" text teloxide maps to `MessageNotModified`.
+const NOT_MODIFIED: &str = "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+
+#[derive(Debug, Clone)]
+pub struct FakeOptions {
+    pub token: String,
+    /// Answer 429 when Telegram's published limits are exceeded.
+    pub enforce_limits: Option<PublishedLimits>,
+}
+
+impl Default for FakeOptions {
+    fn default() -> Self {
+        Self {
+            token: TOKEN.to_owned(),
+            enforce_limits: None,
+        }
+    }
+}
+
+/// A user who talks to the bot.
+#[derive(Debug, Clone)]
+pub struct FakeUser {
+    pub id: i64,
+    pub first_name: String,
+}
+
+impl FakeUser {
+    pub fn new(id: i64, first_name: &str) -> Self {
+        Self {
+            id,
+            first_name: first_name.to_owned(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"id": self.id, "is_bot": false, "first_name": self.first_name})
+    }
+}
+
+/// Where a message is posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// The private chat with the sending user (chat id = user id).
+    Dm,
+    /// A supergroup (negative id).
+    Group(i64),
+    /// A forum topic in a supergroup.
+    Topic { chat: i64, thread: i64 },
+}
+
+/// A queued update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pushed {
+    pub update_id: i64,
+    pub chat_id: i64,
+    pub message_id: i64,
+}
+
+/// One recorded API call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    pub params: Value,
+    pub ok: bool,
+    pub error_code: Option<u16>,
+    pub description: Option<String>,
+    /// When the fake answered it.
+    pub at: tokio::time::Instant,
+}
+
+/// A message as the fake holds it now (after edits).
+#[derive(Debug, Clone)]
+pub struct StoredMessage {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub thread_id: Option<i64>,
+    pub from_bot: bool,
+    /// The sender (the bot's id for the bot's messages).
+    pub from_id: i64,
+    /// Visible text after entity parsing.
+    pub text: String,
+    pub entities: Vec<Entity>,
+    pub parse_mode: Option<String>,
+    pub reply_markup: Option<Value>,
+    pub reply_to: Option<i64>,
+    pub edits: u32,
+    pub date: i64,
+}
+
+#[derive(Default)]
+struct Chat {
+    json: Value,
+    is_group: bool,
+    threads: HashSet<i64>,
+    next_message_id: i64,
+}
+
+struct Inner {
+    token: String,
+    updates: VecDeque<(i64, Value)>,
+    next_update_id: i64,
+    chats: HashMap<i64, Chat>,
+    messages: HashMap<(i64, i64), StoredMessage>,
+    calls: Vec<Call>,
+    inject_429: HashMap<i64, VecDeque<u32>>,
+    inject_parse_errors: HashMap<i64, usize>,
+    limits: Option<limits::Limits>,
+    open_callbacks: HashSet<String>,
+    next_callback: u64,
+    webhook: Option<(String, Option<String>)>,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    updates_added: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub struct FakeTelegram {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    server: JoinHandle<()>,
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
+}
+
+impl FakeTelegram {
+    pub async fn start() -> std::io::Result<Self> {
+        Self::start_with(FakeOptions::default()).await
+    }
+
+    pub async fn start_with(options: FakeOptions) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                token: options.token,
+                updates: VecDeque::new(),
+                next_update_id: 100_000,
+                chats: HashMap::new(),
+                messages: HashMap::new(),
+                calls: Vec::new(),
+                inject_429: HashMap::new(),
+                inject_parse_errors: HashMap::new(),
+                limits: options.enforce_limits.map(limits::Limits::new),
+                open_callbacks: HashSet::new(),
+                next_callback: 1,
+                webhook: None,
+            }),
+            updates_added: Notify::new(),
+        });
+        let app = Router::new()
+            .route("/{bot}/{method}", any(api::handle))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            shared,
+            addr,
+            server,
+        })
+    }
+
+    /// Base URL to give teloxide (`TELEGRAM_API_URL`).
+    pub fn api_url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn token(&self) -> String {
+        self.shared.lock().token.clone()
+    }
+
+    // ----- updates -------------------------------------------------------
+
+    /// A text message (entities for `@mentions` and a leading `/command` added).
+    pub fn message(&self, at: Where, from: &FakeUser, text: &str) -> Pushed {
+        self.push_message(
+            at,
+            from,
+            json!({"text": text, "entities": entities_for(text)}),
+            None,
+        )
+    }
+
+    /// A text message replying to message `reply_to` of the same chat.
+    pub fn reply(&self, at: Where, from: &FakeUser, text: &str, reply_to: i64) -> Pushed {
+        self.push_message(
+            at,
+            from,
+            json!({"text": text, "entities": entities_for(text)}),
+            Some(reply_to),
+        )
+    }
+
+    /// A photo, with or without a caption.
+    pub fn photo(&self, at: Where, from: &FakeUser, caption: Option<&str>) -> Pushed {
+        let mut body = json!({"photo": [{"file_id": "AgAD", "file_unique_id": "AQAD",
+            "width": 640, "height": 480, "file_size": 4096}]});
+        if let Some(c) = caption {
+            body["caption"] = json!(c);
+            body["caption_entities"] = entities_for(c);
+        }
+        self.push_message(at, from, body, None)
+    }
+
+    /// An `edited_message` update for an earlier message.
+    pub fn edited(&self, at: Where, from: &FakeUser, message_id: i64, text: &str) -> i64 {
+        let (_, chat, thread) = self.chat_for(at, from);
+        let mut msg = json!({"message_id": message_id, "date": now_secs(), "edit_date": now_secs(),
+            "chat": chat, "from": from.json(), "text": text});
+        add_thread(&mut msg, thread);
+        self.push_raw(json!({"edited_message": msg}))
+    }
+
+    /// A button press on the bot's message `message_id`; returns the query id.
+    pub fn callback(&self, at: Where, from: &FakeUser, message_id: i64, data: &str) -> String {
+        let (chat_id, chat, _) = self.chat_for(at, from);
+        let mut inner = self.shared.lock();
+        let id = format!("cbq-{}", inner.next_callback);
+        inner.next_callback += 1;
+        inner.open_callbacks.insert(id.clone());
+        let message = match inner.messages.get(&(chat_id, message_id)) {
+            Some(m) => message_json(m, &chat),
+            None => json!({"message_id": message_id, "date": 0, "chat": chat}),
+        };
+        let update = json!({"callback_query": {"id": id, "from": from.json(),
+            "chat_instance": format!("ci{chat_id}"), "data": data, "message": message}});
+        drop(inner);
+        self.push_raw(update);
+        id
+    }
+
+    /// Queues any JSON as an update (an `update_id` is added when missing).
+    pub fn push_raw(&self, mut update: Value) -> i64 {
+        let mut inner = self.shared.lock();
+        let id = match update.get("update_id").and_then(Value::as_i64) {
+            Some(id) => id,
+            None => {
+                let id = inner.next_update_id;
+                inner.next_update_id += 1;
+                if let Some(obj) = update.as_object_mut() {
+                    obj.insert("update_id".into(), json!(id));
+                }
+                id
+            }
+        };
+        inner.next_update_id = inner.next_update_id.max(id + 1);
+        inner.updates.push_back((id, update));
+        drop(inner);
+        self.shared.updates_added.notify_waiters();
+        id
+    }
+
+    /// Builds a message update without queuing it (for webhook deliveries).
+    pub fn message_update(&self, at: Where, from: &FakeUser, text: &str) -> Value {
+        let (update, _) = self.build_message(
+            at,
+            from,
+            json!({"text": text, "entities": entities_for(text)}),
+            None,
+        );
+        update
+    }
+
+    /// Makes `at` known (chats exist once someone wrote there).
+    pub fn ensure_chat(&self, at: Where, from: &FakeUser) -> i64 {
+        self.chat_for(at, from).0
+    }
+
+    fn push_message(
+        &self,
+        at: Where,
+        from: &FakeUser,
+        body: Value,
+        reply_to: Option<i64>,
+    ) -> Pushed {
+        let (update, mut pushed) = self.build_message(at, from, body, reply_to);
+        pushed.update_id = self.push_raw(update);
+        pushed
+    }
+
+    fn build_message(
+        &self,
+        at: Where,
+        from: &FakeUser,
+        body: Value,
+        reply_to: Option<i64>,
+    ) -> (Value, Pushed) {
+        let (chat_id, chat, thread) = self.chat_for(at, from);
+        let mut inner = self.shared.lock();
+        let message_id = next_message_id(&mut inner, chat_id);
+        let mut msg = json!({"message_id": message_id, "date": now_secs(), "chat": chat,
+            "from": from.json()});
+        if let (Some(m), Some(b)) = (msg.as_object_mut(), body.as_object()) {
+            m.extend(b.clone());
+        }
+        add_thread(&mut msg, thread);
+        let replied = reply_to.or(thread).and_then(|r| {
+            inner
+                .messages
+                .get(&(chat_id, r))
+                .map(|m| message_json(m, &chat))
+                .or_else(|| {
+                    // The topic's root is a service message.
+                    thread.filter(|t| *t == r).map(|t| {
+                        json!({"message_id": t, "date": 0, "chat": chat,
+                            "from": {"id": 1, "is_bot": false, "first_name": "Admin"},
+                            "forum_topic_created": {"name": "topic", "icon_color": 7_322_096},
+                            "message_thread_id": t, "is_topic_message": true})
+                    })
+                })
+        });
+        if let Some(r) = replied {
+            msg["reply_to_message"] = r;
+        }
+        inner.messages.insert(
+            (chat_id, message_id),
+            StoredMessage {
+                chat_id,
+                message_id,
+                thread_id: thread,
+                from_bot: false,
+                from_id: from.id,
+                text: msg["text"].as_str().unwrap_or_default().to_owned(),
+                entities: Vec::new(),
+                parse_mode: None,
+                reply_markup: None,
+                reply_to,
+                edits: 0,
+                date: now_secs(),
+            },
+        );
+        (
+            json!({"message": msg}),
+            Pushed {
+                update_id: 0,
+                chat_id,
+                message_id,
+            },
+        )
+    }
+
+    fn chat_for(&self, at: Where, from: &FakeUser) -> (i64, Value, Option<i64>) {
+        let mut inner = self.shared.lock();
+        let (id, json, is_group, thread) = match at {
+            Where::Dm => (
+                from.id,
+                json!({"id": from.id, "type": "private", "first_name": from.first_name}),
+                false,
+                None,
+            ),
+            Where::Group(id) => (
+                id,
+                json!({"id": id, "type": "supergroup", "title": format!("Group {id}")}),
+                true,
+                None,
+            ),
+            Where::Topic { chat, thread } => (
+                chat,
+                json!({"id": chat, "type": "supergroup", "title": format!("Forum {chat}"), "is_forum": true}),
+                true,
+                Some(thread),
+            ),
+        };
+        let chat = inner.chats.entry(id).or_insert_with(|| Chat {
+            next_message_id: 1,
+            ..Chat::default()
+        });
+        if chat.json.is_null() || thread.is_some() {
+            chat.json = json.clone();
+        }
+        chat.is_group = is_group;
+        if let Some(t) = thread {
+            chat.threads.insert(t);
+            chat.next_message_id = chat.next_message_id.max(t + 1);
+        }
+        (id, chat.json.clone(), thread)
+    }
+
+    // ----- fault injection ----------------------------------------------
+
+    /// The next `times` sends/edits to `chat_id` answer 429 with `retry_after`.
+    pub fn fail_with_429(&self, chat_id: i64, times: usize, retry_after: u32) {
+        let mut inner = self.shared.lock();
+        let queue = inner.inject_429.entry(chat_id).or_default();
+        queue.extend(std::iter::repeat_n(retry_after, times));
+    }
+
+    /// The next `times` HTML sends/edits to `chat_id` are refused with
+    /// "can't parse entities", as Telegram does for HTML it dislikes.
+    pub fn fail_html(&self, chat_id: i64, times: usize) {
+        *self
+            .shared
+            .lock()
+            .inject_parse_errors
+            .entry(chat_id)
+            .or_default() += times;
+    }
+
+    // ----- assertions ----------------------------------------------------
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Calls to `method` (case-insensitive), in order.
+    pub fn calls_to(&self, method: &str) -> Vec<Call> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.method.eq_ignore_ascii_case(method))
+            .cloned()
+            .collect()
+    }
+
+    /// The bot's messages in `chat_id`, by message id, as they are now.
+    pub fn bot_messages(&self, chat_id: i64) -> Vec<StoredMessage> {
+        let inner = self.shared.lock();
+        let mut out: Vec<StoredMessage> = inner
+            .messages
+            .values()
+            .filter(|m| m.chat_id == chat_id && m.from_bot)
+            .cloned()
+            .collect();
+        out.sort_by_key(|m| m.message_id);
+        out
+    }
+
+    pub fn stored(&self, chat_id: i64, message_id: i64) -> Option<StoredMessage> {
+        self.shared
+            .lock()
+            .messages
+            .get(&(chat_id, message_id))
+            .cloned()
+    }
+
+    /// 429 answers given so far (injected and enforced).
+    pub fn rate_limited_responses(&self) -> usize {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.error_code == Some(429))
+            .count()
+    }
+
+    /// Updates still queued (not confirmed by an offset).
+    pub fn pending_updates(&self) -> usize {
+        self.shared.lock().updates.len()
+    }
+
+    /// The registered webhook: (url, secret token).
+    pub fn webhook(&self) -> Option<(String, Option<String>)> {
+        self.shared.lock().webhook.clone()
+    }
+
+    /// Polls `check` every 10 ms until it holds or `timeout` passes.
+    pub async fn wait_until(&self, timeout: Duration, check: impl Fn(&Self) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if check(self) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+fn next_message_id(inner: &mut Inner, chat_id: i64) -> i64 {
+    let chat = inner.chats.entry(chat_id).or_insert_with(|| Chat {
+        next_message_id: 1,
+        ..Chat::default()
+    });
+    let id = chat.next_message_id.max(1);
+    chat.next_message_id = id + 1;
+    id
+}
+
+fn add_thread(msg: &mut Value, thread: Option<i64>) {
+    if let Some(t) = thread {
+        msg["message_thread_id"] = json!(t);
+        msg["is_topic_message"] = json!(true);
+    }
+}
+
+/// `mention` entities for `@names` and a `bot_command` for a leading `/cmd`.
+fn entities_for(text: &str) -> Value {
+    let mut out = Vec::new();
+    let mut offset16 = 0;
+    for word in split_keep_offsets(text) {
+        let len16 = word.encode_utf16().count();
+        let clean = word.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        let clean16 = clean.encode_utf16().count();
+        if clean.len() > 1 && clean.starts_with('@') {
+            out.push(json!({"type": "mention", "offset": offset16, "length": clean16}));
+        } else if offset16 == 0 && clean.starts_with('/') && clean.len() > 1 {
+            out.push(json!({"type": "bot_command", "offset": 0, "length": clean16}));
+        }
+        offset16 += len16;
+    }
+    Value::Array(out)
+}
+
+/// Splits into words and whitespace runs, keeping every byte.
+fn split_keep_offsets(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_space = None;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if in_space.is_some_and(|s| s != space) {
+            out.push(&text[start..i]);
+            start = i;
+        }
+        in_space = Some(space);
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+fn message_json(m: &StoredMessage, chat: &Value) -> Value {
+    let from = if m.from_bot {
+        json!({"id": BOT_ID, "is_bot": true, "first_name": "Switchboard", "username": BOT_USERNAME})
+    } else {
+        json!({"id": m.from_id, "is_bot": false, "first_name": format!("User {}", m.from_id)})
+    };
+    let mut v = json!({"message_id": m.message_id, "date": m.date, "chat": chat, "from": from,
+        "text": m.text});
+    if !m.entities.is_empty() {
+        v["entities"] = Value::Array(m.entities.iter().map(Entity::to_json).collect());
+    }
+    if let Some(markup) = &m.reply_markup {
+        v["reply_markup"] = markup.clone();
+    }
+    add_thread(&mut v, m.thread_id);
+    if m.edits > 0 {
+        v["edit_date"] = json!(now_secs());
+    }
+    v
+}
+
+/// POSTs `body` to a webhook like Telegram does; returns the HTTP status.
+pub async fn post_webhook(
+    url: &str,
+    secret: Option<&str>,
+    body: String,
+) -> Result<u16, reqwest::Error> {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(s) = secret {
+        req = req.header("X-Telegram-Bot-Api-Secret-Token", s);
+    }
+    Ok(req.send().await?.status().as_u16())
+}

@@ -170,7 +170,11 @@ impl PlatformAdapter for DiscordAdapter {
         &self.capabilities
     }
 
-    async fn run(&self, sink: InboundSink, shutdown: CancellationToken) -> Result<(), PlatformError> {
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError> {
         let stop = shutdown.clone();
         let result = gateway::run(self.shared.clone(), sink, shutdown).await;
         if stop.is_cancelled() {
@@ -184,7 +188,11 @@ impl PlatformAdapter for DiscordAdapter {
         })
     }
 
-    async fn send(&self, to: &ChatAddress, message: OutgoingMessage) -> Result<MessageRef, PlatformError> {
+    async fn send(
+        &self,
+        to: &ChatAddress,
+        message: OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError> {
         let channel = channel_of(to)?;
         let body = render::message_body(&message, true)?;
         let id = self.shared.rest.create_message(channel, &body).await?;
@@ -197,7 +205,11 @@ impl PlatformAdapter for DiscordAdapter {
         })
     }
 
-    async fn edit(&self, target: &MessageRef, message: OutgoingMessage) -> Result<(), PlatformError> {
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError> {
         let channel = channel_of(&target.chat)?;
         let body = render::message_body(&message, false)?;
         self.shared
@@ -207,7 +219,11 @@ impl PlatformAdapter for DiscordAdapter {
             .map_err(PlatformError::from)
     }
 
-    async fn answer_press(&self, press: &ButtonPress, answer: PressAnswer) -> Result<(), PlatformError> {
+    async fn answer_press(
+        &self,
+        press: &ButtonPress,
+        answer: PressAnswer,
+    ) -> Result<(), PlatformError> {
         let handle = Handle::decode(&press.handle)
             .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
         self.shared.interactions.answer(&handle, answer).await

@@ -293,7 +293,10 @@ mod tests {
         for (var, value) in cases {
             let result = DiscordConfig::from_env(env(&[
                 ("DISCORD_BOT_TOKEN", "secret-token-value"),
-                ("DISCORD_SHARDS", if var == "DISCORD_SHARDS" { value } else { "4" }),
+                (
+                    "DISCORD_SHARDS",
+                    if var == "DISCORD_SHARDS" { value } else { "4" },
+                ),
                 (var, value),
             ]));
             let Err(e) = result else {

@@ -30,7 +30,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Only what the adapter needs: guild and DM messages with their content.
 pub(crate) fn intents() -> GatewayIntents {
-    GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES | GatewayIntents::MESSAGE_CONTENT
+    GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT
 }
 
 enum Queued {
@@ -46,7 +48,9 @@ struct Handler {
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, ctx: SerenityContext, ready: Ready) {
-        self.shared.bot_id.store(ready.user.id.get(), Ordering::Relaxed);
+        self.shared
+            .bot_id
+            .store(ready.user.id.get(), Ordering::Relaxed);
         tracing::info!(shard = ctx.shard_id.0, "Discord gateway ready");
     }
 
@@ -127,23 +131,33 @@ pub(crate) async fn run(
         .await
         .map_err(|e| gateway_error(&shared, e))?;
     let manager = client.shard_manager.clone();
-    let pump = tokio::spawn(pump(queued, shared.clone(), sink, shutdown.clone()));
+    let mut pump = tokio::spawn(pump(queued, shared.clone(), sink, shutdown.clone()));
     let (first, last) = config.shard_span();
-    tracing::info!(first, last, total = config.shards, "starting Discord shards");
+    tracing::info!(
+        first,
+        last,
+        total = config.shards,
+        "starting Discord shards"
+    );
     let result = {
         // serenity boots `start..=end` here (init = end - start + 1), so the
         // range's end is our inclusive last shard.
         let start = client.start_shard_range(first..last, config.shards);
         tokio::pin!(start);
         tokio::select! {
-            r = &mut start => r.map_err(|e| gateway_error(&shared, e)),
-            () = shutdown.cancelled() => {
-                manager.shutdown_all().await;
-                let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut start).await;
-                Ok(())
-            }
+            r = &mut start => return finish(pump, r.map_err(|e| gateway_error(&shared, e))),
+            () = shutdown.cancelled() => {}
+            // The sink closed: nobody listens any more, so stop receiving.
+            _ = &mut pump => {}
         }
+        manager.shutdown_all().await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut start).await;
+        Ok(())
     };
+    finish(pump, result)
+}
+
+fn finish<T>(pump: tokio::task::JoinHandle<()>, result: T) -> T {
     pump.abort();
     result
 }
@@ -205,9 +219,11 @@ async fn channel_kind(shared: &Shared, channel: u64) -> (u8, Option<u64>) {
     if let Some(known) = shared.cached_channel(channel) {
         return known;
     }
-    let looked_up =
-        tokio::time::timeout(shared.config.timings.lookup_timeout, shared.rest.channel(channel))
-            .await;
+    let looked_up = tokio::time::timeout(
+        shared.config.timings.lookup_timeout,
+        shared.rest.channel(channel),
+    )
+    .await;
     let (kind, parent) = match looked_up {
         Ok(Ok(info)) if info.is_thread() => (info.kind, info.parent_id.map(|p| p.get())),
         Ok(Ok(info)) => (info.kind, None),
@@ -216,7 +232,10 @@ async fn channel_kind(shared: &Shared, channel: u64) -> (u8, Option<u64>) {
             (0, None)
         }
         Err(_) => {
-            tracing::debug!(channel, "channel look-up timed out; treating it as a channel");
+            tracing::debug!(
+                channel,
+                "channel look-up timed out; treating it as a channel"
+            );
             return (0, None);
         }
     };

@@ -151,7 +151,11 @@ impl Interactions {
         }
     }
 
-    async fn after_deferral(&self, handle: &Handle, answer: &PressAnswer) -> Result<(), PlatformError> {
+    async fn after_deferral(
+        &self,
+        handle: &Handle,
+        answer: &PressAnswer,
+    ) -> Result<(), PlatformError> {
         let result: Result<(), RestError> = match answer {
             PressAnswer::Ack => Ok(()),
             PressAnswer::Update(message) => {

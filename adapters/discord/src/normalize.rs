@@ -209,7 +209,9 @@ pub(crate) fn press(
 }
 
 /// The place of an interaction's channel, for the channel-kind cache.
-pub(crate) fn interaction_channel(interaction: &ComponentInteraction) -> Option<(u64, u8, Option<u64>)> {
+pub(crate) fn interaction_channel(
+    interaction: &ComponentInteraction,
+) -> Option<(u64, u8, Option<u64>)> {
     let channel = interaction.channel.as_ref()?;
     Some((
         channel.id.get(),
@@ -231,7 +233,12 @@ fn mention_tokens(bot_id: u64) -> [String; 2] {
     [format!("<@{bot_id}>"), format!("<@!{bot_id}>")]
 }
 
-fn user(author: &SerenityUser, nick: Option<&str>, roles: &[RoleId], ctx: &Context<'_>) -> Option<User> {
+fn user(
+    author: &SerenityUser,
+    nick: Option<&str>,
+    roles: &[RoleId],
+    ctx: &Context<'_>,
+) -> Option<User> {
     let id = author.id.get();
     let display_name = nick
         .or(author.global_name.as_deref())
@@ -274,7 +281,10 @@ mod tests {
     #[test]
     fn mentions_are_stripped() {
         assert_eq!(strip_mentions("<@42> hello there", 42), "hello there");
-        assert_eq!(strip_mentions("hey <@!42>, what's up", 42), "hey , what's up");
+        assert_eq!(
+            strip_mentions("hey <@!42>, what's up", 42),
+            "hey , what's up"
+        );
         assert_eq!(strip_mentions("<@43> hi", 42), "<@43> hi");
         assert_eq!(strip_mentions("<@42>", 42), "");
         assert_eq!(

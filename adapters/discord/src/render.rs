@@ -22,7 +22,10 @@ pub(crate) const EPHEMERAL: u32 = 64;
 
 /// The JSON body of a create (`reply` honoured) or edit (buttons replaced,
 /// none removes them) message call.
-pub(crate) fn message_body(message: &OutgoingMessage, create: bool) -> Result<Value, PlatformError> {
+pub(crate) fn message_body(
+    message: &OutgoingMessage,
+    create: bool,
+) -> Result<Value, PlatformError> {
     let content = checked_content(&message.text)?;
     let components = action_rows(&message.buttons)?;
     if content.trim().is_empty() && components.is_empty() {
@@ -195,7 +198,10 @@ mod tests {
         let long = OutgoingMessage::text("x".repeat(2001));
         assert!(matches!(
             message_body(&long, true),
-            Err(PlatformError::TooLong { len: 2001, max: 2000 })
+            Err(PlatformError::TooLong {
+                len: 2001,
+                max: 2000
+            })
         ));
         let fits = OutgoingMessage::text("é".repeat(2000));
         assert!(message_body(&fits, true).is_ok());
@@ -216,6 +222,9 @@ mod tests {
         assert_eq!(private["data"]["flags"], 64);
         assert_eq!(deferred_update_callback(), json!({"type": 6}));
         let long = private_data(&"y".repeat(3000));
-        assert_eq!(long["content"].as_str().map(|s| s.chars().count()), Some(2000));
+        assert_eq!(
+            long["content"].as_str().map(|s| s.chars().count()),
+            Some(2000)
+        );
     }
 }

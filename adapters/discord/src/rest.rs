@@ -19,6 +19,13 @@ use switchboard_platform::{Pacer, Retry, Secret};
 /// Longest pause a 429 may impose; a bogus `retry_after` must not stall us for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Lanes interaction calls are spread over; one interaction always uses the same.
+const INTERACTION_LANES: u64 = 16;
+
+fn interaction_lane(interaction: u64) -> Lane {
+    // The low 22 bits of a snowflake are worker, process and increment: well spread.
+    Lane::Interaction((interaction % INTERACTION_LANES) as u8)
+}
 
 /// What a call is paced by. Only channel messages count against the channel
 /// quota; everything counts against the bot quota.
@@ -28,8 +35,9 @@ pub(crate) enum Lane {
     Channel(u64),
     /// Typing in a channel: its own bucket on Discord.
     Typing(u64),
-    /// Interaction callbacks and webhook followups of one interaction.
-    Interaction(u64),
+    /// Interaction callbacks and webhook followups, spread over a few lanes
+    /// (the pacer keeps one lane per key forever, so keys must stay bounded).
+    Interaction(u8),
     /// Look-ups (current user, channel kinds).
     Lookup,
 }
@@ -188,7 +196,7 @@ impl Rest {
             token,
         };
         self.call(
-            Lane::Interaction(interaction),
+            interaction_lane(interaction),
             LightMethod::Post,
             route,
             Some(body),
@@ -210,7 +218,7 @@ impl Rest {
             token,
         };
         self.call(
-            Lane::Interaction(interaction),
+            interaction_lane(interaction),
             LightMethod::Post,
             route,
             Some(body),
@@ -233,7 +241,7 @@ impl Rest {
             token,
         };
         self.call(
-            Lane::Interaction(interaction),
+            interaction_lane(interaction),
             LightMethod::Patch,
             route,
             Some(body),

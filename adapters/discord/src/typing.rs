@@ -19,7 +19,12 @@ pub(crate) struct Typing {
 }
 
 impl Typing {
-    pub fn new(rest: Arc<Rest>, interval: Duration, max: Duration, stop: CancellationToken) -> Self {
+    pub fn new(
+        rest: Arc<Rest>,
+        interval: Duration,
+        max: Duration,
+        stop: CancellationToken,
+    ) -> Self {
         Self {
             rest,
             loops: Mutex::new(HashMap::new()),

@@ -14,6 +14,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
+/// Gives each key its own quotas.
+type QuotasFor<K> = Box<dyn Fn(&K) -> Vec<Quota> + Send + Sync>;
 
 /// governor on tokio's clock, so limiter waits are tokio sleeps (and tests can
 /// pause time).
@@ -77,7 +79,7 @@ pub struct Pacer<K> {
     global: Limiter,
     global_paused_until: StdMutex<Option<Instant>>,
     lanes: StdMutex<HashMap<K, Arc<Lane>>>,
-    quotas_for: Box<dyn Fn(&K) -> Vec<Quota> + Send + Sync>,
+    quotas_for: QuotasFor<K>,
     max_retries: u32,
     rate_limited: std::sync::atomic::AtomicU64,
 }

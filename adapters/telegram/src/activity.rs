@@ -18,7 +18,11 @@ pub(crate) struct Typing {
 
 impl Typing {
     /// Registers a loop for `chat`; `None` when one is already running.
-    pub fn begin(&self, chat: ChatAddress, parent: &CancellationToken) -> Option<(u64, CancellationToken)> {
+    pub fn begin(
+        &self,
+        chat: ChatAddress,
+        parent: &CancellationToken,
+    ) -> Option<(u64, CancellationToken)> {
         let mut active = self.lock();
         if active.contains_key(&chat) {
             return None;
@@ -42,10 +46,6 @@ impl Typing {
         if active.get(chat).is_some_and(|(g, _)| *g == generation) {
             active.remove(chat);
         }
-    }
-
-    pub fn is_active(&self, chat: &ChatAddress) -> bool {
-        self.lock().contains_key(chat)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ChatAddress, (u64, CancellationToken)>> {

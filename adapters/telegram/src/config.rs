@@ -108,7 +108,11 @@ impl TelegramConfig {
         get: impl Fn(&str) -> Option<String>,
         state_dir: &Path,
     ) -> Result<Option<Self>, TelegramConfigError> {
-        let get = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let get = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let Some(token) = get("TELEGRAM_BOT_TOKEN") else {
             return Ok(None);
         };
@@ -158,8 +162,12 @@ fn looks_like_token(token: &str) -> bool {
 }
 
 fn parse_http_url(var: &'static str, raw: &str) -> Result<Url, TelegramConfigError> {
-    let url = Url::parse(raw)
-        .map_err(|e| invalid(var, format!("not a URL ({e}); expected e.g. https://host/path")))?;
+    let url = Url::parse(raw).map_err(|e| {
+        invalid(
+            var,
+            format!("not a URL ({e}); expected e.g. https://host/path"),
+        )
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(var, "must be an http:// or https:// URL"));
     }
@@ -283,7 +291,10 @@ mod tests {
             cfg.api_base().map(|u| u.to_string()).ok().as_deref(),
             Some("http://127.0.0.1:9/")
         );
-        let hook = cfg.webhook.as_ref().map(|w| (w.url.path().to_owned(), w.listen.port()));
+        let hook = cfg
+            .webhook
+            .as_ref()
+            .map(|w| (w.url.path().to_owned(), w.listen.port()));
         assert_eq!(hook, Some(("/tg".to_owned(), 8443)));
         assert_eq!(cfg.state_dir, PathBuf::from("/var/lib/sb"));
     }
@@ -299,13 +310,19 @@ mod tests {
         assert!(!e.contains(bad_token));
 
         let e = TelegramConfig::from_env(
-            env(&[("TELEGRAM_BOT_TOKEN", TOKEN), ("TELEGRAM_APPROVERS", "12,bob")]),
+            env(&[
+                ("TELEGRAM_BOT_TOKEN", TOKEN),
+                ("TELEGRAM_APPROVERS", "12,bob"),
+            ]),
             Path::new("."),
         )
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-        assert!(e.contains("TELEGRAM_APPROVERS") && e.contains("`bob`"), "{e}");
+        assert!(
+            e.contains("TELEGRAM_APPROVERS") && e.contains("`bob`"),
+            "{e}"
+        );
 
         let e = TelegramConfig::from_env(
             env(&[
@@ -317,7 +334,10 @@ mod tests {
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-        assert!(e.contains("missing TELEGRAM_WEBHOOK_LISTEN, TELEGRAM_WEBHOOK_SECRET"), "{e}");
+        assert!(
+            e.contains("missing TELEGRAM_WEBHOOK_LISTEN, TELEGRAM_WEBHOOK_SECRET"),
+            "{e}"
+        );
 
         let e = TelegramConfig::from_env(
             env(&[

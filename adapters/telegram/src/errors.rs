@@ -8,14 +8,15 @@ use teloxide::{ApiError, RequestError};
 /// Why the adapter could not start or keep running.
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {
-    #[error(
-        "Telegram rejected the bot token (TELEGRAM_BOT_TOKEN); check it with @BotFather"
-    )]
+    #[error("Telegram rejected the bot token (TELEGRAM_BOT_TOKEN); check it with @BotFather")]
     InvalidToken,
     #[error("cannot reach the Telegram Bot API: {0}")]
     Network(String),
     #[error("the Telegram Bot API refused {method}: {detail}")]
-    Api { method: &'static str, detail: String },
+    Api {
+        method: &'static str,
+        detail: String,
+    },
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::config::TelegramConfigError),
     #[error("cannot build the HTTP client: {0}")]
@@ -43,7 +44,11 @@ pub(crate) fn scrubbed(e: &RequestError, token: &Secret) -> String {
 }
 
 /// Maps a failed start-up call.
-pub(crate) fn startup_error(method: &'static str, e: &RequestError, token: &Secret) -> TelegramError {
+pub(crate) fn startup_error(
+    method: &'static str,
+    e: &RequestError,
+    token: &Secret,
+) -> TelegramError {
     match e {
         RequestError::Api(ApiError::InvalidToken) => TelegramError::InvalidToken,
         RequestError::Network(_) | RequestError::Io(_) => {
@@ -133,10 +138,12 @@ mod tests {
 
     #[test]
     fn recognizes_not_modified_and_parse_errors() {
-        assert!(is_not_modified(&RequestError::Api(ApiError::MessageNotModified)));
-        assert!(is_parse_error(&RequestError::Api(ApiError::CantParseEntities(
-            "Bad Request: can't parse entities: x".into()
-        ))));
+        assert!(is_not_modified(&RequestError::Api(
+            ApiError::MessageNotModified
+        )));
+        assert!(is_parse_error(&RequestError::Api(
+            ApiError::CantParseEntities("Bad Request: can't parse entities: x".into())
+        )));
         assert!(!is_parse_error(&RequestError::Api(ApiError::ChatNotFound)));
     }
 

@@ -1,1 +1,26 @@
-//! telegram adapter.
+//! Telegram adapter for Switchboard: teloxide ↔ the platform contract.
+//!
+//! [`TelegramAdapter::connect`] checks the token, then
+//! [`PlatformAdapter::run`](switchboard_platform::PlatformAdapter::run) long-polls
+//! (offset persisted in the state directory) or serves the webhook. Outbound
+//! calls go through one governor layer (per chat, per group, per bot) that
+//! waits out 429s and resumes from the refused call; Markdown is rendered to
+//! Telegram HTML with a plain-text fallback.
+
+mod activity;
+mod adapter;
+mod config;
+mod errors;
+mod normalize;
+mod offset;
+mod polling;
+mod presses;
+mod render;
+mod send;
+mod webhook;
+
+pub use adapter::TelegramAdapter;
+pub use config::{
+    TelegramConfig, TelegramConfigError, TelegramLimits, WebhookConfig, DEFAULT_API_URL,
+};
+pub use errors::TelegramError;

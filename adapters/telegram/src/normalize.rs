@@ -16,8 +16,8 @@ use switchboard_platform::{
     InboundMessage, MessageId, MessageRef, Platform, PressHandle, ThreadId, User,
 };
 use teloxide::types::{
-    CallbackQuery, Chat, MediaKind, Message, MessageEntity, MessageEntityKind, MessageKind,
-    Update, UpdateKind,
+    CallbackQuery, Chat, MediaKind, Message, MessageEntity, MessageEntityKind, MessageKind, Update,
+    UpdateKind,
 };
 
 /// The bot's own identity, from `getMe`.
@@ -32,7 +32,10 @@ pub(crate) struct BotIdentity {
 pub(crate) enum Action {
     Forward(Inbound),
     /// Media without text: tell the sender only text is supported.
-    TextOnly { to: ChatAddress, reply_to: MessageId },
+    TextOnly {
+        to: ChatAddress,
+        reply_to: MessageId,
+    },
     /// A callback query we cannot use: answer it so the client stops waiting.
     AnswerEmpty(String),
     Ignore(&'static str),
@@ -280,12 +283,18 @@ fn attachment(msg: &Message) -> Option<Attachment> {
             let size = p.photo.last().map_or(u32::MAX, |s| s.file.size);
             meta("photo", None, size)
         }
-        MediaKind::Document(d) => meta("document", d.document.file_name.as_ref(), d.document.file.size),
+        MediaKind::Document(d) => meta(
+            "document",
+            d.document.file_name.as_ref(),
+            d.document.file.size,
+        ),
         MediaKind::Video(v) => meta("video", v.video.file_name.as_ref(), v.video.file.size),
         MediaKind::Audio(a) => meta("audio", a.audio.file_name.as_ref(), a.audio.file.size),
-        MediaKind::Animation(a) => {
-            meta("animation", a.animation.file_name.as_ref(), a.animation.file.size)
-        }
+        MediaKind::Animation(a) => meta(
+            "animation",
+            a.animation.file_name.as_ref(),
+            a.animation.file.size,
+        ),
         MediaKind::Voice(v) => meta("voice", None, v.voice.file.size),
         MediaKind::VideoNote(v) => meta("video_note", None, v.video_note.file.size),
         MediaKind::Sticker(s) => meta("sticker", None, s.sticker.file.size),
@@ -324,7 +333,9 @@ fn word_matches(text: &str, needle: &str) -> Vec<Range<usize>> {
         .match_indices(&needle)
         .map(|(i, m)| i..i + m.len())
         .filter(|r| !is_word(text[r.end..].chars().next()))
-        .filter(|r| !is_word(text[..r.start].chars().next_back()) && !text[..r.start].ends_with('@'))
+        .filter(|r| {
+            !is_word(text[..r.start].chars().next_back()) && !text[..r.start].ends_with('@')
+        })
         .collect()
 }
 

@@ -33,15 +33,18 @@ fn group_chat(id: i64, forum: bool) -> Value {
 }
 
 fn update(kind: &str, body: Value) -> Update {
-    let raw = json!({"update_id": 1, kind: body});
-    match serde_json::from_value(raw) {
+    // teloxide's `Update` only deserializes from text (not from a `Value`),
+    // which is also how it arrives from the wire.
+    let raw = json!({"update_id": 1, kind: body}).to_string();
+    match serde_json::from_str(&raw) {
         Ok(u) => u,
         Err(e) => panic!("update does not parse: {e}"),
     }
 }
 
 fn message(chat: Value, from: Value, text: &str, extra: Value) -> Value {
-    let mut m = json!({"message_id": 10, "date": 1_700_000_000, "chat": chat, "from": from, "text": text});
+    let mut m =
+        json!({"message_id": 10, "date": 1_700_000_000, "chat": chat, "from": from, "text": text});
     if let (Some(m), Some(extra)) = (m.as_object_mut(), extra.as_object()) {
         for (k, v) in extra {
             m.insert(k.clone(), v.clone());
@@ -100,7 +103,10 @@ fn group_mention_is_stripped() {
             json!({"entities": [{"type": "mention", "offset": 0, "length": 10}]}),
         ),
     )));
-    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Mention, "summarize"));
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Mention, "summarize")
+    );
 }
 
 #[test]
@@ -129,9 +135,15 @@ fn commands_are_normalized() {
         )))
     };
     let m = group("/help@SwitchBot me");
-    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Command, "/help me"));
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Command, "/help me")
+    );
     let m = group("/clear");
-    assert_eq!((m.addressed, m.text.as_str()), (Addressed::Command, "/clear"));
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Command, "/clear")
+    );
     let m = group("/start@OtherBot");
     assert_eq!(
         (m.addressed, m.text.as_str()),
@@ -183,7 +195,8 @@ fn reply_to_bot_and_forum_topics() {
 #[test]
 fn captions_are_text_and_bare_media_gets_a_note() {
     let n = normalizer();
-    let photo = json!([{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1, "file_size": 99}]);
+    let photo =
+        json!([{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1, "file_size": 99}]);
     let with_caption = json!({"message_id": 11, "date": 1_700_000_000, "chat": dm_chat(8),
         "from": user(8, "Bob"), "photo": photo, "caption": "what is this?"});
     let m = forwarded(n.update(&update("message", with_caption)));
@@ -212,13 +225,27 @@ fn captions_are_text_and_bare_media_gets_a_note() {
 #[test]
 fn edits_channels_and_own_messages_are_ignored() {
     let n = normalizer();
-    let edited = message(dm_chat(8), user(8, "Bob"), "fixed", json!({"edit_date": 1_700_000_100}));
-    assert!(matches!(n.update(&update("edited_message", edited)), Action::Ignore(_)));
+    let edited = message(
+        dm_chat(8),
+        user(8, "Bob"),
+        "fixed",
+        json!({"edit_date": 1_700_000_100}),
+    );
+    assert!(matches!(
+        n.update(&update("edited_message", edited)),
+        Action::Ignore(_)
+    ));
     let post = json!({"message_id": 1, "date": 1_700_000_000,
         "chat": {"id": -1009, "type": "channel", "title": "News"}, "text": "news"});
-    assert!(matches!(n.update(&update("channel_post", post)), Action::Ignore(_)));
+    assert!(matches!(
+        n.update(&update("channel_post", post)),
+        Action::Ignore(_)
+    ));
     let own = message(group_chat(-100, false), bot_user(), "mine", json!({}));
-    assert!(matches!(n.update(&update("message", own)), Action::Ignore(_)));
+    assert!(matches!(
+        n.update(&update("message", own)),
+        Action::Ignore(_)
+    ));
 }
 
 #[test]
@@ -226,9 +253,7 @@ fn callbacks_become_presses_or_are_answered() {
     let n = normalizer();
     let card = json!({"message_id": 20, "date": 1_700_000_000, "chat": group_chat(-100, true),
         "from": bot_user(), "text": "Allow?", "message_thread_id": 3, "is_topic_message": true});
-    let q = |data: &str| {
-        json!({"id": "cb1", "from": user(7, "Ann"), "chat_instance": "ci", "data": data, "message": card})
-    };
+    let q = |data: &str| json!({"id": "cb1", "from": user(7, "Ann"), "chat_instance": "ci", "data": data, "message": card});
     match n.update(&update("callback_query", q("ap:123:allow"))) {
         Action::Forward(Inbound::ButtonPress(p)) => {
             assert_eq!(p.action.as_str(), "ap:123:allow");
@@ -255,8 +280,8 @@ fn utf16_ranges_are_checked() {
 
 #[test]
 fn unparseable_updates_are_ignored() {
-    let raw = json!({"update_id": 9, "message": {"garbage": true}});
-    let parsed: Result<Update, _> = serde_json::from_value(raw);
+    let raw = json!({"update_id": 9, "message": {"garbage": true}}).to_string();
+    let parsed: Result<Update, _> = serde_json::from_str(&raw);
     if let Ok(u) = parsed {
         assert!(matches!(normalizer().update(&u), Action::Ignore(_)));
     }

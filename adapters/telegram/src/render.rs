@@ -18,6 +18,21 @@ pub(crate) fn markdown_to_html(markdown: &str) -> String {
     r.finish()
 }
 
+/// Whether Telegram would see no text at all in `html` (e.g. a streamed draft
+/// that is only `# ` renders as `<b></b>`): such a chunk goes out as plain text.
+pub(crate) fn has_no_visible_text(html: &str) -> bool {
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag && !c.is_whitespace() => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
 /// `&`, `<` and `>` as entities: the only characters Telegram's HTML requires escaping.
 pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -410,6 +425,15 @@ mod tests {
             html("> quoted\n> > deeper"),
             "<blockquote>quoted\n\ndeeper</blockquote>"
         );
+    }
+
+    #[test]
+    fn detects_markup_without_text() {
+        assert!(has_no_visible_text(&html("# ")));
+        assert!(has_no_visible_text(&html("**")) == html("**").trim().is_empty());
+        assert!(has_no_visible_text("<b> </b>"));
+        assert!(!has_no_visible_text(&html("# T")));
+        assert!(!has_no_visible_text("&lt;"));
     }
 
     #[test]

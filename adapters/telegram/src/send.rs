@@ -4,7 +4,7 @@
 
 use crate::config::TelegramLimits;
 use crate::errors::{classify, is_not_modified, is_parse_error, scrubbed, to_platform};
-use crate::render::markdown_to_html;
+use crate::render::{has_no_visible_text, markdown_to_html};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use switchboard_platform::{
@@ -12,8 +12,7 @@ use switchboard_platform::{
     Secret,
 };
 use teloxide::payloads::{
-    AnswerCallbackQuerySetters, EditMessageTextSetters, SendChatActionSetters,
-    SendMessageSetters,
+    AnswerCallbackQuerySetters, EditMessageTextSetters, SendChatActionSetters, SendMessageSetters,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{
@@ -79,8 +78,7 @@ impl Outbound {
         to: &ChatAddress,
         message: &OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
-        let html = markdown_to_html(&message.text);
-        let plain = AtomicBool::new(false);
+        let (html, plain) = render(&message.text)?;
         let thread = to
             .thread
             .map(|t| tg_message_id(MessageId(t.0)).map(TgThreadId))
@@ -146,8 +144,7 @@ impl Outbound {
         target: &MessageRef,
         message: &OutgoingMessage,
     ) -> Result<(), PlatformError> {
-        let html = markdown_to_html(&message.text);
-        let plain = AtomicBool::new(false);
+        let (html, plain) = render(&message.text)?;
         let id = tg_message_id(target.id)?;
         let (this, html, plain) = (self, &html, &plain);
         let chat = target.chat.chat.0;
@@ -228,6 +225,17 @@ impl Outbound {
         }
         to_platform(e, &self.token)
     }
+}
+
+/// The HTML to try first, and whether to go straight to plain text (markup
+/// without visible text, which Telegram refuses as an empty message).
+fn render(markdown: &str) -> Result<(String, AtomicBool), PlatformError> {
+    if markdown.trim().is_empty() {
+        return Err(PlatformError::Rejected("empty message text".into()));
+    }
+    let html = markdown_to_html(markdown);
+    let plain = AtomicBool::new(has_no_visible_text(&html));
+    Ok((html, plain))
 }
 
 /// Rows of buttons as an inline keyboard; `callback_data` is the action id.

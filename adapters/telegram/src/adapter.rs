@@ -1,0 +1,307 @@
+//! `TelegramAdapter`: start-up (`getMe`), dispatch of normalized updates and
+//! the `PlatformAdapter` implementation.
+
+use crate::activity::{typing_loop, Typing};
+use crate::config::TelegramConfig;
+use crate::errors::{startup_error, TelegramError};
+use crate::normalize::{Action, BotIdentity, Normalizer};
+use crate::presses::{PendingPresses, Presses};
+use crate::send::{Outbound, MAX_TEXT_UTF16};
+use async_trait::async_trait;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{
+    chunk_markdown, measure, Activity, ButtonPress, Capabilities, ChatAddress, Inbound,
+    InboundSink, LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
+    PressAnswer,
+};
+use teloxide::prelude::Requester;
+use teloxide::types::Update;
+use teloxide::Bot;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// What the bot answers to media it cannot read.
+const TEXT_ONLY_NOTE: &str =
+    "I can only read text for now. Please send your request as text (a caption on a photo or file works too).";
+
+/// The Telegram side of Switchboard. Cheap to share: clone the `Arc` it lives in.
+pub struct TelegramAdapter {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub config: TelegramConfig,
+    pub bot: Bot,
+    pub me: BotIdentity,
+    pub normalizer: Normalizer,
+    pub out: Outbound,
+    pub presses: Presses,
+    pub typing: Typing,
+    pub caps: Capabilities,
+    /// Ends helper tasks (typing loops, press timeouts) when `run` ends.
+    pub stop: CancellationToken,
+    pub webhook_addr: watch::Sender<Option<SocketAddr>>,
+}
+
+impl TelegramAdapter {
+    /// Checks the token with `getMe` and prepares the state directory.
+    pub async fn connect(config: TelegramConfig) -> Result<Self, TelegramError> {
+        let client = teloxide::net::default_reqwest_settings()
+            .build()
+            .map_err(|e| TelegramError::Client(config.token.scrub(&e.to_string())))?;
+        let bot = Bot::with_client(config.token.expose(), client).set_api_url(config.api_base()?);
+        let me = bot
+            .get_me()
+            .await
+            .map_err(|e| startup_error("getMe", &e, &config.token))?;
+        let me = BotIdentity {
+            id: i64::try_from(me.user.id.0).unwrap_or_default(),
+            // teloxide's `Me::username()` panics without one; a bot always has one.
+            username: me.user.username.clone().unwrap_or_default(),
+        };
+        tokio::fs::create_dir_all(&config.state_dir)
+            .await
+            .map_err(|e| TelegramError::State {
+                path: config.state_dir.display().to_string(),
+                detail: e.to_string(),
+            })?;
+        tracing::info!(bot_id = me.id, username = %me.username, "connected to Telegram");
+        let caps = Capabilities {
+            max_message_len: MAX_TEXT_UTF16,
+            length_unit: LengthUnit::Utf16,
+            can_edit: true,
+            buttons: true,
+            threads: true,
+            min_edit_interval: Duration::from_secs(1)
+                .checked_div(config.limits.per_chat_per_second.max(1))
+                .unwrap_or(Duration::from_secs(1)),
+            private_answers: true,
+        };
+        let inner = Inner {
+            normalizer: Normalizer::new(me.clone(), config.approvers.clone()),
+            out: Outbound::new(bot.clone(), config.token.clone(), config.limits),
+            presses: Arc::new(PendingPresses::default()),
+            typing: Typing::default(),
+            caps,
+            stop: CancellationToken::new(),
+            webhook_addr: watch::Sender::new(None),
+            me,
+            bot,
+            config,
+        };
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// 429 answers received from Telegram so far (each was waited out and retried).
+    pub fn rate_limited_count(&self) -> u64 {
+        self.inner.out.rate_limited_count()
+    }
+
+    /// The bot's numeric id, from `getMe`.
+    pub fn bot_id(&self) -> i64 {
+        self.inner.me.id
+    }
+
+    /// The bot's `@username` without the `@`.
+    pub fn bot_username(&self) -> &str {
+        &self.inner.me.username
+    }
+
+    /// In webhook mode, the address the webhook server listens on, once bound
+    /// (useful with port 0). Waits for `run` to bind it.
+    pub async fn webhook_addr(&self) -> Option<SocketAddr> {
+        let mut rx = self.inner.webhook_addr.subscribe();
+        let addr = rx.wait_for(Option::is_some).await.ok()?;
+        *addr
+    }
+
+    /// Callback queries forwarded and not answered yet.
+    pub fn pending_presses(&self) -> usize {
+        self.inner.presses.len()
+    }
+}
+
+impl Inner {
+    /// Normalizes one update and forwards it in order; side replies (text-only
+    /// notes, answers to unusable callbacks) run on their own tasks so they
+    /// never hold up the reader. `Err` when the core has gone away.
+    pub async fn dispatch(
+        self: &Arc<Self>,
+        update: &Update,
+        sink: &InboundSink,
+    ) -> Result<(), PlatformError> {
+        match self.normalizer.update(update) {
+            Action::Forward(inbound) => {
+                if let Inbound::ButtonPress(press) = &inbound {
+                    self.watch_press(press);
+                }
+                sink.send(inbound)
+                    .await
+                    .map_err(|_| PlatformError::Closed)?;
+            }
+            Action::TextOnly { to, reply_to } => {
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let note = OutgoingMessage::text(TEXT_ONLY_NOTE).replying_to(Some(reply_to));
+                    if let Err(e) = this.out.send(&to, &note).await {
+                        tracing::warn!(chat = to.chat.0, error = %e, "could not send the text-only note");
+                    }
+                });
+            }
+            Action::AnswerEmpty(id) => {
+                tracing::info!(
+                    update_id = update.id.0,
+                    "ignoring a callback query without a usable action id"
+                );
+                let this = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = this.out.answer_callback(&id, None).await {
+                        tracing::debug!(error = %e, "could not answer an ignored callback query");
+                    }
+                });
+            }
+            Action::Ignore(reason) => {
+                tracing::debug!(update_id = update.id.0, reason, "ignoring Telegram update");
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a forwarded press; answers it empty if the core has not
+    /// within `press_answer_timeout`, so the client's spinner always stops.
+    fn watch_press(self: &Arc<Self>, press: &ButtonPress) {
+        let id = press.handle.0.clone();
+        self.presses.insert(&id);
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = this.stop.cancelled() => {}
+                _ = tokio::time::sleep(this.config.press_answer_timeout) => {
+                    if this.presses.take(&id) {
+                        tracing::warn!("button press not answered by the core in time; answering it empty");
+                        if let Err(e) = this.out.answer_callback(&id, None).await {
+                            tracing::debug!(error = %e, "late callback answer failed");
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    fn start_typing(self: &Arc<Self>, chat: ChatAddress) {
+        let Some((generation, cancel)) = self.typing.begin(chat, &self.stop) else {
+            return;
+        };
+        let this = self.clone();
+        tokio::spawn(async move {
+            let (interval, max) = (this.config.typing_interval, this.config.typing_max);
+            typing_loop(&this.out, chat, interval, max, cancel).await;
+            this.typing.finished(&chat, generation);
+        });
+    }
+}
+
+#[async_trait]
+impl PlatformAdapter for TelegramAdapter {
+    fn platform(&self) -> Platform {
+        Platform::Telegram
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.inner.caps
+    }
+
+    /// Long polling, or the webhook server when configured, until `shutdown`.
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError> {
+        let result = match self.inner.config.webhook.clone() {
+            Some(hook) => crate::webhook::serve(&self.inner, &hook, &sink, &shutdown).await,
+            None => crate::polling::poll(&self.inner, &sink, &shutdown).await,
+        };
+        self.inner.stop.cancel();
+        result
+    }
+
+    async fn send(
+        &self,
+        to: &ChatAddress,
+        message: OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError> {
+        if measure(&message.text, LengthUnit::Utf16) <= MAX_TEXT_UTF16 {
+            return self.inner.out.send(to, &message).await;
+        }
+        // The core chunks already; this guards against a caller that did not.
+        let chunks = chunk_markdown(&message.text, MAX_TEXT_UTF16, LengthUnit::Utf16);
+        let last = chunks.len().saturating_sub(1);
+        let mut sent = None;
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let part = OutgoingMessage {
+                text: chunk,
+                buttons: if i == last {
+                    message.buttons.clone()
+                } else {
+                    Vec::new()
+                },
+                reply_to: if i == 0 { message.reply_to } else { None },
+            };
+            sent = Some(self.inner.out.send(to, &part).await?);
+        }
+        sent.ok_or(PlatformError::Rejected("empty message".into()))
+    }
+
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError> {
+        let len = measure(&message.text, LengthUnit::Utf16);
+        if len > MAX_TEXT_UTF16 {
+            return Err(PlatformError::TooLong {
+                len,
+                max: MAX_TEXT_UTF16,
+            });
+        }
+        self.inner.out.edit(target, &message).await
+    }
+
+    /// Answers the callback query (once), then edits the card for `Update`.
+    async fn answer_press(
+        &self,
+        press: &ButtonPress,
+        answer: PressAnswer,
+    ) -> Result<(), PlatformError> {
+        let id = &press.handle.0;
+        let owned = self.inner.presses.take(id);
+        let toast = match &answer {
+            PressAnswer::Private(text) => Some(text.as_str()),
+            PressAnswer::Ack | PressAnswer::Update(_) => None,
+        };
+        if owned {
+            if let Err(e) = self.inner.out.answer_callback(id, toast).await {
+                // Too late or already answered: the edit below still matters.
+                tracing::debug!(error = %e, "answerCallbackQuery failed");
+            }
+        } else {
+            tracing::debug!("press already answered (timeout or duplicate); not answering again");
+        }
+        match (answer, press.message) {
+            (PressAnswer::Update(message), Some(target)) => self.edit(&target, message).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
+        match activity {
+            Activity::Typing => self.inner.start_typing(*chat),
+            Activity::Idle => self.inner.typing.end(chat),
+        }
+        Ok(())
+    }
+}

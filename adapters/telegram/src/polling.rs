@@ -1,0 +1,141 @@
+//! Long polling: `getUpdates` with a persisted offset, updates forwarded in
+//! receive order, unparseable updates logged and skipped.
+//!
+//! Updates are fetched as JSON values and parsed one by one, so a single update
+//! teloxide cannot parse (or one missing fields) never blocks the batch, and
+//! the offset still moves past it.
+
+use crate::adapter::Inner;
+use crate::errors::scrubbed;
+use crate::offset::OffsetStore;
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{InboundSink, PlatformError};
+use teloxide::prelude::Requester;
+use teloxide::requests::{JsonRequest, Payload, Request};
+use teloxide::types::Update;
+use teloxide::RequestError;
+use tokio_util::sync::CancellationToken;
+
+/// The update kinds we ask Telegram for (edits and channel posts are not used).
+pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
+const BATCH: u8 = 100;
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// `getUpdates` answered as raw JSON values.
+#[derive(Debug, Clone, Serialize)]
+struct RawGetUpdates {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset: Option<i64>,
+    limit: u8,
+    timeout: u32,
+    allowed_updates: &'static [&'static str],
+}
+
+impl Payload for RawGetUpdates {
+    // Not `RawValue`: teloxide parses the envelope as an untagged enum, which
+    // buffers the content and cannot hand out raw JSON.
+    type Output = Vec<serde_json::Value>;
+    const NAME: &'static str = "GetUpdates";
+
+    fn timeout_hint(&self) -> Option<Duration> {
+        Some(Duration::from_secs(u64::from(self.timeout)))
+    }
+}
+
+/// Polls until `shutdown`. Only a closed sink ends it early.
+pub(crate) async fn poll(
+    inner: &Arc<Inner>,
+    sink: &InboundSink,
+    shutdown: &CancellationToken,
+) -> Result<(), PlatformError> {
+    prepare(inner).await;
+    let store = OffsetStore::new(&inner.config.state_dir, inner.me.id);
+    let mut last = match store.load().await {
+        Ok(last) => last,
+        Err(e) => {
+            tracing::error!(path = %store.path().display(), error = %e, "cannot read the Telegram offset file");
+            None
+        }
+    };
+    let mut backoff = Duration::from_millis(500);
+    let timeout = inner.config.poll_timeout_secs.min(15);
+    tracing::info!(offset = ?last, "Telegram long polling started");
+    loop {
+        let request = JsonRequest::new(
+            inner.bot.clone(),
+            RawGetUpdates {
+                offset: last.map(|id| id + 1),
+                limit: BATCH,
+                timeout,
+                allowed_updates: ALLOWED_UPDATES,
+            },
+        );
+        let answer = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            answer = request.send_ref() => answer,
+        };
+        let pause = match answer {
+            Ok(values) => {
+                backoff = Duration::from_millis(500);
+                for value in values {
+                    let Some(id) = value.get("update_id").and_then(serde_json::Value::as_i64)
+                    else {
+                        tracing::warn!("skipping an update without update_id");
+                        continue;
+                    };
+                    if last.is_some_and(|l| id <= l) {
+                        continue; // already forwarded
+                    }
+                    // teloxide's `Update` deserializes from text, not from a `Value`.
+                    match serde_json::from_str::<Update>(&value.to_string()) {
+                        Ok(update) => {
+                            tokio::select! {
+                                _ = shutdown.cancelled() => return Ok(()),
+                                sent = inner.dispatch(&update, sink) => sent?,
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(update_id = id, error = %e, "skipping a malformed Telegram update");
+                        }
+                    }
+                    last = Some(id);
+                    if let Err(e) = store.save(id).await {
+                        tracing::error!(path = %store.path().display(), error = %e, "cannot persist the Telegram offset");
+                    }
+                }
+                None
+            }
+            Err(RequestError::RetryAfter(after)) => Some(after.duration()),
+            Err(e) => {
+                tracing::warn!(error = %scrubbed(&e, &inner.config.token), retry_in = ?backoff, "getUpdates failed");
+                let wait = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                Some(wait)
+            }
+        };
+        if let Some(wait) = pause {
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// Long polling and a webhook exclude each other: drop a leftover webhook.
+async fn prepare(inner: &Arc<Inner>) {
+    match inner.bot.get_webhook_info().await {
+        Ok(info) if info.url.is_some() => {
+            tracing::info!("removing the Telegram webhook to use long polling");
+            if let Err(e) = inner.bot.delete_webhook().await {
+                tracing::warn!(error = %scrubbed(&e, &inner.config.token), "deleteWebhook failed");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %scrubbed(&e, &inner.config.token), "getWebhookInfo failed");
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The gateway's side of memory: history with its compaction summary, recall
+//! and per-turn context before a turn; compaction, execution state and
+//! feedback after it; the memory flush before compaction; 👍/👎 presses; and
+//! the sweeper that extracts idle sessions and collects old memories.
+
+use super::Inner;
+use crate::agent::{summary_messages, StopReason, TurnOutcome};
+use crate::llm::{Message, Role};
+use crate::memory::{
+    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, rules_section, system_context, wrap, ExecutionState,
+    TaskState, MAX_RULES, MEMORY_NOTE,
+};
+use crate::store::{MemoryOwner, SessionId, SessionKey, StateDoc};
+use chrono::Utc;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{Button, ButtonPress, Platform, PlatformAdapter, PressAnswer};
+
+/// Idle sessions extracted per sweep at most.
+const SWEEP_BATCH: u32 = 20;
+/// How often old memories and feedback are collected.
+const COLLECT_EVERY: Duration = Duration::from_secs(3600);
+/// Rated answers are kept this long.
+const FEEDBACK_RETENTION_DAYS: i64 = 30;
+
+/// What a turn needs to persist memory-related results.
+#[derive(Debug, Default)]
+pub(crate) struct TurnMemory {
+    /// The input as it is persisted (without the recalled memories).
+    pub plain_input: Option<String>,
+    /// Row ids of the history given to the turn (`None`: the summary messages),
+    /// when the history came from [`load_history`].
+    pub history_ids: Option<Vec<Option<i64>>>,
+}
+
+/// A turn's history: the stored summary (if any), then the live messages,
+/// starting at a user message; with the row id of each.
+pub(crate) async fn load_history(inner: &Inner, session: &SessionId, limit: u32) -> (Vec<Message>, Vec<Option<i64>>) {
+    let summary = match inner.store.session_state(session).await {
+        Ok(state) => state.summary,
+        Err(e) => {
+            tracing::warn!(error = %e, "session state unavailable");
+            None
+        }
+    };
+    let mut rows = inner.store.live_history(session, limit).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "history unavailable; answering without it");
+        Vec::new()
+    });
+    let start = rows.iter().position(|(_, m)| m.role == Role::User).unwrap_or(rows.len());
+    rows.drain(..start);
+    let mut messages = Vec::with_capacity(rows.len() + 2);
+    let mut ids = Vec::with_capacity(rows.len() + 2);
+    if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+        messages.extend(summary_messages(&summary));
+        ids.extend([None, None]);
+    }
+    for (id, m) in rows {
+        messages.push(m);
+        ids.push(Some(id));
+    }
+    (messages, ids)
+}
+
+/// The text the model sees for `model_text` (recalled memories around it when
+/// `query` recalls any) and the per-turn system context.
+pub(crate) async fn prepare(
+    inner: &Inner,
+    key: &SessionKey,
+    session: &SessionId,
+    model_text: &str,
+    query: Option<&str>,
+) -> (String, Option<String>) {
+    let config = inner.memory.book().config();
+    if !config.enabled {
+        return (model_text.to_owned(), None);
+    }
+    let owner = MemoryOwner::of(key);
+    let now = Utc::now();
+    let hits = match query {
+        Some(q) => recall(&inner.store, owner, q, config.recall_tokens, now).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "recall failed; answering without memories");
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let state = inner.store.session_state(session).await.unwrap_or_default();
+    let task = state.task_state.and_then(|j| serde_json::from_str::<TaskState>(&j).ok()).and_then(|t| t.render());
+    let exec = state.execution_state.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()).and_then(|e| e.render());
+    let rules = inner.store.correction_rules(owner, now, MAX_RULES as u32).await.unwrap_or_default();
+    let note = (!hits.is_empty()).then(|| MEMORY_NOTE.to_owned());
+    (wrap(model_text, &hits), system_context(&[note, task, exec, rules_section(&rules)]))
+}
+
+/// Puts the plain input back in place of the wrapped one, so history never
+/// stores recalled memories (they are recomputed per message and would go stale).
+pub(crate) fn restore_input(outcome: &mut TurnOutcome, memory: &TurnMemory) {
+    if let (Some(plain), Some(first)) = (&memory.plain_input, outcome.new_messages.first_mut()) {
+        if first.role == Role::User {
+            first.content = plain.clone();
+        }
+    }
+}
+
+/// After the exchange is saved: archive what compaction folded, keep the
+/// summary and task state, and move the execution state on.
+pub(crate) async fn after_turn(inner: &Inner, session: &SessionId, memory: &TurnMemory, outcome: &TurnOutcome) {
+    let store = &inner.store;
+    if let (Some(c), Some(ids)) = (&outcome.compaction, &memory.history_ids) {
+        let through = ids[..c.folded.min(ids.len())].iter().flatten().max().copied();
+        let folded_new = c.folded.saturating_sub(ids.len());
+        if let Err(e) = store.fold_history(session, through, outcome.new_messages.len(), folded_new, &c.summary).await {
+            tracing::warn!(error = %e, "could not persist a compaction");
+        }
+        if let Some(task) = c.task_state.as_ref().and_then(TaskState::from_value) {
+            save_doc(inner, session, StateDoc::Task, &task).await;
+        }
+    }
+    if !inner.memory.book().config().enabled || outcome.stop == StopReason::Handover {
+        return;
+    }
+    let previous = match store.session_state(session).await {
+        Ok(state) => state.execution_state.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()),
+        Err(_) => None,
+    };
+    let input = memory.plain_input.clone().or_else(|| outcome.new_messages.first().map(|m| m.content.clone())).unwrap_or_default();
+    let next = ExecutionState::after_turn(previous.as_ref(), &input, &outcome.new_messages, &outcome.stop, &outcome.text);
+    save_doc(inner, session, StateDoc::Execution, &next).await;
+}
+
+async fn save_doc<T: serde::Serialize>(inner: &Inner, session: &SessionId, doc: StateDoc, value: &T) {
+    let saved = match serde_json::to_string(value) {
+        Ok(json) => inner.store.set_session_doc(session, doc, Some(&json)).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = saved {
+        tracing::warn!(error = %e, "could not save session state");
+    }
+}
+
+/// 👍/👎 for a final answer (none for questions, errors, or where buttons can't show).
+pub(crate) async fn answer_buttons(
+    inner: &Inner,
+    key: &SessionKey,
+    session: &SessionId,
+    adapter: &dyn PlatformAdapter,
+    question: &str,
+    outcome: &TurnOutcome,
+) -> Vec<Vec<Button>> {
+    let config = inner.memory.book().config();
+    let shown = config.feedback_buttons && adapter.capabilities().buttons && key.platform != Platform::Console;
+    if !shown || outcome.stop != StopReason::Answered || outcome.text.trim().is_empty() {
+        return Vec::new();
+    }
+    let id = new_feedback_id();
+    let question: String = question.chars().take(500).collect();
+    let answer: String = outcome.text.chars().take(1_500).collect();
+    match inner.store.create_feedback(&id, session, MemoryOwner::of(key), &question, &answer, Utc::now()).await {
+        Ok(()) => feedback_buttons(&id),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not record a rateable answer");
+            Vec::new()
+        }
+    }
+}
+
+/// A 👍/👎 press: only the asker rates; a 👎 re-distills their correction rules.
+pub(crate) async fn on_feedback_press(inner: &Arc<Inner>, adapter: &dyn PlatformAdapter, press: &ButtonPress) {
+    let Some((id, rating)) = parse_feedback(&press.action) else { return };
+    let owner = MemoryOwner::new(press.chat.platform, press.user.id);
+    let text = match inner.store.rate_feedback(&id, owner, rating, Utc::now()).await {
+        Ok(Some(_)) if rating < 0 => {
+            let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
+            tokio::spawn(async move {
+                let _guard = guard;
+                let provider = Arc::clone(inner.memory.provider());
+                if let Err(e) = distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await {
+                    tracing::warn!(error = %e, "could not distill correction rules");
+                }
+            });
+            "Thanks — I'll take this into account in my next answers to you."
+        }
+        Ok(Some(_)) => "Thanks for the feedback! 👍",
+        Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => "Only the person who asked can rate this answer.",
+        Ok(None) => "This button is no longer valid.",
+        Err(e) => {
+            tracing::warn!(error = %e, "could not record feedback");
+            "⚠️ I couldn't record that right now."
+        }
+    };
+    if let Err(e) = adapter.answer_press(press, PressAnswer::Private(text.into())).await {
+        tracing::warn!(error = %e, "could not answer a press");
+    }
+}
+
+/// The memory flush before compaction: what the head holds that is worth
+/// keeping is extracted before it is summarized away.
+pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &str, head: &[Message]) {
+    if !inner.memory.book().config().enabled {
+        return;
+    }
+    let source = format!("chat:{session}");
+    if let Err(e) = inner.memory.extract(MemoryOwner::of(key), &source, head, Utc::now()).await {
+        tracing::warn!(error = %e, "memory flush before compaction failed");
+    }
+}
+
+/// Extracts memories from sessions idle for the configured time, and collects
+/// old memories and feedback, until shutdown.
+pub(crate) async fn sweep(inner: Arc<Inner>) {
+    let config = inner.memory.book().config().clone();
+    if !config.enabled {
+        return;
+    }
+    let period = (config.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_collect: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = inner.shutdown.cancelled() => return,
+        }
+        let now = Utc::now();
+        let cutoff = now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
+        match inner.store.idle_sessions(cutoff, SWEEP_BATCH).await {
+            Ok(sessions) => {
+                for idle in sessions {
+                    let _busy = inner.busy.enter();
+                    if let Err(e) = inner.memory.extract_session(&idle, now).await {
+                        tracing::warn!(error = %e, session = %idle.session, "idle memory extraction failed");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not list idle sessions"),
+        }
+        if last_collect.is_none_or(|t| t.elapsed() >= COLLECT_EVERY) {
+            last_collect = Some(tokio::time::Instant::now());
+            match inner.memory.book().collect(now).await {
+                Ok(n) if n > 0 => tracing::info!(collected = n, "old memories collected"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "memory collection failed"),
+            }
+            if let Err(e) = inner.store.collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS)).await {
+                tracing::warn!(error = %e, "feedback collection failed");
+            }
+        }
+    }
+}

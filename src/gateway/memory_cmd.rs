@@ -1,0 +1,122 @@
+//! `/memory` commands: list the user's memories, forget one, trace one to the
+//! conversation it came from. Only ever the asking user's own memories.
+
+use super::commands::Command;
+use super::Inner;
+use crate::llm::Role;
+use crate::memory::memory_line;
+use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, SessionId, SessionKey, StoreError};
+use chrono::Utc;
+
+const USAGE: &str = "Usage: `/memory` · `/memory forget <id>` · `/memory trace <id>`";
+/// Memories listed per kind at most.
+const LIST_PER_KIND: usize = 10;
+/// Source messages shown by a trace at most.
+const TRACE_MESSAGES: usize = 6;
+
+/// Runs `/memory …` for the user of `key`.
+pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey) -> Result<String, StoreError> {
+    let owner = MemoryOwner::of(key);
+    match cmd.args.as_slice() {
+        [] | ["list"] => list(inner, owner).await,
+        ["forget", id] => Ok(match parse_id(id) {
+            Some(id) if inner.store.delete_memory(owner, id).await? => format!("Forgot memory #{id}."),
+            Some(id) => format!("You have no memory #{id}."),
+            None => USAGE.to_owned(),
+        }),
+        ["trace", id] => match parse_id(id) {
+            Some(id) => trace(inner, owner, id).await,
+            None => Ok(USAGE.to_owned()),
+        },
+        _ => Ok(USAGE.to_owned()),
+    }
+}
+
+fn parse_id(raw: &str) -> Option<i64> {
+    raw.trim_start_matches('#').parse().ok()
+}
+
+async fn list(inner: &Inner, owner: MemoryOwner) -> Result<String, StoreError> {
+    let all = inner.store.memories_of(owner, &[], 200, Utc::now()).await?;
+    if all.is_empty() {
+        return Ok("I have no long-term memories about you yet.".into());
+    }
+    let mut out = format!("**Your memories** ({})", all.len());
+    for kind in MemoryKind::ALL {
+        let of_kind: Vec<&MemoryRecord> = all.iter().filter(|m| m.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n_{}_ ({})", kind.as_str(), of_kind.len()));
+        for m in of_kind.iter().take(LIST_PER_KIND) {
+            out.push_str(&format!("\n`#{}` {}", m.id, clip(&m.content, 120)));
+        }
+        if of_kind.len() > LIST_PER_KIND {
+            out.push_str(&format!("\n… and {} more", of_kind.len() - LIST_PER_KIND));
+        }
+    }
+    out.push_str(&format!("\n\n{USAGE}"));
+    Ok(out)
+}
+
+async fn trace(inner: &Inner, owner: MemoryOwner, id: i64) -> Result<String, StoreError> {
+    let Some(m) = inner.store.memory(owner, id).await? else {
+        return Ok(format!("You have no memory #{id}."));
+    };
+    let mut out = format!(
+        "{}\nsaved {} · updated {} · recalled {} times · importance {:.2}",
+        memory_line(&m).trim_start_matches("- "),
+        m.created_at.format("%Y-%m-%d %H:%M UTC"),
+        m.updated_at.format("%Y-%m-%d %H:%M UTC"),
+        m.access_count,
+        m.importance
+    );
+    if let Some(e) = m.expires_at {
+        out.push_str(&format!(" · expires {}", e.format("%Y-%m-%d")));
+    }
+    for source in m.source_ref.split_whitespace() {
+        out.push_str(&format!("\n\n**Source** `{source}`"));
+        out.push_str(&source_excerpt(inner, owner, source).await?);
+    }
+    Ok(out)
+}
+
+/// The messages a `chat:<session>#<from>-<to>` source points at, if they are
+/// still there and belong to the same user.
+async fn source_excerpt(inner: &Inner, owner: MemoryOwner, source: &str) -> Result<String, StoreError> {
+    let Some(rest) = source.strip_prefix("chat:") else {
+        return Ok(match source.split(':').next() {
+            Some("layers") => "\nDistilled from your preferences and decisions listed there.".into(),
+            Some("tool") => "\nSaved by the assistant when asked to remember it.".into(),
+            _ => String::new(),
+        });
+    };
+    let (session, range) = rest.split_once('#').unwrap_or((rest, ""));
+    let session = SessionId(session.to_owned());
+    match inner.store.session_key(&session.0).await? {
+        Some(k) if MemoryOwner::of(&k) == owner => {}
+        _ => return Ok("\n(That conversation no longer exists.)".into()),
+    }
+    let Some((from, to)) = range.split_once('-').and_then(|(a, b)| Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?))) else {
+        return Ok("\n(Saved during a conversation; no message range recorded.)".into());
+    };
+    let rows = inner.store.messages_between(&session, from, to, 200).await?;
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|(_, m)| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
+        .map(|(_, m)| format!("> {}: {}", if m.role == Role::User { "you" } else { "me" }, clip(m.content.trim(), 160)))
+        .collect();
+    if lines.is_empty() {
+        return Ok("\n(Those messages were cleared since.)".into());
+    }
+    let skip = lines.len().saturating_sub(TRACE_MESSAGES);
+    Ok(format!("\n{}", lines[skip..].join("\n")))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let s = s.replace('\n', " ");
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}

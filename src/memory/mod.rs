@@ -1,0 +1,42 @@
+//! Long-term memory per user and the context it adds to turns: extraction of
+//! L1 atoms (and L2/L3 layers) by the model, recall with mixed ranking, task
+//! and execution state per session, and feedback-driven correction rules.
+//!
+//! Memory belongs to one user (platform + user id) and is never shared: every
+//! store query is scoped by a [`MemoryOwner`](crate::store::MemoryOwner).
+
+mod book;
+mod config;
+mod extract;
+mod feedback;
+mod filter;
+mod inject;
+mod layers;
+mod model;
+mod recall;
+mod state;
+mod terms;
+
+pub use book::{MemoryBook, Saved};
+pub use config::MemoryConfig;
+pub use extract::{ExtractReport, Extractor, EXTRACT_MESSAGES};
+pub use feedback::{distill_rules, feedback_buttons, new_feedback_id, parse_feedback, FEEDBACK_WINDOW_DAYS, MAX_RULES};
+pub use filter::{check_memory, check_secret, is_dynamic, Rejection};
+pub use inject::{defuse, rules_section, system_context, wrap, MEMORY_NOTE};
+pub use recall::{memory_line, mixed_score, recall, recency, RecallHit, HALF_LIFE_DAYS};
+pub use state::{ExecStatus, ExecutionState, Step, TaskState};
+pub use terms::{codes, query_terms, similarity, terms};
+
+use crate::llm::ProviderError;
+use crate::store::StoreError;
+
+/// A memory operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the model call failed: {0}")]
+    Model(#[from] ProviderError),
+    #[error("the model broke the reply contract: {0}")]
+    Contract(String),
+}

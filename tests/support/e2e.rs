@@ -1,0 +1,205 @@
+//! The end-to-end harness: the real core (`switchboard::start`) on a temp dir,
+//! wired to a fresh fake LLM and an in-memory [`TestChannel`].
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchboard::store::{SessionId, SessionKey};
+use switchboard::{Config, Running};
+use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
+use tokio_util::sync::CancellationToken;
+
+use super::fake_llm::FakeLlm;
+use super::test_channel::{Log, TestChannel, WAIT};
+
+/// One running gateway with its fakes and its own directories.
+pub struct Harness {
+    pub llm: FakeLlm,
+    pub channel: Arc<TestChannel>,
+    pub running: Running,
+    pub shutdown: CancellationToken,
+    pub config: Config,
+    dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// Open access, 30 s approvals, 10 s model idle timeout.
+    pub async fn start() -> Harness {
+        Harness::with(&[]).await
+    }
+
+    /// Like [`Harness::start`] with extra or overriding variables.
+    pub async fn with(vars: &[(&str, &str)]) -> Harness {
+        Harness::with_channel(vars, TestChannel::new()).await
+    }
+
+    pub async fn with_channel(vars: &[(&str, &str)], channel: Arc<TestChannel>) -> Harness {
+        init_tracing();
+        let llm = FakeLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut map: HashMap<String, String> = [
+            ("LLM_BASE_URL", llm.base_url()),
+            ("LLM_MODEL", "fake-model".to_owned()),
+            ("DATA_DIR", data.display().to_string()),
+            (
+                "DATABASE_URL",
+                format!("sqlite://{}", data.join("switchboard.db").display()),
+            ),
+            ("WORKSPACE_DIR", dir.path().join("ws").display().to_string()),
+            ("ACCESS_POLICY", "open".to_owned()),
+            ("APPROVAL_TIMEOUT", "30".to_owned()),
+            ("LLM_IDLE_TIMEOUT_SECS", "10".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for (k, v) in vars {
+            map.insert((*k).to_owned(), (*v).to_owned());
+        }
+        let config = Config::from_lookup(|k| map.get(k).cloned()).expect("test config");
+        let shutdown = CancellationToken::new();
+        let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
+        let running = switchboard::start(&config, adapters, shutdown.clone())
+            .await
+            .expect("switchboard starts");
+        Harness {
+            llm,
+            channel,
+            running,
+            shutdown,
+            config,
+            dir,
+        }
+    }
+
+    /// The workspace the file and exec tools act in.
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Writes a file into the workspace.
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.workspace().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Waits until nothing is queued, running or in the background (bounded).
+    pub async fn idle(&self) {
+        if tokio::time::timeout(WAIT, self.running.idle())
+            .await
+            .is_err()
+        {
+            panic!("the gateway did not become idle\n{}", self.channel.log());
+        }
+    }
+
+    /// Waits for `check` on the channel log.
+    #[track_caller]
+    pub fn wait_for<'a, F>(
+        &'a self,
+        what: &'a str,
+        check: F,
+    ) -> impl std::future::Future<Output = Log> + 'a
+    where
+        F: Fn(&Log) -> bool + 'a,
+    {
+        self.channel.wait_for(what, check)
+    }
+
+    /// Waits until the fake LLM received at least `n` requests; returns them all.
+    pub async fn requests(&self, n: usize) -> Vec<Value> {
+        let requests = self.llm.wait_for_requests(n).await;
+        assert!(
+            requests.len() >= n,
+            "expected {n} LLM requests, got {}\n{}",
+            requests.len(),
+            self.channel.log()
+        );
+        requests
+    }
+
+    /// The session id of `user` in `chat` on the test platform.
+    pub async fn session(&self, user: i64, chat: i64) -> SessionId {
+        let key = SessionKey {
+            platform: Platform::Test,
+            chat: ChatId(chat),
+            thread: None,
+            user: UserId(user),
+        };
+        self.running.store.session(&key).await.unwrap()
+    }
+
+    /// Stops the gateway and waits for it; returns the temp dir (deleted when dropped)
+    /// so a test can inspect what was left on disk.
+    pub async fn stop(self) -> tempfile::TempDir {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(WAIT, self.running.wait()).await;
+        self.dir
+    }
+}
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// The messages of an LLM request.
+pub fn messages(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// The content of the tool message answering `call_id` in a request.
+#[track_caller]
+pub fn tool_result(request: &Value, call_id: &str) -> String {
+    messages(request)
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no tool result for {call_id} in {request:#}"))
+}
+
+/// Tool messages of a request in order: (tool_call_id, content).
+pub fn tool_results(request: &Value) -> Vec<(String, String)> {
+    messages(request)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,267 @@
+//! Events the fake dispatches on its gateway: user messages (MESSAGE_CREATE),
+//! button presses (INTERACTION_CREATE), raw frames and dropped connections.
+
+use super::{bot_user_json, gateway, shard_of, timestamp, user_json};
+use super::{Channel, FakeDiscord, Inner, Interaction, APP_ID, BOT_ID, GUILD_ID, TEXT};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// A user message to dispatch as MESSAGE_CREATE.
+#[derive(Debug, Clone)]
+pub struct UserMessage {
+    pub channel: u64,
+    pub author: u64,
+    pub name: String,
+    pub bot: bool,
+    pub content: String,
+    pub reply_to: Option<u64>,
+    pub roles: Vec<u64>,
+}
+
+impl UserMessage {
+    pub fn new(channel: u64, author: u64, content: impl Into<String>) -> Self {
+        Self {
+            channel,
+            author,
+            name: format!("user{author}"),
+            bot: false,
+            content: content.into(),
+            reply_to: None,
+            roles: Vec::new(),
+        }
+    }
+
+    /// Prefixes `<@BOT_ID>` (and lists the bot in `mentions`).
+    pub fn mentioning_bot(mut self) -> Self {
+        self.content = format!("<@{BOT_ID}> {}", self.content);
+        self
+    }
+
+    pub fn replying_to(mut self, message: u64) -> Self {
+        self.reply_to = Some(message);
+        self
+    }
+
+    pub fn with_roles(mut self, roles: &[u64]) -> Self {
+        self.roles = roles.to_vec();
+        self
+    }
+
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    pub fn by_a_bot(mut self) -> Self {
+        self.bot = true;
+        self
+    }
+}
+
+/// A button press to dispatch as INTERACTION_CREATE.
+#[derive(Debug, Clone)]
+pub struct Press {
+    pub message: u64,
+    pub custom_id: String,
+    pub user: u64,
+    pub roles: Vec<u64>,
+}
+
+impl Press {
+    pub fn new(message: u64, custom_id: impl Into<String>, user: u64) -> Self {
+        Self {
+            message,
+            custom_id: custom_id.into(),
+            user,
+            roles: Vec::new(),
+        }
+    }
+
+    pub fn with_roles(mut self, roles: &[u64]) -> Self {
+        self.roles = roles.to_vec();
+        self
+    }
+}
+
+impl FakeDiscord {
+    /// Dispatches MESSAGE_CREATE to the shard owning the channel; returns the
+    /// message id, or `None` when that shard is not connected. Unknown channels
+    /// become text channels of the default guild.
+    pub fn send_message(&self, message: UserMessage) -> Option<u64> {
+        let mut inner = self.shared.lock();
+        let channel = *inner.channels.entry(message.channel).or_insert(Channel {
+            kind: TEXT,
+            guild: Some(GUILD_ID),
+            parent: None,
+        });
+        let id = inner.next_id();
+        let mentions: Vec<Value> = mentioned_ids(&message.content)
+            .into_iter()
+            .map(|uid| {
+                if uid == BOT_ID {
+                    bot_user_json()
+                } else {
+                    user_json(uid, &format!("user{uid}"), false)
+                }
+            })
+            .collect();
+        let mut msg = json!({
+            "id": id.to_string(),
+            "channel_id": message.channel.to_string(),
+            "author": user_json(message.author, &message.name, message.bot),
+            "content": message.content,
+            "timestamp": timestamp(),
+            "edited_timestamp": null,
+            "tts": false,
+            "mention_everyone": false,
+            "mentions": mentions,
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": false,
+            "type": if message.reply_to.is_some() { 19 } else { 0 },
+            "flags": 0,
+            "components": [],
+        });
+        if let Some(guild) = channel.guild {
+            msg["guild_id"] = json!(guild.to_string());
+            msg["member"] = json!({
+                "roles": message.roles.iter().map(u64::to_string).collect::<Vec<_>>(),
+                "joined_at": timestamp(),
+                "deaf": false,
+                "mute": false,
+                "flags": 0,
+            });
+        }
+        if let Some(reply_to) = message.reply_to {
+            attach_reference(&inner, &mut msg, message.channel, channel.guild, reply_to);
+        }
+        inner.messages.insert(id, msg.clone());
+        inner.order.push(id);
+        let shard = shard_of(channel.guild, self.shared.options.shards);
+        gateway::dispatch(&mut inner, shard, "MESSAGE_CREATE", msg).then_some(id)
+    }
+
+    /// Dispatches INTERACTION_CREATE for a button on a stored message; returns
+    /// the interaction id, or `None` when the message is unknown or the shard
+    /// is not connected.
+    pub fn press(&self, press: Press) -> Option<u64> {
+        let mut inner = self.shared.lock();
+        let message = inner.messages.get(&press.message)?.clone();
+        let channel_id: u64 = message["channel_id"].as_str()?.parse().ok()?;
+        let channel = *inner.channels.get(&channel_id)?;
+        let id = inner.next_id();
+        let token = format!("interaction-token-{id}");
+        let user = user_json(press.user, &format!("user{}", press.user), false);
+        let mut channel_json = json!({
+            "id": channel_id.to_string(),
+            "type": channel.kind,
+            "name": format!("channel-{channel_id}"),
+        });
+        if let Some(parent) = channel.parent {
+            channel_json["parent_id"] = json!(parent.to_string());
+        }
+        let mut interaction = json!({
+            "id": id.to_string(),
+            "application_id": APP_ID.to_string(),
+            "type": 3,
+            "data": { "custom_id": press.custom_id, "component_type": 2 },
+            "channel_id": channel_id.to_string(),
+            "channel": channel_json,
+            "token": token,
+            "version": 1,
+            "message": message,
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 26_214_400,
+        });
+        match channel.guild {
+            Some(guild) => {
+                interaction["guild_id"] = json!(guild.to_string());
+                interaction["guild_locale"] = json!("en-US");
+                interaction["context"] = json!(0);
+                interaction["member"] = json!({
+                    "user": user,
+                    "roles": press.roles.iter().map(u64::to_string).collect::<Vec<_>>(),
+                    "joined_at": timestamp(),
+                    "deaf": false,
+                    "mute": false,
+                    "flags": 0,
+                    "nick": null,
+                });
+            }
+            None => {
+                interaction["context"] = json!(1);
+                interaction["user"] = user;
+            }
+        }
+        inner.interactions.insert(
+            id,
+            Interaction {
+                token,
+                message: press.message,
+                channel: channel_id,
+                dispatched: Instant::now(),
+                acked: None,
+            },
+        );
+        let shard = shard_of(channel.guild, self.shared.options.shards);
+        gateway::dispatch(&mut inner, shard, "INTERACTION_CREATE", interaction).then_some(id)
+    }
+
+    /// Sends `text` as is on `shard`'s connection (malformed payload tests).
+    pub fn send_raw(&self, shard: u32, text: &str) -> bool {
+        let inner = self.shared.lock();
+        gateway::send(&inner, shard, gateway::Out::Frame(text.to_owned()))
+    }
+
+    /// Drops `shard`'s TCP connection without a close frame (the client resumes).
+    pub fn drop_connection(&self, shard: u32) -> bool {
+        let inner = self.shared.lock();
+        gateway::send(&inner, shard, gateway::Out::Drop)
+    }
+}
+
+/// User ids in `<@id>` / `<@!id>` mentions.
+fn mentioned_ids(content: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut rest = content;
+    while let Some(start) = rest.find("<@") {
+        rest = &rest[start + 2..];
+        let digits = rest.strip_prefix('!').unwrap_or(rest);
+        if let Some(end) = digits.find('>') {
+            if let Ok(id) = digits[..end].parse::<u64>() {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// Adds `message_reference` and (when known) `referenced_message` to `msg`.
+pub(crate) fn attach_reference(
+    inner: &Inner,
+    msg: &mut Value,
+    channel: u64,
+    guild: Option<u64>,
+    reply_to: u64,
+) {
+    let mut reference = json!({
+        "message_id": reply_to.to_string(),
+        "channel_id": channel.to_string(),
+    });
+    if let Some(guild) = guild {
+        reference["guild_id"] = json!(guild.to_string());
+    }
+    msg["message_reference"] = reference;
+    if let Some(referenced) = inner.messages.get(&reply_to) {
+        let mut referenced = referenced.clone();
+        if let Some(map) = referenced.as_object_mut() {
+            map.remove("referenced_message");
+        }
+        msg["referenced_message"] = referenced;
+    }
+}

@@ -1,0 +1,440 @@
+//! The fake's REST API under `/api/v10`: auth, 429 injection, Discord's limits,
+//! messages, typing, interaction callbacks and webhook followups.
+
+use super::events::attach_reference;
+use super::{bot_user_json, id_eq, timestamp, Call, Callback, Followup, Inner, Shared};
+use super::{APP_ID, BOT_ID, GUILD_ID, TOKEN};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+type Answer = (u16, Value, Vec<(&'static str, String)>);
+
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new().fallback(handle).with_state(shared)
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri
+        .path()
+        .strip_prefix("/api/v10")
+        .unwrap_or(uri.path())
+        .to_owned();
+    let body: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body).unwrap_or_else(|_| json!({ "_unparsable": true }))
+    };
+    let authorized = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Bot {TOKEN}"));
+    let mut inner = shared.lock();
+    let (status, answer, extra_headers) =
+        route(&shared, &mut inner, &method, &path, &body, authorized);
+    if status == 429 {
+        inner.rate_limited += 1;
+    }
+    inner.calls.push(Call {
+        method: method.to_string(),
+        path,
+        body,
+        status,
+        at: Instant::now(),
+    });
+    drop(inner);
+    let mut response = if status == 204 {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            axum::Json(answer),
+        )
+            .into_response()
+    };
+    for (name, value) in extra_headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+fn error(status: u16, code: u64, message: &str) -> Answer {
+    (
+        status,
+        json!({ "message": message, "code": code }),
+        Vec::new(),
+    )
+}
+
+fn ok(value: Value) -> Answer {
+    (200, value, Vec::new())
+}
+
+fn too_many(retry_after: f64, global: bool) -> Answer {
+    (
+        429,
+        json!({
+            "message": "You are being rate limited.",
+            "retry_after": retry_after,
+            "global": global,
+        }),
+        vec![
+            ("retry-after", format!("{}", retry_after.ceil() as u64)),
+            ("x-ratelimit-global", global.to_string()),
+            (
+                "x-ratelimit-scope",
+                if global { "global" } else { "user" }.to_owned(),
+            ),
+        ],
+    )
+}
+
+fn route(
+    shared: &Shared,
+    inner: &mut Inner,
+    method: &Method,
+    path: &str,
+    body: &Value,
+    authorized: bool,
+) -> Answer {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // Interaction callbacks and webhooks authenticate by their token in the path.
+    let token_routes = matches!(segments.first(), Some(&"interactions") | Some(&"webhooks"));
+    if !token_routes {
+        if !authorized {
+            return error(401, 0, "401: Unauthorized");
+        }
+        if let Some(retry_after) = inner.global_429s.pop_front() {
+            return too_many(retry_after, true);
+        }
+    }
+    if let ["channels", channel, "messages", ..] = segments.as_slice() {
+        if let Ok(channel) = channel.parse::<u64>() {
+            if let Some(retry_after) = inner
+                .channel_429s
+                .get_mut(&channel)
+                .and_then(|q| q.pop_front())
+            {
+                return too_many(retry_after, false);
+            }
+        }
+    }
+    let id = |s: &str| s.parse::<u64>().ok();
+    match (method.as_str(), segments.as_slice()) {
+        ("GET", ["gateway"]) => ok(json!({ "url": shared.gateway_url })),
+        ("GET", ["gateway", "bot"]) => ok(json!({
+            "url": shared.gateway_url,
+            "shards": shared.options.shards,
+            "session_start_limit": {
+                "total": 1000,
+                "remaining": 999,
+                "reset_after": 86_400_000,
+                "max_concurrency": 1,
+            },
+        })),
+        ("GET", ["users", "@me"]) => ok(bot_user_json()),
+        ("GET", ["oauth2", "applications", "@me"]) => ok(json!({
+            "id": APP_ID.to_string(), "name": "switchboard", "icon": null, "description": "",
+            "bot_public": false, "bot_require_code_grant": false, "verify_key": "00", "flags": 0,
+        })),
+        ("GET", ["channels", channel]) => {
+            match id(channel).and_then(|c| inner.channels.get(&c).map(|ch| (c, *ch))) {
+                Some((c, ch)) => {
+                    let name = format!("channel-{c}");
+                    let mut json = json!({ "id": c.to_string(), "type": ch.kind, "name": name });
+                    if let Some(guild) = ch.guild {
+                        json["guild_id"] = json!(guild.to_string());
+                    }
+                    if let Some(parent) = ch.parent {
+                        json["parent_id"] = json!(parent.to_string());
+                    }
+                    ok(json)
+                }
+                None => error(404, 10003, "Unknown Channel"),
+            }
+        }
+        ("POST", ["channels", channel, "messages"]) => match id(channel) {
+            Some(c) if inner.channels.contains_key(&c) => create_message(inner, c, body),
+            _ => error(404, 10003, "Unknown Channel"),
+        },
+        ("PATCH", ["channels", channel, "messages", message]) => match (id(channel), id(message)) {
+            (Some(c), Some(m)) => edit_message(inner, c, m, body),
+            _ => error(404, 10008, "Unknown Message"),
+        },
+        ("POST", ["channels", channel, "typing"]) => match id(channel) {
+            Some(c) if inner.channels.contains_key(&c) => (204, Value::Null, Vec::new()),
+            _ => error(404, 10003, "Unknown Channel"),
+        },
+        ("POST", ["interactions", interaction, token, "callback"]) => match id(interaction) {
+            Some(i) => callback(shared, inner, i, token, body),
+            None => error(404, 10062, "Unknown interaction"),
+        },
+        ("POST", ["webhooks", app, token]) => webhook(inner, app, token, body, false),
+        ("PATCH", ["webhooks", app, token, "messages", "@original"]) => {
+            webhook(inner, app, token, body, true)
+        }
+        _ => error(404, 0, "404: Not Found"),
+    }
+}
+
+/// Discord's checks on message content and components.
+fn validate(body: &Value, require_content: bool) -> Result<(), Answer> {
+    let invalid = |field: &str, message: &str| {
+        Err((
+            400,
+            json!({
+                "message": "Invalid Form Body",
+                "code": 50035,
+                "errors": {
+                    field: { "_errors": [{ "code": "BASE_TYPE_INVALID", "message": message }] },
+                },
+            }),
+            Vec::new(),
+        ))
+    };
+    let content = body["content"].as_str().unwrap_or("");
+    if content.chars().count() > 2000 {
+        return invalid("content", "Must be 2000 or fewer in length.");
+    }
+    let rows = match &body["components"] {
+        Value::Null => Vec::new(),
+        Value::Array(rows) => rows.clone(),
+        _ => return invalid("components", "Must be an array."),
+    };
+    if rows.len() > 5 {
+        return invalid("components", "Must be 5 or fewer in length.");
+    }
+    let mut ids = HashSet::new();
+    for row in &rows {
+        let buttons = row["components"].as_array().cloned().unwrap_or_default();
+        if row["type"] != 1 || buttons.is_empty() || buttons.len() > 5 {
+            return invalid("components", "An action row holds 1 to 5 components.");
+        }
+        for button in buttons {
+            if button["type"] != 2 {
+                return invalid("components", "Only buttons are supported here.");
+            }
+            let style = button["style"].as_u64().unwrap_or(0);
+            let label = button["label"].as_str().unwrap_or("");
+            if label.chars().count() > 80 {
+                return invalid("components", "Button labels are 80 or fewer in length.");
+            }
+            match (style, button["custom_id"].as_str(), button["url"].as_str()) {
+                (1..=4, Some(id), None) if !id.is_empty() && id.chars().count() <= 100 => {
+                    if !ids.insert(id.to_owned()) {
+                        return invalid("components", "Component custom id cannot be duplicated");
+                    }
+                }
+                (5, None, Some(_)) => {}
+                _ => {
+                    return invalid(
+                        "components",
+                        "custom_id must be 1 to 100 characters (style 1-4).",
+                    )
+                }
+            }
+        }
+    }
+    if require_content && content.trim().is_empty() && rows.is_empty() {
+        return Err(error(400, 50006, "Cannot send an empty message"));
+    }
+    Ok(())
+}
+
+fn create_message(inner: &mut Inner, channel: u64, body: &Value) -> Answer {
+    if let Err(e) = validate(body, true) {
+        return e;
+    }
+    let guild = inner.channels.get(&channel).and_then(|c| c.guild);
+    let id = inner.next_id();
+    let reply_to = body["message_reference"]["message_id"]
+        .as_str()
+        .and_then(|s| s.parse::<u64>().ok())
+        .or_else(|| body["message_reference"]["message_id"].as_u64());
+    let mut msg = json!({
+        "id": id.to_string(),
+        "channel_id": channel.to_string(),
+        "author": bot_user_json(),
+        "content": body["content"].as_str().unwrap_or(""),
+        "timestamp": timestamp(),
+        "edited_timestamp": null,
+        "tts": false,
+        "mention_everyone": false,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": false,
+        "type": if reply_to.is_some() { 19 } else { 0 },
+        "flags": 0,
+        "components": body["components"].as_array().cloned().unwrap_or_default(),
+    });
+    if let Some(guild) = guild {
+        msg["guild_id"] = json!(guild.to_string());
+    }
+    if let Some(reply_to) = reply_to {
+        attach_reference(inner, &mut msg, channel, guild, reply_to);
+    }
+    inner.messages.insert(id, msg.clone());
+    inner.order.push(id);
+    ok(msg)
+}
+
+fn apply_edit(msg: &mut Value, body: &Value) {
+    if let Some(content) = body.get("content").and_then(Value::as_str) {
+        msg["content"] = json!(content);
+    }
+    if let Some(components) = body.get("components").filter(|c| c.is_array()) {
+        msg["components"] = components.clone();
+    }
+    msg["edited_timestamp"] = json!(timestamp());
+}
+
+fn edit_message(inner: &mut Inner, channel: u64, message: u64, body: &Value) -> Answer {
+    if let Err(e) = validate(body, false) {
+        return e;
+    }
+    let Some(msg) = inner.messages.get_mut(&message) else {
+        return error(404, 10008, "Unknown Message");
+    };
+    if !id_eq(&msg["channel_id"], channel) {
+        return error(404, 10008, "Unknown Message");
+    }
+    if !id_eq(&msg["author"]["id"], BOT_ID) {
+        return error(403, 50005, "Cannot edit a message authored by another user");
+    }
+    apply_edit(msg, body);
+    ok(msg.clone())
+}
+
+fn callback(
+    shared: &Shared,
+    inner: &mut Inner,
+    interaction: u64,
+    token: &str,
+    body: &Value,
+) -> Answer {
+    let Some(record) = inner.interactions.get(&interaction).cloned() else {
+        return error(404, 10062, "Unknown interaction");
+    };
+    if record.token != token {
+        return error(401, 50027, "Invalid Webhook Token");
+    }
+    if record.acked.is_some() {
+        return error(400, 40060, "Interaction has already been acknowledged.");
+    }
+    if record.dispatched.elapsed() > shared.options.interaction_expiry {
+        return error(404, 10062, "Unknown interaction");
+    }
+    let kind = body["type"].as_u64().unwrap_or(0);
+    let data = body["data"].clone();
+    match kind {
+        4 => {
+            if let Err(e) = validate(&data, true) {
+                return e;
+            }
+            let ephemeral = data["flags"].as_u64().is_some_and(|f| f & 64 != 0);
+            if !ephemeral {
+                let _ = create_message(inner, record.channel, &data);
+            }
+        }
+        5 | 6 => {}
+        7 => {
+            if let Err(e) = validate(&data, false) {
+                return e;
+            }
+            if let Some(msg) = inner.messages.get_mut(&record.message) {
+                apply_edit(msg, &data);
+            }
+        }
+        _ => {
+            return (
+                400,
+                json!({
+                    "message": "Invalid Form Body",
+                    "code": 50035,
+                    "errors": { "type": "invalid callback type" },
+                }),
+                Vec::new(),
+            )
+        }
+    }
+    if let Some(entry) = inner.interactions.get_mut(&interaction) {
+        entry.acked = Some(kind);
+    }
+    inner.callbacks.push(Callback {
+        interaction,
+        kind,
+        data,
+    });
+    (204, Value::Null, Vec::new())
+}
+
+fn webhook(inner: &mut Inner, app: &str, token: &str, body: &Value, edit_original: bool) -> Answer {
+    if app != APP_ID.to_string() {
+        return error(404, 10002, "Unknown Application");
+    }
+    let Some((&interaction, record)) = inner.interactions.iter().find(|(_, r)| r.token == token)
+    else {
+        return error(404, 10015, "Unknown Webhook");
+    };
+    let record = record.clone();
+    if record.acked.is_none() {
+        return error(404, 10015, "Unknown Webhook");
+    }
+    if let Err(e) = validate(body, !edit_original) {
+        return e;
+    }
+    inner.followups.push(Followup {
+        interaction,
+        edit_original,
+        body: body.clone(),
+    });
+    if edit_original {
+        // After a deferred update, @original is the message carrying the button.
+        let Some(msg) = inner.messages.get_mut(&record.message) else {
+            return error(404, 10008, "Unknown Message");
+        };
+        apply_edit(msg, body);
+        return ok(msg.clone());
+    }
+    let id = inner.next_id();
+    let guild = inner
+        .channels
+        .get(&record.channel)
+        .and_then(|c| c.guild)
+        .unwrap_or(GUILD_ID);
+    ok(json!({
+        "id": id.to_string(),
+        "channel_id": record.channel.to_string(),
+        "guild_id": guild.to_string(),
+        "author": bot_user_json(),
+        "content": body["content"].as_str().unwrap_or(""),
+        "timestamp": timestamp(),
+        "edited_timestamp": null,
+        "tts": false,
+        "mention_everyone": false,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": false,
+        "type": 0,
+        "flags": body["flags"].as_u64().unwrap_or(0),
+        "components": [],
+    }))
+}

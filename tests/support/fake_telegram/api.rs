@@ -1,0 +1,393 @@
+//! The Bot API methods of the fake: routing, the envelope, long polling,
+//! flood checks and message validation.
+
+use super::{
+    html, message_json, next_message_id, now_secs, Call, Entity, Inner, Shared, StoredMessage,
+};
+use super::{BOT_ID, BOT_USERNAME, NOT_MODIFIED};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+type ApiResult = Result<Value, ApiError>;
+
+struct ApiError {
+    code: u16,
+    description: String,
+    retry_after: Option<u32>,
+}
+
+fn bad(description: impl Into<String>) -> ApiError {
+    ApiError {
+        code: 400,
+        description: format!("Bad Request: {}", description.into()),
+        retry_after: None,
+    }
+}
+
+fn envelope(result: &ApiResult) -> Response {
+    match result {
+        Ok(v) => (StatusCode::OK, Json(json!({"ok": true, "result": v}))).into_response(),
+        Err(e) => {
+            let mut body = json!({"ok": false, "error_code": e.code, "description": e.description});
+            if let Some(n) = e.retry_after {
+                body["parameters"] = json!({"retry_after": n});
+            }
+            let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::BAD_REQUEST);
+            (status, Json(body)).into_response()
+        }
+    }
+}
+
+pub(super) async fn handle(
+    State(shared): State<Arc<Shared>>,
+    Path((bot, method)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let params = parse_params(&headers, &body);
+    let token_ok = bot.strip_prefix("bot") == Some(shared.lock().token.as_str());
+    let result = if !token_ok {
+        Err(ApiError {
+            code: 401,
+            description: "Unauthorized".into(),
+            retry_after: None,
+        })
+    } else if method.eq_ignore_ascii_case("getupdates") {
+        get_updates(&shared, &params).await
+    } else {
+        dispatch(&mut shared.lock(), &method, &params)
+    };
+    let mut inner = shared.lock();
+    let (ok, error_code, description) = match &result {
+        Ok(_) => (true, None, None),
+        Err(e) => (false, Some(e.code), Some(e.description.clone())),
+    };
+    inner.calls.push(Call {
+        method: method.clone(),
+        params,
+        ok,
+        error_code,
+        description,
+        at: tokio::time::Instant::now(),
+    });
+    drop(inner);
+    envelope(&result)
+}
+
+/// JSON bodies, or the multipart forms teloxide uses for `SetWebhook`.
+fn parse_params(headers: &HeaderMap, body: &[u8]) -> Value {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(body);
+    if let Some(boundary) = content_type.split("boundary=").nth(1) {
+        let mut fields = serde_json::Map::new();
+        for part in text.split(&format!("--{}", boundary.trim_matches('"'))) {
+            let Some((head, value)) = part.split_once("\r\n\r\n") else {
+                continue;
+            };
+            let Some(name) = head
+                .split("name=\"")
+                .nth(1)
+                .and_then(|n| n.split('"').next())
+            else {
+                continue;
+            };
+            let value = value.trim_end_matches("\r\n");
+            let parsed = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+            fields.insert(name.to_owned(), parsed);
+        }
+        return Value::Object(fields);
+    }
+    if text.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(&text).unwrap_or(json!({}))
+}
+
+async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
+    let offset = params["offset"].as_i64();
+    let limit =
+        usize::try_from(params["limit"].as_u64().unwrap_or(100).clamp(1, 100)).unwrap_or(100);
+    let timeout = Duration::from_secs(params["timeout"].as_u64().unwrap_or(0));
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let notified = shared.updates_added.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        {
+            let mut inner = shared.lock();
+            if inner.webhook.is_some() {
+                return Err(ApiError {
+                    code: 409,
+                    description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first".into(),
+                    retry_after: None,
+                });
+            }
+            if let Some(offset) = offset {
+                // Confirming an offset forgets every older update.
+                while inner.updates.front().is_some_and(|(id, _)| *id < offset) {
+                    inner.updates.pop_front();
+                }
+            }
+            let batch: Vec<Value> = inner
+                .updates
+                .iter()
+                .filter(|(id, _)| offset.is_none_or(|o| *id >= o))
+                .take(limit)
+                .map(|(_, u)| u.clone())
+                .collect();
+            if !batch.is_empty() || tokio::time::Instant::now() >= deadline {
+                return Ok(Value::Array(batch));
+            }
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return Ok(json!([]));
+        }
+    }
+}
+
+fn dispatch(inner: &mut Inner, method: &str, p: &Value) -> ApiResult {
+    match method.to_ascii_lowercase().as_str() {
+        "getme" => Ok(
+            json!({"id": BOT_ID, "is_bot": true, "first_name": "Switchboard",
+            "username": BOT_USERNAME, "can_join_groups": true,
+            "can_read_all_group_messages": false, "supports_inline_queries": false,
+            "can_connect_to_business": false, "has_main_web_app": false}),
+        ),
+        "getwebhookinfo" => {
+            let url = inner
+                .webhook
+                .as_ref()
+                .map_or(String::new(), |w| w.0.clone());
+            Ok(json!({"url": url, "has_custom_certificate": false,
+                "pending_update_count": inner.updates.len()}))
+        }
+        "deletewebhook" => {
+            inner.webhook = None;
+            if p["drop_pending_updates"].as_bool() == Some(true) {
+                inner.updates.clear();
+            }
+            Ok(json!(true))
+        }
+        "setwebhook" => {
+            let url = p["url"].as_str().unwrap_or_default().to_owned();
+            if url.is_empty() {
+                inner.webhook = None;
+            } else {
+                let secret = p["secret_token"].as_str().map(str::to_owned);
+                inner.webhook = Some((url, secret));
+            }
+            Ok(json!(true))
+        }
+        "sendmessage" => send_message(inner, p),
+        "editmessagetext" => edit_message_text(inner, p),
+        "editmessagereplymarkup" => edit_reply_markup(inner, p),
+        "answercallbackquery" => {
+            let id = p["callback_query_id"].as_str().unwrap_or_default();
+            if p["text"].as_str().is_some_and(|t| t.chars().count() > 200) {
+                return Err(bad("MESSAGE_TOO_LONG"));
+            }
+            if inner.open_callbacks.remove(id) {
+                Ok(json!(true))
+            } else {
+                Err(bad(
+                    "query is too old and response timeout expired or query id is invalid",
+                ))
+            }
+        }
+        "sendchataction" => {
+            let chat = chat_id(p)?;
+            if !inner.chats.contains_key(&chat) {
+                return Err(bad("chat not found"));
+            }
+            Ok(json!(true))
+        }
+        _ => Err(ApiError {
+            code: 404,
+            description: "Not Found".into(),
+            retry_after: None,
+        }),
+    }
+}
+
+fn chat_id(p: &Value) -> Result<i64, ApiError> {
+    p["chat_id"].as_i64().ok_or_else(|| bad("chat not found"))
+}
+
+/// Injected 429s first, then the published limits when enforced.
+fn flood_check(inner: &mut Inner, chat: i64) -> Result<(), ApiError> {
+    let injected = inner
+        .inject_429
+        .get_mut(&chat)
+        .and_then(VecDeque::pop_front);
+    let enforced = match (injected, inner.limits.as_mut()) {
+        (Some(n), _) => Some(n),
+        (None, Some(limits)) => {
+            let is_group = inner.chats.get(&chat).is_some_and(|c| c.is_group);
+            limits.check(chat, is_group).err()
+        }
+        (None, None) => None,
+    };
+    match enforced {
+        Some(n) => Err(ApiError {
+            code: 429,
+            description: format!("Too Many Requests: retry after {n}"),
+            retry_after: Some(n),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Text after entity parsing, checked against Telegram's limits.
+fn parse_text(inner: &mut Inner, chat: i64, p: &Value) -> Result<(String, Vec<Entity>), ApiError> {
+    let text = p["text"].as_str().unwrap_or_default();
+    let is_html = p["parse_mode"]
+        .as_str()
+        .is_some_and(|m| m.eq_ignore_ascii_case("html"));
+    if let Some(n) = inner
+        .inject_parse_errors
+        .get_mut(&chat)
+        .filter(|n| **n > 0 && is_html)
+    {
+        *n -= 1;
+        return Err(bad(
+            "can't parse entities: Unsupported start tag \"injected\" at byte offset 0",
+        ));
+    }
+    let parsed = match p["parse_mode"].as_str() {
+        Some(mode) if mode.eq_ignore_ascii_case("html") => {
+            html::parse(text).map_err(|e| bad(format!("can't parse entities: {e}")))?
+        }
+        Some(mode) => return Err(bad(format!("unsupported parse_mode {mode} in this fake"))),
+        None => (text.to_owned(), Vec::new()),
+    };
+    if parsed.0.trim().is_empty() {
+        return Err(bad("message text is empty"));
+    }
+    if parsed.0.encode_utf16().count() > 4096 {
+        return Err(bad("message is too long"));
+    }
+    Ok(parsed)
+}
+
+fn check_markup(p: &Value) -> Result<Option<Value>, ApiError> {
+    let markup = p.get("reply_markup").filter(|m| !m.is_null()).cloned();
+    if let Some(m) = &markup {
+        let rows = m["inline_keyboard"]
+            .as_array()
+            .ok_or_else(|| bad("can't parse reply keyboard markup JSON object"))?;
+        for button in rows.iter().filter_map(Value::as_array).flatten() {
+            let data = button["callback_data"].as_str().unwrap_or_default();
+            if data.is_empty() || data.len() > 64 {
+                return Err(bad("BUTTON_DATA_INVALID"));
+            }
+            if button["text"].as_str().is_none_or(str::is_empty) {
+                return Err(bad("text buttons are unallowed in the inline keyboard"));
+            }
+        }
+    }
+    Ok(markup)
+}
+
+fn send_message(inner: &mut Inner, p: &Value) -> ApiResult {
+    let chat = chat_id(p)?;
+    let Some(known) = inner.chats.get(&chat) else {
+        return Err(bad("chat not found"));
+    };
+    let chat_json = known.json.clone();
+    let thread = p["message_thread_id"].as_i64();
+    if let Some(t) = thread {
+        if known.json["is_forum"] == json!(true) && !known.threads.contains(&t) {
+            return Err(bad("message thread not found"));
+        }
+    }
+    flood_check(inner, chat)?;
+    let (text, entities) = parse_text(inner, chat, p)?;
+    let markup = check_markup(p)?;
+    let reply_to = p["reply_parameters"]["message_id"].as_i64();
+    if let Some(r) = reply_to {
+        let allow = p["reply_parameters"]["allow_sending_without_reply"].as_bool() == Some(true);
+        if !inner.messages.contains_key(&(chat, r)) && !allow {
+            return Err(bad("message to be replied not found"));
+        }
+    }
+    let message_id = next_message_id(inner, chat);
+    let stored = StoredMessage {
+        chat_id: chat,
+        message_id,
+        thread_id: thread,
+        from_bot: true,
+        from_id: BOT_ID,
+        text,
+        entities,
+        parse_mode: p["parse_mode"].as_str().map(str::to_owned),
+        reply_markup: markup,
+        reply_to,
+        edits: 0,
+        date: now_secs(),
+    };
+    let out = message_json(&stored, &chat_json);
+    inner.messages.insert((chat, message_id), stored);
+    Ok(out)
+}
+
+fn bot_message<'a>(
+    inner: &'a mut Inner,
+    p: &Value,
+) -> Result<(&'a mut StoredMessage, Value), ApiError> {
+    let chat = chat_id(p)?;
+    let id = p["message_id"]
+        .as_i64()
+        .ok_or_else(|| bad("message identifier is not specified"))?;
+    let chat_json = inner
+        .chats
+        .get(&chat)
+        .map(|c| c.json.clone())
+        .ok_or_else(|| bad("chat not found"))?;
+    match inner.messages.get_mut(&(chat, id)) {
+        Some(m) if m.from_bot => Ok((m, chat_json)),
+        Some(_) => Err(bad("message can't be edited")),
+        None => Err(bad("message to edit not found")),
+    }
+}
+
+fn edit_message_text(inner: &mut Inner, p: &Value) -> ApiResult {
+    let chat = chat_id(p)?;
+    bot_message(inner, p)?;
+    flood_check(inner, chat)?;
+    let (text, entities) = parse_text(inner, chat, p)?;
+    let markup = check_markup(p)?;
+    let (m, chat_json) = bot_message(inner, p)?;
+    if m.text == text && m.entities == entities && m.reply_markup == markup {
+        return Err(bad(NOT_MODIFIED.trim_start_matches("Bad Request: ")));
+    }
+    m.text = text;
+    m.entities = entities;
+    m.parse_mode = p["parse_mode"].as_str().map(str::to_owned);
+    m.reply_markup = markup;
+    m.edits += 1;
+    Ok(message_json(m, &chat_json))
+}
+
+fn edit_reply_markup(inner: &mut Inner, p: &Value) -> ApiResult {
+    let chat = chat_id(p)?;
+    bot_message(inner, p)?;
+    flood_check(inner, chat)?;
+    let markup = check_markup(p)?;
+    let (m, chat_json) = bot_message(inner, p)?;
+    if m.reply_markup == markup {
+        return Err(bad(NOT_MODIFIED.trim_start_matches("Bad Request: ")));
+    }
+    m.reply_markup = markup;
+    m.edits += 1;
+    Ok(message_json(m, &chat_json))
+}
