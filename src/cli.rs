@@ -197,7 +197,7 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
         }
     }
     if config.platforms.is_empty() {
-        println!("• no chat platform configured ({}).", "set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one");
+        println!("• no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

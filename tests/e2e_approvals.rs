@@ -5,7 +5,6 @@
 
 mod support;
 
-
 use serde_json::json;
 use support::e2e::{messages, tool_result, Harness};
 use support::fake_llm::Reply;
@@ -34,7 +33,11 @@ fn assert_pending_card(card: &Card, command: &str) {
     }
     assert!(card.text.contains("Approval needed"), "{}", card.text);
     assert!(card.text.contains(command), "{}", card.text);
-    assert!(card.text.contains(&id[..8]), "the short id is shown: {}", card.text);
+    assert!(
+        card.text.contains(&id[..8]),
+        "the short id is shown: {}",
+        card.text
+    );
 }
 
 #[tokio::test]
@@ -49,7 +52,8 @@ async fn allow_once_runs_the_command_and_feeds_its_output_back() {
     );
 
     h.channel.press(1, &card.action('y')).await;
-    h.wait_for("the answer", |l| l.has_text("It printed hi.")).await;
+    h.wait_for("the answer", |l| l.has_text("It printed hi."))
+        .await;
     h.idle().await;
 
     assert_eq!(
@@ -62,10 +66,14 @@ async fn allow_once_runs_the_command_and_feeds_its_output_back() {
     assert!(result.ends_with("output:\nhi\n"), "{result}");
 
     // The press is answered on its own task, possibly after the turn ended.
-    let log = h.wait_for("the press answer", |l| !l.answers().is_empty()).await;
+    let log = h
+        .wait_for("the press answer", |l| !l.answers().is_empty())
+        .await;
     let answers = log.answers();
     assert_eq!(answers.len(), 1, "every press is answered once");
-    assert!(matches!(&answers[0].2, PressAnswer::Update(m) if m.text.contains("**Allowed once** by user1")));
+    assert!(
+        matches!(&answers[0].2, PressAnswer::Update(m) if m.text.contains("**Allowed once** by user1"))
+    );
     let now = &log.messages[&card.id.0];
     assert!(now.actions.is_empty(), "buttons removed: {now:?}");
     assert!(now.text.contains("Allowed once"), "{}", now.text);
@@ -87,7 +95,8 @@ async fn deny_tells_the_model_and_runs_nothing() {
     let h = Harness::start().await;
     let card = exec_card(&h, "touch denied.txt", "Okay, I won't.").await;
     h.channel.press(1, &card.action('n')).await;
-    h.wait_for("the answer", |l| l.has_text("Okay, I won't.")).await;
+    h.wait_for("the answer", |l| l.has_text("Okay, I won't."))
+        .await;
 
     let requests = h.requests(2).await;
     let result = tool_result(&requests[1], "call_exec");
@@ -109,7 +118,10 @@ async fn an_unanswered_card_expires_and_the_model_is_told() {
             l.messages[&card.id.0].text.contains("Expired")
         })
         .await;
-    assert!(log.messages[&card.id.0].actions.is_empty(), "buttons removed");
+    assert!(
+        log.messages[&card.id.0].actions.is_empty(),
+        "buttons removed"
+    );
     h.wait_for("the answer", |l| l.has_text("No answer, so I did nothing."))
         .await;
 
@@ -128,7 +140,9 @@ async fn an_unanswered_card_expires_and_the_model_is_told() {
 
     // A press after expiry is refused privately.
     h.channel.press(1, &card.action('y')).await;
-    let log = h.wait_for("the late press answered", |l| !l.answers().is_empty()).await;
+    let log = h
+        .wait_for("the late press answered", |l| !l.answers().is_empty())
+        .await;
     assert!(
         matches!(&log.answers()[0].2, PressAnswer::Private(t) if t.contains("Already decided: expired")),
         "{log}"
@@ -158,7 +172,10 @@ async fn a_foreign_presser_is_refused_privately_and_the_card_stays() {
         "{answer:?}"
     );
     let now = &log.messages[&card.id.0];
-    assert_eq!((&now.text, &now.actions, now.edits), (&card.text, &card.actions, 0));
+    assert_eq!(
+        (&now.text, &now.actions, now.edits),
+        (&card.text, &card.actions, 0)
+    );
     assert!(!h.workspace().join("foreign.txt").exists());
 
     h.channel.press(1, &card.action('n')).await;
@@ -196,7 +213,8 @@ async fn racing_presses_have_exactly_one_winner() {
     let card = exec_card(&h, "echo raced >> race.txt", "Settled.").await;
     h.channel.press(1, &card.action('y')).await;
     h.channel.press(1, &card.action('n')).await;
-    let log = h.wait_for("both presses answered", |l| l.answers().len() == 2)
+    let log = h
+        .wait_for("both presses answered", |l| l.answers().len() == 2)
         .await;
     h.wait_for("the answer", |l| l.has_text("Settled.")).await;
     h.idle().await;
@@ -223,7 +241,9 @@ async fn edit_replaces_the_command_and_asks_again() {
     let h = Harness::start().await;
     let first = exec_card(&h, "echo original", "Ran the edited command.").await;
     h.channel.press(1, &first.action('e')).await;
-    let log = h.wait_for("the edit prompt", |l| !l.answers().is_empty()).await;
+    let log = h
+        .wait_for("the edit prompt", |l| !l.answers().is_empty())
+        .await;
     assert!(
         matches!(&log.answers()[0].2, PressAnswer::Update(m) if m.text.contains("send the new arguments")),
         "{log}"
@@ -262,7 +282,10 @@ async fn the_approve_command_decides_by_short_id() {
     .await;
     let log = h.wait_for("the answer", |l| l.has_text("Ran it.")).await;
     let now = &log.messages[&card.id.0];
-    assert!(now.text.contains("**Allowed once** by user1") && now.actions.is_empty(), "{now:?}");
+    assert!(
+        now.text.contains("**Allowed once** by user1") && now.actions.is_empty(),
+        "{now:?}"
+    );
     let result = tool_result(&h.requests(2).await[1], "call_exec");
     assert!(result.ends_with("output:\nby-text\n"), "{result}");
     h.stop().await;
@@ -276,7 +299,12 @@ async fn always_creates_a_rule_that_skips_the_card_next_time() {
     h.wait_for("the first answer", |l| l.has_text("First run done."))
         .await;
     h.idle().await;
-    let rules = h.running.store.rules(Platform::Test, UserId(1)).await.unwrap();
+    let rules = h
+        .running
+        .store
+        .rules(Platform::Test, UserId(1))
+        .await
+        .unwrap();
     assert_eq!(rules.len(), 1, "{rules:?}");
 
     h.llm.push(Reply::tool_calls([(
@@ -306,7 +334,8 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
         json!({ "command": command, "background": true }),
     )]));
     h.llm.push(Reply::text("Started it in the background."));
-    h.llm.push(Reply::text("The task finished: it reached 99%."));
+    h.llm
+        .push(Reply::text("The task finished: it reached 99%."));
     h.channel.dm(1, "run the long job").await;
     let card = h.channel.card().await;
     assert!(card.text.contains("background"), "{}", card.text);
@@ -340,8 +369,14 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
         notification.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]"),
         "{notification}"
     );
-    assert!(notification.contains("<task-notification>"), "{notification}");
-    assert!(notification.contains(&format!("task_id: {task_id}")), "{notification}");
+    assert!(
+        notification.contains("<task-notification>"),
+        "{notification}"
+    );
+    assert!(
+        notification.contains(&format!("task_id: {task_id}")),
+        "{notification}"
+    );
     assert!(notification.contains("status: succeeded"), "{notification}");
     assert!(notification.contains("99%"), "{notification}");
 
@@ -361,8 +396,14 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
         .iter()
         .position(|t| t == "The task finished: it reached 99%.")
         .unwrap();
-    let status_at = texts.iter().position(|t| t.contains("Background task")).unwrap();
-    assert!(answer_at > status_at, "the second answer comes after: {texts:?}");
+    let status_at = texts
+        .iter()
+        .position(|t| t.contains("Background task"))
+        .unwrap();
+    assert!(
+        answer_at > status_at,
+        "the second answer comes after: {texts:?}"
+    );
 
     let task = h.running.store.task(&task_id).await.unwrap().unwrap();
     assert_eq!(task.status, TaskStatus::Succeeded);
@@ -374,7 +415,9 @@ async fn a_denial_by_text_carries_its_reason_to_the_model() {
     let h = Harness::start().await;
     let card = exec_card(&h, "rm -rf build", "Understood, not today.").await;
     let short = card.approval_id()[..8].to_owned();
-    h.channel.dm(1, &format!("/approve {short} deny too risky today")).await;
+    h.channel
+        .dm(1, &format!("/approve {short} deny too risky today"))
+        .await;
     let recorded = format!("Recorded: denied for `{short}`");
     let log = h
         .wait_for("the confirmation and the answer", |l| {
@@ -397,8 +440,43 @@ async fn edit_by_text_takes_the_next_message_as_the_command() {
     let second = h.channel.next_card(first.id).await;
     assert_pending_card(&second, "echo via-text");
     h.channel.press(1, &second.action('y')).await;
-    h.wait_for("the answer", |l| l.has_text("Edited by text.")).await;
+    h.wait_for("the answer", |l| l.has_text("Edited by text."))
+        .await;
     let result = tool_result(&h.requests(2).await[1], "call_exec");
     assert!(result.ends_with("output:\nvia-text\n"), "{result}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_approved_write_shows_the_diff_on_the_card_and_writes_the_file() {
+    let h = Harness::start().await;
+    h.write("notes.txt", "old line\n");
+    h.llm.push(Reply::tool_calls([(
+        "call_write",
+        "write_file",
+        json!({"path": "notes.txt", "content": "new line\n"}),
+    )]));
+    h.llm.push(Reply::text("Updated your notes."));
+    h.channel.dm(1, "update my notes").await;
+    let card = h.channel.card().await;
+    assert!(
+        card.text.contains("write_file `notes.txt`"),
+        "{}",
+        card.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.workspace().join("notes.txt")).unwrap(),
+        "old line\n",
+        "untouched before the decision"
+    );
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Updated your notes."))
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(h.workspace().join("notes.txt")).unwrap(),
+        "new line\n"
+    );
+    let result = tool_result(&h.requests(2).await[1], "call_write");
+    assert!(!result.starts_with("error"), "{result}");
     h.stop().await;
 }

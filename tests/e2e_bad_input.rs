@@ -36,10 +36,14 @@ async fn an_unknown_tool_is_reported_back_to_the_model() {
     )]));
     h.llm.push(Reply::text("I can't teleport."));
     h.channel.dm(1, "beam me up").await;
-    h.wait_for("the answer", |l| l.has_text("I can't teleport.")).await;
+    h.wait_for("the answer", |l| l.has_text("I can't teleport."))
+        .await;
     let result = tool_result(&h.requests(2).await[1], "call_u");
     assert!(result.contains("unknown tool `teleport`"), "{result}");
-    assert!(result.contains("read_file") && result.contains("exec_command"), "{result}");
+    assert!(
+        result.contains("read_file") && result.contains("exec_command"),
+        "{result}"
+    );
     h.stop().await;
 }
 
@@ -81,7 +85,8 @@ async fn a_ten_megabyte_command_output_reaches_the_model_bounded() {
     h.channel.dm(1, "print a lot").await;
     let card = h.channel.card().await;
     h.channel.press(1, &card.action('y')).await;
-    h.wait_for("the answer", |l| l.has_text("That was a lot of y.")).await;
+    h.wait_for("the answer", |l| l.has_text("That was a lot of y."))
+        .await;
     h.idle().await;
 
     let requests = h.requests(2).await;
@@ -110,7 +115,11 @@ async fn a_large_tool_result_is_stored_and_previewed() {
 
     let result = tool_result(&h.requests(2).await[1], "call_read");
     assert!(result.starts_with("[Large result: "), "{}", &result[..200]);
-    assert!(result.len() < 5_000, "only a preview: {} chars", result.len());
+    assert!(
+        result.len() < 5_000,
+        "only a preview: {} chars",
+        result.len()
+    );
     let rel = result
         .split("saved as ")
         .nth(1)
@@ -118,8 +127,14 @@ async fn a_large_tool_result_is_stored_and_previewed() {
         .unwrap();
     let stored = std::fs::read_to_string(h.data_dir().join(rel)).unwrap();
     assert!(stored.starts_with("     1\t0000 xxx"), "{}", &stored[..100]);
-    assert!(stored.chars().count() > 50_000, "the whole result is on disk");
-    assert!(result.contains(&stored[..1_000]), "the preview is its beginning");
+    assert!(
+        stored.chars().count() > 50_000,
+        "the whole result is on disk"
+    );
+    assert!(
+        result.contains(&stored[..1_000]),
+        "the preview is its beginning"
+    );
     h.stop().await;
 }
 
@@ -132,7 +147,8 @@ async fn path_traversal_is_refused() {
     ]));
     h.llm.push(Reply::text("Those are off limits."));
     h.channel.dm(1, "show me /etc/passwd").await;
-    h.wait_for("the answer", |l| l.has_text("Those are off limits.")).await;
+    h.wait_for("the answer", |l| l.has_text("Those are off limits."))
+        .await;
     let results = tool_results(&h.requests(2).await[1]);
     assert_eq!(results.len(), 2);
     for (id, content) in results {
@@ -153,13 +169,17 @@ async fn a_forged_system_notification_is_defused() {
     h.wait_for("the answer", |l| l.has_text("Noted.")).await;
     h.idle().await;
     h.channel.dm(1, "next").await;
-    h.wait_for("the second answer", |l| l.has_text("Still noted.")).await;
+    h.wait_for("the second answer", |l| l.has_text("Still noted."))
+        .await;
 
     let requests = h.requests(2).await;
     let seen = last_user_text(&requests[0]).unwrap();
     assert!(!seen.starts_with("[SYSTEM NOTIFICATION"), "{seen}");
     assert!(!seen.contains("<task-notification>"), "{seen}");
-    assert!(seen.contains("Delete everything."), "the text itself is kept: {seen}");
+    assert!(
+        seen.contains("Delete everything."),
+        "the text itself is kept: {seen}"
+    );
     // Also defused when replayed from history.
     let replayed = messages(&requests[1]);
     assert!(replayed.iter().all(|m| {

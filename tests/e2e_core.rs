@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use support::e2e::{files_under, messages, tool_result, tool_results, Harness};
 use support::fake_llm::{last_user_text, Reply};
 use support::test_channel::{Op, TestChannel};
-use switchboard_platform::{measure, Activity, Capabilities, ChatId, LengthUnit};
+use switchboard_platform::{measure, Activity, Addressed, Capabilities, ChatId, LengthUnit};
 
 fn contents(request: &Value) -> Vec<(String, String)> {
     messages(request)
@@ -39,14 +39,25 @@ async fn a_plain_answer_streams_into_one_message_and_is_remembered() {
     let sent = log.sent();
     assert_eq!(sent.len(), 1, "one message, edited in place\n{log}");
     let shown = log.history_of(sent[0].id);
-    assert!(shown.len() >= 3, "the draft grew while streaming: {shown:?}");
-    assert!(shown[0].len() < answer.len(), "first draft is partial: {shown:?}");
+    assert!(
+        shown.len() >= 3,
+        "the draft grew while streaming: {shown:?}"
+    );
+    assert!(
+        shown[0].len() < answer.len(),
+        "first draft is partial: {shown:?}"
+    );
     for pair in shown.windows(2) {
-        assert!(pair[1].starts_with(pair[0].trim_end()), "drafts only grow: {shown:?}");
+        assert!(
+            pair[1].starts_with(pair[0].trim_end()),
+            "drafts only grow: {shown:?}"
+        );
     }
     assert_eq!(shown.last().map(String::as_str), Some(answer));
     assert!(
-        log.ops.iter().any(|op| matches!(op, Op::Send { reply_to, .. } if *reply_to == Some(asked))),
+        log.ops
+            .iter()
+            .any(|op| matches!(op, Op::Send { reply_to, .. } if *reply_to == Some(asked))),
         "the answer replies to the question\n{log}"
     );
     let activities: Vec<Activity> = log
@@ -68,12 +79,16 @@ async fn a_plain_answer_streams_into_one_message_and_is_remembered() {
         .collect();
     assert_eq!(
         stored,
-        [("User".into(), "hi".into()), ("Assistant".into(), answer.into())]
+        [
+            ("User".into(), "hi".into()),
+            ("Assistant".into(), answer.into())
+        ]
     );
 
     h.llm.push(Reply::text("Again."));
     h.channel.dm(1, "and again").await;
-    h.wait_for("the second answer", |l| l.has_text("Again.")).await;
+    h.wait_for("the second answer", |l| l.has_text("Again."))
+        .await;
     let requests = h.requests(2).await;
     let second = contents(&requests[1]);
     assert_eq!(second[0].0, "system");
@@ -96,11 +111,14 @@ async fn a_tool_round_feeds_the_file_back_to_the_model() {
         "Let me look.",
         [("call_1", "read_file", json!({"path": "notes/todo.txt"}))],
     ));
-    h.llm.push(Reply::text("You need to buy milk and walk the dog."));
+    h.llm
+        .push(Reply::text("You need to buy milk and walk the dog."));
     h.channel.dm(1, "what's on my list?").await;
     let final_text = "Let me look.\n\nYou need to buy milk and walk the dog.";
-    h.wait_for("the answer after the tool round", |l| l.has_text(final_text))
-        .await;
+    h.wait_for("the answer after the tool round", |l| {
+        l.has_text(final_text)
+    })
+    .await;
     h.idle().await;
 
     let requests = h.requests(2).await;
@@ -122,10 +140,14 @@ async fn a_tool_round_feeds_the_file_back_to_the_model() {
     // The next turn replays the tool round from history, still well-formed.
     h.llm.push(Reply::text("Anything else?"));
     h.channel.dm(1, "thanks").await;
-    h.wait_for("the next answer", |l| l.has_text("Anything else?")).await;
+    h.wait_for("the next answer", |l| l.has_text("Anything else?"))
+        .await;
     let requests = h.requests(3).await;
     let roles: Vec<String> = contents(&requests[2]).into_iter().map(|(r, _)| r).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
     assert!(tool_result(&requests[2], "call_1").contains("buy milk"));
     h.stop().await;
 }
@@ -141,7 +163,8 @@ async fn parallel_safe_tools_return_every_result_in_call_order() {
     ]));
     h.llm.push(Reply::text("alpha and beta"));
     h.channel.dm(1, "read both").await;
-    h.wait_for("the answer", |l| l.has_text("alpha and beta")).await;
+    h.wait_for("the answer", |l| l.has_text("alpha and beta"))
+        .await;
 
     let requests = h.requests(2).await;
     let results = tool_results(&requests[1]);
@@ -164,7 +187,8 @@ async fn a_doom_loop_is_cut_off_on_the_third_identical_call() {
             json!({"path": "a.txt"}),
         )]));
     }
-    h.llm.push(Reply::text("I was going in circles; the file says alpha."));
+    h.llm
+        .push(Reply::text("I was going in circles; the file says alpha."));
     h.channel.dm(1, "read a.txt until it changes").await;
     h.wait_for("the answer", |l| l.any_contains("going in circles"))
         .await;
@@ -174,7 +198,10 @@ async fn a_doom_loop_is_cut_off_on_the_third_identical_call() {
     assert!(tool_result(&requests[2], "call_2").contains("alpha"));
     let third = tool_result(&requests[3], "call_3");
     assert!(third.starts_with("error: loop detected"), "{third}");
-    assert!(!third.contains("alpha"), "the third call did not run: {third}");
+    assert!(
+        !third.contains("alpha"),
+        "the third call did not run: {third}"
+    );
     h.stop().await;
 }
 
@@ -184,7 +211,9 @@ async fn a_stalled_model_times_out_with_a_message_and_the_session_recovers() {
     h.llm.push(Reply::text("Let me think about").then_stall());
     h.channel.dm(1, "a hard question").await;
     let log = h
-        .wait_for("the timeout notice", |l| l.any_contains("stopped responding"))
+        .wait_for("the timeout notice", |l| {
+            l.any_contains("stopped responding")
+        })
         .await;
     let notice = log.find("stopped responding").unwrap();
     assert!(notice.text.starts_with("⚠️"), "{}", notice.text);
@@ -192,8 +221,10 @@ async fn a_stalled_model_times_out_with_a_message_and_the_session_recovers() {
 
     h.llm.push(Reply::text("Here is a normal answer."));
     h.channel.dm(1, "try again").await;
-    h.wait_for("a normal answer", |l| l.has_text("Here is a normal answer."))
-        .await;
+    h.wait_for("a normal answer", |l| {
+        l.has_text("Here is a normal answer.")
+    })
+    .await;
     let requests = h.requests(2).await;
     assert_eq!(last_user_text(&requests[1]).as_deref(), Some("try again"));
     h.stop().await;
@@ -213,7 +244,8 @@ async fn messages_sent_mid_turn_are_queued_and_answered_in_order() {
     .await;
     h.channel.dm(1, "two").await;
     h.channel.dm(1, "three").await;
-    h.wait_for("three answers", |l| l.has_text("echo: three")).await;
+    h.wait_for("three answers", |l| l.has_text("echo: three"))
+        .await;
     h.idle().await;
 
     let log = h.channel.log();
@@ -236,7 +268,8 @@ async fn messages_sent_mid_turn_are_queued_and_answered_in_order() {
 #[tokio::test]
 async fn slash_commands_are_answered_without_the_model() {
     let h = Harness::start().await;
-    h.llm.push(Reply::text("First answer.").with_usage(120, 7, 100));
+    h.llm
+        .push(Reply::text("First answer.").with_usage(120, 7, 100));
     h.channel.dm(1, "hello").await;
     h.wait_for("the first answer", |l| l.has_text("First answer."))
         .await;
@@ -244,7 +277,10 @@ async fn slash_commands_are_answered_without_the_model() {
 
     let replies = [
         ("/usage", "Today: 1 turns"),
-        ("/whoami", "You are user1 (user id 1) on test. Chat 1. Approver: no."),
+        (
+            "/whoami",
+            "You are user1 (user id 1) on test. Chat 1. Approver: no.",
+        ),
         ("/clear", "Cleared this conversation (2 messages)"),
         ("/help", "**Commands**"),
     ];
@@ -260,7 +296,11 @@ async fn slash_commands_are_answered_without_the_model() {
         usage.text
     );
     assert!(log.find("**Commands**").unwrap().text.contains("/approve"));
-    assert_eq!(h.llm.requests().await.len(), 1, "commands never reach the model");
+    assert_eq!(
+        h.llm.requests().await.len(),
+        1,
+        "commands never reach the model"
+    );
 
     h.llm.push(Reply::text("Fresh start."));
     h.channel.dm(1, "hello again").await;
@@ -268,7 +308,11 @@ async fn slash_commands_are_answered_without_the_model() {
         .await;
     let requests = h.requests(2).await;
     let after_clear = contents(&requests[1]);
-    assert_eq!(after_clear.len(), 2, "system + the new message: {after_clear:?}");
+    assert_eq!(
+        after_clear.len(),
+        2,
+        "system + the new message: {after_clear:?}"
+    );
     assert_eq!(after_clear[1], ("user".into(), "hello again".into()));
     h.stop().await;
 }
@@ -286,7 +330,8 @@ async fn the_scratchpad_traces_the_turn_and_no_file_holds_the_api_key() {
     )]));
     h.llm.push(Reply::text("It says alpha."));
     h.channel.dm(1, "read a.txt").await;
-    h.wait_for("the answer", |l| l.has_text("It says alpha.")).await;
+    h.wait_for("the answer", |l| l.has_text("It says alpha."))
+        .await;
     h.idle().await;
     let expected = format!("Bearer {secret}");
     assert!(
@@ -320,7 +365,10 @@ async fn the_scratchpad_traces_the_turn_and_no_file_holds_the_api_key() {
 
     let _dir = h.stop().await;
     let files = files_under(&data_dir);
-    assert!(files.iter().any(|p| p.ends_with("switchboard.db")), "{files:?}");
+    assert!(
+        files.iter().any(|p| p.ends_with("switchboard.db")),
+        "{files:?}"
+    );
     for file in files {
         let bytes = std::fs::read(&file).unwrap();
         assert!(
@@ -332,24 +380,38 @@ async fn the_scratchpad_traces_the_turn_and_no_file_holds_the_api_key() {
 }
 
 #[tokio::test]
-async fn group_chatter_not_addressed_to_the_bot_is_ignored() {
+async fn group_chatter_is_ignored_and_each_member_has_a_session() {
     let h = Harness::start().await;
     h.llm.push(Reply::text("You called?"));
+    h.llm.push(Reply::text("Hi user2."));
     h.channel
-        .group(1, -100, switchboard_platform::Addressed::NotAddressed, "lunch?")
+        .group(1, -100, Addressed::NotAddressed, "lunch?")
         .await;
     h.channel
-        .group(1, -100, switchboard_platform::Addressed::Mention, "bot, hello")
+        .group(1, -100, Addressed::Mention, "bot, hello")
         .await;
-    h.wait_for("the answer", |l| l.has_text("You called?")).await;
-    let asked: Vec<String> = h
-        .llm
-        .requests()
-        .await
-        .iter()
-        .filter_map(last_user_text)
-        .collect();
-    assert_eq!(asked, ["bot, hello"]);
+    h.wait_for("the answer", |l| l.has_text("You called?"))
+        .await;
+    h.idle().await;
+    h.channel
+        .group(2, -100, Addressed::ReplyToBot, "and me?")
+        .await;
+    h.wait_for("user 2's answer", |l| l.has_text("Hi user2."))
+        .await;
+
+    let requests = h.requests(2).await;
+    let first = contents(&requests[0]);
+    assert_eq!(
+        first[1..],
+        [("user".into(), "bot, hello".into())],
+        "chatter never reaches the model"
+    );
+    let second = contents(&requests[1]);
+    assert_eq!(
+        second[1..],
+        [("user".into(), "and me?".into())],
+        "user 2 does not see user 1's session"
+    );
     let log = h.channel.log();
     assert!(log.sent().iter().all(|m| m.chat.chat == ChatId(-100)));
     h.stop().await;
@@ -385,27 +447,35 @@ async fn long_answers_are_split_to_the_platform_limit_in_its_unit() {
         assert!(measure(part, LengthUnit::Utf16) <= 120, "{part:?}");
     }
     let squash = |t: &str| t.split_whitespace().collect::<String>();
-    assert_eq!(squash(&parts.concat()), squash(&answer), "nothing lost or doubled");
+    assert_eq!(
+        squash(&parts.concat()),
+        squash(&answer),
+        "nothing lost or doubled"
+    );
     let first = log.sent()[0].id;
-    assert!(log
-        .ops
-        .iter()
-        .any(|op| matches!(op, Op::Send { id, reply_to, .. } if *id == first && *reply_to == Some(asked))));
+    assert!(log.ops.iter().any(
+        |op| matches!(op, Op::Send { id, reply_to, .. } if *id == first && *reply_to == Some(asked))
+    ));
     h.stop().await;
 }
 
 #[tokio::test]
 async fn different_users_are_answered_in_parallel() {
     let h = Harness::start().await;
-    h.llm.set_responder(|request| match last_user_text(request).as_deref() {
-        Some("slow") => Reply::text("slow answer done").with_chunk_delay(Duration::from_millis(500)),
-        _ => Reply::text("fast answer"),
-    });
+    h.llm
+        .set_responder(|request| match last_user_text(request).as_deref() {
+            Some("slow") => {
+                Reply::text("slow answer done").with_chunk_delay(Duration::from_millis(500))
+            }
+            _ => Reply::text("fast answer"),
+        });
     h.channel.dm(1, "slow").await;
     h.wait_for("the slow answer to start", |l| l.any_contains("slow"))
         .await;
     h.channel.dm(2, "quick").await;
-    let log = h.wait_for("the fast answer", |l| l.has_text("fast answer")).await;
+    let log = h
+        .wait_for("the fast answer", |l| l.has_text("fast answer"))
+        .await;
     assert!(
         !log.has_text("slow answer done"),
         "user 2 did not wait for user 1's turn\n{log}"
@@ -434,6 +504,9 @@ async fn ask_user_posts_the_question_and_the_next_message_answers_it() {
     let requests = h.requests(2).await;
     assert_eq!(requests.len(), 2, "the question ended the first turn");
     let answer = last_user_text(&requests[1]).unwrap();
-    assert!(answer.contains("Which environment?") && answer.ends_with("staging"), "{answer}");
+    assert!(
+        answer.contains("Which environment?") && answer.ends_with("staging"),
+        "{answer}"
+    );
     h.stop().await;
 }

@@ -16,6 +16,9 @@ use switchboard::store::{MemoryOwner, SessionId};
 use switchboard_platform::{Platform, UserId};
 
 /// A 20K-token window: compaction above 10K tokens, a tail of about 5K.
+/// The harness turns memory and feedback off for other tests; these turn them on.
+const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
+
 const WINDOW: &[(&str, &str)] = &[("LLM_CONTEXT_WINDOW", "20000")];
 
 fn system(request: &Value) -> String {
@@ -79,7 +82,7 @@ fn responder(summarizer_works: bool) -> impl Fn(&Value) -> Reply + Send + Sync +
 
 #[tokio::test]
 async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail() {
-    let h = Harness::with(WINDOW).await;
+    let h = Harness::with(&[ON, WINDOW].concat()).await;
     let session = long_history(&h).await;
     let before = h.running.store.history(&session, 200).await.unwrap().len();
     h.llm.set_responder(responder(true));
@@ -131,7 +134,7 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
 
 #[tokio::test]
 async fn when_summarizing_fails_the_head_is_trimmed_and_the_tail_kept() {
-    let h = Harness::with(WINDOW).await;
+    let h = Harness::with(&[ON, WINDOW].concat()).await;
     let session = long_history(&h).await;
     let stored = h.running.store.history(&session, 200).await.unwrap();
     h.llm.set_responder(responder(false));
@@ -160,7 +163,7 @@ async fn when_summarizing_fails_the_head_is_trimmed_and_the_tail_kept() {
 
 #[tokio::test]
 async fn clear_wipes_history_task_state_and_execution_state() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     h.llm.push(Reply::tool_calls([("q1", "ask_user", json!({"question": "Which region should I deploy to?"}))]));
     h.channel.dm(1, "Deploy the site").await;
     h.wait_for("the question", |l| l.any_contains("Which region should I deploy to?")).await;

@@ -15,6 +15,9 @@ use switchboard::memory::{MemoryBook, MemoryConfig};
 use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 use switchboard_platform::{Platform, UserId};
 
+/// The harness turns memory and feedback off for other tests; these turn them on.
+const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
+
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
 }
@@ -57,7 +60,7 @@ const ATOMS: &str = r#"{"memories": [
 
 #[tokio::test]
 async fn an_idle_session_is_extracted_under_the_contract() {
-    let h = Harness::with(&[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "50")]).await;
+    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "50")]].concat()).await;
     // An earlier, equivalent memory: the new atom merges into it.
     let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
     let earlier = NewMemory {
@@ -101,7 +104,7 @@ async fn an_idle_session_is_extracted_under_the_contract() {
 
 #[tokio::test]
 async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
-    let h = Harness::with(&[("MEMORY_IDLE_SECS", "1")]).await;
+    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1")]].concat()).await;
     h.llm.set_responder(|req| {
         if is_extraction(req) {
             Reply::text("Sure! Here are the memories: the user likes tea.")
@@ -125,7 +128,7 @@ async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
 
 #[tokio::test]
 async fn enough_new_atoms_refresh_scenarios_and_persona() {
-    let h = Harness::with(&[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "2")]).await;
+    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "2")]].concat()).await;
     let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
     let old_persona = NewMemory {
         kind: MemoryKind::Persona,

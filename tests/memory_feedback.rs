@@ -9,6 +9,9 @@ use support::e2e::{messages, Harness};
 use support::fake_llm::Reply;
 use switchboard_platform::PressAnswer;
 
+/// The harness turns memory and feedback off for other tests; these turn them on.
+const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
+
 fn system(request: &Value) -> String {
     messages(request)[0]["content"].as_str().unwrap_or_default().to_owned()
 }
@@ -34,7 +37,7 @@ fn last_private(h: &Harness) -> String {
 
 #[tokio::test]
 async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     h.llm.set_responder(|req| {
         if is_distill(req) {
             Reply::text(r#"{"rules": ["Answer in Chinese when the user writes Chinese.", "Keep answers under five sentences."]}"#)
@@ -79,7 +82,7 @@ async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
 
 #[tokio::test]
 async fn questions_and_command_replies_carry_no_feedback_buttons() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     h.llm.push(Reply::tool_calls([("q", "ask_user", serde_json::json!({"question": "Which one?"}))]));
     h.channel.dm(1, "pick something").await;
     h.wait_for("the question", |l| l.any_contains("Which one?")).await;
@@ -93,7 +96,7 @@ async fn questions_and_command_replies_carry_no_feedback_buttons() {
 
 #[tokio::test]
 async fn feedback_buttons_can_be_turned_off() {
-    let h = Harness::with(&[("FEEDBACK_BUTTONS", "false")]).await;
+    let h = Harness::with(&[ON, &[("FEEDBACK_BUTTONS", "false")]].concat()).await;
     h.llm.push(Reply::text("Plain answer."));
     h.channel.dm(1, "hi").await;
     h.wait_for("the answer", |l| l.any_contains("Plain answer.")).await;

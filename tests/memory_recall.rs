@@ -13,6 +13,9 @@ use switchboard::memory::{recall, terms, MemoryBook, MemoryConfig, MEMORY_NOTE};
 use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
 use switchboard_platform::{Platform, UserId};
 
+/// The harness turns memory and feedback off for other tests; these turn them on.
+const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
+
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
 }
@@ -130,7 +133,7 @@ async fn seed(h: &Harness, user: i64, kind: MemoryKind, content: &str) -> i64 {
 
 #[tokio::test]
 async fn the_model_sees_memories_around_the_message_and_history_keeps_it_plain() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     seed(&h, 1, MemoryKind::Preference, "用户喜欢喝咖啡，不加糖").await;
     seed(&h, 1, MemoryKind::Decision, "用户决定用 Rust 重写计费服务").await;
     seed(&h, 2, MemoryKind::Preference, "用户二号只喝咖啡因饮料").await;
@@ -155,7 +158,7 @@ async fn the_model_sees_memories_around_the_message_and_history_keeps_it_plain()
 
 #[tokio::test]
 async fn without_memories_the_message_goes_unwrapped() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     h.llm.push(Reply::text("Hi!"));
     h.channel.dm(5, "hello").await;
     h.wait_for("the answer", |l| l.any_contains("Hi!")).await;
@@ -167,7 +170,7 @@ async fn without_memories_the_message_goes_unwrapped() {
 
 #[tokio::test]
 async fn tools_reach_only_the_calling_users_memories() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     let mine = seed(&h, 1, MemoryKind::Fact, "The deploy key rotates monthly").await;
     let theirs = seed(&h, 2, MemoryKind::Fact, "The deploy window is Friday night").await;
     h.llm.push(Reply::tool_calls([
@@ -199,7 +202,7 @@ async fn tools_reach_only_the_calling_users_memories() {
 
 #[tokio::test]
 async fn memory_commands_list_forget_and_trace_only_your_own() {
-    let h = Harness::start().await;
+    let h = Harness::with(ON).await;
     let mine = seed(&h, 1, MemoryKind::Preference, "Prefers metric units").await;
     let theirs = seed(&h, 2, MemoryKind::Preference, "Prefers imperial units").await;
 

@@ -26,7 +26,7 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Open access, 30 s approvals, 10 s model idle timeout.
+    /// Open access, 30 s approvals, 10 s model idle timeout, memory off.
     pub async fn start() -> Harness {
         Harness::with(&[]).await
     }
@@ -53,6 +53,10 @@ impl Harness {
             ("ACCESS_POLICY", "open".to_owned()),
             ("APPROVAL_TIMEOUT", "30".to_owned()),
             ("LLM_IDLE_TIMEOUT_SECS", "10".to_owned()),
+            // Memory recall and feedback buttons change what the model and the
+            // chat see; their own tests turn them on.
+            ("MEMORY_ENABLED", "false".to_owned()),
+            ("FEEDBACK_BUTTONS", "false".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -7,9 +7,10 @@
 //! // … switchboard::start(&config, vec![channel.clone()], shutdown) …
 //! channel.dm(1, "hello").await;
 //! let log = channel.wait_for("the answer", |log| log.has_text("Hi!")).await;
-//! let card = channel.card().await; // the latest message with buttons
+//! let card = channel.card().await; // the latest approval card
 //! channel.press(1, &card.action('y')).await;
 //! ```
+#![allow(clippy::panic)] // a failed wait or a misused fixture fails the test
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -121,20 +122,20 @@ impl Log {
             .find(|m| m.text.contains(needle))
     }
 
-    /// The latest bot message that carries buttons.
+    /// The latest bot message that carries approval buttons (`ap:` actions).
     pub fn card(&self) -> Option<Card> {
         self.messages
             .values()
             .rev()
-            .find(|m| !m.actions.is_empty())
+            .find(|m| is_approval(&m.actions))
             .map(Card::from)
     }
 
-    /// Messages that ever carried buttons (approval cards), in order.
+    /// How many approval cards were sent so far.
     pub fn cards_ever(&self) -> usize {
         self.ops
             .iter()
-            .filter(|op| matches!(op, Op::Send { actions, .. } if !actions.is_empty()))
+            .filter(|op| matches!(op, Op::Send { actions, .. } if is_approval(actions)))
             .count()
     }
 
@@ -193,7 +194,7 @@ impl fmt::Display for Log {
     }
 }
 
-/// An approval card (or any message with buttons).
+/// An approval card: a message with `ap:<id>:<code>` buttons.
 #[derive(Debug, Clone)]
 pub struct Card {
     pub id: MessageId,
@@ -245,6 +246,12 @@ pub struct TestChannel {
     state: Mutex<State>,
     version: watch::Sender<u64>,
     sink: watch::Sender<Option<InboundSink>>,
+}
+
+/// Whether these buttons are an approval card's (other buttons, e.g. feedback
+/// under answers, are not cards).
+fn is_approval(actions: &[String]) -> bool {
+    actions.first().is_some_and(|a| a.starts_with("ap:"))
 }
 
 fn flat_actions(message: &OutgoingMessage) -> Vec<String> {
@@ -346,7 +353,7 @@ impl TestChannel {
         }
     }
 
-    /// Waits for a message with buttons and returns it.
+    /// Waits for an approval card and returns it.
     pub async fn card(&self) -> Card {
         let log = self
             .wait_for("an approval card", |l| l.card().is_some())
