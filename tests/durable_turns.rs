@@ -327,3 +327,28 @@ async fn an_always_rule_skips_the_card_until_revoked() {
     i.channel.wait_for("a new card", |l| l.cards_ever() == 2).await;
     i.stop().await;
 }
+
+#[tokio::test]
+async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start() {
+    let llm = FakeLlm::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(exec_call("call_1", "echo orphan-resumed"));
+    let first = instance(&llm, dir.path()).await;
+    first.channel.dm(1, "run it").await;
+    let card = first.channel.card().await;
+    let store = first.running.store.clone();
+    first.stop().await;
+    // A press was recorded by a process that died before resuming the turn.
+    let decided = store
+        .decide_approval(&card.approval_id(), switchboard::store::ApprovalStatus::Allowed, Some(UserId(1)), None)
+        .await
+        .unwrap();
+    assert!(decided.is_some());
+
+    llm.push(Reply::text("Resumed at start-up."));
+    let second = instance(&llm, dir.path()).await;
+    second.channel.wait_for("the resumed answer", |l| l.has_text("Resumed at start-up.")).await;
+    let requests = llm.requests().await;
+    assert!(last_tool_result(requests.last().unwrap()).contains("orphan-resumed"));
+    second.stop().await;
+}

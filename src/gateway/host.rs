@@ -74,7 +74,12 @@ impl TurnHost for GatewayHost {
             };
             // The paused turn lives in the database; this task is only a cache of it.
             let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
-            let decision = match self.inner.approvals.wait(self.adapter.as_ref(), pending).await {
+            let waited = tokio::select! {
+                w = self.inner.approvals.wait(self.adapter.as_ref(), pending) => w,
+                // Shutting down: leave the stored turn for the next process.
+                () = self.inner.shutdown.cancelled(), if saved => return ApprovalOutcome::Abandoned,
+            };
+            let decision = match waited {
                 Ok(d) => d,
                 Err(e) => {
                     tracing::warn!(error = %e, "approval wait failed");

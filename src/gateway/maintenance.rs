@@ -84,6 +84,20 @@ async fn fire_due_schedules(inner: &Arc<Inner>, fired: &mpsc::Sender<Fired>) {
     }
 }
 
+/// Paused turns whose approval was decided while no process could resume
+/// them (a crash between the decision and the claim) are resumed now.
+pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
+    match inner.store.orphaned_turns().await {
+        Ok(ids) => {
+            for id in ids {
+                let inner = Arc::clone(inner);
+                tokio::spawn(async move { turn::resume(&inner, &id).await });
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not look for orphaned turns"),
+    }
+}
+
 /// Tasks whose process died are marked interrupted and their chats told.
 pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
     let tasks = match inner.store.interrupt_abandoned_tasks().await {

@@ -121,6 +121,7 @@ impl Gateway {
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
         maintenance::announce_interrupted_tasks(&self.inner).await;
+        maintenance::resume_orphaned_turns(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(memory::sweep(Arc::clone(&self.inner)));

@@ -82,6 +82,17 @@ impl Store {
         }))
     }
 
+    /// Approvals already decided (or expired) whose paused turn nobody claimed —
+    /// the process that should have resumed it died in between.
+    pub async fn orphaned_turns(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id WHERE a.status <> 'pending'",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("approval_id")?)).collect()
+    }
+
     /// Marks the session as waiting for the answer to `question` (or clears it).
     pub async fn set_waiting_question(&self, key: &SessionKey, question: Option<&str>) -> Result<(), StoreError> {
         sqlx::query(
