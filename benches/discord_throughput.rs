@@ -1,11 +1,12 @@
-//! Discord throughput through the whole gateway: the real core and Discord
-//! adapter against the fake Discord and an instant echo LLM, all on 127.0.0.1.
+//! Discord throughput: the real Discord adapter against the fake Discord on
+//! 127.0.0.1, through the whole gateway (real core, instant echo LLM) and alone
+//! (an echo loop on the adapter's inbound events, to isolate the adapter's cost).
 //!
-//! Reports answered messages per second, the latency the gateway adds (from the
-//! MESSAGE_CREATE dispatch to the first REST call carrying the answer; the fake
-//! LLM answers at once) at p50/p99, and the 429s received. Two scenarios: with
-//! Discord's limits (5 msg / 5 s per channel, 50 req/s per bot, a few injected
-//! 429s) and with the limits lifted (the gateway's own overhead).
+//! Reports answered messages per second, the latency added (from the
+//! MESSAGE_CREATE dispatch to the first REST call carrying the answer) at
+//! p50/p99, and the 429s the adapter received. Scenarios: Discord's limits (5 msg
+//! / 5 s per channel, 50 req/s per bot) with injected 429s, and limits lifted.
+//! All messages are dispatched at once, so latency includes queueing.
 //!
 //! `cargo bench --bench discord_throughput`; under `cargo test --benches` it runs
 //! a tiny smoke version. Bounded in count and time; loopback only.
@@ -22,7 +23,8 @@ use support::fake_discord::{FakeDiscord, UserMessage, TOKEN};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use switchboard::Config;
 use switchboard_discord::{DiscordAdapter, DiscordConfig};
-use switchboard_platform::{PlatformAdapter, Quota, Secret};
+use switchboard_platform::{Inbound, OutgoingMessage, PlatformAdapter, Quota, Secret};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const FIRST_CHANNEL: u64 = 1_700_000_000_000_000_000;
@@ -30,8 +32,17 @@ const FIRST_USER: u64 = 1_800_000_000_000_000_000;
 /// No run may take longer than this.
 const DEADLINE: Duration = Duration::from_secs(120);
 
+#[derive(Clone, Copy)]
+enum Path {
+    /// `switchboard::start` with the adapter: store, sessions, turns, LLM.
+    Gateway,
+    /// The adapter alone: each inbound message is answered straight away.
+    AdapterOnly,
+}
+
 struct Scenario {
     name: &'static str,
+    path: Path,
     channels: u64,
     per_channel: u64,
     limits: bool,
@@ -48,35 +59,30 @@ struct Outcome {
 #[tokio::main]
 async fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    let scenario = |name, path, channels, per_channel, limits| Scenario {
+        name,
+        path,
+        channels,
+        per_channel,
+        limits,
+        inject_429s: limits,
+    };
     let scenarios = if full {
         vec![
-            Scenario {
-                name: "discord limits + 429s",
-                channels: 30,
-                per_channel: 3,
-                limits: true,
-                inject_429s: true,
-            },
-            Scenario {
-                name: "limits lifted",
-                channels: 30,
-                per_channel: 10,
-                limits: false,
-                inject_429s: false,
-            },
+            scenario("gateway, discord limits", Path::Gateway, 30, 3, true),
+            scenario("gateway, limits lifted", Path::Gateway, 30, 10, false),
+            scenario("adapter, discord limits", Path::AdapterOnly, 30, 3, true),
+            scenario("adapter, limits lifted", Path::AdapterOnly, 30, 30, false),
         ]
     } else {
-        vec![Scenario {
-            name: "smoke",
-            channels: 2,
-            per_channel: 2,
-            limits: true,
-            inject_429s: true,
-        }]
+        vec![
+            scenario("gateway smoke", Path::Gateway, 2, 2, true),
+            scenario("adapter smoke", Path::AdapterOnly, 2, 2, true),
+        ]
     };
-    println!("discord_throughput: fake Discord + echo LLM on 127.0.0.1, real core and adapter");
+    println!("discord_throughput: real Discord adapter, fake Discord on 127.0.0.1");
     println!(
-        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
         "scenario", "messages", "seconds", "msg/s", "p50 ms", "p99 ms", "429s"
     );
     for scenario in scenarios {
@@ -88,7 +94,7 @@ async fn main() {
             scenario.name
         );
         println!(
-            "{:<24} {:>8} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>6}",
+            "{:<26} {:>8} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>6}",
             scenario.name,
             outcome.answered,
             outcome.seconds,
@@ -100,59 +106,108 @@ async fn main() {
     }
 }
 
+fn discord_config(discord: &FakeDiscord, limits: bool) -> DiscordConfig {
+    let mut config = DiscordConfig::new(Secret::new(TOKEN));
+    config.api_url = Some(discord.api_url.clone());
+    if !limits {
+        let lots = NonZeroU32::new(100_000).unwrap();
+        config.channel_quota = Quota::per_second(lots);
+        config.bot_quota = Quota::per_second(lots);
+    }
+    config
+}
+
 async fn run(scenario: &Scenario) -> Outcome {
     let discord = FakeDiscord::start().await;
     for c in 0..scenario.channels {
         discord.add_text_channel(FIRST_CHANNEL + c);
     }
-    let llm = FakeLlm::start().await;
-    llm.set_responder(|request| {
-        let asked = last_user_text(request).unwrap_or_default();
-        let n = asked.split_whitespace().last().unwrap_or("?").to_owned();
-        Reply::text(&format!("ok-{n}"))
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let env: HashMap<&str, String> = [
-        ("LLM_BASE_URL", llm.base_url()),
-        ("LLM_MODEL", "fake-model".to_owned()),
-        ("DATA_DIR", data.display().to_string()),
-        (
-            "DATABASE_URL",
-            format!("sqlite://{}", data.join("bench.db").display()),
-        ),
-        ("WORKSPACE_DIR", dir.path().join("ws").display().to_string()),
-        ("ACCESS_POLICY", "open".to_owned()),
-        ("USER_MESSAGES_PER_MINUTE", "10000".to_owned()),
-    ]
-    .into_iter()
-    .collect();
-    let config = Config::from_lookup(|k| env.get(k).cloned()).expect("core config");
-    let mut discord_config = DiscordConfig::new(Secret::new(TOKEN));
-    discord_config.api_url = Some(discord.api_url.clone());
-    if !scenario.limits {
-        let lots = NonZeroU32::new(100_000).unwrap();
-        discord_config.channel_quota = Quota::per_second(lots);
-        discord_config.bot_quota = Quota::per_second(lots);
-    }
     let adapter = Arc::new(
-        DiscordAdapter::connect(discord_config)
+        DiscordAdapter::connect(discord_config(&discord, scenario.limits))
             .await
             .expect("connect"),
     );
     let shutdown = CancellationToken::new();
-    let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![adapter.clone()];
-    let running = switchboard::start(&config, adapters, shutdown.clone())
-        .await
-        .expect("start");
+    // Kept alive for the whole run: the gateway's LLM and store, or the echo loop.
+    let _llm;
+    let _dir;
+    let mut stopped = None;
+    match scenario.path {
+        Path::Gateway => {
+            let llm = FakeLlm::start().await;
+            llm.set_responder(|request| {
+                let asked = last_user_text(request).unwrap_or_default();
+                Reply::text(&format!(
+                    "ok-{}",
+                    asked.split_whitespace().last().unwrap_or("?")
+                ))
+            });
+            let dir = tempfile::tempdir().unwrap();
+            let data = dir.path().join("data");
+            let env: HashMap<&str, String> = [
+                ("LLM_BASE_URL", llm.base_url()),
+                ("LLM_MODEL", "fake-model".to_owned()),
+                ("DATA_DIR", data.display().to_string()),
+                (
+                    "DATABASE_URL",
+                    format!("sqlite://{}", data.join("bench.db").display()),
+                ),
+                ("WORKSPACE_DIR", dir.path().join("ws").display().to_string()),
+                ("ACCESS_POLICY", "open".to_owned()),
+                ("USER_MESSAGES_PER_MINUTE", "10000".to_owned()),
+            ]
+            .into_iter()
+            .collect();
+            let config = Config::from_lookup(|k| env.get(k).cloned()).expect("core config");
+            let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![adapter.clone()];
+            let running = switchboard::start(&config, adapters, shutdown.clone())
+                .await
+                .expect("start");
+            stopped = Some(running);
+            _llm = Some(llm);
+            _dir = Some(dir);
+        }
+        Path::AdapterOnly => {
+            let (tx, mut rx) = mpsc::channel(1024);
+            let runner = adapter.clone();
+            let token = shutdown.clone();
+            tokio::spawn(async move { runner.run(tx, token).await });
+            let echo = adapter.clone();
+            tokio::spawn(async move {
+                while let Some(Inbound::Message(m)) = rx.recv().await {
+                    let n = m.text.split_whitespace().last().unwrap_or("?").to_owned();
+                    let answer =
+                        OutgoingMessage::text(format!("ok-{n}")).replying_to(Some(m.message_id));
+                    let echo = echo.clone();
+                    tokio::spawn(async move { echo.send(&m.chat, answer).await });
+                }
+            });
+            _llm = None;
+            _dir = None;
+        }
+    }
     assert!(discord.wait_ready(1).await, "shard ready");
-
     if scenario.inject_429s {
         for c in 0..scenario.channels.min(3) {
             discord.rate_limit_channel(FIRST_CHANNEL + c, 1, 1.0);
         }
         discord.rate_limit_global(1, 0.5);
     }
+    let outcome = measure(&discord, scenario).await;
+    let rate_limited = adapter.rate_limited_count();
+    shutdown.cancel();
+    if let Some(running) = stopped {
+        let _ = tokio::time::timeout(Duration::from_secs(20), running.wait()).await;
+    }
+    Outcome {
+        rate_limited,
+        ..outcome
+    }
+}
+
+/// Dispatches every message at once and times the first REST call carrying
+/// each answer.
+async fn measure(discord: &FakeDiscord, scenario: &Scenario) -> Outcome {
     let start = Instant::now();
     let mut sent_at = HashMap::new();
     for round in 0..scenario.per_channel {
@@ -168,21 +223,19 @@ async fn run(scenario: &Scenario) -> Outcome {
             discord.send_message(message).expect("dispatched");
         }
     }
-    let total = sent_at.len();
     let deadline = start + DEADLINE;
     let mut first_seen: HashMap<String, Instant> = HashMap::new();
-    while first_seen.len() < total && Instant::now() < deadline {
+    let mut scanned = 0;
+    while first_seen.len() < sent_at.len() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        for call in discord.calls() {
-            if call.status >= 300 {
-                continue;
-            }
-            if let Some(content) = call.body["content"].as_str() {
-                if sent_at.contains_key(content) && !first_seen.contains_key(content) {
-                    first_seen.insert(content.to_owned(), call.at);
-                }
+        let calls = discord.calls();
+        for call in &calls[scanned..] {
+            let content = call.body["content"].as_str().unwrap_or_default();
+            if call.status < 300 && sent_at.contains_key(content) {
+                first_seen.entry(content.to_owned()).or_insert(call.at);
             }
         }
+        scanned = calls.len();
     }
     let seconds = first_seen
         .values()
@@ -193,14 +246,11 @@ async fn run(scenario: &Scenario) -> Outcome {
         .iter()
         .map(|(answer, at)| at.duration_since(sent_at[answer]).as_secs_f64() * 1000.0)
         .collect();
-    let rate_limited = adapter.rate_limited_count();
-    shutdown.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(20), running.wait()).await;
     Outcome {
         answered: first_seen.len(),
         seconds,
         latencies_ms,
-        rate_limited,
+        rate_limited: 0,
     }
 }
 

@@ -255,11 +255,21 @@ fn shutdown_on_signal() -> CancellationToken {
     token
 }
 
+/// Crates whose trace output carries secrets (tungstenite logs whole gateway
+/// frames, Identify with the Discord token; HTTP clients log URLs, and Telegram's
+/// URLs contain the bot token): capped at `info` whatever `RUST_LOG` asks.
+const SECRET_SAFE: &[&str] = &["tungstenite=info", "tokio_tungstenite=info", "reqwest=info", "hyper=info", "hyper_util=info", "h2=info"];
+
 /// Logs go to stderr; `chat` defaults to warnings only so the conversation stays readable.
 fn init_tracing(format: LogFormat, quiet: bool) {
     use tracing_subscriber::EnvFilter;
     let default = if quiet { "warn" } else { "info,sqlx=warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    for directive in SECRET_SAFE {
+        if let Ok(d) = directive.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),

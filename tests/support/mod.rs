@@ -1,7 +1,7 @@
 //! Fake servers for end-to-end tests: an OpenAI-compatible LLM, the Telegram Bot
 //! API and Discord (REST + gateway), all on 127.0.0.1 and as strict as the real ones;
 //! an in-memory test channel and the harness that runs the real core against them.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod e2e;
 pub mod fake_discord;
