@@ -99,22 +99,26 @@ async fn bench() {
                 let final_text = format!("Answer to: {question}");
                 let pushed = tg.message(Where::Dm, &user, &question);
                 let asked = Instant::now();
-                let mut first = None;
-                loop {
-                    let msgs = tg.bot_messages(id);
-                    let reply = msgs.iter().find(|m| m.reply_to == Some(pushed.message_id));
-                    if first.is_none() && reply.is_some() {
-                        first = Some(asked.elapsed());
-                    }
-                    if reply.is_some_and(|m| m.text == final_text) {
-                        samples.push((first.unwrap_or_default(), asked.elapsed()));
-                        break;
-                    }
-                    if asked.elapsed() > Duration::from_secs(120) {
-                        panic!("user {id} got no final answer to question {q}");
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
+                let limit = Duration::from_secs(120);
+                let id_ = pushed.message_id;
+                let replied = tg
+                    .wait_until(limit, |t| {
+                        t.bot_messages(id).iter().any(|m| m.reply_to == Some(id_))
+                    })
+                    .await;
+                let first = asked.elapsed();
+                let done = tg
+                    .wait_until(limit, |t| {
+                        t.bot_messages(id)
+                            .iter()
+                            .any(|m| m.reply_to == Some(id_) && m.text == final_text)
+                    })
+                    .await;
+                assert!(
+                    replied && done,
+                    "user {id} got no final answer to question {q}"
+                );
+                samples.push((first, asked.elapsed()));
             }
             samples
         }));
@@ -157,9 +161,17 @@ async fn bench() {
         percentile(&finals, 0.99)
     );
     println!(
-        "  429s received:       {} (fake answered {})",
+        "  429s received:       {} (fake answered {}; by limit {:?}; by method {:?})",
         adapter.rate_limited_count(),
-        tg.rate_limited_responses()
+        tg.rate_limited_responses(),
+        tg.limit_hits(),
+        calls.iter().filter(|c| c.error_code == Some(429)).fold(
+            HashMap::<&str, usize>::new(),
+            |mut m, c| {
+                *m.entry(c.method.as_str()).or_default() += 1;
+                m
+            }
+        )
     );
     shutdown.cancel();
     running.wait().await;

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
-use support::test_channel::TestChannel;
+use support::test_channel::{Log, Op, TestChannel};
 use switchboard::Running;
 use switchboard_platform::{
     Activity, ButtonPress, Capabilities, ChatAddress, InboundSink, MessageRef, OutgoingMessage,
@@ -50,6 +50,7 @@ const FILE_TEXT: &str = "alpha\nbeta\ngamma\ndelta\n";
 
 #[tokio::main]
 async fn main() {
+    sql_log::install();
     println!("Switchboard turn overhead bench ({} CPUs)", cpus());
     println!();
     overhead().await;
@@ -65,7 +66,7 @@ async fn main() {
 struct Finished {
     /// When the `Idle` activity arrived (end of the turn).
     idle_at: Instant,
-    /// When the text that was showing at the end was posted.
+    /// When the text showing at the end first appeared.
     shown_at: Instant,
     text: String,
 }
@@ -95,8 +96,12 @@ impl Probe {
         rx
     }
 
+    /// Notes the text now showing in `chat` (and since when, if it changed).
     fn showed(&self, chat: &ChatAddress, text: &str) {
-        lock(&self.shown).insert(chat.chat.0, (Instant::now(), text.to_owned()));
+        let mut shown = lock(&self.shown);
+        if shown.get(&chat.chat.0).is_none_or(|(_, t)| t != text) {
+            shown.insert(chat.chat.0, (Instant::now(), text.to_owned()));
+        }
     }
 }
 
@@ -259,14 +264,15 @@ async fn turn(
     }
 }
 
-/// `TURNS` sequential turns of one user after `WARMUP` untimed ones.
+/// `TURNS` sequential turns of one user after `WARMUP` untimed ones; with the
+/// CPU time this process (gateway, fake LLM and bench) used for the timed ones.
 async fn sequential(
     h: &Harness,
     probe: &Probe,
     user: i64,
     kind: &str,
     calls: usize,
-) -> Vec<Sample> {
+) -> (Vec<Sample>, Duration) {
     let mut rx = probe.watch(user);
     for i in 0..WARMUP {
         turn(
@@ -282,10 +288,153 @@ async fn sequential(
     }
     h.llm.take_handling_times();
     let mut samples = Vec::with_capacity(TURNS);
+    let cpu = process_cpu();
     for i in 0..TURNS {
         samples.push(turn(h, probe, &mut rx, user, &format!("{kind} {i}"), calls, true).await);
     }
-    samples
+    (samples, process_cpu().saturating_sub(cpu))
+}
+
+/// SQL statements of `turns` more turns of `user`: the last turn's, and the mean count.
+async fn statements(
+    h: &Harness,
+    probe: &Probe,
+    user: i64,
+    kind: &str,
+    calls: usize,
+    turns: usize,
+) -> (Vec<String>, f64) {
+    let mut rx = probe.watch(user);
+    let mut total = 0;
+    let mut last = Vec::new();
+    for i in 0..turns {
+        lock(&sql_log::STATEMENTS).clear();
+        sql_log::set(true);
+        turn(
+            h,
+            probe,
+            &mut rx,
+            user,
+            &format!("{kind} s{i}"),
+            calls,
+            false,
+        )
+        .await;
+        sql_log::set(false);
+        last = std::mem::take(&mut *lock(&sql_log::STATEMENTS));
+        total += last.len();
+    }
+    (last, total as f64 / turns.max(1) as f64)
+}
+
+/// Consecutive equal statements folded into `… ×n`.
+fn folded(statements: &[String]) -> Vec<String> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for s in statements {
+        match out.last_mut() {
+            Some((last, n)) if last == s => *n += 1,
+            _ => out.push((s.clone(), 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(s, n)| if n > 1 { format!("{s}  ×{n}") } else { s })
+        .collect()
+}
+
+/// User + system CPU time of this process so far (from /proc/self/stat).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After the parenthesised command name: utime and stime are the 12th and
+    // 13th fields, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Records the SQL statements sqlx runs (its `sqlx::query` events) while on.
+mod sql_log {
+    use std::fmt::Debug;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use tracing::field::{Field, Visit};
+    use tracing::subscriber::Interest;
+    use tracing::{Event, Metadata, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+    static ON: AtomicBool = AtomicBool::new(false);
+    pub static STATEMENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    /// Installs the recorder as the global subscriber (nothing else is logged).
+    pub fn install() {
+        let subscriber = tracing_subscriber::registry().with(SqlLog);
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    }
+
+    pub fn set(on: bool) {
+        ON.store(on, Ordering::SeqCst);
+    }
+
+    struct SqlLog;
+
+    impl<S: Subscriber> Layer<S> for SqlLog {
+        fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+            if meta.target() == "sqlx::query" {
+                Interest::sometimes()
+            } else {
+                Interest::never()
+            }
+        }
+
+        fn enabled(&self, meta: &Metadata<'_>, _: Context<'_, S>) -> bool {
+            meta.target() == "sqlx::query" && ON.load(Ordering::SeqCst)
+        }
+
+        fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+            let mut sql = Sql::default();
+            event.record(&mut sql);
+            let text = if sql.statement.trim().is_empty() {
+                sql.summary
+            } else {
+                sql.statement
+            };
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let short: String = text.chars().take(90).collect();
+            let line = if short.len() < text.len() {
+                format!("{short}…")
+            } else {
+                short
+            };
+            super::lock(&STATEMENTS).push(line);
+        }
+    }
+
+    #[derive(Default)]
+    struct Sql {
+        summary: String,
+        statement: String,
+    }
+
+    impl Visit for Sql {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            match field.name() {
+                "summary" => value.clone_into(&mut self.summary),
+                "db.statement" => value.clone_into(&mut self.statement),
+                _ => {}
+            }
+        }
+
+        fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+            if field.name() == "summary" && self.summary.is_empty() {
+                self.summary = format!("{value:?}");
+            }
+        }
+    }
 }
 
 /// `CONCURRENT_USERS` users, each running turns back to back. Returns the wall
@@ -338,8 +487,8 @@ async fn overhead() {
     println!("   overhead = (inject → end of turn) − time the fake spent on its requests");
     println!();
 
-    let a = sequential(&h, &probe, 1, "A", 1).await;
-    let b = sequential(&h, &probe, 2, "B", 2).await;
+    let (a, cpu_a) = sequential(&h, &probe, 1, "A", 1).await;
+    let (b, cpu_b) = sequential(&h, &probe, 2, "B", 2).await;
 
     println!(
         "   {:<34} {:>8} {:>8} {:>8} {:>8} {:>8}",
@@ -361,6 +510,25 @@ async fn overhead() {
             ),
             &model,
         );
+    }
+    println!(
+        "   process CPU per turn (gateway + fake + bench, /proc/self/stat): A {:.2} ms, B {:.2} ms",
+        ms(cpu_a) / TURNS as f64,
+        ms(cpu_b) / TURNS as f64,
+    );
+    println!();
+
+    let (sql_a, mean_a) = statements(&h, &probe, 1, "A", 1, 10).await;
+    let (sql_b, mean_b) = statements(&h, &probe, 2, "B", 2, 10).await;
+    println!(
+        "   SQL statements per turn (sqlx::query events; pool pings not included): \
+         A {mean_a:.1}, B {mean_b:.1}"
+    );
+    for (name, list) in [("A", &sql_a), ("B", &sql_b)] {
+        println!("   those of one {name} turn, in order:");
+        for s in folded(list) {
+            println!("     {s}");
+        }
     }
     println!();
 
@@ -387,6 +555,9 @@ async fn overhead() {
     }
 
     let log = probe.inner.log();
+    println!();
+    println!("   channel operations of the last turn of user 1 (A):");
+    println!("     {}", last_turn_ops(&log, 1));
     let db = h.data_dir().join("switchboard.db");
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     println!();
@@ -399,6 +570,58 @@ async fn overhead() {
     );
     let h = Arc::into_inner(h).expect("no other handle on the harness");
     h.stop().await;
+}
+
+/// The operations of `user`'s last turn in their DM, compactly.
+fn last_turn_ops(log: &Log, user: i64) -> String {
+    let in_chat = |op: &Op| match op {
+        Op::Send { chat, .. } | Op::Activity { chat, .. } => chat.chat.0 == user,
+        Op::Edit { id, .. } => log
+            .messages
+            .get(&id.0)
+            .is_some_and(|m| m.chat.chat.0 == user),
+        Op::Answer { .. } => false,
+    };
+    let ops: Vec<&Op> = log.ops.iter().filter(|op| in_chat(op)).collect();
+    let start = ops
+        .iter()
+        .rposition(|op| {
+            matches!(
+                op,
+                Op::Activity {
+                    activity: Activity::Typing,
+                    ..
+                }
+            )
+        })
+        .unwrap_or(0);
+    let mut shown = String::new();
+    ops[start..]
+        .iter()
+        .map(|op| match op {
+            Op::Activity { activity, .. } => format!("{activity:?}"),
+            Op::Send { text, .. } => {
+                shown.clone_from(text);
+                format!("Send({text:?})")
+            }
+            Op::Edit { text, actions, .. } => {
+                let same = if *text == shown { "same text" } else { "" };
+                shown.clone_from(text);
+                let buttons = if actions.is_empty() {
+                    String::new()
+                } else {
+                    format!(" +{} buttons", actions.len())
+                };
+                if same.is_empty() {
+                    format!("Edit({text:?}{buttons})")
+                } else {
+                    format!("Edit({same}{buttons})")
+                }
+            }
+            Op::Answer { .. } => "Answer".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" → ")
 }
 
 /// The real core on a temp dir with a fresh fake LLM (the set-up of the e2e

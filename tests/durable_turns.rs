@@ -24,13 +24,43 @@ struct Instance {
     shutdown: CancellationToken,
 }
 
-fn config(llm: &FakeLlm, dir: &Path) -> Config {
+/// One test's database: a SQLite file, or a fresh PostgreSQL database.
+#[derive(Clone)]
+struct Db {
+    url: String,
+    dir: PathBuf,
+}
+
+/// The databases every test runs on: a SQLite file always, and a fresh
+/// PostgreSQL database when `TEST_DATABASE_URL` is set (CI sets it).
+async fn databases(dir: &Path) -> Vec<Db> {
+    let sqlite = dir.join("sqlite");
+    let mut dbs = vec![Db { url: format!("sqlite://{}", sqlite.join("data/switchboard.db").display()), dir: sqlite }];
+    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
+        dbs.push(Db { url: fresh_postgres(&admin).await, dir: dir.join("postgres") });
+    }
+    dbs
+}
+
+async fn fresh_postgres(admin: &str) -> String {
+    use sqlx::{Connection, Executor};
+    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(admin).await.expect("TEST_DATABASE_URL reachable");
+    conn.execute(format!("CREATE DATABASE {name}").as_str()).await.unwrap();
+    conn.close().await.unwrap();
+    let mut url = url::Url::parse(admin).unwrap();
+    url.set_path(&name);
+    url.to_string()
+}
+
+fn config(llm: &FakeLlm, db: &Db) -> Config {
+    let dir = db.dir.as_path();
     let data = dir.join("data");
     let map: HashMap<String, String> = [
         ("LLM_BASE_URL", llm.base_url()),
         ("LLM_MODEL", "fake-model".to_owned()),
         ("DATA_DIR", data.display().to_string()),
-        ("DATABASE_URL", format!("sqlite://{}", data.join("switchboard.db").display())),
+        ("DATABASE_URL", db.url.clone()),
         ("WORKSPACE_DIR", dir.join("ws").display().to_string()),
         ("ACCESS_POLICY", "open".to_owned()),
         ("APPROVAL_TIMEOUT", "60".to_owned()),
@@ -41,11 +71,11 @@ fn config(llm: &FakeLlm, dir: &Path) -> Config {
     Config::from_lookup(|k| map.get(k).cloned()).unwrap()
 }
 
-async fn instance(llm: &FakeLlm, dir: &Path) -> Instance {
+async fn instance(llm: &FakeLlm, db: &Db) -> Instance {
     let channel = TestChannel::new();
     let shutdown = CancellationToken::new();
     let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
-    let running = switchboard::start(&config(llm, dir), adapters, shutdown.clone()).await.unwrap();
+    let running = switchboard::start(&config(llm, db), adapters, shutdown.clone()).await.unwrap();
     Instance { channel, running, shutdown }
 }
 
@@ -79,17 +109,24 @@ fn lines(path: PathBuf) -> usize {
 
 #[tokio::test]
 async fn an_approval_pressed_after_a_restart_resumes_the_turn() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        an_approval_pressed_after_a_restart_resumes_the_turn_on(&db).await;
+    }
+}
+
+async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.push(exec_call("call_1", "echo resumed-after-restart"));
-    let first = instance(&llm, dir.path()).await;
+    let first = instance(&llm, &db).await;
     let asked = first.channel.dm(1, "please run the echo").await;
     let card = first.channel.card().await;
     first.stop().await;
 
     // A fresh process on the same database: the button still works.
     llm.push(Reply::text("It printed resumed-after-restart."));
-    let second = instance(&llm, dir.path()).await;
+    let second = instance(&llm, &db).await;
     second.channel.press(1, &card.action('y')).await;
     let log = second.channel.wait_for("the resumed answer", |l| l.has_text("It printed resumed-after-restart.")).await;
     let answer = log.find("It printed resumed-after-restart.").unwrap();
@@ -125,16 +162,23 @@ async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
 
 #[tokio::test]
 async fn a_denial_after_a_restart_reaches_the_model() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_denial_after_a_restart_reaches_the_model_on(&db).await;
+    }
+}
+
+async fn a_denial_after_a_restart_reaches_the_model_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.push(exec_call("call_1", "rm -rf build"));
-    let first = instance(&llm, dir.path()).await;
+    let first = instance(&llm, &db).await;
     first.channel.dm(1, "clean up").await;
     let card = first.channel.card().await;
     first.stop().await;
 
     llm.push(Reply::text("Understood, I left it alone."));
-    let second = instance(&llm, dir.path()).await;
+    let second = instance(&llm, &db).await;
     second.channel.press(1, &card.action('n')).await;
     second.channel.wait_for("the answer", |l| l.has_text("Understood, I left it alone.")).await;
     let requests = llm.requests().await;
@@ -144,16 +188,23 @@ async fn a_denial_after_a_restart_reaches_the_model() {
 
 #[tokio::test]
 async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        an_ask_user_answer_after_a_restart_is_delivered_as_the_answer_on(&db).await;
+    }
+}
+
+async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.push(Reply::tool_calls(vec![("call_q", "ask_user", json!({ "question": "Which environment?" }))]));
-    let first = instance(&llm, dir.path()).await;
+    let first = instance(&llm, &db).await;
     first.channel.dm(1, "deploy it").await;
     first.channel.wait_for("the question", |l| l.any_contains("Which environment?")).await;
     first.stop().await;
 
     llm.push(Reply::text("Deploying to staging."));
-    let second = instance(&llm, dir.path()).await;
+    let second = instance(&llm, &db).await;
     second.channel.dm(1, "yes").await;
     second.channel.wait_for("the answer", |l| l.has_text("Deploying to staging.")).await;
     let requests = llm.requests().await;
@@ -172,12 +223,19 @@ async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer() {
 
 #[tokio::test]
 async fn two_instances_pressing_the_same_approval_execute_it_once() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        two_instances_pressing_the_same_approval_execute_it_once_on(&db).await;
+    }
+}
+
+async fn two_instances_pressing_the_same_approval_execute_it_once_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.push(exec_call("call_1", "echo ran >> runs.txt"));
     llm.set_responder(|_| Reply::text("Done once."));
-    let a = instance(&llm, dir.path()).await;
-    let b = instance(&llm, dir.path()).await;
+    let a = instance(&llm, &db).await;
+    let b = instance(&llm, &db).await;
     a.channel.dm(1, "record a run").await;
     let card = a.channel.card().await;
     let action = card.action('y');
@@ -190,7 +248,7 @@ async fn two_instances_pressing_the_same_approval_execute_it_once() {
     }
     // Let any duplicate show up before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(lines(dir.path().join("ws/runs.txt")), 1, "the command ran exactly once");
+    assert_eq!(lines(db.dir.join("ws/runs.txt")), 1, "the command ran exactly once");
     let answers = a.channel.log().count_containing("Done once.") + b.channel.log().count_containing("Done once.");
     assert_eq!(answers, 1, "one answer");
     let refused = a.channel.log().answers().len() + b.channel.log().answers().len();
@@ -226,11 +284,18 @@ fn scheduled_requests(requests: &[serde_json::Value], prompt: &str) -> usize {
 
 #[tokio::test]
 async fn a_due_schedule_fires_exactly_once_across_two_instances() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_due_schedule_fires_exactly_once_across_two_instances_on(&db).await;
+    }
+}
+
+async fn a_due_schedule_fires_exactly_once_across_two_instances_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.set_responder(|_| Reply::text("Reminder delivered."));
-    let a = instance(&llm, dir.path()).await;
-    let b = instance(&llm, dir.path()).await;
+    let a = instance(&llm, &db).await;
+    let b = instance(&llm, &db).await;
     let now = chrono::Utc::now().timestamp_millis();
     a.running.store.insert_schedule(&schedule("s-once", now + 1_500, "run_once", "water the plants")).await.unwrap();
     let answered = |l: &support::test_channel::Log| l.has_text("Reminder delivered.");
@@ -248,10 +313,17 @@ async fn a_due_schedule_fires_exactly_once_across_two_instances() {
 
 #[tokio::test]
 async fn schedules_missed_during_downtime_follow_their_policy() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        schedules_missed_during_downtime_follow_their_policy_on(&db).await;
+    }
+}
+
+async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.set_responder(|_| Reply::text("Caught up."));
-    let first = instance(&llm, dir.path()).await;
+    let first = instance(&llm, &db).await;
     let ten_minutes_ago = chrono::Utc::now().timestamp_millis() - 600_000;
     first.running.store.insert_schedule(&schedule("s-run", ten_minutes_ago, "run_once", "missed but run")).await.unwrap();
     first.running.store.insert_schedule(&schedule("s-skip", ten_minutes_ago, "skip", "missed and skipped")).await.unwrap();
@@ -267,9 +339,16 @@ async fn schedules_missed_during_downtime_follow_their_policy() {
 
 #[tokio::test]
 async fn a_task_left_running_by_a_dead_process_is_reported_after_restart() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let first = instance(&llm, dir.path()).await;
+    for db in databases(dir.path()).await {
+        a_task_left_running_by_a_dead_process_is_reported_after_restart_on(&db).await;
+    }
+}
+
+async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    let first = instance(&llm, &db).await;
     let task = TaskRecord {
         id: "0123456789abcdef0123456789abcdef".into(),
         session_id: "s".into(),
@@ -289,12 +368,12 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart() {
     first.running.store.insert_task(&task).await.unwrap();
     first.stop().await;
     // The process "died": its lease lapses without renewal.
-    let url = format!("sqlite://{}", dir.path().join("data/switchboard.db").display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE tasks SET lease_until = 0").execute(&pool).await.unwrap();
     pool.close().await;
 
-    let second = instance(&llm, dir.path()).await;
+    let second = instance(&llm, &db).await;
     second.channel.wait_for("the interrupted notice", |l| l.any_contains("`01234567` (exec_command) was interrupted")).await;
     let stored = second.running.store.task(&task.id).await.unwrap().unwrap();
     assert_eq!(stored.status, TaskStatus::Interrupted);
@@ -303,9 +382,16 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart() {
 
 #[tokio::test]
 async fn an_always_rule_skips_the_card_until_revoked() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let i = instance(&llm, dir.path()).await;
+    for db in databases(dir.path()).await {
+        an_always_rule_skips_the_card_until_revoked_on(&db).await;
+    }
+}
+
+async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    let i = instance(&llm, &db).await;
     llm.push(exec_call("c1", "echo ok"));
     llm.push(Reply::text("first"));
     i.channel.dm(1, "go").await;
@@ -330,10 +416,17 @@ async fn an_always_rule_skips_the_card_until_revoked() {
 
 #[tokio::test]
 async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start() {
-    let llm = FakeLlm::start().await;
     let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(&db).await;
+    }
+}
+
+async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
     llm.push(exec_call("call_1", "echo orphan-resumed"));
-    let first = instance(&llm, dir.path()).await;
+    let first = instance(&llm, &db).await;
     first.channel.dm(1, "run it").await;
     let card = first.channel.card().await;
     let store = first.running.store.clone();
@@ -346,7 +439,7 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start() {
     assert!(decided.is_some());
 
     llm.push(Reply::text("Resumed at start-up."));
-    let second = instance(&llm, dir.path()).await;
+    let second = instance(&llm, &db).await;
     second.channel.wait_for("the resumed answer", |l| l.has_text("Resumed at start-up.")).await;
     let requests = llm.requests().await;
     assert!(last_tool_result(requests.last().unwrap()).contains("orphan-resumed"));

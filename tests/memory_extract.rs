@@ -23,7 +23,10 @@ fn owner(user: i64) -> MemoryOwner {
 }
 
 fn system(request: &Value) -> String {
-    messages(request)[0]["content"].as_str().unwrap_or_default().to_owned()
+    messages(request)[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn is_extraction(request: &Value) -> bool {
@@ -35,10 +38,19 @@ fn is_layers(request: &Value) -> bool {
 }
 
 /// Waits (bounded) until `check` holds for user 1's memories.
-async fn memories_until(h: &Harness, what: &str, check: impl Fn(&[MemoryRecord]) -> bool) -> Vec<MemoryRecord> {
+async fn memories_until(
+    h: &Harness,
+    what: &str,
+    check: impl Fn(&[MemoryRecord]) -> bool,
+) -> Vec<MemoryRecord> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let all = h.running.store.memories_of(owner(1), &[], 100, Utc::now()).await.unwrap();
+        let all = h
+            .running
+            .store
+            .memories_of(owner(1), &[], 100, Utc::now())
+            .await
+            .unwrap();
         if check(&all) {
             return all;
         }
@@ -60,7 +72,14 @@ const ATOMS: &str = r#"{"memories": [
 
 #[tokio::test]
 async fn an_idle_session_is_extracted_under_the_contract() {
-    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "50")]].concat()).await;
+    let h = Harness::with(
+        &[
+            ON,
+            &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "50")],
+        ]
+        .concat(),
+    )
+    .await;
     // An earlier, equivalent memory: the new atom merges into it.
     let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
     let earlier = NewMemory {
@@ -71,34 +90,78 @@ async fn an_idle_session_is_extracted_under_the_contract() {
         expires_at: None,
     };
     let existing = book.save(owner(1), earlier, Utc::now()).await.unwrap().id();
-    h.llm.set_responder(|req| if is_extraction(req) { Reply::text(ATOMS) } else { Reply::text("Noted!") });
+    h.llm.set_responder(|req| {
+        if is_extraction(req) {
+            Reply::text(ATOMS)
+        } else {
+            Reply::text("Noted!")
+        }
+    });
     h.channel.dm(1, "Please always use bullet points. We went with PostgreSQL for replication. I bought 100 shares of 600519.").await;
     h.wait_for("the answer", |l| l.any_contains("Noted!")).await;
 
-    let all = memories_until(&h, "extracted memories", |m| m.iter().any(|m| m.content.contains("bullet points"))).await;
+    let all = memories_until(&h, "extracted memories", |m| {
+        m.iter().any(|m| m.content.contains("bullet points"))
+    })
+    .await;
     let contents: Vec<&str> = all.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(all.len(), 3, "{contents:?}");
     assert!(contents.contains(&"The user chose PostgreSQL for production because of replication"));
-    assert!(!contents.iter().any(|c| c.contains("600519") || c.contains("tired") || c.contains("happy")), "{contents:?}");
+    assert!(
+        !contents
+            .iter()
+            .any(|c| c.contains("600519") || c.contains("tired") || c.contains("happy")),
+        "{contents:?}"
+    );
     let session = h.session(1, 1).await;
     let bullet = all.iter().find(|m| m.content.contains("bullet")).unwrap();
     assert_eq!(bullet.kind, MemoryKind::Preference);
-    assert!(bullet.source_ref.starts_with(&format!("chat:{session}#")), "{}", bullet.source_ref);
-    let merged = all.iter().find(|m| m.id == existing).expect("the duplicate merged into the earlier memory");
-    assert_eq!(merged.source_ref.split_whitespace().count(), 2, "{}", merged.source_ref);
+    assert!(
+        bullet.source_ref.starts_with(&format!("chat:{session}#")),
+        "{}",
+        bullet.source_ref
+    );
+    let merged = all
+        .iter()
+        .find(|m| m.id == existing)
+        .expect("the duplicate merged into the earlier memory");
+    assert_eq!(
+        merged.source_ref.split_whitespace().count(),
+        2,
+        "{}",
+        merged.source_ref
+    );
 
     // The extraction saw the conversation's text, not tool details, once.
     let requests = h.llm.requests().await;
     let extraction: Vec<&Value> = requests.iter().filter(|r| is_extraction(r)).collect();
-    assert_eq!(extraction.len(), 1, "extracted once until new messages arrive");
-    let transcript = messages(extraction[0])[1]["content"].as_str().unwrap().to_owned();
-    assert!(transcript.contains("[user] Please always use bullet points") && transcript.contains("[assistant] Noted!"), "{transcript}");
+    assert_eq!(
+        extraction.len(),
+        1,
+        "extracted once until new messages arrive"
+    );
+    let transcript = messages(extraction[0])[1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        transcript.contains("[user] Please always use bullet points")
+            && transcript.contains("[assistant] Noted!"),
+        "{transcript}"
+    );
 
     // The user can trace the memory back to that conversation.
-    h.channel.dm(1, &format!("/memory trace {}", bullet.id)).await;
-    let log = h.wait_for("the trace", |l| l.any_contains("**Source**")).await;
+    h.channel
+        .dm(1, &format!("/memory trace {}", bullet.id))
+        .await;
+    let log = h
+        .wait_for("the trace", |l| l.any_contains("**Source**"))
+        .await;
     let trace = log.find("**Source**").unwrap().text.clone();
-    assert!(trace.contains("> you: Please always use bullet points"), "{trace}");
+    assert!(
+        trace.contains("> you: Please always use bullet points"),
+        "{trace}"
+    );
     h.stop().await;
 }
 
@@ -116,19 +179,41 @@ async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
     h.wait_for("the answer", |l| l.any_contains("Okay.")).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !h.llm.requests().await.iter().any(is_extraction) {
-        assert!(tokio::time::Instant::now() < deadline, "no extraction happened");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no extraction happened"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(h.running.store.memories_of(owner(1), &[], 10, Utc::now()).await.unwrap().is_empty());
-    let attempts = h.llm.requests().await.iter().filter(|r| is_extraction(r)).count();
+    assert!(h
+        .running
+        .store
+        .memories_of(owner(1), &[], 10, Utc::now())
+        .await
+        .unwrap()
+        .is_empty());
+    let attempts = h
+        .llm
+        .requests()
+        .await
+        .iter()
+        .filter(|r| is_extraction(r))
+        .count();
     assert_eq!(attempts, 1, "the watermark moved on");
     h.stop().await;
 }
 
 #[tokio::test]
 async fn enough_new_atoms_refresh_scenarios_and_persona() {
-    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "2")]].concat()).await;
+    let h = Harness::with(
+        &[
+            ON,
+            &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "2")],
+        ]
+        .concat(),
+    )
+    .await;
     let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
     let old_persona = NewMemory {
         kind: MemoryKind::Persona,
@@ -154,14 +239,34 @@ async fn enough_new_atoms_refresh_scenarios_and_persona() {
             Reply::text("Sounds good.")
         }
     });
-    h.channel.dm(1, "Small PRs, tests first, and Rust for services please.").await;
-    let all = memories_until(&h, "the refreshed layers", |m| m.iter().any(|m| m.kind == MemoryKind::Scenario)).await;
-    let persona: Vec<&str> = all.iter().filter(|m| m.kind == MemoryKind::Persona).map(|m| m.content.as_str()).collect();
-    assert_eq!(persona, ["A senior backend engineer who writes Rust services"], "the persona was replaced");
+    h.channel
+        .dm(1, "Small PRs, tests first, and Rust for services please.")
+        .await;
+    let all = memories_until(&h, "the refreshed layers", |m| {
+        m.iter().any(|m| m.kind == MemoryKind::Scenario)
+    })
+    .await;
+    let persona: Vec<&str> = all
+        .iter()
+        .filter(|m| m.kind == MemoryKind::Persona)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        persona,
+        ["A senior backend engineer who writes Rust services"],
+        "the persona was replaced"
+    );
     let scenario = all.iter().find(|m| m.kind == MemoryKind::Scenario).unwrap();
-    assert!(scenario.source_ref.starts_with("layers:#"), "{}", scenario.source_ref);
+    assert!(
+        scenario.source_ref.starts_with("layers:#"),
+        "{}",
+        scenario.source_ref
+    );
     let layers = h.llm.requests().await.into_iter().find(is_layers).unwrap();
     let input = messages(&layers)[1]["content"].as_str().unwrap().to_owned();
-    assert!(input.contains("tests first") && input.contains("A student learning Python"), "{input}");
+    assert!(
+        input.contains("tests first") && input.contains("A student learning Python"),
+        "{input}"
+    );
     h.stop().await;
 }

@@ -13,7 +13,10 @@ use switchboard_platform::PressAnswer;
 const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
 
 fn system(request: &Value) -> String {
-    messages(request)[0]["content"].as_str().unwrap_or_default().to_owned()
+    messages(request)[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn is_distill(request: &Value) -> bool {
@@ -22,10 +25,23 @@ fn is_distill(request: &Value) -> bool {
 
 fn feedback_actions(h: &Harness, text: &str) -> (String, String) {
     let log = h.channel.log();
-    let answer = log.find(text).unwrap_or_else(|| panic!("no answer {text:?}\n{log}"));
-    let up = answer.actions.iter().find(|a| a.starts_with("fb:") && a.ends_with(":u")).cloned();
-    let down = answer.actions.iter().find(|a| a.starts_with("fb:") && a.ends_with(":d")).cloned();
-    (up.unwrap_or_else(|| panic!("no 👍 on {answer:?}")), down.unwrap_or_else(|| panic!("no 👎 on {answer:?}")))
+    let answer = log
+        .find(text)
+        .unwrap_or_else(|| panic!("no answer {text:?}\n{log}"));
+    let up = answer
+        .actions
+        .iter()
+        .find(|a| a.starts_with("fb:") && a.ends_with(":u"))
+        .cloned();
+    let down = answer
+        .actions
+        .iter()
+        .find(|a| a.starts_with("fb:") && a.ends_with(":d"))
+        .cloned();
+    (
+        up.unwrap_or_else(|| panic!("no 👍 on {answer:?}")),
+        down.unwrap_or_else(|| panic!("no 👎 on {answer:?}")),
+    )
 }
 
 fn last_private(h: &Harness) -> String {
@@ -46,32 +62,71 @@ async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
         }
     });
     h.channel.dm(1, "给我讲讲量子计算").await;
-    h.wait_for("the answer", |l| l.any_contains("Here is a long answer")).await;
+    h.wait_for("the answer", |l| l.any_contains("Here is a long answer"))
+        .await;
     h.idle().await;
     let (up, down) = feedback_actions(&h, "Here is a long answer");
 
     // Someone else cannot rate it.
     h.channel.press(2, &down).await;
     h.wait_for("the refusal", |l| l.answers().len() == 1).await;
-    assert_eq!(last_private(&h), "Only the person who asked can rate this answer.");
+    assert_eq!(
+        last_private(&h),
+        "Only the person who asked can rate this answer."
+    );
 
     h.channel.press(1, &down).await;
     h.wait_for("the thanks", |l| l.answers().len() == 2).await;
-    assert!(last_private(&h).starts_with("Thanks"), "{}", last_private(&h));
+    assert!(
+        last_private(&h).starts_with("Thanks"),
+        "{}",
+        last_private(&h)
+    );
     h.idle().await;
-    let distill = h.llm.requests().await.into_iter().find(is_distill).expect("the rules were distilled");
-    let input = messages(&distill)[1]["content"].as_str().unwrap().to_owned();
-    assert!(input.contains("给我讲讲量子计算") && input.contains("Here is a long answer"), "{input}");
+    let distill = h
+        .llm
+        .requests()
+        .await
+        .into_iter()
+        .find(is_distill)
+        .expect("the rules were distilled");
+    let input = messages(&distill)[1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        input.contains("给我讲讲量子计算") && input.contains("Here is a long answer"),
+        "{input}"
+    );
 
     h.channel.dm(1, "再说一次").await;
-    h.wait_for("the second answer", |l| l.count_containing("Here is a long answer") >= 2).await;
+    h.wait_for("the second answer", |l| {
+        l.count_containing("Here is a long answer") >= 2
+    })
+    .await;
     h.channel.dm(2, "hello").await;
-    h.wait_for("user 2's answer", |l| l.count_containing("Here is a long answer") >= 3).await;
+    h.wait_for("user 2's answer", |l| {
+        l.count_containing("Here is a long answer") >= 3
+    })
+    .await;
     h.idle().await;
-    let turns: Vec<Value> = h.llm.requests().await.into_iter().filter(|r| !is_distill(r)).collect();
+    let turns: Vec<Value> = h
+        .llm
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| !is_distill(r))
+        .collect();
     let mine = system(&turns[1]);
-    assert!(mine.contains("[Corrections") && mine.contains("- Answer in Chinese when the user writes Chinese."), "{mine}");
-    assert!(!system(&turns[2]).contains("[Corrections"), "rules are per user");
+    assert!(
+        mine.contains("[Corrections")
+            && mine.contains("- Answer in Chinese when the user writes Chinese."),
+        "{mine}"
+    );
+    assert!(
+        !system(&turns[2]).contains("[Corrections"),
+        "rules are per user"
+    );
 
     // 👍 is recorded without touching the rules.
     h.channel.press(1, &up).await;
@@ -83,11 +138,17 @@ async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
 #[tokio::test]
 async fn questions_and_command_replies_carry_no_feedback_buttons() {
     let h = Harness::with(ON).await;
-    h.llm.push(Reply::tool_calls([("q", "ask_user", serde_json::json!({"question": "Which one?"}))]));
+    h.llm.push(Reply::tool_calls([(
+        "q",
+        "ask_user",
+        serde_json::json!({"question": "Which one?"}),
+    )]));
     h.channel.dm(1, "pick something").await;
-    h.wait_for("the question", |l| l.any_contains("Which one?")).await;
+    h.wait_for("the question", |l| l.any_contains("Which one?"))
+        .await;
     h.channel.dm(1, "/help").await;
-    h.wait_for("the help", |l| l.any_contains("**Commands**")).await;
+    h.wait_for("the help", |l| l.any_contains("**Commands**"))
+        .await;
     h.idle().await;
     let log = h.channel.log();
     assert!(log.sent().iter().all(|m| m.actions.is_empty()), "{log}");
@@ -99,7 +160,8 @@ async fn feedback_buttons_can_be_turned_off() {
     let h = Harness::with(&[ON, &[("FEEDBACK_BUTTONS", "false")]].concat()).await;
     h.llm.push(Reply::text("Plain answer."));
     h.channel.dm(1, "hi").await;
-    h.wait_for("the answer", |l| l.any_contains("Plain answer.")).await;
+    h.wait_for("the answer", |l| l.any_contains("Plain answer."))
+        .await;
     h.idle().await;
     assert!(h.channel.log().sent().iter().all(|m| m.actions.is_empty()));
     h.stop().await;

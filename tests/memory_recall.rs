@@ -21,7 +21,13 @@ fn owner(user: i64) -> MemoryOwner {
 }
 
 fn memory(kind: MemoryKind, content: &str) -> NewMemory {
-    NewMemory { kind, content: content.into(), source_ref: "test".into(), importance: 0.5, expires_at: None }
+    NewMemory {
+        kind,
+        content: content.into(),
+        source_ref: "test".into(),
+        importance: 0.5,
+        expires_at: None,
+    }
 }
 
 async fn store() -> (Store, tempfile::TempDir) {
@@ -33,7 +39,10 @@ async fn store() -> (Store, tempfile::TempDir) {
 /// Stores a memory as of `days` ago, without merging.
 async fn add_at(store: &Store, user: i64, kind: MemoryKind, content: &str, days: i64) -> i64 {
     let at = Utc::now() - Duration::days(days);
-    store.insert_memory(owner(user), &memory(kind, content), &terms(content), at).await.unwrap()
+    store
+        .insert_memory(owner(user), &memory(kind, content), &terms(content), at)
+        .await
+        .unwrap()
 }
 
 async fn recalled(store: &Store, user: i64, query: &str) -> Vec<(i64, bool, f64)> {
@@ -48,12 +57,25 @@ async fn recalled(store: &Store, user: i64, query: &str) -> Vec<(i64, bool, f64)
 #[tokio::test]
 async fn a_two_character_chinese_query_finds_the_chinese_memory() {
     let (store, _dir) = store().await;
-    let coffee = add_at(&store, 1, MemoryKind::Decision, "用户决定每天早上只喝一杯咖啡", 1).await;
+    let coffee = add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "用户决定每天早上只喝一杯咖啡",
+        1,
+    )
+    .await;
     add_at(&store, 1, MemoryKind::Decision, "用户决定周末去爬山", 1).await;
     let hits = recalled(&store, 1, "咖啡").await;
     assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [coffee]);
     // A longer question in a sentence finds it too; a lone character falls back to substring search.
-    assert_eq!(recalled(&store, 1, "我今天能喝咖啡吗？").await.first().map(|h| h.0), Some(coffee));
+    assert_eq!(
+        recalled(&store, 1, "我今天能喝咖啡吗？")
+            .await
+            .first()
+            .map(|h| h.0),
+        Some(coffee)
+    );
     let mountain = recalled(&store, 1, "山").await;
     assert_eq!(mountain.len(), 1, "{mountain:?}");
 }
@@ -61,8 +83,22 @@ async fn a_two_character_chinese_query_finds_the_chinese_memory() {
 #[tokio::test]
 async fn newer_memories_outrank_older_equally_relevant_ones() {
     let (store, _dir) = store().await;
-    let old = add_at(&store, 1, MemoryKind::Decision, "Deploy the billing service with blue green releases", 90).await;
-    let new = add_at(&store, 1, MemoryKind::Decision, "Deploy the billing service with canary releases", 2).await;
+    let old = add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "Deploy the billing service with blue green releases",
+        90,
+    )
+    .await;
+    let new = add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "Deploy the billing service with canary releases",
+        2,
+    )
+    .await;
     let hits = recalled(&store, 1, "how do we deploy the billing service?").await;
     let order: Vec<i64> = hits.iter().map(|h| h.0).collect();
     assert_eq!(order, [new, old]);
@@ -71,26 +107,89 @@ async fn newer_memories_outrank_older_equally_relevant_ones() {
 #[tokio::test]
 async fn persona_and_preferences_are_pinned_before_matches() {
     let (store, _dir) = store().await;
-    let persona = add_at(&store, 1, MemoryKind::Persona, "A backend engineer who writes Rust", 200).await;
-    let pref = add_at(&store, 1, MemoryKind::Preference, "The user prefers answers in bullet points", 100).await;
-    let fact = add_at(&store, 1, MemoryKind::Fact, "The staging database is called orca", 1).await;
+    let persona = add_at(
+        &store,
+        1,
+        MemoryKind::Persona,
+        "A backend engineer who writes Rust",
+        200,
+    )
+    .await;
+    let pref = add_at(
+        &store,
+        1,
+        MemoryKind::Preference,
+        "The user prefers answers in bullet points",
+        100,
+    )
+    .await;
+    let fact = add_at(
+        &store,
+        1,
+        MemoryKind::Fact,
+        "The staging database is called orca",
+        1,
+    )
+    .await;
     let hits = recalled(&store, 1, "what is the staging database?").await;
-    assert_eq!(hits.iter().map(|h| (h.0, h.1)).collect::<Vec<_>>(), [(persona, true), (pref, true), (fact, false)]);
+    assert_eq!(
+        hits.iter().map(|h| (h.0, h.1)).collect::<Vec<_>>(),
+        [(persona, true), (pref, true), (fact, false)]
+    );
     // Unrelated chatter still carries the pinned ones, and nothing else.
     let hits = recalled(&store, 1, "hello there").await;
-    assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [persona, pref]);
+    assert_eq!(
+        hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+        [persona, pref]
+    );
 }
 
 #[tokio::test]
 async fn codes_and_ids_match_exactly() {
     let (store, _dir) = store().await;
-    let moutai = add_at(&store, 1, MemoryKind::Decision, "The user watches 600519 only for dividends", 40).await;
-    add_at(&store, 1, MemoryKind::Decision, "The user watches 000001 for momentum trades", 1).await;
-    let ticket = add_at(&store, 1, MemoryKind::Fact, "Ticket OPS-4411 tracks the disk alerts", 10).await;
-    assert_eq!(recalled(&store, 1, "what about 600519?").await.first().map(|h| h.0), Some(moutai));
-    assert_eq!(recalled(&store, 1, "status of OPS-4411").await.first().map(|h| h.0), Some(ticket));
+    let moutai = add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "The user watches 600519 only for dividends",
+        40,
+    )
+    .await;
+    add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "The user watches 000001 for momentum trades",
+        1,
+    )
+    .await;
+    let ticket = add_at(
+        &store,
+        1,
+        MemoryKind::Fact,
+        "Ticket OPS-4411 tracks the disk alerts",
+        10,
+    )
+    .await;
+    assert_eq!(
+        recalled(&store, 1, "what about 600519?")
+            .await
+            .first()
+            .map(|h| h.0),
+        Some(moutai)
+    );
+    assert_eq!(
+        recalled(&store, 1, "status of OPS-4411")
+            .await
+            .first()
+            .map(|h| h.0),
+        Some(ticket)
+    );
     let by_id = recalled(&store, 1, &format!("see #{ticket}")).await;
-    assert!(by_id.iter().any(|h| h.0 == ticket && h.2 >= 1.0), "{by_id:?}");
+    assert!(
+        by_id.iter().any(|h| h.0 == ticket && h.2 >= 1.0),
+        "{by_id:?}"
+    );
 }
 
 #[tokio::test]
@@ -100,9 +199,26 @@ async fn recall_never_crosses_users_and_skips_expired_memories() {
     let theirs = add_at(&store, 2, MemoryKind::Fact, "项目代号是海豚", 1).await;
     let mut expiring = memory(MemoryKind::Fact, "项目代号临时是鲸鱼");
     expiring.expires_at = Some(Utc::now() - Duration::hours(1));
-    store.insert_memory(owner(1), &expiring, &terms(&expiring.content), Utc::now()).await.unwrap();
-    assert_eq!(recalled(&store, 1, "项目代号").await.iter().map(|h| h.0).collect::<Vec<_>>(), [mine]);
-    assert_eq!(recalled(&store, 2, "项目代号").await.iter().map(|h| h.0).collect::<Vec<_>>(), [theirs]);
+    store
+        .insert_memory(owner(1), &expiring, &terms(&expiring.content), Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        recalled(&store, 1, "项目代号")
+            .await
+            .iter()
+            .map(|h| h.0)
+            .collect::<Vec<_>>(),
+        [mine]
+    );
+    assert_eq!(
+        recalled(&store, 2, "项目代号")
+            .await
+            .iter()
+            .map(|h| h.0)
+            .collect::<Vec<_>>(),
+        [theirs]
+    );
     assert!(recalled(&store, 1, &format!("#{theirs}")).await.is_empty());
     assert!(recalled(&store, 3, "项目代号").await.is_empty());
 }
@@ -110,7 +226,14 @@ async fn recall_never_crosses_users_and_skips_expired_memories() {
 #[tokio::test]
 async fn recalled_memories_are_counted() {
     let (store, _dir) = store().await;
-    let id = add_at(&store, 1, MemoryKind::Fact, "The VPN endpoint is vpn.example.org", 1).await;
+    let id = add_at(
+        &store,
+        1,
+        MemoryKind::Fact,
+        "The VPN endpoint is vpn.example.org",
+        1,
+    )
+    .await;
     recalled(&store, 1, "vpn endpoint").await;
     recalled(&store, 1, "vpn endpoint").await;
     let m = store.memory(owner(1), id).await.unwrap().unwrap();
@@ -119,16 +242,28 @@ async fn recalled_memories_are_counted() {
 }
 
 fn system_prompt(request: &Value) -> String {
-    messages(request)[0]["content"].as_str().unwrap_or_default().to_owned()
+    messages(request)[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn last_user(request: &Value) -> String {
-    messages(request).iter().rev().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+    messages(request)
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 async fn seed(h: &Harness, user: i64, kind: MemoryKind, content: &str) -> i64 {
     let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
-    book.save(owner(user), memory(kind, content), Utc::now()).await.unwrap().id()
+    book.save(owner(user), memory(kind, content), Utc::now())
+        .await
+        .unwrap()
+        .id()
 }
 
 #[tokio::test]
@@ -139,20 +274,30 @@ async fn the_model_sees_memories_around_the_message_and_history_keeps_it_plain()
     seed(&h, 2, MemoryKind::Preference, "用户二号只喝咖啡因饮料").await;
     h.llm.push(Reply::text("来一杯美式吧。"));
     h.channel.dm(1, "推荐一杯咖啡？").await;
-    h.wait_for("the answer", |l| l.any_contains("来一杯美式吧。")).await;
+    h.wait_for("the answer", |l| l.any_contains("来一杯美式吧。"))
+        .await;
     h.idle().await;
 
     let request = &h.requests(1).await[0];
     let input = last_user(request);
     assert!(input.starts_with("<relevant-memories>\n"), "{input}");
     assert!(input.contains("用户喜欢喝咖啡，不加糖"), "{input}");
-    assert!(input.ends_with("<current-user-message>\n推荐一杯咖啡？\n</current-user-message>"), "{input}");
-    assert!(!input.contains("二号"), "another user's memory leaked: {input}");
+    assert!(
+        input.ends_with("<current-user-message>\n推荐一杯咖啡？\n</current-user-message>"),
+        "{input}"
+    );
+    assert!(
+        !input.contains("二号"),
+        "another user's memory leaked: {input}"
+    );
     assert!(system_prompt(request).contains(MEMORY_NOTE));
 
     let session = h.session(1, 1).await;
     let history = h.running.store.history(&session, 10).await.unwrap();
-    assert_eq!(history[0].content, "推荐一杯咖啡？", "history keeps the plain message");
+    assert_eq!(
+        history[0].content, "推荐一杯咖啡？",
+        "history keeps the plain message"
+    );
     h.stop().await;
 }
 
@@ -176,8 +321,16 @@ async fn tools_reach_only_the_calling_users_memories() {
     h.llm.push(Reply::tool_calls([
         ("c1", "recall", json!({"query": "deploy"})),
         ("c2", "forget", json!({"id": theirs})),
-        ("c3", "remember", json!({"content": "The user's release train leaves on Tuesdays", "kind": "decision"})),
-        ("c4", "remember", json!({"content": "my password is hunter2"})),
+        (
+            "c3",
+            "remember",
+            json!({"content": "The user's release train leaves on Tuesdays", "kind": "decision"}),
+        ),
+        (
+            "c4",
+            "remember",
+            json!({"content": "my password is hunter2"}),
+        ),
     ]));
     h.llm.push(Reply::text("Done."));
     h.channel.dm(1, "check my deploy notes").await;
@@ -186,16 +339,43 @@ async fn tools_reach_only_the_calling_users_memories() {
 
     let second = &h.requests(2).await[1];
     let found = tool_result(second, "c1");
-    assert!(found.contains(&format!("#{mine}")) && !found.contains("Friday"), "{found}");
-    assert!(tool_result(second, "c2").starts_with("error:"), "{}", tool_result(second, "c2"));
+    assert!(
+        found.contains(&format!("#{mine}")) && !found.contains("Friday"),
+        "{found}"
+    );
+    assert!(
+        tool_result(second, "c2").starts_with("error:"),
+        "{}",
+        tool_result(second, "c2")
+    );
     assert!(tool_result(second, "c3").starts_with("Saved as memory #"));
-    assert!(tool_result(second, "c4").contains("secret"), "{}", tool_result(second, "c4"));
+    assert!(
+        tool_result(second, "c4").contains("secret"),
+        "{}",
+        tool_result(second, "c4")
+    );
 
     let store = &h.running.store;
-    assert!(store.memory(owner(2), theirs).await.unwrap().is_some(), "user 2's memory survived");
-    let user1: Vec<String> = store.memories_of(owner(1), &[], 10, Utc::now()).await.unwrap().into_iter().map(|m| m.content).collect();
-    assert!(user1.iter().any(|c| c.contains("Tuesdays")) && !user1.iter().any(|c| c.contains("hunter2")), "{user1:?}");
-    let remembered = store.memories_of(owner(1), &[MemoryKind::Decision], 10, Utc::now()).await.unwrap();
+    assert!(
+        store.memory(owner(2), theirs).await.unwrap().is_some(),
+        "user 2's memory survived"
+    );
+    let user1: Vec<String> = store
+        .memories_of(owner(1), &[], 10, Utc::now())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
+    assert!(
+        user1.iter().any(|c| c.contains("Tuesdays"))
+            && !user1.iter().any(|c| c.contains("hunter2")),
+        "{user1:?}"
+    );
+    let remembered = store
+        .memories_of(owner(1), &[MemoryKind::Decision], 10, Utc::now())
+        .await
+        .unwrap();
     assert!(remembered[0].source_ref.starts_with("tool:"));
     h.stop().await;
 }
@@ -207,15 +387,32 @@ async fn memory_commands_list_forget_and_trace_only_your_own() {
     let theirs = seed(&h, 2, MemoryKind::Preference, "Prefers imperial units").await;
 
     h.channel.dm(1, "/memory").await;
-    let log = h.wait_for("the list", |l| l.any_contains("Your memories")).await;
+    let log = h
+        .wait_for("the list", |l| l.any_contains("Your memories"))
+        .await;
     let list = log.find("Your memories").unwrap().text.clone();
-    assert!(list.contains(&format!("`#{mine}` Prefers metric units")) && !list.contains("imperial"), "{list}");
+    assert!(
+        list.contains(&format!("`#{mine}` Prefers metric units")) && !list.contains("imperial"),
+        "{list}"
+    );
 
     for (command, expected) in [
-        (format!("/memory trace {theirs}"), format!("You have no memory #{theirs}.")),
-        (format!("/memory forget {theirs}"), format!("You have no memory #{theirs}.")),
-        (format!("/memory trace {mine}"), "Prefers metric units".to_owned()),
-        (format!("/memory forget #{mine}"), format!("Forgot memory #{mine}.")),
+        (
+            format!("/memory trace {theirs}"),
+            format!("You have no memory #{theirs}."),
+        ),
+        (
+            format!("/memory forget {theirs}"),
+            format!("You have no memory #{theirs}."),
+        ),
+        (
+            format!("/memory trace {mine}"),
+            "Prefers metric units".to_owned(),
+        ),
+        (
+            format!("/memory forget #{mine}"),
+            format!("Forgot memory #{mine}."),
+        ),
     ] {
         let before = h.channel.log().sent().len();
         h.channel.dm(1, &command).await;
@@ -223,9 +420,24 @@ async fn memory_commands_list_forget_and_trace_only_your_own() {
         let reply = &log.sent().last().unwrap().text;
         assert!(reply.contains(&expected), "{command}: {reply}");
     }
-    assert!(h.running.store.memory(owner(2), theirs).await.unwrap().is_some());
-    assert!(h.running.store.memory(owner(1), mine).await.unwrap().is_none());
-    assert!(h.llm.requests().await.is_empty(), "commands never reach the model");
+    assert!(h
+        .running
+        .store
+        .memory(owner(2), theirs)
+        .await
+        .unwrap()
+        .is_some());
+    assert!(h
+        .running
+        .store
+        .memory(owner(1), mine)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        h.llm.requests().await.is_empty(),
+        "commands never reach the model"
+    );
     h.stop().await;
 }
 
@@ -236,10 +448,27 @@ async fn caps_keep_the_newest_of_each_kind() {
     let t0 = Utc::now() - Duration::days(5);
     for i in 0..(MemoryKind::Decision.cap() + 3) {
         let content = format!("decision number {i} about module m{i}");
-        book.save(owner(1), memory(MemoryKind::Decision, &content), t0 + Duration::minutes(i64::from(i))).await.unwrap();
+        book.save(
+            owner(1),
+            memory(MemoryKind::Decision, &content),
+            t0 + Duration::minutes(i64::from(i)),
+        )
+        .await
+        .unwrap();
     }
-    let kept = store.memories_of(owner(1), &[MemoryKind::Decision], 100, Utc::now()).await.unwrap();
+    let kept = store
+        .memories_of(owner(1), &[MemoryKind::Decision], 100, Utc::now())
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 30);
-    assert!(kept.iter().all(|m| !m.content.ends_with(" m0") && !m.content.ends_with(" m1") && !m.content.ends_with(" m2")));
-    assert_eq!(store.count_memories(owner(2), MemoryKind::Decision, Utc::now()).await.unwrap(), 0);
+    assert!(kept.iter().all(|m| !m.content.ends_with(" m0")
+        && !m.content.ends_with(" m1")
+        && !m.content.ends_with(" m2")));
+    assert_eq!(
+        store
+            .count_memories(owner(2), MemoryKind::Decision, Utc::now())
+            .await
+            .unwrap(),
+        0
+    );
 }

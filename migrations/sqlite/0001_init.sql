@@ -1,10 +1,10 @@
--- Switchboard's first schema (SQLite). Times are UTC RFC 3339 text; ids are UUID text.
+-- Switchboard's first schema (SQLite). Times are epoch milliseconds (UTC); ids are UUID text.
 
 CREATE TABLE users (
     platform     TEXT NOT NULL,
     user_id      INTEGER NOT NULL,
     display_name TEXT NOT NULL,
-    admitted_at  TEXT NOT NULL,
+    admitted_at  INTEGER NOT NULL,
     admitted_by  TEXT NOT NULL,            -- 'pairing' | 'operator'
     PRIMARY KEY (platform, user_id)
 );
@@ -14,8 +14,8 @@ CREATE TABLE pairing_codes (
     platform     TEXT NOT NULL,
     user_id      INTEGER NOT NULL,
     display_name TEXT NOT NULL,
-    created_at   TEXT NOT NULL,
-    expires_at   TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
     status       TEXT NOT NULL DEFAULT 'pending'   -- pending | approved | denied
 );
 CREATE INDEX pairing_codes_user ON pairing_codes (platform, user_id, status);
@@ -26,8 +26,8 @@ CREATE TABLE sessions (
     chat_id    INTEGER NOT NULL,
     thread_id  INTEGER NOT NULL DEFAULT 0,  -- 0: no thread (no platform uses 0)
     user_id    INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
     UNIQUE (platform, chat_id, thread_id, user_id)
 );
 
@@ -35,7 +35,7 @@ CREATE TABLE messages (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     payload    TEXT NOT NULL,               -- JSON of llm::Message
-    created_at TEXT NOT NULL
+    created_at INTEGER NOT NULL
 );
 CREATE INDEX messages_session ON messages (session_id, id);
 
@@ -52,10 +52,10 @@ CREATE TABLE approvals (
     card_message_id INTEGER,
     status          TEXT NOT NULL DEFAULT 'pending', -- pending | allowed | always | denied | expired | edited
     decided_by      INTEGER,
-    decided_at      TEXT,
+    decided_at      INTEGER,
     reason          TEXT,
-    created_at      TEXT NOT NULL,
-    expires_at      TEXT NOT NULL
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL
 );
 CREATE INDEX approvals_pending ON approvals (status, expires_at);
 
@@ -65,7 +65,7 @@ CREATE TABLE approval_rules (
     user_id    INTEGER NOT NULL,
     tool_name  TEXT NOT NULL,
     pattern    TEXT NOT NULL,               -- exact arguments JSON
-    created_at TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
     UNIQUE (platform, user_id, tool_name, pattern)
 );
 
@@ -81,8 +81,8 @@ CREATE TABLE tasks (
     result            TEXT,
     chat              TEXT NOT NULL,        -- JSON ChatAddress of the originating chat
     status_message_id INTEGER,
-    created_at        TEXT NOT NULL,
-    finished_at       TEXT
+    created_at        INTEGER NOT NULL,
+    finished_at       INTEGER
 );
 CREATE INDEX tasks_session ON tasks (session_id, created_at);
 
@@ -100,7 +100,7 @@ CREATE TABLE usage (
 
 CREATE TABLE system_events (
     id     INTEGER PRIMARY KEY AUTOINCREMENT,
-    at     TEXT NOT NULL,
+    at     INTEGER NOT NULL,
     kind   TEXT NOT NULL,
     detail TEXT NOT NULL                    -- JSON
 );

@@ -7,7 +7,10 @@
 
 use super::events::RuntimeEvent;
 use super::host::TurnHost;
-use crate::llm::{complete, estimate_message_tokens, estimate_tokens, is_unsegmented, Message, Provider, Role, ToolDefinition};
+use crate::llm::{
+    complete, estimate_message_tokens, estimate_tokens, is_unsegmented, Message, Provider, Role,
+    ToolDefinition,
+};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,8 +32,22 @@ const SUMMARY_TIMEOUT: Duration = Duration::from_secs(120);
 const MESSAGE_CHARS: usize = 2_000;
 const TRANSCRIPT_CHARS: usize = 160_000;
 /// Fields kept when a tool result is summarized, in this order.
-const KEY_FIELDS: &[&str] =
-    &["error", "message", "status", "code", "name", "result", "id", "title", "path", "url", "exit_code", "count", "total", "summary"];
+const KEY_FIELDS: &[&str] = &[
+    "error",
+    "message",
+    "status",
+    "code",
+    "name",
+    "result",
+    "id",
+    "title",
+    "path",
+    "url",
+    "exit_code",
+    "count",
+    "total",
+    "summary",
+];
 
 const PROMPT: &str = r#"You compress the earlier part of a conversation between a user and an assistant so the assistant can continue without it.
 Reply with ONLY a JSON object:
@@ -53,7 +70,10 @@ pub struct Compacted {
 
 /// The messages that stand for a folded history.
 pub fn summary_messages(summary: &str) -> [Message; 2] {
-    [Message::user(format!("{SUMMARY_MARK}\n{summary}")), Message::assistant(ACK)]
+    [
+        Message::user(format!("{SUMMARY_MARK}\n{summary}")),
+        Message::assistant(ACK),
+    ]
 }
 
 /// The safety reserve of a window: min(max(16,384, 25%), 50%).
@@ -116,47 +136,116 @@ pub(crate) async fn prepare(
 ) -> Vec<Message> {
     let context = view.context(messages);
     let fixed = estimate_tokens(system)
-        + tools.iter().map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string())).sum::<usize>();
-    let estimate = fixed + context.iter().map(estimate_message_tokens).sum::<usize>();
-    let limit = threshold(provider.model().context_window as usize);
-    if estimate <= limit {
-        return context;
-    }
-    let budget = (limit / 2).clamp(TAIL_MIN_TOKENS, TAIL_MAX_TOKENS);
-    let start = tail_start(&context, budget);
+        + tools
+            .iter()
+            .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
+            .sum::<usize>();
+    let window = provider.model().context_window as usize;
     let prefix = view.prefix.len();
-    if start <= prefix {
+    let Some(start) = compaction_point(window, fixed, &context, prefix) else {
         return context;
-    }
-    let head = &context[..start];
-    let originals = start - prefix;
-    host.before_compaction(&messages[view.folded..view.folded + originals]).await;
-    let (summary, task_state, fell_back) = match summarize(provider, head).await {
-        Ok((summary, task_state)) => (summary, task_state, false),
-        Err(e) => {
-            tracing::warn!(error = %e, "summarizing for compaction failed; trimming instead");
-            let earlier = head.first().and_then(|m| m.content.strip_prefix(SUMMARY_MARK)).map(str::trim);
-            let text = earlier.map_or_else(|| TRIMMED.to_owned(), |s| format!("{s}\n\n{TRIMMED}"));
-            (text, None, true)
-        }
     };
+    let originals = start - prefix;
+    host.before_compaction(&messages[view.folded..view.folded + originals])
+        .await;
+    let folded = summarize_head(provider, &context[..start]).await;
     view.folded += originals;
-    view.prefix = summary_messages(&summary).to_vec();
-    view.record = Some(Compacted { summary, task_state, folded: view.folded, fell_back });
+    view.prefix = summary_messages(&folded.summary).to_vec();
+    view.record = Some(Compacted {
+        summary: folded.summary,
+        task_state: folded.task_state,
+        folded: view.folded,
+        fell_back: folded.fell_back,
+    });
     let after = view.context(messages);
-    let _ = events.send(RuntimeEvent::Compaction { messages_before: context.len(), messages_after: after.len() }).await;
+    let _ = events
+        .send(RuntimeEvent::Compaction {
+            messages_before: context.len(),
+            messages_after: after.len(),
+        })
+        .await;
     after
 }
 
+/// Where the kept tail of `context` starts when a request of it (plus `fixed`
+/// tokens of system prompt and tool schemas) exceeds the window's threshold;
+/// `None` when no compaction is due or nothing beyond the first `prefix`
+/// messages (an earlier summary) could be folded.
+pub fn compaction_point(
+    window: usize,
+    fixed: usize,
+    context: &[Message],
+    prefix: usize,
+) -> Option<usize> {
+    let limit = threshold(window);
+    let estimate = fixed + context.iter().map(estimate_message_tokens).sum::<usize>();
+    if estimate <= limit {
+        return None;
+    }
+    let start = tail_start(context, (limit / 2).clamp(TAIL_MIN_TOKENS, TAIL_MAX_TOKENS));
+    (start > prefix).then_some(start)
+}
+
+/// A head folded into text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedHead {
+    pub summary: String,
+    pub task_state: Option<Value>,
+    /// The model could not summarize: the head was trimmed (an earlier summary kept).
+    pub fell_back: bool,
+}
+
+/// Summarizes `head` with the model, or trims it when that fails.
+pub async fn summarize_head(provider: &dyn Provider, head: &[Message]) -> FoldedHead {
+    match summarize(provider, head).await {
+        Ok((summary, task_state)) => FoldedHead {
+            summary,
+            task_state,
+            fell_back: false,
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "summarizing for compaction failed; trimming instead");
+            let earlier = head
+                .first()
+                .and_then(|m| m.content.strip_prefix(SUMMARY_MARK))
+                .map(str::trim);
+            let summary =
+                earlier.map_or_else(|| TRIMMED.to_owned(), |s| format!("{s}\n\n{TRIMMED}"));
+            FoldedHead {
+                summary,
+                task_state: None,
+                fell_back: true,
+            }
+        }
+    }
+}
+
 /// Asks the model for the summary (and task state) of `head`.
-async fn summarize(provider: &dyn Provider, head: &[Message]) -> Result<(String, Option<Value>), String> {
-    let reply = complete(provider, PROMPT, transcript(head), SUMMARY_TIMEOUT).await.map_err(|e| e.to_string())?;
+async fn summarize(
+    provider: &dyn Provider,
+    head: &[Message],
+) -> Result<(String, Option<Value>), String> {
+    let reply = complete(provider, PROMPT, transcript(head), SUMMARY_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
     let text = reply.trim();
-    let body = text.strip_prefix("```json").or_else(|| text.strip_prefix("```")).and_then(|r| r.strip_suffix("```")).unwrap_or(text);
+    let body = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|r| r.strip_suffix("```"))
+        .unwrap_or(text);
     let (summary, task_state) = match serde_json::from_str::<Value>(body.trim()) {
         Ok(Value::Object(map)) => {
-            let summary = map.get("summary").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
-            (summary, map.get("task_state").filter(|v| v.is_object()).cloned())
+            let summary = map
+                .get("summary")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            (
+                summary,
+                map.get("task_state").filter(|v| v.is_object()).cloned(),
+            )
         }
         // Not the JSON asked for: plain prose is still a usable summary.
         _ => (text.to_owned(), None),
@@ -179,7 +268,11 @@ pub fn transcript(head: &[Message]) -> String {
                     lines.push(format!("[assistant] {text}"));
                 }
                 for call in &m.tool_calls {
-                    lines.push(format!("[assistant calls {}] {}", call.name, clip(&call.arguments, 300)));
+                    lines.push(format!(
+                        "[assistant calls {}] {}",
+                        call.name,
+                        clip(&call.arguments, 300)
+                    ));
                 }
             }
             Role::User => lines.push(format!("[user] {text}")),
@@ -194,7 +287,10 @@ pub fn transcript(head: &[Message]) -> String {
     });
     let mut kept: Vec<&String> = keep.collect();
     kept.reverse();
-    kept.into_iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    kept.into_iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A tool result by its key fields: JSON objects keep the known fields (or
@@ -207,7 +303,12 @@ pub fn key_fields(text: &str) -> String {
                 .filter_map(|k| map.get(*k).map(|v| format!("{k}: {}", scalar(v))))
                 .collect();
             if fields.is_empty() {
-                fields = map.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).take(6).map(|(k, v)| format!("{k}: {}", scalar(v))).collect();
+                fields = map
+                    .iter()
+                    .filter(|(_, v)| !v.is_object() && !v.is_array())
+                    .take(6)
+                    .map(|(k, v)| format!("{k}: {}", scalar(v)))
+                    .collect();
             }
             format!("{{{}}} ({} fields)", fields.join(", "), map.len())
         }
@@ -261,18 +362,118 @@ pub fn clip_words(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ToolCall;
+    use crate::agent::{ApprovalOutcome, TurnCheckpoint};
+    use crate::llm::{ChatRequest, Chunk, ChunkStream, ModelInfo, ProviderError, ToolCall};
+    use crate::tools::{Tool, ToolSpec};
+    use std::sync::Mutex;
+
+    /// A model that answers with `reply` (or fails) and records the prompts.
+    struct Scripted {
+        info: ModelInfo,
+        reply: Option<String>,
+        systems: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Provider for Scripted {
+        fn model(&self) -> &ModelInfo {
+            &self.info
+        }
+
+        async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
+            self.systems.lock().unwrap().push(request.system);
+            match &self.reply {
+                Some(text) => Ok(Box::pin(futures::stream::iter([Ok(Chunk::Text(text.clone()))]))),
+                None => Err(ProviderError::Server { status: 500, message: "down".into() }),
+            }
+        }
+    }
+
+    /// Records what the memory flush was given.
+    #[derive(Default)]
+    struct Flushes(Mutex<Vec<usize>>);
+
+    #[async_trait::async_trait]
+    impl TurnHost for Flushes {
+        async fn approve(&self, _: &ToolSpec, _: &ToolCall, _: &Value, _: String, _: TurnCheckpoint) -> ApprovalOutcome {
+            ApprovalOutcome::Unavailable
+        }
+
+        async fn start_background(&self, _: Arc<dyn Tool>, _: &ToolCall, _: Value) -> Result<String, String> {
+            Err("no".into())
+        }
+
+        async fn before_compaction(&self, head: &[Message]) {
+            self.0.lock().unwrap().push(head.len());
+        }
+    }
+
+    async fn run(reply: Option<&str>, messages: &[Message]) -> (Vec<Message>, ContextView, Vec<usize>, Vec<RuntimeEvent>) {
+        let provider = Scripted { info: ModelInfo::new("m", Some(20_000)), reply: reply.map(str::to_owned), systems: Mutex::default() };
+        let flushes = Arc::new(Flushes::default());
+        let host: Arc<dyn TurnHost> = flushes.clone();
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut view = ContextView::default();
+        let sent = prepare(&provider, &host, "system", &[], messages, &mut view, &tx).await;
+        drop(tx);
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        let flushed = flushes.0.lock().unwrap().clone();
+        (sent, view, flushed, events)
+    }
+
+    fn long_conversation() -> Vec<Message> {
+        (0..40).map(|i| if i % 2 == 0 { Message::user("q ".repeat(600)) } else { Message::assistant("a ".repeat(600)) }).collect()
+    }
+
+    #[tokio::test]
+    async fn over_the_threshold_the_head_is_flushed_then_summarized() {
+        let messages = long_conversation();
+        let (sent, view, flushed, events) = run(Some(r#"{"summary": "S", "task_state": {"current_goal": "G"}}"#), &messages).await;
+        let record = view.record.clone().unwrap();
+        assert_eq!(flushed, [record.folded], "the flush saw exactly the folded messages");
+        assert_eq!(sent[0].content, format!("{SUMMARY_MARK}\nS"));
+        assert_eq!(sent.len(), 2 + messages.len() - record.folded);
+        assert_eq!(record.task_state.unwrap()["current_goal"], "G");
+        assert!(!record.fell_back);
+        assert!(matches!(events.as_slice(), [RuntimeEvent::Compaction { messages_before: 40, messages_after }] if *messages_after == sent.len()));
+        // Under the threshold nothing happens.
+        let (sent, view, flushed, events) = run(Some("{}"), &messages[35..]).await;
+        assert_eq!((sent.len(), view.record, flushed.len(), events.len()), (5, None, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_failed_summary_trims_the_head_and_keeps_the_tail() {
+        let messages = long_conversation();
+        let (sent, view, _, events) = run(None, &messages).await;
+        let record = view.record.unwrap();
+        assert!(record.fell_back && sent[0].content.contains("trimmed"));
+        assert_eq!(&sent[2..], &messages[record.folded..]);
+        assert_eq!(events.len(), 1);
+    }
 
     #[test]
     fn thresholds_follow_the_reserve_formula() {
-        for (window, expected) in [(64_000, 47_616), (128_000, 96_000), (200_000, 150_000), (1_000_000, 750_000), (16_000, 8_000)] {
+        for (window, expected) in [
+            (64_000, 47_616),
+            (128_000, 96_000),
+            (200_000, 150_000),
+            (1_000_000, 750_000),
+            (16_000, 8_000),
+        ] {
             assert_eq!(threshold(window), expected, "window {window}");
         }
     }
 
     fn call(id: &str) -> Message {
         let mut m = Message::assistant("");
-        m.tool_calls.push(ToolCall { id: id.into(), name: "read_file".into(), arguments: "{}".into() });
+        m.tool_calls.push(ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        });
         m
     }
 
@@ -306,7 +507,11 @@ mod tests {
         let start = tail_start(&medium, 20_000);
         assert_eq!(50 - start, 19, "as many as fit 20K tokens");
         let huge: Vec<Message> = (0..6).map(|_| Message::user("z".repeat(100_000))).collect();
-        assert_eq!(6 - tail_start(&huge, 20_000), TAIL_MIN_MESSAGES, "at least four messages");
+        assert_eq!(
+            6 - tail_start(&huge, 20_000),
+            TAIL_MIN_MESSAGES,
+            "at least four messages"
+        );
     }
 
     #[test]
@@ -322,11 +527,21 @@ mod tests {
     #[test]
     fn tool_results_are_reduced_to_key_fields() {
         let json = r#"{"status": "ok", "code": "600519", "name": "Moutai", "rows": [1, 2, 3], "debug": "x"}"#;
-        assert_eq!(key_fields(json), "{status: ok, code: 600519, name: Moutai} (5 fields)");
+        assert_eq!(
+            key_fields(json),
+            "{status: ok, code: 600519, name: Moutai} (5 fields)"
+        );
         assert_eq!(key_fields(r#"{"a": 1, "b": [1]}"#), "{a: 1} (2 fields)");
         assert!(key_fields(&"line\n".repeat(1_000)).chars().count() <= 301);
-        let t = transcript(&[Message::user("hi"), call("c1"), Message::tool_result("c1", json)]);
-        assert!(t.contains("[assistant calls read_file] {}") && t.contains("[tool result] {status: ok"), "{t}");
+        let t = transcript(&[
+            Message::user("hi"),
+            call("c1"),
+            Message::tool_result("c1", json),
+        ]);
+        assert!(
+            t.contains("[assistant calls read_file] {}") && t.contains("[tool result] {status: ok"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@ mod round;
 mod runtime;
 mod scratchpad;
 
-pub use compaction::{clip_words, key_fields, reserve, summary_messages, tail_start, threshold, transcript, Compacted, SUMMARY_MARK};
+pub use compaction::{
+    clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages, tail_start, threshold, transcript, Compacted,
+    FoldedHead, SUMMARY_MARK,
+};
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest};

@@ -7,8 +7,8 @@ use super::Inner;
 use crate::agent::{summary_messages, StopReason, TurnOutcome};
 use crate::llm::{Message, Role};
 use crate::memory::{
-    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, rules_section, system_context, wrap, ExecutionState,
-    TaskState, MAX_RULES, MEMORY_NOTE,
+    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, rules_section,
+    system_context, wrap, ExecutionState, TaskState, MAX_RULES, MEMORY_NOTE,
 };
 use crate::store::{MemoryOwner, SessionId, SessionKey, StateDoc};
 use chrono::Utc;
@@ -35,7 +35,11 @@ pub(crate) struct TurnMemory {
 
 /// A turn's history: the stored summary (if any), then the live messages,
 /// starting at a user message; with the row id of each.
-pub(crate) async fn load_history(inner: &Inner, session: &SessionId, limit: u32) -> (Vec<Message>, Vec<Option<i64>>) {
+pub(crate) async fn load_history(
+    inner: &Inner,
+    session: &SessionId,
+    limit: u32,
+) -> (Vec<Message>, Vec<Option<i64>>) {
     let summary = match inner.store.session_state(session).await {
         Ok(state) => state.summary,
         Err(e) => {
@@ -43,11 +47,18 @@ pub(crate) async fn load_history(inner: &Inner, session: &SessionId, limit: u32)
             None
         }
     };
-    let mut rows = inner.store.live_history(session, limit).await.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "history unavailable; answering without it");
-        Vec::new()
-    });
-    let start = rows.iter().position(|(_, m)| m.role == Role::User).unwrap_or(rows.len());
+    let mut rows = inner
+        .store
+        .live_history(session, limit)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "history unavailable; answering without it");
+            Vec::new()
+        });
+    let start = rows
+        .iter()
+        .position(|(_, m)| m.role == Role::User)
+        .unwrap_or(rows.len());
     rows.drain(..start);
     let mut messages = Vec::with_capacity(rows.len() + 2);
     let mut ids = Vec::with_capacity(rows.len() + 2);
@@ -78,18 +89,33 @@ pub(crate) async fn prepare(
     let owner = MemoryOwner::of(key);
     let now = Utc::now();
     let hits = match query {
-        Some(q) => recall(&inner.store, owner, q, config.recall_tokens, now).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "recall failed; answering without memories");
-            Vec::new()
-        }),
+        Some(q) => recall(&inner.store, owner, q, config.recall_tokens, now)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "recall failed; answering without memories");
+                Vec::new()
+            }),
         None => Vec::new(),
     };
     let state = inner.store.session_state(session).await.unwrap_or_default();
-    let task = state.task_state.and_then(|j| serde_json::from_str::<TaskState>(&j).ok()).and_then(|t| t.render());
-    let exec = state.execution_state.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()).and_then(|e| e.render());
-    let rules = inner.store.correction_rules(owner, now, MAX_RULES as u32).await.unwrap_or_default();
+    let task = state
+        .task_state
+        .and_then(|j| serde_json::from_str::<TaskState>(&j).ok())
+        .and_then(|t| t.render());
+    let exec = state
+        .execution_state
+        .and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok())
+        .and_then(|e| e.render());
+    let rules = inner
+        .store
+        .correction_rules(owner, now, MAX_RULES as u32)
+        .await
+        .unwrap_or_default();
     let note = (!hits.is_empty()).then(|| MEMORY_NOTE.to_owned());
-    (wrap(model_text, &hits), system_context(&[note, task, exec, rules_section(&rules)]))
+    (
+        wrap(model_text, &hits),
+        system_context(&[note, task, exec, rules_section(&rules)]),
+    )
 }
 
 /// Puts the plain input back in place of the wrapped one, so history never
@@ -104,12 +130,30 @@ pub(crate) fn restore_input(outcome: &mut TurnOutcome, memory: &TurnMemory) {
 
 /// After the exchange is saved: archive what compaction folded, keep the
 /// summary and task state, and move the execution state on.
-pub(crate) async fn after_turn(inner: &Inner, session: &SessionId, memory: &TurnMemory, outcome: &TurnOutcome) {
+pub(crate) async fn after_turn(
+    inner: &Inner,
+    session: &SessionId,
+    memory: &TurnMemory,
+    outcome: &TurnOutcome,
+) {
     let store = &inner.store;
     if let (Some(c), Some(ids)) = (&outcome.compaction, &memory.history_ids) {
-        let through = ids[..c.folded.min(ids.len())].iter().flatten().max().copied();
+        let through = ids[..c.folded.min(ids.len())]
+            .iter()
+            .flatten()
+            .max()
+            .copied();
         let folded_new = c.folded.saturating_sub(ids.len());
-        if let Err(e) = store.fold_history(session, through, outcome.new_messages.len(), folded_new, &c.summary).await {
+        if let Err(e) = store
+            .fold_history(
+                session,
+                through,
+                outcome.new_messages.len(),
+                folded_new,
+                &c.summary,
+            )
+            .await
+        {
             tracing::warn!(error = %e, "could not persist a compaction");
         }
         if let Some(task) = c.task_state.as_ref().and_then(TaskState::from_value) {
@@ -120,17 +164,38 @@ pub(crate) async fn after_turn(inner: &Inner, session: &SessionId, memory: &Turn
         return;
     }
     let previous = match store.session_state(session).await {
-        Ok(state) => state.execution_state.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()),
+        Ok(state) => state
+            .execution_state
+            .and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()),
         Err(_) => None,
     };
-    let input = memory.plain_input.clone().or_else(|| outcome.new_messages.first().map(|m| m.content.clone())).unwrap_or_default();
-    let next = ExecutionState::after_turn(previous.as_ref(), &input, &outcome.new_messages, &outcome.stop, &outcome.text);
+    let input = memory
+        .plain_input
+        .clone()
+        .or_else(|| outcome.new_messages.first().map(|m| m.content.clone()))
+        .unwrap_or_default();
+    let next = ExecutionState::after_turn(
+        previous.as_ref(),
+        &input,
+        &outcome.new_messages,
+        &outcome.stop,
+        &outcome.text,
+    );
     save_doc(inner, session, StateDoc::Execution, &next).await;
 }
 
-async fn save_doc<T: serde::Serialize>(inner: &Inner, session: &SessionId, doc: StateDoc, value: &T) {
+async fn save_doc<T: serde::Serialize>(
+    inner: &Inner,
+    session: &SessionId,
+    doc: StateDoc,
+    value: &T,
+) {
     let saved = match serde_json::to_string(value) {
-        Ok(json) => inner.store.set_session_doc(session, doc, Some(&json)).await.map_err(|e| e.to_string()),
+        Ok(json) => inner
+            .store
+            .set_session_doc(session, doc, Some(&json))
+            .await
+            .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
     if let Err(e) = saved {
@@ -148,14 +213,27 @@ pub(crate) async fn answer_buttons(
     outcome: &TurnOutcome,
 ) -> Vec<Vec<Button>> {
     let config = inner.memory.book().config();
-    let shown = config.feedback_buttons && adapter.capabilities().buttons && key.platform != Platform::Console;
+    let shown = config.feedback_buttons
+        && adapter.capabilities().buttons
+        && key.platform != Platform::Console;
     if !shown || outcome.stop != StopReason::Answered || outcome.text.trim().is_empty() {
         return Vec::new();
     }
     let id = new_feedback_id();
     let question: String = question.chars().take(500).collect();
     let answer: String = outcome.text.chars().take(1_500).collect();
-    match inner.store.create_feedback(&id, session, MemoryOwner::of(key), &question, &answer, Utc::now()).await {
+    match inner
+        .store
+        .create_feedback(
+            &id,
+            session,
+            MemoryOwner::of(key),
+            &question,
+            &answer,
+            Utc::now(),
+        )
+        .await
+    {
         Ok(()) => feedback_buttons(&id),
         Err(e) => {
             tracing::warn!(error = %e, "could not record a rateable answer");
@@ -165,30 +243,47 @@ pub(crate) async fn answer_buttons(
 }
 
 /// A 👍/👎 press: only the asker rates; a 👎 re-distills their correction rules.
-pub(crate) async fn on_feedback_press(inner: &Arc<Inner>, adapter: &dyn PlatformAdapter, press: &ButtonPress) {
-    let Some((id, rating)) = parse_feedback(&press.action) else { return };
+pub(crate) async fn on_feedback_press(
+    inner: &Arc<Inner>,
+    adapter: &dyn PlatformAdapter,
+    press: &ButtonPress,
+) {
+    let Some((id, rating)) = parse_feedback(&press.action) else {
+        return;
+    };
     let owner = MemoryOwner::new(press.chat.platform, press.user.id);
-    let text = match inner.store.rate_feedback(&id, owner, rating, Utc::now()).await {
+    let text = match inner
+        .store
+        .rate_feedback(&id, owner, rating, Utc::now())
+        .await
+    {
         Ok(Some(_)) if rating < 0 => {
             let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
             tokio::spawn(async move {
                 let _guard = guard;
                 let provider = Arc::clone(inner.memory.provider());
-                if let Err(e) = distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await {
+                if let Err(e) =
+                    distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await
+                {
                     tracing::warn!(error = %e, "could not distill correction rules");
                 }
             });
             "Thanks — I'll take this into account in my next answers to you."
         }
         Ok(Some(_)) => "Thanks for the feedback! 👍",
-        Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => "Only the person who asked can rate this answer.",
+        Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => {
+            "Only the person who asked can rate this answer."
+        }
         Ok(None) => "This button is no longer valid.",
         Err(e) => {
             tracing::warn!(error = %e, "could not record feedback");
             "⚠️ I couldn't record that right now."
         }
     };
-    if let Err(e) = adapter.answer_press(press, PressAnswer::Private(text.into())).await {
+    if let Err(e) = adapter
+        .answer_press(press, PressAnswer::Private(text.into()))
+        .await
+    {
         tracing::warn!(error = %e, "could not answer a press");
     }
 }
@@ -200,7 +295,11 @@ pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &str, head: 
         return;
     }
     let source = format!("chat:{session}");
-    if let Err(e) = inner.memory.extract(MemoryOwner::of(key), &source, head, Utc::now()).await {
+    if let Err(e) = inner
+        .memory
+        .extract(MemoryOwner::of(key), &source, head, Utc::now())
+        .await
+    {
         tracing::warn!(error = %e, "memory flush before compaction failed");
     }
 }
@@ -222,7 +321,8 @@ pub(crate) async fn sweep(inner: Arc<Inner>) {
             () = inner.shutdown.cancelled() => return,
         }
         let now = Utc::now();
-        let cutoff = now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
+        let cutoff =
+            now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
         match inner.store.idle_sessions(cutoff, SWEEP_BATCH).await {
             Ok(sessions) => {
                 for idle in sessions {
@@ -241,7 +341,11 @@ pub(crate) async fn sweep(inner: Arc<Inner>) {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "memory collection failed"),
             }
-            if let Err(e) = inner.store.collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS)).await {
+            if let Err(e) = inner
+                .store
+                .collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS))
+                .await
+            {
                 tracing::warn!(error = %e, "feedback collection failed");
             }
         }

@@ -15,12 +15,18 @@ const LIST_PER_KIND: usize = 10;
 const TRACE_MESSAGES: usize = 6;
 
 /// Runs `/memory …` for the user of `key`.
-pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey) -> Result<String, StoreError> {
+pub(crate) async fn run(
+    inner: &Inner,
+    cmd: &Command<'_>,
+    key: &SessionKey,
+) -> Result<String, StoreError> {
     let owner = MemoryOwner::of(key);
     match cmd.args.as_slice() {
         [] | ["list"] => list(inner, owner).await,
         ["forget", id] => Ok(match parse_id(id) {
-            Some(id) if inner.store.delete_memory(owner, id).await? => format!("Forgot memory #{id}."),
+            Some(id) if inner.store.delete_memory(owner, id).await? => {
+                format!("Forgot memory #{id}.")
+            }
             Some(id) => format!("You have no memory #{id}."),
             None => USAGE.to_owned(),
         }),
@@ -83,10 +89,16 @@ async fn trace(inner: &Inner, owner: MemoryOwner, id: i64) -> Result<String, Sto
 
 /// The messages a `chat:<session>#<from>-<to>` source points at, if they are
 /// still there and belong to the same user.
-async fn source_excerpt(inner: &Inner, owner: MemoryOwner, source: &str) -> Result<String, StoreError> {
+async fn source_excerpt(
+    inner: &Inner,
+    owner: MemoryOwner,
+    source: &str,
+) -> Result<String, StoreError> {
     let Some(rest) = source.strip_prefix("chat:") else {
         return Ok(match source.split(':').next() {
-            Some("layers") => "\nDistilled from your preferences and decisions listed there.".into(),
+            Some("layers") => {
+                "\nDistilled from your preferences and decisions listed there.".into()
+            }
             Some("tool") => "\nSaved by the assistant when asked to remember it.".into(),
             _ => String::new(),
         });
@@ -97,14 +109,28 @@ async fn source_excerpt(inner: &Inner, owner: MemoryOwner, source: &str) -> Resu
         Some(k) if MemoryOwner::of(&k) == owner => {}
         _ => return Ok("\n(That conversation no longer exists.)".into()),
     }
-    let Some((from, to)) = range.split_once('-').and_then(|(a, b)| Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?))) else {
+    let Some((from, to)) = range
+        .split_once('-')
+        .and_then(|(a, b)| Some((a.parse::<i64>().ok()?, b.parse::<i64>().ok()?)))
+    else {
         return Ok("\n(Saved during a conversation; no message range recorded.)".into());
     };
-    let rows = inner.store.messages_between(&session, from, to, 200).await?;
+    let rows = inner
+        .store
+        .messages_between(&session, from, to, 200)
+        .await?;
     let lines: Vec<String> = rows
         .iter()
-        .filter(|(_, m)| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
-        .map(|(_, m)| format!("> {}: {}", if m.role == Role::User { "you" } else { "me" }, clip(m.content.trim(), 160)))
+        .filter(|(_, m)| {
+            matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty()
+        })
+        .map(|(_, m)| {
+            format!(
+                "> {}: {}",
+                if m.role == Role::User { "you" } else { "me" },
+                clip(m.content.trim(), 160)
+            )
+        })
         .collect();
     if lines.is_empty() {
         return Ok("\n(Those messages were cleared since.)".into());

@@ -183,6 +183,9 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
         match event {
             RuntimeEvent::TextDelta(t) => reply.push(&t).await,
             RuntimeEvent::Done(done) => outcome = Some(done),
+            RuntimeEvent::Compaction { messages_before, messages_after } => {
+                tracing::info!(session = %o.session, messages_before, messages_after, "context compacted");
+            }
             _ => {}
         }
     }

@@ -5,8 +5,17 @@ use futures::StreamExt;
 use std::time::Duration;
 
 /// Runs one model call without tools and returns its text; gives up after `limit`.
-pub async fn complete(provider: &dyn Provider, system: &str, user: String, limit: Duration) -> Result<String, ProviderError> {
-    let request = ChatRequest { system: system.to_owned(), messages: vec![Message::user(user)], tools: Vec::new() };
+pub async fn complete(
+    provider: &dyn Provider,
+    system: &str,
+    user: String,
+    limit: Duration,
+) -> Result<String, ProviderError> {
+    let request = ChatRequest {
+        system: system.to_owned(),
+        messages: vec![Message::user(user)],
+        tools: Vec::new(),
+    };
     let call = async {
         let mut stream = provider.chat_stream(request).await?;
         let mut text = String::new();
@@ -17,5 +26,7 @@ pub async fn complete(provider: &dyn Provider, system: &str, user: String, limit
         }
         Ok(text)
     };
-    tokio::time::timeout(limit, call).await.map_err(|_| ProviderError::Timeout(limit))?
+    tokio::time::timeout(limit, call)
+        .await
+        .map_err(|_| ProviderError::Timeout(limit))?
 }

@@ -48,8 +48,11 @@ pub fn estimate_tokens(text: &str) -> usize {
 
 /// Estimated tokens of one message as sent: content, tool calls, reasoning.
 pub fn estimate_message_tokens(message: &Message) -> usize {
-    let calls: usize =
-        message.tool_calls.iter().map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments) + MESSAGE_OVERHEAD).sum();
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments) + MESSAGE_OVERHEAD)
+        .sum();
     let reasoning = message.reasoning.as_deref().map_or(0, estimate_tokens);
     MESSAGE_OVERHEAD + estimate_tokens(&message.content) + calls + reasoning
 }
@@ -59,9 +62,19 @@ pub fn estimate_request_tokens(request: &ChatRequest) -> usize {
     let tools: usize = request
         .tools
         .iter()
-        .map(|t| estimate_tokens(&t.name) + estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
+        .map(|t| {
+            estimate_tokens(&t.name)
+                + estimate_tokens(&t.description)
+                + estimate_tokens(&t.parameters.to_string())
+        })
         .sum();
-    estimate_tokens(&request.system) + tools + request.messages.iter().map(estimate_message_tokens).sum::<usize>()
+    estimate_tokens(&request.system)
+        + tools
+        + request
+            .messages
+            .iter()
+            .map(estimate_message_tokens)
+            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -92,7 +105,11 @@ mod tests {
         let mut m = Message::assistant("hello");
         let base = estimate_message_tokens(&m);
         assert_eq!(base, MESSAGE_OVERHEAD + 2);
-        m.tool_calls.push(crate::llm::ToolCall { id: "c".into(), name: "read_file".into(), arguments: "{\"path\":\"a\"}".into() });
+        m.tool_calls.push(crate::llm::ToolCall {
+            id: "c".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\":\"a\"}".into(),
+        });
         assert!(estimate_message_tokens(&m) > base + 4);
     }
 }

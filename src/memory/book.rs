@@ -49,7 +49,12 @@ impl MemoryBook {
 
     /// Saves a memory, merging it into a near-duplicate of the same kind, and
     /// keeps the kind within its cap (the oldest are dropped).
-    pub async fn save(&self, owner: MemoryOwner, memory: NewMemory, now: DateTime<Utc>) -> Result<Saved, MemoryError> {
+    pub async fn save(
+        &self,
+        owner: MemoryOwner,
+        memory: NewMemory,
+        now: DateTime<Utc>,
+    ) -> Result<Saved, MemoryError> {
         let content = memory.content.trim().to_owned();
         if content.is_empty() {
             return Err(MemoryError::Contract("empty memory".into()));
@@ -57,13 +62,25 @@ impl MemoryBook {
         let memory = NewMemory { content, ..memory };
         if let Some(existing) = self.duplicate_of(owner, &memory, now).await? {
             let merged = merge(&existing, &memory);
-            self.store.update_memory(owner, existing.id, &merged, &terms(&merged.content), now).await?;
+            self.store
+                .update_memory(owner, existing.id, &merged, &terms(&merged.content), now)
+                .await?;
             return Ok(Saved::Merged(existing.id));
         }
-        let id = self.store.insert_memory(owner, &memory, &terms(&memory.content), now).await?;
-        let dropped = self.store.enforce_memory_cap(owner, memory.kind, memory.kind.cap()).await?;
+        let id = self
+            .store
+            .insert_memory(owner, &memory, &terms(&memory.content), now)
+            .await?;
+        let dropped = self
+            .store
+            .enforce_memory_cap(owner, memory.kind, memory.kind.cap())
+            .await?;
         if dropped > 0 {
-            tracing::debug!(kind = memory.kind.as_str(), dropped, "memory cap reached; oldest dropped");
+            tracing::debug!(
+                kind = memory.kind.as_str(),
+                dropped,
+                "memory cap reached; oldest dropped"
+            );
         }
         Ok(Saved::Added(id))
     }
@@ -77,16 +94,27 @@ impl MemoryBook {
     ) -> Result<Option<MemoryRecord>, MemoryError> {
         let q = query_terms(&memory.content);
         let candidates: Vec<MemoryRecord> = if q.iter().any(|t| t.chars().count() > 1) {
-            self.store.search_memories(owner, &q, Some(memory.kind), 10, now).await?.into_iter().map(|(m, _)| m).collect()
+            self.store
+                .search_memories(owner, &q, Some(memory.kind), 10, now)
+                .await?
+                .into_iter()
+                .map(|(m, _)| m)
+                .collect()
         } else {
-            self.store.memories_containing(owner, memory.content.trim(), 10, now).await?
+            self.store
+                .memories_containing(owner, memory.content.trim(), 10, now)
+                .await?
         };
         let wanted = normalized(&memory.content);
         Ok(candidates
             .into_iter()
             .filter(|c| c.kind == memory.kind)
             .map(|c| {
-                let sim = if normalized(&c.content) == wanted { 1.0 } else { similarity(&c.content, &memory.content) };
+                let sim = if normalized(&c.content) == wanted {
+                    1.0
+                } else {
+                    similarity(&c.content, &memory.content)
+                };
                 (c, sim)
             })
             .filter(|(_, sim)| *sim >= DUPLICATE_SIMILARITY)
@@ -100,7 +128,11 @@ impl MemoryBook {
     }
 
     /// The owner's live memories, newest first.
-    pub async fn list(&self, owner: MemoryOwner, now: DateTime<Utc>) -> Result<Vec<MemoryRecord>, MemoryError> {
+    pub async fn list(
+        &self,
+        owner: MemoryOwner,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<MemoryRecord>, MemoryError> {
         Ok(self.store.memories_of(owner, &[], 200, now).await?)
     }
 
@@ -113,14 +145,20 @@ impl MemoryBook {
 
 /// Lowercase text without spaces and punctuation, for exact-duplicate checks.
 fn normalized(text: &str) -> String {
-    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// `existing` updated by its repetition `new`: the fuller wording, higher
 /// importance, the later expiry, both sources.
 fn merge(existing: &MemoryRecord, new: &NewMemory) -> NewMemory {
-    let content =
-        if new.content.chars().count() >= existing.content.chars().count() { new.content.clone() } else { existing.content.clone() };
+    let content = if new.content.chars().count() >= existing.content.chars().count() {
+        new.content.clone()
+    } else {
+        existing.content.clone()
+    };
     let mut sources: Vec<&str> = existing.source_ref.split_whitespace().collect();
     for s in new.source_ref.split_whitespace() {
         if !sources.contains(&s) {
@@ -152,7 +190,13 @@ mod tests {
     }
 
     fn new(kind: MemoryKind, content: &str, source: &str) -> NewMemory {
-        NewMemory { kind, content: content.into(), source_ref: source.into(), importance: 0.5, expires_at: None }
+        NewMemory {
+            kind,
+            content: content.into(),
+            source_ref: source.into(),
+            importance: 0.5,
+            expires_at: None,
+        }
     }
 
     #[tokio::test]
@@ -160,22 +204,99 @@ mod tests {
         let (store, _dir) = test_store().await;
         let book = MemoryBook::new(store, MemoryConfig::default());
         let now = Utc::now();
-        let a = book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝咖啡", "chat:s1#1-2"), now).await.unwrap();
-        let b = book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝咖啡。", "chat:s2#5-6"), now).await.unwrap();
+        let a = book
+            .save(
+                owner(1),
+                new(MemoryKind::Preference, "用户喜欢喝咖啡", "chat:s1#1-2"),
+                now,
+            )
+            .await
+            .unwrap();
+        let b = book
+            .save(
+                owner(1),
+                new(MemoryKind::Preference, "用户喜欢喝咖啡。", "chat:s2#5-6"),
+                now,
+            )
+            .await
+            .unwrap();
         assert_eq!(b, Saved::Merged(a.id()));
-        let m = book.store().memory(owner(1), a.id()).await.unwrap().unwrap();
+        let m = book
+            .store()
+            .memory(owner(1), a.id())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(m.content, "用户喜欢喝咖啡。");
         assert_eq!(m.source_ref, "chat:s1#1-2 chat:s2#5-6");
         assert!(m.importance > 0.5);
-        let c = book.save(owner(1), new(MemoryKind::Preference, "The user prefers concise answers", "x"), now).await.unwrap();
-        let d = book.save(owner(1), new(MemoryKind::Preference, "The user prefers short, concise answers", "y"), now).await.unwrap();
+        let c = book
+            .save(
+                owner(1),
+                new(
+                    MemoryKind::Preference,
+                    "The user prefers concise answers",
+                    "x",
+                ),
+                now,
+            )
+            .await
+            .unwrap();
+        let d = book
+            .save(
+                owner(1),
+                new(
+                    MemoryKind::Preference,
+                    "The user prefers short, concise answers",
+                    "y",
+                ),
+                now,
+            )
+            .await
+            .unwrap();
         assert_eq!(d, Saved::Merged(c.id()));
         // Similar wording, different meaning: kept apart.
-        assert!(matches!(book.save(owner(1), new(MemoryKind::Preference, "用户喜欢喝茶", "x"), now).await.unwrap(), Saved::Added(_)));
+        assert!(matches!(
+            book.save(
+                owner(1),
+                new(MemoryKind::Preference, "用户喜欢喝茶", "x"),
+                now
+            )
+            .await
+            .unwrap(),
+            Saved::Added(_)
+        ));
         // Another kind, another user, or another meaning: new memories.
-        assert!(matches!(book.save(owner(1), new(MemoryKind::Decision, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));
-        assert!(matches!(book.save(owner(2), new(MemoryKind::Preference, "用户喜欢喝咖啡", "x"), now).await.unwrap(), Saved::Added(_)));
-        assert!(matches!(book.save(owner(1), new(MemoryKind::Preference, "用户讨厌下雨天", "x"), now).await.unwrap(), Saved::Added(_)));
+        assert!(matches!(
+            book.save(
+                owner(1),
+                new(MemoryKind::Decision, "用户喜欢喝咖啡", "x"),
+                now
+            )
+            .await
+            .unwrap(),
+            Saved::Added(_)
+        ));
+        assert!(matches!(
+            book.save(
+                owner(2),
+                new(MemoryKind::Preference, "用户喜欢喝咖啡", "x"),
+                now
+            )
+            .await
+            .unwrap(),
+            Saved::Added(_)
+        ));
+        assert!(matches!(
+            book.save(
+                owner(1),
+                new(MemoryKind::Preference, "用户讨厌下雨天", "x"),
+                now
+            )
+            .await
+            .unwrap(),
+            Saved::Added(_)
+        ));
     }
 
     #[tokio::test]
@@ -185,10 +306,26 @@ mod tests {
         let t0 = Utc::now() - Duration::days(1);
         for i in 0..(MemoryKind::Persona.cap() + 2) {
             let at = t0 + Duration::minutes(i64::from(i));
-            book.save(owner(1), new(MemoryKind::Persona, &format!("persona trait number{i} alpha{i}"), "x"), at).await.unwrap();
+            book.save(
+                owner(1),
+                new(
+                    MemoryKind::Persona,
+                    &format!("persona trait number{i} alpha{i}"),
+                    "x",
+                ),
+                at,
+            )
+            .await
+            .unwrap();
         }
-        let left = book.store().memories_of(owner(1), &[MemoryKind::Persona], 50, Utc::now()).await.unwrap();
+        let left = book
+            .store()
+            .memories_of(owner(1), &[MemoryKind::Persona], 50, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(left.len(), 5);
-        assert!(left.iter().all(|m| !m.content.contains("number0 ") && !m.content.contains("number1 ")));
+        assert!(left
+            .iter()
+            .all(|m| !m.content.contains("number0 ") && !m.content.contains("number1 ")));
     }
 }

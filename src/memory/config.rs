@@ -40,7 +40,9 @@ impl MemoryConfig {
         let d = MemoryConfig::default();
         Ok(MemoryConfig {
             enabled: flag(get, "MEMORY_ENABLED")?.unwrap_or(d.enabled),
-            idle: positive(get, "MEMORY_IDLE_SECS")?.map(Duration::from_secs).unwrap_or(d.idle),
+            idle: positive(get, "MEMORY_IDLE_SECS")?
+                .map(Duration::from_secs)
+                .unwrap_or(d.idle),
             recall_tokens: positive(get, "MEMORY_RECALL_TOKENS")?
                 .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
                 .unwrap_or(d.recall_tokens),
@@ -55,7 +57,10 @@ impl MemoryConfig {
     }
 }
 
-fn positive(get: &dyn Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<u64>, ConfigError> {
+fn positive(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<u64>, ConfigError> {
     match get(var) {
         None => Ok(None),
         Some(raw) => match raw.trim().parse::<u64>() {
@@ -69,14 +74,21 @@ fn positive(get: &dyn Fn(&str) -> Option<String>, var: &'static str) -> Result<O
     }
 }
 
-fn flag(get: &dyn Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<bool>, ConfigError> {
+fn flag(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<bool>, ConfigError> {
     match get(var).map(|v| v.trim().to_ascii_lowercase()) {
         None => Ok(None),
         Some(v) if v.is_empty() => Ok(None),
         Some(v) => match v.as_str() {
             "1" | "true" | "yes" | "on" => Ok(Some(true)),
             "0" | "false" | "no" | "off" => Ok(Some(false)),
-            _ => Err(ConfigError::Invalid { var, problem: format!("{v:?} is not a boolean"), fix: "use true or false" }),
+            _ => Err(ConfigError::Invalid {
+                var,
+                problem: format!("{v:?} is not a boolean"),
+                fix: "use true or false",
+            }),
         },
     }
 }
@@ -87,18 +99,33 @@ mod tests {
     use std::collections::HashMap;
 
     fn read(pairs: &[(&str, &str)]) -> Result<MemoryConfig, ConfigError> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         MemoryConfig::from_lookup(&|k| map.get(k).cloned())
     }
 
     #[test]
     fn defaults_and_overrides() {
         assert_eq!(read(&[]).unwrap(), MemoryConfig::default());
-        let c = read(&[("MEMORY_IDLE_SECS", "5"), ("FEEDBACK_BUTTONS", "off"), ("MEMORY_LAYER_EVERY", "3")]).unwrap();
-        assert_eq!((c.idle, c.feedback_buttons, c.layer_every), (Duration::from_secs(5), false, 3));
-        let e = read(&[("MEMORY_RECALL_TOKENS", "0")]).unwrap_err().to_string();
+        let c = read(&[
+            ("MEMORY_IDLE_SECS", "5"),
+            ("FEEDBACK_BUTTONS", "off"),
+            ("MEMORY_LAYER_EVERY", "3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.idle, c.feedback_buttons, c.layer_every),
+            (Duration::from_secs(5), false, 3)
+        );
+        let e = read(&[("MEMORY_RECALL_TOKENS", "0")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("MEMORY_RECALL_TOKENS"), "{e}");
-        let e = read(&[("MEMORY_ENABLED", "maybe")]).unwrap_err().to_string();
+        let e = read(&[("MEMORY_ENABLED", "maybe")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("MEMORY_ENABLED"), "{e}");
     }
 }

@@ -59,15 +59,25 @@ impl Extractor {
     }
 
     /// Extracts the new messages of an idle session and moves its watermark.
-    pub async fn extract_session(&self, idle: &IdleSession, now: DateTime<Utc>) -> Result<ExtractReport, MemoryError> {
+    pub async fn extract_session(
+        &self,
+        idle: &IdleSession,
+        now: DateTime<Utc>,
+    ) -> Result<ExtractReport, MemoryError> {
         let store = self.book.store();
-        let rows = store.messages_through(&idle.session, idle.last_message, EXTRACT_MESSAGES).await?;
+        let rows = store
+            .messages_through(&idle.session, idle.last_message, EXTRACT_MESSAGES)
+            .await?;
         let first = rows.first().map_or(0, |(id, _)| *id);
         let source = format!("chat:{}#{first}-{}", idle.session, idle.last_message);
         let messages: Vec<Message> = rows.into_iter().map(|(_, m)| m).collect();
-        let report = self.extract(MemoryOwner::of(&idle.key), &source, &messages, now).await;
+        let report = self
+            .extract(MemoryOwner::of(&idle.key), &source, &messages, now)
+            .await;
         // A broken reply is not retried forever: the watermark moves either way.
-        store.set_extracted_through(&idle.session, idle.last_message).await?;
+        store
+            .set_extracted_through(&idle.session, idle.last_message)
+            .await?;
         report
     }
 
@@ -81,13 +91,17 @@ impl Extractor {
     ) -> Result<ExtractReport, MemoryError> {
         let mut report = ExtractReport::default();
         let start = messages.len().saturating_sub(EXTRACT_MESSAGES as usize);
-        let Some(transcript) = transcript(&messages[start..]) else { return Ok(report) };
+        let Some(transcript) = transcript(&messages[start..]) else {
+            return Ok(report);
+        };
         let reply = complete(self.provider.as_ref(), PROMPT, transcript).await?;
         let (atoms, invalid) = parse_atoms(&reply)?;
         report.rejected = invalid;
         for atom in atoms {
             if let Err(why) = check_memory(&atom.content) {
-                report.rejected.push((atom.content, why.as_str().to_owned()));
+                report
+                    .rejected
+                    .push((atom.content, why.as_str().to_owned()));
                 continue;
             }
             let memory = NewMemory {
@@ -106,7 +120,8 @@ impl Extractor {
             let added = u32::try_from(report.added.len()).unwrap_or(u32::MAX);
             let since = self.book.store().add_l1_since_layer(owner, added).await?;
             if since >= self.book.config().layer_every {
-                report.layers_refreshed = refresh_layers(&self.book, self.provider.as_ref(), owner, now).await?;
+                report.layers_refreshed =
+                    refresh_layers(&self.book, self.provider.as_ref(), owner, now).await?;
             }
         }
         tracing::info!(
@@ -151,8 +166,13 @@ pub(crate) fn parse_atoms(reply: &str) -> Result<(Vec<Atom>, Vec<(String, String
 }
 
 fn atom(item: &Value) -> Result<Atom, String> {
-    let Value::Object(map) = item else { return Err("not an object".into()) };
-    if let Some(key) = map.keys().find(|k| !matches!(k.as_str(), "kind" | "content" | "importance")) {
+    let Value::Object(map) = item else {
+        return Err("not an object".into());
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "kind" | "content" | "importance"))
+    {
         return Err(format!("unexpected key {key:?}"));
     }
     let kind = match map.get("kind").and_then(Value::as_str) {
@@ -160,7 +180,12 @@ fn atom(item: &Value) -> Result<Atom, String> {
         Some("decision") => MemoryKind::Decision,
         _ => return Err("kind must be preference or decision".into()),
     };
-    let content = map.get("content").and_then(Value::as_str).map(str::trim).unwrap_or_default().to_owned();
+    let content = map
+        .get("content")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
     if content.is_empty() {
         return Err("content must be a non-empty string".into());
     }
@@ -171,7 +196,11 @@ fn atom(item: &Value) -> Result<Atom, String> {
             _ => return Err("importance must be a number from 0 to 1".into()),
         },
     };
-    Ok(Atom { kind, content, importance })
+    Ok(Atom {
+        kind,
+        content,
+        importance,
+    })
 }
 
 /// The conversation as the extractor sees it: user and assistant text only
@@ -190,14 +219,20 @@ pub(crate) fn transcript(messages: &[Message]) -> Option<String> {
             Role::Assistant if !text.is_empty() => "assistant",
             _ => continue,
         };
-        out.push_str(&format!("[{who}] {}\n", clip(current_message(text), MESSAGE_CHARS)));
+        out.push_str(&format!(
+            "[{who}] {}\n",
+            clip(current_message(text), MESSAGE_CHARS)
+        ));
     }
     any_user.then_some(out)
 }
 
 /// The user's own text of a message that may carry recalled memories.
 fn current_message(text: &str) -> &str {
-    match (text.find("<current-user-message>"), text.rfind("</current-user-message>")) {
+    match (
+        text.find("<current-user-message>"),
+        text.rfind("</current-user-message>"),
+    ) {
         (Some(a), Some(b)) if a < b => text[a + "<current-user-message>".len()..b].trim(),
         _ => text,
     }
@@ -218,7 +253,14 @@ mod tests {
             "text"
         ]}"#;
         let (atoms, rejected) = parse_atoms(reply).unwrap();
-        assert_eq!(atoms, [Atom { kind: MemoryKind::Preference, content: "The user prefers dark mode".into(), importance: 0.7 }]);
+        assert_eq!(
+            atoms,
+            [Atom {
+                kind: MemoryKind::Preference,
+                content: "The user prefers dark mode".into(),
+                importance: 0.7
+            }]
+        );
         assert_eq!(rejected.len(), 5);
         assert!(parse_atoms(r#"{"memories": [], "note": "hi"}"#).is_err());
         assert!(parse_atoms(r#"{"memories": {}}"#).is_err());
@@ -228,7 +270,11 @@ mod tests {
     #[test]
     fn the_transcript_keeps_user_and_assistant_text_only() {
         let mut call = Message::assistant("");
-        call.tool_calls.push(crate::llm::ToolCall { id: "c".into(), name: "exec_command".into(), arguments: "{}".into() });
+        call.tool_calls.push(crate::llm::ToolCall {
+            id: "c".into(),
+            name: "exec_command".into(),
+            arguments: "{}".into(),
+        });
         let msgs = [
             Message::user("<relevant-memories>\n- old\n</relevant-memories>\n<current-user-message>\nI like tea\n</current-user-message>"),
             call,
@@ -236,7 +282,10 @@ mod tests {
             Message::assistant("Noted."),
             Message::user("[SYSTEM NOTIFICATION - NOT USER INPUT] task done"),
         ];
-        assert_eq!(transcript(&msgs).unwrap(), "[user] I like tea\n[assistant] Noted.\n");
+        assert_eq!(
+            transcript(&msgs).unwrap(),
+            "[user] I like tea\n[assistant] Noted.\n"
+        );
         assert!(transcript(&[Message::assistant("hello")]).is_none());
     }
 }

@@ -29,10 +29,20 @@ pub fn new_feedback_id() -> String {
 /// The 👍/👎 row for answer `id`.
 pub fn feedback_buttons(id: &str) -> Vec<Vec<Button>> {
     let button = |label: &str, code: char, style| {
-        ActionId::parse(&format!("{PREFIX}{id}:{code}")).map(|action| Button { label: label.into(), action, style, shortcut: None })
+        ActionId::parse(&format!("{PREFIX}{id}:{code}")).map(|action| Button {
+            label: label.into(),
+            action,
+            style,
+            shortcut: None,
+        })
     };
-    let row: Vec<Button> =
-        [button("👍", 'u', ButtonStyle::Secondary), button("👎", 'd', ButtonStyle::Secondary)].into_iter().flatten().collect();
+    let row: Vec<Button> = [
+        button("👍", 'u', ButtonStyle::Secondary),
+        button("👎", 'd', ButtonStyle::Secondary),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if row.is_empty() {
         Vec::new()
     } else {
@@ -49,26 +59,41 @@ pub fn parse_feedback(action: &ActionId) -> Option<(String, i8)> {
         "d" => -1,
         _ => return None,
     };
-    (!id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| (id.to_owned(), rating))
+    (!id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| (id.to_owned(), rating))
 }
 
 /// Re-distills the owner's correction rules from their 👎 of the last seven
 /// days (none left: no rules). Returns the rules now in force.
-pub async fn distill_rules(store: &Store, provider: &dyn Provider, owner: MemoryOwner, now: DateTime<Utc>) -> Result<Vec<String>, MemoryError> {
+pub async fn distill_rules(
+    store: &Store,
+    provider: &dyn Provider,
+    owner: MemoryOwner,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, MemoryError> {
     let since = now - Duration::days(FEEDBACK_WINDOW_DAYS);
     let negatives = store.negative_feedback(owner, since, 10).await?;
     let expires = now + Duration::days(FEEDBACK_WINDOW_DAYS);
     if negatives.is_empty() {
-        store.replace_correction_rules(owner, &[], now, expires).await?;
+        store
+            .replace_correction_rules(owner, &[], now, expires)
+            .await?;
         return Ok(Vec::new());
     }
     let mut input = String::new();
     for (i, f) in negatives.iter().enumerate() {
-        input.push_str(&format!("{}. Question: {}\n   Answer: {}\n", i + 1, clip(&f.question, 400), clip(&f.answer, 800)));
+        input.push_str(&format!(
+            "{}. Question: {}\n   Answer: {}\n",
+            i + 1,
+            clip(&f.question, 400),
+            clip(&f.answer, 800)
+        ));
     }
     let reply = complete(provider, PROMPT, input).await?;
     let rules = parse_rules(&reply)?;
-    store.replace_correction_rules(owner, &rules, now, expires).await?;
+    store
+        .replace_correction_rules(owner, &rules, now, expires)
+        .await?;
     Ok(rules)
 }
 
@@ -76,7 +101,9 @@ pub async fn distill_rules(store: &Store, provider: &dyn Provider, owner: Memory
 pub(crate) fn parse_rules(reply: &str) -> Result<Vec<String>, MemoryError> {
     let map = json_object(reply)?;
     if map.len() != 1 {
-        return Err(MemoryError::Contract("expected exactly the key `rules`".into()));
+        return Err(MemoryError::Contract(
+            "expected exactly the key `rules`".into(),
+        ));
     }
     let Some(Value::Array(items)) = map.get("rules") else {
         return Err(MemoryError::Contract("`rules` must be an array".into()));
@@ -99,7 +126,10 @@ mod tests {
         let id = new_feedback_id();
         let rows = feedback_buttons(&id);
         assert_eq!(rows.len(), 1);
-        let parsed: Vec<_> = rows[0].iter().filter_map(|b| parse_feedback(&b.action)).collect();
+        let parsed: Vec<_> = rows[0]
+            .iter()
+            .filter_map(|b| parse_feedback(&b.action))
+            .collect();
         assert_eq!(parsed, [(id.clone(), 1), (id, -1)]);
         assert!(parse_feedback(&ActionId::parse("ap:abc:y").unwrap()).is_none());
         assert!(parse_feedback(&ActionId::parse("fb:zz:u").unwrap()).is_none());
@@ -110,7 +140,10 @@ mod tests {
     fn rules_are_capped_and_clean() {
         let reply = r#"{"rules": ["Answer in Chinese.", "Be brief.", "", "Use tables", "Cite sources", "No emojis", "Sixth rule"]}"#;
         assert_eq!(parse_rules(reply).unwrap().len(), MAX_RULES);
-        assert_eq!(parse_rules(r#"{"rules": ["token: abc", "Be brief."]}"#).unwrap(), ["Be brief."]);
+        assert_eq!(
+            parse_rules(r#"{"rules": ["token: abc", "Be brief."]}"#).unwrap(),
+            ["Be brief."]
+        );
         assert!(parse_rules(r#"{"rules": [], "x": 1}"#).is_err());
     }
 }

@@ -32,14 +32,28 @@ pub(crate) async fn refresh_layers(
     now: DateTime<Utc>,
 ) -> Result<bool, MemoryError> {
     let store = book.store();
-    let l1 = store.memories_of(owner, &[MemoryKind::Preference, MemoryKind::Decision], L1_INPUT, now).await?;
+    let l1 = store
+        .memories_of(
+            owner,
+            &[MemoryKind::Preference, MemoryKind::Decision],
+            L1_INPUT,
+            now,
+        )
+        .await?;
     if l1.len() < L1_MINIMUM {
         return Ok(false);
     }
-    let layered = store.memories_of(owner, &[MemoryKind::Persona, MemoryKind::Scenario], 30, now).await?;
+    let layered = store
+        .memories_of(owner, &[MemoryKind::Persona, MemoryKind::Scenario], 30, now)
+        .await?;
     let mut input = String::from("Preferences and decisions:\n");
     for m in &l1 {
-        input.push_str(&format!("- [{} #{}] {}\n", m.kind.as_str(), m.id, m.content));
+        input.push_str(&format!(
+            "- [{} #{}] {}\n",
+            m.kind.as_str(),
+            m.id,
+            m.content
+        ));
     }
     if !layered.is_empty() {
         input.push_str("\nCurrent scenarios and persona:\n");
@@ -52,14 +66,28 @@ pub(crate) async fn refresh_layers(
     let ids: Vec<String> = l1.iter().take(8).map(|m| format!("#{}", m.id)).collect();
     let source = format!("layers:{}", ids.join(","));
     if !persona.is_empty() {
-        store.delete_memories_of_kind(owner, MemoryKind::Persona).await?;
+        store
+            .delete_memories_of_kind(owner, MemoryKind::Persona)
+            .await?;
         for (content, importance) in persona {
-            let m = NewMemory { kind: MemoryKind::Persona, content, source_ref: source.clone(), importance, expires_at: None };
+            let m = NewMemory {
+                kind: MemoryKind::Persona,
+                content,
+                source_ref: source.clone(),
+                importance,
+                expires_at: None,
+            };
             book.save(owner, m, now).await?;
         }
     }
     for (content, importance) in scenarios {
-        let m = NewMemory { kind: MemoryKind::Scenario, content, source_ref: source.clone(), importance, expires_at: None };
+        let m = NewMemory {
+            kind: MemoryKind::Scenario,
+            content,
+            source_ref: source.clone(),
+            importance,
+            expires_at: None,
+        };
         book.save(owner, m, now).await?;
     }
     store.reset_l1_since_layer(owner).await?;
@@ -72,7 +100,10 @@ type Items = Vec<(String, f64)>;
 /// break the contract or the content rules are dropped.
 pub(crate) fn parse_layers(reply: &str) -> Result<(Items, Items), MemoryError> {
     let map = json_object(reply)?;
-    if let Some(key) = map.keys().find(|k| !matches!(k.as_str(), "scenarios" | "persona")) {
+    if let Some(key) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "scenarios" | "persona"))
+    {
         return Err(MemoryError::Contract(format!("unexpected key {key:?}")));
     }
     let read = |key: &str, max: usize| -> Result<Items, MemoryError> {
@@ -85,17 +116,29 @@ pub(crate) fn parse_layers(reply: &str) -> Result<(Items, Items), MemoryError> {
             .iter()
             .filter_map(|item| {
                 let obj = item.as_object()?;
-                if obj.keys().any(|k| !matches!(k.as_str(), "content" | "importance")) {
+                if obj
+                    .keys()
+                    .any(|k| !matches!(k.as_str(), "content" | "importance"))
+                {
                     return None;
                 }
                 let content = obj.get("content")?.as_str()?.trim().to_owned();
-                let importance = obj.get("importance").and_then(Value::as_f64).unwrap_or(0.6).clamp(0.0, 1.0);
-                check_memory(&content).is_ok().then_some((content, importance))
+                let importance = obj
+                    .get("importance")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.6)
+                    .clamp(0.0, 1.0);
+                check_memory(&content)
+                    .is_ok()
+                    .then_some((content, importance))
             })
             .take(max)
             .collect())
     };
-    Ok((read("scenarios", MAX_SCENARIOS)?, read("persona", MAX_PERSONA)?))
+    Ok((
+        read("scenarios", MAX_SCENARIOS)?,
+        read("persona", MAX_PERSONA)?,
+    ))
 }
 
 #[cfg(test)]
@@ -108,7 +151,13 @@ mod tests {
                                       {"content": "The user bought 100 shares of 600519"}],
                         "persona": [{"content": "A backend engineer who likes Rust", "mood": "x"}, {"content": "Prefers brevity"}]}"#;
         let (scenarios, persona) = parse_layers(reply).unwrap();
-        assert_eq!(scenarios, [("When reviewing code, the user wants tests first".to_owned(), 0.8)]);
+        assert_eq!(
+            scenarios,
+            [(
+                "When reviewing code, the user wants tests first".to_owned(),
+                0.8
+            )]
+        );
         assert_eq!(persona, [("Prefers brevity".to_owned(), 0.6)]);
         assert!(parse_layers(r#"{"persona": [], "other": 1}"#).is_err());
         assert!(parse_layers(r#"{"persona": "x"}"#).is_err());

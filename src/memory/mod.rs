@@ -20,7 +20,10 @@ mod terms;
 pub use book::{MemoryBook, Saved};
 pub use config::MemoryConfig;
 pub use extract::{ExtractReport, Extractor, EXTRACT_MESSAGES};
-pub use feedback::{distill_rules, feedback_buttons, new_feedback_id, parse_feedback, FEEDBACK_WINDOW_DAYS, MAX_RULES};
+pub use feedback::{
+    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, FEEDBACK_WINDOW_DAYS,
+    MAX_RULES,
+};
 pub use filter::{check_memory, check_secret, is_dynamic, Rejection};
 pub use inject::{defuse, rules_section, system_context, wrap, MEMORY_NOTE};
 pub use recall::{memory_line, mixed_score, recall, recency, RecallHit, HALF_LIFE_DAYS};

@@ -10,7 +10,11 @@ use std::time::Duration;
 pub(crate) const SIDE_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs one model call without tools and returns its text.
-pub(crate) async fn complete(provider: &dyn Provider, system: &str, user: String) -> Result<String, MemoryError> {
+pub(crate) async fn complete(
+    provider: &dyn Provider,
+    system: &str,
+    user: String,
+) -> Result<String, MemoryError> {
     Ok(crate::llm::complete(provider, system, user, SIDE_CALL_TIMEOUT).await?)
 }
 
@@ -21,13 +25,17 @@ pub(crate) fn json_object(reply: &str) -> Result<serde_json::Map<String, Value>,
     let body = match text.strip_prefix("```") {
         Some(rest) => {
             let rest = rest.strip_prefix("json").unwrap_or(rest);
-            rest.strip_suffix("```").ok_or_else(|| MemoryError::Contract("unterminated code fence".into()))?.trim()
+            rest.strip_suffix("```")
+                .ok_or_else(|| MemoryError::Contract("unterminated code fence".into()))?
+                .trim()
         }
         None => text,
     };
     match serde_json::from_str::<Value>(body) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(MemoryError::Contract("the reply is not a JSON object".into())),
+        Ok(_) => Err(MemoryError::Contract(
+            "the reply is not a JSON object".into(),
+        )),
         Err(e) => Err(MemoryError::Contract(format!("the reply is not JSON: {e}"))),
     }
 }

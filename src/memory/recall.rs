@@ -45,8 +45,15 @@ pub fn mixed_score(relevance: f64, memory: &MemoryRecord, now: DateTime<Utc>) ->
 pub fn memory_line(m: &MemoryRecord) -> String {
     let content = m.content.replace('\n', " ");
     match m.kind {
-        MemoryKind::Persona | MemoryKind::Preference => format!("- [{} #{}] {content}", m.kind.as_str(), m.id),
-        _ => format!("- [{} #{} · {}] {content}", m.kind.as_str(), m.id, m.updated_at.format("%Y-%m-%d")),
+        MemoryKind::Persona | MemoryKind::Preference => {
+            format!("- [{} #{}] {content}", m.kind.as_str(), m.id)
+        }
+        _ => format!(
+            "- [{} #{} · {}] {content}",
+            m.kind.as_str(),
+            m.id,
+            m.updated_at.format("%Y-%m-%d")
+        ),
     }
 }
 
@@ -64,21 +71,39 @@ pub async fn recall(
     let mut found: HashMap<i64, (MemoryRecord, f64)> = HashMap::new();
 
     // Full text: BM25 normalized against the best hit.
-    let fts = store.search_memories(owner, &terms, None, FTS_CANDIDATES, now).await?;
-    let best = fts.iter().map(|(_, s)| -s).fold(f64::MIN_POSITIVE, f64::max);
+    let fts = store
+        .search_memories(owner, &terms, None, FTS_CANDIDATES, now)
+        .await?;
+    let best = fts
+        .iter()
+        .map(|(_, s)| -s)
+        .fold(f64::MIN_POSITIVE, f64::max);
     for (m, s) in fts {
         found.insert(m.id, (m, (-s / best).clamp(0.0, 1.0)));
     }
     // What the term index cannot see: lone CJK characters, codes with punctuation.
-    let mut needles: Vec<String> = terms.iter().filter(|t| is_single_char(t) && !t.is_ascii()).cloned().collect();
-    needles.extend(codes.iter().filter(|c| !found.values().any(|(m, _)| contains_ci(&m.content, c))).cloned());
+    let mut needles: Vec<String> = terms
+        .iter()
+        .filter(|t| is_single_char(t) && !t.is_ascii())
+        .cloned()
+        .collect();
+    needles.extend(
+        codes
+            .iter()
+            .filter(|c| !found.values().any(|(m, _)| contains_ci(&m.content, c)))
+            .cloned(),
+    );
     for needle in needles.iter().take(4) {
         for m in store.memories_containing(owner, needle, 10, now).await? {
             found.entry(m.id).or_insert((m, 0.5));
         }
     }
     for id in id_refs(message) {
-        if let Some(m) = store.memory(owner, id).await?.filter(|m| m.expires_at.is_none_or(|e| e > now)) {
+        if let Some(m) = store
+            .memory(owner, id)
+            .await?
+            .filter(|m| m.expires_at.is_none_or(|e| e > now))
+        {
             found.entry(m.id).or_insert((m, 0.0));
         }
     }
@@ -86,18 +111,44 @@ pub async fn recall(
     let content_terms: Vec<&String> = terms.iter().filter(|t| !is_single_char(t)).collect();
     let relevance = |m: &MemoryRecord, fts: f64| {
         let lower = m.content.to_lowercase();
-        let covered = content_terms.iter().filter(|t| lower.contains(t.as_str())).count();
-        let coverage = if content_terms.is_empty() { 0.0 } else { covered as f64 / content_terms.len() as f64 };
-        let code = if codes.iter().any(|c| contains_ci(&m.content, c)) { 0.6 } else { 0.0 };
+        let covered = content_terms
+            .iter()
+            .filter(|t| lower.contains(t.as_str()))
+            .count();
+        let coverage = if content_terms.is_empty() {
+            0.0
+        } else {
+            covered as f64 / content_terms.len() as f64
+        };
+        let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
+            0.6
+        } else {
+            0.0
+        };
         let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
         (0.5 * fts + 0.3 * coverage + code + id).min(1.0)
     };
 
     let mut pinned: Vec<RecallHit> = Vec::new();
-    for m in store.memories_of(owner, &[MemoryKind::Persona, MemoryKind::Preference], PINNED_CANDIDATES, now).await? {
-        let rel = found.remove(&m.id).map_or(0.0, |(_, fts)| relevance(&m, fts));
+    for m in store
+        .memories_of(
+            owner,
+            &[MemoryKind::Persona, MemoryKind::Preference],
+            PINNED_CANDIDATES,
+            now,
+        )
+        .await?
+    {
+        let rel = found
+            .remove(&m.id)
+            .map_or(0.0, |(_, fts)| relevance(&m, fts));
         let score = mixed_score(rel, &m, now);
-        pinned.push(RecallHit { memory: m, relevance: rel, score, pinned: true });
+        pinned.push(RecallHit {
+            memory: m,
+            relevance: rel,
+            score,
+            pinned: true,
+        });
     }
     // Persona first, then matching preferences, then the rest, each by score.
     pinned.sort_by(|a, b| {
@@ -109,14 +160,23 @@ pub async fn recall(
         .filter(|(m, _)| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
         .map(|(m, fts)| {
             let rel = relevance(&m, fts);
-            RecallHit { score: mixed_score(rel, &m, now), relevance: rel, memory: m, pinned: false }
+            RecallHit {
+                score: mixed_score(rel, &m, now),
+                relevance: rel,
+                memory: m,
+                pinned: false,
+            }
         })
         .filter(|h| h.relevance > 0.0)
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
 
     let chosen = fit_budget(pinned, ranked, budget);
-    let touched: Vec<i64> = chosen.iter().filter(|h| h.relevance > 0.0).map(|h| h.memory.id).collect();
+    let touched: Vec<i64> = chosen
+        .iter()
+        .filter(|h| h.relevance > 0.0)
+        .map(|h| h.memory.id)
+        .collect();
     store.touch_memories(owner, &touched, now).await?;
     Ok(chosen)
 }
@@ -150,7 +210,10 @@ fn fit_budget(pinned: Vec<RecallHit>, ranked: Vec<RecallHit>, budget: usize) -> 
         }
     }
     let mut seen = HashSet::new();
-    head.into_iter().chain(tail).filter(|h| seen.insert(h.memory.id)).collect()
+    head.into_iter()
+        .chain(tail)
+        .filter(|h| seen.insert(h.memory.id))
+        .collect()
 }
 
 fn contains_ci(haystack: &str, needle: &str) -> bool {
@@ -199,14 +262,25 @@ mod tests {
             score: 1.0,
             pinned,
         };
-        let pinned: Vec<RecallHit> = (1..=10).map(|i| hit(i, MemoryKind::Preference, true)).collect();
+        let pinned: Vec<RecallHit> = (1..=10)
+            .map(|i| hit(i, MemoryKind::Preference, true))
+            .collect();
         let ranked: Vec<RecallHit> = (11..=30).map(|i| hit(i, MemoryKind::Fact, false)).collect();
         let chosen = fit_budget(pinned, ranked, 200);
-        let total: usize = chosen.iter().map(|h| estimate_tokens(&memory_line(&h.memory)) + 1).sum();
+        let total: usize = chosen
+            .iter()
+            .map(|h| estimate_tokens(&memory_line(&h.memory)) + 1)
+            .sum();
         assert!(total <= 200, "{total}");
         assert!(chosen.first().is_some_and(|h| h.pinned));
-        assert!(chosen.iter().any(|h| !h.pinned), "recalled memories keep room");
-        let first_unpinned = chosen.iter().position(|h| !h.pinned).unwrap_or(chosen.len());
+        assert!(
+            chosen.iter().any(|h| !h.pinned),
+            "recalled memories keep room"
+        );
+        let first_unpinned = chosen
+            .iter()
+            .position(|h| !h.pinned)
+            .unwrap_or(chosen.len());
         assert!(chosen[..first_unpinned].iter().all(|h| h.pinned));
     }
 }

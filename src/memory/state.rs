@@ -30,7 +30,13 @@ pub struct TaskState {
 impl TaskState {
     /// Reads the task state a summarizer produced, clipped and without dynamic facts.
     pub fn from_value(value: &Value) -> Option<TaskState> {
-        let text = |k: &str| value.get(k).and_then(Value::as_str).map(|s| clip(s.trim(), ITEM_CHARS)).unwrap_or_default();
+        let text = |k: &str| {
+            value
+                .get(k)
+                .and_then(Value::as_str)
+                .map(|s| clip(s.trim(), ITEM_CHARS))
+                .unwrap_or_default()
+        };
         let list = |k: &str, max: usize| -> Vec<String> {
             value
                 .get(k)
@@ -56,7 +62,10 @@ impl TaskState {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.current_goal.is_empty() && self.open_loops.is_empty() && self.important_facts.is_empty() && self.last_decision.is_empty()
+        self.current_goal.is_empty()
+            && self.open_loops.is_empty()
+            && self.important_facts.is_empty()
+            && self.last_decision.is_empty()
     }
 
     /// The system-context section, or `None` when there is nothing to say.
@@ -124,11 +133,18 @@ pub struct ExecutionState {
 impl ExecutionState {
     /// The state after a turn on `input` that produced `new_messages` and
     /// stopped for `stop`. A turn answering a question continues the paused work.
-    pub fn after_turn(previous: Option<&ExecutionState>, input: &str, new_messages: &[Message], stop: &StopReason, answer: &str) -> ExecutionState {
+    pub fn after_turn(
+        previous: Option<&ExecutionState>,
+        input: &str,
+        new_messages: &[Message],
+        stop: &StopReason,
+        answer: &str,
+    ) -> ExecutionState {
         let mut state = match previous.filter(|p| p.status == ExecStatus::WaitingUser) {
             Some(p) => {
                 let mut s = p.clone();
-                s.observations.push(format!("user replied: {}", clip(input.trim(), ITEM_CHARS)));
+                s.observations
+                    .push(format!("user replied: {}", clip(input.trim(), ITEM_CHARS)));
                 s
             }
             None => ExecutionState {
@@ -147,15 +163,27 @@ impl ExecutionState {
                 Role::Assistant => {
                     for call in &m.tool_calls {
                         by_call.insert(call.id.as_str(), state.steps.len());
-                        state.steps.push(Step { tool: call.name.clone(), detail: clip(&call.arguments, 120), ok: None });
+                        state.steps.push(Step {
+                            tool: call.name.clone(),
+                            detail: clip(&call.arguments, 120),
+                            ok: None,
+                        });
                     }
                 }
                 Role::Tool => {
-                    let step = m.tool_call_id.as_deref().and_then(|id| by_call.get(id)).and_then(|&i| state.steps.get_mut(i));
+                    let step = m
+                        .tool_call_id
+                        .as_deref()
+                        .and_then(|id| by_call.get(id))
+                        .and_then(|&i| state.steps.get_mut(i));
                     if let Some(step) = step {
                         step.ok = Some(!m.content.starts_with("error:"));
                         let first_line = m.content.lines().next().unwrap_or_default();
-                        state.observations.push(format!("{}: {}", step.tool, clip(first_line, 160)));
+                        state.observations.push(format!(
+                            "{}: {}",
+                            step.tool,
+                            clip(first_line, 160)
+                        ));
                     }
                 }
                 _ => {}
@@ -191,7 +219,17 @@ impl ExecutionState {
         let steps = self
             .steps
             .iter()
-            .map(|s| format!("{} {}", s.tool, match s.ok { Some(true) => "✓", Some(false) => "✗", None => "…" }))
+            .map(|s| {
+                format!(
+                    "{} {}",
+                    s.tool,
+                    match s.ok {
+                        Some(true) => "✓",
+                        Some(false) => "✗",
+                        None => "…",
+                    }
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ");
         let mut out = match self.status {
@@ -236,13 +274,20 @@ mod tests {
         let state = TaskState::from_value(&v).unwrap();
         assert_eq!(state.important_facts, ["The team has 3 engineers"]);
         let text = state.render().unwrap();
-        assert!(text.contains("Current goal: Migrate billing to Rust") && text.contains("- choose the queue"));
+        assert!(
+            text.contains("Current goal: Migrate billing to Rust")
+                && text.contains("- choose the queue")
+        );
         assert!(TaskState::from_value(&json!({})).is_none());
     }
 
     fn call(id: &str, name: &str) -> Message {
         let mut m = Message::assistant("");
-        m.tool_calls.push(ToolCall { id: id.into(), name: name.into(), arguments: "{}".into() });
+        m.tool_calls.push(ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        });
         m
     }
 
@@ -256,20 +301,60 @@ mod tests {
             Message::tool_result("c2", "shown"),
             Message::assistant("Which environment?"),
         ];
-        let paused = ExecutionState::after_turn(None, "deploy the site", &turn, &StopReason::WaitingForUser, "Which environment?");
+        let paused = ExecutionState::after_turn(
+            None,
+            "deploy the site",
+            &turn,
+            &StopReason::WaitingForUser,
+            "Which environment?",
+        );
         assert_eq!(paused.status, ExecStatus::WaitingUser);
-        assert_eq!(paused.steps.iter().map(|s| (s.tool.as_str(), s.ok)).collect::<Vec<_>>(), [("read_file", Some(true)), ("ask_user", Some(true))]);
+        assert_eq!(
+            paused
+                .steps
+                .iter()
+                .map(|s| (s.tool.as_str(), s.ok))
+                .collect::<Vec<_>>(),
+            [("read_file", Some(true)), ("ask_user", Some(true))]
+        );
         let shown = paused.render().unwrap();
-        assert!(shown.contains("Which environment?") && shown.contains("resume the paused work"), "{shown}");
+        assert!(
+            shown.contains("Which environment?") && shown.contains("resume the paused work"),
+            "{shown}"
+        );
 
-        let reply = [Message::user("staging"), Message::assistant("Deployed to staging.")];
-        let done = ExecutionState::after_turn(Some(&paused), "staging", &reply, &StopReason::Answered, "Deployed to staging.");
-        assert_eq!((done.goal.as_str(), done.status), ("deploy the site", ExecStatus::Completed));
-        assert!(done.observations.iter().any(|o| o == "user replied: staging"));
+        let reply = [
+            Message::user("staging"),
+            Message::assistant("Deployed to staging."),
+        ];
+        let done = ExecutionState::after_turn(
+            Some(&paused),
+            "staging",
+            &reply,
+            &StopReason::Answered,
+            "Deployed to staging.",
+        );
+        assert_eq!(
+            (done.goal.as_str(), done.status),
+            ("deploy the site", ExecStatus::Completed)
+        );
+        assert!(done
+            .observations
+            .iter()
+            .any(|o| o == "user replied: staging"));
         assert!(done.render().is_none());
 
-        let fresh = ExecutionState::after_turn(Some(&done), "new thing", &[], &StopReason::ModelError, "⚠️ failed");
-        assert_eq!((fresh.goal.as_str(), fresh.status), ("new thing", ExecStatus::Failed));
+        let fresh = ExecutionState::after_turn(
+            Some(&done),
+            "new thing",
+            &[],
+            &StopReason::ModelError,
+            "⚠️ failed",
+        );
+        assert_eq!(
+            (fresh.goal.as_str(), fresh.status),
+            ("new thing", ExecStatus::Failed)
+        );
         assert!(fresh.render().unwrap().contains("did not finish"));
     }
 }

@@ -16,10 +16,10 @@ use std::collections::HashSet;
 const MAX_WORD_CHARS: usize = 40;
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "do", "does", "for", "from", "has", "have", "he", "her", "his",
-    "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "that", "the",
-    "their", "them", "there", "they", "this", "to", "was", "we", "were", "what", "when", "which", "who", "will", "with",
-    "you", "your",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "do", "does", "for", "from", "has",
+    "have", "he", "her", "his", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of",
+    "on", "or", "our", "she", "so", "that", "the", "their", "them", "there", "they", "this", "to",
+    "was", "we", "were", "what", "when", "which", "who", "will", "with", "you", "your",
 ];
 
 enum Class {
@@ -90,7 +90,10 @@ fn flush_dense(run: &mut Vec<char>, out: &mut Vec<String>) {
 /// The distinct terms of a query, in order of first appearance.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
-    terms(text).into_iter().filter(|t| seen.insert(t.clone())).collect()
+    terms(text)
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
 }
 
 /// Whether a term is a single character (only found by substring search).
@@ -102,11 +105,15 @@ pub fn is_single_char(term: &str) -> bool {
 /// `00700.HK`, `JIRA-123`), matched exactly against memory contents.
 pub fn codes(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let is_code_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | ':');
+    let is_code_char =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | ':');
     for token in text.split(|c: char| !is_code_char(c)) {
         let token = token.trim_matches(|c: char| matches!(c, '.' | '-' | '_' | '/' | ':'));
         let len = token.len();
-        if (3..=32).contains(&len) && token.chars().any(|c| c.is_ascii_digit()) && !out.iter().any(|c| c == token) {
+        if (3..=32).contains(&len)
+            && token.chars().any(|c| c.is_ascii_digit())
+            && !out.iter().any(|c| c == token)
+        {
             out.push(token.to_owned());
         }
     }
@@ -142,8 +149,14 @@ mod tests {
 
     #[test]
     fn chinese_becomes_overlapping_bigrams_and_latin_words_lowercase() {
-        assert_eq!(terms("用户喜欢喝咖啡"), ["用户", "户喜", "喜欢", "欢喝", "喝咖", "咖啡"]);
-        assert_eq!(terms("I like Rust, the LANGUAGE"), ["like", "rust", "language"]);
+        assert_eq!(
+            terms("用户喜欢喝咖啡"),
+            ["用户", "户喜", "喜欢", "欢喝", "喝咖", "咖啡"]
+        );
+        assert_eq!(
+            terms("I like Rust, the LANGUAGE"),
+            ["like", "rust", "language"]
+        );
         assert_eq!(terms("Rust语言 v2"), ["rust", "语言", "v2"]);
         assert_eq!(terms("猫"), ["猫"]);
     }
@@ -162,7 +175,10 @@ mod tests {
 
     #[test]
     fn codes_and_ids_are_found() {
-        assert_eq!(codes("看看600519和00700.HK，还有 JIRA-123."), ["600519", "00700.HK", "JIRA-123"]);
+        assert_eq!(
+            codes("看看600519和00700.HK，还有 JIRA-123."),
+            ["600519", "00700.HK", "JIRA-123"]
+        );
         assert!(codes("hello world 12").is_empty());
         assert_eq!(id_refs("forget #12 and #7x"), [12, 7]);
     }

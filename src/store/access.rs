@@ -1,6 +1,6 @@
 //! Admitted users and one-time pairing codes.
 
-use super::{now, Store, StoreError};
+use super::{dt, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use rand::Rng;
 use sqlx::Row;
@@ -70,7 +70,7 @@ impl Store {
                 platform,
                 user,
                 display_name: name.to_owned(),
-                expires_at: row.try_get("expires_at")?,
+                expires_at: dt(row.try_get("expires_at")?),
             };
             return Ok((code, false));
         }
@@ -78,7 +78,7 @@ impl Store {
             let mut rng = rand::rng();
             (0..CODE_LEN).map(|_| char::from(CODE_ALPHABET[rng.random_range(0..CODE_ALPHABET.len())])).collect::<String>()
         };
-        let expires_at = ts + ttl;
+        let expires_at = ts + ttl.num_milliseconds();
         sqlx::query(
             "INSERT INTO pairing_codes (code, platform, user_id, display_name, created_at, expires_at)
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -91,7 +91,7 @@ impl Store {
         .bind(expires_at)
         .execute(&self.pool)
         .await?;
-        Ok((PairingCode { code, platform, user, display_name: name.to_owned(), expires_at }, true))
+        Ok((PairingCode { code, platform, user, display_name: name.to_owned(), expires_at: dt(expires_at) }, true))
     }
 
     /// Pending, unexpired pairing requests.
@@ -128,14 +128,14 @@ impl Store {
     }
 }
 
-fn pairing_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PairingCode, StoreError> {
+fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> {
     let platform: String = row.try_get("platform")?;
     Ok(PairingCode {
         code: row.try_get("code")?,
         platform: Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
         user: UserId(row.try_get("user_id")?),
         display_name: row.try_get("display_name")?,
-        expires_at: row.try_get("expires_at")?,
+        expires_at: dt(row.try_get("expires_at")?),
     })
 }
 

@@ -1,6 +1,6 @@
 //! Approval requests, their decisions (first decision wins) and "always allow" rules.
 
-use super::{now, Store, StoreError};
+use super::{dt, ms, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, UserId};
@@ -93,8 +93,8 @@ impl Store {
         .bind(a.requester.0)
         .bind(&a.requester_name)
         .bind(chat)
-        .bind(a.created_at)
-        .bind(a.expires_at)
+        .bind(ms(a.created_at))
+        .bind(ms(a.expires_at))
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -279,7 +279,7 @@ impl Store {
     }
 }
 
-fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord, StoreError> {
+fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError> {
     let status: String = r.try_get("status")?;
     let chat: String = r.try_get("chat")?;
     Ok(ApprovalRecord {
@@ -295,10 +295,10 @@ fn approval_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRecord, Stor
         card_message: r.try_get::<Option<i64>, _>("card_message_id")?.map(MessageId),
         status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
         decided_by: r.try_get::<Option<i64>, _>("decided_by")?.map(UserId),
-        decided_at: r.try_get("decided_at")?,
+        decided_at: r.try_get::<Option<i64>, _>("decided_at")?.map(dt),
         reason: r.try_get("reason")?,
-        created_at: r.try_get("created_at")?,
-        expires_at: r.try_get("expires_at")?,
+        created_at: dt(r.try_get("created_at")?),
+        expires_at: dt(r.try_get("expires_at")?),
     })
 }
 
@@ -325,8 +325,8 @@ mod tests {
             decided_by: None,
             decided_at: None,
             reason: None,
-            created_at: ts,
-            expires_at: ts + chrono::Duration::seconds(ttl_secs),
+            created_at: dt(ts),
+            expires_at: dt(ts + ttl_secs * 1000),
         }
     }
 

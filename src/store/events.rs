@@ -1,6 +1,6 @@
 //! The audit log of system events: readable by the operator, never by the agent.
 
-use super::{now, Store, StoreError};
+use super::{dt, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -39,7 +39,7 @@ impl Store {
                 let detail: String = r.try_get("detail")?;
                 Ok(SystemEvent {
                     id: r.try_get("id")?,
-                    at: r.try_get("at")?,
+                    at: dt(r.try_get("at")?),
                     kind: r.try_get("kind")?,
                     detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
                 })

@@ -70,7 +70,9 @@ impl Store {
                 owner,
                 question: r.try_get("question")?,
                 answer: r.try_get("answer")?,
-                rating: r.try_get::<Option<i64>, _>("rating")?.and_then(|v| i8::try_from(v).ok()),
+                rating: r
+                    .try_get::<Option<i64>, _>("rating")?
+                    .and_then(|v| i8::try_from(v).ok()),
             })
         })
         .transpose()
@@ -78,12 +80,20 @@ impl Store {
 
     /// Whether an answer with this id exists at all (whoever it belongs to).
     pub async fn feedback_exists(&self, id: &str) -> Result<bool, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM feedback WHERE id = $1").bind(id).fetch_one(&self.pool).await?;
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM feedback WHERE id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
         Ok(n > 0)
     }
 
     /// The owner's answers rated 👎 since `since`, newest first.
-    pub async fn negative_feedback(&self, owner: MemoryOwner, since: DateTime<Utc>, limit: u32) -> Result<Vec<FeedbackRecord>, StoreError> {
+    pub async fn negative_feedback(
+        &self,
+        owner: MemoryOwner,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, session_id, question, answer, rating FROM feedback
              WHERE platform = $1 AND user_id = $2 AND rating = -1 AND rated_at >= $3 ORDER BY rated_at DESC LIMIT $4",
@@ -139,7 +149,12 @@ impl Store {
     }
 
     /// The owner's unexpired correction rules, oldest first.
-    pub async fn correction_rules(&self, owner: MemoryOwner, now: DateTime<Utc>, limit: u32) -> Result<Vec<String>, StoreError> {
+    pub async fn correction_rules(
+        &self,
+        owner: MemoryOwner,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
         let rules = sqlx::query_scalar(
             "SELECT rule FROM correction_rules WHERE platform = $1 AND user_id = $2 AND expires_at > $3 ORDER BY id LIMIT $4",
         )
@@ -153,9 +168,19 @@ impl Store {
     }
 
     /// Deletes expired correction rules and feedback older than `before`.
-    pub async fn collect_feedback(&self, now: DateTime<Utc>, before: DateTime<Utc>) -> Result<u64, StoreError> {
-        let rules = sqlx::query("DELETE FROM correction_rules WHERE expires_at <= $1").bind(ms(now)).execute(&self.pool).await?;
-        let rows = sqlx::query("DELETE FROM feedback WHERE created_at < $1").bind(ms(before)).execute(&self.pool).await?;
+    pub async fn collect_feedback(
+        &self,
+        now: DateTime<Utc>,
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let rules = sqlx::query("DELETE FROM correction_rules WHERE expires_at <= $1")
+            .bind(ms(now))
+            .execute(&self.pool)
+            .await?;
+        let rows = sqlx::query("DELETE FROM feedback WHERE created_at < $1")
+            .bind(ms(before))
+            .execute(&self.pool)
+            .await?;
         Ok(rules.rows_affected() + rows.rows_affected())
     }
 }
@@ -170,22 +195,63 @@ mod tests {
     #[tokio::test]
     async fn ratings_belong_to_the_asker_and_rules_expire() {
         let (store, _dir) = test_store().await;
-        let key = SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) };
+        let key = SessionKey {
+            platform: Platform::Test,
+            chat: ChatId(1),
+            thread: None,
+            user: UserId(1),
+        };
         let s = store.session(&key).await.unwrap();
         let me = MemoryOwner::of(&key);
         let other = MemoryOwner::new(Platform::Test, UserId(2));
         let now = Utc::now();
-        store.create_feedback("abc", &s, me, "q", "a", now).await.unwrap();
-        assert!(store.rate_feedback("abc", other, -1, now).await.unwrap().is_none());
+        store
+            .create_feedback("abc", &s, me, "q", "a", now)
+            .await
+            .unwrap();
+        assert!(store
+            .rate_feedback("abc", other, -1, now)
+            .await
+            .unwrap()
+            .is_none());
         assert!(store.feedback_exists("abc").await.unwrap());
-        let rated = store.rate_feedback("abc", me, -1, now).await.unwrap().unwrap();
+        let rated = store
+            .rate_feedback("abc", me, -1, now)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(rated.rating, Some(-1));
-        assert_eq!(store.negative_feedback(me, now - Duration::days(7), 10).await.unwrap().len(), 1);
-        assert!(store.negative_feedback(other, now - Duration::days(7), 10).await.unwrap().is_empty());
+        assert_eq!(
+            store
+                .negative_feedback(me, now - Duration::days(7), 10)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(store
+            .negative_feedback(other, now - Duration::days(7), 10)
+            .await
+            .unwrap()
+            .is_empty());
 
-        store.replace_correction_rules(me, &["Be brief.".into()], now, now + Duration::days(7)).await.unwrap();
-        assert_eq!(store.correction_rules(me, now, 5).await.unwrap(), ["Be brief."]);
-        assert!(store.correction_rules(other, now, 5).await.unwrap().is_empty());
-        assert!(store.correction_rules(me, now + Duration::days(8), 5).await.unwrap().is_empty());
+        store
+            .replace_correction_rules(me, &["Be brief.".into()], now, now + Duration::days(7))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.correction_rules(me, now, 5).await.unwrap(),
+            ["Be brief."]
+        );
+        assert!(store
+            .correction_rules(other, now, 5)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(store
+            .correction_rules(me, now + Duration::days(8), 5)
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

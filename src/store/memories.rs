@@ -4,7 +4,7 @@
 use super::memory_fts::index_text;
 use super::{SessionKey, Store, StoreError};
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
 
@@ -22,7 +22,10 @@ impl MemoryOwner {
 
     /// The owner of a session's memories: its user, whatever the chat.
     pub fn of(key: &SessionKey) -> MemoryOwner {
-        MemoryOwner { platform: key.platform, user: key.user }
+        MemoryOwner {
+            platform: key.platform,
+            user: key.user,
+        }
     }
 }
 
@@ -43,8 +46,13 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
-    pub const ALL: [MemoryKind; 5] =
-        [MemoryKind::Persona, MemoryKind::Preference, MemoryKind::Scenario, MemoryKind::Decision, MemoryKind::Fact];
+    pub const ALL: [MemoryKind; 5] = [
+        MemoryKind::Persona,
+        MemoryKind::Preference,
+        MemoryKind::Scenario,
+        MemoryKind::Decision,
+        MemoryKind::Fact,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -113,11 +121,12 @@ fn time(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
-pub(crate) fn record(row: &SqliteRow) -> Result<MemoryRecord, StoreError> {
+pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
     let kind: String = row.try_get("kind")?;
     Ok(MemoryRecord {
         id: row.try_get("id")?,
-        kind: MemoryKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("memory kind {kind:?}")))?,
+        kind: MemoryKind::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("memory kind {kind:?}")))?,
         content: row.try_get("content")?,
         source_ref: row.try_get("source_ref")?,
         importance: row.try_get("importance")?,
@@ -186,7 +195,11 @@ impl Store {
     }
 
     /// One of the owner's memories (expired ones included: `/memory trace` shows them).
-    pub async fn memory(&self, owner: MemoryOwner, id: i64) -> Result<Option<MemoryRecord>, StoreError> {
+    pub async fn memory(
+        &self,
+        owner: MemoryOwner,
+        id: i64,
+    ) -> Result<Option<MemoryRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1 AND m.platform = $2 AND m.user_id = $3"))
             .bind(id)
             .bind(owner.platform.as_str())
@@ -205,22 +218,37 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
         let kinds = if kinds.is_empty() { &MemoryKind::ALL[..] } else { kinds };
-        let list = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect::<Vec<_>>().join(", ");
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM memories m WHERE m.platform = $1 AND m.user_id = $2 AND m.kind IN ({list})
-             AND (m.expires_at IS NULL OR m.expires_at > $3) ORDER BY m.updated_at DESC, m.id DESC LIMIT $4"
-        ))
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(ms(now))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        // One index range per kind: a single scan filtered on kind would walk
+        // every memory of a user whose pinned kinds are a tiny minority.
+        let parts: Vec<String> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                format!(
+                    "SELECT * FROM (SELECT {COLUMNS} FROM memories m WHERE m.platform = $1 AND m.user_id = $2 AND m.kind = '{}'
+                     AND (m.expires_at IS NULL OR m.expires_at > $3) ORDER BY m.updated_at DESC, m.id DESC LIMIT $4) AS k{i}",
+                    k.as_str()
+                )
+            })
+            .collect();
+        let sql = format!("SELECT * FROM ({}) AS u ORDER BY updated_at DESC, id DESC LIMIT $4", parts.join(" UNION ALL "));
+        let rows = sqlx::query(&sql)
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .bind(ms(now))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(record).collect()
     }
 
     /// How many live memories of `kind` the owner has.
-    pub async fn count_memories(&self, owner: MemoryOwner, kind: MemoryKind, now: DateTime<Utc>) -> Result<u32, StoreError> {
+    pub async fn count_memories(
+        &self,
+        owner: MemoryOwner,
+        kind: MemoryKind,
+        now: DateTime<Utc>,
+    ) -> Result<u32, StoreError> {
         let n: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3
              AND (expires_at IS NULL OR expires_at > $4)",
@@ -236,32 +264,47 @@ impl Store {
 
     /// Deletes one of the owner's memories. False when there is no such memory of theirs.
     pub async fn delete_memory(&self, owner: MemoryOwner, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND platform = $2 AND user_id = $3")
-            .bind(id)
-            .bind(owner.platform.as_str())
-            .bind(owner.user.0)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("DELETE FROM memories WHERE id = $1 AND platform = $2 AND user_id = $3")
+                .bind(id)
+                .bind(owner.platform.as_str())
+                .bind(owner.user.0)
+                .execute(&self.pool)
+                .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Deletes every memory of `kind` of the owner (before an L3 refresh replaces them).
-    pub async fn delete_memories_of_kind(&self, owner: MemoryOwner, kind: MemoryKind) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3")
-            .bind(owner.platform.as_str())
-            .bind(owner.user.0)
-            .bind(kind.as_str())
-            .execute(&self.pool)
-            .await?;
+    pub async fn delete_memories_of_kind(
+        &self,
+        owner: MemoryOwner,
+        kind: MemoryKind,
+    ) -> Result<u64, StoreError> {
+        let done =
+            sqlx::query("DELETE FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3")
+                .bind(owner.platform.as_str())
+                .bind(owner.user.0)
+                .bind(kind.as_str())
+                .execute(&self.pool)
+                .await?;
         Ok(done.rows_affected())
     }
 
     /// Records that these memories were recalled.
-    pub async fn touch_memories(&self, owner: MemoryOwner, ids: &[i64], at: DateTime<Utc>) -> Result<(), StoreError> {
+    pub async fn touch_memories(
+        &self,
+        owner: MemoryOwner,
+        ids: &[i64],
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         if ids.is_empty() {
             return Ok(());
         }
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let list = ids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         sqlx::query(&format!(
             "UPDATE memories SET access_count = access_count + 1, last_access = $1
              WHERE platform = $2 AND user_id = $3 AND id IN ({list})"
@@ -275,7 +318,12 @@ impl Store {
     }
 
     /// Keeps the newest `cap` memories of `kind`; returns how many were dropped.
-    pub async fn enforce_memory_cap(&self, owner: MemoryOwner, kind: MemoryKind, cap: u32) -> Result<u64, StoreError> {
+    pub async fn enforce_memory_cap(
+        &self,
+        owner: MemoryOwner,
+        kind: MemoryKind,
+        cap: u32,
+    ) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "DELETE FROM memories WHERE id IN (
                 SELECT id FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3
@@ -292,7 +340,11 @@ impl Store {
 
     /// Collects every user's expired memories and ordinary ones neither updated
     /// nor recalled since `stale_before` (preferences and persona are kept).
-    pub async fn collect_memories(&self, now: DateTime<Utc>, stale_before: DateTime<Utc>) -> Result<u64, StoreError> {
+    pub async fn collect_memories(
+        &self,
+        now: DateTime<Utc>,
+        stale_before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "DELETE FROM memories WHERE (expires_at IS NOT NULL AND expires_at <= $1)
              OR (kind NOT IN ('preference', 'persona') AND updated_at < $2 AND COALESCE(last_access, 0) < $2)",
@@ -308,7 +360,7 @@ impl Store {
     pub async fn add_l1_since_layer(&self, owner: MemoryOwner, n: u32) -> Result<u32, StoreError> {
         let count: i64 = sqlx::query_scalar(
             "INSERT INTO memory_owners (platform, user_id, l1_since_layer) VALUES ($1, $2, $3)
-             ON CONFLICT (platform, user_id) DO UPDATE SET l1_since_layer = l1_since_layer + excluded.l1_since_layer
+             ON CONFLICT (platform, user_id) DO UPDATE SET l1_since_layer = memory_owners.l1_since_layer + excluded.l1_since_layer
              RETURNING l1_since_layer",
         )
         .bind(owner.platform.as_str())
@@ -321,17 +373,19 @@ impl Store {
 
     /// Restarts the owner's L1 count after a layer refresh.
     pub async fn reset_l1_since_layer(&self, owner: MemoryOwner) -> Result<(), StoreError> {
-        sqlx::query("UPDATE memory_owners SET l1_since_layer = 0 WHERE platform = $1 AND user_id = $2")
-            .bind(owner.platform.as_str())
-            .bind(owner.user.0)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE memory_owners SET l1_since_layer = 0 WHERE platform = $1 AND user_id = $2",
+        )
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 }
 
 async fn insert(
-    conn: &mut sqlx::SqliteConnection,
+    conn: &mut sqlx::AnyConnection,
     owner: MemoryOwner,
     memory: &NewMemory,
     terms: &[String],
@@ -366,19 +420,40 @@ mod tests {
     }
 
     fn new(kind: MemoryKind, content: &str) -> NewMemory {
-        NewMemory { kind, content: content.into(), source_ref: "test".into(), importance: 0.5, expires_at: None }
+        NewMemory {
+            kind,
+            content: content.into(),
+            source_ref: "test".into(),
+            importance: 0.5,
+            expires_at: None,
+        }
     }
 
     #[tokio::test]
     async fn rows_are_scoped_by_owner() {
         let (store, _dir) = test_store().await;
         let now = Utc::now();
-        let id = store.insert_memory(owner(1), &new(MemoryKind::Fact, "likes tea"), &["tea".into()], now).await.unwrap();
+        let id = store
+            .insert_memory(
+                owner(1),
+                &new(MemoryKind::Fact, "likes tea"),
+                &["tea".into()],
+                now,
+            )
+            .await
+            .unwrap();
         assert!(store.memory(owner(1), id).await.unwrap().is_some());
         assert!(store.memory(owner(2), id).await.unwrap().is_none());
-        assert!(store.memories_of(owner(2), &[], 10, now).await.unwrap().is_empty());
+        assert!(store
+            .memories_of(owner(2), &[], 10, now)
+            .await
+            .unwrap()
+            .is_empty());
         assert!(!store.delete_memory(owner(2), id).await.unwrap());
-        assert!(!store.update_memory(owner(2), id, &new(MemoryKind::Fact, "x"), &[], now).await.unwrap());
+        assert!(!store
+            .update_memory(owner(2), id, &new(MemoryKind::Fact, "x"), &[], now)
+            .await
+            .unwrap());
         assert!(store.delete_memory(owner(1), id).await.unwrap());
     }
 
@@ -388,10 +463,27 @@ mod tests {
         let t0 = Utc::now() - Duration::days(10);
         for i in 0..7 {
             let at = t0 + Duration::hours(i);
-            store.insert_memory(owner(1), &new(MemoryKind::Persona, &format!("p{i}")), &[], at).await.unwrap();
+            store
+                .insert_memory(
+                    owner(1),
+                    &new(MemoryKind::Persona, &format!("p{i}")),
+                    &[],
+                    at,
+                )
+                .await
+                .unwrap();
         }
-        store.insert_memory(owner(1), &new(MemoryKind::Fact, "f"), &[], t0).await.unwrap();
-        assert_eq!(store.enforce_memory_cap(owner(1), MemoryKind::Persona, 5).await.unwrap(), 2);
+        store
+            .insert_memory(owner(1), &new(MemoryKind::Fact, "f"), &[], t0)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .enforce_memory_cap(owner(1), MemoryKind::Persona, 5)
+                .await
+                .unwrap(),
+            2
+        );
         let left: Vec<String> = store
             .memories_of(owner(1), &[MemoryKind::Persona], 10, Utc::now())
             .await
@@ -400,7 +492,13 @@ mod tests {
             .map(|m| m.content)
             .collect();
         assert_eq!(left, ["p6", "p5", "p4", "p3", "p2"]);
-        assert_eq!(store.count_memories(owner(1), MemoryKind::Fact, Utc::now()).await.unwrap(), 1);
+        assert_eq!(
+            store
+                .count_memories(owner(1), MemoryKind::Fact, Utc::now())
+                .await
+                .unwrap(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -408,21 +506,66 @@ mod tests {
         let (store, _dir) = test_store().await;
         let now = Utc::now();
         let old = now - Duration::days(120);
-        let stale = store.insert_memory(owner(1), &new(MemoryKind::Decision, "old decision"), &[], old).await.unwrap();
-        let pref = store.insert_memory(owner(1), &new(MemoryKind::Preference, "old pref"), &[], old).await.unwrap();
-        let recalled = store.insert_memory(owner(1), &new(MemoryKind::Fact, "old but used"), &[], old).await.unwrap();
-        store.touch_memories(owner(1), &[recalled], now - Duration::days(3)).await.unwrap();
+        let stale = store
+            .insert_memory(
+                owner(1),
+                &new(MemoryKind::Decision, "old decision"),
+                &[],
+                old,
+            )
+            .await
+            .unwrap();
+        let pref = store
+            .insert_memory(owner(1), &new(MemoryKind::Preference, "old pref"), &[], old)
+            .await
+            .unwrap();
+        let recalled = store
+            .insert_memory(owner(1), &new(MemoryKind::Fact, "old but used"), &[], old)
+            .await
+            .unwrap();
+        store
+            .touch_memories(owner(1), &[recalled], now - Duration::days(3))
+            .await
+            .unwrap();
         let mut expiring = new(MemoryKind::Fact, "until yesterday");
         expiring.expires_at = Some(now - Duration::days(1));
-        let expired = store.insert_memory(owner(1), &expiring, &[], now).await.unwrap();
-        let fresh = store.insert_memory(owner(1), &new(MemoryKind::Fact, "fresh"), &[], now).await.unwrap();
+        let expired = store
+            .insert_memory(owner(1), &expiring, &[], now)
+            .await
+            .unwrap();
+        let fresh = store
+            .insert_memory(owner(1), &new(MemoryKind::Fact, "fresh"), &[], now)
+            .await
+            .unwrap();
         // Expired memories are invisible before they are collected.
-        let live: Vec<i64> = store.memories_of(owner(1), &[], 10, now).await.unwrap().iter().map(|m| m.id).collect();
+        let live: Vec<i64> = store
+            .memories_of(owner(1), &[], 10, now)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
         assert!(!live.contains(&expired));
 
-        assert_eq!(store.collect_memories(now, now - Duration::days(90)).await.unwrap(), 2);
-        for (id, kept) in [(stale, false), (pref, true), (recalled, true), (expired, false), (fresh, true)] {
-            assert_eq!(store.memory(owner(1), id).await.unwrap().is_some(), kept, "memory {id}");
+        assert_eq!(
+            store
+                .collect_memories(now, now - Duration::days(90))
+                .await
+                .unwrap(),
+            2
+        );
+        for (id, kept) in [
+            (stale, false),
+            (pref, true),
+            (recalled, true),
+            (expired, false),
+            (fresh, true),
+        ] {
+            assert_eq!(
+                store.memory(owner(1), id).await.unwrap().is_some(),
+                kept,
+                "memory {id}"
+            );
         }
     }
 

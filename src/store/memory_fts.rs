@@ -9,7 +9,7 @@
 //! becomes a `tsvector` with the `simple` configuration.
 
 use super::memories::{ms, record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -41,7 +41,10 @@ pub(crate) fn index_text(owner: MemoryOwner, terms: &[String]) -> String {
 
 /// A term the `ascii` tokenizer keeps whole: no ASCII punctuation or space.
 fn is_plain(term: &str) -> bool {
-    !term.is_empty() && term.chars().all(|c| !c.is_ascii() || c.is_ascii_alphanumeric())
+    !term.is_empty()
+        && term
+            .chars()
+            .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric())
 }
 
 /// The FTS5 query matching any of `terms` of `owner`.
@@ -56,6 +59,18 @@ fn match_expr(owner: MemoryOwner, terms: &[String]) -> String {
         .join(" OR ")
 }
 
+/// The PostgreSQL tsquery matching any of `terms` of `owner`.
+fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
+    let prefix = owner_prefix(owner);
+    terms
+        .iter()
+        .filter(|t| is_plain(t) && !t.contains('\''))
+        .take(MAX_QUERY_TERMS)
+        .map(|t| format!("'{prefix}{t}'"))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 impl Store {
     /// The owner's live memories matching any of `terms`, best BM25 first, with
     /// their BM25 score (lower is better, as SQLite reports it).
@@ -67,16 +82,39 @@ impl Store {
         limit: u32,
         now: DateTime<Utc>,
     ) -> Result<Vec<(MemoryRecord, f64)>, StoreError> {
-        let expr = match_expr(owner, terms);
+        let (expr, sql) = match self.backend {
+            // The full-text query runs first and alone, so FTS5 ranks in its own
+            // sorter (a join lets the planner probe the index once per row of
+            // the user instead); owner, expiry and kind are checked after.
+            Backend::Sqlite => (
+                match_expr(owner, terms),
+                format!(
+                    "SELECT {COLUMNS}, f.score AS score FROM
+                        (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY rank LIMIT {candidates}) f
+                     JOIN memories m ON m.id = f.rowid
+                     WHERE m.platform = $2 AND m.user_id = $3
+                     AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5 IS NULL OR m.kind = $5)
+                     ORDER BY f.score LIMIT $6",
+                    candidates = u64::from(limit) * if kind.is_some() { 5 } else { 2 }
+                ),
+            ),
+            // The same pre-segmented terms as a `simple` tsvector (GIN-indexed);
+            // ts_rank is negated so that, as with bm25, lower is better.
+            Backend::Postgres => (
+                tsquery_expr(owner, terms),
+                format!(
+                    "SELECT {COLUMNS}, CAST(-ts_rank(to_tsvector('simple', m.terms), q.q) AS DOUBLE PRECISION) AS score
+                     FROM memories m, to_tsquery('simple', $1) AS q(q)
+                     WHERE to_tsvector('simple', m.terms) @@ q.q AND m.platform = $2 AND m.user_id = $3
+                     AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5::TEXT IS NULL OR m.kind = $5)
+                     ORDER BY score LIMIT $6"
+                ),
+            ),
+        };
         if expr.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS}, bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-             WHERE memories_fts MATCH $1 AND m.platform = $2 AND m.user_id = $3
-             AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5 IS NULL OR m.kind = $5)
-             ORDER BY score LIMIT $6"
-        ))
+        let rows = sqlx::query(&sql)
         .bind(expr)
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
@@ -85,7 +123,9 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok((record(r)?, r.try_get::<f64, _>("score")?))).collect()
+        rows.iter()
+            .map(|r| Ok((record(r)?, r.try_get::<f64, _>("score")?)))
+            .collect()
     }
 
     /// The owner's live memories containing `needle` (case-insensitive for ASCII),
@@ -101,11 +141,17 @@ impl Store {
         if needle.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let pattern = format!("%{}%", needle.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        let pattern = format!(
+            "%{}%",
+            needle
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM (SELECT * FROM memories WHERE platform = $1 AND user_id = $2
                 AND (expires_at IS NULL OR expires_at > $3) ORDER BY updated_at DESC LIMIT $4) m
-             WHERE m.content LIKE $5 ESCAPE '\\' ORDER BY m.updated_at DESC LIMIT $6"
+             WHERE LOWER(m.content) LIKE LOWER($5) ESCAPE '\\' ORDER BY m.updated_at DESC LIMIT $6"
         ))
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
@@ -142,24 +188,54 @@ mod tests {
             importance: 0.5,
             expires_at: None,
         };
-        store.insert_memory(o, &m, &terms(t), Utc::now()).await.unwrap()
+        store
+            .insert_memory(o, &m, &terms(t), Utc::now())
+            .await
+            .unwrap()
     }
 
     #[test]
     fn owner_keys_keep_terms_apart() {
-        assert_eq!(index_text(owner(42), &terms(&["咖啡", "tea"])), "discord42x咖啡 discord42xtea");
-        assert_eq!(index_text(owner(-7), &terms(&["a-b", "ok"])), "discordn7xok");
-        assert_eq!(match_expr(owner(1), &terms(&["喝咖", "咖啡"])), "\"discord1x喝咖\" OR \"discord1x咖啡\"");
+        assert_eq!(
+            index_text(owner(42), &terms(&["咖啡", "tea"])),
+            "discord42x咖啡 discord42xtea"
+        );
+        assert_eq!(
+            index_text(owner(-7), &terms(&["a-b", "ok"])),
+            "discordn7xok"
+        );
+        assert_eq!(
+            match_expr(owner(1), &terms(&["喝咖", "咖啡"])),
+            "\"discord1x喝咖\" OR \"discord1x咖啡\""
+        );
     }
 
     #[tokio::test]
     async fn search_finds_cjk_bigrams_only_for_the_owner() {
         let (store, _dir) = test_store().await;
-        let mine = add(&store, owner(1), "用户喜欢喝咖啡", &["用户", "户喜", "喜欢", "欢喝", "喝咖", "咖啡"]).await;
-        let theirs = add(&store, owner(2), "他也喜欢咖啡", &["他也", "也喜", "喜欢", "欢咖", "咖啡"]).await;
-        let hits = store.search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now()).await.unwrap();
+        let mine = add(
+            &store,
+            owner(1),
+            "用户喜欢喝咖啡",
+            &["用户", "户喜", "喜欢", "欢喝", "喝咖", "咖啡"],
+        )
+        .await;
+        let theirs = add(
+            &store,
+            owner(2),
+            "他也喜欢咖啡",
+            &["他也", "也喜", "喜欢", "欢咖", "咖啡"],
+        )
+        .await;
+        let hits = store
+            .search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(hits.iter().map(|(m, _)| m.id).collect::<Vec<_>>(), [mine]);
-        let hits = store.search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now()).await.unwrap();
+        let hits = store
+            .search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(hits.iter().map(|(m, _)| m.id).collect::<Vec<_>>(), [theirs]);
         // Updates and deletes keep the index in step.
         let other = NewMemory {
@@ -169,10 +245,27 @@ mod tests {
             importance: 0.5,
             expires_at: None,
         };
-        store.update_memory(owner(1), mine, &other, &terms(&["喜欢", "欢茶"]), Utc::now()).await.unwrap();
-        assert!(store.search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now()).await.unwrap().is_empty());
+        store
+            .update_memory(
+                owner(1),
+                mine,
+                &other,
+                &terms(&["喜欢", "欢茶"]),
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        assert!(store
+            .search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
+            .await
+            .unwrap()
+            .is_empty());
         store.delete_memory(owner(2), theirs).await.unwrap();
-        assert!(store.search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now()).await.unwrap().is_empty());
+        assert!(store
+            .search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]
@@ -181,9 +274,23 @@ mod tests {
         let cat = add(&store, owner(1), "养了一只猫", &[]).await;
         add(&store, owner(2), "也养猫", &[]).await;
         add(&store, owner(1), "100% sure", &[]).await;
-        let hits = store.memories_containing(owner(1), "猫", 10, Utc::now()).await.unwrap();
+        let hits = store
+            .memories_containing(owner(1), "猫", 10, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [cat]);
-        assert_eq!(store.memories_containing(owner(1), "0%", 10, Utc::now()).await.unwrap().len(), 1);
-        assert!(store.memories_containing(owner(1), "_", 10, Utc::now()).await.unwrap().is_empty());
+        assert_eq!(
+            store
+                .memories_containing(owner(1), "0%", 10, Utc::now())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(store
+            .memories_containing(owner(1), "_", 10, Utc::now())
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

@@ -24,18 +24,16 @@ pub use sessions::{SessionId, SessionKey};
 pub use tasks::{TaskRecord, TaskStatus};
 pub use turns::{TurnOrigin, TurnState};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, Executor};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::time::Duration;
 
 /// A persistence failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open the database at {path}: {reason}; check that the directory exists and is writable, or set DATABASE_URL")]
+    #[error("cannot open the database at {path}: {reason}; check that it exists and is reachable (or writable), or set DATABASE_URL")]
     Open { path: String, reason: String },
-    #[error("unsupported DATABASE_URL {0:?}: use sqlite://path/to/file.db")]
+    #[error("unsupported DATABASE_URL {0:?}: use sqlite://path/to/file.db or postgres://user@host/db")]
     UnsupportedUrl(String),
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -45,10 +43,23 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-/// The database. Cheap to clone.
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded, one file: the default.
+    Sqlite,
+    /// Shared by several gateway processes.
+    Postgres,
+}
+
+/// The database. Cheap to clone. One interface over SQLite and PostgreSQL:
+/// queries are portable SQL with `$N` placeholders, times are epoch
+/// milliseconds, and the few backend-specific statements branch on
+/// [`Store::backend`].
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    backend: Backend,
 }
 
 impl Store {
@@ -61,30 +72,50 @@ impl Store {
 
     /// Opens without migrating (for `switchboard migrate` and `doctor`).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let pool = AnyPoolOptions::new()
+                .max_connections(10)
+                .acquire_timeout(std::time::Duration::from_secs(10))
+                .connect(url)
+                .await
+                .map_err(|e| StoreError::Open { path: redact_url(url), reason: e.to_string() })?;
+            return Ok(Store { pool, backend: Backend::Postgres });
+        }
         let Some(path) = sqlite_path(url) else {
-            return Err(StoreError::UnsupportedUrl(url.to_owned()));
+            return Err(StoreError::UnsupportedUrl(redact_url(url)));
         };
         let open_err = |reason: String| StoreError::Open { path: path.display().to_string(), reason };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         }
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| open_err(e.to_string()))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
+        let url = if url.contains('?') { url.to_owned() } else { format!("{url}?mode=rwc") };
+        let pool = AnyPoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // WAL lets readers and one writer work at once; the busy timeout
+                    // waits out a writer instead of failing with "database is locked".
+                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;")
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect(&url)
             .await
             .map_err(|e| open_err(e.to_string()))?;
-        Ok(Store { pool })
+        Ok(Store { pool, backend: Backend::Sqlite })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        sqlx::migrate!("./migrations/sqlite").run(&self.pool).await?;
+        match self.backend {
+            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&self.pool).await?,
+            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&self.pool).await?,
+        }
         Ok(())
     }
 
@@ -99,6 +130,17 @@ impl Store {
     }
 }
 
+/// A database URL without its password, for error messages.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("redacted"));
+            u.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// The file path of a `sqlite:` URL (`sqlite://rel/path.db`, `sqlite:///abs.db`, `sqlite::memory:`).
 fn sqlite_path(url: &str) -> Option<PathBuf> {
     let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
@@ -106,9 +148,19 @@ fn sqlite_path(url: &str) -> Option<PathBuf> {
     Some(if file == ":memory:" { PathBuf::new() } else { Path::new(file).to_path_buf() })
 }
 
-pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
-    chrono::Utc::now()
+/// Now, in epoch milliseconds (how times are stored).
+pub(crate) fn now() -> i64 {
+    chrono::Utc::now().timestamp_millis()
 }
+
+pub(crate) fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn dt(ms: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
 
 #[cfg(test)]
 pub(crate) async fn test_store() -> (Store, tempfile::TempDir) {

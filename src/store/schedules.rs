@@ -42,7 +42,7 @@ impl Store {
         .bind(&s.prompt)
         .bind(&s.missed)
         .bind(s.next_run_at)
-        .bind(chrono::Utc::now().timestamp_millis())
+        .bind(super::now())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -64,7 +64,7 @@ impl Store {
     /// Claims the occurrence due at `due_ms` by moving the schedule to `next`
     /// (`None` ends it). Only one caller per occurrence gets `true`.
     pub async fn claim_occurrence(&self, id: &str, due_ms: i64, next: Option<i64>, fired: bool) -> Result<bool, StoreError> {
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = super::now();
         let done = sqlx::query(
             "UPDATE schedules SET next_run_at = $1,
                  last_fired_at = CASE WHEN $2 THEN $3 ELSE last_fired_at END,
@@ -106,7 +106,7 @@ impl Store {
     }
 }
 
-fn schedule_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ScheduleRecord, StoreError> {
+fn schedule_from_row(r: &sqlx::any::AnyRow) -> Result<ScheduleRecord, StoreError> {
     let origin: String = r.try_get("origin")?;
     Ok(ScheduleRecord {
         id: r.try_get("id")?,

@@ -6,7 +6,7 @@ use super::memories::ms;
 use super::{now, SessionId, SessionKey, Store, StoreError};
 use crate::llm::Message;
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use sqlx::Row;
 use switchboard_platform::{ChatId, Platform, ThreadId, UserId};
 
@@ -47,24 +47,27 @@ impl StateDoc {
     }
 }
 
-fn message(row: &SqliteRow) -> Result<(i64, Message), StoreError> {
+fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
     let payload: String = row.try_get("payload")?;
-    let m = serde_json::from_str(&payload).map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?;
+    let m = serde_json::from_str(&payload)
+        .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?;
     Ok((row.try_get("id")?, m))
 }
 
 impl Store {
     /// The key of a session by id (who owns it, where it is).
     pub async fn session_key(&self, session: &str) -> Result<Option<SessionKey>, StoreError> {
-        let row = sqlx::query("SELECT platform, chat_id, thread_id, user_id FROM sessions WHERE id = $1")
-            .bind(session)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query("SELECT platform, chat_id, thread_id, user_id FROM sessions WHERE id = $1")
+                .bind(session)
+                .fetch_optional(&self.pool)
+                .await?;
         let Some(row) = row else { return Ok(None) };
         let platform: String = row.try_get("platform")?;
         let thread: i64 = row.try_get("thread_id")?;
         Ok(Some(SessionKey {
-            platform: Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform:?}")))?,
+            platform: Platform::parse(&platform)
+                .ok_or_else(|| StoreError::Corrupt(format!("platform {platform:?}")))?,
             chat: ChatId(row.try_get("chat_id")?),
             thread: (thread != 0).then_some(ThreadId(thread)),
             user: UserId(row.try_get("user_id")?),
@@ -78,7 +81,9 @@ impl Store {
         .bind(&session.0)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(SessionState::default()) };
+        let Some(row) = row else {
+            return Ok(SessionState::default());
+        };
         Ok(SessionState {
             task_state: row.try_get("task_state")?,
             execution_state: row.try_get("execution_state")?,
@@ -88,7 +93,12 @@ impl Store {
     }
 
     /// Writes (or with `None` clears) one document of a session's state.
-    pub async fn set_session_doc(&self, session: &SessionId, doc: StateDoc, value: Option<&str>) -> Result<(), StoreError> {
+    pub async fn set_session_doc(
+        &self,
+        session: &SessionId,
+        doc: StateDoc,
+        value: Option<&str>,
+    ) -> Result<(), StoreError> {
         let column = doc.column();
         sqlx::query(&format!(
             "INSERT INTO session_state (session_id, {column}, updated_at) VALUES ($1, $2, $3)
@@ -96,7 +106,7 @@ impl Store {
         ))
         .bind(&session.0)
         .bind(value)
-        .bind(ms(now()))
+        .bind(now())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -109,14 +119,18 @@ impl Store {
              WHERE session_id = $1",
         )
         .bind(&session.0)
-        .bind(ms(now()))
+        .bind(now())
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
     /// The last `limit` live (not archived) messages with their ids, oldest first.
-    pub async fn live_history(&self, session: &SessionId, limit: u32) -> Result<Vec<(i64, Message)>, StoreError> {
+    pub async fn live_history(
+        &self,
+        session: &SessionId,
+        limit: u32,
+    ) -> Result<Vec<(i64, Message)>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0
              ORDER BY id DESC LIMIT $2) ORDER BY id ASC",
@@ -129,7 +143,13 @@ impl Store {
     }
 
     /// Messages with ids in `from..=to` (archived ones included), oldest first.
-    pub async fn messages_between(&self, session: &SessionId, from: i64, to: i64, limit: u32) -> Result<Vec<(i64, Message)>, StoreError> {
+    pub async fn messages_between(
+        &self,
+        session: &SessionId,
+        from: i64,
+        to: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, Message)>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, payload FROM messages WHERE session_id = $1 AND id >= $2 AND id <= $3 ORDER BY id ASC LIMIT $4",
         )
@@ -143,7 +163,12 @@ impl Store {
     }
 
     /// The last `limit` messages up to `through` (archived ones included), oldest first.
-    pub async fn messages_through(&self, session: &SessionId, through: i64, limit: u32) -> Result<Vec<(i64, Message)>, StoreError> {
+    pub async fn messages_through(
+        &self,
+        session: &SessionId,
+        through: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, Message)>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND id <= $2
              ORDER BY id DESC LIMIT $3) ORDER BY id ASC",
@@ -170,14 +195,19 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let mut last = through;
         if folded_new > 0 {
-            let ids: Vec<i64> =
-                sqlx::query_scalar("SELECT id FROM messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2")
-                    .bind(&session.0)
-                    .bind(i64::try_from(new_count).unwrap_or(i64::MAX))
-                    .fetch_all(&mut *tx)
-                    .await?;
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT id FROM messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
+            )
+            .bind(&session.0)
+            .bind(i64::try_from(new_count).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await?;
             // `ids` is newest first: the folded ones are the oldest of them.
-            if let Some(id) = ids.len().checked_sub(folded_new.min(ids.len())).and_then(|i| ids.get(i)) {
+            if let Some(id) = ids
+                .len()
+                .checked_sub(folded_new.min(ids.len()))
+                .and_then(|i| ids.get(i))
+            {
                 last = Some(last.map_or(*id, |l| l.max(*id)));
             }
         }
@@ -194,7 +224,7 @@ impl Store {
         )
         .bind(&session.0)
         .bind(summary)
-        .bind(ms(now()))
+        .bind(now())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -202,7 +232,11 @@ impl Store {
     }
 
     /// Sessions quiet since `before` with messages newer than their extraction watermark.
-    pub async fn idle_sessions(&self, before: DateTime<Utc>, limit: u32) -> Result<Vec<IdleSession>, StoreError> {
+    pub async fn idle_sessions(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<IdleSession>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.id, s.platform, s.chat_id, s.thread_id, s.user_id,
                     (SELECT MAX(m.id) FROM messages m WHERE m.session_id = s.id) AS last_message
@@ -211,7 +245,7 @@ impl Store {
                AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.id > COALESCE(st.extracted_through, 0))
              ORDER BY s.updated_at LIMIT $2",
         )
-        .bind(before)
+        .bind(ms(before))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
@@ -235,15 +269,20 @@ impl Store {
     }
 
     /// Moves the extraction watermark of a session forward to `through`.
-    pub async fn set_extracted_through(&self, session: &SessionId, through: i64) -> Result<(), StoreError> {
+    pub async fn set_extracted_through(
+        &self,
+        session: &SessionId,
+        through: i64,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO session_state (session_id, extracted_through, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET extracted_through = MAX(extracted_through, excluded.extracted_through),
+             ON CONFLICT (session_id) DO UPDATE SET extracted_through = CASE WHEN excluded.extracted_through > session_state.extracted_through
+                 THEN excluded.extracted_through ELSE session_state.extracted_through END,
              updated_at = excluded.updated_at",
         )
         .bind(&session.0)
         .bind(through)
-        .bind(ms(now()))
+        .bind(now())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -256,7 +295,12 @@ mod tests {
     use crate::store::test_store;
 
     fn key(user: i64) -> SessionKey {
-        SessionKey { platform: Platform::Telegram, chat: ChatId(5), thread: Some(ThreadId(9)), user: UserId(user) }
+        SessionKey {
+            platform: Platform::Telegram,
+            chat: ChatId(5),
+            thread: Some(ThreadId(9)),
+            user: UserId(user),
+        }
     }
 
     #[tokio::test]
@@ -264,15 +308,27 @@ mod tests {
         let (store, _dir) = test_store().await;
         let s = store.session(&key(1)).await.unwrap();
         assert_eq!(store.session_key(&s.0).await.unwrap(), Some(key(1)));
-        store.set_session_doc(&s, StateDoc::Task, Some("{\"goal\":1}")).await.unwrap();
-        store.set_session_doc(&s, StateDoc::Execution, Some("{}")).await.unwrap();
+        store
+            .set_session_doc(&s, StateDoc::Task, Some("{\"goal\":1}"))
+            .await
+            .unwrap();
+        store
+            .set_session_doc(&s, StateDoc::Execution, Some("{}"))
+            .await
+            .unwrap();
         store.set_extracted_through(&s, 12).await.unwrap();
         store.set_extracted_through(&s, 3).await.unwrap();
         let st = store.session_state(&s).await.unwrap();
-        assert_eq!((st.task_state.as_deref(), st.extracted_through), (Some("{\"goal\":1}"), 12));
+        assert_eq!(
+            (st.task_state.as_deref(), st.extracted_through),
+            (Some("{\"goal\":1}"), 12)
+        );
         store.clear_session_state(&s).await.unwrap();
         let st = store.session_state(&s).await.unwrap();
-        assert_eq!((st.task_state, st.execution_state, st.extracted_through), (None, None, 12));
+        assert_eq!(
+            (st.task_state, st.execution_state, st.extracted_through),
+            (None, None, 12)
+        );
     }
 
     #[tokio::test]
@@ -281,15 +337,45 @@ mod tests {
         let s = store.session(&key(1)).await.unwrap();
         let old: Vec<Message> = (0..4).map(|i| Message::user(format!("old{i}"))).collect();
         store.append_messages(&s, &old).await.unwrap();
-        let ids: Vec<i64> = store.live_history(&s, 10).await.unwrap().iter().map(|(id, _)| *id).collect();
+        let ids: Vec<i64> = store
+            .live_history(&s, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|(id, _)| *id)
+            .collect();
         let new: Vec<Message> = (0..3).map(|i| Message::user(format!("new{i}"))).collect();
         store.append_messages(&s, &new).await.unwrap();
-        store.fold_history(&s, Some(ids[3]), 3, 1, "the summary").await.unwrap();
-        let live: Vec<String> = store.live_history(&s, 10).await.unwrap().into_iter().map(|(_, m)| m.content).collect();
+        store
+            .fold_history(&s, Some(ids[3]), 3, 1, "the summary")
+            .await
+            .unwrap();
+        let live: Vec<String> = store
+            .live_history(&s, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(_, m)| m.content)
+            .collect();
         assert_eq!(live, ["new1", "new2"]);
-        assert_eq!(store.history(&s, 10).await.unwrap().len(), 2, "history() shows live messages only");
-        assert_eq!(store.session_state(&s).await.unwrap().summary.as_deref(), Some("the summary"));
-        assert_eq!(store.messages_through(&s, i64::MAX, 40).await.unwrap().len(), 7, "archived rows are kept");
+        assert_eq!(
+            store.history(&s, 10).await.unwrap().len(),
+            2,
+            "history() shows live messages only"
+        );
+        assert_eq!(
+            store.session_state(&s).await.unwrap().summary.as_deref(),
+            Some("the summary")
+        );
+        assert_eq!(
+            store
+                .messages_through(&s, i64::MAX, 40)
+                .await
+                .unwrap()
+                .len(),
+            7,
+            "archived rows are kept"
+        );
     }
 
     #[tokio::test]
@@ -297,15 +383,32 @@ mod tests {
         let (store, _dir) = test_store().await;
         let a = store.session(&key(1)).await.unwrap();
         let b = store.session(&key(2)).await.unwrap();
-        store.append_messages(&a, &[Message::user("hi")]).await.unwrap();
-        store.append_messages(&b, &[Message::user("yo")]).await.unwrap();
+        store
+            .append_messages(&a, &[Message::user("hi")])
+            .await
+            .unwrap();
+        store
+            .append_messages(&b, &[Message::user("yo")])
+            .await
+            .unwrap();
         let later = Utc::now() + chrono::Duration::minutes(1);
         let idle = store.idle_sessions(later, 10).await.unwrap();
         assert_eq!(idle.len(), 2);
-        let a_last = idle.iter().find(|i| i.session == a).map(|i| i.last_message).unwrap();
+        let a_last = idle
+            .iter()
+            .find(|i| i.session == a)
+            .map(|i| i.last_message)
+            .unwrap();
         store.set_extracted_through(&a, a_last).await.unwrap();
         let idle = store.idle_sessions(later, 10).await.unwrap();
-        assert_eq!(idle.iter().map(|i| i.key.user).collect::<Vec<_>>(), [UserId(2)]);
-        assert!(store.idle_sessions(Utc::now() - chrono::Duration::minutes(1), 10).await.unwrap().is_empty());
+        assert_eq!(
+            idle.iter().map(|i| i.key.user).collect::<Vec<_>>(),
+            [UserId(2)]
+        );
+        assert!(store
+            .idle_sessions(Utc::now() - chrono::Duration::minutes(1), 10)
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

@@ -51,7 +51,7 @@ impl Store {
     /// The last `limit` live messages of a session (not folded by compaction), oldest first.
     pub async fn history(&self, session: &SessionId, limit: u32) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
-            "SELECT payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0 ORDER BY id DESC LIMIT $2)
+            "SELECT payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0 ORDER BY id DESC LIMIT $2) AS recent
              ORDER BY id ASC",
         )
         .bind(&session.0)

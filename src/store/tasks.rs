@@ -1,6 +1,6 @@
 //! Background task rows: status, progress and results.
 
-use super::{now, Store, StoreError};
+use super::{dt, ms, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId};
@@ -85,9 +85,9 @@ impl Store {
         .bind(&t.arguments)
         .bind(t.status.as_str())
         .bind(chat)
-        .bind(t.created_at)
+        .bind(ms(t.created_at))
         .bind(&t.notify)
-        .bind(chrono::Utc::now().timestamp_millis() + LEASE_MS)
+        .bind(now() + LEASE_MS)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -138,7 +138,7 @@ impl Store {
     /// Extends a running task's lease: its process is alive.
     pub async fn renew_task_lease(&self, id: &str) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET lease_until = $1 WHERE id = $2 AND finished_at IS NULL")
-            .bind(chrono::Utc::now().timestamp_millis() + LEASE_MS)
+            .bind(now() + LEASE_MS)
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -155,7 +155,7 @@ impl Store {
              RETURNING {COLUMNS}"
         ))
         .bind(now())
-        .bind(chrono::Utc::now().timestamp_millis())
+        .bind(now())
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(task_from_row).collect()
@@ -182,7 +182,7 @@ impl Store {
     }
 }
 
-fn task_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<TaskRecord, StoreError> {
+fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
     let status: String = r.try_get("status")?;
     let chat: String = r.try_get("chat")?;
     Ok(TaskRecord {
@@ -198,7 +198,7 @@ fn task_from_row(r: &sqlx::sqlite::SqliteRow) -> Result<TaskRecord, StoreError> 
         chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("task chat: {e}")))?,
         status_message: r.try_get::<Option<i64>, _>("status_message_id")?.map(MessageId),
         notify: r.try_get("notify")?,
-        created_at: r.try_get("created_at")?,
-        finished_at: r.try_get("finished_at")?,
+        created_at: dt(r.try_get("created_at")?),
+        finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(dt),
     })
 }

@@ -51,7 +51,7 @@ impl Store {
         .bind(json(&t.messages)?)
         .bind(i64::try_from(t.new_from).unwrap_or(0))
         .bind(json(&t.remaining)?)
-        .bind(chrono::Utc::now().timestamp_millis())
+        .bind(super::now())
         .execute(&self.pool)
         .await?;
         Ok(())

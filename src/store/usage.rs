@@ -12,11 +12,11 @@ impl Store {
             "INSERT INTO usage (platform, user_id, day, turns, input_tokens, output_tokens, cache_read, cache_write)
              VALUES ($1, $2, $3, 1, $4, $5, $6, $7)
              ON CONFLICT (platform, user_id, day) DO UPDATE SET
-               turns = turns + 1,
-               input_tokens = input_tokens + excluded.input_tokens,
-               output_tokens = output_tokens + excluded.output_tokens,
-               cache_read = cache_read + excluded.cache_read,
-               cache_write = cache_write + excluded.cache_write",
+               turns = usage.turns + 1,
+               input_tokens = usage.input_tokens + excluded.input_tokens,
+               output_tokens = usage.output_tokens + excluded.output_tokens,
+               cache_read = usage.cache_read + excluded.cache_read,
+               cache_write = usage.cache_write + excluded.cache_write",
         )
         .bind(platform.as_str())
         .bind(user.0)

@@ -18,13 +18,28 @@ const MAX_CONTENT_CHARS: usize = 300;
 /// The three memory tools over one book.
 pub fn memory_tools(book: MemoryBook) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(RememberTool { book: book.clone(), spec: remember_spec() }),
-        Arc::new(RecallTool { book: book.clone(), spec: recall_spec() }),
-        Arc::new(ForgetTool { book, spec: forget_spec() }),
+        Arc::new(RememberTool {
+            book: book.clone(),
+            spec: remember_spec(),
+        }),
+        Arc::new(RecallTool {
+            book: book.clone(),
+            spec: recall_spec(),
+        }),
+        Arc::new(ForgetTool {
+            book,
+            spec: forget_spec(),
+        }),
     ]
 }
 
-fn spec(name: &str, display: &str, description: &str, parameters: Value, concurrency_safe: bool) -> ToolSpec {
+fn spec(
+    name: &str,
+    display: &str,
+    description: &str,
+    parameters: Value,
+    concurrency_safe: bool,
+) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         display_name: display.into(),
@@ -94,17 +109,27 @@ fn forget_spec() -> ToolSpec {
 /// The user whose memory a call may touch: the owner of the calling session.
 async fn owner(book: &MemoryBook, ctx: &ToolContext) -> Result<MemoryOwner, ToolError> {
     if !book.config().enabled {
-        return Err(ToolError::failed("long-term memory is disabled on this gateway"));
+        return Err(ToolError::failed(
+            "long-term memory is disabled on this gateway",
+        ));
     }
     match book.store().session_key(&ctx.session_id).await {
         Ok(Some(key)) => Ok(MemoryOwner::of(&key)),
-        Ok(None) => Err(ToolError::failed("memory is only available inside a chat session")),
-        Err(e) => Err(ToolError::Failed { message: "memory storage is unavailable".into(), diagnostics: Some(e.to_string()) }),
+        Ok(None) => Err(ToolError::failed(
+            "memory is only available inside a chat session",
+        )),
+        Err(e) => Err(ToolError::Failed {
+            message: "memory storage is unavailable".into(),
+            diagnostics: Some(e.to_string()),
+        }),
     }
 }
 
 fn storage(e: impl std::fmt::Display) -> ToolError {
-    ToolError::Failed { message: "memory storage is unavailable".into(), diagnostics: Some(e.to_string()) }
+    ToolError::Failed {
+        message: "memory storage is unavailable".into(),
+        diagnostics: Some(e.to_string()),
+    }
 }
 
 struct RememberTool {
@@ -130,16 +155,24 @@ impl Tool for RememberTool {
         let args: RememberArgs = parse_args("remember", args)?;
         let content = args.content.trim().to_owned();
         if content.is_empty() || content.chars().count() > MAX_CONTENT_CHARS {
-            return Err(ToolError::InvalidArguments(format!("content must be 1 to {MAX_CONTENT_CHARS} characters")));
+            return Err(ToolError::InvalidArguments(format!(
+                "content must be 1 to {MAX_CONTENT_CHARS} characters"
+            )));
         }
         if check_secret(&content).is_err() {
-            return Err(ToolError::Forbidden("that looks like a secret; secrets are never stored in memory".into()));
+            return Err(ToolError::Forbidden(
+                "that looks like a secret; secrets are never stored in memory".into(),
+            ));
         }
         let kind = match args.kind.as_deref() {
             None | Some("fact") => MemoryKind::Fact,
             Some("preference") => MemoryKind::Preference,
             Some("decision") => MemoryKind::Decision,
-            Some(other) => return Err(ToolError::InvalidArguments(format!("unknown kind {other:?}; use fact, preference or decision"))),
+            Some(other) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "unknown kind {other:?}; use fact, preference or decision"
+                )))
+            }
         };
         let owner = owner(&self.book, ctx).await?;
         let now = Utc::now();
@@ -148,12 +181,17 @@ impl Tool for RememberTool {
             content,
             source_ref: format!("tool:{}", ctx.session_id),
             importance: 0.7,
-            expires_at: args.expires_in_days.filter(|d| (1..=3650).contains(d)).map(|d| now + Duration::days(i64::from(d))),
+            expires_at: args
+                .expires_in_days
+                .filter(|d| (1..=3650).contains(d))
+                .map(|d| now + Duration::days(i64::from(d))),
         };
-        Ok(match self.book.save(owner, memory, now).await.map_err(storage)? {
-            Saved::Added(id) => format!("Saved as memory #{id}."),
-            Saved::Merged(id) => format!("Already remembered as memory #{id}; updated it."),
-        })
+        Ok(
+            match self.book.save(owner, memory, now).await.map_err(storage)? {
+                Saved::Added(id) => format!("Saved as memory #{id}."),
+                Saved::Merged(id) => format!("Already remembered as memory #{id}; updated it."),
+            },
+        )
     }
 }
 
@@ -178,14 +216,26 @@ impl Tool for RecallTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: RecallArgs = parse_args("recall", args)?;
         let owner = owner(&self.book, ctx).await?;
-        let hits = recall(self.book.store(), owner, &args.query, RECALL_TOKENS, Utc::now()).await.map_err(storage)?;
+        let hits = recall(
+            self.book.store(),
+            owner,
+            &args.query,
+            RECALL_TOKENS,
+            Utc::now(),
+        )
+        .await
+        .map_err(storage)?;
         let lines: Vec<String> = hits
             .iter()
             .filter(|h| h.relevance > 0.0)
             .take(args.limit.unwrap_or(8).clamp(1, 20))
             .map(|h| memory_line(&h.memory))
             .collect();
-        Ok(if lines.is_empty() { format!("No memory matches {:?}.", args.query) } else { lines.join("\n") })
+        Ok(if lines.is_empty() {
+            format!("No memory matches {:?}.", args.query)
+        } else {
+            lines.join("\n")
+        })
     }
 }
 
@@ -212,7 +262,10 @@ impl Tool for ForgetTool {
         if self.book.forget(owner, args.id).await.map_err(storage)? {
             Ok(format!("Forgot memory #{}.", args.id))
         } else {
-            Err(ToolError::failed(format!("this user has no memory #{}", args.id)))
+            Err(ToolError::failed(format!(
+                "this user has no memory #{}",
+                args.id
+            )))
         }
     }
 }

@@ -138,11 +138,14 @@ struct Inner {
     open_callbacks: HashSet<String>,
     next_callback: u64,
     webhook: Option<(String, Option<String>)>,
+    /// Enforced 429s by limit ("per chat", "per group", "per bot").
+    limit_hits: HashMap<&'static str, usize>,
 }
 
 struct Shared {
     inner: Mutex<Inner>,
     updates_added: Notify,
+    call_recorded: Notify,
 }
 
 impl Shared {
@@ -189,8 +192,10 @@ impl FakeTelegram {
                 open_callbacks: HashSet::new(),
                 next_callback: 1,
                 webhook: None,
+                limit_hits: HashMap::new(),
             }),
             updates_added: Notify::new(),
+            call_recorded: Notify::new(),
         });
         let app = Router::new()
             .route("/{bot}/{method}", any(api::handle))
@@ -501,17 +506,28 @@ impl FakeTelegram {
         self.shared.lock().webhook.clone()
     }
 
-    /// Polls `check` every 10 ms until it holds or `timeout` passes.
+    /// Enforced 429s by the limit that was hit.
+    pub fn limit_hits(&self) -> HashMap<&'static str, usize> {
+        self.shared.lock().limit_hits.clone()
+    }
+
+    /// Checks `check` after every recorded call (and every 50 ms) until it
+    /// holds or `timeout` passes.
     pub async fn wait_until(&self, timeout: Duration, check: impl Fn(&Self) -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
+            let recorded = self.shared.call_recorded.notified();
+            tokio::pin!(recorded);
+            recorded.as_mut().enable();
             if check(self) {
                 return true;
             }
-            if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
                 return false;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            let nap = (deadline - now).min(Duration::from_millis(50));
+            let _ = tokio::time::timeout(nap, recorded).await;
         }
     }
 }

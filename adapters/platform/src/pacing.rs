@@ -26,7 +26,9 @@ pub struct TokioClock {
 
 impl TokioClock {
     pub fn new() -> TokioClock {
-        TokioClock { origin: Instant::now() }
+        TokioClock {
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -48,13 +50,6 @@ fn limiter(quota: Quota, clock: TokioClock) -> Limiter {
     RateLimiter::direct_with_clock(quota, clock)
 }
 
-/// Waits until `limiter` admits one call.
-async fn until_ready(limiter: &Limiter, clock: &TokioClock) {
-    while let Err(not_until) = limiter.check() {
-        tokio::time::sleep(not_until.wait_time_from(clock.now())).await;
-    }
-}
-
 /// What a failed platform call says about retrying it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retry {
@@ -64,10 +59,49 @@ pub enum Retry {
     After { delay: Duration, global: bool },
 }
 
-/// Per-key state: the order lock, the key's limiters and its pause deadline.
+/// One per-key quota as a GCRA that can be inspected without being consumed.
+///
+/// A key's calls run one at a time, so "wait until every quota of the key
+/// admits, then take the bot-wide token, then count the call against the key"
+/// is race-free. Counting the key's quota only when the call really goes out
+/// matters: had it been consumed before a long wait for the bot-wide limiter,
+/// the next call of the key could follow the real one too closely.
+struct KeyQuota {
+    interval: Duration,
+    tolerance: Duration,
+    /// Theoretical arrival time of the next call.
+    tat: Option<Instant>,
+}
+
+impl KeyQuota {
+    fn new(quota: Quota) -> Self {
+        let interval = quota.replenish_interval();
+        Self {
+            interval,
+            tolerance: interval * (quota.burst_size().get() - 1),
+            tat: None,
+        }
+    }
+
+    /// How long a call at `now` must still wait.
+    fn wait(&self, now: Instant) -> Duration {
+        self.tat
+            .and_then(|tat| tat.checked_sub(self.tolerance))
+            .map_or(Duration::ZERO, |earliest| {
+                earliest.saturating_duration_since(now)
+            })
+    }
+
+    fn count(&mut self, now: Instant) {
+        let base = self.tat.map_or(now, |t| t.max(now));
+        self.tat = Some(base + self.interval);
+    }
+}
+
+/// Per-key state: the order lock, the key's quotas and its pause deadline.
 struct Lane {
     order: Mutex<()>,
-    limiters: Vec<Limiter>,
+    quotas: StdMutex<Vec<KeyQuota>>,
     paused_until: StdMutex<Option<Instant>>,
 }
 
@@ -158,10 +192,12 @@ where
             .or_insert_with(|| {
                 Arc::new(Lane {
                     order: Mutex::new(()),
-                    limiters: (self.quotas_for)(key)
-                        .into_iter()
-                        .map(|q| limiter(q, self.clock))
-                        .collect(),
+                    quotas: StdMutex::new(
+                        (self.quotas_for)(key)
+                            .into_iter()
+                            .map(KeyQuota::new)
+                            .collect(),
+                    ),
                     paused_until: StdMutex::new(None),
                 })
             })
@@ -174,15 +210,32 @@ where
                 .into_iter()
                 .flatten()
                 .max();
-            match pause {
-                Some(until) if until > Instant::now() => tokio::time::sleep_until(until).await,
-                _ => break,
+            if let Some(until) = pause.filter(|u| *u > Instant::now()) {
+                tokio::time::sleep_until(until).await;
+                continue;
+            }
+            let key_wait = {
+                let now = Instant::now();
+                let quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
+                quotas.iter().map(|q| q.wait(now)).max().unwrap_or_default()
+            };
+            if !key_wait.is_zero() {
+                tokio::time::sleep(key_wait).await;
+                continue;
+            }
+            match self.global.check() {
+                Ok(()) => {
+                    let now = Instant::now();
+                    let mut quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
+                    quotas.iter_mut().for_each(|q| q.count(now));
+                    return;
+                }
+                // Nothing of the key was consumed: re-check everything after the wait.
+                Err(not_until) => {
+                    tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await
+                }
             }
         }
-        for limiter in &lane.limiters {
-            until_ready(limiter, &self.clock).await;
-        }
-        until_ready(&self.global, &self.clock).await;
     }
 }
 
@@ -277,6 +330,32 @@ mod tests {
             assert!(r.is_ok());
         }
         assert!(start.elapsed() >= Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn key_spacing_counts_from_when_the_call_really_went_out() {
+        // Bot-wide: one call per 500 ms; key 1: one per second.
+        let global = per_second(2).allow_burst(NonZeroU32::MIN);
+        let pacer: Pacer<i64> = Pacer::new(global, |k| {
+            if *k == 1 {
+                vec![per_second(1)]
+            } else {
+                Vec::new()
+            }
+        });
+        let other: Result<(), ()> = pacer.run(&2, || async { Ok(()) }, |_| Retry::No).await;
+        assert!(other.is_ok());
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            let at: Result<Instant, ()> = pacer
+                .run(&1, || async { Ok(Instant::now()) }, |_| Retry::No)
+                .await;
+            sent.extend(at.ok());
+        }
+        // The first call of key 1 waited for the bot-wide token; the second
+        // still keeps a full second from it.
+        assert_eq!(sent.len(), 2);
+        assert!(sent[1].duration_since(sent[0]) >= Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]

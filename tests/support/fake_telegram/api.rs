@@ -78,6 +78,7 @@ pub(super) async fn handle(
         at: tokio::time::Instant::now(),
     });
     drop(inner);
+    shared.call_recorded.notify_waiters();
     envelope(&result)
 }
 
@@ -233,7 +234,13 @@ fn flood_check(inner: &mut Inner, chat: i64) -> Result<(), ApiError> {
         (Some(n), _) => Some(n),
         (None, Some(limits)) => {
             let is_group = inner.chats.get(&chat).is_some_and(|c| c.is_group);
-            limits.check(chat, is_group).err()
+            match limits.check(chat, is_group) {
+                Ok(()) => None,
+                Err((n, which)) => {
+                    *inner.limit_hits.entry(which).or_default() += 1;
+                    Some(n)
+                }
+            }
         }
         (None, None) => None,
     };

@@ -81,27 +81,29 @@ impl Limits {
         }
     }
 
-    /// `Err(retry_after_secs)` when a message to `chat` now exceeds a limit;
-    /// otherwise the message is counted.
-    pub fn check(&mut self, chat: i64, is_group: bool) -> Result<(), u32> {
+    /// `Err((retry_after_secs, which limit))` when a message to `chat` now
+    /// exceeds a limit; otherwise the message is counted.
+    pub fn check(&mut self, chat: i64, is_group: bool) -> Result<(), (u32, &'static str)> {
         let now = Instant::now();
         let cfg = self.config;
         let chat_bucket = self
             .chats
             .entry(chat)
             .or_insert_with(|| Bucket::new(Duration::from_secs(1), cfg.per_chat_per_second));
-        let mut wait = chat_bucket.wait(now, cfg.tolerance);
-        wait = wait.max(self.global.wait(now, cfg.tolerance));
+        let mut waits = vec![
+            (chat_bucket.wait(now, cfg.tolerance), "per chat"),
+            (self.global.wait(now, cfg.tolerance), "per bot"),
+        ];
         if is_group {
             let group = self
                 .groups
                 .entry(chat)
                 .or_insert_with(|| Bucket::new(Duration::from_secs(60), cfg.per_group_per_minute));
-            wait = wait.max(group.wait(now, cfg.tolerance));
+            waits.push((group.wait(now, cfg.tolerance), "per group"));
         }
-        if !wait.is_zero() {
+        if let Some((wait, which)) = waits.into_iter().filter(|(w, _)| !w.is_zero()).max() {
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            return Err(u32::try_from(secs.max(1)).unwrap_or(u32::MAX));
+            return Err((u32::try_from(secs.max(1)).unwrap_or(u32::MAX), which));
         }
         self.global.commit(now);
         if let Some(b) = self.chats.get_mut(&chat) {
