@@ -9,7 +9,9 @@
 //!    the time the fake spent on its requests (handler entry to end of the response
 //!    body) is subtracted. Scenario A: a plain text answer. Scenario B: one tool
 //!    round (`read_file` of a small workspace file), then the text answer. Then 10
-//!    users talk at once (closed loop) for turns/s.
+//!    users talk at once (closed loop) for turns/s. Also printed: process CPU
+//!    per turn, the SQL statements of one turn (sqlx's `sqlx::query` events) and
+//!    the platform operations of one turn.
 //! 2. Idle RSS of `target/release/switchboard chat` (stdin a pipe kept open, the
 //!    fake LLM in this process), read from /proc/PID/status after ~2 s, and again
 //!    after one turn.

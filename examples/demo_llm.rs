@@ -11,24 +11,32 @@ mod support {
     pub mod fake_llm;
 }
 
-use support::fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
+use support::fake_llm::{FakeLlm, Reply};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(11435);
+    let port: u16 = std::env::args()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(11435);
     let llm = FakeLlm::try_start_on(SocketAddr::from(([127, 0, 0, 1], port))).await?;
     llm.set_responder(respond);
-    println!("demo model listening: LLM_BASE_URL={} LLM_MODEL=demo", llm.base_url());
+    println!(
+        "demo model listening: LLM_BASE_URL={} LLM_MODEL=demo",
+        llm.base_url()
+    );
     tokio::signal::ctrl_c().await?;
     Ok(())
 }
 
 fn respond(request: &Value) -> Reply {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
-    let Some(last) = messages.last() else { return Reply::text("Hello!") };
+    let Some(last) = messages.last() else {
+        return Reply::text("Hello!");
+    };
     let content = last["content"].as_str().unwrap_or_default();
     let slow = |text: &str| Reply::text(text).with_chunk_delay(Duration::from_millis(30));
     if last["role"] == "tool" {
@@ -36,10 +44,19 @@ fn respond(request: &Value) -> Reply {
         return slow(&format!("The tool returned:\n```\n{preview}\n```"));
     }
     if content.contains("[SYSTEM NOTIFICATION - NOT USER INPUT]") {
-        let status = content.lines().find(|l| l.starts_with("status:")).unwrap_or("status: unknown");
+        let status = content
+            .lines()
+            .find(|l| l.starts_with("status:"))
+            .unwrap_or("status: unknown");
         return slow(&format!("Your background task finished ({status})."));
     }
-    let call = |name: &str, args: Value| Reply::tool_calls(vec![(format!("call_{}", messages.len()), name.to_owned(), args)]);
+    let call = |name: &str, args: Value| {
+        Reply::tool_calls(vec![(
+            format!("call_{}", messages.len()),
+            name.to_owned(),
+            args,
+        )])
+    };
     let (verb, rest) = content.split_once(' ').unwrap_or((content, ""));
     match verb {
         "read" => call("read_file", json!({ "path": rest })),
@@ -48,7 +65,10 @@ fn respond(request: &Value) -> Reply {
             call("write_file", json!({ "path": path, "content": text }))
         }
         "run" => call("exec_command", json!({ "command": rest })),
-        "bg" => call("exec_command", json!({ "command": rest, "background": true })),
+        "bg" => call(
+            "exec_command",
+            json!({ "command": rest, "background": true }),
+        ),
         "ask" => call("ask_user", json!({ "question": rest })),
         _ => slow(&format!("You said: {content}")),
     }

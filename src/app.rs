@@ -4,13 +4,13 @@ use crate::agent::{Agent, AgentConfig};
 use crate::busy::Busy;
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
-use crate::memory::MemoryBook;
 use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
+use crate::memory::MemoryBook;
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
-    AskUserTool, CancelTaskTool, CheckTasksTool, ScheduleTool, ExecConfig, ExecTool, memory_tools, ReadFileTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
-    WriteFileTool,
+    memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool,
+    ScheduleTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -73,7 +73,8 @@ impl Running {
 /// Builds the model provider from the config.
 pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     let model = ModelInfo::new(config.llm.model.clone(), config.llm.context_window);
-    let mut oc = OpenAiConfig::new(config.llm.base_url.clone(), model).with_idle_timeout(config.llm.idle_timeout);
+    let mut oc = OpenAiConfig::new(config.llm.base_url.clone(), model)
+        .with_idle_timeout(config.llm.idle_timeout);
     if let Some(key) = &config.llm.api_key {
         oc = oc.with_api_key(key.clone());
     }
@@ -81,7 +82,11 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
 }
 
 /// The built-in tools.
-pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> Result<ToolRegistry, RunError> {
+pub fn build_tools(
+    config: &Config,
+    store: &Store,
+    tasks: &Arc<TaskManager>,
+) -> Result<ToolRegistry, RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
         reason: e.to_string(),
@@ -89,7 +94,10 @@ pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> 
     let ws = Arc::new(ws);
     let mut exec = ExecConfig::new(Arc::clone(&ws));
     exec.timeout = config.exec_timeout;
-    let fetch = WebFetchConfig { allow: config.web_fetch_allow.clone(), ..WebFetchConfig::default() };
+    let fetch = WebFetchConfig {
+        allow: config.web_fetch_allow.clone(),
+        ..WebFetchConfig::default()
+    };
     let mut registry = ToolRegistry::new();
     registry
         .register(Arc::new(ReadFileTool::new(Arc::clone(&ws))))
@@ -98,8 +106,14 @@ pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> 
         .register(Arc::new(WebFetchTool::new(fetch)))
         .register(Arc::new(AskUserTool::new()))
         .register(Arc::new(CheckTasksTool::new(store.clone())))
-        .register(Arc::new(CancelTaskTool::new(store.clone(), Arc::clone(tasks))))
-        .register(Arc::new(ScheduleTool::new(store.clone(), config.timezone.clone())));
+        .register(Arc::new(CancelTaskTool::new(
+            store.clone(),
+            Arc::clone(tasks),
+        )))
+        .register(Arc::new(ScheduleTool::new(
+            store.clone(),
+            config.timezone.clone(),
+        )));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
@@ -107,7 +121,11 @@ pub fn build_tools(config: &Config, store: &Store, tasks: &Arc<TaskManager>) -> 
 }
 
 /// Opens the store, builds the agent and starts the gateway with `adapters`.
-pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shutdown: CancellationToken) -> Result<Running, RunError> {
+pub async fn start(
+    config: &Config,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    shutdown: CancellationToken,
+) -> Result<Running, RunError> {
     let store = Store::open(&config.database_url).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
@@ -119,7 +137,10 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
         tools,
         AgentConfig {
             max_tool_rounds: config.max_tool_rounds,
-            system_prompt: config.system_prompt.clone().unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+            system_prompt: config
+                .system_prompt
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
             data_dir: config.data_dir.clone(),
             model_retries: 2,
         },
@@ -132,7 +153,13 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),
     };
-    let parts = GatewayParts { store: store.clone(), agent, tasks, finished: finished_rx, busy: busy.clone() };
+    let parts = GatewayParts {
+        store: store.clone(),
+        agent,
+        tasks,
+        finished: finished_rx,
+        busy: busy.clone(),
+    };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
     let (sink, inbound) = mpsc::channel(1024);
     let adapters_done = CancellationToken::new();
@@ -154,9 +181,18 @@ pub async fn start(config: &Config, adapters: Vec<Arc<dyn PlatformAdapter>>, shu
         }));
     }
     drop(sink);
-    store.record_event("gateway.start", json!({ "platforms": handles.len() })).await;
+    store
+        .record_event("gateway.start", json!({ "platforms": handles.len() }))
+        .await;
     let gateway = tokio::spawn(gateway.serve(inbound));
-    Ok(Running { store, busy, gateway, adapters: handles, adapters_done, shutdown })
+    Ok(Running {
+        store,
+        busy,
+        gateway,
+        adapters: handles,
+        adapters_done,
+        shutdown,
+    })
 }
 
 /// `switchboard run`: every configured platform adapter, until `shutdown`.
@@ -164,7 +200,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     if config.platforms.is_empty() {
         return Err(RunError::NoPlatforms(crate::wiring::PLATFORM_HELP));
     }
-    let adapters = config.platforms.connect().await.map_err(RunError::Platform)?;
+    let adapters = config
+        .platforms
+        .connect()
+        .await
+        .map_err(RunError::Platform)?;
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())

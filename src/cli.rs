@@ -100,14 +100,25 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                         println!("No \"always allow\" rules.");
                     }
                     for r in rules {
-                        println!("{}  {} user {}  {}  {}", &r.id[..8.min(r.id.len())], r.platform, r.user, r.tool_name, r.pattern);
+                        println!(
+                            "{}  {} user {}  {}  {}",
+                            &r.id[..8.min(r.id.len())],
+                            r.platform,
+                            r.user,
+                            r.tool_name,
+                            r.pattern
+                        );
                     }
                 }
                 ApprovalsAction::Revoke { id } => {
                     if !store.revoke_any_rule(id.trim()).await? {
-                        anyhow::bail!("no rule matches {id} (give at least 6 characters of a unique id)");
+                        anyhow::bail!(
+                            "no rule matches {id} (give at least 6 characters of a unique id)"
+                        );
                     }
-                    store.record_event("approval.rule_revoked", serde_json::json!({ "id": id })).await;
+                    store
+                        .record_event("approval.rule_revoked", serde_json::json!({ "id": id }))
+                        .await;
                     println!("Revoked rule {id}.");
                 }
             }
@@ -116,7 +127,12 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Events { limit } => {
             let store = Store::open(&config.database_url).await?;
             for e in store.events(limit).await? {
-                println!("{}  {:<24} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.detail);
+                println!(
+                    "{}  {:<24} {}",
+                    e.at.format("%Y-%m-%d %H:%M:%S"),
+                    e.kind,
+                    e.detail
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -128,7 +144,10 @@ async fn chat(config: Config) -> anyhow::Result<ExitCode> {
     let shutdown = shutdown_on_signal();
     let console = ConsoleAdapter::stdio(!interactive);
     if interactive {
-        println!("Switchboard chat · model {} · /help for commands · Ctrl-D to quit", config.llm.model);
+        println!(
+            "Switchboard chat · model {} · /help for commands · Ctrl-D to quit",
+            config.llm.model
+        );
     }
     let adapters: Vec<std::sync::Arc<dyn PlatformAdapter>> = vec![console];
     let running = switchboard::start(&config, adapters, shutdown.clone()).await?;
@@ -156,10 +175,16 @@ async fn wait_console_done(running: &switchboard::Running, shutdown: &Cancellati
 
 async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
     let mut ok = true;
-    println!("✔ configuration loaded (model {}, endpoint {})", config.llm.model, config.llm.base_url);
+    println!(
+        "✔ configuration loaded (model {}, endpoint {})",
+        config.llm.model, config.llm.base_url
+    );
     match Store::open(&config.database_url).await {
         Ok(store) => match store.ping().await {
-            Ok(()) => println!("✔ database {} reachable, migrations applied", config.database_url),
+            Ok(()) => println!(
+                "✔ database {} reachable, migrations applied",
+                config.database_url
+            ),
             Err(e) => {
                 ok = false;
                 println!("✘ database: {e}");
@@ -186,7 +211,11 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
         Ok::<(), switchboard::llm::ProviderError>(())
     };
     match tokio::time::timeout(Duration::from_secs(90), probe).await {
-        Ok(Ok(())) => println!("✔ model endpoint answers ({} · context window {})", config.llm.model, provider.model().context_window),
+        Ok(Ok(())) => println!(
+            "✔ model endpoint answers ({} · context window {})",
+            config.llm.model,
+            provider.model().context_window
+        ),
         Ok(Err(e)) => {
             ok = false;
             println!("✘ model endpoint: {e}");
@@ -199,7 +228,11 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
     if config.platforms.is_empty() {
         println!("• no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn pair(config: Config, action: PairAction) -> anyhow::Result<ExitCode> {
@@ -211,19 +244,50 @@ async fn pair(config: Config, action: PairAction) -> anyhow::Result<ExitCode> {
                 println!("No pending pairing requests.");
             }
             for p in pending {
-                println!("{}  {} user {} ({})  expires {}", p.code, p.platform, p.user, p.display_name, p.expires_at.format("%H:%M UTC"));
+                println!(
+                    "{}  {} user {} ({})  expires {}",
+                    p.code,
+                    p.platform,
+                    p.user,
+                    p.display_name,
+                    p.expires_at.format("%H:%M UTC")
+                );
             }
         }
-        PairAction::Approve { code } | PairAction::Deny { code } if code.trim().is_empty() => anyhow::bail!("give the pairing CODE"),
+        PairAction::Approve { code } | PairAction::Deny { code } if code.trim().is_empty() => {
+            anyhow::bail!("give the pairing CODE")
+        }
         PairAction::Approve { code } => {
-            let p = store.decide_pairing(&code, true).await?.with_context(|| format!("no pending, unexpired pairing code {code}"))?;
-            store.record_event("pairing.approved", serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 })).await;
-            println!("Admitted {} user {} ({}).", p.platform, p.user, p.display_name);
+            let p = store
+                .decide_pairing(&code, true)
+                .await?
+                .with_context(|| format!("no pending, unexpired pairing code {code}"))?;
+            store
+                .record_event(
+                    "pairing.approved",
+                    serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 }),
+                )
+                .await;
+            println!(
+                "Admitted {} user {} ({}).",
+                p.platform, p.user, p.display_name
+            );
         }
         PairAction::Deny { code } => {
-            let p = store.decide_pairing(&code, false).await?.with_context(|| format!("no pending, unexpired pairing code {code}"))?;
-            store.record_event("pairing.denied", serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 })).await;
-            println!("Denied {} user {} ({}).", p.platform, p.user, p.display_name);
+            let p = store
+                .decide_pairing(&code, false)
+                .await?
+                .with_context(|| format!("no pending, unexpired pairing code {code}"))?;
+            store
+                .record_event(
+                    "pairing.denied",
+                    serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 }),
+                )
+                .await;
+            println!(
+                "Denied {} user {} ({}).",
+                p.platform, p.user, p.display_name
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -258,7 +322,14 @@ fn shutdown_on_signal() -> CancellationToken {
 /// Crates whose trace output carries secrets (tungstenite logs whole gateway
 /// frames, Identify with the Discord token; HTTP clients log URLs, and Telegram's
 /// URLs contain the bot token): capped at `info` whatever `RUST_LOG` asks.
-const SECRET_SAFE: &[&str] = &["tungstenite=info", "tokio_tungstenite=info", "reqwest=info", "hyper=info", "hyper_util=info", "h2=info"];
+const SECRET_SAFE: &[&str] = &[
+    "tungstenite=info",
+    "tokio_tungstenite=info",
+    "reqwest=info",
+    "hyper=info",
+    "hyper_util=info",
+    "h2=info",
+];
 
 /// Logs go to stderr; `chat` defaults to warnings only so the conversation stays readable.
 fn init_tracing(format: LogFormat, quiet: bool) {
@@ -270,7 +341,9 @@ fn init_tracing(format: LogFormat, quiet: bool) {
             filter = filter.add_directive(d);
         }
     }
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),

@@ -10,9 +10,16 @@ use switchboard_platform::{Platform, Secret, UserId};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{var} is not set: {fix}")]
-    Missing { var: &'static str, fix: &'static str },
+    Missing {
+        var: &'static str,
+        fix: &'static str,
+    },
     #[error("{var} is invalid ({problem}): {fix}")]
-    Invalid { var: &'static str, problem: String, fix: &'static str },
+    Invalid {
+        var: &'static str,
+        problem: String,
+        fix: &'static str,
+    },
     /// A platform adapter's own variables (its message names them).
     #[error("{0}")]
     Platform(String),
@@ -75,8 +82,15 @@ impl Config {
 
     /// Builds the config from any variable source (tests pass a map).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let get = |k: &str| get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let base_url = get("LLM_BASE_URL").ok_or(ConfigError::Missing { var: "LLM_BASE_URL", fix: FIX_LLM_BASE_URL })?;
+        let get = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let base_url = get("LLM_BASE_URL").ok_or(ConfigError::Missing {
+            var: "LLM_BASE_URL",
+            fix: FIX_LLM_BASE_URL,
+        })?;
         let parsed = url::Url::parse(&base_url).map_err(|e| ConfigError::Invalid {
             var: "LLM_BASE_URL",
             problem: e.to_string(),
@@ -96,8 +110,9 @@ impl Config {
         let data_dir = PathBuf::from(get("DATA_DIR").unwrap_or_else(|| "./data".into()));
         let database_url = get("DATABASE_URL")
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("switchboard.db").display()));
-        let workspace_dir =
-            get("WORKSPACE_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("workspace"));
+        let workspace_dir = get("WORKSPACE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| data_dir.join("workspace"));
         let access_policy = match get("ACCESS_POLICY").as_deref() {
             None | Some("pairing") => AccessPolicy::Pairing,
             Some("allowlist") => AccessPolicy::Allowlist,
@@ -111,9 +126,10 @@ impl Config {
             }
         };
         let mut allowed_users = HashMap::new();
-        for (platform, var) in
-            [(Platform::Telegram, "TELEGRAM_ALLOWED_USERS"), (Platform::Discord, "DISCORD_ALLOWED_USERS")]
-        {
+        for (platform, var) in [
+            (Platform::Telegram, "TELEGRAM_ALLOWED_USERS"),
+            (Platform::Discord, "DISCORD_ALLOWED_USERS"),
+        ] {
             allowed_users.insert(platform, parse_ids(var, get(var))?);
         }
         let log_format = match get("LOG_FORMAT").as_deref() {
@@ -142,7 +158,9 @@ impl Config {
                 api_key: get("LLM_API_KEY").map(Secret::new),
                 model,
                 context_window: number(&get, "LLM_CONTEXT_WINDOW")?,
-                idle_timeout: Duration::from_secs(number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60)),
+                idle_timeout: Duration::from_secs(
+                    number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
+                ),
             },
             database_url,
             data_dir,
@@ -154,7 +172,12 @@ impl Config {
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
             web_fetch_allow: get("WEB_FETCH_ALLOW")
-                .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
                 .unwrap_or_default(),
             system_prompt: get("SYSTEM_PROMPT"),
             timezone,
@@ -166,7 +189,10 @@ impl Config {
 }
 
 /// Parses an optional positive number.
-fn number<T>(get: &impl Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<T>, ConfigError>
+fn number<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<T>, ConfigError>
 where
     T: std::str::FromStr + PartialOrd + Default,
 {
@@ -184,16 +210,20 @@ where
 }
 
 fn parse_ids(var: &'static str, raw: Option<String>) -> Result<HashSet<UserId>, ConfigError> {
-    let Some(raw) = raw else { return Ok(HashSet::new()) };
+    let Some(raw) = raw else {
+        return Ok(HashSet::new());
+    };
     raw.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| {
-            s.parse::<i64>().map(UserId).map_err(|_| ConfigError::Invalid {
-                var,
-                problem: format!("{s:?} is not a numeric user id"),
-                fix: "list numeric ids separated by commas (usernames are not accepted)",
-            })
+            s.parse::<i64>()
+                .map(UserId)
+                .map_err(|_| ConfigError::Invalid {
+                    var,
+                    problem: format!("{s:?} is not a numeric user id"),
+                    fix: "list numeric ids separated by commas (usernames are not accepted)",
+                })
         })
         .collect()
 }
@@ -203,13 +233,20 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
     #[test]
     fn minimal_config_has_defaults() {
-        let c = cfg(&[("LLM_BASE_URL", "http://localhost:11434/v1"), ("LLM_MODEL", "llama3.1")]).unwrap();
+        let c = cfg(&[
+            ("LLM_BASE_URL", "http://localhost:11434/v1"),
+            ("LLM_MODEL", "llama3.1"),
+        ])
+        .unwrap();
         assert_eq!(c.database_url, "sqlite://./data/switchboard.db");
         assert_eq!(c.access_policy, AccessPolicy::Pairing);
         assert_eq!(c.max_tool_rounds, 15);
@@ -221,21 +258,39 @@ mod tests {
     fn errors_name_the_variable_and_the_fix() {
         let e = cfg(&[]).unwrap_err().to_string();
         assert!(e.contains("LLM_BASE_URL") && e.contains("Ollama"), "{e}");
-        let e = cfg(&[("LLM_BASE_URL", "ftp://x"), ("LLM_MODEL", "m")]).unwrap_err().to_string();
+        let e = cfg(&[("LLM_BASE_URL", "ftp://x"), ("LLM_MODEL", "m")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("LLM_BASE_URL"), "{e}");
-        let e = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("TELEGRAM_ALLOWED_USERS", "12,@bob")])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("TELEGRAM_ALLOWED_USERS") && e.contains("numeric"), "{e}");
-        let e = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("MAX_TOOL_ROUNDS", "0")])
-            .unwrap_err()
-            .to_string();
+        let e = cfg(&[
+            ("LLM_BASE_URL", "http://x"),
+            ("LLM_MODEL", "m"),
+            ("TELEGRAM_ALLOWED_USERS", "12,@bob"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("TELEGRAM_ALLOWED_USERS") && e.contains("numeric"),
+            "{e}"
+        );
+        let e = cfg(&[
+            ("LLM_BASE_URL", "http://x"),
+            ("LLM_MODEL", "m"),
+            ("MAX_TOOL_ROUNDS", "0"),
+        ])
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("MAX_TOOL_ROUNDS"), "{e}");
     }
 
     #[test]
     fn api_key_is_redacted_in_debug() {
-        let c = cfg(&[("LLM_BASE_URL", "http://x"), ("LLM_MODEL", "m"), ("LLM_API_KEY", "sk-very-secret")]).unwrap();
+        let c = cfg(&[
+            ("LLM_BASE_URL", "http://x"),
+            ("LLM_MODEL", "m"),
+            ("LLM_API_KEY", "sk-very-secret"),
+        ])
+        .unwrap();
         assert!(!format!("{c:?}").contains("sk-very-secret"));
     }
 }

@@ -17,10 +17,15 @@ pub struct PlatformConfigs {
 
 impl PlatformConfigs {
     /// Reads `TELEGRAM_*` and `DISCORD_*`; a platform is enabled by its token.
-    pub(crate) fn from_lookup(get: &dyn Fn(&str) -> Option<String>, data_dir: &Path) -> Result<PlatformConfigs, ConfigError> {
+    pub(crate) fn from_lookup(
+        get: &dyn Fn(&str) -> Option<String>,
+        data_dir: &Path,
+    ) -> Result<PlatformConfigs, ConfigError> {
         Ok(PlatformConfigs {
-            telegram: TelegramConfig::from_env(get, data_dir).map_err(|e| ConfigError::Platform(e.to_string()))?,
-            discord: DiscordConfig::from_env(get).map_err(|e| ConfigError::Platform(e.to_string()))?,
+            telegram: TelegramConfig::from_env(get, data_dir)
+                .map_err(|e| ConfigError::Platform(e.to_string()))?,
+            discord: DiscordConfig::from_env(get)
+                .map_err(|e| ConfigError::Platform(e.to_string()))?,
         })
     }
 
@@ -33,11 +38,15 @@ impl PlatformConfigs {
     pub async fn connect(&self) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
         let mut adapters: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
         if let Some(config) = &self.telegram {
-            let adapter = TelegramAdapter::connect(config.clone()).await.map_err(|e| format!("Telegram: {e}"))?;
+            let adapter = TelegramAdapter::connect(config.clone())
+                .await
+                .map_err(|e| format!("Telegram: {e}"))?;
             adapters.push(Arc::new(adapter));
         }
         if let Some(config) = &self.discord {
-            let adapter = DiscordAdapter::connect(config.clone()).await.map_err(|e| format!("Discord: {e}"))?;
+            let adapter = DiscordAdapter::connect(config.clone())
+                .await
+                .map_err(|e| format!("Discord: {e}"))?;
             adapters.push(Arc::new(adapter));
         }
         Ok(adapters)

@@ -35,9 +35,15 @@ struct Db {
 /// PostgreSQL database when `TEST_DATABASE_URL` is set (CI sets it).
 async fn databases(dir: &Path) -> Vec<Db> {
     let sqlite = dir.join("sqlite");
-    let mut dbs = vec![Db { url: format!("sqlite://{}", sqlite.join("data/switchboard.db").display()), dir: sqlite }];
+    let mut dbs = vec![Db {
+        url: format!("sqlite://{}", sqlite.join("data/switchboard.db").display()),
+        dir: sqlite,
+    }];
     if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
-        dbs.push(Db { url: fresh_postgres(&admin).await, dir: dir.join("postgres") });
+        dbs.push(Db {
+            url: fresh_postgres(&admin).await,
+            dir: dir.join("postgres"),
+        });
     }
     dbs
 }
@@ -45,8 +51,12 @@ async fn databases(dir: &Path) -> Vec<Db> {
 async fn fresh_postgres(admin: &str) -> String {
     use sqlx::{Connection, Executor};
     let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin).await.expect("TEST_DATABASE_URL reachable");
-    conn.execute(format!("CREATE DATABASE {name}").as_str()).await.unwrap();
+    let mut conn = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("TEST_DATABASE_URL reachable");
+    conn.execute(format!("CREATE DATABASE {name}").as_str())
+        .await
+        .unwrap();
     conn.close().await.unwrap();
     let mut url = url::Url::parse(admin).unwrap();
     url.set_path(&name);
@@ -75,8 +85,14 @@ async fn instance(llm: &FakeLlm, db: &Db) -> Instance {
     let channel = TestChannel::new();
     let shutdown = CancellationToken::new();
     let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
-    let running = switchboard::start(&config(llm, db), adapters, shutdown.clone()).await.unwrap();
-    Instance { channel, running, shutdown }
+    let running = switchboard::start(&config(llm, db), adapters, shutdown.clone())
+        .await
+        .unwrap();
+    Instance {
+        channel,
+        running,
+        shutdown,
+    }
 }
 
 impl Instance {
@@ -104,7 +120,9 @@ fn last_tool_result(request: &serde_json::Value) -> String {
 }
 
 fn lines(path: PathBuf) -> usize {
-    std::fs::read_to_string(path).map(|s| s.lines().count()).unwrap_or(0)
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 #[tokio::test]
@@ -128,35 +146,68 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     llm.push(Reply::text("It printed resumed-after-restart."));
     let second = instance(&llm, &db).await;
     second.channel.press(1, &card.action('y')).await;
-    let log = second.channel.wait_for("the resumed answer", |l| l.has_text("It printed resumed-after-restart.")).await;
+    let log = second
+        .channel
+        .wait_for("the resumed answer", |l| {
+            l.has_text("It printed resumed-after-restart.")
+        })
+        .await;
     let answer = log.find("It printed resumed-after-restart.").unwrap();
     assert_eq!(answer.chat, dm_chat(1), "answer goes to the original chat");
     let reply_to = log.ops.iter().find_map(|op| match op {
         support::test_channel::Op::Send { id, reply_to, .. } if *id == answer.id => Some(*reply_to),
         _ => None,
     });
-    assert_eq!(reply_to, Some(Some(asked)), "and replies to the original message");
+    assert_eq!(
+        reply_to,
+        Some(Some(asked)),
+        "and replies to the original message"
+    );
     let requests = llm.requests().await;
-    assert!(last_tool_result(requests.last().unwrap()).contains("resumed-after-restart"), "the tool really ran");
+    assert!(
+        last_tool_result(requests.last().unwrap()).contains("resumed-after-restart"),
+        "the tool really ran"
+    );
     // The answer streams before it is saved; wait for the saved exchange.
     let session = session(&second, 1).await;
     let saved = async {
         loop {
             let history = second.running.store.history(&session, 50).await.unwrap();
-            if history.iter().any(|m| m.content == "It printed resumed-after-restart.") {
+            if history
+                .iter()
+                .any(|m| m.content == "It printed resumed-after-restart.")
+            {
                 return history;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };
-    let history = tokio::time::timeout(Duration::from_secs(20), saved).await.expect("the resumed turn is saved");
-    assert!(history.iter().any(|m| m.content.contains("please run the echo")), "the whole turn is saved once");
-    assert_eq!(history.iter().filter(|m| m.content.contains("please run the echo")).count(), 1);
+    let history = tokio::time::timeout(Duration::from_secs(20), saved)
+        .await
+        .expect("the resumed turn is saved");
+    assert!(
+        history
+            .iter()
+            .any(|m| m.content.contains("please run the echo")),
+        "the whole turn is saved once"
+    );
+    assert_eq!(
+        history
+            .iter()
+            .filter(|m| m.content.contains("please run the echo"))
+            .count(),
+        1
+    );
     second.stop().await;
 }
 
 async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
-    let key = SessionKey { platform: Platform::Test, chat: ChatId(user), thread: None, user: UserId(user) };
+    let key = SessionKey {
+        platform: Platform::Test,
+        chat: ChatId(user),
+        thread: None,
+        user: UserId(user),
+    };
     i.running.store.session(&key).await.unwrap()
 }
 
@@ -180,7 +231,10 @@ async fn a_denial_after_a_restart_reaches_the_model_on(db: &Db) {
     llm.push(Reply::text("Understood, I left it alone."));
     let second = instance(&llm, &db).await;
     second.channel.press(1, &card.action('n')).await;
-    second.channel.wait_for("the answer", |l| l.has_text("Understood, I left it alone.")).await;
+    second
+        .channel
+        .wait_for("the answer", |l| l.has_text("Understood, I left it alone."))
+        .await;
     let requests = llm.requests().await;
     assert!(last_tool_result(requests.last().unwrap()).contains("denied"));
     second.stop().await;
@@ -197,16 +251,26 @@ async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer() {
 async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer_on(db: &Db) {
     let llm = FakeLlm::start().await;
     let db = db.clone();
-    llm.push(Reply::tool_calls(vec![("call_q", "ask_user", json!({ "question": "Which environment?" }))]));
+    llm.push(Reply::tool_calls(vec![(
+        "call_q",
+        "ask_user",
+        json!({ "question": "Which environment?" }),
+    )]));
     let first = instance(&llm, &db).await;
     first.channel.dm(1, "deploy it").await;
-    first.channel.wait_for("the question", |l| l.any_contains("Which environment?")).await;
+    first
+        .channel
+        .wait_for("the question", |l| l.any_contains("Which environment?"))
+        .await;
     first.stop().await;
 
     llm.push(Reply::text("Deploying to staging."));
     let second = instance(&llm, &db).await;
     second.channel.dm(1, "yes").await;
-    second.channel.wait_for("the answer", |l| l.has_text("Deploying to staging.")).await;
+    second
+        .channel
+        .wait_for("the answer", |l| l.has_text("Deploying to staging."))
+        .await;
     let requests = llm.requests().await;
     let last_user = requests.last().unwrap()["messages"]
         .as_array()
@@ -217,7 +281,10 @@ async fn an_ask_user_answer_after_a_restart_is_delivered_as_the_answer_on(db: &D
         .and_then(|m| m["content"].as_str())
         .unwrap()
         .to_owned();
-    assert!(last_user.contains("Which environment?") && last_user.ends_with("yes"), "{last_user}");
+    assert!(
+        last_user.contains("Which environment?") && last_user.ends_with("yes"),
+        "{last_user}"
+    );
     second.stop().await;
 }
 
@@ -248,8 +315,13 @@ async fn two_instances_pressing_the_same_approval_execute_it_once_on(db: &Db) {
     }
     // Let any duplicate show up before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(lines(db.dir.join("ws/runs.txt")), 1, "the command ran exactly once");
-    let answers = a.channel.log().count_containing("Done once.") + b.channel.log().count_containing("Done once.");
+    assert_eq!(
+        lines(db.dir.join("ws/runs.txt")),
+        1,
+        "the command ran exactly once"
+    );
+    let answers = a.channel.log().count_containing("Done once.")
+        + b.channel.log().count_containing("Done once.");
     assert_eq!(answers, 1, "one answer");
     let refused = a.channel.log().answers().len() + b.channel.log().answers().len();
     assert_eq!(refused, 2, "both presses were answered");
@@ -258,13 +330,25 @@ async fn two_instances_pressing_the_same_approval_execute_it_once_on(db: &Db) {
 }
 
 fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord {
-    let key = SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) };
+    let key = SessionKey {
+        platform: Platform::Test,
+        chat: ChatId(1),
+        thread: None,
+        user: UserId(1),
+    };
     ScheduleRecord {
         id: id.into(),
         session_id: "sched-session".into(),
-        origin: TurnOrigin { key, chat: dm_chat(1), user: user(1), reply_to: None },
+        origin: TurnOrigin {
+            key,
+            chat: dm_chat(1),
+            user: user(1),
+            reply_to: None,
+        },
         kind: "at".into(),
-        spec: chrono::DateTime::from_timestamp_millis(due_ms).unwrap().to_rfc3339(),
+        spec: chrono::DateTime::from_timestamp_millis(due_ms)
+            .unwrap()
+            .to_rfc3339(),
         timezone: "UTC".into(),
         prompt: prompt.into(),
         missed: missed.into(),
@@ -278,7 +362,14 @@ fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord
 fn scheduled_requests(requests: &[serde_json::Value], prompt: &str) -> usize {
     requests
         .iter()
-        .filter(|r| r["messages"].as_array().unwrap().last().and_then(|m| m["content"].as_str()).is_some_and(|c| c.contains(prompt)))
+        .filter(|r| {
+            r["messages"]
+                .as_array()
+                .unwrap()
+                .last()
+                .and_then(|m| m["content"].as_str())
+                .is_some_and(|c| c.contains(prompt))
+        })
         .count()
 }
 
@@ -297,15 +388,28 @@ async fn a_due_schedule_fires_exactly_once_across_two_instances_on(db: &Db) {
     let a = instance(&llm, &db).await;
     let b = instance(&llm, &db).await;
     let now = chrono::Utc::now().timestamp_millis();
-    a.running.store.insert_schedule(&schedule("s-once", now + 1_500, "run_once", "water the plants")).await.unwrap();
+    a.running
+        .store
+        .insert_schedule(&schedule(
+            "s-once",
+            now + 1_500,
+            "run_once",
+            "water the plants",
+        ))
+        .await
+        .unwrap();
     let answered = |l: &support::test_channel::Log| l.has_text("Reminder delivered.");
     tokio::select! {
         _ = a.channel.wait_for("the reminder in A", answered) => {}
         _ = b.channel.wait_for("the reminder in B", answered) => {}
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(scheduled_requests(&llm.requests().await, "water the plants"), 1);
-    let answers = a.channel.log().count_containing("Reminder delivered.") + b.channel.log().count_containing("Reminder delivered.");
+    assert_eq!(
+        scheduled_requests(&llm.requests().await, "water the plants"),
+        1
+    );
+    let answers = a.channel.log().count_containing("Reminder delivered.")
+        + b.channel.log().count_containing("Reminder delivered.");
     assert_eq!(answers, 1);
     a.stop().await;
     b.stop().await;
@@ -325,9 +429,32 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     llm.set_responder(|_| Reply::text("Caught up."));
     let first = instance(&llm, &db).await;
     let ten_minutes_ago = chrono::Utc::now().timestamp_millis() - 600_000;
-    first.running.store.insert_schedule(&schedule("s-run", ten_minutes_ago, "run_once", "missed but run")).await.unwrap();
-    first.running.store.insert_schedule(&schedule("s-skip", ten_minutes_ago, "skip", "missed and skipped")).await.unwrap();
-    first.channel.wait_for("the run_once schedule", |l| l.has_text("Caught up.")).await;
+    first
+        .running
+        .store
+        .insert_schedule(&schedule(
+            "s-run",
+            ten_minutes_ago,
+            "run_once",
+            "missed but run",
+        ))
+        .await
+        .unwrap();
+    first
+        .running
+        .store
+        .insert_schedule(&schedule(
+            "s-skip",
+            ten_minutes_ago,
+            "skip",
+            "missed and skipped",
+        ))
+        .await
+        .unwrap();
+    first
+        .channel
+        .wait_for("the run_once schedule", |l| l.has_text("Caught up."))
+        .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let requests = llm.requests().await;
     assert_eq!(scheduled_requests(&requests, "missed but run"), 1);
@@ -370,11 +497,19 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     // The process "died": its lease lapses without renewal.
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE tasks SET lease_until = 0").execute(&pool).await.unwrap();
+    sqlx::query("UPDATE tasks SET lease_until = 0")
+        .execute(&pool)
+        .await
+        .unwrap();
     pool.close().await;
 
     let second = instance(&llm, &db).await;
-    second.channel.wait_for("the interrupted notice", |l| l.any_contains("`01234567` (exec_command) was interrupted")).await;
+    second
+        .channel
+        .wait_for("the interrupted notice", |l| {
+            l.any_contains("`01234567` (exec_command) was interrupted")
+        })
+        .await;
     let stored = second.running.store.task(&task.id).await.unwrap().unwrap();
     assert_eq!(stored.status, TaskStatus::Interrupted);
     second.stop().await;
@@ -397,20 +532,36 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     i.channel.dm(1, "go").await;
     let card = i.channel.card().await;
     i.channel.press(1, &card.action('a')).await;
-    i.channel.wait_for("first answer", |l| l.has_text("first")).await;
+    i.channel
+        .wait_for("first answer", |l| l.has_text("first"))
+        .await;
 
     llm.push(exec_call("c2", "echo ok"));
     llm.push(Reply::text("second"));
     i.channel.dm(1, "again").await;
-    let log = i.channel.wait_for("second answer", |l| l.has_text("second")).await;
+    let log = i
+        .channel
+        .wait_for("second answer", |l| l.has_text("second"))
+        .await;
     assert_eq!(log.cards_ever(), 1, "the rule allowed it without a card");
 
-    let rules = i.running.store.rules(Platform::Test, UserId(1)).await.unwrap();
-    i.channel.dm(1, &format!("/approvals revoke {}", &rules[0].id[..8])).await;
-    i.channel.wait_for("revoked", |l| l.any_contains("Revoked rule")).await;
+    let rules = i
+        .running
+        .store
+        .rules(Platform::Test, UserId(1))
+        .await
+        .unwrap();
+    i.channel
+        .dm(1, &format!("/approvals revoke {}", &rules[0].id[..8]))
+        .await;
+    i.channel
+        .wait_for("revoked", |l| l.any_contains("Revoked rule"))
+        .await;
     llm.push(exec_call("c3", "echo ok"));
     i.channel.dm(1, "once more").await;
-    i.channel.wait_for("a new card", |l| l.cards_ever() == 2).await;
+    i.channel
+        .wait_for("a new card", |l| l.cards_ever() == 2)
+        .await;
     i.stop().await;
 }
 
@@ -433,14 +584,22 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
     first.stop().await;
     // A press was recorded by a process that died before resuming the turn.
     let decided = store
-        .decide_approval(&card.approval_id(), switchboard::store::ApprovalStatus::Allowed, Some(UserId(1)), None)
+        .decide_approval(
+            &card.approval_id(),
+            switchboard::store::ApprovalStatus::Allowed,
+            Some(UserId(1)),
+            None,
+        )
         .await
         .unwrap();
     assert!(decided.is_some());
 
     llm.push(Reply::text("Resumed at start-up."));
     let second = instance(&llm, &db).await;
-    second.channel.wait_for("the resumed answer", |l| l.has_text("Resumed at start-up.")).await;
+    second
+        .channel
+        .wait_for("the resumed answer", |l| l.has_text("Resumed at start-up."))
+        .await;
     let requests = llm.requests().await;
     assert!(last_tool_result(requests.last().unwrap()).contains("orphan-resumed"));
     second.stop().await;

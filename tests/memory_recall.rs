@@ -9,7 +9,7 @@ use chrono::{Duration, Utc};
 use serde_json::{json, Value};
 use support::e2e::{messages, tool_result, Harness};
 use support::fake_llm::Reply;
-use switchboard::memory::{recall, terms, MemoryBook, MemoryConfig, MEMORY_NOTE};
+use switchboard::memory::{recall, record_access, terms, MemoryBook, MemoryConfig, MEMORY_NOTE};
 use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
 use switchboard_platform::{Platform, UserId};
 
@@ -46,10 +46,13 @@ async fn add_at(store: &Store, user: i64, kind: MemoryKind, content: &str, days:
 }
 
 async fn recalled(store: &Store, user: i64, query: &str) -> Vec<(i64, bool, f64)> {
-    recall(store, owner(user), query, 800, Utc::now())
+    let hits = recall(store, owner(user), query, 800, Utc::now())
         .await
-        .unwrap()
-        .into_iter()
+        .unwrap();
+    record_access(store, owner(user), &hits, Utc::now())
+        .await
+        .unwrap();
+    hits.into_iter()
         .map(|h| (h.memory.id, h.pinned, h.relevance))
         .collect()
 }

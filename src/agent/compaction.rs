@@ -383,8 +383,13 @@ mod tests {
         async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
             self.systems.lock().unwrap().push(request.system);
             match &self.reply {
-                Some(text) => Ok(Box::pin(futures::stream::iter([Ok(Chunk::Text(text.clone()))]))),
-                None => Err(ProviderError::Server { status: 500, message: "down".into() }),
+                Some(text) => Ok(Box::pin(futures::stream::iter([Ok(Chunk::Text(
+                    text.clone(),
+                ))]))),
+                None => Err(ProviderError::Server {
+                    status: 500,
+                    message: "down".into(),
+                }),
             }
         }
     }
@@ -395,11 +400,23 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TurnHost for Flushes {
-        async fn approve(&self, _: &ToolSpec, _: &ToolCall, _: &Value, _: String, _: TurnCheckpoint) -> ApprovalOutcome {
+        async fn approve(
+            &self,
+            _: &ToolSpec,
+            _: &ToolCall,
+            _: &Value,
+            _: String,
+            _: TurnCheckpoint,
+        ) -> ApprovalOutcome {
             ApprovalOutcome::Unavailable
         }
 
-        async fn start_background(&self, _: Arc<dyn Tool>, _: &ToolCall, _: Value) -> Result<String, String> {
+        async fn start_background(
+            &self,
+            _: Arc<dyn Tool>,
+            _: &ToolCall,
+            _: Value,
+        ) -> Result<String, String> {
             Err("no".into())
         }
 
@@ -408,8 +425,15 @@ mod tests {
         }
     }
 
-    async fn run(reply: Option<&str>, messages: &[Message]) -> (Vec<Message>, ContextView, Vec<usize>, Vec<RuntimeEvent>) {
-        let provider = Scripted { info: ModelInfo::new("m", Some(20_000)), reply: reply.map(str::to_owned), systems: Mutex::default() };
+    async fn run(
+        reply: Option<&str>,
+        messages: &[Message],
+    ) -> (Vec<Message>, ContextView, Vec<usize>, Vec<RuntimeEvent>) {
+        let provider = Scripted {
+            info: ModelInfo::new("m", Some(20_000)),
+            reply: reply.map(str::to_owned),
+            systems: Mutex::default(),
+        };
         let flushes = Arc::new(Flushes::default());
         let host: Arc<dyn TurnHost> = flushes.clone();
         let (tx, mut rx) = mpsc::channel(8);
@@ -425,23 +449,44 @@ mod tests {
     }
 
     fn long_conversation() -> Vec<Message> {
-        (0..40).map(|i| if i % 2 == 0 { Message::user("q ".repeat(600)) } else { Message::assistant("a ".repeat(600)) }).collect()
+        (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user("q ".repeat(600))
+                } else {
+                    Message::assistant("a ".repeat(600))
+                }
+            })
+            .collect()
     }
 
     #[tokio::test]
     async fn over_the_threshold_the_head_is_flushed_then_summarized() {
         let messages = long_conversation();
-        let (sent, view, flushed, events) = run(Some(r#"{"summary": "S", "task_state": {"current_goal": "G"}}"#), &messages).await;
+        let (sent, view, flushed, events) = run(
+            Some(r#"{"summary": "S", "task_state": {"current_goal": "G"}}"#),
+            &messages,
+        )
+        .await;
         let record = view.record.clone().unwrap();
-        assert_eq!(flushed, [record.folded], "the flush saw exactly the folded messages");
+        assert_eq!(
+            flushed,
+            [record.folded],
+            "the flush saw exactly the folded messages"
+        );
         assert_eq!(sent[0].content, format!("{SUMMARY_MARK}\nS"));
         assert_eq!(sent.len(), 2 + messages.len() - record.folded);
         assert_eq!(record.task_state.unwrap()["current_goal"], "G");
         assert!(!record.fell_back);
-        assert!(matches!(events.as_slice(), [RuntimeEvent::Compaction { messages_before: 40, messages_after }] if *messages_after == sent.len()));
+        assert!(
+            matches!(events.as_slice(), [RuntimeEvent::Compaction { messages_before: 40, messages_after }] if *messages_after == sent.len())
+        );
         // Under the threshold nothing happens.
         let (sent, view, flushed, events) = run(Some("{}"), &messages[35..]).await;
-        assert_eq!((sent.len(), view.record, flushed.len(), events.len()), (5, None, 0, 0));
+        assert_eq!(
+            (sent.len(), view.record, flushed.len(), events.len()),
+            (5, None, 0, 0)
+        );
     }
 
     #[tokio::test]

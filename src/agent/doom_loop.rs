@@ -50,7 +50,11 @@ impl DoomLoopGuard {
         if self.recent.len() == WINDOW {
             self.recent.pop_front();
         }
-        self.recent.push_back(Seen { tool: tool.to_owned(), hash, grams });
+        self.recent.push_back(Seen {
+            tool: tool.to_owned(),
+            hash,
+            grams,
+        });
         similar + 1 >= THRESHOLD
     }
 }
@@ -123,7 +127,10 @@ mod tests {
         for i in 0..6 {
             assert!(!g.check("y", &format!("{{\"i\":{i}}}")));
         }
-        assert!(!g.check("x", "{}"), "the earlier two fell out of the window");
+        assert!(
+            !g.check("x", "{}"),
+            "the earlier two fell out of the window"
+        );
         for _ in 0..5 {
             assert!(!g.check("check_background_tasks", "{}"));
         }

@@ -22,15 +22,35 @@ pub enum StopReason {
 /// One event of a running turn, in order.
 #[derive(Debug, Clone)]
 pub enum RuntimeEvent {
-    ModelStart { round: usize },
+    ModelStart {
+        round: usize,
+    },
     TextDelta(String),
     ThinkingDelta(String),
     ToolCalls(Vec<ToolCall>),
-    ToolStart { call_id: String, name: String },
-    ToolResult { call_id: String, name: String, preview: String, duration: Duration },
-    ToolError { call_id: String, name: String, error: String },
-    Compaction { messages_before: usize, messages_after: usize },
-    Retry { attempt: u32, reason: String },
+    ToolStart {
+        call_id: String,
+        name: String,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        preview: String,
+        duration: Duration,
+    },
+    ToolError {
+        call_id: String,
+        name: String,
+        error: String,
+    },
+    Compaction {
+        messages_before: usize,
+        messages_after: usize,
+    },
+    Retry {
+        attempt: u32,
+        reason: String,
+    },
     Usage(Usage),
     Done(TurnOutcome),
 }

@@ -10,8 +10,12 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApprovalOutcome {
     /// Run it, with these arguments (the user may have edited them).
-    Allowed { arguments: Value },
-    Denied { reason: Option<String> },
+    Allowed {
+        arguments: Value,
+    },
+    Denied {
+        reason: Option<String>,
+    },
     Expired,
     /// There is no way to ask anyone (no confirm channel).
     Unavailable,
@@ -46,7 +50,12 @@ pub trait TurnHost: Send + Sync + 'static {
     ) -> ApprovalOutcome;
 
     /// Starts `tool` as a background task; returns its task id at once.
-    async fn start_background(&self, tool: Arc<dyn Tool>, call: &ToolCall, arguments: Value) -> Result<String, String>;
+    async fn start_background(
+        &self,
+        tool: Arc<dyn Tool>,
+        call: &ToolCall,
+        arguments: Value,
+    ) -> Result<String, String>;
 
     /// Called before `head` is folded into a summary by compaction, so what is
     /// worth remembering can be saved first (memory flush). Default: nothing.

@@ -2,7 +2,16 @@
 
 use serde_json::Value;
 
-const SECRET_KEYS: &[&str] = &["api_key", "apikey", "token", "password", "passwd", "secret", "authorization", "cookie"];
+const SECRET_KEYS: &[&str] = &[
+    "api_key",
+    "apikey",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "authorization",
+    "cookie",
+];
 
 /// Whether a field name looks like it holds a secret.
 pub(crate) fn is_secret_key(key: &str) -> bool {
@@ -16,7 +25,11 @@ pub(crate) fn redact(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if is_secret_key(k) { Value::String("<redacted>".into()) } else { redact(v) };
+                    let v = if is_secret_key(k) {
+                        Value::String("<redacted>".into())
+                    } else {
+                        redact(v)
+                    };
                     (k.clone(), v)
                 })
                 .collect(),

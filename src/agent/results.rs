@@ -13,12 +13,19 @@ const SHRUNK_MARK: &str = "[earlier tool result, shrunk";
 
 /// Returns the text to keep in context for a tool result: unchanged when small,
 /// else a reference to the stored file, a structured index and a preview.
-pub(crate) async fn keep_or_store(data_dir: &Path, session: &str, call_id: &str, result: String) -> String {
+pub(crate) async fn keep_or_store(
+    data_dir: &Path,
+    session: &str,
+    call_id: &str,
+    result: String,
+) -> String {
     let chars = result.chars().count();
     if chars <= LARGE_RESULT_CHARS {
         return result;
     }
-    let rel = Path::new("results").join(safe_name(session)).join(format!("{}.txt", safe_name(call_id)));
+    let rel = Path::new("results")
+        .join(safe_name(session))
+        .join(format!("{}.txt", safe_name(call_id)));
     let path = data_dir.join(&rel);
     let saved = match path.parent() {
         Some(dir) => match tokio::fs::create_dir_all(dir).await {
@@ -46,7 +53,11 @@ pub(crate) async fn keep_or_store(data_dir: &Path, session: &str, call_id: &str,
 fn index(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => {
-            let keys: Vec<String> = map.iter().take(30).map(|(k, v)| format!("{k}: {}", kind(v))).collect();
+            let keys: Vec<String> = map
+                .iter()
+                .take(30)
+                .map(|(k, v)| format!("{k}: {}", kind(v)))
+                .collect();
             format!("JSON object with {} keys — {}", map.len(), keys.join(", "))
         }
         Ok(Value::Array(items)) => format!("JSON array of {} items", items.len()),
@@ -102,8 +113,21 @@ fn clip(s: &str, max: usize) -> String {
 
 /// File-name-safe version of an id.
 pub(crate) fn safe_name(id: &str) -> String {
-    let s: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() { "_".into() } else { s.chars().take(80).collect() }
+    let s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "_".into()
+    } else {
+        s.chars().take(80).collect()
+    }
 }
 
 #[cfg(test)]
@@ -116,17 +140,27 @@ mod tests {
         let big = "line of output\n".repeat(10_000);
         let kept = keep_or_store(dir.path(), "sess/1", "call:1", big.clone()).await;
         assert!(kept.len() < 3_000, "{}", kept.len());
-        assert!(kept.contains("150000 chars") && kept.contains("10000 lines"), "{kept}");
+        assert!(
+            kept.contains("150000 chars") && kept.contains("10000 lines"),
+            "{kept}"
+        );
         let stored = std::fs::read_to_string(dir.path().join("results/sess_1/call_1.txt")).unwrap();
         assert_eq!(stored, big);
-        assert_eq!(keep_or_store(dir.path(), "s", "c", "small".into()).await, "small");
+        assert_eq!(
+            keep_or_store(dir.path(), "s", "c", "small".into()).await,
+            "small"
+        );
     }
 
     #[test]
     fn stale_json_keeps_key_fields() {
         let v = serde_json::json!({"status": "ok", "total": 42, "rows": vec!["x".repeat(50); 40]});
         let shrunk = shrink_stale(&v.to_string()).unwrap();
-        assert!(shrunk.contains("status: ok") && shrunk.contains("total: 42") && shrunk.contains("rows: array[40]"));
+        assert!(
+            shrunk.contains("status: ok")
+                && shrunk.contains("total: 42")
+                && shrunk.contains("rows: array[40]")
+        );
         assert!(shrink_stale(&shrunk).is_none(), "idempotent");
         assert!(shrink_stale("short").is_none());
     }

@@ -44,14 +44,23 @@ pub(crate) struct RoundOutput {
 
 /// A call checked and ready to run, or already failed.
 enum Prepared {
-    Ready { call: ToolCall, tool: Arc<dyn Tool>, args: Value },
-    Failed { call: ToolCall, error: String },
+    Ready {
+        call: ToolCall,
+        tool: Arc<dyn Tool>,
+        args: Value,
+    },
+    Failed {
+        call: ToolCall,
+        error: String,
+    },
 }
 
 impl Prepared {
     fn concurrency_safe(&self) -> bool {
         match self {
-            Prepared::Ready { tool, .. } => tool.spec().concurrency_safe && !tool.spec().requires_approval,
+            Prepared::Ready { tool, .. } => {
+                tool.spec().concurrency_safe && !tool.spec().requires_approval
+            }
             Prepared::Failed { .. } => true,
         }
     }
@@ -85,31 +94,46 @@ impl RoundRunner<'_> {
                     batch.push(next);
                 }
                 let done: Vec<CallResult> =
-                    futures::stream::iter(batch.into_iter().map(|p| self.execute(p, None))).buffered(MAX_PARALLEL).collect().await;
+                    futures::stream::iter(batch.into_iter().map(|p| self.execute(p, None)))
+                        .buffered(MAX_PARALLEL)
+                        .collect()
+                        .await;
                 for r in done {
                     messages.push(self.to_message(r, pad).await);
                 }
             } else {
                 let checkpoint = TurnCheckpoint {
-                    messages: conversation.iter().chain(messages.iter()).cloned().collect(),
+                    messages: conversation
+                        .iter()
+                        .chain(messages.iter())
+                        .cloned()
+                        .collect(),
                     new_from: self.new_from,
                     remaining: calls[index..].to_vec(),
                 };
                 let r = self.execute(first, Some(checkpoint)).await;
                 if r.abandoned {
-                    return RoundOutput { messages, abandoned: true };
+                    return RoundOutput {
+                        messages,
+                        abandoned: true,
+                    };
                 }
                 messages.push(self.to_message(r, pad).await);
             }
         }
-        RoundOutput { messages, abandoned: false }
+        RoundOutput {
+            messages,
+            abandoned: false,
+        }
     }
 
     /// The tool message for a result (large results stored), traced.
     async fn to_message(&self, r: CallResult, pad: &mut Scratchpad) -> Message {
         {
             let content = match &r.outcome {
-                Ok(text) => keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await,
+                Ok(text) => {
+                    keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await
+                }
                 Err(e) => e.clone(),
             };
             pad.record(
@@ -159,9 +183,22 @@ impl RoundRunner<'_> {
         let (call, outcome) = match prepared {
             Prepared::Failed { call, error } => (call, Err(error)),
             Prepared::Ready { call, tool, args } => {
-                let _ = self.events.send(RuntimeEvent::ToolStart { call_id: call.id.clone(), name: call.name.clone() }).await;
+                let _ = self
+                    .events
+                    .send(RuntimeEvent::ToolStart {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                    })
+                    .await;
                 match self.approve_and_run(&call, tool, args, checkpoint).await {
-                    Err(Abandoned) => return CallResult { call, outcome: Err(String::new()), duration: started.elapsed(), abandoned: true },
+                    Err(Abandoned) => {
+                        return CallResult {
+                            call,
+                            outcome: Err(String::new()),
+                            duration: started.elapsed(),
+                            abandoned: true,
+                        }
+                    }
                     Ok(outcome) => (call, outcome),
                 }
             }
@@ -174,10 +211,19 @@ impl RoundRunner<'_> {
                 preview: text.chars().take(300).collect(),
                 duration,
             },
-            Err(e) => RuntimeEvent::ToolError { call_id: call.id.clone(), name: call.name.clone(), error: e.clone() },
+            Err(e) => RuntimeEvent::ToolError {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                error: e.clone(),
+            },
         };
         let _ = self.events.send(event).await;
-        CallResult { call, outcome, duration, abandoned: false }
+        CallResult {
+            call,
+            outcome,
+            duration,
+            abandoned: false,
+        }
     }
 
     /// Asks for approval when the tool needs it, then runs the call (or starts
@@ -191,7 +237,11 @@ impl RoundRunner<'_> {
     ) -> Result<Result<String, String>, Abandoned> {
         if tool.spec().requires_approval {
             let summary = tool.approval_summary(&args).await;
-            let checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint { messages: Vec::new(), new_from: 0, remaining: vec![call.clone()] });
+            let checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
+                messages: Vec::new(),
+                new_from: 0,
+                remaining: vec![call.clone()],
+            });
             match self.host.approve(tool.spec(), call, &args, summary, checkpoint).await {
                 ApprovalOutcome::Allowed { arguments } => args = arguments,
                 ApprovalOutcome::Denied { reason } => {

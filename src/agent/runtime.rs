@@ -79,8 +79,16 @@ const ROUND_SEPARATOR: &str = "\n\n";
 pub(crate) const ASK_USER: &str = "ask_user";
 
 impl Agent {
-    pub fn new(provider: Arc<dyn Provider>, tools: Arc<ToolRegistry>, config: AgentConfig) -> Agent {
-        Agent { provider, tools, config }
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        tools: Arc<ToolRegistry>,
+        config: AgentConfig,
+    ) -> Agent {
+        Agent {
+            provider,
+            tools,
+            config,
+        }
     }
 
     pub fn provider(&self) -> &Arc<dyn Provider> {
@@ -94,17 +102,51 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let TurnRequest { session_id, origin, mut history, input, host, cancel, system_context } = request;
+        let TurnRequest {
+            session_id,
+            origin,
+            mut history,
+            input,
+            host,
+            cancel,
+            system_context,
+        } = request;
         let new_from = history.len();
         history.push(input);
-        self.spawn(Drive { session_id, origin, messages: history, new_from, pending: None, host, cancel, system_context })
+        self.spawn(Drive {
+            session_id,
+            origin,
+            messages: history,
+            new_from,
+            pending: None,
+            host,
+            cancel,
+            system_context,
+        })
     }
 
     /// Resumes a turn paused on an approval (in this process or another, before
     /// or after a restart): runs the round's remaining calls, then continues.
     pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let ResumeRequest { session_id, origin, messages, new_from, remaining, host, cancel } = request;
-        self.spawn(Drive { session_id, origin, messages, new_from, pending: Some(remaining), host, cancel, system_context: None })
+        let ResumeRequest {
+            session_id,
+            origin,
+            messages,
+            new_from,
+            remaining,
+            host,
+            cancel,
+        } = request;
+        self.spawn(Drive {
+            session_id,
+            origin,
+            messages,
+            new_from,
+            pending: Some(remaining),
+            host,
+            cancel,
+            system_context: None,
+        })
     }
 
     fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
@@ -118,7 +160,16 @@ impl Agent {
     }
 
     async fn drive(&self, d: Drive, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
-        let Drive { session_id, origin, mut messages, new_from, mut pending, host, cancel, system_context } = d;
+        let Drive {
+            session_id,
+            origin,
+            mut messages,
+            new_from,
+            mut pending,
+            host,
+            cancel,
+            system_context,
+        } = d;
         let system = match system_context {
             Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
             None => self.config.system_prompt.clone(),
@@ -126,7 +177,10 @@ impl Agent {
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
         let mut pad = Scratchpad::open(&self.config.data_dir, &session_id, &turn_id);
-        let input = messages.get(new_from).map(|m| m.content.clone()).unwrap_or_default();
+        let input = messages
+            .get(new_from)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
         pad.record(
             "init",
             json!({ "session": session_id, "model": self.provider.model().name, "input": input, "resumed": pending.is_some() }),
@@ -161,8 +215,16 @@ impl Agent {
                 None => {
                     let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
                     let tools = self.tools.definitions();
-                    let context =
-                        compaction::prepare(self.provider.as_ref(), &host, &system, &tools, t.messages, &mut t.view, tx).await;
+                    let context = compaction::prepare(
+                        self.provider.as_ref(),
+                        &host,
+                        &system,
+                        &tools,
+                        t.messages,
+                        &mut t.view,
+                        tx,
+                    )
+                    .await;
                     let request = ChatRequest {
                         system: system.clone(),
                         messages: shrink_earlier_results(&context),
@@ -181,7 +243,10 @@ impl Agent {
                         }
                     };
                     if !reply.thinking.is_empty() {
-                        pad.record("thinking", json!({ "round": round, "text": reply.thinking }));
+                        pad.record(
+                            "thinking",
+                            json!({ "round": round, "text": reply.thinking }),
+                        );
                     }
                     t.messages.push(Message {
                         role: Role::Assistant,
@@ -199,7 +264,9 @@ impl Agent {
                     if reply.tool_calls.is_empty() {
                         return t.finish(&mut pad, turn_text, StopReason::Answered);
                     }
-                    let _ = tx.send(RuntimeEvent::ToolCalls(reply.tool_calls.clone())).await;
+                    let _ = tx
+                        .send(RuntimeEvent::ToolCalls(reply.tool_calls.clone()))
+                        .await;
                     reply.tool_calls
                 }
             };
@@ -214,7 +281,11 @@ impl Agent {
             }
             if let Some(question) = asked_question(&calls) {
                 t.messages.push(Message::assistant(question.clone()));
-                let text = if turn_text.trim().is_empty() { question } else { format!("{turn_text}{ROUND_SEPARATOR}{question}") };
+                let text = if turn_text.trim().is_empty() {
+                    question
+                } else {
+                    format!("{turn_text}{ROUND_SEPARATOR}{question}")
+                };
                 return t.finish(&mut pad, text, StopReason::WaitingForUser);
             }
         }
@@ -237,18 +308,30 @@ impl Agent {
         let mut attempt = 0;
         loop {
             let mut reply = ModelReply::default();
-            match self.stream_once(request.clone(), tx, usage, &mut reply, after_text).await {
+            match self
+                .stream_once(request.clone(), tx, usage, &mut reply, after_text)
+                .await
+            {
                 Ok(()) => return Ok(reply),
-                Err(e) if e.is_recoverable() && !reply.produced_output() && attempt < self.config.model_retries => {
+                Err(e)
+                    if e.is_recoverable()
+                        && !reply.produced_output()
+                        && attempt < self.config.model_retries =>
+                {
                     attempt += 1;
                     let wait = match &e {
-                        ProviderError::RateLimited { retry_after } => {
-                            retry_after.unwrap_or(Duration::from_secs(2)).min(Duration::from_secs(30))
-                        }
+                        ProviderError::RateLimited { retry_after } => retry_after
+                            .unwrap_or(Duration::from_secs(2))
+                            .min(Duration::from_secs(30)),
                         ProviderError::Timeout(_) => return Err(ModelFailure::Provider(e)),
                         _ => Duration::from_secs(u64::from(attempt)),
                     };
-                    let _ = tx.send(RuntimeEvent::Retry { attempt, reason: e.to_string() }).await;
+                    let _ = tx
+                        .send(RuntimeEvent::Retry {
+                            attempt,
+                            reason: e.to_string(),
+                        })
+                        .await;
                     tokio::time::sleep(wait).await;
                 }
                 Err(e) => return Err(ModelFailure::Provider(e)),
@@ -269,7 +352,9 @@ impl Agent {
             match chunk? {
                 Chunk::Text(t) => {
                     if after_text && reply.text.is_empty() && !t.is_empty() {
-                        let _ = tx.send(RuntimeEvent::TextDelta(ROUND_SEPARATOR.into())).await;
+                        let _ = tx
+                            .send(RuntimeEvent::TextDelta(ROUND_SEPARATOR.into()))
+                            .await;
                     }
                     reply.text.push_str(&t);
                     let _ = tx.send(RuntimeEvent::TextDelta(t)).await;
@@ -313,10 +398,14 @@ impl ModelFailure {
         let text = match self {
             ModelFailure::Cancelled => return ("Cancelled.".into(), StopReason::Cancelled),
             ModelFailure::Provider(ProviderError::Timeout(d)) => {
-                format!("⚠️ The model stopped responding ({}s without output). Please try again.", d.as_secs())
+                format!(
+                    "⚠️ The model stopped responding ({}s without output). Please try again.",
+                    d.as_secs()
+                )
             }
             ModelFailure::Provider(ProviderError::RateLimited { .. }) => {
-                "⚠️ The model endpoint is rate limiting requests. Please try again in a minute.".into()
+                "⚠️ The model endpoint is rate limiting requests. Please try again in a minute."
+                    .into()
             }
             ModelFailure::Provider(ProviderError::Network(_)) => {
                 "⚠️ The model endpoint can't be reached right now. Please try again later.".into()
@@ -349,13 +438,18 @@ fn asked_question(calls: &[ToolCall]) -> Option<String> {
 /// The request copy of the conversation, with results of earlier rounds shrunk:
 /// every tool result before the last assistant message with tool calls.
 fn shrink_earlier_results(messages: &[Message]) -> Vec<Message> {
-    let last_round = messages.iter().rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
+    let last_round = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
     messages
         .iter()
         .enumerate()
         .map(|(i, m)| match (m.role, last_round) {
             (Role::Tool, Some(last)) if i < last => match shrink_stale(&m.content) {
-                Some(content) => Message { content, ..m.clone() },
+                Some(content) => Message {
+                    content,
+                    ..m.clone()
+                },
                 None => m.clone(),
             },
             _ => m.clone(),
@@ -384,8 +478,19 @@ impl TurnLog<'_> {
                 "cache_read_tokens": self.usage.cache_read_tokens, "text": text,
             }),
         );
-        let new_messages = self.messages.get(self.new_from..).map(<[Message]>::to_vec).unwrap_or_default();
+        let new_messages = self
+            .messages
+            .get(self.new_from..)
+            .map(<[Message]>::to_vec)
+            .unwrap_or_default();
         let compaction = self.view.record.clone();
-        TurnOutcome { text, stop, rounds: self.rounds, usage: self.usage, new_messages, compaction }
+        TurnOutcome {
+            text,
+            stop,
+            rounds: self.rounds,
+            usage: self.usage,
+            new_messages,
+            compaction,
+        }
     }
 }

@@ -25,7 +25,12 @@ impl Scratchpad {
             .parent()
             .map(std::fs::create_dir_all)
             .transpose()
-            .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&path));
+            .and_then(|_| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+            });
         match file {
             Ok(f) => Scratchpad { file: Some(f) },
             Err(e) => {
@@ -37,7 +42,9 @@ impl Scratchpad {
 
     /// Writes one record `{"at":…, "type": kind, …fields}` with secrets redacted.
     pub(crate) fn record(&mut self, kind: &str, fields: Value) {
-        let Some(file) = self.file.as_mut() else { return };
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
         let mut record = json!({ "at": chrono::Utc::now().to_rfc3339(), "type": kind });
         if let (Some(obj), Value::Object(extra)) = (record.as_object_mut(), redact(&fields)) {
             obj.extend(extra);
@@ -64,9 +71,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut pad = Scratchpad::open(dir.path(), "s1", "t1");
         pad.record("init", json!({"model": "m"}));
-        pad.record("tool_result", json!({"args": {"url": "u", "api_key": "sk-123"}, "status": "ok"}));
+        pad.record(
+            "tool_result",
+            json!({"args": {"url": "u", "api_key": "sk-123"}, "status": "ok"}),
+        );
         let text = std::fs::read_to_string(Scratchpad::path_for(dir.path(), "s1", "t1")).unwrap();
-        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["type"], "init");
         assert_eq!(lines[1]["args"]["api_key"], "<redacted>");

@@ -13,7 +13,12 @@ pub enum Choice {
 }
 
 impl Choice {
-    const ALL: [Choice; 4] = [Choice::AllowOnce, Choice::Always, Choice::Edit, Choice::Deny];
+    const ALL: [Choice; 4] = [
+        Choice::AllowOnce,
+        Choice::Always,
+        Choice::Edit,
+        Choice::Deny,
+    ];
 
     fn code(self) -> char {
         match self {
@@ -65,7 +70,9 @@ pub fn action_id(id: &str, choice: Choice) -> Option<ActionId> {
 pub fn parse_action(action: &ActionId) -> Option<(String, Choice)> {
     let rest = action.as_str().strip_prefix(PREFIX)?;
     let (id, code) = rest.rsplit_once(':')?;
-    let choice = Choice::ALL.into_iter().find(|c| code.len() == 1 && code.starts_with(c.code()))?;
+    let choice = Choice::ALL
+        .into_iter()
+        .find(|c| code.len() == 1 && code.starts_with(c.code()))?;
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| (id.to_owned(), choice))
 }
 
@@ -108,16 +115,27 @@ pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
 /// The card once decided or expired: no buttons, who decided and when.
 pub fn final_card(record: &ApprovalRecord, decider_name: Option<&str>) -> OutgoingMessage {
     let who = decider_name.map(|n| format!(" by {n}")).unwrap_or_default();
-    let when = record.decided_at.map(|t| t.format(" at %H:%M UTC").to_string()).unwrap_or_default();
+    let when = record
+        .decided_at
+        .map(|t| t.format(" at %H:%M UTC").to_string())
+        .unwrap_or_default();
     let head = match record.status {
         ApprovalStatus::Allowed => format!("✅ **Allowed once**{who}{when}"),
         ApprovalStatus::Always => format!("♾️ **Always allowed**{who}{when}"),
         ApprovalStatus::Denied => {
-            let reason = record.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
+            let reason = record
+                .reason
+                .as_deref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default();
             format!("⛔ **Denied**{who}{when}{reason}")
         }
-        ApprovalStatus::Expired => "⌛ **Expired** without a decision (treated as denied)".to_owned(),
-        ApprovalStatus::Edited => format!("✏️ **Editing**{who}{when}: send the new arguments as your next message"),
+        ApprovalStatus::Expired => {
+            "⌛ **Expired** without a decision (treated as denied)".to_owned()
+        }
+        ApprovalStatus::Edited => {
+            format!("✏️ **Editing**{who}{when}: send the new arguments as your next message")
+        }
         ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
     };
     OutgoingMessage::text(format!("{head}\n{}", body(record)))

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
-use switchboard_platform::{ButtonPress, ChatAddress, MessageRef, PlatformAdapter, PressAnswer, User};
+use switchboard_platform::{
+    ButtonPress, ChatAddress, MessageRef, PlatformAdapter, PressAnswer, User,
+};
 use tokio::sync::oneshot;
 
 /// What the requester (or an approver) decided.
@@ -73,18 +75,33 @@ pub struct Approvals {
 
 impl Approvals {
     pub fn new(store: Store, timeout: Duration) -> Approvals {
-        Approvals { store, timeout, waiters: Mutex::new(HashMap::new()) }
+        Approvals {
+            store,
+            timeout,
+            waiters: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Applies a stored "always" rule, or records the approval and shows its
     /// card. Waiting is a separate step so the caller can persist the paused
     /// turn in between.
-    pub async fn open(&self, adapter: &dyn PlatformAdapter, req: ApprovalRequest<'_>) -> Result<Opened, ApprovalError> {
+    pub async fn open(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        req: ApprovalRequest<'_>,
+    ) -> Result<Opened, ApprovalError> {
         let platform = req.chat.platform;
         let arguments = req.arguments.to_string();
-        if self.store.has_rule(platform, req.requester.id, req.tool_name, &arguments).await? {
+        if self
+            .store
+            .has_rule(platform, req.requester.id, req.tool_name, &arguments)
+            .await?
+        {
             self.store
-                .record_event("approval.rule_applied", json!({ "tool": req.tool_name, "user": req.requester.id.0 }))
+                .record_event(
+                    "approval.rule_applied",
+                    json!({ "tool": req.tool_name, "user": req.requester.id.0 }),
+                )
                 .await;
             return Ok(Opened::Ruled);
         }
@@ -105,11 +122,15 @@ impl Approvals {
             decided_at: None,
             reason: None,
             created_at: now,
-            expires_at: now + chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10)),
+            expires_at: now
+                + chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10)),
         };
         self.store.insert_approval(&record).await?;
         self.store
-            .record_event("approval.requested", json!({ "id": record.id, "tool": record.tool_name, "user": record.requester.0 }))
+            .record_event(
+                "approval.requested",
+                json!({ "id": record.id, "tool": record.tool_name, "user": record.requester.0 }),
+            )
             .await;
         let (tx, rx) = oneshot::channel();
         self.waiters_lock().insert(record.id.clone(), tx);
@@ -118,18 +139,36 @@ impl Approvals {
             Ok(r) => r,
             Err(e) => {
                 self.waiters_lock().remove(&record.id);
-                let _ = self.store.decide_approval(&record.id, ApprovalStatus::Denied, None, Some("card not delivered")).await;
+                let _ = self
+                    .store
+                    .decide_approval(
+                        &record.id,
+                        ApprovalStatus::Denied,
+                        None,
+                        Some("card not delivered"),
+                    )
+                    .await;
                 return Err(ApprovalError::Card(e.to_string()));
             }
         };
-        self.store.set_approval_card(&record.id, card_ref.id).await?;
-        Ok(Opened::Pending(PendingApproval { id: record.id, card: card_ref, rx }))
+        self.store
+            .set_approval_card(&record.id, card_ref.id)
+            .await?;
+        Ok(Opened::Pending(PendingApproval {
+            id: record.id,
+            card: card_ref,
+            rx,
+        }))
     }
 
     /// Waits for the decision: woken at once by a press in this process, and
     /// polling the database for decisions made by other processes. Expires it
     /// when the deadline passes.
-    pub async fn wait(&self, adapter: &dyn PlatformAdapter, pending: PendingApproval) -> Result<Decision, ApprovalError> {
+    pub async fn wait(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        pending: PendingApproval,
+    ) -> Result<Decision, ApprovalError> {
         let PendingApproval { id, card, mut rx } = pending;
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
@@ -152,18 +191,29 @@ impl Approvals {
     }
 
     /// The waiter's deadline passed: expire it unless a decision won the race.
-    pub(crate) async fn expire(&self, adapter: &dyn PlatformAdapter, id: &str, card_ref: MessageRef) -> Result<Decision, ApprovalError> {
+    pub(crate) async fn expire(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        id: &str,
+        card_ref: MessageRef,
+    ) -> Result<Decision, ApprovalError> {
         self.waiters_lock().remove(id);
         match self.store.expire_approval(id).await? {
             Some(record) => {
-                self.store.record_event("approval.expired", json!({ "id": id })).await;
+                self.store
+                    .record_event("approval.expired", json!({ "id": id }))
+                    .await;
                 let card = card::final_card(&record, None);
                 if let Err(e) = adapter.edit(&card_ref, card).await {
                     tracing::warn!(error = %e, "could not mark the approval card expired");
                 }
                 Ok(Decision::Expired)
             }
-            None => Ok(self.store.approval(id).await?.map_or(Decision::Expired, |r| decision_of(&r))),
+            None => Ok(self
+                .store
+                .approval(id)
+                .await?
+                .map_or(Decision::Expired, |r| decision_of(&r))),
         }
     }
 
@@ -172,7 +222,13 @@ impl Approvals {
     /// answered.
     /// Returns `true` when the decision was recorded but no turn in this process
     /// waits for it — the caller resumes the paused turn from its stored state.
-    pub async fn handle_press(&self, adapter: &dyn PlatformAdapter, press: &ButtonPress, id: &str, choice: Choice) -> bool {
+    pub async fn handle_press(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        press: &ButtonPress,
+        id: &str,
+        choice: Choice,
+    ) -> bool {
         let mut orphaned = false;
         let answer = match self.decide(id, &press.user, choice, None).await {
             Ok(Ok((record, woke))) => {
@@ -182,7 +238,9 @@ impl Approvals {
             Ok(Err(refusal)) => PressAnswer::Private(refusal),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
-                PressAnswer::Private("Something went wrong recording your decision; please try again.".into())
+                PressAnswer::Private(
+                    "Something went wrong recording your decision; please try again.".into(),
+                )
             }
         };
         if let Err(e) = adapter.answer_press(press, answer).await {
@@ -207,24 +265,43 @@ impl Approvals {
             Ok(None) => return (format!("No approval matches `{id_prefix}`."), None),
             Err(e) => {
                 tracing::error!(error = %e, "approval lookup failed");
-                return ("Could not look up that approval; please try again.".into(), None);
+                return (
+                    "Could not look up that approval; please try again.".into(),
+                    None,
+                );
             }
         };
         match self.decide(&id, user, choice, reason).await {
             Ok(Ok((record, woke))) => {
                 if let Some(msg) = record.card_message {
                     let card = card::final_card(&record, Some(&user.display_name));
-                    if let Err(e) = adapter.edit(&MessageRef { chat: record.chat, id: msg }, card).await {
+                    if let Err(e) = adapter
+                        .edit(
+                            &MessageRef {
+                                chat: record.chat,
+                                id: msg,
+                            },
+                            card,
+                        )
+                        .await
+                    {
                         tracing::warn!(error = %e, "could not update the approval card");
                     }
                 }
-                let reply = format!("Recorded: {} for `{}`.", status_word(record.status), short_id(&record.id));
+                let reply = format!(
+                    "Recorded: {} for `{}`.",
+                    status_word(record.status),
+                    short_id(&record.id)
+                );
                 (reply, (!woke).then_some(id))
             }
             Ok(Err(refusal)) => (refusal, None),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
-                ("Something went wrong recording your decision; please try again.".into(), None)
+                (
+                    "Something went wrong recording your decision; please try again.".into(),
+                    None,
+                )
             }
         }
     }
@@ -242,10 +319,15 @@ impl Approvals {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
         if record.requester != user.id && !user.is_approver {
-            return Ok(Err("Only the person who asked, or a configured approver, can decide this.".into()));
+            return Ok(Err(
+                "Only the person who asked, or a configured approver, can decide this.".into(),
+            ));
         }
         if record.status != ApprovalStatus::Pending {
-            return Ok(Err(format!("Already decided: {}.", status_word(record.status))));
+            return Ok(Err(format!(
+                "Already decided: {}.",
+                status_word(record.status)
+            )));
         }
         if record.expires_at <= chrono::Utc::now() {
             return Ok(Err("This approval has expired.".into()));
@@ -256,14 +338,28 @@ impl Approvals {
             Choice::Edit => ApprovalStatus::Edited,
             Choice::Deny => ApprovalStatus::Denied,
         };
-        let Some(decided) = self.store.decide_approval(id, status, Some(user.id), reason.as_deref()).await? else {
+        let Some(decided) = self
+            .store
+            .decide_approval(id, status, Some(user.id), reason.as_deref())
+            .await?
+        else {
             return Ok(Err("Already decided.".into()));
         };
         if status == ApprovalStatus::Always {
-            self.store.add_rule(decided.chat.platform, decided.requester, &decided.tool_name, &decided.arguments).await?;
+            self.store
+                .add_rule(
+                    decided.chat.platform,
+                    decided.requester,
+                    &decided.tool_name,
+                    &decided.arguments,
+                )
+                .await?;
         }
         self.store
-            .record_event("approval.decided", json!({ "id": id, "status": status.as_str(), "by": user.id.0 }))
+            .record_event(
+                "approval.decided",
+                json!({ "id": id, "status": status.as_str(), "by": user.id.0 }),
+            )
             .await;
         let woke = match self.waiters_lock().remove(id) {
             Some(waiter) => waiter.send(decision_of(&decided)).is_ok(),
@@ -272,7 +368,9 @@ impl Approvals {
         Ok(Ok((decided, woke)))
     }
 
-    fn waiters_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
+    fn waiters_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
         self.waiters.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

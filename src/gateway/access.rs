@@ -33,13 +33,20 @@ pub(crate) struct AccessControl {
 }
 
 impl AccessControl {
-    pub(crate) async fn check(&self, store: &Store, msg: &InboundMessage) -> Result<Access, StoreError> {
+    pub(crate) async fn check(
+        &self,
+        store: &Store,
+        msg: &InboundMessage,
+    ) -> Result<Access, StoreError> {
         let platform = msg.chat.platform;
         // The console is the operator's own terminal.
         if platform == Platform::Console || self.policy == AccessPolicy::Open {
             return Ok(Access::Admit);
         }
-        let listed = self.allowed.get(&platform).is_some_and(|ids| ids.contains(&msg.user.id));
+        let listed = self
+            .allowed
+            .get(&platform)
+            .is_some_and(|ids| ids.contains(&msg.user.id));
         if listed {
             return Ok(Access::Admit);
         }

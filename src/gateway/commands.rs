@@ -21,7 +21,10 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return None;
     }
-    Some(Command { name, args: parts.collect() })
+    Some(Command {
+        name,
+        args: parts.collect(),
+    })
 }
 
 const HELP: &str = "**Commands**\n\
@@ -37,7 +40,13 @@ const HELP: &str = "**Commands**\n\
 Anything else goes to the agent.";
 
 /// Runs a command for a session and returns the reply.
-pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, session: &SessionId, user: &User) -> Result<String, StoreError> {
+pub(crate) async fn run(
+    inner: &Inner,
+    cmd: &Command<'_>,
+    key: &SessionKey,
+    session: &SessionId,
+    user: &User,
+) -> Result<String, StoreError> {
     let store = &inner.store;
     Ok(match cmd.name.as_str() {
         "help" | "start" => HELP.to_owned(),
@@ -63,12 +72,17 @@ pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, sess
             user.id,
             key.platform,
             key.chat,
-            key.thread.map(|t| format!(", thread {t}")).unwrap_or_default(),
+            key.thread
+                .map(|t| format!(", thread {t}"))
+                .unwrap_or_default(),
             if user.is_approver { "yes" } else { "no" }
         ),
         "model" => {
             let m = inner.agent.provider().model();
-            format!("Model: `{}` · context window {} tokens.", m.name, m.context_window)
+            format!(
+                "Model: `{}` · context window {} tokens.",
+                m.name, m.context_window
+            )
         }
         "tasks" => tasks(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
@@ -77,16 +91,27 @@ pub(crate) async fn run(inner: &Inner, cmd: &Command<'_>, key: &SessionKey, sess
     })
 }
 
-async fn tasks(inner: &Inner, cmd: &Command<'_>, session: &SessionId) -> Result<String, StoreError> {
+async fn tasks(
+    inner: &Inner,
+    cmd: &Command<'_>,
+    session: &SessionId,
+) -> Result<String, StoreError> {
     if let ["cancel", id] = cmd.args.as_slice() {
         let tasks = inner.store.session_tasks(&session.0, 50).await?;
-        let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id.to_ascii_lowercase()) && id.len() >= 6) else {
+        let Some(task) = tasks
+            .iter()
+            .find(|t| t.id.starts_with(&id.to_ascii_lowercase()) && id.len() >= 6)
+        else {
             return Ok(format!("No task `{id}` in this conversation."));
         };
         return Ok(if inner.tasks.cancel(&task.id) {
             format!("Cancelling task `{}`.", short_id(&task.id))
         } else {
-            format!("Task `{}` is not running ({}).", short_id(&task.id), task.status.as_str())
+            format!(
+                "Task `{}` is not running ({}).",
+                short_id(&task.id),
+                task.status.as_str()
+            )
         });
     }
     let tasks = inner.store.session_tasks(&session.0, 10).await?;
@@ -97,26 +122,44 @@ async fn tasks(inner: &Inner, cmd: &Command<'_>, session: &SessionId) -> Result<
         .iter()
         .map(|t| {
             let pct = t.percent.map(|p| format!(" {p}%")).unwrap_or_default();
-            format!("`{}` {} — {}{pct} {}", short_id(&t.id), t.tool_name, t.status.as_str(), t.stage)
+            format!(
+                "`{}` {} — {}{pct} {}",
+                short_id(&t.id),
+                t.tool_name,
+                t.status.as_str(),
+                t.stage
+            )
         })
         .collect();
     Ok(format!("**Background tasks**\n{}", lines.join("\n")))
 }
 
-async fn approvals(inner: &Inner, cmd: &Command<'_>, key: &SessionKey) -> Result<String, StoreError> {
+async fn approvals(
+    inner: &Inner,
+    cmd: &Command<'_>,
+    key: &SessionKey,
+) -> Result<String, StoreError> {
     if let ["revoke", id] = cmd.args.as_slice() {
-        return Ok(if inner.store.revoke_rule(key.platform, key.user, id).await? {
-            format!("Revoked rule `{id}`. That action will ask again.")
-        } else {
-            format!("No rule `{id}` of yours (give at least 6 characters of the id).")
-        });
+        return Ok(
+            if inner.store.revoke_rule(key.platform, key.user, id).await? {
+                format!("Revoked rule `{id}`. That action will ask again.")
+            } else {
+                format!("No rule `{id}` of yours (give at least 6 characters of the id).")
+            },
+        );
     }
     let rules = inner.store.rules(key.platform, key.user).await?;
     if rules.is_empty() {
         return Ok("You have no \"always allow\" rules.".into());
     }
-    let lines: Vec<String> = rules.iter().map(|r| format!("`{}` {} {}", short_id(&r.id), r.tool_name, r.pattern)).collect();
-    Ok(format!("**Always-allow rules** (revoke with `/approvals revoke <id>`)\n{}", lines.join("\n")))
+    let lines: Vec<String> = rules
+        .iter()
+        .map(|r| format!("`{}` {} {}", short_id(&r.id), r.tool_name, r.pattern))
+        .collect();
+    Ok(format!(
+        "**Always-allow rules** (revoke with `/approvals revoke <id>`)\n{}",
+        lines.join("\n")
+    ))
 }
 
 #[cfg(test)]
@@ -125,8 +168,20 @@ mod tests {
 
     #[test]
     fn parses_commands_with_bot_suffix_and_args() {
-        assert_eq!(parse("/help"), Some(Command { name: "help".into(), args: vec![] }));
-        assert_eq!(parse("/Tasks@my_bot cancel ab12cd"), Some(Command { name: "tasks".into(), args: vec!["cancel", "ab12cd"] }));
+        assert_eq!(
+            parse("/help"),
+            Some(Command {
+                name: "help".into(),
+                args: vec![]
+            })
+        );
+        assert_eq!(
+            parse("/Tasks@my_bot cancel ab12cd"),
+            Some(Command {
+                name: "tasks".into(),
+                args: vec!["cancel", "ab12cd"]
+            })
+        );
         assert_eq!(parse("hello /help"), None);
         assert_eq!(parse("/"), None);
         assert_eq!(parse("/etc/passwd is a file"), None);

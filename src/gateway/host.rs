@@ -60,7 +60,12 @@ impl TurnHost for GatewayHost {
                 arguments: &args,
                 summary: summary.clone(),
             };
-            let pending = match self.inner.approvals.open(self.adapter.as_ref(), request).await {
+            let pending = match self
+                .inner
+                .approvals
+                .open(self.adapter.as_ref(), request)
+                .await
+            {
                 Ok(Opened::Pending(p)) => p,
                 Ok(Opened::Ruled) => {
                     self.stop_expecting_edit();
@@ -98,32 +103,49 @@ impl TurnHost for GatewayHost {
                         self.stop_expecting_edit();
                         return ApprovalOutcome::Abandoned;
                     }
-                    Err(e) => tracing::warn!(error = %e, "could not claim the paused turn; continuing here"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not claim the paused turn; continuing here")
+                    }
                 }
             }
             match decision {
-                Decision::Allow | Decision::Always => return ApprovalOutcome::Allowed { arguments: args },
+                Decision::Allow | Decision::Always => {
+                    return ApprovalOutcome::Allowed { arguments: args }
+                }
                 Decision::Deny(reason) => return ApprovalOutcome::Denied { reason },
                 Decision::Expired => return ApprovalOutcome::Expired,
                 Decision::Edit => {
-                    let Some(text) = self.edit_text(edit).await else { return ApprovalOutcome::Expired };
+                    let Some(text) = self.edit_text(edit).await else {
+                        return ApprovalOutcome::Expired;
+                    };
                     match edited_arguments(&args, &text) {
                         Some(new_args) => args = new_args,
                         None => {
                             self.say("I couldn't use that as new arguments (send a JSON object, or the new command text). The action was not run.")
                                 .await;
-                            return ApprovalOutcome::Denied { reason: Some("the edit could not be parsed".into()) };
+                            return ApprovalOutcome::Denied {
+                                reason: Some("the edit could not be parsed".into()),
+                            };
                         }
                     }
-                    let Some(tool) = self.inner.agent.tools().get(&call.name) else { return ApprovalOutcome::Unavailable };
+                    let Some(tool) = self.inner.agent.tools().get(&call.name) else {
+                        return ApprovalOutcome::Unavailable;
+                    };
                     summary = tool.approval_summary(&args).await;
                 }
             }
         }
-        ApprovalOutcome::Denied { reason: Some("too many edits".into()) }
+        ApprovalOutcome::Denied {
+            reason: Some("too many edits".into()),
+        }
     }
 
-    async fn start_background(&self, tool: Arc<dyn Tool>, call: &ToolCall, arguments: Value) -> Result<String, String> {
+    async fn start_background(
+        &self,
+        tool: Arc<dyn Tool>,
+        call: &ToolCall,
+        arguments: Value,
+    ) -> Result<String, String> {
         let origin = TaskOrigin {
             session_id: self.session_id.clone(),
             key: self.key,
@@ -131,10 +153,14 @@ impl TurnHost for GatewayHost {
             user: self.user.clone(),
             adapter: Arc::clone(&self.adapter),
         };
-        self.inner.tasks.start(tool, call, arguments, origin).await.map_err(|e| {
-            tracing::error!(error = %e, "could not start a background task");
-            "the task store is unavailable".to_owned()
-        })
+        self.inner
+            .tasks
+            .start(tool, call, arguments, origin)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "could not start a background task");
+                "the task store is unavailable".to_owned()
+            })
     }
 
     async fn before_compaction(&self, head: &[Message]) {
@@ -152,7 +178,12 @@ impl GatewayHost {
     }
 
     /// Stores the paused turn so any process can resume it. Returns whether it was saved.
-    async fn save_checkpoint(&self, approval_id: &str, checkpoint: &TurnCheckpoint, args: &Value) -> bool {
+    async fn save_checkpoint(
+        &self,
+        approval_id: &str,
+        checkpoint: &TurnCheckpoint,
+        args: &Value,
+    ) -> bool {
         let mut remaining = checkpoint.remaining.clone();
         // Bind the stored call to the exact arguments on the card (after edits).
         if let Some(first) = remaining.first_mut() {
@@ -162,7 +193,12 @@ impl GatewayHost {
             id: uuid::Uuid::new_v4().simple().to_string(),
             session_id: self.session_id.clone(),
             approval_id: approval_id.to_owned(),
-            origin: TurnOrigin { key: self.key, chat: self.chat, user: self.user.clone(), reply_to: self.reply_to },
+            origin: TurnOrigin {
+                key: self.key,
+                chat: self.chat,
+                user: self.user.clone(),
+                reply_to: self.reply_to,
+            },
             messages: checkpoint.messages.clone(),
             new_from: checkpoint.new_from,
             remaining,
@@ -180,23 +216,36 @@ impl GatewayHost {
     /// `approval_id` is sent back for editing.
     fn expect_edit(&self, approval_id: &str) -> oneshot::Receiver<String> {
         let (tx, rx) = oneshot::channel();
-        *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(EditWaiter { approval_id: approval_id.to_owned(), tx });
+        *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(EditWaiter {
+            approval_id: approval_id.to_owned(),
+            tx,
+        });
         rx
     }
 
     fn stop_expecting_edit(&self) {
-        self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.awaiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
     }
 
     /// Waits for the requester's next message: the edited arguments.
     async fn edit_text(&self, rx: oneshot::Receiver<String>) -> Option<String> {
-        let text = tokio::time::timeout(self.inner.approval_timeout, rx).await.ok().and_then(Result::ok);
+        let text = tokio::time::timeout(self.inner.approval_timeout, rx)
+            .await
+            .ok()
+            .and_then(Result::ok);
         self.stop_expecting_edit();
         text
     }
 
     async fn say(&self, text: &str) {
-        if let Err(e) = self.adapter.send(&self.chat, OutgoingMessage::text(text)).await {
+        if let Err(e) = self
+            .adapter
+            .send(&self.chat, OutgoingMessage::text(text))
+            .await
+        {
             tracing::warn!(error = %e, "could not send a notice");
         }
     }
@@ -227,8 +276,14 @@ mod tests {
     #[test]
     fn edits_replace_json_or_the_command() {
         let old = json!({"command": "rm -rf build", "timeout_secs": 5});
-        assert_eq!(edited_arguments(&old, "ls build"), Some(json!({"command": "ls build", "timeout_secs": 5})));
-        assert_eq!(edited_arguments(&old, r#"{"command":"ls"}"#), Some(json!({"command": "ls"})));
+        assert_eq!(
+            edited_arguments(&old, "ls build"),
+            Some(json!({"command": "ls build", "timeout_secs": 5}))
+        );
+        assert_eq!(
+            edited_arguments(&old, r#"{"command":"ls"}"#),
+            Some(json!({"command": "ls"}))
+        );
         assert_eq!(edited_arguments(&json!({"path": "a"}), "b"), None);
     }
 }

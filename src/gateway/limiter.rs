@@ -73,7 +73,11 @@ mod tests {
         }
         assert!(matches!(l.check(Platform::Telegram, u), Limit::Notice(_)));
         assert_eq!(l.check(Platform::Telegram, u), Limit::Silent);
-        assert_eq!(l.check(Platform::Telegram, UserId(2)), Limit::Allowed, "other users unaffected");
+        assert_eq!(
+            l.check(Platform::Telegram, UserId(2)),
+            Limit::Allowed,
+            "other users unaffected"
+        );
         tokio::time::advance(Duration::from_secs(61)).await;
         assert_eq!(l.check(Platform::Telegram, u), Limit::Allowed);
     }

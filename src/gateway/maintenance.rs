@@ -43,10 +43,21 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
         Err(e) => return tracing::warn!(error = %e, "could not list due approvals"),
     };
     for record in due {
-        let Some(adapter) = inner.adapter(record.chat.platform) else { continue };
-        let Some(card) = record.card_message else { continue };
-        let card = MessageRef { chat: record.chat, id: card };
-        if let Err(e) = inner.approvals.expire(adapter.as_ref(), &record.id, card).await {
+        let Some(adapter) = inner.adapter(record.chat.platform) else {
+            continue;
+        };
+        let Some(card) = record.card_message else {
+            continue;
+        };
+        let card = MessageRef {
+            chat: record.chat,
+            id: card,
+        };
+        if let Err(e) = inner
+            .approvals
+            .expire(adapter.as_ref(), &record.id, card)
+            .await
+        {
             tracing::warn!(error = %e, "could not expire an approval");
             continue;
         }
@@ -62,7 +73,9 @@ async fn fire_due_schedules(inner: &Arc<Inner>, fired: &mpsc::Sender<Fired>) {
         Err(e) => return tracing::warn!(error = %e, "could not list due schedules"),
     };
     for s in due {
-        let Some(due_ms) = s.next_run_at else { continue };
+        let Some(due_ms) = s.next_run_at else {
+            continue;
+        };
         let next = next_occurrence(&s.kind, &s.spec, &s.timezone, now).unwrap_or_else(|e| {
             tracing::warn!(error = %e, schedule = %s.id, "schedule spec unusable; stopping it");
             None
@@ -72,12 +85,30 @@ async fn fire_due_schedules(inner: &Arc<Inner>, fired: &mpsc::Sender<Fired>) {
         // The conditional update is the claim: one process per occurrence.
         match inner.store.claim_occurrence(&s.id, due_ms, next, run).await {
             Ok(true) if run => {
-                inner.store.record_event("schedule.fired", serde_json::json!({ "id": s.id, "missed": missed })).await;
-                if fired.send(Fired { origin: s.origin.clone(), prompt: s.prompt.clone() }).await.is_err() {
+                inner
+                    .store
+                    .record_event(
+                        "schedule.fired",
+                        serde_json::json!({ "id": s.id, "missed": missed }),
+                    )
+                    .await;
+                if fired
+                    .send(Fired {
+                        origin: s.origin.clone(),
+                        prompt: s.prompt.clone(),
+                    })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
-            Ok(true) => inner.store.record_event("schedule.skipped", serde_json::json!({ "id": s.id })).await,
+            Ok(true) => {
+                inner
+                    .store
+                    .record_event("schedule.skipped", serde_json::json!({ "id": s.id }))
+                    .await
+            }
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "could not claim a schedule occurrence"),
         }
@@ -105,15 +136,28 @@ pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
         Err(e) => return tracing::warn!(error = %e, "could not check for interrupted tasks"),
     };
     for task in tasks {
-        inner.store.record_event("task.interrupted", serde_json::json!({ "id": task.id })).await;
-        let Some(adapter) = inner.adapter(task.chat.platform) else { continue };
+        inner
+            .store
+            .record_event("task.interrupted", serde_json::json!({ "id": task.id }))
+            .await;
+        let Some(adapter) = inner.adapter(task.chat.platform) else {
+            continue;
+        };
         let short = task.id.get(..8).unwrap_or(&task.id);
         let text = format!(
             "⚠️ Background task `{short}` ({}) was interrupted: the gateway stopped while it ran. Ask me to run it again if you still need it.",
             task.tool_name
         );
         if let Some(id) = task.status_message {
-            let _ = adapter.edit(&MessageRef { chat: task.chat, id }, OutgoingMessage::text(text.clone())).await;
+            let _ = adapter
+                .edit(
+                    &MessageRef {
+                        chat: task.chat,
+                        id,
+                    },
+                    OutgoingMessage::text(text.clone()),
+                )
+                .await;
         }
         if let Err(e) = adapter.send(&task.chat, OutgoingMessage::text(text)).await {
             tracing::warn!(error = %e, "could not tell a chat about an interrupted task");

@@ -7,8 +7,8 @@ use super::Inner;
 use crate::agent::{summary_messages, StopReason, TurnOutcome};
 use crate::llm::{Message, Role};
 use crate::memory::{
-    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, rules_section,
-    system_context, wrap, ExecutionState, TaskState, MAX_RULES, MEMORY_NOTE,
+    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, record_access,
+    rules_section, system_context, wrap, ExecutionState, TaskState, MAX_RULES, MEMORY_NOTE,
 };
 use crate::store::{MemoryOwner, SessionId, SessionKey, StateDoc};
 use chrono::Utc;
@@ -97,6 +97,14 @@ pub(crate) async fn prepare(
             }),
         None => Vec::new(),
     };
+    if !hits.is_empty() {
+        let (store, used) = (inner.store.clone(), hits.clone());
+        tokio::spawn(async move {
+            if let Err(e) = record_access(&store, owner, &used, now).await {
+                tracing::debug!(error = %e, "could not record memory access");
+            }
+        });
+    }
     let state = inner.store.session_state(session).await.unwrap_or_default();
     let task = state
         .task_state

@@ -28,7 +28,9 @@ use session::{SessionHandle, SessionInput};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_platform::{ButtonPress, Inbound, InboundMessage, Platform, PlatformAdapter, PressAnswer, UserId};
+use switchboard_platform::{
+    ButtonPress, Inbound, InboundMessage, Platform, PlatformAdapter, PressAnswer, UserId,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -90,8 +92,17 @@ impl Gateway {
         adapters: Vec<Arc<dyn PlatformAdapter>>,
         shutdown: CancellationToken,
     ) -> Gateway {
-        let GatewayParts { store, agent, tasks, finished, busy } = parts;
-        let memory = Extractor::new(MemoryBook::new(store.clone(), settings.memory.clone()), Arc::clone(agent.provider()));
+        let GatewayParts {
+            store,
+            agent,
+            tasks,
+            finished,
+            busy,
+        } = parts;
+        let memory = Extractor::new(
+            MemoryBook::new(store.clone(), settings.memory.clone()),
+            Arc::clone(agent.provider()),
+        );
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout),
             memory,
@@ -104,13 +115,17 @@ impl Gateway {
             access: AccessControl {
                 policy: settings.access_policy,
                 allowed: settings.allowed_users,
-                pairing_ttl: chrono::Duration::from_std(settings.pairing_ttl).unwrap_or(chrono::Duration::hours(1)),
+                pairing_ttl: chrono::Duration::from_std(settings.pairing_ttl)
+                    .unwrap_or(chrono::Duration::hours(1)),
             },
             limiter: UserLimiter::new(settings.user_messages_per_minute),
             sessions: Mutex::new(HashMap::new()),
             busy,
         };
-        Gateway { inner: Arc::new(inner), finished }
+        Gateway {
+            inner: Arc::new(inner),
+            finished,
+        }
     }
 
     /// Work in flight: queued inputs, running turns and background tasks.
@@ -147,7 +162,12 @@ impl Gateway {
         if msg.user.is_bot {
             return;
         }
-        let key = SessionKey { platform: msg.chat.platform, chat: msg.chat.chat, thread: msg.chat.thread, user: msg.user.id };
+        let key = SessionKey {
+            platform: msg.chat.platform,
+            chat: msg.chat.chat,
+            thread: msg.chat.thread,
+            user: msg.user.id,
+        };
         // A paused turn whose approval was sent back for editing takes this
         // user's next message as the new arguments.
         if let Some(handle) = self.session_if_exists(&key) {
@@ -163,19 +183,31 @@ impl Gateway {
         if !msg.addressed.is_addressed() && !inner.store.is_waiting(&key).await.unwrap_or(false) {
             return;
         }
-        let Some(adapter) = inner.adapter(msg.chat.platform) else { return };
+        let Some(adapter) = inner.adapter(msg.chat.platform) else {
+            return;
+        };
         match inner.access.check(&inner.store, &msg).await {
             Ok(Access::Admit) => {}
-            Ok(Access::Refuse(text)) => return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await,
+            Ok(Access::Refuse(text)) => {
+                return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await
+            }
             Ok(Access::Ignore) => return,
             Err(e) => {
                 tracing::error!(error = %e, "access check failed");
-                return turn::notify(adapter.as_ref(), &msg.chat, "⚠️ I can't check access right now (storage unavailable).", None).await;
+                return turn::notify(
+                    adapter.as_ref(),
+                    &msg.chat,
+                    "⚠️ I can't check access right now (storage unavailable).",
+                    None,
+                )
+                .await;
             }
         }
         match inner.limiter.check(key.platform, key.user) {
             Limit::Allowed => {}
-            Limit::Notice(text) => return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await,
+            Limit::Notice(text) => {
+                return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await
+            }
             Limit::Silent => return,
         }
         // Decisions must not wait behind the very turn they unblock.
@@ -184,7 +216,10 @@ impl Gateway {
                 [id, word, reason @ ..] => match Choice::from_word(word) {
                     Some(choice) => {
                         let reason = (!reason.is_empty()).then(|| reason.join(" "));
-                        let (reply, orphaned) = inner.approvals.handle_text(adapter.as_ref(), &msg.user, id, choice, reason).await;
+                        let (reply, orphaned) = inner
+                            .approvals
+                            .handle_text(adapter.as_ref(), &msg.user, id, choice, reason)
+                            .await;
                         if let Some(approval_id) = orphaned {
                             let inner = Arc::clone(inner);
                             tokio::spawn(async move { turn::resume(&inner, &approval_id).await });
@@ -204,16 +239,24 @@ impl Gateway {
     fn on_press(&self, press: ButtonPress) {
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
-            let Some(adapter) = inner.adapter(press.chat.platform) else { return };
+            let Some(adapter) = inner.adapter(press.chat.platform) else {
+                return;
+            };
             match parse_action(&press.action) {
                 Some((id, choice)) => {
-                    if inner.approvals.handle_press(adapter.as_ref(), &press, &id, choice).await {
+                    if inner
+                        .approvals
+                        .handle_press(adapter.as_ref(), &press, &id, choice)
+                        .await
+                    {
                         // Decided, but no turn here waits for it (restart, or the
                         // turn lives in another process): resume it from its row.
                         turn::resume(&inner, &id).await;
                     }
                 }
-                None if parse_feedback(&press.action).is_some() => memory::on_feedback_press(&inner, adapter.as_ref(), &press).await,
+                None if parse_feedback(&press.action).is_some() => {
+                    memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
+                }
                 None => {
                     tracing::info!(action = %press.action, "press on an unknown button");
                     let answer = PressAnswer::Private("This button is no longer valid.".into());
@@ -228,21 +271,40 @@ impl Gateway {
     fn on_task_finished(&self, done: TaskFinished) {
         let key = done.origin.key;
         let guard = self.inner.busy.enter();
-        self.session(key).enqueue(SessionInput::Notification(done), guard);
+        self.session(key)
+            .enqueue(SessionInput::Notification(done), guard);
     }
 
     fn on_schedule_fired(&self, fired: maintenance::Fired) {
         let key = fired.origin.key;
         let guard = self.inner.busy.enter();
-        self.session(key).enqueue(SessionInput::Scheduled { origin: fired.origin, prompt: fired.prompt }, guard);
+        self.session(key).enqueue(
+            SessionInput::Scheduled {
+                origin: fired.origin,
+                prompt: fired.prompt,
+            },
+            guard,
+        );
     }
 
     fn session_if_exists(&self, key: &SessionKey) -> Option<SessionHandle> {
-        self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
     }
 
     fn session(&self, key: SessionKey) -> SessionHandle {
-        let mut sessions = self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.entry(key).or_insert_with(|| SessionHandle::spawn(Arc::clone(&self.inner), key)).clone()
+        let mut sessions = self
+            .inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        sessions
+            .entry(key)
+            .or_insert_with(|| SessionHandle::spawn(Arc::clone(&self.inner), key))
+            .clone()
     }
 }

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Button, Capabilities, ChatAddress, MessageId, MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
+    chunk_markdown, measure, Button, Capabilities, ChatAddress, MessageId, MessageRef,
+    OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
 
@@ -24,7 +25,11 @@ pub(crate) struct ReplyStream {
 }
 
 impl ReplyStream {
-    pub(crate) fn new(adapter: Arc<dyn PlatformAdapter>, chat: ChatAddress, reply_to: Option<MessageId>) -> ReplyStream {
+    pub(crate) fn new(
+        adapter: Arc<dyn PlatformAdapter>,
+        chat: ChatAddress,
+        reply_to: Option<MessageId>,
+    ) -> ReplyStream {
         let caps = adapter.capabilities().clone();
         ReplyStream {
             adapter,
@@ -45,7 +50,9 @@ impl ReplyStream {
         if !self.caps.can_edit {
             return;
         }
-        let due = self.last_edit.is_none_or(|t| t.elapsed() >= self.caps.min_edit_interval);
+        let due = self
+            .last_edit
+            .is_none_or(|t| t.elapsed() >= self.caps.min_edit_interval);
         // Streaming stops at the first chunk's limit; the rest is posted at the end.
         let fits = measure(&self.text, self.caps.length_unit) <= self.caps.max_message_len;
         if due && fits && !self.text.trim().is_empty() {
@@ -59,17 +66,26 @@ impl ReplyStream {
             return;
         }
         let result = match &self.draft {
-            Some(draft) => self.adapter.edit(draft, OutgoingMessage::text(text.clone())).await,
+            Some(draft) => {
+                self.adapter
+                    .edit(draft, OutgoingMessage::text(text.clone()))
+                    .await
+            }
             None => self
                 .adapter
-                .send(&self.chat, OutgoingMessage::text(text.clone()).replying_to(self.reply_to))
+                .send(
+                    &self.chat,
+                    OutgoingMessage::text(text.clone()).replying_to(self.reply_to),
+                )
                 .await
                 .map(|r| self.draft = Some(r)),
         };
         self.last_edit = Some(Instant::now());
         match result {
             Ok(()) => self.shown = text,
-            Err(e) => tracing::debug!(error = %e, "draft update failed; the final answer will still be posted"),
+            Err(e) => {
+                tracing::debug!(error = %e, "draft update failed; the final answer will still be posted")
+            }
         }
     }
 
@@ -80,24 +96,39 @@ impl ReplyStream {
 
     /// Posts the final answer: the draft is edited to the first chunk, the rest
     /// are sent in order. Returns the message refs of the answer.
-    pub(crate) async fn finish(mut self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
-        let text = if final_text.trim().is_empty() { "(no answer)" } else { final_text };
+    pub(crate) async fn finish(
+        mut self,
+        final_text: &str,
+    ) -> Result<Vec<MessageRef>, PlatformError> {
+        let text = if final_text.trim().is_empty() {
+            "(no answer)"
+        } else {
+            final_text
+        };
         let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
         let last = chunks.len().saturating_sub(1);
         let mut refs = Vec::with_capacity(chunks.len());
         for (i, chunk) in chunks.into_iter().enumerate() {
-            let buttons = if i == last { std::mem::take(&mut self.final_buttons) } else { Vec::new() };
+            let buttons = if i == last {
+                std::mem::take(&mut self.final_buttons)
+            } else {
+                Vec::new()
+            };
             match (i, self.draft.take()) {
                 (0, Some(draft)) => {
                     if chunk != self.shown || !buttons.is_empty() {
                         self.pace().await;
-                        self.adapter.edit(&draft, OutgoingMessage::text(chunk).with_buttons(buttons)).await?;
+                        self.adapter
+                            .edit(&draft, OutgoingMessage::text(chunk).with_buttons(buttons))
+                            .await?;
                     }
                     refs.push(draft);
                 }
                 (i, _) => {
                     let reply_to = if i == 0 { self.reply_to } else { None };
-                    let message = OutgoingMessage::text(chunk).replying_to(reply_to).with_buttons(buttons);
+                    let message = OutgoingMessage::text(chunk)
+                        .replying_to(reply_to)
+                        .with_buttons(buttons);
                     refs.push(self.adapter.send(&self.chat, message).await?);
                 }
             }
@@ -124,9 +155,14 @@ pub(crate) async fn send_text(
     reply_to: Option<MessageId>,
 ) -> Result<(), PlatformError> {
     let caps = adapter.capabilities();
-    for (i, chunk) in chunk_markdown(text, caps.max_message_len, caps.length_unit).into_iter().enumerate() {
+    for (i, chunk) in chunk_markdown(text, caps.max_message_len, caps.length_unit)
+        .into_iter()
+        .enumerate()
+    {
         let reply_to = if i == 0 { reply_to } else { None };
-        adapter.send(chat, OutgoingMessage::text(chunk).replying_to(reply_to)).await?;
+        adapter
+            .send(chat, OutgoingMessage::text(chunk).replying_to(reply_to))
+            .await?;
     }
     Ok(())
 }

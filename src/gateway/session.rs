@@ -14,7 +14,10 @@ pub(crate) enum SessionInput {
     Message(InboundMessage),
     Notification(TaskFinished),
     /// A schedule fired: run its prompt in the owner's session.
-    Scheduled { origin: TurnOrigin, prompt: String },
+    Scheduled {
+        origin: TurnOrigin,
+        prompt: String,
+    },
 }
 
 struct Queued {
@@ -45,7 +48,10 @@ impl SessionHandle {
     pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
         let awaiting: Awaiting = Arc::new(Mutex::new(None));
-        let handle = SessionHandle { tx, awaiting: Arc::clone(&awaiting) };
+        let handle = SessionHandle {
+            tx,
+            awaiting: Arc::clone(&awaiting),
+        };
         tokio::spawn(async move {
             loop {
                 let queued = tokio::select! {
@@ -60,12 +66,21 @@ impl SessionHandle {
 
     /// Queues an input; it holds `guard` (the gateway stays busy) until processed.
     pub(crate) fn enqueue(&self, input: SessionInput, guard: BusyGuard) -> bool {
-        self.tx.send(Queued { input, _guard: guard }).is_ok()
+        self.tx
+            .send(Queued {
+                input,
+                _guard: guard,
+            })
+            .is_ok()
     }
 
     /// The approval whose edit the paused turn of this session would take.
     pub(crate) fn awaited_approval(&self) -> Option<String> {
-        self.awaiting.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|w| w.approval_id.clone())
+        self.awaiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|w| w.approval_id.clone())
     }
 
     /// Hands `text` to the paused turn waiting for an edit of `approval_id`.

@@ -33,11 +33,21 @@ struct Origin {
 
 impl Origin {
     fn turn_origin(&self) -> TurnOrigin {
-        TurnOrigin { key: self.key, chat: self.chat, user: self.user.clone(), reply_to: self.reply_to }
+        TurnOrigin {
+            key: self.key,
+            chat: self.chat,
+            user: self.user.clone(),
+            reply_to: self.reply_to,
+        }
     }
 }
 
-pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awaiting, input: SessionInput) {
+pub(crate) async fn process(
+    inner: &Arc<Inner>,
+    key: SessionKey,
+    awaiting: &Awaiting,
+    input: SessionInput,
+) {
     let (chat, user, reply_to) = match &input {
         SessionInput::Message(m) => (m.chat, m.user.clone(), Some(m.message_id)),
         SessionInput::Notification(f) => (f.origin.chat, f.origin.user.clone(), None),
@@ -85,7 +95,14 @@ pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awai
              A schedule the user set up has fired. Do what it asks and report to the user."
         )),
     };
-    let origin = Origin { key, chat, user, reply_to, adapter, session };
+    let origin = Origin {
+        key,
+        chat,
+        user,
+        reply_to,
+        adapter,
+        session,
+    };
     let _ = origin.adapter.activity(&chat, Activity::Typing).await;
     let (history, ids) = memory::load_history(inner, &origin.session, HISTORY_LIMIT).await;
     // Only the model sees recalled memories; history keeps the plain input.
@@ -93,8 +110,12 @@ pub(crate) async fn process(inner: &Arc<Inner>, key: SessionKey, awaiting: &Awai
         SessionInput::Message(m) => Some(m.text.as_str()),
         _ => None,
     };
-    let (wrapped, system_context) = memory::prepare(inner, &key, &origin.session, &model_input.content, query).await;
-    let turn_memory = memory::TurnMemory { plain_input: Some(model_input.content), history_ids: Some(ids) };
+    let (wrapped, system_context) =
+        memory::prepare(inner, &key, &origin.session, &model_input.content, query).await;
+    let turn_memory = memory::TurnMemory {
+        plain_input: Some(model_input.content),
+        history_ids: Some(ids),
+    };
     let host = host(inner, &origin, awaiting, None);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
@@ -121,21 +142,36 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
     let decision = match inner.store.approval(approval_id).await {
         Ok(Some(record)) => decision_of(&record),
         Ok(None) => Decision::Expired,
-        Err(e) => return tracing::error!(error = %e, "could not read the approval of a paused turn"),
+        Err(e) => {
+            return tracing::error!(error = %e, "could not read the approval of a paused turn")
+        }
     };
-    let TurnState { session_id, origin, messages, new_from, remaining, .. } = state;
+    let TurnState {
+        session_id,
+        origin,
+        messages,
+        new_from,
+        remaining,
+        ..
+    } = state;
     let Some(adapter) = inner.adapter(origin.chat.platform) else {
         return tracing::warn!(platform = %origin.chat.platform, "paused turn for a platform without adapter");
     };
-    let Some(first) = remaining.first() else { return };
+    let Some(first) = remaining.first() else {
+        return;
+    };
     let outcome = match decision {
         Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
             Ok(arguments) => ApprovalOutcome::Allowed { arguments },
-            Err(_) => ApprovalOutcome::Denied { reason: Some("stored arguments unreadable".into()) },
+            Err(_) => ApprovalOutcome::Denied {
+                reason: Some("stored arguments unreadable".into()),
+            },
         },
         Decision::Deny(reason) => ApprovalOutcome::Denied { reason },
         Decision::Expired => ApprovalOutcome::Expired,
-        Decision::Edit => ApprovalOutcome::Denied { reason: Some("editing is not possible after a restart; ask again".into()) },
+        Decision::Edit => ApprovalOutcome::Denied {
+            reason: Some("editing is not possible after a restart; ask again".into()),
+        },
     };
     tracing::info!(approval = approval_id, "resuming a paused turn");
     let origin = Origin {
@@ -148,7 +184,10 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
     };
     let awaiting: Awaiting = Arc::new(Mutex::new(None));
     let host = host(inner, &origin, &awaiting, Some((first.id.clone(), outcome)));
-    let _ = origin.adapter.activity(&origin.chat, Activity::Typing).await;
+    let _ = origin
+        .adapter
+        .activity(&origin.chat, Activity::Typing)
+        .await;
     let events = inner.agent.resume_turn(ResumeRequest {
         session_id: origin.session.0.clone(),
         origin: Some(origin.turn_origin()),
@@ -161,7 +200,12 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
     deliver(inner, &origin, events, memory::TurnMemory::default()).await;
 }
 
-fn host(inner: &Arc<Inner>, o: &Origin, awaiting: &Awaiting, predecided: Option<(String, ApprovalOutcome)>) -> Arc<GatewayHost> {
+fn host(
+    inner: &Arc<Inner>,
+    o: &Origin,
+    awaiting: &Awaiting,
+    predecided: Option<(String, ApprovalOutcome)>,
+) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
         key: o.key,
@@ -176,14 +220,22 @@ fn host(inner: &Arc<Inner>, o: &Origin, awaiting: &Awaiting, predecided: Option<
 }
 
 /// Streams a turn's events into the chat, then persists and posts the outcome.
-async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<RuntimeEvent>, turn_memory: memory::TurnMemory) {
+async fn deliver(
+    inner: &Arc<Inner>,
+    o: &Origin,
+    mut events: mpsc::Receiver<RuntimeEvent>,
+    turn_memory: memory::TurnMemory,
+) {
     let mut reply = ReplyStream::new(Arc::clone(&o.adapter), o.chat, o.reply_to);
     let mut outcome = None;
     while let Some(event) = events.recv().await {
         match event {
             RuntimeEvent::TextDelta(t) => reply.push(&t).await,
             RuntimeEvent::Done(done) => outcome = Some(done),
-            RuntimeEvent::Compaction { messages_before, messages_after } => {
+            RuntimeEvent::Compaction {
+                messages_before,
+                messages_after,
+            } => {
                 tracing::info!(session = %o.session, messages_before, messages_after, "context compacted");
             }
             _ => {}
@@ -200,7 +252,11 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
     }
     let mut final_text = outcome.text.clone();
     memory::restore_input(&mut outcome, &turn_memory);
-    if let Err(e) = inner.store.append_messages(&o.session, &outcome.new_messages).await {
+    if let Err(e) = inner
+        .store
+        .append_messages(&o.session, &outcome.new_messages)
+        .await
+    {
         tracing::error!(error = %e, "could not save the conversation");
         final_text.push_str("\n\n_(I couldn't save this exchange; I may not remember it.)_");
     } else {
@@ -212,11 +268,27 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
             tracing::warn!(error = %e, "could not mark the session as waiting for an answer");
         }
     }
-    if let Err(e) = inner.store.add_usage(o.key.platform, o.key.user, &outcome.usage).await {
+    if let Err(e) = inner
+        .store
+        .add_usage(o.key.platform, o.key.user, &outcome.usage)
+        .await
+    {
         tracing::warn!(error = %e, "could not record usage");
     }
-    let question = outcome.new_messages.first().map(|m| m.content.as_str()).unwrap_or_default();
-    let buttons = memory::answer_buttons(inner, &o.key, &o.session, o.adapter.as_ref(), question, &outcome).await;
+    let question = outcome
+        .new_messages
+        .first()
+        .map(|m| m.content.as_str())
+        .unwrap_or_default();
+    let buttons = memory::answer_buttons(
+        inner,
+        &o.key,
+        &o.session,
+        o.adapter.as_ref(),
+        question,
+        &outcome,
+    )
+    .await;
     reply.set_final_buttons(buttons);
     if let Err(e) = reply.finish(&final_text).await {
         tracing::error!(error = %e, "could not deliver the answer");
@@ -225,7 +297,12 @@ async fn deliver(inner: &Arc<Inner>, o: &Origin, mut events: mpsc::Receiver<Runt
 }
 
 /// Sends a complete text and marks the chat idle.
-pub(crate) async fn notify(adapter: &dyn PlatformAdapter, chat: &ChatAddress, text: &str, reply_to: Option<MessageId>) {
+pub(crate) async fn notify(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+) {
     if let Err(e) = send_text(adapter, chat, text, reply_to).await {
         tracing::warn!(error = %e, "could not send a reply");
     }

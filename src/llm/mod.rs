@@ -14,7 +14,9 @@ mod types;
 
 pub use complete::complete;
 pub use error::ProviderError;
-pub use estimate::{estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented};
+pub use estimate::{
+    estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented,
+};
 pub use metadata::{context_window_for, ModelInfo};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};

@@ -143,9 +143,12 @@ pub(crate) struct Atom {
     pub importance: f64,
 }
 
+/// Accepted atoms, and refused items with the reason.
+pub(crate) type ParsedAtoms = (Vec<Atom>, Vec<(String, String)>);
+
 /// Reads the reply under the contract: a `{"memories": [...]}` object and
 /// nothing else. Bad items are refused one by one; a bad envelope refuses all.
-pub(crate) fn parse_atoms(reply: &str) -> Result<(Vec<Atom>, Vec<(String, String)>), MemoryError> {
+pub(crate) fn parse_atoms(reply: &str) -> Result<ParsedAtoms, MemoryError> {
     let map = json_object(reply)?;
     if let Some(key) = map.keys().find(|k| k.as_str() != "memories") {
         return Err(MemoryError::Contract(format!("unexpected key {key:?}")));

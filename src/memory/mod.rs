@@ -26,7 +26,9 @@ pub use feedback::{
 };
 pub use filter::{check_memory, check_secret, is_dynamic, Rejection};
 pub use inject::{defuse, rules_section, system_context, wrap, MEMORY_NOTE};
-pub use recall::{memory_line, mixed_score, recall, recency, RecallHit, HALF_LIFE_DAYS};
+pub use recall::{
+    memory_line, mixed_score, recall, recency, record_access, RecallHit, HALF_LIFE_DAYS,
+};
 pub use state::{ExecStatus, ExecutionState, Step, TaskState};
 pub use terms::{codes, query_terms, similarity, terms};
 

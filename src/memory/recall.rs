@@ -58,7 +58,7 @@ pub fn memory_line(m: &MemoryRecord) -> String {
 }
 
 /// Recalls the owner's memories for `message` within `budget` tokens, pinned
-/// ones first, and records the access of the ones that matched.
+/// ones first (read only: see [`record_access`]).
 pub async fn recall(
     store: &Store,
     owner: MemoryOwner,
@@ -171,14 +171,23 @@ pub async fn recall(
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
 
-    let chosen = fit_budget(pinned, ranked, budget);
-    let touched: Vec<i64> = chosen
+    Ok(fit_budget(pinned, ranked, budget))
+}
+
+/// Records that the memories among `hits` that matched were used (pinned
+/// ones shown on every message are not counted). Kept off the reply's path.
+pub async fn record_access(
+    store: &Store,
+    owner: MemoryOwner,
+    hits: &[RecallHit],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let used: Vec<i64> = hits
         .iter()
         .filter(|h| h.relevance > 0.0)
         .map(|h| h.memory.id)
         .collect();
-    store.touch_memories(owner, &touched, now).await?;
-    Ok(chosen)
+    store.touch_memories(owner, &used, now).await
 }
 
 /// Pinned memories take up to half the budget, recalled ones the rest, and

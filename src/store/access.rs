@@ -30,7 +30,13 @@ impl Store {
         Ok(row.is_some())
     }
 
-    pub async fn admit(&self, platform: Platform, user: UserId, name: &str, by: &str) -> Result<(), StoreError> {
+    pub async fn admit(
+        &self,
+        platform: Platform,
+        user: UserId,
+        name: &str,
+        by: &str,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO users (platform, user_id, display_name, admitted_at, admitted_by) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (platform, user_id) DO UPDATE SET display_name = excluded.display_name",
@@ -76,7 +82,9 @@ impl Store {
         }
         let code = {
             let mut rng = rand::rng();
-            (0..CODE_LEN).map(|_| char::from(CODE_ALPHABET[rng.random_range(0..CODE_ALPHABET.len())])).collect::<String>()
+            (0..CODE_LEN)
+                .map(|_| char::from(CODE_ALPHABET[rng.random_range(0..CODE_ALPHABET.len())]))
+                .collect::<String>()
         };
         let expires_at = ts + ttl.num_milliseconds();
         sqlx::query(
@@ -91,7 +99,16 @@ impl Store {
         .bind(expires_at)
         .execute(&self.pool)
         .await?;
-        Ok((PairingCode { code, platform, user, display_name: name.to_owned(), expires_at: dt(expires_at) }, true))
+        Ok((
+            PairingCode {
+                code,
+                platform,
+                user,
+                display_name: name.to_owned(),
+                expires_at: dt(expires_at),
+            },
+            true,
+        ))
     }
 
     /// Pending, unexpired pairing requests.
@@ -108,7 +125,11 @@ impl Store {
 
     /// Approves or denies a pending, unexpired code. Approving admits the user.
     /// `None` when no such pending code exists.
-    pub async fn decide_pairing(&self, code: &str, approve: bool) -> Result<Option<PairingCode>, StoreError> {
+    pub async fn decide_pairing(
+        &self,
+        code: &str,
+        approve: bool,
+    ) -> Result<Option<PairingCode>, StoreError> {
         let status = if approve { "approved" } else { "denied" };
         let row = sqlx::query(
             "UPDATE pairing_codes SET status = $1 WHERE code = $2 AND status = 'pending' AND expires_at > $3
@@ -122,7 +143,13 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let pairing = pairing_from_row(&row)?;
         if approve {
-            self.admit(pairing.platform, pairing.user, &pairing.display_name, "pairing").await?;
+            self.admit(
+                pairing.platform,
+                pairing.user,
+                &pairing.display_name,
+                "pairing",
+            )
+            .await?;
         }
         Ok(Some(pairing))
     }
@@ -132,7 +159,8 @@ fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> 
     let platform: String = row.try_get("platform")?;
     Ok(PairingCode {
         code: row.try_get("code")?,
-        platform: Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
+        platform: Platform::parse(&platform)
+            .ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
         user: UserId(row.try_get("user_id")?),
         display_name: row.try_get("display_name")?,
         expires_at: dt(row.try_get("expires_at")?),
@@ -148,26 +176,68 @@ mod tests {
     async fn pairing_code_is_reused_then_approved_once() {
         let (store, _dir) = test_store().await;
         let ttl = chrono::Duration::hours(1);
-        let (c1, new1) = store.pairing_code(Platform::Telegram, UserId(5), "Ann", ttl).await.unwrap();
-        let (c2, new2) = store.pairing_code(Platform::Telegram, UserId(5), "Ann", ttl).await.unwrap();
+        let (c1, new1) = store
+            .pairing_code(Platform::Telegram, UserId(5), "Ann", ttl)
+            .await
+            .unwrap();
+        let (c2, new2) = store
+            .pairing_code(Platform::Telegram, UserId(5), "Ann", ttl)
+            .await
+            .unwrap();
         assert!(new1 && !new2);
         assert_eq!(c1.code, c2.code);
         assert_eq!(c1.code.len(), 8);
         assert_eq!(store.pending_pairings().await.unwrap().len(), 1);
-        assert!(!store.is_admitted(Platform::Telegram, UserId(5)).await.unwrap());
+        assert!(!store
+            .is_admitted(Platform::Telegram, UserId(5))
+            .await
+            .unwrap());
         let lower = c1.code.to_lowercase();
         assert!(store.decide_pairing(&lower, true).await.unwrap().is_some());
-        assert!(store.is_admitted(Platform::Telegram, UserId(5)).await.unwrap());
-        assert!(store.decide_pairing(&c1.code, true).await.unwrap().is_none(), "a code works once");
+        assert!(store
+            .is_admitted(Platform::Telegram, UserId(5))
+            .await
+            .unwrap());
+        assert!(
+            store
+                .decide_pairing(&c1.code, true)
+                .await
+                .unwrap()
+                .is_none(),
+            "a code works once"
+        );
     }
 
     #[tokio::test]
     async fn expired_and_denied_codes_admit_nobody() {
         let (store, _dir) = test_store().await;
-        let (c, _) = store.pairing_code(Platform::Discord, UserId(9), "Bo", chrono::Duration::seconds(-1)).await.unwrap();
+        let (c, _) = store
+            .pairing_code(
+                Platform::Discord,
+                UserId(9),
+                "Bo",
+                chrono::Duration::seconds(-1),
+            )
+            .await
+            .unwrap();
         assert!(store.decide_pairing(&c.code, true).await.unwrap().is_none());
-        let (c, _) = store.pairing_code(Platform::Discord, UserId(9), "Bo", chrono::Duration::hours(1)).await.unwrap();
-        assert!(store.decide_pairing(&c.code, false).await.unwrap().is_some());
-        assert!(!store.is_admitted(Platform::Discord, UserId(9)).await.unwrap());
+        let (c, _) = store
+            .pairing_code(
+                Platform::Discord,
+                UserId(9),
+                "Bo",
+                chrono::Duration::hours(1),
+            )
+            .await
+            .unwrap();
+        assert!(store
+            .decide_pairing(&c.code, false)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(!store
+            .is_admitted(Platform::Discord, UserId(9))
+            .await
+            .unwrap());
     }
 }

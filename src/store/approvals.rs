@@ -78,7 +78,8 @@ const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summa
 
 impl Store {
     pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<(), StoreError> {
-        let chat = serde_json::to_string(&a.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let chat =
+            serde_json::to_string(&a.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
             "INSERT INTO approvals (id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name,
                                     chat, status, created_at, expires_at)
@@ -129,7 +130,11 @@ impl Store {
     ) -> Result<Option<ApprovalRecord>, StoreError> {
         let ts = now();
         // Expiry may decide only once the deadline has passed; people only before it.
-        let deadline_ok = if status == ApprovalStatus::Expired { "expires_at <= $5" } else { "expires_at > $5" };
+        let deadline_ok = if status == ApprovalStatus::Expired {
+            "expires_at <= $5"
+        } else {
+            "expires_at > $5"
+        };
         let row = sqlx::query(&format!(
             "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $5, reason = $3
              WHERE id = $4 AND status = 'pending' AND {deadline_ok}
@@ -185,7 +190,13 @@ impl Store {
         rows.iter().map(approval_from_row).collect()
     }
 
-    pub async fn add_rule(&self, platform: Platform, user: UserId, tool: &str, pattern: &str) -> Result<(), StoreError> {
+    pub async fn add_rule(
+        &self,
+        platform: Platform,
+        user: UserId,
+        tool: &str,
+        pattern: &str,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (platform, user_id, tool_name, pattern) DO NOTHING",
@@ -201,7 +212,13 @@ impl Store {
         Ok(())
     }
 
-    pub async fn has_rule(&self, platform: Platform, user: UserId, tool: &str, arguments: &str) -> Result<bool, StoreError> {
+    pub async fn has_rule(
+        &self,
+        platform: Platform,
+        user: UserId,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<bool, StoreError> {
         let row = sqlx::query(
             "SELECT 1 FROM approval_rules WHERE platform = $1 AND user_id = $2 AND tool_name = $3 AND pattern = $4",
         )
@@ -214,7 +231,11 @@ impl Store {
         Ok(row.is_some())
     }
 
-    pub async fn rules(&self, platform: Platform, user: UserId) -> Result<Vec<ApprovalRule>, StoreError> {
+    pub async fn rules(
+        &self,
+        platform: Platform,
+        user: UserId,
+    ) -> Result<Vec<ApprovalRule>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, tool_name, pattern FROM approval_rules WHERE platform = $1 AND user_id = $2 ORDER BY created_at",
         )
@@ -245,7 +266,8 @@ impl Store {
                 let platform: String = r.try_get("platform")?;
                 Ok(ApprovalRule {
                     id: r.try_get("id")?,
-                    platform: Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
+                    platform: Platform::parse(&platform)
+                        .ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
                     user: UserId(r.try_get("user_id")?),
                     tool_name: r.try_get("tool_name")?,
                     pattern: r.try_get("pattern")?,
@@ -257,7 +279,10 @@ impl Store {
     /// Revokes any user's rule by id or unique prefix (6+ chars), for the operator.
     pub async fn revoke_any_rule(&self, id: &str) -> Result<bool, StoreError> {
         let rules = self.all_rules().await?;
-        let matching: Vec<&ApprovalRule> = rules.iter().filter(|r| id.len() >= 6 && r.id.starts_with(id)).collect();
+        let matching: Vec<&ApprovalRule> = rules
+            .iter()
+            .filter(|r| id.len() >= 6 && r.id.starts_with(id))
+            .collect();
         match matching.as_slice() {
             [rule] => self.revoke_rule(rule.platform, rule.user, &rule.id).await,
             _ => Ok(false),
@@ -265,16 +290,23 @@ impl Store {
     }
 
     /// Revokes one of the user's rules by id (or id prefix of at least 6 chars).
-    pub async fn revoke_rule(&self, platform: Platform, user: UserId, id: &str) -> Result<bool, StoreError> {
+    pub async fn revoke_rule(
+        &self,
+        platform: Platform,
+        user: UserId,
+        id: &str,
+    ) -> Result<bool, StoreError> {
         if id.len() < 6 {
             return Ok(false);
         }
-        let done = sqlx::query("DELETE FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3")
-            .bind(platform.as_str())
-            .bind(user.0)
-            .bind(format!("{}%", id.replace(['%', '_'], "")))
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(
+            "DELETE FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3",
+        )
+        .bind(platform.as_str())
+        .bind(user.0)
+        .bind(format!("{}%", id.replace(['%', '_'], "")))
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 }
@@ -291,9 +323,13 @@ fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError
         summary: r.try_get("summary")?,
         requester: UserId(r.try_get("requester")?),
         requester_name: r.try_get("requester_name")?,
-        chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("approval chat: {e}")))?,
-        card_message: r.try_get::<Option<i64>, _>("card_message_id")?.map(MessageId),
-        status: ApprovalStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
+        chat: serde_json::from_str(&chat)
+            .map_err(|e| StoreError::Corrupt(format!("approval chat: {e}")))?,
+        card_message: r
+            .try_get::<Option<i64>, _>("card_message_id")?
+            .map(MessageId),
+        status: ApprovalStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
         decided_by: r.try_get::<Option<i64>, _>("decided_by")?.map(UserId),
         decided_at: r.try_get::<Option<i64>, _>("decided_at")?.map(dt),
         reason: r.try_get("reason")?,
@@ -334,34 +370,96 @@ mod tests {
     async fn first_decision_wins() {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a1", 600)).await.unwrap();
-        let first = store.decide_approval("a1", ApprovalStatus::Allowed, Some(UserId(1)), None).await.unwrap();
+        let first = store
+            .decide_approval("a1", ApprovalStatus::Allowed, Some(UserId(1)), None)
+            .await
+            .unwrap();
         assert_eq!(first.map(|r| r.status), Some(ApprovalStatus::Allowed));
-        let second = store.decide_approval("a1", ApprovalStatus::Denied, Some(UserId(1)), None).await.unwrap();
+        let second = store
+            .decide_approval("a1", ApprovalStatus::Denied, Some(UserId(1)), None)
+            .await
+            .unwrap();
         assert!(second.is_none());
-        assert_eq!(store.approval("a1").await.unwrap().map(|r| r.status), Some(ApprovalStatus::Allowed));
+        assert_eq!(
+            store.approval("a1").await.unwrap().map(|r| r.status),
+            Some(ApprovalStatus::Allowed)
+        );
     }
 
     #[tokio::test]
     async fn expired_approvals_refuse_people_and_accept_the_sweeper() {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a2", -1)).await.unwrap();
-        assert!(store.decide_approval("a2", ApprovalStatus::Allowed, Some(UserId(1)), None).await.unwrap().is_none());
+        assert!(store
+            .decide_approval("a2", ApprovalStatus::Allowed, Some(UserId(1)), None)
+            .await
+            .unwrap()
+            .is_none());
         assert_eq!(store.due_approvals().await.unwrap().len(), 1);
-        assert!(store.decide_approval("a2", ApprovalStatus::Expired, None, None).await.unwrap().is_some());
+        assert!(store
+            .decide_approval("a2", ApprovalStatus::Expired, None, None)
+            .await
+            .unwrap()
+            .is_some());
         assert!(store.due_approvals().await.unwrap().is_empty());
     }
 
     #[tokio::test]
     async fn rules_match_exact_arguments_and_revoke() {
         let (store, _dir) = test_store().await;
-        store.add_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"ls\"}").await.unwrap();
-        assert!(store.has_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"ls\"}").await.unwrap());
-        assert!(!store.has_rule(Platform::Test, UserId(1), "exec_command", "{\"command\":\"rm\"}").await.unwrap());
-        assert!(!store.has_rule(Platform::Test, UserId(2), "exec_command", "{\"command\":\"ls\"}").await.unwrap());
+        store
+            .add_rule(
+                Platform::Test,
+                UserId(1),
+                "exec_command",
+                "{\"command\":\"ls\"}",
+            )
+            .await
+            .unwrap();
+        assert!(store
+            .has_rule(
+                Platform::Test,
+                UserId(1),
+                "exec_command",
+                "{\"command\":\"ls\"}"
+            )
+            .await
+            .unwrap());
+        assert!(!store
+            .has_rule(
+                Platform::Test,
+                UserId(1),
+                "exec_command",
+                "{\"command\":\"rm\"}"
+            )
+            .await
+            .unwrap());
+        assert!(!store
+            .has_rule(
+                Platform::Test,
+                UserId(2),
+                "exec_command",
+                "{\"command\":\"ls\"}"
+            )
+            .await
+            .unwrap());
         let rules = store.rules(Platform::Test, UserId(1)).await.unwrap();
         assert_eq!(rules.len(), 1);
-        assert!(!store.revoke_rule(Platform::Test, UserId(2), &rules[0].id).await.unwrap(), "not another user's");
-        assert!(store.revoke_rule(Platform::Test, UserId(1), &rules[0].id[..8]).await.unwrap());
-        assert!(store.rules(Platform::Test, UserId(1)).await.unwrap().is_empty());
+        assert!(
+            !store
+                .revoke_rule(Platform::Test, UserId(2), &rules[0].id)
+                .await
+                .unwrap(),
+            "not another user's"
+        );
+        assert!(store
+            .revoke_rule(Platform::Test, UserId(1), &rules[0].id[..8])
+            .await
+            .unwrap());
+        assert!(store
+            .rules(Platform::Test, UserId(1))
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

@@ -30,10 +30,11 @@ impl Store {
 
     /// The latest `limit` events, newest first.
     pub async fn events(&self, limit: u32) -> Result<Vec<SystemEvent>, StoreError> {
-        let rows = sqlx::query("SELECT id, at, kind, detail FROM system_events ORDER BY id DESC LIMIT $1")
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            sqlx::query("SELECT id, at, kind, detail FROM system_events ORDER BY id DESC LIMIT $1")
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter()
             .map(|r| {
                 let detail: String = r.try_get("detail")?;
@@ -41,7 +42,8 @@ impl Store {
                     id: r.try_get("id")?,
                     at: dt(r.try_get("at")?),
                     kind: r.try_get("kind")?,
-                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                    detail: serde_json::from_str(&detail)
+                        .unwrap_or(serde_json::Value::String(detail)),
                 })
             })
             .collect()

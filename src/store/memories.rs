@@ -217,7 +217,11 @@ impl Store {
         limit: u32,
         now: DateTime<Utc>,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
-        let kinds = if kinds.is_empty() { &MemoryKind::ALL[..] } else { kinds };
+        let kinds = if kinds.is_empty() {
+            &MemoryKind::ALL[..]
+        } else {
+            kinds
+        };
         // One index range per kind: a single scan filtered on kind would walk
         // every memory of a user whose pinned kinds are a tiny minority.
         let parts: Vec<String> = kinds
@@ -231,7 +235,10 @@ impl Store {
                 )
             })
             .collect();
-        let sql = format!("SELECT * FROM ({}) AS u ORDER BY updated_at DESC, id DESC LIMIT $4", parts.join(" UNION ALL "));
+        let sql = format!(
+            "SELECT * FROM ({}) AS u ORDER BY updated_at DESC, id DESC LIMIT $4",
+            parts.join(" UNION ALL ")
+        );
         let rows = sqlx::query(&sql)
             .bind(owner.platform.as_str())
             .bind(owner.user.0)

@@ -16,7 +16,20 @@ use sqlx::Row;
 /// Most query terms used in one search (longer messages are cut).
 const MAX_QUERY_TERMS: usize = 32;
 /// Rows a substring fallback scans at most (the owner's most recent).
-const LIKE_SCAN_ROWS: i64 = 5_000;
+const LIKE_SCAN_ROWS: i64 = 2_000;
+/// Documents one search ranks by BM25 at most: the rarest terms are taken
+/// until their documents would exceed this (common terms carry little weight).
+const RANK_BUDGET: i64 = 3_000;
+/// When even the rarest term is that common, only its newest matches are ranked.
+const NEWEST_MATCHES: u64 = 300;
+
+/// How the full-text candidates are chosen.
+enum Order {
+    /// All matches ranked by BM25.
+    Rank,
+    /// The newest matches (the term is too common to rank them all).
+    Newest,
+}
 
 /// The owner's key as a term prefix: platform, user id, `x`.
 fn owner_prefix(owner: MemoryOwner) -> String {
@@ -47,18 +60,6 @@ fn is_plain(term: &str) -> bool {
             .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric())
 }
 
-/// The FTS5 query matching any of `terms` of `owner`.
-fn match_expr(owner: MemoryOwner, terms: &[String]) -> String {
-    let prefix = owner_prefix(owner);
-    terms
-        .iter()
-        .filter(|t| is_plain(t))
-        .take(MAX_QUERY_TERMS)
-        .map(|t| format!("\"{prefix}{t}\""))
-        .collect::<Vec<_>>()
-        .join(" OR ")
-}
-
 /// The PostgreSQL tsquery matching any of `terms` of `owner`.
 fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
     let prefix = owner_prefix(owner);
@@ -86,18 +87,23 @@ impl Store {
             // The full-text query runs first and alone, so FTS5 ranks in its own
             // sorter (a join lets the planner probe the index once per row of
             // the user instead); owner, expiry and kind are checked after.
-            Backend::Sqlite => (
-                match_expr(owner, terms),
-                format!(
+            Backend::Sqlite => {
+                let Some((expr, order)) = self.sqlite_match(owner, terms).await? else { return Ok(Vec::new()) };
+                let candidates = u64::from(limit) * if kind.is_some() { 5 } else { 2 };
+                let (order, candidates) = match order {
+                    Order::Rank => ("rank", candidates),
+                    Order::Newest => ("rowid DESC", candidates.max(NEWEST_MATCHES)),
+                };
+                let sql = format!(
                     "SELECT {COLUMNS}, f.score AS score FROM
-                        (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY rank LIMIT {candidates}) f
+                        (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY {order} LIMIT {candidates}) f
                      JOIN memories m ON m.id = f.rowid
                      WHERE m.platform = $2 AND m.user_id = $3
                      AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5 IS NULL OR m.kind = $5)
-                     ORDER BY f.score LIMIT $6",
-                    candidates = u64::from(limit) * if kind.is_some() { 5 } else { 2 }
-                ),
-            ),
+                     ORDER BY f.score LIMIT $6"
+                );
+                (expr, sql)
+            }
             // The same pre-segmented terms as a `simple` tsvector (GIN-indexed);
             // ts_rank is negated so that, as with bm25, lower is better.
             Backend::Postgres => (
@@ -115,17 +121,72 @@ impl Store {
             return Ok(Vec::new());
         }
         let rows = sqlx::query(&sql)
-        .bind(expr)
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(ms(now))
-        .bind(kind.map(MemoryKind::as_str))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+            .bind(expr)
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .bind(ms(now))
+            .bind(kind.map(MemoryKind::as_str))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|r| Ok((record(r)?, r.try_get::<f64, _>("score")?)))
             .collect()
+    }
+
+    /// The FTS5 query for `terms`: the rarest terms the owner has (document
+    /// frequencies from `memories_vocab`), within [`RANK_BUDGET`] documents.
+    /// `None` when the owner has none of the terms.
+    async fn sqlite_match(
+        &self,
+        owner: MemoryOwner,
+        terms: &[String],
+    ) -> Result<Option<(String, Order)>, StoreError> {
+        let prefix = owner_prefix(owner);
+        let mut wanted: Vec<String> = Vec::new();
+        for t in terms.iter().filter(|t| is_plain(t)) {
+            let term = format!("{prefix}{}", t.to_ascii_lowercase());
+            if !wanted.contains(&term) && wanted.len() < MAX_QUERY_TERMS {
+                wanted.push(term);
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(None);
+        }
+        let list = (1..=wanted.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT term, doc FROM memories_vocab WHERE term IN ({list})");
+        let mut query = sqlx::query(&sql);
+        for term in &wanted {
+            query = query.bind(term.as_str());
+        }
+        let mut df: Vec<(String, i64)> = query
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get("term")?, r.try_get("doc")?)))
+            .collect::<Result<_, StoreError>>()?;
+        df.sort_by_key(|(_, d)| *d);
+        let mut chosen: Vec<String> = Vec::new();
+        let mut documents = 0;
+        for (term, d) in df {
+            if !chosen.is_empty() && documents + d > RANK_BUDGET {
+                break;
+            }
+            chosen.push(format!("\"{term}\""));
+            documents += d;
+        }
+        if chosen.is_empty() {
+            return Ok(None);
+        }
+        let order = if documents > RANK_BUDGET {
+            Order::Newest
+        } else {
+            Order::Rank
+        };
+        Ok(Some((chosen.join(" OR "), order)))
     }
 
     /// The owner's live memories containing `needle` (case-insensitive for ASCII),
@@ -203,10 +264,6 @@ mod tests {
         assert_eq!(
             index_text(owner(-7), &terms(&["a-b", "ok"])),
             "discordn7xok"
-        );
-        assert_eq!(
-            match_expr(owner(1), &terms(&["喝咖", "咖啡"])),
-            "\"discord1x喝咖\" OR \"discord1x咖啡\""
         );
     }
 

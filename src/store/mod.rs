@@ -33,7 +33,9 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     #[error("cannot open the database at {path}: {reason}; check that it exists and is reachable (or writable), or set DATABASE_URL")]
     Open { path: String, reason: String },
-    #[error("unsupported DATABASE_URL {0:?}: use sqlite://path/to/file.db or postgres://user@host/db")]
+    #[error(
+        "unsupported DATABASE_URL {0:?}: use sqlite://path/to/file.db or postgres://user@host/db"
+    )]
     UnsupportedUrl(String),
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -79,19 +81,34 @@ impl Store {
                 .acquire_timeout(std::time::Duration::from_secs(10))
                 .connect(url)
                 .await
-                .map_err(|e| StoreError::Open { path: redact_url(url), reason: e.to_string() })?;
-            return Ok(Store { pool, backend: Backend::Postgres });
+                .map_err(|e| StoreError::Open {
+                    path: redact_url(url),
+                    reason: e.to_string(),
+                })?;
+            return Ok(Store {
+                pool,
+                backend: Backend::Postgres,
+            });
         }
         let Some(path) = sqlite_path(url) else {
             return Err(StoreError::UnsupportedUrl(redact_url(url)));
         };
-        let open_err = |reason: String| StoreError::Open { path: path.display().to_string(), reason };
+        let open_err = |reason: String| StoreError::Open {
+            path: path.display().to_string(),
+            reason,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         }
-        let url = if url.contains('?') { url.to_owned() } else { format!("{url}?mode=rwc") };
+        let url = if url.contains('?') {
+            url.to_owned()
+        } else {
+            format!("{url}?mode=rwc")
+        };
         let pool = AnyPoolOptions::new()
             .max_connections(8)
+            // A local file cannot drop a connection: skip the ping before each query.
+            .test_before_acquire(false)
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
                     // WAL lets readers and one writer work at once; the busy timeout
@@ -104,7 +121,10 @@ impl Store {
             .connect(&url)
             .await
             .map_err(|e| open_err(e.to_string()))?;
-        Ok(Store { pool, backend: Backend::Sqlite })
+        Ok(Store {
+            pool,
+            backend: Backend::Sqlite,
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -113,8 +133,16 @@ impl Store {
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self.backend {
-            Backend::Sqlite => sqlx::migrate!("./migrations/sqlite").run(&self.pool).await?,
-            Backend::Postgres => sqlx::migrate!("./migrations/postgres").run(&self.pool).await?,
+            Backend::Sqlite => {
+                sqlx::migrate!("./migrations/sqlite")
+                    .run(&self.pool)
+                    .await?
+            }
+            Backend::Postgres => {
+                sqlx::migrate!("./migrations/postgres")
+                    .run(&self.pool)
+                    .await?
+            }
         }
         Ok(())
     }
@@ -143,9 +171,15 @@ fn redact_url(url: &str) -> String {
 
 /// The file path of a `sqlite:` URL (`sqlite://rel/path.db`, `sqlite:///abs.db`, `sqlite::memory:`).
 fn sqlite_path(url: &str) -> Option<PathBuf> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
     let file = rest.split('?').next().unwrap_or(rest);
-    Some(if file == ":memory:" { PathBuf::new() } else { Path::new(file).to_path_buf() })
+    Some(if file == ":memory:" {
+        PathBuf::new()
+    } else {
+        Path::new(file).to_path_buf()
+    })
 }
 
 /// Now, in epoch milliseconds (how times are stored).
@@ -161,7 +195,6 @@ pub(crate) fn dt(ms: i64) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
-
 #[cfg(test)]
 pub(crate) async fn test_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -175,8 +208,14 @@ mod tests {
 
     #[test]
     fn parses_sqlite_urls() {
-        assert_eq!(sqlite_path("sqlite://./data/x.db"), Some(PathBuf::from("./data/x.db")));
-        assert_eq!(sqlite_path("sqlite:///tmp/x.db?mode=rwc"), Some(PathBuf::from("/tmp/x.db")));
+        assert_eq!(
+            sqlite_path("sqlite://./data/x.db"),
+            Some(PathBuf::from("./data/x.db"))
+        );
+        assert_eq!(
+            sqlite_path("sqlite:///tmp/x.db?mode=rwc"),
+            Some(PathBuf::from("/tmp/x.db"))
+        );
         assert_eq!(sqlite_path("postgres://localhost/test"), None);
     }
 
@@ -189,6 +228,9 @@ mod tests {
         std::fs::write(&blocker, "x").unwrap();
         let url = format!("sqlite://{}", blocker.join("x.db").display());
         let err = Store::open(&url).await.unwrap_err().to_string();
-        assert!(err.contains("cannot open the database") && err.contains("DATABASE_URL"), "{err}");
+        assert!(
+            err.contains("cannot open the database") && err.contains("DATABASE_URL"),
+            "{err}"
+        );
     }
 }

@@ -28,7 +28,8 @@ const COLUMNS: &str =
 
 impl Store {
     pub async fn insert_schedule(&self, s: &ScheduleRecord) -> Result<(), StoreError> {
-        let origin = serde_json::to_string(&s.origin).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let origin =
+            serde_json::to_string(&s.origin).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
             "INSERT INTO schedules (id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, active, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)",
@@ -49,7 +50,11 @@ impl Store {
     }
 
     /// Active schedules due at `now_ms`, oldest first.
-    pub async fn due_schedules(&self, now_ms: i64, limit: u32) -> Result<Vec<ScheduleRecord>, StoreError> {
+    pub async fn due_schedules(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL AND next_run_at <= $1
              ORDER BY next_run_at LIMIT $2"
@@ -63,7 +68,13 @@ impl Store {
 
     /// Claims the occurrence due at `due_ms` by moving the schedule to `next`
     /// (`None` ends it). Only one caller per occurrence gets `true`.
-    pub async fn claim_occurrence(&self, id: &str, due_ms: i64, next: Option<i64>, fired: bool) -> Result<bool, StoreError> {
+    pub async fn claim_occurrence(
+        &self,
+        id: &str,
+        due_ms: i64,
+        next: Option<i64>,
+        fired: bool,
+    ) -> Result<bool, StoreError> {
         let now = super::now();
         let done = sqlx::query(
             "UPDATE schedules SET next_run_at = $1,
@@ -82,7 +93,10 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    pub async fn session_schedules(&self, session_id: &str) -> Result<Vec<ScheduleRecord>, StoreError> {
+    pub async fn session_schedules(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE session_id = $1 AND active = 1 ORDER BY next_run_at"
         ))
@@ -97,11 +111,13 @@ impl Store {
         if id.len() < 6 {
             return Ok(false);
         }
-        let done = sqlx::query("UPDATE schedules SET active = 0 WHERE session_id = $1 AND id LIKE $2 AND active = 1")
-            .bind(session_id)
-            .bind(format!("{}%", id.replace(['%', '_'], "")))
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(
+            "UPDATE schedules SET active = 0 WHERE session_id = $1 AND id LIKE $2 AND active = 1",
+        )
+        .bind(session_id)
+        .bind(format!("{}%", id.replace(['%', '_'], "")))
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 }
@@ -111,7 +127,8 @@ fn schedule_from_row(r: &sqlx::any::AnyRow) -> Result<ScheduleRecord, StoreError
     Ok(ScheduleRecord {
         id: r.try_get("id")?,
         session_id: r.try_get("session_id")?,
-        origin: serde_json::from_str(&origin).map_err(|e| StoreError::Corrupt(format!("schedule origin: {e}")))?,
+        origin: serde_json::from_str(&origin)
+            .map_err(|e| StoreError::Corrupt(format!("schedule origin: {e}")))?,
         kind: r.try_get("kind")?,
         spec: r.try_get("spec")?,
         timezone: r.try_get("timezone")?,

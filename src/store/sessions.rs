@@ -49,7 +49,11 @@ impl Store {
     }
 
     /// The last `limit` live messages of a session (not folded by compaction), oldest first.
-    pub async fn history(&self, session: &SessionId, limit: u32) -> Result<Vec<Message>, StoreError> {
+    pub async fn history(
+        &self,
+        session: &SessionId,
+        limit: u32,
+    ) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
             "SELECT payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0 ORDER BY id DESC LIMIT $2) AS recent
              ORDER BY id ASC",
@@ -61,23 +65,31 @@ impl Store {
         rows.iter()
             .map(|r| {
                 let payload: String = r.try_get("payload")?;
-                serde_json::from_str(&payload).map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))
+                serde_json::from_str(&payload)
+                    .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))
             })
             .collect()
     }
 
     /// Appends messages to a session's history in one transaction.
-    pub async fn append_messages(&self, session: &SessionId, messages: &[Message]) -> Result<(), StoreError> {
+    pub async fn append_messages(
+        &self,
+        session: &SessionId,
+        messages: &[Message],
+    ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         let ts = now();
         for m in messages {
-            let payload = serde_json::to_string(m).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            sqlx::query("INSERT INTO messages (session_id, payload, created_at) VALUES ($1, $2, $3)")
-                .bind(&session.0)
-                .bind(payload)
-                .bind(ts)
-                .execute(&mut *tx)
-                .await?;
+            let payload =
+                serde_json::to_string(m).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            sqlx::query(
+                "INSERT INTO messages (session_id, payload, created_at) VALUES ($1, $2, $3)",
+            )
+            .bind(&session.0)
+            .bind(payload)
+            .bind(ts)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -85,7 +97,10 @@ impl Store {
 
     /// Forgets a session's history (`/clear`).
     pub async fn clear_history(&self, session: &SessionId) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM messages WHERE session_id = $1").bind(&session.0).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM messages WHERE session_id = $1")
+            .bind(&session.0)
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected())
     }
 }
@@ -96,7 +111,12 @@ mod tests {
     use crate::store::test_store;
 
     fn key(user: i64, thread: Option<i64>) -> SessionKey {
-        SessionKey { platform: Platform::Telegram, chat: ChatId(-100), thread: thread.map(ThreadId), user: UserId(user) }
+        SessionKey {
+            platform: Platform::Telegram,
+            chat: ChatId(-100),
+            thread: thread.map(ThreadId),
+            user: UserId(user),
+        }
     }
 
     #[tokio::test]
@@ -115,7 +135,10 @@ mod tests {
         let msgs: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
         store.append_messages(&s, &msgs).await.unwrap();
         let last3 = store.history(&s, 3).await.unwrap();
-        assert_eq!(last3.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["m2", "m3", "m4"]);
+        assert_eq!(
+            last3.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+            ["m2", "m3", "m4"]
+        );
         assert_eq!(store.clear_history(&s).await.unwrap(), 5);
         assert!(store.history(&s, 10).await.unwrap().is_empty());
     }

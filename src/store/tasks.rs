@@ -74,7 +74,8 @@ pub(crate) const LEASE_MS: i64 = 60_000;
 
 impl Store {
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
-        let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let chat =
+            serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
             "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -112,7 +113,11 @@ impl Store {
         Ok(())
     }
 
-    pub async fn set_task_status_message(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+    pub async fn set_task_status_message(
+        &self,
+        id: &str,
+        message: MessageId,
+    ) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET status_message_id = $1 WHERE id = $2")
             .bind(message.0)
             .bind(id)
@@ -122,7 +127,12 @@ impl Store {
     }
 
     /// Marks a task finished unless it already is. Returns whether this call finished it.
-    pub async fn finish_task(&self, id: &str, status: TaskStatus, result: &str) -> Result<bool, StoreError> {
+    pub async fn finish_task(
+        &self,
+        id: &str,
+        status: TaskStatus,
+        result: &str,
+    ) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE tasks SET status = $1, result = $2, finished_at = $3 WHERE id = $4 AND finished_at IS NULL",
         )
@@ -170,7 +180,11 @@ impl Store {
     }
 
     /// A session's most recent tasks, newest first.
-    pub async fn session_tasks(&self, session_id: &str, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+    pub async fn session_tasks(
+        &self,
+        session_id: &str,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM tasks WHERE session_id = $1 ORDER BY created_at DESC LIMIT $2"
         ))
@@ -190,13 +204,19 @@ fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
         session_id: r.try_get("session_id")?,
         tool_name: r.try_get("tool_name")?,
         arguments: r.try_get("arguments")?,
-        status: TaskStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("task status {status}")))?,
+        status: TaskStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("task status {status}")))?,
         stage: r.try_get("stage")?,
         detail: r.try_get("detail")?,
-        percent: r.try_get::<Option<i64>, _>("percent")?.and_then(|p| u8::try_from(p).ok()),
+        percent: r
+            .try_get::<Option<i64>, _>("percent")?
+            .and_then(|p| u8::try_from(p).ok()),
         result: r.try_get("result")?,
-        chat: serde_json::from_str(&chat).map_err(|e| StoreError::Corrupt(format!("task chat: {e}")))?,
-        status_message: r.try_get::<Option<i64>, _>("status_message_id")?.map(MessageId),
+        chat: serde_json::from_str(&chat)
+            .map_err(|e| StoreError::Corrupt(format!("task chat: {e}")))?,
+        status_message: r
+            .try_get::<Option<i64>, _>("status_message_id")?
+            .map(MessageId),
         notify: r.try_get("notify")?,
         created_at: dt(r.try_get("created_at")?),
         finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(dt),

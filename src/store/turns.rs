@@ -59,7 +59,10 @@ impl Store {
 
     /// Takes the paused turn waiting for `approval_id`: one atomic delete, so
     /// exactly one process (or one waiter) gets to resume it.
-    pub async fn claim_turn_state(&self, approval_id: &str) -> Result<Option<TurnState>, StoreError> {
+    pub async fn claim_turn_state(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(
             "DELETE FROM turn_states WHERE approval_id = $1
              RETURNING id, session_id, approval_id, origin, messages, new_from, remaining",
@@ -94,7 +97,11 @@ impl Store {
     }
 
     /// Marks the session as waiting for the answer to `question` (or clears it).
-    pub async fn set_waiting_question(&self, key: &SessionKey, question: Option<&str>) -> Result<(), StoreError> {
+    pub async fn set_waiting_question(
+        &self,
+        key: &SessionKey,
+        question: Option<&str>,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE sessions SET waiting_question = $1
              WHERE platform = $2 AND chat_id = $3 AND thread_id = $4 AND user_id = $5",
@@ -111,7 +118,10 @@ impl Store {
 
     /// Takes the question the session waits on, clearing it (one answer per
     /// question: the conditional update lets only one taker win).
-    pub async fn take_waiting_question(&self, key: &SessionKey) -> Result<Option<String>, StoreError> {
+    pub async fn take_waiting_question(
+        &self,
+        key: &SessionKey,
+    ) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(
             "SELECT id, waiting_question FROM sessions
              WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4 AND waiting_question IS NOT NULL",
@@ -124,11 +134,13 @@ impl Store {
         .await?;
         let Some(r) = row else { return Ok(None) };
         let (id, question): (String, String) = (r.try_get("id")?, r.try_get("waiting_question")?);
-        let done = sqlx::query("UPDATE sessions SET waiting_question = NULL WHERE id = $1 AND waiting_question = $2")
-            .bind(&id)
-            .bind(&question)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(
+            "UPDATE sessions SET waiting_question = NULL WHERE id = $1 AND waiting_question = $2",
+        )
+        .bind(&id)
+        .bind(&question)
+        .execute(&self.pool)
+        .await?;
         Ok((done.rows_affected() == 1).then_some(question))
     }
 
@@ -156,9 +168,19 @@ mod tests {
 
     fn origin() -> TurnOrigin {
         TurnOrigin {
-            key: SessionKey { platform: Platform::Test, chat: ChatId(1), thread: None, user: UserId(1) },
+            key: SessionKey {
+                platform: Platform::Test,
+                chat: ChatId(1),
+                thread: None,
+                user: UserId(1),
+            },
             chat: ChatAddress::new(Platform::Test, ChatId(1), None),
-            user: User { id: UserId(1), display_name: "Ann".into(), is_bot: false, is_approver: false },
+            user: User {
+                id: UserId(1),
+                display_name: "Ann".into(),
+                is_bot: false,
+                is_approver: false,
+            },
             reply_to: Some(MessageId(3)),
         }
     }
@@ -173,7 +195,11 @@ mod tests {
             origin: origin(),
             messages: vec![Message::user("run ls")],
             new_from: 0,
-            remaining: vec![ToolCall { id: "c1".into(), name: "exec_command".into(), arguments: "{}".into() }],
+            remaining: vec![ToolCall {
+                id: "c1".into(),
+                name: "exec_command".into(),
+                arguments: "{}".into(),
+            }],
         };
         store.save_turn_state(&state).await.unwrap();
         let (a, b) = tokio::join!(store.claim_turn_state("a1"), store.claim_turn_state("a1"));
@@ -188,9 +214,15 @@ mod tests {
         let (store, _dir) = test_store().await;
         let key = origin().key;
         store.session(&key).await.unwrap();
-        store.set_waiting_question(&key, Some("Which branch?")).await.unwrap();
+        store
+            .set_waiting_question(&key, Some("Which branch?"))
+            .await
+            .unwrap();
         assert!(store.is_waiting(&key).await.unwrap());
-        assert_eq!(store.take_waiting_question(&key).await.unwrap().as_deref(), Some("Which branch?"));
+        assert_eq!(
+            store.take_waiting_question(&key).await.unwrap().as_deref(),
+            Some("Which branch?")
+        );
         assert_eq!(store.take_waiting_question(&key).await.unwrap(), None);
     }
 }

@@ -7,7 +7,12 @@ use switchboard_platform::{Platform, UserId};
 
 impl Store {
     /// Adds one turn's usage to today's row.
-    pub async fn add_usage(&self, platform: Platform, user: UserId, usage: &Usage) -> Result<(), StoreError> {
+    pub async fn add_usage(
+        &self,
+        platform: Platform,
+        user: UserId,
+        usage: &Usage,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO usage (platform, user_id, day, turns, input_tokens, output_tokens, cache_read, cache_write)
              VALUES ($1, $2, $3, 1, $4, $5, $6, $7)
@@ -31,7 +36,11 @@ impl Store {
     }
 
     /// Today's turns and usage for a user.
-    pub async fn usage_today(&self, platform: Platform, user: UserId) -> Result<(u64, Usage), StoreError> {
+    pub async fn usage_today(
+        &self,
+        platform: Platform,
+        user: UserId,
+    ) -> Result<(u64, Usage), StoreError> {
         let row = sqlx::query(
             "SELECT turns, input_tokens, output_tokens, cache_read, cache_write FROM usage
              WHERE platform = $1 AND user_id = $2 AND day = $3",
@@ -41,8 +50,12 @@ impl Store {
         .bind(today())
         .fetch_optional(&self.pool)
         .await?;
-        let Some(r) = row else { return Ok((0, Usage::default())) };
-        let get = |c: &str| -> Result<u64, StoreError> { Ok(u64::try_from(r.try_get::<i64, _>(c)?).unwrap_or(0)) };
+        let Some(r) = row else {
+            return Ok((0, Usage::default()));
+        };
+        let get = |c: &str| -> Result<u64, StoreError> {
+            Ok(u64::try_from(r.try_get::<i64, _>(c)?).unwrap_or(0))
+        };
         Ok((
             get("turns")?,
             Usage {

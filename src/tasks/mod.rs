@@ -57,12 +57,29 @@ pub struct TaskManager {
 }
 
 impl TaskManager {
-    pub fn new(store: Store, finished: mpsc::Sender<TaskFinished>, shutdown: CancellationToken, busy: Busy) -> Arc<TaskManager> {
-        Arc::new(TaskManager { store, finished, running: Mutex::new(HashMap::new()), shutdown, busy })
+    pub fn new(
+        store: Store,
+        finished: mpsc::Sender<TaskFinished>,
+        shutdown: CancellationToken,
+        busy: Busy,
+    ) -> Arc<TaskManager> {
+        Arc::new(TaskManager {
+            store,
+            finished,
+            running: Mutex::new(HashMap::new()),
+            shutdown,
+            busy,
+        })
     }
 
     /// Records the task and starts it; returns the task id at once.
-    pub async fn start(self: &Arc<Self>, tool: Arc<dyn Tool>, call: &ToolCall, args: Value, origin: TaskOrigin) -> Result<String, StoreError> {
+    pub async fn start(
+        self: &Arc<Self>,
+        tool: Arc<dyn Tool>,
+        call: &ToolCall,
+        args: Value,
+        origin: TaskOrigin,
+    ) -> Result<String, StoreError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let record = TaskRecord {
             id: id.clone(),
@@ -81,13 +98,19 @@ impl TaskManager {
             finished_at: None,
         };
         self.store.insert_task(&record).await?;
-        self.store.record_event("task.started", json!({ "id": id, "tool": call.name })).await;
+        self.store
+            .record_event("task.started", json!({ "id": id, "tool": call.name }))
+            .await;
         let cancel = self.shutdown.child_token();
         self.running_lock().insert(id.clone(), cancel.clone());
         let guard = self.busy.enter();
         let manager = Arc::clone(self);
         let tool_name = call.name.clone();
-        tokio::spawn(async move { manager.run(record.id, tool_name, tool, args, origin, cancel, guard).await });
+        tokio::spawn(async move {
+            manager
+                .run(record.id, tool_name, tool, args, origin, cancel, guard)
+                .await
+        });
         Ok(id)
     }
 
@@ -121,7 +144,12 @@ impl TaskManager {
             cancel: cancel.clone(),
             progress: ProgressSink::new(tx),
             session_id: origin.session_id.clone(),
-            origin: Some(TurnOrigin { key: origin.key, chat: origin.chat, user: origin.user.clone(), reply_to: None }),
+            origin: Some(TurnOrigin {
+                key: origin.key,
+                chat: origin.chat,
+                user: origin.user.clone(),
+                reply_to: None,
+            }),
         };
         let lease = tokio::spawn(renew_lease(self.store.clone(), id.clone(), cancel.clone()));
         let progress_done = CancellationToken::new();
@@ -142,21 +170,39 @@ impl TaskManager {
         let last_progress = reporter.await.unwrap_or_default();
         let (status, result) = match outcome {
             Ok(Ok(text)) => (TaskStatus::Succeeded, text),
-            Ok(Err(_)) if self.shutdown.is_cancelled() => (TaskStatus::Interrupted, "the gateway stopped".to_owned()),
-            Ok(Err(crate::tools::ToolError::Cancelled)) => (TaskStatus::Cancelled, "cancelled".to_owned()),
+            Ok(Err(_)) if self.shutdown.is_cancelled() => {
+                (TaskStatus::Interrupted, "the gateway stopped".to_owned())
+            }
+            Ok(Err(crate::tools::ToolError::Cancelled)) => {
+                (TaskStatus::Cancelled, "cancelled".to_owned())
+            }
             Ok(Err(e)) => (TaskStatus::Failed, e.for_model()),
             Err(join) => {
                 tracing::error!(error = %join, task = %id, "background task crashed");
-                (TaskStatus::Failed, "error: the task crashed; the operator has the details".to_owned())
+                (
+                    TaskStatus::Failed,
+                    "error: the task crashed; the operator has the details".to_owned(),
+                )
             }
         };
         self.running_lock().remove(&id);
         if let Err(e) = self.store.finish_task(&id, status, &result).await {
             tracing::error!(error = %e, task = %id, "could not record the task result");
         }
-        self.store.record_event("task.finished", json!({ "id": id, "status": status.as_str() })).await;
+        self.store
+            .record_event(
+                "task.finished",
+                json!({ "id": id, "status": status.as_str() }),
+            )
+            .await;
         if let Some(msg) = status_ref {
-            let text = progress::status_text(&short, &tool_name, status, &last_progress, started.elapsed());
+            let text = progress::status_text(
+                &short,
+                &tool_name,
+                status,
+                &last_progress,
+                started.elapsed(),
+            );
             if let Err(e) = origin.adapter.edit(&msg, OutgoingMessage::text(text)).await {
                 tracing::warn!(error = %e, "could not finalize a task status message");
             }
@@ -165,15 +211,38 @@ impl TaskManager {
             return;
         }
         let result = clip(&result, NOTIFICATION_RESULT_CHARS);
-        let finished = TaskFinished { task_id: id, tool_name, status, result, origin, guard };
+        let finished = TaskFinished {
+            task_id: id,
+            tool_name,
+            status,
+            result,
+            origin,
+            guard,
+        };
         if self.finished.send(finished).await.is_err() {
             tracing::warn!("gateway gone; task notification dropped");
         }
     }
 
-    async fn post_status(&self, origin: &TaskOrigin, id: &str, short: &str, tool: &str) -> Option<MessageRef> {
-        let text = progress::status_text(short, tool, TaskStatus::Running, &Progress::default(), Duration::ZERO);
-        match origin.adapter.send(&origin.chat, OutgoingMessage::text(text)).await {
+    async fn post_status(
+        &self,
+        origin: &TaskOrigin,
+        id: &str,
+        short: &str,
+        tool: &str,
+    ) -> Option<MessageRef> {
+        let text = progress::status_text(
+            short,
+            tool,
+            TaskStatus::Running,
+            &Progress::default(),
+            Duration::ZERO,
+        );
+        match origin
+            .adapter
+            .send(&origin.chat, OutgoingMessage::text(text))
+            .await
+        {
             Ok(r) => {
                 if let Err(e) = self.store.set_task_status_message(id, r.id).await {
                     tracing::warn!(error = %e, "could not store the task status message");
@@ -220,18 +289,25 @@ async fn report_progress(
     started: Instant,
     done: CancellationToken,
 ) -> Progress {
-    let interval = adapter.capabilities().min_edit_interval.max(PROGRESS_EDIT_INTERVAL);
+    let interval = adapter
+        .capabilities()
+        .min_edit_interval
+        .max(PROGRESS_EDIT_INTERVAL);
     loop {
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { break },
             () = done.cancelled() => break,
         }
         let p = rx.borrow_and_update().clone();
-        if let Err(e) = store.update_task_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent).await {
+        if let Err(e) = store
+            .update_task_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent)
+            .await
+        {
             tracing::warn!(error = %e, "could not store task progress");
         }
         if let Some(msg) = &status_ref {
-            let text = progress::status_text(&short, &tool, TaskStatus::Running, &p, started.elapsed());
+            let text =
+                progress::status_text(&short, &tool, TaskStatus::Running, &p, started.elapsed());
             if let Err(e) = adapter.edit(msg, OutgoingMessage::text(text)).await {
                 tracing::debug!(error = %e, "progress edit failed");
             }
@@ -249,7 +325,10 @@ fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {
-        format!("{}\n[… truncated; call check_background_tasks with the task_id for the full result]", s.chars().take(max).collect::<String>())
+        format!(
+            "{}\n[… truncated; call check_background_tasks with the task_id for the full result]",
+            s.chars().take(max).collect::<String>()
+        )
     }
 }
 

@@ -12,29 +12,62 @@ pub(crate) fn bar(percent: Option<u8>, elapsed: Duration) -> String {
         Some(p) => {
             let p = p.min(100);
             let filled = usize::from(p) * CELLS / 100;
-            format!("`[{}{}]` {p}%", "█".repeat(filled), "░".repeat(CELLS - filled))
+            format!(
+                "`[{}{}]` {p}%",
+                "█".repeat(filled),
+                "░".repeat(CELLS - filled)
+            )
         }
         None => format!("`[{}]` {}s", "▒".repeat(CELLS), elapsed.as_secs()),
     }
 }
 
 /// The status message of a task.
-pub(crate) fn status_text(short_id: &str, tool: &str, status: TaskStatus, progress: &Progress, elapsed: Duration) -> String {
-    let detail = if progress.detail.is_empty() { String::new() } else { format!("\n{}", clip(&progress.detail, 200)) };
+pub(crate) fn status_text(
+    short_id: &str,
+    tool: &str,
+    status: TaskStatus,
+    progress: &Progress,
+    elapsed: Duration,
+) -> String {
+    let detail = if progress.detail.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", clip(&progress.detail, 200))
+    };
     match status {
         TaskStatus::Queued | TaskStatus::Running => {
-            let stage = if progress.stage.is_empty() { "starting" } else { progress.stage.as_str() };
-            format!("⏳ Background task `{short_id}` · {tool} · {stage}\n{}{detail}", bar(progress.percent, elapsed))
+            let stage = if progress.stage.is_empty() {
+                "starting"
+            } else {
+                progress.stage.as_str()
+            };
+            format!(
+                "⏳ Background task `{short_id}` · {tool} · {stage}\n{}{detail}",
+                bar(progress.percent, elapsed)
+            )
         }
-        TaskStatus::Succeeded => format!("✅ Background task `{short_id}` · {tool} · done in {}s", elapsed.as_secs()),
-        TaskStatus::Failed => format!("❌ Background task `{short_id}` · {tool} · failed after {}s{detail}", elapsed.as_secs()),
+        TaskStatus::Succeeded => format!(
+            "✅ Background task `{short_id}` · {tool} · done in {}s",
+            elapsed.as_secs()
+        ),
+        TaskStatus::Failed => format!(
+            "❌ Background task `{short_id}` · {tool} · failed after {}s{detail}",
+            elapsed.as_secs()
+        ),
         TaskStatus::Cancelled => format!("🛑 Background task `{short_id}` · {tool} · cancelled"),
-        TaskStatus::Interrupted => format!("⚠️ Background task `{short_id}` · {tool} · interrupted (the gateway stopped)"),
+        TaskStatus::Interrupted => {
+            format!("⚠️ Background task `{short_id}` · {tool} · interrupted (the gateway stopped)")
+        }
     }
 }
 
 fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max { s.to_owned() } else { format!("{}…", s.chars().take(max).collect::<String>()) }
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
 }
 
 #[cfg(test)]

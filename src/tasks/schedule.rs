@@ -21,25 +21,42 @@ pub enum ScheduleError {
 
 /// The first occurrence strictly after `after_ms` (epoch ms), or `None` when
 /// the schedule has no more (a one-off in the past).
-pub fn next_occurrence(kind: &str, spec: &str, timezone: &str, after_ms: i64) -> Result<Option<i64>, ScheduleError> {
+pub fn next_occurrence(
+    kind: &str,
+    spec: &str,
+    timezone: &str,
+    after_ms: i64,
+) -> Result<Option<i64>, ScheduleError> {
     match kind {
         "at" => {
-            let at = DateTime::parse_from_rfc3339(spec.trim()).map_err(|_| ScheduleError::Time(spec.to_owned()))?;
+            let at = DateTime::parse_from_rfc3339(spec.trim())
+                .map_err(|_| ScheduleError::Time(spec.to_owned()))?;
             let at = at.timestamp_millis();
             Ok((at > after_ms).then_some(at))
         }
         "every" => {
-            let secs: i64 = spec.trim().parse().map_err(|_| ScheduleError::Interval(spec.to_owned()))?;
+            let secs: i64 = spec
+                .trim()
+                .parse()
+                .map_err(|_| ScheduleError::Interval(spec.to_owned()))?;
             if secs < 60 {
                 return Err(ScheduleError::Interval(spec.to_owned()));
             }
             Ok(Some(after_ms + secs * 1000))
         }
         "cron" => {
-            let tz = chrono_tz::Tz::from_str(timezone).map_err(|_| ScheduleError::Zone(timezone.to_owned()))?;
+            let tz = chrono_tz::Tz::from_str(timezone)
+                .map_err(|_| ScheduleError::Zone(timezone.to_owned()))?;
             let schedule = parse_cron(spec)?;
-            let after = Utc.timestamp_millis_opt(after_ms).single().unwrap_or_else(Utc::now).with_timezone(&tz);
-            Ok(schedule.after(&after).next().map(|t| t.with_timezone(&Utc).timestamp_millis()))
+            let after = Utc
+                .timestamp_millis_opt(after_ms)
+                .single()
+                .unwrap_or_else(Utc::now)
+                .with_timezone(&tz);
+            Ok(schedule
+                .after(&after)
+                .next()
+                .map(|t| t.with_timezone(&Utc).timestamp_millis()))
         }
         other => Err(ScheduleError::Kind(other.to_owned())),
     }
@@ -49,12 +66,20 @@ pub fn next_occurrence(kind: &str, spec: &str, timezone: &str, after_ms: i64) ->
 /// cron crate's 6/7-field form with seconds.
 fn parse_cron(spec: &str) -> Result<cron::Schedule, ScheduleError> {
     let fields = spec.split_whitespace().count();
-    let full = if fields == 5 { format!("0 {spec}") } else { spec.to_owned() };
+    let full = if fields == 5 {
+        format!("0 {spec}")
+    } else {
+        spec.to_owned()
+    };
     cron::Schedule::from_str(&full).map_err(|e| ScheduleError::Cron(spec.to_owned(), e.to_string()))
 }
 
 /// The first occurrence after now, for a new schedule.
-pub fn first_occurrence(kind: &str, spec: &str, timezone: &str) -> Result<Option<i64>, ScheduleError> {
+pub fn first_occurrence(
+    kind: &str,
+    spec: &str,
+    timezone: &str,
+) -> Result<Option<i64>, ScheduleError> {
     next_occurrence(kind, spec, timezone, Utc::now().timestamp_millis())
 }
 
@@ -69,21 +94,36 @@ mod tests {
     #[test]
     fn one_offs_fire_once() {
         let t = ms("2026-12-24T09:00:00Z");
-        assert_eq!(next_occurrence("at", "2026-12-24T09:00:00Z", "UTC", t - 1).unwrap(), Some(t));
-        assert_eq!(next_occurrence("at", "2026-12-24T09:00:00Z", "UTC", t).unwrap(), None);
+        assert_eq!(
+            next_occurrence("at", "2026-12-24T09:00:00Z", "UTC", t - 1).unwrap(),
+            Some(t)
+        );
+        assert_eq!(
+            next_occurrence("at", "2026-12-24T09:00:00Z", "UTC", t).unwrap(),
+            None
+        );
         assert!(next_occurrence("at", "tomorrow", "UTC", t).is_err());
     }
 
     #[test]
     fn intervals_need_a_minute_at_least() {
-        assert_eq!(next_occurrence("every", "3600", "UTC", 1_000).unwrap(), Some(3_601_000));
+        assert_eq!(
+            next_occurrence("every", "3600", "UTC", 1_000).unwrap(),
+            Some(3_601_000)
+        );
         assert!(next_occurrence("every", "5", "UTC", 0).is_err());
     }
 
     #[test]
     fn cron_respects_the_time_zone() {
         // 09:00 every day in Berlin is 08:00 UTC in winter.
-        let next = next_occurrence("cron", "0 9 * * *", "Europe/Berlin", ms("2026-12-02T10:00:00Z")).unwrap();
+        let next = next_occurrence(
+            "cron",
+            "0 9 * * *",
+            "Europe/Berlin",
+            ms("2026-12-02T10:00:00Z"),
+        )
+        .unwrap();
         assert_eq!(next, Some(ms("2026-12-03T08:00:00Z")));
         assert!(next_occurrence("cron", "not cron", "UTC", 0).is_err());
         assert!(next_occurrence("cron", "0 9 * * *", "Mars/Olympus", 0).is_err());

@@ -39,7 +39,10 @@ impl Tool for CheckTasksTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let failed = |e: crate::store::StoreError| ToolError::Failed { message: "task store unavailable".into(), diagnostics: Some(e.to_string()) };
+        let failed = |e: crate::store::StoreError| ToolError::Failed {
+            message: "task store unavailable".into(),
+            diagnostics: Some(e.to_string()),
+        };
         if let Some(id) = args.get("task_id").and_then(Value::as_str) {
             let task = self.store.task(id).await.map_err(failed)?;
             return match task {
@@ -51,7 +54,11 @@ impl Tool for CheckTasksTool {
                 _ => Err(ToolError::InvalidArguments(format!("no task {id} in this conversation"))),
             };
         }
-        let tasks = self.store.session_tasks(&ctx.session_id, 20).await.map_err(failed)?;
+        let tasks = self
+            .store
+            .session_tasks(&ctx.session_id, 20)
+            .await
+            .map_err(failed)?;
         if tasks.is_empty() {
             return Ok("No background tasks in this conversation.".into());
         }

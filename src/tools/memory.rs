@@ -4,7 +4,7 @@
 
 use super::args::parse_args;
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::memory::{check_secret, memory_line, recall, MemoryBook, Saved};
+use crate::memory::{check_secret, memory_line, recall, record_access, MemoryBook, Saved};
 use crate::store::{MemoryKind, MemoryOwner, NewMemory};
 use chrono::{Duration, Utc};
 use serde::Deserialize;
@@ -216,15 +216,13 @@ impl Tool for RecallTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: RecallArgs = parse_args("recall", args)?;
         let owner = owner(&self.book, ctx).await?;
-        let hits = recall(
-            self.book.store(),
-            owner,
-            &args.query,
-            RECALL_TOKENS,
-            Utc::now(),
-        )
-        .await
-        .map_err(storage)?;
+        let now = Utc::now();
+        let hits = recall(self.book.store(), owner, &args.query, RECALL_TOKENS, now)
+            .await
+            .map_err(storage)?;
+        record_access(self.book.store(), owner, &hits, now)
+            .await
+            .map_err(storage)?;
         let lines: Vec<String> = hits
             .iter()
             .filter(|h| h.relevance > 0.0)

@@ -18,7 +18,7 @@ mod web_fetch;
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
 pub use exec::{ExecConfig, ExecTool};
-pub use fs::{ReadFileTool, WriteFileTool, Workspace};
+pub use fs::{ReadFileTool, Workspace, WriteFileTool};
 pub use memory::memory_tools;
 pub use registry::ToolRegistry;
 pub use schedule::{CancelTaskTool, ScheduleTool};

@@ -44,7 +44,11 @@ impl ToolRegistry {
             .iter()
             .map(|t| {
                 let s = t.spec();
-                ToolDefinition { name: s.name.clone(), description: s.description.clone(), parameters: s.parameters.clone() }
+                ToolDefinition {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    parameters: s.parameters.clone(),
+                }
             })
             .collect()
     }

@@ -65,16 +65,23 @@ impl Tool for ScheduleTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: ScheduleArgs = serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let args: ScheduleArgs =
+            serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
         let Some(origin) = ctx.origin.clone() else {
-            return Err(ToolError::Forbidden("schedules can only be created from a chat".into()));
+            return Err(ToolError::Forbidden(
+                "schedules can only be created from a chat".into(),
+            ));
         };
         let missed = args.missed.unwrap_or_else(|| "run_once".into());
         if !matches!(missed.as_str(), "run_once" | "skip") {
-            return Err(ToolError::InvalidArguments("`missed` must be run_once or skip".into()));
+            return Err(ToolError::InvalidArguments(
+                "`missed` must be run_once or skip".into(),
+            ));
         }
         if args.prompt.trim().is_empty() {
-            return Err(ToolError::InvalidArguments("`prompt` must say what to do".into()));
+            return Err(ToolError::InvalidArguments(
+                "`prompt` must say what to do".into(),
+            ));
         }
         let next = first_occurrence(&args.kind, &args.spec, &self.timezone)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?
@@ -93,11 +100,16 @@ impl Tool for ScheduleTool {
             fired_count: 0,
             active: true,
         };
-        self.store.insert_schedule(&record).await.map_err(|e| ToolError::Failed {
-            message: "could not store the schedule".into(),
-            diagnostics: Some(e.to_string()),
-        })?;
-        let when = chrono::DateTime::from_timestamp_millis(next).map(|t| t.to_rfc3339()).unwrap_or_default();
+        self.store
+            .insert_schedule(&record)
+            .await
+            .map_err(|e| ToolError::Failed {
+                message: "could not store the schedule".into(),
+                diagnostics: Some(e.to_string()),
+            })?;
+        let when = chrono::DateTime::from_timestamp_millis(next)
+            .map(|t| t.to_rfc3339())
+            .unwrap_or_default();
         Ok(json!({ "schedule_id": record.id, "next_run_at": when }).to_string())
     }
 }
@@ -141,22 +153,47 @@ impl Tool for CancelTaskTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let id = args.get("task_id").and_then(Value::as_str).unwrap_or_default().trim().to_ascii_lowercase();
+        let id = args
+            .get("task_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
         if id.len() < 6 {
-            return Err(ToolError::InvalidArguments("give the task or schedule id (at least 6 characters)".into()));
+            return Err(ToolError::InvalidArguments(
+                "give the task or schedule id (at least 6 characters)".into(),
+            ));
         }
-        let failed = |e: crate::store::StoreError| ToolError::Failed { message: "task store unavailable".into(), diagnostics: Some(e.to_string()) };
-        let tasks = self.store.session_tasks(&ctx.session_id, 100).await.map_err(failed)?;
+        let failed = |e: crate::store::StoreError| ToolError::Failed {
+            message: "task store unavailable".into(),
+            diagnostics: Some(e.to_string()),
+        };
+        let tasks = self
+            .store
+            .session_tasks(&ctx.session_id, 100)
+            .await
+            .map_err(failed)?;
         if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
             return Ok(if self.tasks.cancel(&task.id) {
                 format!("Cancelling task {}.", task.id)
             } else {
-                format!("Task {} is not running (status {}).", task.id, task.status.as_str())
+                format!(
+                    "Task {} is not running (status {}).",
+                    task.id,
+                    task.status.as_str()
+                )
             });
         }
-        if self.store.cancel_schedule(&ctx.session_id, &id).await.map_err(failed)? {
+        if self
+            .store
+            .cancel_schedule(&ctx.session_id, &id)
+            .await
+            .map_err(failed)?
+        {
             return Ok(format!("Schedule {id} cancelled."));
         }
-        Err(ToolError::InvalidArguments(format!("no running task or active schedule {id} in this conversation")))
+        Err(ToolError::InvalidArguments(format!(
+            "no running task or active schedule {id} in this conversation"
+        )))
     }
 }

@@ -14,9 +14,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, InboundSink,
-    LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle,
-    User, UserId,
+    Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound,
+    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform,
+    PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -62,7 +62,12 @@ impl ConsoleAdapter {
             signals_tx,
             signals_rx: tokio::sync::Mutex::new(signals_rx),
             lockstep,
-            user: User { id: UserId(0), display_name: "you".into(), is_bot: false, is_approver: true },
+            user: User {
+                id: UserId(0),
+                display_name: "you".into(),
+                is_bot: false,
+                is_approver: true,
+            },
         })
     }
 
@@ -131,7 +136,11 @@ impl PlatformAdapter for ConsoleAdapter {
         &self.caps
     }
 
-    async fn run(&self, sink: InboundSink, shutdown: CancellationToken) -> Result<(), PlatformError> {
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError> {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         let mut next_id = 1_i64;
         loop {
@@ -147,10 +156,13 @@ impl PlatformAdapter for ConsoleAdapter {
             self.drain_signals();
             if let Some(press) = self.press_for(&line) {
                 let is_edit = line.trim() == "e";
-                sink.send(Inbound::ButtonPress(press)).await.map_err(|_| PlatformError::Closed)?;
+                sink.send(Inbound::ButtonPress(press))
+                    .await
+                    .map_err(|_| PlatformError::Closed)?;
                 self.wait_for(&[Signal::PressAnswered], &shutdown).await;
                 if !is_edit {
-                    self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown).await;
+                    self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown)
+                        .await;
                 }
                 continue;
             }
@@ -166,12 +178,19 @@ impl PlatformAdapter for ConsoleAdapter {
                 timestamp: chrono::Utc::now(),
             };
             next_id += 1;
-            sink.send(Inbound::Message(msg)).await.map_err(|_| PlatformError::Closed)?;
-            self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown).await;
+            sink.send(Inbound::Message(msg))
+                .await
+                .map_err(|_| PlatformError::Closed)?;
+            self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown)
+                .await;
         }
     }
 
-    async fn send(&self, to: &ChatAddress, message: OutgoingMessage) -> Result<MessageRef, PlatformError> {
+    async fn send(
+        &self,
+        to: &ChatAddress,
+        message: OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError> {
         let has_card = !message.buttons.is_empty();
         let id = self.screen().print_new(&message);
         if has_card {
@@ -180,12 +199,20 @@ impl PlatformAdapter for ConsoleAdapter {
         Ok(MessageRef { chat: *to, id })
     }
 
-    async fn edit(&self, target: &MessageRef, message: OutgoingMessage) -> Result<(), PlatformError> {
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError> {
         self.screen().print_edit(target.id, &message);
         Ok(())
     }
 
-    async fn answer_press(&self, _press: &ButtonPress, answer: PressAnswer) -> Result<(), PlatformError> {
+    async fn answer_press(
+        &self,
+        _press: &ButtonPress,
+        answer: PressAnswer,
+    ) -> Result<(), PlatformError> {
         match answer {
             PressAnswer::Update(m) => self.screen().print_card_update(&m),
             PressAnswer::Private(text) => self.screen().print_notice(&text),

@@ -15,7 +15,13 @@ pub(crate) struct Screen<W: Write> {
 
 impl<W: Write> Screen<W> {
     pub(crate) fn new(out: W) -> Self {
-        Screen { out, next_id: 1, last: None, card: Vec::new(), mid_line: false }
+        Screen {
+            out,
+            next_id: 1,
+            last: None,
+            card: Vec::new(),
+            mid_line: false,
+        }
     }
 
     pub(crate) fn print_new(&mut self, m: &OutgoingMessage) -> MessageId {
@@ -74,7 +80,10 @@ impl<W: Write> Screen<W> {
 
     /// The action of the pending card's button with shortcut `key`.
     pub(crate) fn card_action(&self, key: char) -> Option<ActionId> {
-        self.card.iter().find(|b| b.shortcut == Some(key.to_ascii_lowercase())).map(|b| b.action.clone())
+        self.card
+            .iter()
+            .find(|b| b.shortcut == Some(key.to_ascii_lowercase()))
+            .map(|b| b.action.clone())
     }
 
     pub(crate) fn end_block(&mut self) {
@@ -102,7 +111,10 @@ impl<W: Write> Screen<W> {
             return;
         }
         // A closed stdout (e.g. `| head`) must not crash the gateway.
-        let _ = self.out.write_all(text.as_bytes()).and_then(|()| self.out.flush());
+        let _ = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush());
         self.mid_line = !text.ends_with('\n');
     }
 }
@@ -130,9 +142,17 @@ mod tests {
     #[test]
     fn cards_list_shortcuts_and_map_keys_to_actions() {
         let mut s = Screen::new(Vec::new());
-        let b = |k: char| Button { label: format!("L{k}"), action: ActionId::parse(&format!("ap:1:{k}")).unwrap(), style: ButtonStyle::Primary, shortcut: Some(k) };
+        let b = |k: char| Button {
+            label: format!("L{k}"),
+            action: ActionId::parse(&format!("ap:1:{k}")).unwrap(),
+            style: ButtonStyle::Primary,
+            shortcut: Some(k),
+        };
         s.print_new(&text("Approve?").with_buttons(vec![vec![b('y'), b('n')]]));
-        assert_eq!(s.card_action('Y').map(|a| a.to_string()), Some("ap:1:y".into()));
+        assert_eq!(
+            s.card_action('Y').map(|a| a.to_string()),
+            Some("ap:1:y".into())
+        );
         assert!(s.card_action('x').is_none());
         s.print_card_update(&text("Allowed"));
         assert!(s.card_action('y').is_none());
