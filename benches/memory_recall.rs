@@ -326,7 +326,10 @@ async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
             .await
             .unwrap();
         tri.push(started.elapsed());
-        let _ = (rows.len(), hits.iter().map(|r| r.get::<i64, _>(0)).sum::<i64>());
+        let _ = (
+            rows.len(),
+            hits.iter().map(|r| r.get::<i64, _>(0)).sum::<i64>(),
+        );
     }
     Stats(like).line("2-char query: LIKE scan (trigram can't)");
     Stats(tri).line("3-char query: trigram MATCH");
