@@ -108,6 +108,31 @@ async fn newer_memories_outrank_older_equally_relevant_ones() {
 }
 
 #[tokio::test]
+async fn rarer_terms_weigh_more_than_common_ones() {
+    let (store, _dir) = store().await;
+    for i in 0..6 {
+        add_at(
+            &store,
+            1,
+            MemoryKind::Decision,
+            &format!("The billing report v{i} goes to finance"),
+            1,
+        )
+        .await;
+    }
+    let queue = add_at(
+        &store,
+        1,
+        MemoryKind::Decision,
+        "The billing queue must stay short",
+        20,
+    )
+    .await;
+    let hits = recalled(&store, 1, "how long is the billing queue?").await;
+    assert_eq!(hits.first().map(|h| h.0), Some(queue), "{hits:?}");
+}
+
+#[tokio::test]
 async fn persona_and_preferences_are_pinned_before_matches() {
     let (store, _dir) = store().await;
     let persona = add_at(

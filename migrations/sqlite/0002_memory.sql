@@ -35,8 +35,6 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF terms ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rowid, terms) VALUES ('delete', old.id, old.terms);
     INSERT INTO memories_fts (rowid, terms) VALUES (new.id, new.terms);
 END;
--- Document frequency per term: recall skips terms too common to rank cheaply.
-CREATE VIRTUAL TABLE memories_vocab USING fts5vocab ('memories_fts', 'row');
 
 -- Counts L1 atoms added since the last L2/L3 refresh.
 CREATE TABLE memory_owners (

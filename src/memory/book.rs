@@ -97,9 +97,6 @@ impl MemoryBook {
             self.store
                 .search_memories(owner, &q, Some(memory.kind), 10, now)
                 .await?
-                .into_iter()
-                .map(|(m, _)| m)
-                .collect()
         } else {
             self.store
                 .memories_containing(owner, memory.content.trim(), 10, now)

@@ -2,7 +2,7 @@
 //! full-text relevance mixed with a 30-day half-life; persona and preferences
 //! pinned first; the whole selection within a token budget.
 
-use super::terms::{codes, id_refs, is_single_char, query_terms};
+use super::terms::{codes, id_refs, is_single_char, query_terms, terms};
 use crate::llm::estimate_tokens;
 use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 /// Recency half-life of the ranking, in days.
 pub const HALF_LIFE_DAYS: f64 = 30.0;
-/// Full-text candidates considered per message.
-const FTS_CANDIDATES: u32 = 40;
+/// Full-text candidates considered per message (the newest matches).
+const FTS_CANDIDATES: u32 = 200;
 /// Recalled (non-pinned) memories shown at most.
 const MAX_RANKED: usize = 12;
 /// Persona and preferences loaded for pinning.
@@ -59,6 +59,13 @@ pub fn memory_line(m: &MemoryRecord) -> String {
 
 /// Recalls the owner's memories for `message` within `budget` tokens, pinned
 /// ones first (read only: see [`record_access`]).
+///
+/// Candidates: the newest full-text matches of the message's terms, substring
+/// matches of what the index cannot hold (a lone CJK character, a code with
+/// punctuation), memories named by id, and the pinned kinds. Relevance: the
+/// query terms a memory holds, each weighted by its rarity among the
+/// candidates (so 咖啡 counts more than a term every memory has), plus exact
+/// code and id matches; then mixed with recency and importance.
 pub async fn recall(
     store: &Store,
     owner: MemoryOwner,
@@ -68,20 +75,14 @@ pub async fn recall(
 ) -> Result<Vec<RecallHit>, StoreError> {
     let terms = query_terms(message);
     let codes = codes(message);
-    let mut found: HashMap<i64, (MemoryRecord, f64)> = HashMap::new();
-
-    // Full text: BM25 normalized against the best hit.
-    let fts = store
+    let ids = id_refs(message);
+    let mut found: HashMap<i64, MemoryRecord> = HashMap::new();
+    for m in store
         .search_memories(owner, &terms, None, FTS_CANDIDATES, now)
-        .await?;
-    let best = fts
-        .iter()
-        .map(|(_, s)| -s)
-        .fold(f64::MIN_POSITIVE, f64::max);
-    for (m, s) in fts {
-        found.insert(m.id, (m, (-s / best).clamp(0.0, 1.0)));
+        .await?
+    {
+        found.insert(m.id, m);
     }
-    // What the term index cannot see: lone CJK characters, codes with punctuation.
     let mut needles: Vec<String> = terms
         .iter()
         .filter(|t| is_single_char(t) && !t.is_ascii())
@@ -90,66 +91,55 @@ pub async fn recall(
     needles.extend(
         codes
             .iter()
-            .filter(|c| !found.values().any(|(m, _)| contains_ci(&m.content, c)))
+            .filter(|c| !found.values().any(|m| contains_ci(&m.content, c)))
             .cloned(),
     );
     for needle in needles.iter().take(4) {
         for m in store.memories_containing(owner, needle, 10, now).await? {
-            found.entry(m.id).or_insert((m, 0.5));
+            found.entry(m.id).or_insert(m);
         }
     }
-    for id in id_refs(message) {
+    for id in &ids {
         if let Some(m) = store
-            .memory(owner, id)
+            .memory(owner, *id)
             .await?
             .filter(|m| m.expires_at.is_none_or(|e| e > now))
         {
-            found.entry(m.id).or_insert((m, 0.0));
+            found.entry(m.id).or_insert(m);
         }
     }
-    let ids = id_refs(message);
-    let content_terms: Vec<&String> = terms.iter().filter(|t| !is_single_char(t)).collect();
-    let relevance = |m: &MemoryRecord, fts: f64| {
-        let lower = m.content.to_lowercase();
-        let covered = content_terms
-            .iter()
-            .filter(|t| lower.contains(t.as_str()))
-            .count();
-        let coverage = if content_terms.is_empty() {
-            0.0
-        } else {
-            covered as f64 / content_terms.len() as f64
-        };
-        let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
-            0.6
-        } else {
-            0.0
-        };
-        let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
-        (0.5 * fts + 0.3 * coverage + code + id).min(1.0)
-    };
-
-    let mut pinned: Vec<RecallHit> = Vec::new();
-    for m in store
+    let pinned_rows = store
         .memories_of(
             owner,
             &[MemoryKind::Persona, MemoryKind::Preference],
             PINNED_CANDIDATES,
             now,
         )
-        .await?
-    {
-        let rel = found
-            .remove(&m.id)
-            .map_or(0.0, |(_, fts)| relevance(&m, fts));
-        let score = mixed_score(rel, &m, now);
-        pinned.push(RecallHit {
-            memory: m,
-            relevance: rel,
-            score,
-            pinned: true,
-        });
-    }
+        .await?;
+    let weigh = Weights::new(&terms, found.values().chain(&pinned_rows));
+    let relevance = |m: &MemoryRecord| {
+        let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
+            0.6
+        } else {
+            0.0
+        };
+        let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
+        (0.8 * weigh.coverage(&m.content) + code + id).min(1.0)
+    };
+
+    let mut pinned: Vec<RecallHit> = pinned_rows
+        .into_iter()
+        .map(|m| {
+            found.remove(&m.id);
+            let rel = relevance(&m);
+            RecallHit {
+                score: mixed_score(rel, &m, now),
+                relevance: rel,
+                memory: m,
+                pinned: true,
+            }
+        })
+        .collect();
     // Persona first, then matching preferences, then the rest, each by score.
     pinned.sort_by(|a, b| {
         let rank = |h: &RecallHit| (h.memory.kind != MemoryKind::Persona, h.relevance <= 0.0);
@@ -157,9 +147,9 @@ pub async fn recall(
     });
     let mut ranked: Vec<RecallHit> = found
         .into_values()
-        .filter(|(m, _)| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
-        .map(|(m, fts)| {
-            let rel = relevance(&m, fts);
+        .filter(|m| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
+        .map(|m| {
+            let rel = relevance(&m);
             RecallHit {
                 score: mixed_score(rel, &m, now),
                 relevance: rel,
@@ -170,8 +160,51 @@ pub async fn recall(
         .filter(|h| h.relevance > 0.0)
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-
     Ok(fit_budget(pinned, ranked, budget))
+}
+
+/// Query terms weighted by rarity among the candidates (an inverse document
+/// frequency over what was found); terms no candidate holds carry no weight.
+struct Weights {
+    terms: Vec<(String, f64)>,
+    total: f64,
+}
+
+impl Weights {
+    fn new<'a>(query: &[String], candidates: impl Iterator<Item = &'a MemoryRecord>) -> Weights {
+        let sets: Vec<HashSet<String>> = candidates.map(|m| content_terms(&m.content)).collect();
+        let n = sets.len() as f64;
+        let terms: Vec<(String, f64)> = query
+            .iter()
+            .filter_map(|t| {
+                let df = sets.iter().filter(|s| s.contains(t)).count();
+                (df > 0).then(|| (t.clone(), (1.0 + (n + 1.0) / (df as f64 + 0.5)).ln()))
+            })
+            .collect();
+        let total = terms.iter().map(|(_, w)| w).sum();
+        Weights { terms, total }
+    }
+
+    /// The weighted share of the query's terms `content` holds (0.0 – 1.0).
+    fn coverage(&self, content: &str) -> f64 {
+        if self.total <= 0.0 {
+            return 0.0;
+        }
+        let held = content_terms(content);
+        self.terms
+            .iter()
+            .filter(|(t, _)| held.contains(t))
+            .map(|(_, w)| w)
+            .sum::<f64>()
+            / self.total
+    }
+}
+
+/// A memory's terms, plus its lone characters (what substring queries look for).
+fn content_terms(content: &str) -> HashSet<String> {
+    let mut set: HashSet<String> = terms(content).into_iter().collect();
+    set.extend(content.chars().filter(|c| !c.is_ascii()).map(String::from));
+    set
 }
 
 /// Records that the memories among `hits` that matched were used (pinned

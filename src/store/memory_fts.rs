@@ -11,25 +11,11 @@
 use super::memories::{ms, record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
 use super::{Backend, Store, StoreError};
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
 /// Most query terms used in one search (longer messages are cut).
 const MAX_QUERY_TERMS: usize = 32;
 /// Rows a substring fallback scans at most (the owner's most recent).
-const LIKE_SCAN_ROWS: i64 = 2_000;
-/// Documents one search ranks by BM25 at most: the rarest terms are taken
-/// until their documents would exceed this (common terms carry little weight).
-const RANK_BUDGET: i64 = 3_000;
-/// When even the rarest term is that common, only its newest matches are ranked.
-const NEWEST_MATCHES: u64 = 300;
-
-/// How the full-text candidates are chosen.
-enum Order {
-    /// All matches ranked by BM25.
-    Rank,
-    /// The newest matches (the term is too common to rank them all).
-    Newest,
-}
+const LIKE_SCAN_ROWS: i64 = 1_000;
 
 /// The owner's key as a term prefix: platform, user id, `x`.
 fn owner_prefix(owner: MemoryOwner) -> String {
@@ -60,6 +46,18 @@ fn is_plain(term: &str) -> bool {
             .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric())
 }
 
+/// The FTS5 query matching any of `terms` of `owner`.
+fn match_expr(owner: MemoryOwner, terms: &[String]) -> String {
+    let prefix = owner_prefix(owner);
+    terms
+        .iter()
+        .filter(|t| is_plain(t))
+        .take(MAX_QUERY_TERMS)
+        .map(|t| format!("\"{prefix}{t}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
 /// The PostgreSQL tsquery matching any of `terms` of `owner`.
 fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
     let prefix = owner_prefix(owner);
@@ -73,8 +71,11 @@ fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
 }
 
 impl Store {
-    /// The owner's live memories matching any of `terms`, best BM25 first, with
-    /// their BM25 score (lower is better, as SQLite reports it).
+    /// The owner's live memories matching any of `terms`: the `limit` newest
+    /// matches (by insertion), newest first. Ranking is the caller's (see
+    /// `memory::recall`): BM25 over every match of a common term costs tens of
+    /// milliseconds for a user with 100,000 memories, while the newest matches
+    /// come straight off the index in rowid order.
     pub async fn search_memories(
         &self,
         owner: MemoryOwner,
@@ -82,38 +83,31 @@ impl Store {
         kind: Option<MemoryKind>,
         limit: u32,
         now: DateTime<Utc>,
-    ) -> Result<Vec<(MemoryRecord, f64)>, StoreError> {
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
         let (expr, sql) = match self.backend {
-            // The full-text query runs first and alone, so FTS5 ranks in its own
-            // sorter (a join lets the planner probe the index once per row of
-            // the user instead); owner, expiry and kind are checked after.
-            Backend::Sqlite => {
-                let Some((expr, order)) = self.sqlite_match(owner, terms).await? else { return Ok(Vec::new()) };
-                let candidates = u64::from(limit) * if kind.is_some() { 5 } else { 2 };
-                let (order, candidates) = match order {
-                    Order::Rank => ("rank", candidates),
-                    Order::Newest => ("rowid DESC", candidates.max(NEWEST_MATCHES)),
-                };
-                let sql = format!(
-                    "SELECT {COLUMNS}, f.score AS score FROM
-                        (SELECT rowid, rank AS score FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY {order} LIMIT {candidates}) f
+            // The full-text query runs first and alone (joined, the planner may
+            // walk all of the user's rows and probe the index for each);
+            // owner, expiry and kind are checked on its candidates.
+            Backend::Sqlite => (
+                match_expr(owner, terms),
+                format!(
+                    "SELECT {COLUMNS} FROM
+                        (SELECT rowid FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY rowid DESC LIMIT {candidates}) f
                      JOIN memories m ON m.id = f.rowid
                      WHERE m.platform = $2 AND m.user_id = $3
                      AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5 IS NULL OR m.kind = $5)
-                     ORDER BY f.score LIMIT $6"
-                );
-                (expr, sql)
-            }
-            // The same pre-segmented terms as a `simple` tsvector (GIN-indexed);
-            // ts_rank is negated so that, as with bm25, lower is better.
+                     ORDER BY m.id DESC LIMIT $6",
+                    candidates = u64::from(limit) * if kind.is_some() { 4 } else { 1 } + 16
+                ),
+            ),
+            // The same pre-segmented terms as a `simple` tsvector (GIN-indexed).
             Backend::Postgres => (
                 tsquery_expr(owner, terms),
                 format!(
-                    "SELECT {COLUMNS}, CAST(-ts_rank(to_tsvector('simple', m.terms), q.q) AS DOUBLE PRECISION) AS score
-                     FROM memories m, to_tsquery('simple', $1) AS q(q)
-                     WHERE to_tsvector('simple', m.terms) @@ q.q AND m.platform = $2 AND m.user_id = $3
+                    "SELECT {COLUMNS} FROM memories m
+                     WHERE to_tsvector('simple', m.terms) @@ to_tsquery('simple', $1) AND m.platform = $2 AND m.user_id = $3
                      AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5::TEXT IS NULL OR m.kind = $5)
-                     ORDER BY score LIMIT $6"
+                     ORDER BY m.id DESC LIMIT $6"
                 ),
             ),
         };
@@ -129,64 +123,7 @@ impl Store {
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?;
-        rows.iter()
-            .map(|r| Ok((record(r)?, r.try_get::<f64, _>("score")?)))
-            .collect()
-    }
-
-    /// The FTS5 query for `terms`: the rarest terms the owner has (document
-    /// frequencies from `memories_vocab`), within [`RANK_BUDGET`] documents.
-    /// `None` when the owner has none of the terms.
-    async fn sqlite_match(
-        &self,
-        owner: MemoryOwner,
-        terms: &[String],
-    ) -> Result<Option<(String, Order)>, StoreError> {
-        let prefix = owner_prefix(owner);
-        let mut wanted: Vec<String> = Vec::new();
-        for t in terms.iter().filter(|t| is_plain(t)) {
-            let term = format!("{prefix}{}", t.to_ascii_lowercase());
-            if !wanted.contains(&term) && wanted.len() < MAX_QUERY_TERMS {
-                wanted.push(term);
-            }
-        }
-        if wanted.is_empty() {
-            return Ok(None);
-        }
-        let list = (1..=wanted.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!("SELECT term, doc FROM memories_vocab WHERE term IN ({list})");
-        let mut query = sqlx::query(&sql);
-        for term in &wanted {
-            query = query.bind(term.as_str());
-        }
-        let mut df: Vec<(String, i64)> = query
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| Ok((r.try_get("term")?, r.try_get("doc")?)))
-            .collect::<Result<_, StoreError>>()?;
-        df.sort_by_key(|(_, d)| *d);
-        let mut chosen: Vec<String> = Vec::new();
-        let mut documents = 0;
-        for (term, d) in df {
-            if !chosen.is_empty() && documents + d > RANK_BUDGET {
-                break;
-            }
-            chosen.push(format!("\"{term}\""));
-            documents += d;
-        }
-        if chosen.is_empty() {
-            return Ok(None);
-        }
-        let order = if documents > RANK_BUDGET {
-            Order::Newest
-        } else {
-            Order::Rank
-        };
-        Ok(Some((chosen.join(" OR "), order)))
+        rows.iter().map(record).collect()
     }
 
     /// The owner's live memories containing `needle` (case-insensitive for ASCII),
@@ -288,12 +225,12 @@ mod tests {
             .search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap();
-        assert_eq!(hits.iter().map(|(m, _)| m.id).collect::<Vec<_>>(), [mine]);
+        assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [mine]);
         let hits = store
             .search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap();
-        assert_eq!(hits.iter().map(|(m, _)| m.id).collect::<Vec<_>>(), [theirs]);
+        assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [theirs]);
         // Updates and deletes keep the index in step.
         let other = NewMemory {
             kind: MemoryKind::Fact,
