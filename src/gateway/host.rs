@@ -60,6 +60,10 @@ impl TurnHost for GatewayHost {
                 arguments: &args,
                 summary: summary.clone(),
             };
+            // The paused turn lives in the database (this task is only a cache of
+            // it), saved before the card is shown: a press handled by another
+            // process must find it.
+            let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
             let pending = match self
                 .inner
                 .approvals
@@ -69,16 +73,16 @@ impl TurnHost for GatewayHost {
                 Ok(Opened::Pending(p)) => p,
                 Ok(Opened::Ruled) => {
                     self.stop_expecting_edit();
+                    self.drop_checkpoint(saved, &approval_id).await;
                     return ApprovalOutcome::Allowed { arguments: args };
                 }
                 Err(e) => {
                     self.stop_expecting_edit();
+                    self.drop_checkpoint(saved, &approval_id).await;
                     tracing::warn!(error = %e, "approval could not be requested");
                     return ApprovalOutcome::Unavailable;
                 }
             };
-            // The paused turn lives in the database; this task is only a cache of it.
-            let saved = self.save_checkpoint(&approval_id, &checkpoint, &args).await;
             let waited = tokio::select! {
                 w = self.inner.approvals.wait(self.adapter.as_ref(), pending) => w,
                 // Shutting down: leave the stored turn for the next process.
@@ -174,6 +178,15 @@ impl GatewayHost {
         match slot.as_ref() {
             Some((id, _)) if id == call_id => slot.take().map(|(_, outcome)| outcome),
             _ => None,
+        }
+    }
+
+    /// Removes a checkpoint that no card came to need.
+    async fn drop_checkpoint(&self, saved: bool, approval_id: &str) {
+        if saved {
+            if let Err(e) = self.inner.store.claim_turn_state(approval_id).await {
+                tracing::warn!(error = %e, "could not remove an unneeded paused-turn row");
+            }
         }
     }
 
