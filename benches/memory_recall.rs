@@ -275,12 +275,49 @@ async fn main() {
     touch.line("  then the access update (off the reply path)");
     println!("  {:<44} {per:.1} recalled (non-pinned) per query", "");
 
+    breakdown(&store, &vocab, &mut rng).await;
     println!("\n2. the trigram alternative, on the 100K user's rows");
     trigram_comparison(&url, &vocab, &mut rng).await;
 
     println!("\n3. compaction of a 200-message session (64K window)");
     compaction(&store).await;
     store.close().await;
+}
+
+/// Where a recall of the 100K user spends its time.
+async fn breakdown(store: &Store, vocab: &Vocab, rng: &mut StdRng) {
+    let (mut fts, mut like, mut pinned) = (Vec::new(), Vec::new(), Vec::new());
+    let o = owner(BIG_USER);
+    for _ in 0..200 {
+        let q = vocab.query(rng);
+        let t = switchboard::memory::query_terms(&q);
+        let started = Instant::now();
+        store
+            .search_memories(o, &t, None, 120, Utc::now())
+            .await
+            .unwrap();
+        fts.push(started.elapsed());
+        let started = Instant::now();
+        store
+            .memories_containing(o, "猫", 10, Utc::now())
+            .await
+            .unwrap();
+        like.push(started.elapsed());
+        let started = Instant::now();
+        store
+            .memories_of(
+                o,
+                &[MemoryKind::Persona, MemoryKind::Preference],
+                60,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        pinned.push(started.elapsed());
+    }
+    Stats(fts).line("100K user, of which: full-text candidates (120)");
+    Stats(like).line("  substring fallback (500 newest rows)");
+    Stats(pinned).line("  persona and preferences");
 }
 
 async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
@@ -305,9 +342,19 @@ async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
         "  trigram index of 100,000 rows built in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let (mut like, mut tri) = (Vec::new(), Vec::new());
-    for _ in 0..200 {
+    let (mut like, mut tri, mut miss) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..200 {
         let word = vocab.zh(rng).to_owned();
+        // A two-character word nobody wrote: the scan reads every row of the user.
+        let absent = ["鲸鱼", "琵琶", "篆刻", "刺绣"][i % 4];
+        let started = Instant::now();
+        sqlx::query("SELECT id FROM memories WHERE platform = 'test' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40")
+            .bind(BIG_USER)
+            .bind(format!("%{absent}%"))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        miss.push(started.elapsed());
         let started = Instant::now();
         let rows = sqlx::query(
             "SELECT id FROM memories WHERE platform = 'test' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40",
@@ -332,6 +379,7 @@ async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
         );
     }
     Stats(like).line("2-char query: LIKE scan (trigram can't)");
+    Stats(miss).line("2-char query, no match: LIKE scans all rows");
     Stats(tri).line("3-char query: trigram MATCH");
     pool.close().await;
 }

@@ -4,7 +4,10 @@
 //! fallback to trimming, and `/clear` wiping task and execution state.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod memory_common;
 mod support;
+
+use memory_common::{backends, harness};
 
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -16,9 +19,6 @@ use switchboard::store::{MemoryOwner, SessionId};
 use switchboard_platform::{Platform, UserId};
 
 /// A 20K-token window: compaction above 10K tokens, a tail of about 5K.
-/// The harness turns memory and feedback off for other tests; these turn them on.
-const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
-
 const WINDOW: &[(&str, &str)] = &[("LLM_CONTEXT_WINDOW", "20000")];
 
 fn system(request: &Value) -> String {
@@ -104,203 +104,211 @@ fn responder(summarizer_works: bool) -> impl Fn(&Value) -> Reply + Send + Sync +
 
 #[tokio::test]
 async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail() {
-    let h = Harness::with(&[ON, WINDOW].concat()).await;
-    let session = long_history(&h).await;
-    let before = h.running.store.history(&session, 200).await.unwrap().len();
-    h.llm.set_responder(responder(true));
-    h.channel.dm(1, "What is the next step?").await;
-    h.wait_for("the answer", |l| l.any_contains("Continuing."))
+    for db in backends().await {
+        let h = harness(WINDOW, &db).await;
+        let session = long_history(&h).await;
+        let before = h.running.store.history(&session, 200).await.unwrap().len();
+        h.llm.set_responder(responder(true));
+        h.channel.dm(1, "What is the next step?").await;
+        h.wait_for("the answer", |l| l.any_contains("Continuing."))
+            .await;
+        h.idle().await;
+
+        let requests = h.llm.requests().await;
+        let kinds: Vec<&str> = requests.iter().map(kind).collect();
+        assert_eq!(
+            kinds,
+            ["extract", "summarize", "turn"],
+            "memory flush first, then the summary"
+        );
+
+        // The head went to the summarizer with tool results reduced to key fields.
+        let transcript = content(&messages(&requests[1])[1]);
+        assert!(
+            transcript.contains("[tool result] {status: ok, name: report 5} (4 fields)"),
+            "{}",
+            &transcript[..600.min(transcript.len())]
+        );
+        assert!(
+            !transcript.contains(&"y".repeat(200)),
+            "raw tool payloads are not summarized verbatim"
+        );
+
+        // The model continued from the summary and a tail that starts cleanly.
+        let sent = messages(&requests[2]);
+        assert_eq!(content(&sent[1]), format!("{SUMMARY_MARK}\n{SUMMARY}"));
+        assert_eq!(sent[2]["role"], "assistant");
+        assert_ne!(
+            sent[3]["role"], "tool",
+            "the tail never starts with an orphan tool result"
+        );
+        assert_eq!(content(sent.last().unwrap()), "What is the next step?");
+        let tail = sent.len() - 3;
+        assert!(
+            tail >= 4 && tail < before,
+            "kept {tail} of {before} messages"
+        );
+
+        // The flush saved a memory; the compaction is persisted.
+        let owner = MemoryOwner::new(Platform::Test, UserId(1));
+        let memories = h
+            .running
+            .store
+            .memories_of(owner, &[], 10, Utc::now())
+            .await
+            .unwrap();
+        assert!(memories
+            .iter()
+            .any(|m| m.content.contains("weekly reports on Mondays")
+                && m.source_ref == format!("chat:{session}")));
+        let state = h.running.store.session_state(&session).await.unwrap();
+        assert_eq!(state.summary.as_deref(), Some(SUMMARY));
+        let task: Value = serde_json::from_str(state.task_state.as_deref().unwrap()).unwrap();
+        assert_eq!(task["current_goal"], "Ship the weekly reporting pipeline");
+        assert_eq!(
+            task["important_facts"],
+            json!(["Reports go to the finance team"]),
+            "dynamic facts are not kept"
+        );
+        let live = h.running.store.history(&session, 500).await.unwrap();
+        assert_eq!(
+            live.len(),
+            tail + 1,
+            "the folded head is archived; the tail, the input and the answer stay live"
+        );
+
+        // The next turn starts from the stored summary and sees the task state.
+        h.channel.dm(1, "And after that?").await;
+        h.wait_for("the second answer", |l| {
+            l.count_containing("Continuing.") >= 2
+        })
         .await;
-    h.idle().await;
-
-    let requests = h.llm.requests().await;
-    let kinds: Vec<&str> = requests.iter().map(kind).collect();
-    assert_eq!(
-        kinds,
-        ["extract", "summarize", "turn"],
-        "memory flush first, then the summary"
-    );
-
-    // The head went to the summarizer with tool results reduced to key fields.
-    let transcript = content(&messages(&requests[1])[1]);
-    assert!(
-        transcript.contains("[tool result] {status: ok, name: report 5} (4 fields)"),
-        "{}",
-        &transcript[..600.min(transcript.len())]
-    );
-    assert!(
-        !transcript.contains(&"y".repeat(200)),
-        "raw tool payloads are not summarized verbatim"
-    );
-
-    // The model continued from the summary and a tail that starts cleanly.
-    let sent = messages(&requests[2]);
-    assert_eq!(content(&sent[1]), format!("{SUMMARY_MARK}\n{SUMMARY}"));
-    assert_eq!(sent[2]["role"], "assistant");
-    assert_ne!(
-        sent[3]["role"], "tool",
-        "the tail never starts with an orphan tool result"
-    );
-    assert_eq!(content(sent.last().unwrap()), "What is the next step?");
-    let tail = sent.len() - 3;
-    assert!(
-        tail >= 4 && tail < before,
-        "kept {tail} of {before} messages"
-    );
-
-    // The flush saved a memory; the compaction is persisted.
-    let owner = MemoryOwner::new(Platform::Test, UserId(1));
-    let memories = h
-        .running
-        .store
-        .memories_of(owner, &[], 10, Utc::now())
-        .await
-        .unwrap();
-    assert!(memories
-        .iter()
-        .any(|m| m.content.contains("weekly reports on Mondays")
-            && m.source_ref == format!("chat:{session}")));
-    let state = h.running.store.session_state(&session).await.unwrap();
-    assert_eq!(state.summary.as_deref(), Some(SUMMARY));
-    let task: Value = serde_json::from_str(state.task_state.as_deref().unwrap()).unwrap();
-    assert_eq!(task["current_goal"], "Ship the weekly reporting pipeline");
-    assert_eq!(
-        task["important_facts"],
-        json!(["Reports go to the finance team"]),
-        "dynamic facts are not kept"
-    );
-    let live = h.running.store.history(&session, 500).await.unwrap();
-    assert_eq!(
-        live.len(),
-        tail + 1,
-        "the folded head is archived; the tail, the input and the answer stay live"
-    );
-
-    // The next turn starts from the stored summary and sees the task state.
-    h.channel.dm(1, "And after that?").await;
-    h.wait_for("the second answer", |l| {
-        l.count_containing("Continuing.") >= 2
-    })
-    .await;
-    let next = h
-        .llm
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| kind(r) == "turn")
-        .nth(1)
-        .unwrap();
-    let sent = messages(&next);
-    assert_eq!(content(&sent[1]), format!("{SUMMARY_MARK}\n{SUMMARY}"));
-    let prompt = system(&next);
-    assert!(
-        prompt.contains("[Task state")
-            && prompt.contains("Current goal: Ship the weekly reporting pipeline"),
-        "{prompt}"
-    );
-    assert!(!prompt.contains("Account balance"));
-    h.stop().await;
+        let next = h
+            .llm
+            .requests()
+            .await
+            .into_iter()
+            .filter(|r| kind(r) == "turn")
+            .nth(1)
+            .unwrap();
+        let sent = messages(&next);
+        assert_eq!(content(&sent[1]), format!("{SUMMARY_MARK}\n{SUMMARY}"));
+        let prompt = system(&next);
+        assert!(
+            prompt.contains("[Task state")
+                && prompt.contains("Current goal: Ship the weekly reporting pipeline"),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("Account balance"));
+        h.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn when_summarizing_fails_the_head_is_trimmed_and_the_tail_kept() {
-    let h = Harness::with(&[ON, WINDOW].concat()).await;
-    let session = long_history(&h).await;
-    let stored = h.running.store.history(&session, 200).await.unwrap();
-    h.llm.set_responder(responder(false));
-    h.channel.dm(1, "What is the next step?").await;
-    h.wait_for("the answer", |l| l.any_contains("Continuing."))
-        .await;
-    h.idle().await;
+    for db in backends().await {
+        let h = harness(WINDOW, &db).await;
+        let session = long_history(&h).await;
+        let stored = h.running.store.history(&session, 200).await.unwrap();
+        h.llm.set_responder(responder(false));
+        h.channel.dm(1, "What is the next step?").await;
+        h.wait_for("the answer", |l| l.any_contains("Continuing."))
+            .await;
+        h.idle().await;
 
-    let requests = h.llm.requests().await;
-    let turn = requests.iter().find(|r| kind(r) == "turn").unwrap();
-    let sent = messages(turn);
-    let first = content(&sent[1]);
-    assert!(
-        first.starts_with(SUMMARY_MARK) && first.contains("trimmed"),
-        "{first}"
-    );
-    // The tail is the stored history's end (earlier tool results shrunk as in any request).
-    let tail = &sent[3..sent.len() - 1];
-    let expected = &stored[stored.len() - tail.len()..];
-    for (sent, stored) in tail.iter().zip(expected) {
-        assert_eq!(sent["role"], serde_json::to_value(stored.role).unwrap());
-        if sent["role"] != "tool" {
-            assert_eq!(content(sent), stored.content);
+        let requests = h.llm.requests().await;
+        let turn = requests.iter().find(|r| kind(r) == "turn").unwrap();
+        let sent = messages(turn);
+        let first = content(&sent[1]);
+        assert!(
+            first.starts_with(SUMMARY_MARK) && first.contains("trimmed"),
+            "{first}"
+        );
+        // The tail is the stored history's end (earlier tool results shrunk as in any request).
+        let tail = &sent[3..sent.len() - 1];
+        let expected = &stored[stored.len() - tail.len()..];
+        for (sent, stored) in tail.iter().zip(expected) {
+            assert_eq!(sent["role"], serde_json::to_value(stored.role).unwrap());
+            if sent["role"] != "tool" {
+                assert_eq!(content(sent), stored.content);
+            }
         }
+        assert!(tail.len() >= 4);
+        assert_ne!(sent[3]["role"], "tool");
+        h.stop().await;
     }
-    assert!(tail.len() >= 4);
-    assert_ne!(sent[3]["role"], "tool");
-    h.stop().await;
 }
 
 #[tokio::test]
 async fn clear_wipes_history_task_state_and_execution_state() {
-    let h = Harness::with(ON).await;
-    h.llm.push(Reply::tool_calls([(
-        "q1",
-        "ask_user",
-        json!({"question": "Which region should I deploy to?"}),
-    )]));
-    h.channel.dm(1, "Deploy the site").await;
-    h.wait_for("the question", |l| {
-        l.any_contains("Which region should I deploy to?")
-    })
-    .await;
-    h.idle().await;
-
-    h.llm.push(Reply::text("Deploying to eu-west."));
-    h.channel.dm(1, "eu-west").await;
-    h.wait_for("the answer", |l| l.any_contains("Deploying to eu-west."))
+    for db in backends().await {
+        let h = harness(&[], &db).await;
+        h.llm.push(Reply::tool_calls([(
+            "q1",
+            "ask_user",
+            json!({"question": "Which region should I deploy to?"}),
+        )]));
+        h.channel.dm(1, "Deploy the site").await;
+        h.wait_for("the question", |l| {
+            l.any_contains("Which region should I deploy to?")
+        })
         .await;
-    h.idle().await;
-    let resumed = &h.requests(2).await[1];
-    let prompt = system(resumed);
-    assert!(
-        prompt.contains("[Execution state — paused work")
-            && prompt.contains("Which region should I deploy to?"),
-        "{prompt}"
-    );
-    assert!(prompt.contains("Goal: Deploy the site"), "{prompt}");
+        h.idle().await;
 
-    let session = h.session(1, 1).await;
-    h.running
-        .store
-        .set_session_doc(
-            &session,
-            switchboard::store::StateDoc::Task,
-            Some(r#"{"current_goal":"Deploy"}"#),
-        )
-        .await
-        .unwrap();
-    let state = h.running.store.session_state(&session).await.unwrap();
-    assert!(state.execution_state.is_some() && state.task_state.is_some());
+        h.llm.push(Reply::text("Deploying to eu-west."));
+        h.channel.dm(1, "eu-west").await;
+        h.wait_for("the answer", |l| l.any_contains("Deploying to eu-west."))
+            .await;
+        h.idle().await;
+        let resumed = &h.requests(2).await[1];
+        let prompt = system(resumed);
+        assert!(
+            prompt.contains("[Execution state — paused work")
+                && prompt.contains("Which region should I deploy to?"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("Goal: Deploy the site"), "{prompt}");
 
-    h.channel.dm(1, "/clear").await;
-    h.wait_for("the clear", |l| {
-        l.any_contains("task state and execution state")
-    })
-    .await;
-    let state = h.running.store.session_state(&session).await.unwrap();
-    assert_eq!(
-        (state.task_state, state.execution_state, state.summary),
-        (None, None, None)
-    );
-    assert!(h
-        .running
-        .store
-        .history(&session, 10)
-        .await
-        .unwrap()
-        .is_empty());
+        let session = h.session(1, 1).await;
+        h.running
+            .store
+            .set_session_doc(
+                &session,
+                switchboard::store::StateDoc::Task,
+                Some(r#"{"current_goal":"Deploy"}"#),
+            )
+            .await
+            .unwrap();
+        let state = h.running.store.session_state(&session).await.unwrap();
+        assert!(state.execution_state.is_some() && state.task_state.is_some());
 
-    h.llm.push(Reply::text("Hello again."));
-    h.channel.dm(1, "hi").await;
-    h.wait_for("a fresh answer", |l| l.any_contains("Hello again."))
+        h.channel.dm(1, "/clear").await;
+        h.wait_for("the clear", |l| {
+            l.any_contains("task state and execution state")
+        })
         .await;
-    let fresh = &h.requests(3).await[2];
-    assert!(!system(fresh).contains("[Task state") && !system(fresh).contains("[Execution state"));
-    assert_eq!(messages(fresh).len(), 2, "system + the new message");
-    h.stop().await;
+        let state = h.running.store.session_state(&session).await.unwrap();
+        assert_eq!(
+            (state.task_state, state.execution_state, state.summary),
+            (None, None, None)
+        );
+        assert!(h
+            .running
+            .store
+            .history(&session, 10)
+            .await
+            .unwrap()
+            .is_empty());
+
+        h.llm.push(Reply::text("Hello again."));
+        h.channel.dm(1, "hi").await;
+        h.wait_for("a fresh answer", |l| l.any_contains("Hello again."))
+            .await;
+        let fresh = &h.requests(3).await[2];
+        assert!(
+            !system(fresh).contains("[Task state") && !system(fresh).contains("[Execution state")
+        );
+        assert_eq!(messages(fresh).len(), 2, "system + the new message");
+        h.stop().await;
+    }
 }

@@ -3,7 +3,10 @@
 //! L2/L3 refreshed once enough L1 atoms arrived; `/memory trace` shows the source.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod memory_common;
 mod support;
+
+use memory_common::{backends, harness};
 
 use std::time::Duration;
 
@@ -14,9 +17,6 @@ use support::fake_llm::Reply;
 use switchboard::memory::{MemoryBook, MemoryConfig};
 use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 use switchboard_platform::{Platform, UserId};
-
-/// The harness turns memory and feedback off for other tests; these turn them on.
-const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
 
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
@@ -72,158 +72,159 @@ const ATOMS: &str = r#"{"memories": [
 
 #[tokio::test]
 async fn an_idle_session_is_extracted_under_the_contract() {
-    let h = Harness::with(
-        &[
-            ON,
+    for db in backends().await {
+        let h = harness(
             &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "50")],
-        ]
-        .concat(),
-    )
-    .await;
-    // An earlier, equivalent memory: the new atom merges into it.
-    let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
-    let earlier = NewMemory {
-        kind: MemoryKind::Preference,
-        content: "The user prefers metric units.".into(),
-        source_ref: "chat:earlier#1-2".into(),
-        importance: 0.5,
-        expires_at: None,
-    };
-    let existing = book.save(owner(1), earlier, Utc::now()).await.unwrap().id();
-    h.llm.set_responder(|req| {
-        if is_extraction(req) {
-            Reply::text(ATOMS)
-        } else {
-            Reply::text("Noted!")
-        }
-    });
-    h.channel.dm(1, "Please always use bullet points. We went with PostgreSQL for replication. I bought 100 shares of 600519.").await;
-    h.wait_for("the answer", |l| l.any_contains("Noted!")).await;
+            &db,
+        )
+        .await;
+        // An earlier, equivalent memory: the new atom merges into it.
+        let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
+        let earlier = NewMemory {
+            kind: MemoryKind::Preference,
+            content: "The user prefers metric units.".into(),
+            source_ref: "chat:earlier#1-2".into(),
+            importance: 0.5,
+            expires_at: None,
+        };
+        let existing = book.save(owner(1), earlier, Utc::now()).await.unwrap().id();
+        h.llm.set_responder(|req| {
+            if is_extraction(req) {
+                Reply::text(ATOMS)
+            } else {
+                Reply::text("Noted!")
+            }
+        });
+        h.channel.dm(1, "Please always use bullet points. We went with PostgreSQL for replication. I bought 100 shares of 600519.").await;
+        h.wait_for("the answer", |l| l.any_contains("Noted!")).await;
 
-    let all = memories_until(&h, "extracted memories", |m| {
-        m.iter().any(|m| m.content.contains("bullet points"))
-    })
-    .await;
-    let contents: Vec<&str> = all.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(all.len(), 3, "{contents:?}");
-    assert!(contents.contains(&"The user chose PostgreSQL for production because of replication"));
-    assert!(
-        !contents
+        let all = memories_until(&h, "extracted memories", |m| {
+            m.iter().any(|m| m.content.contains("bullet points"))
+        })
+        .await;
+        let contents: Vec<&str> = all.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(all.len(), 3, "{contents:?}");
+        assert!(
+            contents.contains(&"The user chose PostgreSQL for production because of replication")
+        );
+        assert!(
+            !contents
+                .iter()
+                .any(|c| c.contains("600519") || c.contains("tired") || c.contains("happy")),
+            "{contents:?}"
+        );
+        let session = h.session(1, 1).await;
+        let bullet = all.iter().find(|m| m.content.contains("bullet")).unwrap();
+        assert_eq!(bullet.kind, MemoryKind::Preference);
+        assert!(
+            bullet.source_ref.starts_with(&format!("chat:{session}#")),
+            "{}",
+            bullet.source_ref
+        );
+        let merged = all
             .iter()
-            .any(|c| c.contains("600519") || c.contains("tired") || c.contains("happy")),
-        "{contents:?}"
-    );
-    let session = h.session(1, 1).await;
-    let bullet = all.iter().find(|m| m.content.contains("bullet")).unwrap();
-    assert_eq!(bullet.kind, MemoryKind::Preference);
-    assert!(
-        bullet.source_ref.starts_with(&format!("chat:{session}#")),
-        "{}",
-        bullet.source_ref
-    );
-    let merged = all
-        .iter()
-        .find(|m| m.id == existing)
-        .expect("the duplicate merged into the earlier memory");
-    assert_eq!(
-        merged.source_ref.split_whitespace().count(),
-        2,
-        "{}",
-        merged.source_ref
-    );
+            .find(|m| m.id == existing)
+            .expect("the duplicate merged into the earlier memory");
+        assert_eq!(
+            merged.source_ref.split_whitespace().count(),
+            2,
+            "{}",
+            merged.source_ref
+        );
 
-    // The extraction saw the conversation's text, not tool details, once.
-    let requests = h.llm.requests().await;
-    let extraction: Vec<&Value> = requests.iter().filter(|r| is_extraction(r)).collect();
-    assert_eq!(
-        extraction.len(),
-        1,
-        "extracted once until new messages arrive"
-    );
-    let transcript = messages(extraction[0])[1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        transcript.contains("[user] Please always use bullet points")
-            && transcript.contains("[assistant] Noted!"),
-        "{transcript}"
-    );
+        // The extraction saw the conversation's text, not tool details, once.
+        let requests = h.llm.requests().await;
+        let extraction: Vec<&Value> = requests.iter().filter(|r| is_extraction(r)).collect();
+        assert_eq!(
+            extraction.len(),
+            1,
+            "extracted once until new messages arrive"
+        );
+        let transcript = messages(extraction[0])[1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            transcript.contains("[user] Please always use bullet points")
+                && transcript.contains("[assistant] Noted!"),
+            "{transcript}"
+        );
 
-    // The user can trace the memory back to that conversation.
-    h.channel
-        .dm(1, &format!("/memory trace {}", bullet.id))
-        .await;
-    let log = h
-        .wait_for("the trace", |l| l.any_contains("**Source**"))
-        .await;
-    let trace = log.find("**Source**").unwrap().text.clone();
-    assert!(
-        trace.contains("> you: Please always use bullet points"),
-        "{trace}"
-    );
-    h.stop().await;
+        // The user can trace the memory back to that conversation.
+        h.channel
+            .dm(1, &format!("/memory trace {}", bullet.id))
+            .await;
+        let log = h
+            .wait_for("the trace", |l| l.any_contains("**Source**"))
+            .await;
+        let trace = log.find("**Source**").unwrap().text.clone();
+        assert!(
+            trace.contains("> you: Please always use bullet points"),
+            "{trace}"
+        );
+        h.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
-    let h = Harness::with(&[ON, &[("MEMORY_IDLE_SECS", "1")]].concat()).await;
-    h.llm.set_responder(|req| {
-        if is_extraction(req) {
-            Reply::text("Sure! Here are the memories: the user likes tea.")
-        } else {
-            Reply::text("Okay.")
+    for db in backends().await {
+        let h = harness(&[("MEMORY_IDLE_SECS", "1")], &db).await;
+        h.llm.set_responder(|req| {
+            if is_extraction(req) {
+                Reply::text("Sure! Here are the memories: the user likes tea.")
+            } else {
+                Reply::text("Okay.")
+            }
+        });
+        h.channel.dm(1, "I like tea.").await;
+        h.wait_for("the answer", |l| l.any_contains("Okay.")).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !h.llm.requests().await.iter().any(is_extraction) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no extraction happened"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    });
-    h.channel.dm(1, "I like tea.").await;
-    h.wait_for("the answer", |l| l.any_contains("Okay.")).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !h.llm.requests().await.iter().any(is_extraction) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no extraction happened"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(h
+            .running
+            .store
+            .memories_of(owner(1), &[], 10, Utc::now())
+            .await
+            .unwrap()
+            .is_empty());
+        let attempts = h
+            .llm
+            .requests()
+            .await
+            .iter()
+            .filter(|r| is_extraction(r))
+            .count();
+        assert_eq!(attempts, 1, "the watermark moved on");
+        h.stop().await;
     }
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(h
-        .running
-        .store
-        .memories_of(owner(1), &[], 10, Utc::now())
-        .await
-        .unwrap()
-        .is_empty());
-    let attempts = h
-        .llm
-        .requests()
-        .await
-        .iter()
-        .filter(|r| is_extraction(r))
-        .count();
-    assert_eq!(attempts, 1, "the watermark moved on");
-    h.stop().await;
 }
 
 #[tokio::test]
 async fn enough_new_atoms_refresh_scenarios_and_persona() {
-    let h = Harness::with(
-        &[
-            ON,
+    for db in backends().await {
+        let h = harness(
             &[("MEMORY_IDLE_SECS", "1"), ("MEMORY_LAYER_EVERY", "2")],
-        ]
-        .concat(),
-    )
-    .await;
-    let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
-    let old_persona = NewMemory {
-        kind: MemoryKind::Persona,
-        content: "A student learning Python".into(),
-        source_ref: "test".into(),
-        importance: 0.5,
-        expires_at: None,
-    };
-    book.save(owner(1), old_persona, Utc::now()).await.unwrap();
-    h.llm.set_responder(|req| {
+            &db,
+        )
+        .await;
+        let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
+        let old_persona = NewMemory {
+            kind: MemoryKind::Persona,
+            content: "A student learning Python".into(),
+            source_ref: "test".into(),
+            importance: 0.5,
+            expires_at: None,
+        };
+        book.save(owner(1), old_persona, Utc::now()).await.unwrap();
+        h.llm.set_responder(|req| {
         if is_extraction(req) {
             Reply::text(&json!({"memories": [
                 {"kind": "preference", "content": "The user reviews code with tests first"},
@@ -239,34 +240,35 @@ async fn enough_new_atoms_refresh_scenarios_and_persona() {
             Reply::text("Sounds good.")
         }
     });
-    h.channel
-        .dm(1, "Small PRs, tests first, and Rust for services please.")
+        h.channel
+            .dm(1, "Small PRs, tests first, and Rust for services please.")
+            .await;
+        let all = memories_until(&h, "the refreshed layers", |m| {
+            m.iter().any(|m| m.kind == MemoryKind::Scenario)
+        })
         .await;
-    let all = memories_until(&h, "the refreshed layers", |m| {
-        m.iter().any(|m| m.kind == MemoryKind::Scenario)
-    })
-    .await;
-    let persona: Vec<&str> = all
-        .iter()
-        .filter(|m| m.kind == MemoryKind::Persona)
-        .map(|m| m.content.as_str())
-        .collect();
-    assert_eq!(
-        persona,
-        ["A senior backend engineer who writes Rust services"],
-        "the persona was replaced"
-    );
-    let scenario = all.iter().find(|m| m.kind == MemoryKind::Scenario).unwrap();
-    assert!(
-        scenario.source_ref.starts_with("layers:#"),
-        "{}",
-        scenario.source_ref
-    );
-    let layers = h.llm.requests().await.into_iter().find(is_layers).unwrap();
-    let input = messages(&layers)[1]["content"].as_str().unwrap().to_owned();
-    assert!(
-        input.contains("tests first") && input.contains("A student learning Python"),
-        "{input}"
-    );
-    h.stop().await;
+        let persona: Vec<&str> = all
+            .iter()
+            .filter(|m| m.kind == MemoryKind::Persona)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(
+            persona,
+            ["A senior backend engineer who writes Rust services"],
+            "the persona was replaced"
+        );
+        let scenario = all.iter().find(|m| m.kind == MemoryKind::Scenario).unwrap();
+        assert!(
+            scenario.source_ref.starts_with("layers:#"),
+            "{}",
+            scenario.source_ref
+        );
+        let layers = h.llm.requests().await.into_iter().find(is_layers).unwrap();
+        let input = messages(&layers)[1]["content"].as_str().unwrap().to_owned();
+        assert!(
+            input.contains("tests first") && input.contains("A student learning Python"),
+            "{input}"
+        );
+        h.stop().await;
+    }
 }

@@ -2,15 +2,15 @@
 //! correction rules in that user's system prompt (and nobody else's).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod memory_common;
 mod support;
+
+use memory_common::{backends, harness};
 
 use serde_json::Value;
 use support::e2e::{messages, Harness};
 use support::fake_llm::Reply;
 use switchboard_platform::PressAnswer;
-
-/// The harness turns memory and feedback off for other tests; these turn them on.
-const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
 
 fn system(request: &Value) -> String {
     messages(request)[0]["content"]
@@ -53,116 +53,122 @@ fn last_private(h: &Harness) -> String {
 
 #[tokio::test]
 async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
-    let h = Harness::with(ON).await;
-    h.llm.set_responder(|req| {
+    for db in backends().await {
+        let h = harness(&[], &db).await;
+        h.llm.set_responder(|req| {
         if is_distill(req) {
             Reply::text(r#"{"rules": ["Answer in Chinese when the user writes Chinese.", "Keep answers under five sentences."]}"#)
         } else {
             Reply::text("Here is a long answer in English.")
         }
     });
-    h.channel.dm(1, "给我讲讲量子计算").await;
-    h.wait_for("the answer", |l| l.any_contains("Here is a long answer"))
+        h.channel.dm(1, "给我讲讲量子计算").await;
+        h.wait_for("the answer", |l| l.any_contains("Here is a long answer"))
+            .await;
+        h.idle().await;
+        let (up, down) = feedback_actions(&h, "Here is a long answer");
+
+        // Someone else cannot rate it.
+        h.channel.press(2, &down).await;
+        h.wait_for("the refusal", |l| l.answers().len() == 1).await;
+        assert_eq!(
+            last_private(&h),
+            "Only the person who asked can rate this answer."
+        );
+
+        h.channel.press(1, &down).await;
+        h.wait_for("the thanks", |l| l.answers().len() == 2).await;
+        assert!(
+            last_private(&h).starts_with("Thanks"),
+            "{}",
+            last_private(&h)
+        );
+        h.idle().await;
+        let distill = h
+            .llm
+            .requests()
+            .await
+            .into_iter()
+            .find(is_distill)
+            .expect("the rules were distilled");
+        let input = messages(&distill)[1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            input.contains("给我讲讲量子计算") && input.contains("Here is a long answer"),
+            "{input}"
+        );
+
+        h.channel.dm(1, "再说一次").await;
+        h.wait_for("the second answer", |l| {
+            l.count_containing("Here is a long answer") >= 2
+        })
         .await;
-    h.idle().await;
-    let (up, down) = feedback_actions(&h, "Here is a long answer");
+        h.channel.dm(2, "hello").await;
+        h.wait_for("user 2's answer", |l| {
+            l.count_containing("Here is a long answer") >= 3
+        })
+        .await;
+        h.idle().await;
+        let turns: Vec<Value> = h
+            .llm
+            .requests()
+            .await
+            .into_iter()
+            .filter(|r| !is_distill(r))
+            .collect();
+        let mine = system(&turns[1]);
+        assert!(
+            mine.contains("[Corrections")
+                && mine.contains("- Answer in Chinese when the user writes Chinese."),
+            "{mine}"
+        );
+        assert!(
+            !system(&turns[2]).contains("[Corrections"),
+            "rules are per user"
+        );
 
-    // Someone else cannot rate it.
-    h.channel.press(2, &down).await;
-    h.wait_for("the refusal", |l| l.answers().len() == 1).await;
-    assert_eq!(
-        last_private(&h),
-        "Only the person who asked can rate this answer."
-    );
-
-    h.channel.press(1, &down).await;
-    h.wait_for("the thanks", |l| l.answers().len() == 2).await;
-    assert!(
-        last_private(&h).starts_with("Thanks"),
-        "{}",
-        last_private(&h)
-    );
-    h.idle().await;
-    let distill = h
-        .llm
-        .requests()
-        .await
-        .into_iter()
-        .find(is_distill)
-        .expect("the rules were distilled");
-    let input = messages(&distill)[1]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        input.contains("给我讲讲量子计算") && input.contains("Here is a long answer"),
-        "{input}"
-    );
-
-    h.channel.dm(1, "再说一次").await;
-    h.wait_for("the second answer", |l| {
-        l.count_containing("Here is a long answer") >= 2
-    })
-    .await;
-    h.channel.dm(2, "hello").await;
-    h.wait_for("user 2's answer", |l| {
-        l.count_containing("Here is a long answer") >= 3
-    })
-    .await;
-    h.idle().await;
-    let turns: Vec<Value> = h
-        .llm
-        .requests()
-        .await
-        .into_iter()
-        .filter(|r| !is_distill(r))
-        .collect();
-    let mine = system(&turns[1]);
-    assert!(
-        mine.contains("[Corrections")
-            && mine.contains("- Answer in Chinese when the user writes Chinese."),
-        "{mine}"
-    );
-    assert!(
-        !system(&turns[2]).contains("[Corrections"),
-        "rules are per user"
-    );
-
-    // 👍 is recorded without touching the rules.
-    h.channel.press(1, &up).await;
-    h.wait_for("the thanks", |l| l.answers().len() == 3).await;
-    assert_eq!(last_private(&h), "Thanks for the feedback! 👍");
-    h.stop().await;
+        // 👍 is recorded without touching the rules.
+        h.channel.press(1, &up).await;
+        h.wait_for("the thanks", |l| l.answers().len() == 3).await;
+        assert_eq!(last_private(&h), "Thanks for the feedback! 👍");
+        h.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn questions_and_command_replies_carry_no_feedback_buttons() {
-    let h = Harness::with(ON).await;
-    h.llm.push(Reply::tool_calls([(
-        "q",
-        "ask_user",
-        serde_json::json!({"question": "Which one?"}),
-    )]));
-    h.channel.dm(1, "pick something").await;
-    h.wait_for("the question", |l| l.any_contains("Which one?"))
-        .await;
-    h.channel.dm(1, "/help").await;
-    h.wait_for("the help", |l| l.any_contains("**Commands**"))
-        .await;
-    h.idle().await;
-    let log = h.channel.log();
-    assert!(log.sent().iter().all(|m| m.actions.is_empty()), "{log}");
-    h.stop().await;
+    for db in backends().await {
+        let h = harness(&[], &db).await;
+        h.llm.push(Reply::tool_calls([(
+            "q",
+            "ask_user",
+            serde_json::json!({"question": "Which one?"}),
+        )]));
+        h.channel.dm(1, "pick something").await;
+        h.wait_for("the question", |l| l.any_contains("Which one?"))
+            .await;
+        h.channel.dm(1, "/help").await;
+        h.wait_for("the help", |l| l.any_contains("**Commands**"))
+            .await;
+        h.idle().await;
+        let log = h.channel.log();
+        assert!(log.sent().iter().all(|m| m.actions.is_empty()), "{log}");
+        h.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn feedback_buttons_can_be_turned_off() {
-    let h = Harness::with(&[ON, &[("FEEDBACK_BUTTONS", "false")]].concat()).await;
-    h.llm.push(Reply::text("Plain answer."));
-    h.channel.dm(1, "hi").await;
-    h.wait_for("the answer", |l| l.any_contains("Plain answer."))
-        .await;
-    h.idle().await;
-    assert!(h.channel.log().sent().iter().all(|m| m.actions.is_empty()));
-    h.stop().await;
+    for db in backends().await {
+        let h = harness(&[("FEEDBACK_BUTTONS", "false")], &db).await;
+        h.llm.push(Reply::text("Plain answer."));
+        h.channel.dm(1, "hi").await;
+        h.wait_for("the answer", |l| l.any_contains("Plain answer."))
+            .await;
+        h.idle().await;
+        assert!(h.channel.log().sent().iter().all(|m| m.actions.is_empty()));
+        h.stop().await;
+    }
 }

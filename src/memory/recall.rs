@@ -2,8 +2,8 @@
 //! full-text relevance mixed with a 30-day half-life; persona and preferences
 //! pinned first; the whole selection within a token budget.
 
-use super::terms::{codes, id_refs, is_single_char, query_terms, terms};
-use crate::llm::estimate_tokens;
+use super::terms::{codes, id_refs, is_single_char, query_terms};
+use crate::llm::{estimate_tokens, is_unsegmented};
 use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 /// Recency half-life of the ranking, in days.
 pub const HALF_LIFE_DAYS: f64 = 30.0;
 /// Full-text candidates considered per message (the newest matches).
-const FTS_CANDIDATES: u32 = 200;
+const FTS_CANDIDATES: u32 = 120;
 /// Recalled (non-pinned) memories shown at most.
 const MAX_RANKED: usize = 12;
 /// Persona and preferences loaded for pinning.
@@ -76,26 +76,41 @@ pub async fn recall(
     let terms = query_terms(message);
     let codes = codes(message);
     let ids = id_refs(message);
-    let mut found: HashMap<i64, MemoryRecord> = HashMap::new();
-    for m in store
-        .search_memories(owner, &terms, None, FTS_CANDIDATES, now)
-        .await?
-    {
-        found.insert(m.id, m);
-    }
-    let mut needles: Vec<String> = terms
+    // The three reads are independent: run them at once on separate connections.
+    let singles: Vec<&String> = terms
         .iter()
         .filter(|t| is_single_char(t) && !t.is_ascii())
-        .cloned()
+        .take(3)
         .collect();
-    needles.extend(
-        codes
-            .iter()
-            .filter(|c| !found.values().any(|m| contains_ci(&m.content, c)))
-            .cloned(),
+    let (fts, pinned_rows, single_hits) = tokio::join!(
+        store.search_memories(owner, &terms, None, FTS_CANDIDATES, now),
+        store.memories_of(
+            owner,
+            &[MemoryKind::Persona, MemoryKind::Preference],
+            PINNED_CANDIDATES,
+            now
+        ),
+        async {
+            let mut hits = Vec::new();
+            for needle in &singles {
+                hits.extend(store.memories_containing(owner, needle, 10, now).await?);
+            }
+            Ok::<_, StoreError>(hits)
+        },
     );
-    for needle in needles.iter().take(4) {
-        for m in store.memories_containing(owner, needle, 10, now).await? {
+    let pinned_rows = pinned_rows?;
+    let mut found: HashMap<i64, MemoryRecord> = HashMap::new();
+    for m in fts?.into_iter().chain(single_hits?) {
+        found.entry(m.id).or_insert(m);
+    }
+    // Codes the term index missed (punctuation inside), and memories named by id.
+    let missing: Vec<&String> = codes
+        .iter()
+        .filter(|c| !found.values().any(|m| contains_ci(&m.content, c)))
+        .take(2)
+        .collect();
+    for code in missing {
+        for m in store.memories_containing(owner, code, 10, now).await? {
             found.entry(m.id).or_insert(m);
         }
     }
@@ -108,14 +123,6 @@ pub async fn recall(
             found.entry(m.id).or_insert(m);
         }
     }
-    let pinned_rows = store
-        .memories_of(
-            owner,
-            &[MemoryKind::Persona, MemoryKind::Preference],
-            PINNED_CANDIDATES,
-            now,
-        )
-        .await?;
     let weigh = Weights::new(&terms, found.values().chain(&pinned_rows));
     let relevance = |m: &MemoryRecord| {
         let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
@@ -124,7 +131,7 @@ pub async fn recall(
             0.0
         };
         let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
-        (0.8 * weigh.coverage(&m.content) + code + id).min(1.0)
+        (0.8 * weigh.coverage(m.id) + code + id).min(1.0)
     };
 
     let mut pinned: Vec<RecallHit> = pinned_rows
@@ -166,45 +173,74 @@ pub async fn recall(
 /// Query terms weighted by rarity among the candidates (an inverse document
 /// frequency over what was found); terms no candidate holds carry no weight.
 struct Weights {
-    terms: Vec<(String, f64)>,
+    /// Weight of each query term (0 when no candidate holds it).
+    weights: Vec<f64>,
     total: f64,
+    /// Which query terms each candidate holds, by memory id.
+    held: HashMap<i64, Vec<usize>>,
 }
 
 impl Weights {
     fn new<'a>(query: &[String], candidates: impl Iterator<Item = &'a MemoryRecord>) -> Weights {
-        let sets: Vec<HashSet<String>> = candidates.map(|m| content_terms(&m.content)).collect();
-        let n = sets.len() as f64;
-        let terms: Vec<(String, f64)> = query
+        let mut held: HashMap<i64, Vec<usize>> = HashMap::new();
+        for m in candidates {
+            let lower = m.content.to_lowercase();
+            held.entry(m.id).or_insert_with(|| {
+                (0..query.len())
+                    .filter(|&i| holds(&lower, &query[i]))
+                    .collect()
+            });
+        }
+        let n = held.len() as f64;
+        let mut df = vec![0usize; query.len()];
+        for i in held.values().flatten() {
+            df[*i] += 1;
+        }
+        let weights: Vec<f64> = df
             .iter()
-            .filter_map(|t| {
-                let df = sets.iter().filter(|s| s.contains(t)).count();
-                (df > 0).then(|| (t.clone(), (1.0 + (n + 1.0) / (df as f64 + 0.5)).ln()))
+            .map(|&d| {
+                if d == 0 {
+                    0.0
+                } else {
+                    (1.0 + (n + 1.0) / (d as f64 + 0.5)).ln()
+                }
             })
             .collect();
-        let total = terms.iter().map(|(_, w)| w).sum();
-        Weights { terms, total }
+        let total = weights.iter().sum();
+        Weights {
+            weights,
+            total,
+            held,
+        }
     }
 
-    /// The weighted share of the query's terms `content` holds (0.0 – 1.0).
-    fn coverage(&self, content: &str) -> f64 {
+    /// The weighted share of the query's terms memory `id` holds (0.0 – 1.0).
+    fn coverage(&self, id: i64) -> f64 {
         if self.total <= 0.0 {
             return 0.0;
         }
-        let held = content_terms(content);
-        self.terms
-            .iter()
-            .filter(|(t, _)| held.contains(t))
-            .map(|(_, w)| w)
-            .sum::<f64>()
-            / self.total
+        let held = self.held.get(&id).map_or(&[][..], Vec::as_slice);
+        held.iter().map(|&i| self.weights[i]).sum::<f64>() / self.total
     }
 }
 
-/// A memory's terms, plus its lone characters (what substring queries look for).
-fn content_terms(content: &str) -> HashSet<String> {
-    let mut set: HashSet<String> = terms(content).into_iter().collect();
-    set.extend(content.chars().filter(|c| !c.is_ascii()).map(String::from));
-    set
+/// Whether lowercase `text` holds query term `term`: a CJK bigram or character
+/// anywhere, an alphanumeric word only as a whole word ("tea" is not in "team").
+fn holds(text: &str, term: &str) -> bool {
+    if !term.is_ascii() {
+        return text.contains(term);
+    }
+    text.match_indices(term).any(|(at, _)| {
+        let before = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric() || is_unsegmented(c));
+        let after = text[at + term.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric() || is_unsegmented(c));
+        before && after
+    })
 }
 
 /// Records that the memories among `hits` that matched were used (pinned
@@ -281,6 +317,15 @@ mod tests {
             created_at: t,
             updated_at: t,
         }
+    }
+
+    #[test]
+    fn terms_are_held_as_whole_words_or_cjk_substrings() {
+        assert!(holds("the user drinks tea daily", "tea"));
+        assert!(!holds("the team meets daily", "tea"));
+        assert!(holds("用户喜欢喝咖啡", "咖啡"));
+        assert!(holds("关注600519的分红", "600519"));
+        assert!(holds("rust语言", "rust"));
     }
 
     #[test]

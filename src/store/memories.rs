@@ -313,8 +313,11 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         sqlx::query(&format!(
+            // The owner check is an expression, not an index condition: given
+            // an index on owner, SQLite would walk all of a user's rows instead
+            // of looking up the few ids.
             "UPDATE memories SET access_count = access_count + 1, last_access = $1
-             WHERE platform = $2 AND user_id = $3 AND id IN ({list})"
+             WHERE id IN ({list}) AND platform || '' = $2 AND user_id + 0 = $3"
         ))
         .bind(ms(at))
         .bind(owner.platform.as_str())
@@ -332,9 +335,9 @@ impl Store {
         cap: u32,
     ) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "DELETE FROM memories WHERE id IN (
+            "DELETE FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3 AND id NOT IN (
                 SELECT id FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3
-                ORDER BY updated_at DESC, id DESC LIMIT -1 OFFSET $4)",
+                ORDER BY updated_at DESC, id DESC LIMIT $4)",
         )
         .bind(owner.platform.as_str())
         .bind(owner.user.0)

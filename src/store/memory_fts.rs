@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 /// Most query terms used in one search (longer messages are cut).
 const MAX_QUERY_TERMS: usize = 32;
 /// Rows a substring fallback scans at most (the owner's most recent).
-const LIKE_SCAN_ROWS: i64 = 1_000;
+const LIKE_SCAN_ROWS: i64 = 500;
 
 /// The owner's key as a term prefix: platform, user id, `x`.
 fn owner_prefix(owner: MemoryOwner) -> String {
@@ -85,15 +85,15 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
         let (expr, sql) = match self.backend {
-            // The full-text query runs first and alone (joined, the planner may
-            // walk all of the user's rows and probe the index for each);
-            // owner, expiry and kind are checked on its candidates.
+            // The full-text query runs first and alone; CROSS JOIN keeps SQLite
+            // from walking all of the user's rows by the owner index and probing
+            // the candidates for each. Owner, expiry and kind are checked after.
             Backend::Sqlite => (
                 match_expr(owner, terms),
                 format!(
                     "SELECT {COLUMNS} FROM
                         (SELECT rowid FROM memories_fts WHERE memories_fts MATCH $1 ORDER BY rowid DESC LIMIT {candidates}) f
-                     JOIN memories m ON m.id = f.rowid
+                     CROSS JOIN memories m ON m.id = f.rowid
                      WHERE m.platform = $2 AND m.user_id = $3
                      AND (m.expires_at IS NULL OR m.expires_at > $4) AND ($5 IS NULL OR m.kind = $5)
                      ORDER BY m.id DESC LIMIT $6",

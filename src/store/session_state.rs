@@ -133,7 +133,7 @@ impl Store {
     ) -> Result<Vec<(i64, Message)>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0
-             ORDER BY id DESC LIMIT $2) ORDER BY id ASC",
+             ORDER BY id DESC LIMIT $2) AS recent ORDER BY id ASC",
         )
         .bind(&session.0)
         .bind(i64::from(limit))
@@ -171,7 +171,7 @@ impl Store {
     ) -> Result<Vec<(i64, Message)>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND id <= $2
-             ORDER BY id DESC LIMIT $3) ORDER BY id ASC",
+             ORDER BY id DESC LIMIT $3) AS recent ORDER BY id ASC",
         )
         .bind(&session.0)
         .bind(through)

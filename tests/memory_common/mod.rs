@@ -1,0 +1,44 @@
+//! What the memory tests share: the backends to run on (SQLite always, a fresh
+//! PostgreSQL database when `TEST_DATABASE_URL` names a server, as in CI) and
+//! a gateway harness on one of them with memory and feedback switched on.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::e2e::Harness;
+
+/// The harness turns memory and feedback off for other tests; these turn them on.
+pub const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
+
+/// `None` for the harness's SQLite file, then a PostgreSQL URL when configured.
+pub async fn backends() -> Vec<Option<String>> {
+    let mut out = vec![None];
+    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
+        out.push(Some(fresh_postgres(&admin).await));
+    }
+    out
+}
+
+/// A new, empty PostgreSQL database on the server of `admin`.
+pub async fn fresh_postgres(admin: &str) -> String {
+    use sqlx::{Connection, Executor};
+    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(admin)
+        .await
+        .expect("TEST_DATABASE_URL reachable");
+    conn.execute(format!("CREATE DATABASE {name}").as_str())
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let mut url = url::Url::parse(admin).unwrap();
+    url.set_path(&name);
+    url.to_string()
+}
+
+/// A gateway with memory on, `vars` on top, on backend `db`.
+pub async fn harness(vars: &[(&str, &str)], db: &Option<String>) -> Harness {
+    let mut all: Vec<(&str, &str)> = ON.to_vec();
+    all.extend_from_slice(vars);
+    if let Some(url) = db {
+        all.push(("DATABASE_URL", url.as_str()));
+    }
+    Harness::with(&all).await
+}
