@@ -13,6 +13,7 @@ pub mod llm;
 pub mod memory;
 pub mod store;
 pub mod tasks;
+mod text;
 pub mod tools;
 pub mod wiring;
 

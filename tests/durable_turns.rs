@@ -587,7 +587,7 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
         .decide_approval(
             &card.approval_id(),
             switchboard::store::ApprovalStatus::Allowed,
-            Some(UserId(1)),
+            Some(&user(1)),
             None,
         )
         .await

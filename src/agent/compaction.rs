@@ -11,6 +11,7 @@ use crate::llm::{
     complete, estimate_message_tokens, estimate_tokens, is_unsegmented, Message, Provider, Role,
     ToolDefinition,
 };
+use crate::text::clip;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,13 +324,6 @@ fn scalar(v: &Value) -> String {
         Value::Array(a) => format!("[{} items]", a.len()),
         Value::Object(o) => format!("{{{} fields}}", o.len()),
         other => other.to_string(),
-    }
-}
-
-fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
     }
 }
 

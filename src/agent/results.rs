@@ -1,6 +1,7 @@
 //! Shaping tool results for the context: large ones stored on disk with a
 //! preview and an index, stale ones shrunk to their key fields.
 
+use crate::text::clip;
 use serde_json::Value;
 use std::path::Path;
 
@@ -101,14 +102,6 @@ pub(crate) fn shrink_stale(text: &str) -> Option<String> {
         }
     };
     Some(format!("{SHRUNK_MARK} from {chars} chars]\n{body}"))
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
 }
 
 /// File-name-safe version of an id.

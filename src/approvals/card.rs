@@ -113,8 +113,12 @@ pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
 }
 
 /// The card once decided or expired: no buttons, who decided and when.
-pub fn final_card(record: &ApprovalRecord, decider_name: Option<&str>) -> OutgoingMessage {
-    let who = decider_name.map(|n| format!(" by {n}")).unwrap_or_default();
+pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
+    let who = record
+        .decided_by_name
+        .as_deref()
+        .map(|n| format!(" by {n}"))
+        .unwrap_or_default();
     let when = record
         .decided_at
         .map(|t| t.format(" at %H:%M UTC").to_string())

@@ -119,6 +119,7 @@ impl Approvals {
             card_message: None,
             status: ApprovalStatus::Pending,
             decided_by: None,
+            decided_by_name: None,
             decided_at: None,
             reason: None,
             created_at: now,
@@ -154,6 +155,18 @@ impl Approvals {
         self.store
             .set_approval_card(&record.id, card_ref.id)
             .await?;
+        // A text decision (`/approve`) may have landed between the card showing
+        // and its id being stored, when nobody could edit it: finish it now.
+        if let Some(decided) = self
+            .store
+            .approval(&record.id)
+            .await?
+            .filter(|r| r.status != ApprovalStatus::Pending)
+        {
+            if let Err(e) = adapter.edit(&card_ref, card::final_card(&decided)).await {
+                tracing::warn!(error = %e, "could not update an approval card decided early");
+            }
+        }
         Ok(Opened::Pending(PendingApproval {
             id: record.id,
             card: card_ref,
@@ -203,7 +216,7 @@ impl Approvals {
                 self.store
                     .record_event("approval.expired", json!({ "id": id }))
                     .await;
-                let card = card::final_card(&record, None);
+                let card = card::final_card(&record);
                 if let Err(e) = adapter.edit(&card_ref, card).await {
                     tracing::warn!(error = %e, "could not mark the approval card expired");
                 }
@@ -233,7 +246,7 @@ impl Approvals {
         let answer = match self.decide(id, &press.user, choice, None).await {
             Ok(Ok((record, woke))) => {
                 orphaned = !woke;
-                PressAnswer::Update(card::final_card(&record, Some(&press.user.display_name)))
+                PressAnswer::Update(card::final_card(&record))
             }
             Ok(Err(refusal)) => PressAnswer::Private(refusal),
             Err(e) => {
@@ -274,7 +287,7 @@ impl Approvals {
         match self.decide(&id, user, choice, reason).await {
             Ok(Ok((record, woke))) => {
                 if let Some(msg) = record.card_message {
-                    let card = card::final_card(&record, Some(&user.display_name));
+                    let card = card::final_card(&record);
                     if let Err(e) = adapter
                         .edit(
                             &MessageRef {
@@ -340,7 +353,7 @@ impl Approvals {
         };
         let Some(decided) = self
             .store
-            .decide_approval(id, status, Some(user.id), reason.as_deref())
+            .decide_approval(id, status, Some(user), reason.as_deref())
             .await?
         else {
             return Ok(Err("Already decided.".into()));

@@ -41,12 +41,7 @@ pub(crate) fn json_object(reply: &str) -> Result<serde_json::Map<String, Value>,
 }
 
 /// Clips `s` to `max` characters.
-pub(crate) fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
-}
+pub(crate) use crate::text::clip;
 
 #[cfg(test)]
 mod tests {

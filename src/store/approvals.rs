@@ -3,7 +3,7 @@
 use super::{dt, ms, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
-use switchboard_platform::{ChatAddress, MessageId, Platform, UserId};
+use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
 
 /// Where an approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,7 @@ pub struct ApprovalRecord {
     pub card_message: Option<MessageId>,
     pub status: ApprovalStatus,
     pub decided_by: Option<UserId>,
+    pub decided_by_name: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
     pub reason: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -74,7 +75,7 @@ pub struct ApprovalRule {
 }
 
 const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name, chat, card_message_id, status,
-    decided_by, decided_at, reason, created_at, expires_at";
+    decided_by, decided_by_name, decided_at, reason, created_at, expires_at";
 
 impl Store {
     pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<(), StoreError> {
@@ -125,7 +126,7 @@ impl Store {
         &self,
         id: &str,
         status: ApprovalStatus,
-        by: Option<UserId>,
+        by: Option<&User>,
         reason: Option<&str>,
     ) -> Result<Option<ApprovalRecord>, StoreError> {
         let ts = now();
@@ -136,15 +137,16 @@ impl Store {
             "expires_at > $5"
         };
         let row = sqlx::query(&format!(
-            "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $5, reason = $3
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_by_name = $6, decided_at = $5, reason = $3
              WHERE id = $4 AND status = 'pending' AND {deadline_ok}
              RETURNING {COLUMNS}"
         ))
         .bind(status.as_str())
-        .bind(by.map(|u| u.0))
+        .bind(by.map(|u| u.id.0))
         .bind(reason)
         .bind(id)
         .bind(ts)
+        .bind(by.map(|u| u.display_name.as_str()))
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(approval_from_row).transpose()
@@ -331,6 +333,7 @@ fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError
         status: ApprovalStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("approval status {status}")))?,
         decided_by: r.try_get::<Option<i64>, _>("decided_by")?.map(UserId),
+        decided_by_name: r.try_get("decided_by_name")?,
         decided_at: r.try_get::<Option<i64>, _>("decided_at")?.map(dt),
         reason: r.try_get("reason")?,
         created_at: dt(r.try_get("created_at")?),
@@ -359,10 +362,20 @@ mod tests {
             card_message: None,
             status: ApprovalStatus::Pending,
             decided_by: None,
+            decided_by_name: None,
             decided_at: None,
             reason: None,
             created_at: dt(ts),
             expires_at: dt(ts + ttl_secs * 1000),
+        }
+    }
+
+    fn ann() -> User {
+        User {
+            is_approver: false,
+            id: UserId(1),
+            display_name: "Ann".into(),
+            is_bot: false,
         }
     }
 
@@ -371,12 +384,14 @@ mod tests {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a1", 600)).await.unwrap();
         let first = store
-            .decide_approval("a1", ApprovalStatus::Allowed, Some(UserId(1)), None)
+            .decide_approval("a1", ApprovalStatus::Allowed, Some(&ann()), None)
             .await
             .unwrap();
-        assert_eq!(first.map(|r| r.status), Some(ApprovalStatus::Allowed));
+        let first = first.unwrap();
+        assert_eq!(first.status, ApprovalStatus::Allowed);
+        assert_eq!(first.decided_by_name.as_deref(), Some("Ann"));
         let second = store
-            .decide_approval("a1", ApprovalStatus::Denied, Some(UserId(1)), None)
+            .decide_approval("a1", ApprovalStatus::Denied, Some(&ann()), None)
             .await
             .unwrap();
         assert!(second.is_none());
@@ -391,7 +406,7 @@ mod tests {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a2", -1)).await.unwrap();
         assert!(store
-            .decide_approval("a2", ApprovalStatus::Allowed, Some(UserId(1)), None)
+            .decide_approval("a2", ApprovalStatus::Allowed, Some(&ann()), None)
             .await
             .unwrap()
             .is_none());

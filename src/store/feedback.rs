@@ -1,7 +1,7 @@
 //! Answer feedback (👍/👎) and the correction rules distilled from it, per user.
 
-use super::memories::{ms, MemoryOwner};
-use super::{SessionId, Store, StoreError};
+use super::memories::MemoryOwner;
+use super::{ms, SessionId, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 

@@ -2,7 +2,7 @@
 //! query is scoped by the owner; full-text search lives in `memory_fts.rs`.
 
 use super::memory_fts::index_text;
-use super::{SessionKey, Store, StoreError};
+use super::{dt, ms, SessionKey, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -113,14 +113,6 @@ pub struct MemoryRecord {
 pub(crate) const COLUMNS: &str =
     "m.id, m.kind, m.content, m.source_ref, m.importance, m.access_count, m.last_access, m.expires_at, m.created_at, m.updated_at";
 
-pub(crate) fn ms(t: DateTime<Utc>) -> i64 {
-    t.timestamp_millis()
-}
-
-fn time(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
-
 pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
     let kind: String = row.try_get("kind")?;
     Ok(MemoryRecord {
@@ -131,10 +123,10 @@ pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
         source_ref: row.try_get("source_ref")?,
         importance: row.try_get("importance")?,
         access_count: row.try_get("access_count")?,
-        last_access: row.try_get::<Option<i64>, _>("last_access")?.map(time),
-        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(time),
-        created_at: time(row.try_get("created_at")?),
-        updated_at: time(row.try_get("updated_at")?),
+        last_access: row.try_get::<Option<i64>, _>("last_access")?.map(dt),
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(dt),
+        created_at: dt(row.try_get("created_at")?),
+        updated_at: dt(row.try_get("updated_at")?),
     })
 }
 

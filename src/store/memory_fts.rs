@@ -8,8 +8,8 @@
 //! user's memory, not on everyone's. On PostgreSQL the same `terms` column
 //! becomes a `tsvector` with the `simple` configuration.
 
-use super::memories::{ms, record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
-use super::{Backend, Store, StoreError};
+use super::memories::{record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
+use super::{ms, Backend, Store, StoreError};
 use chrono::{DateTime, Utc};
 
 /// Most query terms used in one search (longer messages are cut).

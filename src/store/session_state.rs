@@ -2,8 +2,7 @@
 //! compaction summary, the memory-extraction watermark, and the archived
 //! (compacted) messages.
 
-use super::memories::ms;
-use super::{now, SessionId, SessionKey, Store, StoreError};
+use super::{ms, now, SessionId, SessionKey, Store, StoreError};
 use crate::llm::Message;
 use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;

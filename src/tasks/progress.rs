@@ -1,6 +1,7 @@
 //! Rendering a background task's status message: a text progress bar.
 
 use crate::store::TaskStatus;
+use crate::text::clip;
 use crate::tools::Progress;
 use std::time::Duration;
 
@@ -59,14 +60,6 @@ pub(crate) fn status_text(
         TaskStatus::Interrupted => {
             format!("⚠️ Background task `{short_id}` · {tool} · interrupted (the gateway stopped)")
         }
-    }
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
     }
 }
 
