@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::fake_llm::{FakeLlm, Reply};
 use support::test_channel::{dm_chat, user, TestChannel};
-use switchboard::store::{ScheduleRecord, SessionKey, TaskRecord, TaskStatus, TurnOrigin};
+use switchboard::store::{
+    OccurrencePlan, ScheduleRecord, SessionKey, Store, TaskRecord, TaskStatus, TurnOrigin,
+};
 use switchboard::{Config, Running};
 use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
 use tokio_util::sync::CancellationToken;
@@ -413,6 +415,61 @@ async fn a_due_schedule_fires_exactly_once_across_two_instances_on(db: &Db) {
     assert_eq!(answers, 1);
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_claimers_take_each_due_occurrence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        concurrent_claimers_take_each_due_occurrence_once_on(&db).await;
+    }
+}
+
+/// Four stores (four connection pools, as four processes would have) claim 500
+/// due occurrences in small batches at once: every occurrence is claimed by
+/// exactly one of them, and each schedule moved on exactly once.
+async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
+    const N: usize = 500;
+    let first = Store::open(&db.url).await.unwrap();
+    let now = chrono::Utc::now().timestamp_millis();
+    for i in 0..N {
+        let s = schedule(&format!("s-{i:03}"), now - 1_000, "run_once", "p");
+        first.insert_schedule(&s).await.unwrap();
+    }
+    let mut claimers = Vec::new();
+    for _ in 0..4 {
+        let store = Store::open(&db.url).await.unwrap();
+        claimers.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let plan = |_: &ScheduleRecord| OccurrencePlan {
+                    next: None,
+                    run: true,
+                    missed: false,
+                };
+                let batch = store.claim_due_schedules(now, 25, plan).await.unwrap();
+                if batch.is_empty() {
+                    return mine;
+                }
+                mine.extend(batch.into_iter().map(|c| c.schedule.id));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for c in claimers {
+        all.extend(c.await.unwrap());
+    }
+    assert_eq!(all.len(), N, "every occurrence claimed once");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), N, "no occurrence claimed twice");
+    let left = first
+        .claim_due_schedules(now, 1_000, |_| unreachable!())
+        .await
+        .unwrap();
+    assert!(left.is_empty());
+    let s = first.session_schedules("sched-session").await.unwrap();
+    assert!(s.is_empty(), "one-offs end once fired");
 }
 
 #[tokio::test]

@@ -4,17 +4,21 @@
 
 use super::turn;
 use super::Inner;
-use crate::store::TurnOrigin;
+use crate::store::{OccurrencePlan, ScheduleRecord, StoreError, TurnOrigin};
 use crate::tasks::next_occurrence;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{MessageRef, OutgoingMessage};
 use tokio::sync::mpsc;
 
-/// How often the maintenance loop looks for due work.
+/// The longest the maintenance loop sleeps before looking for due work again.
 const TICK: Duration = Duration::from_secs(1);
+/// The shortest sleep between passes, so a row that stays due cannot spin the loop.
+const MIN_WAIT: Duration = Duration::from_millis(10);
 /// A one-off or cron occurrence later than this is "missed" (downtime).
 const MISSED_GRACE_MS: i64 = 60_000;
+/// Occurrences claimed per transaction; the loop repeats while batches are full.
+const CLAIM_BATCH: u32 = 200;
 
 /// A schedule occurrence this process claimed.
 pub(crate) struct Fired {
@@ -23,16 +27,34 @@ pub(crate) struct Fired {
 }
 
 pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        expire_due_approvals(&inner).await;
+        let wait = match fire_due_schedules(&inner, &fired).await {
+            // Wake for the next occurrence on time rather than on the next
+            // tick; look again at least every TICK (other processes add
+            // schedules too).
+            Ok(()) => until_next_due(&inner).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not claim due schedules");
+                TICK
+            }
+        };
+        let wake = tokio::time::Instant::now() + wait;
         tokio::select! {
-            _ = tick.tick() => {}
+            () = tokio::time::sleep_until(wake) => {}
             () = inner.shutdown.cancelled() => return,
         }
-        expire_due_approvals(&inner).await;
-        fire_due_schedules(&inner, &fired).await;
     }
+}
+
+async fn until_next_due(inner: &Inner) -> Duration {
+    let Ok(Some(due)) = inner.store.next_schedule_due().await else {
+        return TICK;
+    };
+    let wait = due - chrono::Utc::now().timestamp_millis();
+    u64::try_from(wait).map_or(MIN_WAIT, |ms| {
+        Duration::from_millis(ms).clamp(MIN_WAIT, TICK)
+    })
 }
 
 /// Approvals past their deadline whose waiting turn is gone (restart, dead
@@ -66,51 +88,44 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
     }
 }
 
-async fn fire_due_schedules(inner: &Arc<Inner>, fired: &mpsc::Sender<Fired>) {
-    let now = chrono::Utc::now().timestamp_millis();
-    let due = match inner.store.due_schedules(now, 100).await {
-        Ok(d) => d,
-        Err(e) => return tracing::warn!(error = %e, "could not list due schedules"),
-    };
-    for s in due {
-        let Some(due_ms) = s.next_run_at else {
-            continue;
+/// Claims every due occurrence (in batches) and hands the ones that run to the
+/// gateway. A claimed occurrence is delivered at most once: if this process
+/// dies before its turn runs, it is not fired again (see README, "Delivery
+/// guarantees").
+async fn fire_due_schedules(
+    inner: &Arc<Inner>,
+    fired: &mpsc::Sender<Fired>,
+) -> Result<(), StoreError> {
+    loop {
+        let now = chrono::Utc::now().timestamp_millis();
+        let plan = |s: &ScheduleRecord| {
+            let next = next_occurrence(&s.kind, &s.spec, &s.timezone, now).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, schedule = %s.id, "schedule spec unusable; stopping it");
+                None
+            });
+            let missed = s.next_run_at.is_some_and(|due| now - due > MISSED_GRACE_MS);
+            OccurrencePlan {
+                next,
+                run: !(missed && s.missed == "skip"),
+                missed,
+            }
         };
-        let next = next_occurrence(&s.kind, &s.spec, &s.timezone, now).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, schedule = %s.id, "schedule spec unusable; stopping it");
-            None
-        });
-        let missed = now - due_ms > MISSED_GRACE_MS;
-        let run = !(missed && s.missed == "skip");
-        // The conditional update is the claim: one process per occurrence.
-        match inner.store.claim_occurrence(&s.id, due_ms, next, run).await {
-            Ok(true) if run => {
-                inner
-                    .store
-                    .record_event(
-                        "schedule.fired",
-                        serde_json::json!({ "id": s.id, "missed": missed }),
-                    )
-                    .await;
-                if fired
-                    .send(Fired {
-                        origin: s.origin.clone(),
-                        prompt: s.prompt.clone(),
-                    })
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+        let claimed = inner
+            .store
+            .claim_due_schedules(now, CLAIM_BATCH, plan)
+            .await?;
+        let full = claimed.len() == CLAIM_BATCH as usize;
+        for c in claimed.into_iter().filter(|c| c.plan.run) {
+            let occurrence = Fired {
+                origin: c.schedule.origin,
+                prompt: c.schedule.prompt,
+            };
+            if fired.send(occurrence).await.is_err() {
+                return Ok(()); // the gateway is stopping
             }
-            Ok(true) => {
-                inner
-                    .store
-                    .record_event("schedule.skipped", serde_json::json!({ "id": s.id }))
-                    .await
-            }
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, "could not claim a schedule occurrence"),
+        }
+        if !full {
+            return Ok(());
         }
     }
 }

@@ -126,7 +126,7 @@ impl Store {
         at: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM correction_rules WHERE platform = $1 AND user_id = $2")
             .bind(owner.platform.as_str())
             .bind(owner.user.0)

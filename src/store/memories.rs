@@ -151,7 +151,7 @@ impl Store {
         memories: &[(NewMemory, Vec<String>)],
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for (memory, terms) in memories {
             insert(&mut tx, owner, memory, terms, at).await?;
         }

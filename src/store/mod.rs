@@ -18,7 +18,7 @@ pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub use events::SystemEvent;
 pub use feedback::FeedbackRecord;
 pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
-pub use schedules::ScheduleRecord;
+pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use tasks::{TaskRecord, TaskStatus};
@@ -145,6 +145,19 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Begins a transaction that will write. On SQLite it takes the write lock
+    /// up front (`BEGIN IMMEDIATE`): a deferred transaction that reads and then
+    /// writes fails at once with "database is locked" when another connection
+    /// wrote in between, while an immediate one waits its turn (busy timeout).
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
     }
 
     /// A cheap round trip, for health checks.

@@ -1,8 +1,9 @@
 //! Schedule rows and their claim: each occurrence fires once, even with several
-//! gateway processes (a conditional update on the occurrence's due time).
+//! gateway processes (a conditional update on the occurrence's due time, under
+//! `FOR UPDATE SKIP LOCKED` on PostgreSQL).
 
 use super::turns::TurnOrigin;
-use super::{Store, StoreError};
+use super::{Backend, Store, StoreError};
 use sqlx::Row;
 
 /// A stored schedule.
@@ -21,6 +22,24 @@ pub struct ScheduleRecord {
     pub last_fired_at: Option<i64>,
     pub fired_count: i64,
     pub active: bool,
+}
+
+/// What happens to a due occurrence: where the schedule moves next (`None`
+/// ends it) and whether this occurrence runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OccurrencePlan {
+    pub next: Option<i64>,
+    pub run: bool,
+    /// Due longer ago than the grace period (the gateway was down).
+    pub missed: bool,
+}
+
+/// An occurrence this caller claimed: the schedule as it was when due.
+#[derive(Debug, Clone)]
+pub struct ClaimedOccurrence {
+    pub schedule: ScheduleRecord,
+    pub due_ms: i64,
+    pub plan: OccurrencePlan,
 }
 
 const COLUMNS: &str =
@@ -49,48 +68,95 @@ impl Store {
         Ok(())
     }
 
-    /// Active schedules due at `now_ms`, oldest first.
-    pub async fn due_schedules(
+    /// Claims up to `limit` occurrences due at `now_ms`, oldest first, in one
+    /// write transaction. `plan` decides, per schedule, its next occurrence and
+    /// whether this one runs (a missed occurrence may be skipped); each row is
+    /// moved on by a conditional update on the due time, so an occurrence is
+    /// claimed by exactly one caller, in any number of processes, and audited
+    /// (`schedule.fired` / `schedule.skipped`) in the same transaction. On PostgreSQL
+    /// the rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent
+    /// claimers take disjoint batches instead of queueing behind each other; on
+    /// SQLite `BEGIN IMMEDIATE` makes the whole batch one writer.
+    pub async fn claim_due_schedules<F>(
         &self,
         now_ms: i64,
         limit: u32,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        mut plan: F,
+    ) -> Result<Vec<ClaimedOccurrence>, StoreError>
+    where
+        F: FnMut(&ScheduleRecord) -> OccurrencePlan,
+    {
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let mut tx = self.begin_write().await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL AND next_run_at <= $1
-             ORDER BY next_run_at LIMIT $2"
+             ORDER BY next_run_at LIMIT $2{lock}"
         ))
         .bind(now_ms)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
-        rows.iter().map(schedule_from_row).collect()
+        let fired_at = super::now();
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let schedule = schedule_from_row(row)?;
+            let Some(due_ms) = schedule.next_run_at else {
+                continue;
+            };
+            let plan = plan(&schedule);
+            let done = sqlx::query(
+                "UPDATE schedules SET next_run_at = $1,
+                     last_fired_at = CASE WHEN $2 THEN $3 ELSE last_fired_at END,
+                     fired_count = fired_count + CASE WHEN $2 THEN 1 ELSE 0 END,
+                     active = CASE WHEN $1 IS NULL THEN 0 ELSE active END
+                 WHERE id = $4 AND next_run_at = $5 AND active = 1",
+            )
+            .bind(plan.next)
+            .bind(plan.run)
+            .bind(fired_at)
+            .bind(&schedule.id)
+            .bind(due_ms)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 1 {
+                let kind = if plan.run {
+                    "schedule.fired"
+                } else {
+                    "schedule.skipped"
+                };
+                let detail = serde_json::json!({
+                    "id": schedule.id,
+                    "missed": plan.missed,
+                    "late_ms": now_ms - due_ms,
+                });
+                sqlx::query("INSERT INTO system_events (at, kind, detail) VALUES ($1, $2, $3)")
+                    .bind(fired_at)
+                    .bind(kind)
+                    .bind(detail.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                claimed.push(ClaimedOccurrence {
+                    schedule,
+                    due_ms,
+                    plan,
+                });
+            }
+        }
+        tx.commit().await?;
+        Ok(claimed)
     }
 
-    /// Claims the occurrence due at `due_ms` by moving the schedule to `next`
-    /// (`None` ends it). Only one caller per occurrence gets `true`.
-    pub async fn claim_occurrence(
-        &self,
-        id: &str,
-        due_ms: i64,
-        next: Option<i64>,
-        fired: bool,
-    ) -> Result<bool, StoreError> {
-        let now = super::now();
-        let done = sqlx::query(
-            "UPDATE schedules SET next_run_at = $1,
-                 last_fired_at = CASE WHEN $2 THEN $3 ELSE last_fired_at END,
-                 fired_count = fired_count + CASE WHEN $2 THEN 1 ELSE 0 END,
-                 active = CASE WHEN $1 IS NULL THEN 0 ELSE active END
-             WHERE id = $4 AND next_run_at = $5 AND active = 1",
+    /// When the earliest active occurrence is due (epoch ms), if any.
+    pub async fn next_schedule_due(&self) -> Result<Option<i64>, StoreError> {
+        let next: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(next_run_at) FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL",
         )
-        .bind(next)
-        .bind(fired)
-        .bind(now)
-        .bind(id)
-        .bind(due_ms)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(next)
     }
 
     pub async fn session_schedules(

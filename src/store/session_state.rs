@@ -191,7 +191,7 @@ impl Store {
         folded_new: usize,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut last = through;
         if folded_new > 0 {
             let ids: Vec<i64> = sqlx::query_scalar(

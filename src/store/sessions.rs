@@ -77,7 +77,7 @@ impl Store {
         session: &SessionId,
         messages: &[Message],
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let ts = now();
         for m in messages {
             let payload =
