@@ -38,7 +38,7 @@ use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::test_channel::{dm_chat, user, Log, TestChannel};
 use switchboard::store::{ScheduleRecord, SessionKey, TurnOrigin};
 use switchboard::Running;
-use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
+use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -316,6 +316,7 @@ fn job_schedule(job: i64, due_ms: i64) -> ScheduleRecord {
         origin: TurnOrigin {
             key,
             chat: dm_chat(id),
+            kind: ChatKind::Dm,
             user: user(id),
             reply_to: None,
         },

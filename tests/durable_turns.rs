@@ -16,7 +16,7 @@ use switchboard::store::{
     OccurrencePlan, ScheduleRecord, SessionKey, Store, TaskRecord, TaskStatus, TurnOrigin,
 };
 use switchboard::{Config, Running};
-use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
+use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
 use tokio_util::sync::CancellationToken;
 
 /// One gateway process: the real core on a shared data dir.
@@ -344,6 +344,7 @@ fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord
         origin: TurnOrigin {
             key,
             chat: dm_chat(1),
+            kind: ChatKind::Dm,
             user: user(1),
             reply_to: None,
         },

@@ -14,7 +14,7 @@ use support::e2e::{messages, tool_result, Harness};
 use support::fake_llm::Reply;
 use switchboard::memory::{recall, record_access, terms, MemoryBook, MemoryConfig, MEMORY_NOTE};
 use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
-use switchboard_platform::{Platform, UserId};
+use switchboard_platform::{Addressed, Platform, UserId};
 
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
@@ -491,6 +491,128 @@ async fn memory_commands_list_forget_and_trace_only_your_own() {
             h.llm.requests().await.is_empty(),
             "commands never reach the model"
         );
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn shared_chats_see_only_preferences_by_default() {
+    for db in backends().await {
+        let h = harness(&[], &db).await;
+        let pref = seed(
+            &h,
+            1,
+            MemoryKind::Preference,
+            "Prefers answers about coffee in French",
+        )
+        .await;
+        let fact = seed(
+            &h,
+            1,
+            MemoryKind::Fact,
+            "The coffee budget is 900 euros, private",
+        )
+        .await;
+        let group = 500;
+
+        // The model's input in the group: the preference, not the fact.
+        h.llm.push(Reply::tool_calls([(
+            "c1",
+            "recall",
+            json!({"query": "coffee budget"}),
+        )]));
+        h.llm.push(Reply::text("Voilà."));
+        h.channel
+            .group(
+                1,
+                group,
+                Addressed::Mention,
+                "what about coffee and the budget?",
+            )
+            .await;
+        h.wait_for("the group answer", |l| l.any_contains("Voilà."))
+            .await;
+        h.idle().await;
+        let requests = h.requests(2).await;
+        let input = last_user(&requests[0]);
+        assert!(input.contains("Prefers answers about coffee"), "{input}");
+        assert!(
+            !input.contains("900 euros"),
+            "a DM-grade memory reached a group: {input}"
+        );
+        // The recall tool in the group holds back the same.
+        let found = tool_result(&requests[1], "c1");
+        assert!(!found.contains("900 euros"), "{found}");
+
+        // `/memory` in the group lists only what may show there.
+        h.channel
+            .group(1, group, Addressed::Command, "/memory")
+            .await;
+        let log = h
+            .wait_for("the list", |l| l.any_contains("Your memories"))
+            .await;
+        let list = log.find("Your memories").unwrap().text.clone();
+        assert!(list.contains(&format!("`#{pref}`")), "{list}");
+        assert!(!list.contains("900 euros"), "{list}");
+        assert!(list.contains("only in a direct message"), "{list}");
+        let before = h.channel.log().sent().len();
+        h.channel
+            .group(
+                1,
+                group,
+                Addressed::Command,
+                &format!("/memory trace {fact}"),
+            )
+            .await;
+        let log = h.wait_for("the trace", |l| l.sent().len() > before).await;
+        let reply = &log.sent().last().unwrap().text;
+        assert!(
+            reply.contains("only in a direct message") && !reply.contains("900"),
+            "{reply}"
+        );
+
+        // In a direct message everything is there.
+        h.llm.push(Reply::text("Bien sûr."));
+        h.channel.dm(1, "what about coffee and the budget?").await;
+        h.wait_for("the DM answer", |l| l.any_contains("Bien sûr."))
+            .await;
+        let input = last_user(&h.requests(3).await[2]);
+        assert!(input.contains("900 euros"), "{input}");
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn shared_chats_can_be_given_everything_or_nothing() {
+    for (policy, fact_shown, pref_shown) in [("all", true, true), ("none", false, false)] {
+        let h = harness(&[("MEMORY_IN_SHARED_CHATS", policy)], &None).await;
+        seed(
+            &h,
+            1,
+            MemoryKind::Preference,
+            "Prefers answers about tea in Dutch",
+        )
+        .await;
+        seed(
+            &h,
+            1,
+            MemoryKind::Fact,
+            "The tea stash is in the blue cupboard",
+        )
+        .await;
+        h.llm.push(Reply::text("Alstublieft."));
+        h.channel
+            .group(1, 600, Addressed::Mention, "where is the tea?")
+            .await;
+        h.wait_for("the answer", |l| l.any_contains("Alstublieft."))
+            .await;
+        let input = last_user(&h.requests(1).await[0]);
+        assert_eq!(
+            input.contains("blue cupboard"),
+            fact_shown,
+            "{policy}: {input}"
+        );
+        assert_eq!(input.contains("in Dutch"), pref_shown, "{policy}: {input}");
         h.stop().await;
     }
 }

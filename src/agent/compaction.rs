@@ -23,6 +23,11 @@ pub const TAIL_MAX_TOKENS: usize = 20_000;
 pub const TAIL_MIN_TOKENS: usize = 4_000;
 /// … and at least this many messages.
 pub const TAIL_MIN_MESSAGES: usize = 4;
+/// A context of more messages than this is compacted even under the token
+/// threshold (a long chat of short messages), keeping at most half as tail.
+/// Turns load twice this many live messages, so nothing drops out of the
+/// context unsummarized.
+pub const MAX_CONTEXT_MESSAGES: usize = 200;
 /// Words a summary may have.
 pub const SUMMARY_MAX_WORDS: usize = 500;
 /// Marks the message that stands for the folded history.
@@ -169,9 +174,10 @@ pub(crate) async fn prepare(
 }
 
 /// Where the kept tail of `context` starts when a request of it (plus `fixed`
-/// tokens of system prompt and tool schemas) exceeds the window's threshold;
-/// `None` when no compaction is due or nothing beyond the first `prefix`
-/// messages (an earlier summary) could be folded.
+/// tokens of system prompt and tool schemas) exceeds the window's threshold,
+/// or it has more than [`MAX_CONTEXT_MESSAGES`] messages; `None` when no
+/// compaction is due or nothing beyond the first `prefix` messages (an earlier
+/// summary) could be folded.
 pub fn compaction_point(
     window: usize,
     fixed: usize,
@@ -180,10 +186,14 @@ pub fn compaction_point(
 ) -> Option<usize> {
     let limit = threshold(window);
     let estimate = fixed + context.iter().map(estimate_message_tokens).sum::<usize>();
-    if estimate <= limit {
+    if estimate <= limit && context.len() <= MAX_CONTEXT_MESSAGES {
         return None;
     }
-    let start = tail_start(context, (limit / 2).clamp(TAIL_MIN_TOKENS, TAIL_MAX_TOKENS));
+    let mut start = tail_start(context, (limit / 2).clamp(TAIL_MIN_TOKENS, TAIL_MAX_TOKENS))
+        .max(context.len().saturating_sub(MAX_CONTEXT_MESSAGES / 2));
+    while start > 0 && context[start].role == Role::Tool {
+        start -= 1;
+    }
     (start > prefix).then_some(start)
 }
 
@@ -491,6 +501,24 @@ mod tests {
         assert!(record.fell_back && sent[0].content.contains("trimmed"));
         assert_eq!(&sent[2..], &messages[record.folded..]);
         assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn many_short_messages_are_compacted_by_count() {
+        let mut chat: Vec<Message> = (0..MAX_CONTEXT_MESSAGES)
+            .map(|i| Message::user(format!("m{i}")))
+            .collect();
+        assert_eq!(compaction_point(128_000, 0, &chat, 0), None, "at the cap");
+        // One more, and the kept tail would start at a tool result: it is
+        // extended back to the call.
+        chat.push(Message::user("one more"));
+        let at = chat.len() - MAX_CONTEXT_MESSAGES / 2;
+        chat[at - 1] = call("c1");
+        chat[at] = Message::tool_result("c1", "r");
+        let start = compaction_point(128_000, 0, &chat, 0).unwrap();
+        assert_eq!(start, at - 1);
+        assert!(chat.len() - start <= MAX_CONTEXT_MESSAGES / 2 + 1);
+        assert!(!chat[start].tool_calls.is_empty());
     }
 
     #[test]

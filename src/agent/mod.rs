@@ -12,7 +12,7 @@ mod scratchpad;
 
 pub use compaction::{
     clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages,
-    tail_start, threshold, transcript, Compacted, FoldedHead, SUMMARY_MARK,
+    tail_start, threshold, transcript, Compacted, FoldedHead, MAX_CONTEXT_MESSAGES, SUMMARY_MARK,
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};

@@ -46,6 +46,7 @@ pub(crate) async fn run(
     key: &SessionKey,
     session: &SessionId,
     user: &User,
+    private: bool,
 ) -> Result<String, StoreError> {
     let store = &inner.store;
     Ok(match cmd.name.as_str() {
@@ -86,7 +87,7 @@ pub(crate) async fn run(
         }
         "tasks" => tasks(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
-        "memory" => super::memory_cmd::run(inner, cmd, key).await?,
+        "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
         other => format!("Unknown command /{other}. Try /help."),
     })
 }

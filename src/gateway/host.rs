@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::Mutex;
-use switchboard_platform::{ChatAddress, MessageId, OutgoingMessage, PlatformAdapter, User};
+use switchboard_platform::{
+    ChatAddress, ChatKind, MessageId, OutgoingMessage, PlatformAdapter, User,
+};
 use tokio::sync::oneshot;
 
 pub(crate) struct GatewayHost {
@@ -20,6 +22,7 @@ pub(crate) struct GatewayHost {
     pub key: SessionKey,
     pub session_id: String,
     pub chat: ChatAddress,
+    pub kind: ChatKind,
     pub user: User,
     pub adapter: Arc<dyn PlatformAdapter>,
     pub awaiting: Awaiting,
@@ -154,6 +157,7 @@ impl TurnHost for GatewayHost {
             session_id: self.session_id.clone(),
             key: self.key,
             chat: self.chat,
+            kind: self.kind,
             user: self.user.clone(),
             adapter: Arc::clone(&self.adapter),
         };
@@ -209,6 +213,7 @@ impl GatewayHost {
             origin: TurnOrigin {
                 key: self.key,
                 chat: self.chat,
+                kind: self.kind,
                 user: self.user.clone(),
                 reply_to: self.reply_to,
             },

@@ -7,8 +7,9 @@ use super::Inner;
 use crate::agent::{summary_messages, StopReason, TurnOutcome};
 use crate::llm::{Message, Role};
 use crate::memory::{
-    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall, record_access,
-    rules_section, system_context, wrap, ExecutionState, TaskState, MAX_RULES, MEMORY_NOTE,
+    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall_visible,
+    record_access, rules_section, system_context, wrap, ExecutionState, TaskState, MAX_RULES,
+    MEMORY_NOTE,
 };
 use crate::store::{MemoryOwner, SessionId, SessionKey, StateDoc};
 use chrono::Utc;
@@ -74,10 +75,12 @@ pub(crate) async fn load_history(
 }
 
 /// The text the model sees for `model_text` (recalled memories around it when
-/// `query` recalls any) and the per-turn system context.
+/// `query` recalls any) and the per-turn system context. In a shared chat
+/// (`private` false) only the kinds `MEMORY_IN_SHARED_CHATS` allows are recalled.
 pub(crate) async fn prepare(
     inner: &Inner,
     key: &SessionKey,
+    private: bool,
     session: &SessionId,
     model_text: &str,
     query: Option<&str>,
@@ -89,12 +92,15 @@ pub(crate) async fn prepare(
     let owner = MemoryOwner::of(key);
     let now = Utc::now();
     let hits = match query {
-        Some(q) => recall(&inner.store, owner, q, config.recall_tokens, now)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "recall failed; answering without memories");
-                Vec::new()
-            }),
+        Some(q) => {
+            let visible = |kind| config.shared_chats.shows(private, kind);
+            recall_visible(&inner.store, owner, q, config.recall_tokens, now, &visible)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "recall failed; answering without memories");
+                    Vec::new()
+                })
+        }
         None => Vec::new(),
     };
     if !hits.is_empty() {

@@ -1,5 +1,6 @@
 //! `/memory` commands: list the user's memories, forget one, trace one to the
-//! conversation it came from. Only ever the asking user's own memories.
+//! conversation it came from. Only ever the asking user's own memories, and in
+//! a shared chat only the kinds `MEMORY_IN_SHARED_CHATS` lets surface there.
 
 use super::commands::Command;
 use super::Inner;
@@ -14,15 +15,20 @@ const LIST_PER_KIND: usize = 10;
 /// Source messages shown by a trace at most.
 const TRACE_MESSAGES: usize = 6;
 
-/// Runs `/memory …` for the user of `key`.
+const ONLY_IN_DM: &str = "Other memories are shown only in a direct message with me.";
+
+/// Runs `/memory …` for the user of `key`, in a chat that is `private` or shared.
 pub(crate) async fn run(
     inner: &Inner,
     cmd: &Command<'_>,
     key: &SessionKey,
+    private: bool,
 ) -> Result<String, StoreError> {
     let owner = MemoryOwner::of(key);
+    let policy = inner.memory.book().config().shared_chats;
+    let visible = |kind| policy.shows(private, kind);
     match cmd.args.as_slice() {
-        [] | ["list"] => list(inner, owner).await,
+        [] | ["list"] => list(inner, owner, &visible).await,
         ["forget", id] => Ok(match parse_id(id) {
             Some(id) if inner.store.delete_memory(owner, id).await? => {
                 format!("Forgot memory #{id}.")
@@ -31,7 +37,7 @@ pub(crate) async fn run(
             None => USAGE.to_owned(),
         }),
         ["trace", id] => match parse_id(id) {
-            Some(id) => trace(inner, owner, id).await,
+            Some(id) => trace(inner, owner, id, &visible).await,
             None => Ok(USAGE.to_owned()),
         },
         _ => Ok(USAGE.to_owned()),
@@ -42,10 +48,21 @@ fn parse_id(raw: &str) -> Option<i64> {
     raw.trim_start_matches('#').parse().ok()
 }
 
-async fn list(inner: &Inner, owner: MemoryOwner) -> Result<String, StoreError> {
-    let all = inner.store.memories_of(owner, &[], 200, Utc::now()).await?;
+async fn list(
+    inner: &Inner,
+    owner: MemoryOwner,
+    visible: &(dyn Fn(MemoryKind) -> bool + Sync),
+) -> Result<String, StoreError> {
+    let mut all = inner.store.memories_of(owner, &[], 200, Utc::now()).await?;
+    let stored = all.len();
+    all.retain(|m| visible(m.kind));
+    let hidden = if all.len() < stored { ONLY_IN_DM } else { "" };
     if all.is_empty() {
-        return Ok("I have no long-term memories about you yet.".into());
+        return Ok(
+            format!("I have no long-term memories about you to show here. {hidden}")
+                .trim_end()
+                .to_owned(),
+        );
     }
     let mut out = format!("**Your memories** ({})", all.len());
     for kind in MemoryKind::ALL {
@@ -61,14 +78,27 @@ async fn list(inner: &Inner, owner: MemoryOwner) -> Result<String, StoreError> {
             out.push_str(&format!("\n… and {} more", of_kind.len() - LIST_PER_KIND));
         }
     }
+    if !hidden.is_empty() {
+        out.push_str(&format!("\n{hidden}"));
+    }
     out.push_str(&format!("\n\n{USAGE}"));
     Ok(out)
 }
 
-async fn trace(inner: &Inner, owner: MemoryOwner, id: i64) -> Result<String, StoreError> {
+async fn trace(
+    inner: &Inner,
+    owner: MemoryOwner,
+    id: i64,
+    visible: &(dyn Fn(MemoryKind) -> bool + Sync),
+) -> Result<String, StoreError> {
     let Some(m) = inner.store.memory(owner, id).await? else {
         return Ok(format!("You have no memory #{id}."));
     };
+    if !visible(m.kind) {
+        return Ok(format!(
+            "Memory #{id} is shown only in a direct message with me."
+        ));
+    }
     let mut out = format!(
         "{}\nsaved {} · updated {} · recalled {} times · importance {:.2}",
         memory_line(&m).trim_start_matches("- "),
@@ -140,9 +170,5 @@ async fn source_excerpt(
 }
 
 fn clip(s: &str, max: usize) -> String {
-    let s = s.replace('\n', " ");
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
+    crate::text::clip(&s.replace('\n', " "), max)
 }

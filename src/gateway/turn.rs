@@ -15,16 +15,19 @@ use crate::llm::Message;
 use crate::store::{SessionId, SessionKey, TurnOrigin, TurnState};
 use crate::tasks::notification_text;
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter, User};
+use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
 use tokio::sync::mpsc;
 
-/// How many live (not compacted) past messages a turn loads at most.
-const HISTORY_LIMIT: u32 = 80;
+/// How many live (not compacted) past messages a turn loads at most: twice
+/// the count at which the context is compacted anyway, so compaction — not
+/// this limit — decides what leaves the context.
+const HISTORY_LIMIT: u32 = 2 * crate::agent::MAX_CONTEXT_MESSAGES as u32;
 
 /// Who a turn answers, and where.
 struct Origin {
     key: SessionKey,
     chat: ChatAddress,
+    kind: ChatKind,
     user: User,
     reply_to: Option<MessageId>,
     adapter: Arc<dyn PlatformAdapter>,
@@ -36,6 +39,7 @@ impl Origin {
         TurnOrigin {
             key: self.key,
             chat: self.chat,
+            kind: self.kind,
             user: self.user.clone(),
             reply_to: self.reply_to,
         }
@@ -48,10 +52,14 @@ pub(crate) async fn process(
     awaiting: &Awaiting,
     input: SessionInput,
 ) {
-    let (chat, user, reply_to) = match &input {
-        SessionInput::Message(m) => (m.chat, m.user.clone(), Some(m.message_id)),
-        SessionInput::Notification(f) => (f.origin.chat, f.origin.user.clone(), None),
-        SessionInput::Scheduled { origin, .. } => (origin.chat, origin.user.clone(), None),
+    let (chat, kind, user, reply_to) = match &input {
+        SessionInput::Message(m) => (m.chat, m.chat_kind, m.user.clone(), Some(m.message_id)),
+        SessionInput::Notification(f) => {
+            (f.origin.chat, f.origin.kind, f.origin.user.clone(), None)
+        }
+        SessionInput::Scheduled { origin, .. } => {
+            (origin.chat, origin.kind, origin.user.clone(), None)
+        }
     };
     let Some(adapter) = inner.adapter(chat.platform) else {
         tracing::warn!(platform = %chat.platform, "no adapter for this platform");
@@ -68,7 +76,7 @@ pub(crate) async fn process(
     let model_input = match &input {
         SessionInput::Message(m) => {
             if let Some(cmd) = commands::parse(&m.text) {
-                let reply = commands::run(inner, &cmd, &key, &session, &user).await.unwrap_or_else(|e| {
+                let reply = commands::run(inner, &cmd, &key, &session, &user, m.chat_kind.is_private()).await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, command = %cmd.name, "command failed");
                     "⚠️ That command failed because storage is unavailable. Please try again.".into()
                 });
@@ -98,6 +106,7 @@ pub(crate) async fn process(
     let origin = Origin {
         key,
         chat,
+        kind,
         user,
         reply_to,
         adapter,
@@ -110,8 +119,16 @@ pub(crate) async fn process(
         SessionInput::Message(m) => Some(m.text.as_str()),
         _ => None,
     };
-    let (wrapped, system_context) =
-        memory::prepare(inner, &key, &origin.session, &model_input.content, query).await;
+    let private = origin.kind.is_private();
+    let (wrapped, system_context) = memory::prepare(
+        inner,
+        &key,
+        private,
+        &origin.session,
+        &model_input.content,
+        query,
+    )
+    .await;
     let turn_memory = memory::TurnMemory {
         plain_input: Some(model_input.content),
         history_ids: Some(ids),
@@ -177,6 +194,7 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
     let origin = Origin {
         key: origin.key,
         chat: origin.chat,
+        kind: origin.kind,
         user: origin.user,
         reply_to: origin.reply_to,
         adapter,
@@ -211,6 +229,7 @@ fn host(
         key: o.key,
         session_id: o.session.0.clone(),
         chat: o.chat,
+        kind: o.kind,
         user: o.user.clone(),
         adapter: Arc::clone(&o.adapter),
         awaiting: Arc::clone(awaiting),

@@ -1,6 +1,7 @@
 //! Memory settings (`MEMORY_*`, `FEEDBACK_BUTTONS`), read with the rest of the config.
 
 use crate::config::ConfigError;
+use crate::store::MemoryKind;
 use std::time::Duration;
 
 /// Long-term memory, recall and feedback settings.
@@ -19,6 +20,34 @@ pub struct MemoryConfig {
     pub retention_days: u32,
     /// `FEEDBACK_BUTTONS` (default true): 👍/👎 under final answers.
     pub feedback_buttons: bool,
+    /// `MEMORY_IN_SHARED_CHATS` (default `preferences`): what may surface in groups.
+    pub shared_chats: SharedRecall,
+}
+
+/// Which of a user's memories may surface in a shared chat (group, channel,
+/// thread), where everyone present reads the answer and the `/memory` reply.
+/// Memory is per user across all their chats; this keeps what they said in a
+/// direct message from being recited to a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedRecall {
+    /// Only preferences (how to answer them), no facts, decisions or persona.
+    Preferences,
+    /// Everything, as in a direct message.
+    All,
+    /// Nothing: memory is used in direct messages only.
+    None,
+}
+
+impl SharedRecall {
+    /// Whether a memory of `kind` may surface in a chat that is (or is not) private.
+    pub fn shows(self, private: bool, kind: MemoryKind) -> bool {
+        private
+            || match self {
+                SharedRecall::All => true,
+                SharedRecall::None => false,
+                SharedRecall::Preferences => kind == MemoryKind::Preference,
+            }
+    }
 }
 
 impl Default for MemoryConfig {
@@ -30,6 +59,7 @@ impl Default for MemoryConfig {
             layer_every: 10,
             retention_days: 90,
             feedback_buttons: true,
+            shared_chats: SharedRecall::Preferences,
         }
     }
 }
@@ -53,7 +83,28 @@ impl MemoryConfig {
                 .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                 .unwrap_or(d.retention_days),
             feedback_buttons: flag(get, "FEEDBACK_BUTTONS")?.unwrap_or(d.feedback_buttons),
+            shared_chats: shared_recall(get)?.unwrap_or(d.shared_chats),
         })
+    }
+}
+
+fn shared_recall(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<SharedRecall>, ConfigError> {
+    const VAR: &str = "MEMORY_IN_SHARED_CHATS";
+    match get(VAR).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(v) => match v.as_str() {
+            "" => Ok(None),
+            "preferences" => Ok(Some(SharedRecall::Preferences)),
+            "all" => Ok(Some(SharedRecall::All)),
+            "none" => Ok(Some(SharedRecall::None)),
+            _ => Err(ConfigError::Invalid {
+                var: VAR,
+                problem: format!("{v:?} is not a known policy"),
+                fix: "use preferences, all or none",
+            }),
+        },
     }
 }
 
@@ -123,6 +174,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MEMORY_RECALL_TOKENS"), "{e}");
+        let c = read(&[("MEMORY_IN_SHARED_CHATS", "None")]).unwrap();
+        assert_eq!(c.shared_chats, SharedRecall::None);
+        let e = read(&[("MEMORY_IN_SHARED_CHATS", "friends")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MEMORY_IN_SHARED_CHATS"), "{e}");
         let e = read(&[("MEMORY_ENABLED", "maybe")])
             .unwrap_err()
             .to_string();

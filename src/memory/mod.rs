@@ -18,7 +18,7 @@ mod state;
 mod terms;
 
 pub use book::{MemoryBook, Saved};
-pub use config::MemoryConfig;
+pub use config::{MemoryConfig, SharedRecall};
 pub use extract::{ExtractReport, Extractor, EXTRACT_MESSAGES};
 pub use feedback::{
     distill_rules, feedback_buttons, new_feedback_id, parse_feedback, FEEDBACK_WINDOW_DAYS,
@@ -27,7 +27,8 @@ pub use feedback::{
 pub use filter::{check_memory, check_secret, is_dynamic, Rejection};
 pub use inject::{defuse, rules_section, system_context, wrap, MEMORY_NOTE};
 pub use recall::{
-    memory_line, mixed_score, recall, recency, record_access, RecallHit, HALF_LIFE_DAYS,
+    memory_line, mixed_score, recall, recall_visible, recency, record_access, RecallHit,
+    HALF_LIFE_DAYS,
 };
 pub use state::{ExecStatus, ExecutionState, Step, TaskState};
 pub use terms::{codes, query_terms, similarity, terms};

@@ -73,6 +73,19 @@ pub async fn recall(
     budget: usize,
     now: DateTime<Utc>,
 ) -> Result<Vec<RecallHit>, StoreError> {
+    recall_visible(store, owner, message, budget, now, &|_| true).await
+}
+
+/// [`recall`] limited to the kinds `visible` allows (e.g. what a shared chat
+/// may see); the budget is spent on those only.
+pub async fn recall_visible(
+    store: &Store,
+    owner: MemoryOwner,
+    message: &str,
+    budget: usize,
+    now: DateTime<Utc>,
+    visible: &(dyn Fn(MemoryKind) -> bool + Sync),
+) -> Result<Vec<RecallHit>, StoreError> {
     let terms = query_terms(message);
     let codes = codes(message);
     let ids = id_refs(message);
@@ -136,6 +149,7 @@ pub async fn recall(
 
     let mut pinned: Vec<RecallHit> = pinned_rows
         .into_iter()
+        .filter(|m| visible(m.kind))
         .map(|m| {
             found.remove(&m.id);
             let rel = relevance(&m);
@@ -155,6 +169,7 @@ pub async fn recall(
     let mut ranked: Vec<RecallHit> = found
         .into_values()
         .filter(|m| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
+        .filter(|m| visible(m.kind))
         .map(|m| {
             let rel = relevance(&m);
             RecallHit {

@@ -4,15 +4,23 @@ use super::{SessionKey, Store, StoreError};
 use crate::llm::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
-use switchboard_platform::{ChatAddress, MessageId, User};
+use switchboard_platform::{ChatAddress, ChatKind, MessageId, User};
 
 /// Where a paused turn came from; its answer goes back there.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnOrigin {
     pub key: SessionKey,
     pub chat: ChatAddress,
+    /// A direct message or a shared chat; rows written before this was kept
+    /// read as shared, the cautious choice for what memory may show.
+    #[serde(default = "shared")]
+    pub kind: ChatKind,
     pub user: User,
     pub reply_to: Option<MessageId>,
+}
+
+fn shared() -> ChatKind {
+    ChatKind::Group
 }
 
 /// A turn paused on an approval.
@@ -175,6 +183,7 @@ mod tests {
                 user: UserId(1),
             },
             chat: ChatAddress::new(Platform::Test, ChatId(1), None),
+            kind: ChatKind::Dm,
             user: User {
                 id: UserId(1),
                 display_name: "Ann".into(),

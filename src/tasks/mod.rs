@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use switchboard_platform::{ChatAddress, MessageRef, OutgoingMessage, PlatformAdapter, User};
+use switchboard_platform::{
+    ChatAddress, ChatKind, MessageRef, OutgoingMessage, PlatformAdapter, User,
+};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +27,7 @@ pub struct TaskOrigin {
     pub session_id: String,
     pub key: SessionKey,
     pub chat: ChatAddress,
+    pub kind: ChatKind,
     pub user: User,
     pub adapter: Arc<dyn PlatformAdapter>,
 }
@@ -147,6 +150,7 @@ impl TaskManager {
             origin: Some(TurnOrigin {
                 key: origin.key,
                 chat: origin.chat,
+                kind: origin.kind,
                 user: origin.user.clone(),
                 reply_to: None,
             }),
