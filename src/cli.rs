@@ -106,7 +106,7 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
                             r.platform,
                             r.user,
                             r.tool_name,
-                            r.pattern
+                            switchboard::approvals::describe_rule(&r.pattern)
                         );
                     }
                 }

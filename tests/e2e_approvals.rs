@@ -480,3 +480,71 @@ async fn an_approved_write_shows_the_diff_on_the_card_and_writes_the_file() {
     assert!(!result.starts_with("error"), "{result}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn always_with_a_prefix_allows_simple_commands_that_start_with_it() {
+    let h = Harness::start().await;
+    let card = exec_card(&h, "echo one", "First.").await;
+    assert!(card.text.contains("always <words>"), "{}", card.text);
+    let short = card.approval_id()[..8].to_owned();
+
+    // A prefix the card's command does not start with is refused, nothing decided.
+    h.channel
+        .dm(1, &format!("/approve {short} always ls"))
+        .await;
+    h.wait_for("the refusal", |l| {
+        l.any_contains("does not start with `ls`")
+    })
+    .await;
+    h.channel
+        .dm(1, &format!("/approve {short} always echo"))
+        .await;
+    h.wait_for("the confirmation and the answer", |l| {
+        l.any_contains("commands starting with `echo`") && l.has_text("First.")
+    })
+    .await;
+    h.idle().await;
+
+    // Another `echo` runs without a card …
+    h.llm.push(Reply::tool_calls([(
+        "call_two",
+        "exec_command",
+        json!({ "command": "echo two" }),
+    )]));
+    h.llm.push(Reply::text("Second."));
+    h.channel.dm(1, "and again").await;
+    let log = h
+        .wait_for("the second answer", |l| l.has_text("Second."))
+        .await;
+    assert_eq!(log.cards_ever(), 1, "no card for echo two\n{log}");
+    let result = tool_result(&h.requests(4).await[3], "call_two");
+    assert!(result.ends_with("output:\ntwo\n"), "{result}");
+    h.idle().await;
+
+    h.channel.dm(1, "/approvals").await;
+    h.wait_for("the listing", |l| {
+        l.any_contains("exec_command: commands starting with `echo`")
+    })
+    .await;
+
+    // … but a chained one asks again, and so does another user's echo.
+    h.llm.push(Reply::tool_calls([(
+        "call_three",
+        "exec_command",
+        json!({ "command": "echo three; touch chained.txt" }),
+    )]));
+    h.channel.dm(1, "chain it").await;
+    h.wait_for("a card for the chained command", |l| l.cards_ever() == 2)
+        .await;
+    h.llm.push(Reply::tool_calls([(
+        "call_four",
+        "exec_command",
+        json!({ "command": "echo four" }),
+    )]));
+    h.channel.dm(2, "echo for me").await;
+    h.wait_for("a card for user 2", |l| l.cards_ever() == 3)
+        .await;
+    assert!(!h.workspace().join("chained.txt").exists());
+
+    h.stop().await;
+}

@@ -105,8 +105,16 @@ pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
             })
         })
         .collect();
+    let prefix_hint = if record.tool_name == "exec_command" {
+        format!(
+            "\nTo allow every command starting with some words: `/approve {} always <words>`.",
+            short_id(&record.id)
+        )
+    } else {
+        String::new()
+    };
     OutgoingMessage::text(format!(
-        "🔐 **Approval needed**\n{}\nExpires in {minutes} min. Only the requester or an approver can decide.",
+        "🔐 **Approval needed**\n{}\nExpires in {minutes} min. Only the requester or an approver can decide.{prefix_hint}",
         body(record)
     ))
     .with_buttons(vec![buttons])

@@ -2,8 +2,10 @@
 //! wins), "always allow" rules, expiry, and answering the buttons.
 
 mod card;
+mod rules;
 
 pub use card::{action_id, parse_action, short_id, Choice};
+pub use rules::describe as describe_rule;
 
 use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
 use serde_json::{json, Value};
@@ -92,11 +94,11 @@ impl Approvals {
     ) -> Result<Opened, ApprovalError> {
         let platform = req.chat.platform;
         let arguments = req.arguments.to_string();
-        if self
+        let patterns = self
             .store
-            .has_rule(platform, req.requester.id, req.tool_name, &arguments)
-            .await?
-        {
+            .rule_patterns(platform, req.requester.id, req.tool_name)
+            .await?;
+        if patterns.iter().any(|p| rules::allows(p, &arguments)) {
             self.store
                 .record_event(
                     "approval.rule_applied",
@@ -284,6 +286,7 @@ impl Approvals {
                 );
             }
         };
+        let prefix = reason.clone().filter(|_| choice == Choice::Always);
         match self.decide(&id, user, choice, reason).await {
             Ok(Ok((record, woke))) => {
                 if let Some(msg) = record.card_message {
@@ -301,8 +304,11 @@ impl Approvals {
                         tracing::warn!(error = %e, "could not update the approval card");
                     }
                 }
+                let scope = prefix
+                    .map(|p| format!(" ({})", rules::describe_prefix(&p)))
+                    .unwrap_or_default();
                 let reply = format!(
-                    "Recorded: {} for `{}`.",
+                    "Recorded: {}{scope} for `{}`.",
                     status_word(record.status),
                     short_id(&record.id)
                 );
@@ -345,6 +351,18 @@ impl Approvals {
         if record.expires_at <= chrono::Utc::now() {
             return Ok(Err("This approval has expired.".into()));
         }
+        // `always <prefix>` (text only) allows commands starting with it;
+        // `always` alone, exactly these arguments.
+        let (rule, reason) = match (choice, reason) {
+            (Choice::Always, Some(prefix)) => {
+                match rules::prefix_pattern(&record.tool_name, &record.arguments, &prefix) {
+                    Ok(pattern) => (Some(pattern), None),
+                    Err(refusal) => return Ok(Err(refusal)),
+                }
+            }
+            (Choice::Always, None) => (Some(record.arguments.clone()), None),
+            (_, reason) => (None, reason),
+        };
         let status = match choice {
             Choice::AllowOnce => ApprovalStatus::Allowed,
             Choice::Always => ApprovalStatus::Always,
@@ -358,13 +376,13 @@ impl Approvals {
         else {
             return Ok(Err("Already decided.".into()));
         };
-        if status == ApprovalStatus::Always {
+        if let Some(pattern) = rule {
             self.store
                 .add_rule(
                     decided.chat.platform,
                     decided.requester,
                     &decided.tool_name,
-                    &decided.arguments,
+                    &pattern,
                 )
                 .await?;
         }

@@ -155,7 +155,14 @@ async fn approvals(
     }
     let lines: Vec<String> = rules
         .iter()
-        .map(|r| format!("`{}` {} {}", short_id(&r.id), r.tool_name, r.pattern))
+        .map(|r| {
+            format!(
+                "`{}` {}: {}",
+                short_id(&r.id),
+                r.tool_name,
+                crate::approvals::describe_rule(&r.pattern)
+            )
+        })
         .collect();
     Ok(format!(
         "**Always-allow rules** (revoke with `/approvals revoke <id>`)\n{}",

@@ -214,23 +214,21 @@ impl Store {
         Ok(())
     }
 
-    pub async fn has_rule(
+    /// The patterns of the user's rules for `tool` (see `approvals::rules`).
+    pub async fn rule_patterns(
         &self,
         platform: Platform,
         user: UserId,
         tool: &str,
-        arguments: &str,
-    ) -> Result<bool, StoreError> {
-        let row = sqlx::query(
-            "SELECT 1 FROM approval_rules WHERE platform = $1 AND user_id = $2 AND tool_name = $3 AND pattern = $4",
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT pattern FROM approval_rules WHERE platform = $1 AND user_id = $2 AND tool_name = $3",
         )
         .bind(platform.as_str())
         .bind(user.0)
         .bind(tool)
-        .bind(arguments)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.is_some())
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     pub async fn rules(
@@ -420,7 +418,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn rules_match_exact_arguments_and_revoke() {
+    async fn rules_are_per_user_and_tool_and_revocable() {
         let (store, _dir) = test_store().await;
         store
             .add_rule(
@@ -431,33 +429,20 @@ mod tests {
             )
             .await
             .unwrap();
-        assert!(store
-            .has_rule(
-                Platform::Test,
-                UserId(1),
-                "exec_command",
-                "{\"command\":\"ls\"}"
-            )
+        let mine = store
+            .rule_patterns(Platform::Test, UserId(1), "exec_command")
             .await
-            .unwrap());
-        assert!(!store
-            .has_rule(
-                Platform::Test,
-                UserId(1),
-                "exec_command",
-                "{\"command\":\"rm\"}"
-            )
+            .unwrap();
+        assert_eq!(mine, ["{\"command\":\"ls\"}"]);
+        let other_tool = store
+            .rule_patterns(Platform::Test, UserId(1), "write_file")
             .await
-            .unwrap());
-        assert!(!store
-            .has_rule(
-                Platform::Test,
-                UserId(2),
-                "exec_command",
-                "{\"command\":\"ls\"}"
-            )
+            .unwrap();
+        let other_user = store
+            .rule_patterns(Platform::Test, UserId(2), "exec_command")
             .await
-            .unwrap());
+            .unwrap();
+        assert!(other_tool.is_empty() && other_user.is_empty());
         let rules = store.rules(Platform::Test, UserId(1)).await.unwrap();
         assert_eq!(rules.len(), 1);
         assert!(
