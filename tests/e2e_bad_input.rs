@@ -18,6 +18,18 @@ async fn malformed_sse_gets_a_clear_message_and_the_session_recovers() {
         .await;
     assert!(log.find("malformed").unwrap().text.starts_with("⚠️"));
     h.idle().await;
+    let events = h.running.store.events(20).await.unwrap();
+    let failed = events
+        .iter()
+        .find(|e| e.kind == "error.model")
+        .expect("the failure is in the audit log");
+    assert!(
+        failed.detail["message"]
+            .as_str()
+            .unwrap()
+            .contains("malformed"),
+        "{failed:?}"
+    );
 
     h.llm.push(Reply::text("Back to normal."));
     h.channel.dm(1, "hi again").await;

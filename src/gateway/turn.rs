@@ -269,6 +269,9 @@ async fn deliver(
         // Another process resumed this turn and answers it.
         return;
     }
+    if outcome.stop == StopReason::ModelError {
+        audit_error(inner, o, "error.model", &outcome.text).await;
+    }
     let mut final_text = outcome.text.clone();
     memory::restore_input(&mut outcome, &turn_memory);
     if let Err(e) = inner
@@ -277,6 +280,7 @@ async fn deliver(
         .await
     {
         tracing::error!(error = %e, "could not save the conversation");
+        audit_error(inner, o, "error.storage", &e.to_string()).await;
         final_text.push_str("\n\n_(I couldn't save this exchange; I may not remember it.)_");
     } else {
         memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
@@ -311,8 +315,22 @@ async fn deliver(
     reply.set_final_buttons(buttons);
     if let Err(e) = reply.finish(&final_text).await {
         tracing::error!(error = %e, "could not deliver the answer");
+        audit_error(inner, o, "error.delivery", &e.to_string()).await;
     }
     let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
+}
+
+/// Records a failed turn in the audit log (`switchboard events`). `message` is
+/// already safe to show: the user-facing text, or an error scrubbed of secrets.
+async fn audit_error(inner: &Inner, o: &Origin, kind: &str, message: &str) {
+    let detail = serde_json::json!({
+        "platform": o.key.platform.as_str(),
+        "chat": o.chat.chat.0,
+        "user": o.user.id.0,
+        "session": o.session.0,
+        "message": crate::text::clip(message, 300),
+    });
+    inner.store.record_event(kind, detail).await;
 }
 
 /// Sends a complete text and marks the chat idle.
