@@ -68,7 +68,7 @@ async fn main() {
     println!();
     println!("1. Approval round trip ({ROUNDS} rounds after {WARMUP} warm-up), ms");
     println!(
-        "   {:<44} {:>8} {:>8} {:>8} {:>8}",
+        "   {:<60} {:>8} {:>8} {:>8} {:>8}",
         "", "p50", "p90", "p99", "max"
     );
     for (name, url) in &databases {
@@ -79,7 +79,7 @@ async fn main() {
     println!();
     println!("2. {SCHEDULES} schedules due at the same instant, lateness in ms");
     println!(
-        "   {:<44} {:>8} {:>8} {:>8} {:>8}",
+        "   {:<60} {:>8} {:>8} {:>8} {:>8}",
         "", "p50", "p90", "p99", "max"
     );
     for (name, url) in &databases {
@@ -438,7 +438,7 @@ fn row(name: &str, values: &[Duration]) {
     let mut sorted = values.to_vec();
     sorted.sort();
     println!(
-        "   {:<44} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+        "   {:<60} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
         name,
         ms(pct(&sorted, 50.0)),
         ms(pct(&sorted, 90.0)),

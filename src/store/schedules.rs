@@ -122,28 +122,37 @@ impl Store {
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 1 {
-                let kind = if plan.run {
-                    "schedule.fired"
-                } else {
-                    "schedule.skipped"
-                };
-                let detail = serde_json::json!({
-                    "id": schedule.id,
-                    "missed": plan.missed,
-                    "late_ms": now_ms - due_ms,
-                });
-                sqlx::query("INSERT INTO system_events (at, kind, detail) VALUES ($1, $2, $3)")
-                    .bind(fired_at)
-                    .bind(kind)
-                    .bind(detail.to_string())
-                    .execute(&mut *tx)
-                    .await?;
                 claimed.push(ClaimedOccurrence {
                     schedule,
                     due_ms,
                     plan,
                 });
             }
+        }
+        // One multi-row insert audits the whole batch.
+        if !claimed.is_empty() {
+            let values: Vec<String> = (0..claimed.len())
+                .map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
+                .collect();
+            let sql = format!(
+                "INSERT INTO system_events (at, kind, detail) VALUES {}",
+                values.join(", ")
+            );
+            let mut insert = sqlx::query(&sql);
+            for c in &claimed {
+                let kind = if c.plan.run {
+                    "schedule.fired"
+                } else {
+                    "schedule.skipped"
+                };
+                let detail = serde_json::json!({
+                    "id": c.schedule.id,
+                    "missed": c.plan.missed,
+                    "late_ms": now_ms - c.due_ms,
+                });
+                insert = insert.bind(fired_at).bind(kind).bind(detail.to_string());
+            }
+            insert.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(claimed)
