@@ -34,7 +34,7 @@ const HELP: &str = "**Commands**\n\
 /usage — today's token usage\n\
 /whoami — your ids as the gateway sees them\n\
 /model — the model in use\n\
-/tasks — background tasks here; `/tasks cancel <id>`\n\
+/tasks — background tasks and schedules here; `/tasks cancel <id>`\n\
 /approvals — your \"always allow\" rules; `/approvals revoke <id>`\n\
 /approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
 Anything else goes to the agent.";
@@ -85,54 +85,11 @@ pub(crate) async fn run(
                 m.name, m.context_window
             )
         }
-        "tasks" => tasks(inner, cmd, session).await?,
+        "tasks" => super::tasks_cmd::run(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
         "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
         other => format!("Unknown command /{other}. Try /help."),
     })
-}
-
-async fn tasks(
-    inner: &Inner,
-    cmd: &Command<'_>,
-    session: &SessionId,
-) -> Result<String, StoreError> {
-    if let ["cancel", id] = cmd.args.as_slice() {
-        let tasks = inner.store.session_tasks(&session.0, 50).await?;
-        let Some(task) = tasks
-            .iter()
-            .find(|t| t.id.starts_with(&id.to_ascii_lowercase()) && id.len() >= 6)
-        else {
-            return Ok(format!("No task `{id}` in this conversation."));
-        };
-        return Ok(if inner.tasks.cancel(&task.id) {
-            format!("Cancelling task `{}`.", short_id(&task.id))
-        } else {
-            format!(
-                "Task `{}` is not running ({}).",
-                short_id(&task.id),
-                task.status.as_str()
-            )
-        });
-    }
-    let tasks = inner.store.session_tasks(&session.0, 10).await?;
-    if tasks.is_empty() {
-        return Ok("No background tasks in this conversation.".into());
-    }
-    let lines: Vec<String> = tasks
-        .iter()
-        .map(|t| {
-            let pct = t.percent.map(|p| format!(" {p}%")).unwrap_or_default();
-            format!(
-                "`{}` {} — {}{pct} {}",
-                short_id(&t.id),
-                t.tool_name,
-                t.status.as_str(),
-                t.stage
-            )
-        })
-        .collect();
-    Ok(format!("**Background tasks**\n{}", lines.join("\n")))
 }
 
 async fn approvals(

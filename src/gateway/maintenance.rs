@@ -17,7 +17,7 @@ const TICK: Duration = Duration::from_secs(1);
 const MIN_WAIT: Duration = Duration::from_millis(10);
 /// A one-off or cron occurrence later than this is "missed" (downtime).
 const MISSED_GRACE_MS: i64 = 60_000;
-/// Occurrences claimed per transaction; the loop repeats while batches are full.
+/// Occurrences claimed per transaction; claiming repeats while any are due.
 const CLAIM_BATCH: u32 = 200;
 
 /// A schedule occurrence this process claimed.
@@ -29,32 +29,26 @@ pub(crate) struct Fired {
 pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
     loop {
         expire_due_approvals(&inner).await;
+        // Wake for the next occurrence on time rather than on a fixed tick;
+        // look again at least every TICK (other processes add schedules too).
         let wait = match fire_due_schedules(&inner, &fired).await {
-            // Wake for the next occurrence on time rather than on the next
-            // tick; look again at least every TICK (other processes add
-            // schedules too).
-            Ok(()) => until_next_due(&inner).await,
+            Ok(Some(due)) => {
+                let ms = due - chrono::Utc::now().timestamp_millis();
+                u64::try_from(ms).map_or(MIN_WAIT, |ms| {
+                    Duration::from_millis(ms).clamp(MIN_WAIT, TICK)
+                })
+            }
+            Ok(None) => TICK,
             Err(e) => {
                 tracing::warn!(error = %e, "could not claim due schedules");
                 TICK
             }
         };
-        let wake = tokio::time::Instant::now() + wait;
         tokio::select! {
-            () = tokio::time::sleep_until(wake) => {}
+            () = tokio::time::sleep(wait) => {}
             () = inner.shutdown.cancelled() => return,
         }
     }
-}
-
-async fn until_next_due(inner: &Inner) -> Duration {
-    let Ok(Some(due)) = inner.store.next_schedule_due().await else {
-        return TICK;
-    };
-    let wait = due - chrono::Utc::now().timestamp_millis();
-    u64::try_from(wait).map_or(MIN_WAIT, |ms| {
-        Duration::from_millis(ms).clamp(MIN_WAIT, TICK)
-    })
 }
 
 /// Approvals past their deadline whose waiting turn is gone (restart, dead
@@ -89,15 +83,20 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
 }
 
 /// Claims every due occurrence (in batches) and hands the ones that run to the
-/// gateway. A claimed occurrence is delivered at most once: if this process
-/// dies before its turn runs, it is not fired again (see README, "Delivery
-/// guarantees").
+/// gateway; returns when the next one is due. A claimed occurrence is
+/// delivered at most once: if this process dies before its turn runs, it is
+/// not fired again (see README, "Delivery guarantees"). Nothing due costs one
+/// indexed read, no transaction.
 async fn fire_due_schedules(
     inner: &Arc<Inner>,
     fired: &mpsc::Sender<Fired>,
-) -> Result<(), StoreError> {
+) -> Result<Option<i64>, StoreError> {
     loop {
         let now = chrono::Utc::now().timestamp_millis();
+        match inner.store.next_schedule_due().await? {
+            Some(due) if due <= now => {}
+            next => return Ok(next),
+        }
         let plan = |s: &ScheduleRecord| {
             let next = next_occurrence(&s.kind, &s.spec, &s.timezone, now).unwrap_or_else(|e| {
                 tracing::warn!(error = %e, schedule = %s.id, "schedule spec unusable; stopping it");
@@ -114,18 +113,18 @@ async fn fire_due_schedules(
             .store
             .claim_due_schedules(now, CLAIM_BATCH, plan)
             .await?;
-        let full = claimed.len() == CLAIM_BATCH as usize;
+        if claimed.is_empty() {
+            // Due, but another process holds them: look again shortly.
+            return Ok(Some(now));
+        }
         for c in claimed.into_iter().filter(|c| c.plan.run) {
             let occurrence = Fired {
                 origin: c.schedule.origin,
                 prompt: c.schedule.prompt,
             };
             if fired.send(occurrence).await.is_err() {
-                return Ok(()); // the gateway is stopping
+                return Ok(None); // the gateway is stopping
             }
-        }
-        if !full {
-            return Ok(());
         }
     }
 }

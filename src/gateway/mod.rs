@@ -10,6 +10,7 @@ mod memory;
 mod memory_cmd;
 mod outbound;
 mod session;
+mod tasks_cmd;
 mod text;
 mod turn;
 

@@ -181,19 +181,31 @@ impl Store {
         rows.iter().map(schedule_from_row).collect()
     }
 
-    /// Stops one of the session's schedules (by id or a prefix of 6+ chars).
-    pub async fn cancel_schedule(&self, session_id: &str, id: &str) -> Result<bool, StoreError> {
-        if id.len() < 6 {
-            return Ok(false);
+    /// Stops one of the session's active schedules, named by its id or an
+    /// unambiguous prefix of 6+ characters. Returns the full id when it did.
+    pub async fn cancel_schedule(
+        &self,
+        session_id: &str,
+        id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        if id.len() < 6 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Ok(None);
         }
-        let done = sqlx::query(
-            "UPDATE schedules SET active = 0 WHERE session_id = $1 AND id LIKE $2 AND active = 1",
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM schedules WHERE session_id = $1 AND id LIKE $2 AND active = 1 LIMIT 2",
         )
         .bind(session_id)
-        .bind(format!("{}%", id.replace(['%', '_'], "")))
-        .execute(&self.pool)
+        .bind(format!("{id}%"))
+        .fetch_all(&self.pool)
         .await?;
-        Ok(done.rows_affected() == 1)
+        let [only] = ids.as_slice() else {
+            return Ok(None);
+        };
+        let done = sqlx::query("UPDATE schedules SET active = 0 WHERE id = $1 AND active = 1")
+            .bind(only)
+            .execute(&self.pool)
+            .await?;
+        Ok((done.rows_affected() == 1).then(|| only.clone()))
     }
 }
 

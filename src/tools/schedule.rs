@@ -7,6 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// Active schedules a conversation may have at once.
+pub const MAX_SCHEDULES_PER_SESSION: usize = 20;
+
 /// Creates schedules whose occurrences run a turn in this conversation.
 pub struct ScheduleTool {
     spec: ToolSpec,
@@ -82,6 +85,19 @@ impl Tool for ScheduleTool {
             return Err(ToolError::InvalidArguments(
                 "`prompt` must say what to do".into(),
             ));
+        }
+        let active = self
+            .store
+            .session_schedules(&ctx.session_id)
+            .await
+            .map_err(|e| ToolError::Failed {
+                message: "could not read the schedules".into(),
+                diagnostics: Some(e.to_string()),
+            })?;
+        if active.len() >= MAX_SCHEDULES_PER_SESSION {
+            return Err(ToolError::Forbidden(format!(
+                "this conversation already has {MAX_SCHEDULES_PER_SESSION} active schedules; cancel one first"
+            )));
         }
         let next = first_occurrence(&args.kind, &args.spec, &self.timezone)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?
@@ -184,13 +200,13 @@ impl Tool for CancelTaskTool {
                 )
             });
         }
-        if self
+        if let Some(full) = self
             .store
             .cancel_schedule(&ctx.session_id, &id)
             .await
             .map_err(failed)?
         {
-            return Ok(format!("Schedule {id} cancelled."));
+            return Ok(format!("Schedule {full} cancelled."));
         }
         Err(ToolError::InvalidArguments(format!(
             "no running task or active schedule {id} in this conversation"

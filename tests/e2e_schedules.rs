@@ -1,0 +1,235 @@
+//! End to end: the `schedule` tool, its occurrences running turns that answer
+//! in the originating chat, `/tasks` listing and cancelling schedules, and the
+//! tool refusing bad specs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use serde_json::json;
+use support::e2e::{tool_result, Harness};
+use support::fake_llm::{last_user_text, Reply};
+use switchboard_platform::Addressed;
+
+fn rfc3339_in(ms: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::milliseconds(ms)).to_rfc3339()
+}
+
+#[tokio::test]
+async fn a_one_off_schedule_runs_a_turn_that_answers_in_the_same_chat() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "call_s",
+        "schedule",
+        json!({ "kind": "at", "spec": rfc3339_in(1_500), "prompt": "remind the team to stretch" }),
+    )]));
+    h.llm.push(Reply::text("I'll remind you."));
+    h.llm.set_responder(|request| {
+        let text = last_user_text(request).unwrap_or_default();
+        if text.contains("<scheduled-task>\nremind the team to stretch\n</scheduled-task>") {
+            Reply::text("Time to stretch, everyone!")
+        } else {
+            Reply::text("unexpected request")
+        }
+    });
+    h.channel
+        .group(
+            1,
+            700,
+            Addressed::Mention,
+            "remind us to stretch in a moment",
+        )
+        .await;
+    h.wait_for("the confirmation", |l| l.has_text("I'll remind you."))
+        .await;
+    let created = tool_result(&h.requests(2).await[1], "call_s");
+    let id = serde_json::from_str::<serde_json::Value>(&created).unwrap()["schedule_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let log = h
+        .wait_for("the scheduled answer", |l| {
+            l.has_text("Time to stretch, everyone!")
+        })
+        .await;
+    let answer = log.find("Time to stretch").unwrap();
+    assert_eq!(
+        answer.chat.chat.0, 700,
+        "answered in the group it came from"
+    );
+    h.idle().await;
+    assert_eq!(
+        log.count_containing("Time to stretch"),
+        1,
+        "fired once\n{log}"
+    );
+
+    // A one-off is gone once fired.
+    h.channel.group(1, 700, Addressed::Command, "/tasks").await;
+    h.wait_for("the listing", |l| {
+        l.any_contains("No background tasks or schedules")
+    })
+    .await;
+    let events = h.running.store.events(50).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == "schedule.fired" && e.detail["id"] == id.as_str()),
+        "audited"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn tasks_lists_schedules_and_cancels_them() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([
+        (
+            "call_every",
+            "schedule",
+            json!({ "kind": "every", "spec": "3600", "prompt": "check the backups" }),
+        ),
+        (
+            "call_cron",
+            "schedule",
+            json!({ "kind": "cron", "spec": "0 9 * * 1-5", "prompt": "summarize the inbox" }),
+        ),
+    ]));
+    h.llm.push(Reply::text("Both set."));
+    h.channel.dm(1, "set up my routines").await;
+    h.wait_for("the answer", |l| l.has_text("Both set.")).await;
+    h.idle().await;
+
+    h.channel.dm(1, "/tasks").await;
+    let log = h
+        .wait_for("the listing", |l| l.any_contains("**Schedules**"))
+        .await;
+    let list = log.find("**Schedules**").unwrap().text.clone();
+    assert!(
+        list.contains("every 1 h") && list.contains("check the backups"),
+        "{list}"
+    );
+    assert!(
+        list.contains("cron `0 9 * * 1-5` (UTC)") && list.contains("summarize the inbox"),
+        "{list}"
+    );
+    let line = list
+        .lines()
+        .find(|l| l.contains("check the backups"))
+        .unwrap();
+    let short = line.split('`').nth(1).unwrap().to_owned();
+
+    h.channel.dm(1, &format!("/tasks cancel {short}")).await;
+    h.wait_for("the cancellation", |l| {
+        l.any_contains(&format!("Cancelled schedule `{short}`"))
+    })
+    .await;
+    let schedules = h
+        .running
+        .store
+        .session_schedules(&h.session(1, 1).await.0)
+        .await
+        .unwrap();
+    assert_eq!(schedules.len(), 1);
+    assert_eq!(schedules[0].prompt, "summarize the inbox");
+
+    // Another user's `/tasks cancel` cannot reach this conversation's schedule.
+    let other = &schedules[0].id[..8];
+    h.channel.dm(2, &format!("/tasks cancel {other}")).await;
+    h.wait_for("the refusal", |l| {
+        l.any_contains(&format!("No running task or active schedule `{other}`"))
+    })
+    .await;
+    assert_eq!(
+        h.running
+            .store
+            .session_schedules(&h.session(1, 1).await.0)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn bad_specs_are_refused_with_a_reason_for_the_model() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([
+        (
+            "c_fast",
+            "schedule",
+            json!({ "kind": "every", "spec": "5", "prompt": "spam" }),
+        ),
+        (
+            "c_cron",
+            "schedule",
+            json!({ "kind": "cron", "spec": "every morning", "prompt": "x" }),
+        ),
+        (
+            "c_past",
+            "schedule",
+            json!({ "kind": "at", "spec": rfc3339_in(-60_000), "prompt": "x" }),
+        ),
+        (
+            "c_empty",
+            "schedule",
+            json!({ "kind": "at", "spec": rfc3339_in(60_000), "prompt": "  " }),
+        ),
+    ]));
+    h.llm.push(Reply::text("None of those worked."));
+    h.channel.dm(1, "schedule some things").await;
+    h.wait_for("the answer", |l| l.has_text("None of those worked."))
+        .await;
+    let second = &h.requests(2).await[1];
+    for (call, expected) in [
+        ("c_fast", "60"),
+        ("c_cron", "cron"),
+        ("c_past", "past"),
+        ("c_empty", "prompt"),
+    ] {
+        let result = tool_result(second, call);
+        assert!(
+            result.starts_with("error:") && result.contains(expected),
+            "{call}: {result}"
+        );
+    }
+    assert!(h
+        .running
+        .store
+        .session_schedules(&h.session(1, 1).await.0)
+        .await
+        .unwrap()
+        .is_empty());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_conversation_has_a_schedule_cap() {
+    let h = Harness::start().await;
+    let calls: Vec<(String, &str, serde_json::Value)> = (0..21)
+        .map(|i| {
+            (
+                format!("c{i}"),
+                "schedule",
+                json!({ "kind": "every", "spec": "3600", "prompt": format!("job {i}") }),
+            )
+        })
+        .collect();
+    h.llm.push(Reply::tool_calls(
+        calls
+            .iter()
+            .map(|(id, name, args)| (id.as_str(), *name, args.clone())),
+    ));
+    h.llm.push(Reply::text("Tried."));
+    h.channel.dm(1, "schedule lots").await;
+    h.wait_for("the answer", |l| l.has_text("Tried.")).await;
+    let second = &h.requests(2).await[1];
+    assert!(tool_result(second, "c19").contains("schedule_id"));
+    let last = tool_result(second, "c20");
+    assert!(
+        last.starts_with("error:") && last.contains("20 active schedules"),
+        "{last}"
+    );
+    h.stop().await;
+}
