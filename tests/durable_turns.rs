@@ -546,7 +546,7 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
         result: None,
         chat: dm_chat(1),
         status_message: None,
-        notify: "done".into(),
+        notify: switchboard::store::TaskNotify::Done,
         created_at: chrono::Utc::now(),
         finished_at: None,
     };

@@ -235,6 +235,9 @@ impl RoundRunner<'_> {
         mut args: Value,
         checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Result<String, String>, Abandoned> {
+        if let Err(e) = tool.validate(&args) {
+            return Ok(Err(e.for_model()));
+        }
         if tool.spec().requires_approval {
             let summary = tool.approval_summary(&args).await;
             let checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
@@ -262,6 +265,10 @@ impl RoundRunner<'_> {
             }
         }
         if tool.runs_in_background(&args) {
+            // The arguments may have been edited on the card.
+            if let Err(e) = tool.validate(&args) {
+                return Ok(Err(e.for_model()));
+            }
             return Ok(self
                 .host
                 .start_background(tool, call, args)

@@ -4,7 +4,7 @@
 
 use super::turn;
 use super::Inner;
-use crate::store::{OccurrencePlan, ScheduleRecord, StoreError, TurnOrigin};
+use crate::store::{OccurrencePlan, ScheduleRecord, StoreError, TaskNotify, TurnOrigin};
 use crate::tasks::next_occurrence;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,6 +154,10 @@ pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
             .store
             .record_event("task.interrupted", serde_json::json!({ "id": task.id }))
             .await;
+        // A silent task's chat was never told about it: the audit row is all.
+        if task.notify == TaskNotify::Silent {
+            continue;
+        }
         let Some(adapter) = inner.adapter(task.chat.platform) else {
             continue;
         };

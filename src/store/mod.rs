@@ -21,7 +21,7 @@ pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
-pub use tasks::{TaskRecord, TaskStatus};
+pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
 pub use turns::{TurnOrigin, TurnState};
 
 use sqlx::any::AnyPoolOptions;

@@ -5,6 +5,40 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId};
 
+/// Who hears about a background task, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskNotify {
+    /// Progress by edits of one status message; the agent is told when it
+    /// ends and answers in the chat.
+    #[default]
+    Done,
+    /// As `Done`, and each new stage or quarter of progress is posted as its
+    /// own message (edits do not ping people; new messages do).
+    Changes,
+    /// No status message and no answer when it ends; the result waits for
+    /// `check_background_tasks` and `/tasks`.
+    Silent,
+}
+
+impl TaskNotify {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskNotify::Done => "done",
+            TaskNotify::Changes => "changes",
+            TaskNotify::Silent => "silent",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TaskNotify> {
+        match s {
+            "done" => Some(TaskNotify::Done),
+            "changes" => Some(TaskNotify::Changes),
+            "silent" => Some(TaskNotify::Silent),
+            _ => None,
+        }
+    }
+}
+
 /// Lifecycle of a background task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStatus {
@@ -60,8 +94,7 @@ pub struct TaskRecord {
     pub result: Option<String>,
     pub chat: ChatAddress,
     pub status_message: Option<MessageId>,
-    /// `done` (notify when finished), `changes` (every state change) or `silent`.
-    pub notify: String,
+    pub notify: TaskNotify,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -87,7 +120,7 @@ impl Store {
         .bind(t.status.as_str())
         .bind(chat)
         .bind(ms(t.created_at))
-        .bind(&t.notify)
+        .bind(t.notify.as_str())
         .bind(now() + LEASE_MS)
         .execute(&self.pool)
         .await?;
@@ -217,7 +250,11 @@ fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
         status_message: r
             .try_get::<Option<i64>, _>("status_message_id")?
             .map(MessageId),
-        notify: r.try_get("notify")?,
+        notify: {
+            let notify: String = r.try_get("notify")?;
+            TaskNotify::parse(&notify)
+                .ok_or_else(|| StoreError::Corrupt(format!("task notify {notify}")))?
+        },
         created_at: dt(r.try_get("created_at")?),
         finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(dt),
     })

@@ -9,7 +9,7 @@ pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
-use crate::store::{SessionKey, Store, StoreError, TaskRecord, TaskStatus, TurnOrigin};
+use crate::store::{SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus, TurnOrigin};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -75,7 +75,9 @@ impl TaskManager {
         })
     }
 
-    /// Records the task and starts it; returns the task id at once.
+    /// Records the task and starts it; returns the task id at once. The
+    /// call's optional `notify` argument (`done`, `changes`, `silent`) sets who
+    /// hears about it.
     pub async fn start(
         self: &Arc<Self>,
         tool: Arc<dyn Tool>,
@@ -83,6 +85,11 @@ impl TaskManager {
         args: Value,
         origin: TaskOrigin,
     ) -> Result<String, StoreError> {
+        let notify = args
+            .get("notify")
+            .and_then(Value::as_str)
+            .and_then(TaskNotify::parse)
+            .unwrap_or_default();
         let id = uuid::Uuid::new_v4().simple().to_string();
         let record = TaskRecord {
             id: id.clone(),
@@ -96,7 +103,7 @@ impl TaskManager {
             result: None,
             chat: origin.chat,
             status_message: None,
-            notify: "done".into(),
+            notify,
             created_at: chrono::Utc::now(),
             finished_at: None,
         };
@@ -111,7 +118,9 @@ impl TaskManager {
         let tool_name = call.name.clone();
         tokio::spawn(async move {
             manager
-                .run(record.id, tool_name, tool, args, origin, cancel, guard)
+                .run(
+                    record.id, tool_name, tool, args, origin, notify, cancel, guard,
+                )
                 .await
         });
         Ok(id)
@@ -136,12 +145,19 @@ impl TaskManager {
         tool: Arc<dyn Tool>,
         args: Value,
         origin: TaskOrigin,
+        notify: TaskNotify,
         cancel: CancellationToken,
         guard: BusyGuard,
     ) {
         let started = Instant::now();
         let short = id.get(..8).unwrap_or(&id).to_owned();
-        let status_ref = self.post_status(&origin, &id, &short, &tool_name).await;
+        let status_ref = match notify {
+            TaskNotify::Silent => None,
+            TaskNotify::Done | TaskNotify::Changes => {
+                self.post_status(&origin, &id, &short, &tool_name).await
+            }
+        };
+        let milestones = (notify == TaskNotify::Changes).then_some(origin.chat);
         let (tx, rx) = watch::channel(Progress::default());
         let ctx = ToolContext {
             cancel: cancel.clone(),
@@ -166,6 +182,7 @@ impl TaskManager {
             tool_name.clone(),
             rx,
             started,
+            milestones,
             progress_done.clone(),
         ));
         let outcome = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
@@ -211,7 +228,7 @@ impl TaskManager {
                 tracing::warn!(error = %e, "could not finalize a task status message");
             }
         }
-        if status == TaskStatus::Interrupted {
+        if status == TaskStatus::Interrupted || notify == TaskNotify::Silent {
             return;
         }
         let result = clip(&result, NOTIFICATION_RESULT_CHARS);
@@ -291,8 +308,11 @@ async fn report_progress(
     tool: String,
     mut rx: watch::Receiver<Progress>,
     started: Instant,
+    milestones: Option<ChatAddress>,
     done: CancellationToken,
 ) -> Progress {
+    // With `notify: changes`: the last (stage, quarter) posted as its own message.
+    let mut posted: Option<(String, u8)> = None;
     let interval = adapter
         .capabilities()
         .min_edit_interval
@@ -314,6 +334,16 @@ async fn report_progress(
                 progress::status_text(&short, &tool, TaskStatus::Running, &p, started.elapsed());
             if let Err(e) = adapter.edit(msg, OutgoingMessage::text(text)).await {
                 tracing::debug!(error = %e, "progress edit failed");
+            }
+        }
+        if let Some(chat) = &milestones {
+            let now = (p.stage.clone(), p.percent.map_or(0, |v| v / 25));
+            if !p.stage.is_empty() && posted.as_ref() != Some(&now) {
+                let text = progress::milestone_text(&short, &tool, &p);
+                if let Err(e) = adapter.send(chat, OutgoingMessage::text(text)).await {
+                    tracing::debug!(error = %e, "milestone message failed");
+                }
+                posted = Some(now);
             }
         }
         tokio::select! {

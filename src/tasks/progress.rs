@@ -63,6 +63,18 @@ pub(crate) fn status_text(
     }
 }
 
+/// A milestone posted as its own message (`notify: changes`).
+pub(crate) fn milestone_text(short_id: &str, tool: &str, progress: &Progress) -> String {
+    let pct = progress
+        .percent
+        .map(|p| format!(" · {}%", p.min(100)))
+        .unwrap_or_default();
+    format!(
+        "🔔 Background task `{short_id}` · {tool} · {}{pct}",
+        progress.stage
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

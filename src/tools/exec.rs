@@ -60,6 +60,9 @@ struct ExecArgs {
     timeout_secs: Option<u64>,
     #[serde(default)]
     background: bool,
+    /// Read by the task manager; checked here.
+    #[serde(default)]
+    notify: Option<String>,
 }
 
 /// `exec_command`: `sh -c <command>` in the workspace (approval).
@@ -95,7 +98,8 @@ impl ExecTool {
                 "properties": {
                     "command": {"type": "string", "description": "Shell command line, run with `sh -c` in the workspace directory."},
                     "timeout_secs": {"type": "integer", "minimum": 1, "description": "Kill the command after this many seconds."},
-                    "background": {"type": "boolean", "description": "Run as a background task and report the result later. Default false."}
+                    "background": {"type": "boolean", "description": "Run as a background task and report the result later. Default false."},
+                    "notify": {"type": "string", "enum": ["done", "changes", "silent"], "description": "For background tasks: `done` (default) tells the user when it ends; `changes` also posts each quarter of progress; `silent` says nothing (check it with check_background_tasks)."}
                 },
                 "required": ["command"],
                 "additionalProperties": false
@@ -116,6 +120,20 @@ impl ExecTool {
             return Err(ToolError::InvalidArguments(
                 "command contains a NUL byte".into(),
             ));
+        }
+        match args.notify.as_deref() {
+            None => {}
+            Some("done" | "changes" | "silent") if args.background => {}
+            Some("done" | "changes" | "silent") => {
+                return Err(ToolError::InvalidArguments(
+                    "notify applies to background tasks only".into(),
+                ))
+            }
+            Some(other) => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "notify must be done, changes or silent, not {other:?}"
+                )))
+            }
         }
         if args.timeout_secs == Some(0) {
             return Err(ToolError::InvalidArguments(
@@ -143,6 +161,10 @@ impl ExecTool {
 impl Tool for ExecTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        self.check(args.clone()).map(drop)
     }
 
     fn runs_in_background(&self, args: &Value) -> bool {

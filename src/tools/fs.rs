@@ -378,6 +378,10 @@ impl Tool for WriteFileTool {
         &self.spec
     }
 
+    fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        self.check(args.clone()).map(drop)
+    }
+
     async fn approval_summary(&self, args: &Value) -> String {
         let (args, path) = match self.check(args.clone()) {
             Ok(ok) => ok,

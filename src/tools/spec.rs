@@ -99,6 +99,13 @@ impl ToolError {
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> &ToolSpec;
 
+    /// Checks the arguments without acting, so a call that would be refused is
+    /// reported to the model at once — before an approval card asks a person
+    /// about it, and before a background task is started for it.
+    fn validate(&self, _args: &Value) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// Whether this particular call runs as a background task.
     fn runs_in_background(&self, _args: &Value) -> bool {
         self.spec().background
