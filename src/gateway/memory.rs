@@ -11,7 +11,7 @@ use crate::memory::{
     record_access, rules_section, system_context, wrap, ExecutionState, TaskState, MAX_RULES,
     MEMORY_NOTE,
 };
-use crate::store::{MemoryOwner, SessionId, SessionKey, StateDoc};
+use crate::store::{MemoryOwner, SessionId, SessionKey, SessionState, StateDoc};
 use chrono::Utc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,22 +32,32 @@ pub(crate) struct TurnMemory {
     /// Row ids of the history given to the turn (`None`: the summary messages),
     /// when the history came from [`load_history`].
     pub history_ids: Option<Vec<Option<i64>>>,
+    /// The session's stored state as the turn began (read once per turn);
+    /// `None` for a resumed turn, which reads it when it ends.
+    pub state: Option<SessionState>,
 }
 
-/// A turn's history: the stored summary (if any), then the live messages,
+/// The session's stored state, or the empty state when it cannot be read
+/// (the turn goes on without summary, task state and execution state).
+pub(crate) async fn session_state(inner: &Inner, session: &SessionId) -> SessionState {
+    inner
+        .store
+        .session_state(session)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "session state unavailable");
+            SessionState::default()
+        })
+}
+
+/// A turn's history: the stored `summary` (if any), then the live messages,
 /// starting at a user message; with the row id of each.
 pub(crate) async fn load_history(
     inner: &Inner,
     session: &SessionId,
+    summary: Option<&str>,
     limit: u32,
 ) -> (Vec<Message>, Vec<Option<i64>>) {
-    let summary = match inner.store.session_state(session).await {
-        Ok(state) => state.summary,
-        Err(e) => {
-            tracing::warn!(error = %e, "session state unavailable");
-            None
-        }
-    };
     let mut rows = inner
         .store
         .live_history(session, limit)
@@ -64,7 +74,7 @@ pub(crate) async fn load_history(
     let mut messages = Vec::with_capacity(rows.len() + 2);
     let mut ids = Vec::with_capacity(rows.len() + 2);
     if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
-        messages.extend(summary_messages(&summary));
+        messages.extend(summary_messages(summary));
         ids.extend([None, None]);
     }
     for (id, m) in rows {
@@ -81,7 +91,7 @@ pub(crate) async fn prepare(
     inner: &Inner,
     key: &SessionKey,
     private: bool,
-    session: &SessionId,
+    state: &SessionState,
     model_text: &str,
     query: Option<&str>,
 ) -> (String, Option<String>) {
@@ -111,14 +121,15 @@ pub(crate) async fn prepare(
             }
         });
     }
-    let state = inner.store.session_state(session).await.unwrap_or_default();
     let task = state
         .task_state
-        .and_then(|j| serde_json::from_str::<TaskState>(&j).ok())
+        .as_deref()
+        .and_then(|j| serde_json::from_str::<TaskState>(j).ok())
         .and_then(|t| t.render());
     let exec = state
         .execution_state
-        .and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok())
+        .as_deref()
+        .and_then(|j| serde_json::from_str::<ExecutionState>(j).ok())
         .and_then(|e| e.render());
     let rules = inner
         .store
@@ -177,12 +188,11 @@ pub(crate) async fn after_turn(
     if !inner.memory.book().config().enabled || outcome.stop == StopReason::Handover {
         return;
     }
-    let previous = match store.session_state(session).await {
-        Ok(state) => state
-            .execution_state
-            .and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok()),
-        Err(_) => None,
+    let previous_json = match &memory.state {
+        Some(state) => state.execution_state.clone(),
+        None => session_state(inner, session).await.execution_state,
     };
+    let previous = previous_json.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok());
     let input = memory
         .plain_input
         .clone()

@@ -113,7 +113,14 @@ pub(crate) async fn process(
         session,
     };
     let _ = origin.adapter.activity(&chat, Activity::Typing).await;
-    let (history, ids) = memory::load_history(inner, &origin.session, HISTORY_LIMIT).await;
+    let state = memory::session_state(inner, &origin.session).await;
+    let (history, ids) = memory::load_history(
+        inner,
+        &origin.session,
+        state.summary.as_deref(),
+        HISTORY_LIMIT,
+    )
+    .await;
     // Only the model sees recalled memories; history keeps the plain input.
     let query = match &input {
         SessionInput::Message(m) => Some(m.text.as_str()),
@@ -124,7 +131,7 @@ pub(crate) async fn process(
         inner,
         &key,
         private,
-        &origin.session,
+        &state,
         &model_input.content,
         query,
     )
@@ -132,6 +139,7 @@ pub(crate) async fn process(
     let turn_memory = memory::TurnMemory {
         plain_input: Some(model_input.content),
         history_ids: Some(ids),
+        state: Some(state),
     };
     let host = host(inner, &origin, awaiting, None);
     let events = inner.agent.run_turn(TurnRequest {
