@@ -14,6 +14,13 @@ const PREFIX: &str = "prefix:";
 const COMMAND_TOOL: &str = "exec_command";
 const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '<', '>', '(', ')', '\n', '\r'];
 const MIN_PREFIX_CHARS: usize = 2;
+/// Programs that run whatever their arguments say: a prefix of one of these
+/// alone would allow any command, so it is refused (`git`, `cargo test` are fine).
+const RUNS_ANYTHING: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "fish", "env", "sudo", "doas", "su", "xargs", "eval", "exec",
+    "nohup", "timeout", "nice", "python", "python3", "perl", "ruby", "node", "deno", "php", "lua",
+    "awk", "find",
+];
 
 /// Whether a stored `pattern` allows a call with these (JSON) `arguments`.
 pub fn allows(pattern: &str, arguments: &str) -> bool {
@@ -34,6 +41,12 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
     let prefix = prefix.trim();
     if prefix.chars().count() < MIN_PREFIX_CHARS || prefix.contains(SHELL_CONTROL) {
         return Err("That prefix is too short or contains shell control characters.".to_owned());
+    }
+    let first = prefix.split_whitespace().next().unwrap_or_default();
+    if RUNS_ANYTHING.contains(&first) {
+        return Err(format!(
+            "`{first}` can run any command, so a rule for it would allow everything; approve these one at a time."
+        ));
     }
     match command_of(arguments) {
         Some(command) if continues(&command, prefix) => Ok(format!("{PREFIX}{prefix}")),
@@ -118,6 +131,13 @@ mod tests {
         assert!(prefix_pattern("exec_command", &args, "c").is_err());
         assert!(prefix_pattern("exec_command", &args, "cargo;").is_err());
         assert!(prefix_pattern("write_file", &args, "cargo").is_err());
+        for anything in ["sh", "bash -c", "env", "python3 -c", "xargs"] {
+            let args = cmd(&format!("{anything} x"));
+            assert!(
+                prefix_pattern("exec_command", &args, anything).is_err(),
+                "{anything}"
+            );
+        }
         assert_eq!(
             describe("prefix:cargo test"),
             "commands starting with `cargo test`"

@@ -127,15 +127,8 @@ pub(crate) async fn process(
         _ => None,
     };
     let private = origin.kind.is_private();
-    let (wrapped, system_context) = memory::prepare(
-        inner,
-        &key,
-        private,
-        &state,
-        &model_input.content,
-        query,
-    )
-    .await;
+    let (wrapped, system_context) =
+        memory::prepare(inner, &key, private, &state, &model_input.content, query).await;
     let turn_memory = memory::TurnMemory {
         plain_input: Some(model_input.content),
         history_ids: Some(ids),
