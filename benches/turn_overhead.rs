@@ -256,7 +256,11 @@ async fn turn(
                 tokio::task::yield_now().await;
             }
         }
-        assert_eq!(calls, model_calls, "model calls of turn {input:?}");
+        // More calls: the turn compacted the session first (a summary call).
+        assert!(
+            calls >= model_calls,
+            "model calls of turn {input:?}: {calls}"
+        );
     }
     Sample {
         total: finished.idle_at - started,
@@ -496,8 +500,18 @@ async fn overhead() {
         "   {:<34} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "ms per turn", "p50", "p90", "p99", "max", "mean"
     );
-    for (name, samples) in [("A text answer", &a), ("B one read_file round", &b)] {
-        let over: Vec<Duration> = samples.iter().map(Sample::overhead).collect();
+    for (name, all, expected) in [("A text answer", &a, 1), ("B one read_file round", &b, 2)] {
+        // Turns that compacted the session (every ~100 turns of one user, by
+        // the 200-message rule) are a different event: counted, not mixed in.
+        let samples: Vec<&Sample> = all.iter().filter(|s| s.calls == expected).collect();
+        let compacted = all.len() - samples.len();
+        if compacted > 0 {
+            println!(
+                "   ({name}: {compacted} of {} turns compacted first; left out below)",
+                all.len()
+            );
+        }
+        let over: Vec<Duration> = samples.iter().map(|s| s.overhead()).collect();
         let total: Vec<Duration> = samples.iter().map(|s| s.total).collect();
         let visible: Vec<Duration> = samples.iter().map(|s| s.visible).collect();
         let model: Vec<Duration> = samples.iter().map(|s| s.model).collect();
