@@ -205,6 +205,59 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
 }
 
 #[tokio::test]
+async fn a_chat_of_many_short_messages_is_compacted_by_count() {
+    for db in backends().await {
+        // A big window: 230 short messages are far under the token threshold.
+        let h = harness(&[("LLM_CONTEXT_WINDOW", "128000")], &db).await;
+        let session = h.session(1, 1).await;
+        let chat: Vec<Message> = (0..230)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("short question {i}"))
+                } else {
+                    Message::assistant(format!("short answer {i}"))
+                }
+            })
+            .collect();
+        h.running
+            .store
+            .append_messages(&session, &chat)
+            .await
+            .unwrap();
+        h.llm.set_responder(responder(true));
+        h.channel.dm(1, "and now?").await;
+        h.wait_for("the answer", |l| l.any_contains("Continuing."))
+            .await;
+        h.idle().await;
+
+        let requests = h.llm.requests().await;
+        let kinds: Vec<&str> = requests.iter().map(kind).collect();
+        assert_eq!(
+            kinds,
+            ["extract", "summarize", "turn"],
+            "compacted by count"
+        );
+        let sent = messages(&requests[2]);
+        assert_eq!(content(&sent[1]), format!("{SUMMARY_MARK}\n{SUMMARY}"));
+        // Nothing fell out unsummarized: the oldest message went to the summarizer.
+        let transcript = content(&messages(&requests[1])[1]);
+        assert!(
+            transcript.contains("short question 0"),
+            "{}",
+            &transcript[..200]
+        );
+        let kept = sent.len() - 3;
+        assert!(
+            kept <= switchboard::agent::MAX_CONTEXT_MESSAGES / 2 + 1,
+            "kept {kept}"
+        );
+        let live = h.running.store.history(&session, 1_000).await.unwrap();
+        assert_eq!(live.len(), kept + 1, "the head is archived");
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn when_summarizing_fails_the_head_is_trimmed_and_the_tail_kept() {
     for db in backends().await {
         let h = harness(WINDOW, &db).await;
