@@ -25,6 +25,7 @@
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod postgres;
     pub mod test_channel;
 }
 
@@ -35,6 +36,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
+use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, Log, TestChannel};
 use switchboard::store::{ScheduleRecord, SessionKey, TurnOrigin};
 use switchboard::Running;
@@ -413,21 +415,6 @@ impl Instance {
         self.shutdown.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(10), self.running.wait()).await;
     }
-}
-
-async fn fresh_postgres(admin: &str) -> String {
-    use sqlx::{Connection, Executor};
-    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin)
-        .await
-        .expect("TEST_DATABASE_URL reachable");
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-    let mut url = url::Url::parse(admin).unwrap();
-    url.set_path(&name);
-    url.to_string()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

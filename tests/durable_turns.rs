@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use support::fake_llm::{FakeLlm, Reply};
+use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, TestChannel};
 use switchboard::store::{
     OccurrencePlan, ScheduleRecord, SessionKey, Store, TaskRecord, TaskStatus, TurnOrigin,
@@ -48,21 +49,6 @@ async fn databases(dir: &Path) -> Vec<Db> {
         });
     }
     dbs
-}
-
-async fn fresh_postgres(admin: &str) -> String {
-    use sqlx::{Connection, Executor};
-    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin)
-        .await
-        .expect("TEST_DATABASE_URL reachable");
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-    let mut url = url::Url::parse(admin).unwrap();
-    url.set_path(&name);
-    url.to_string()
 }
 
 fn config(llm: &FakeLlm, db: &Db) -> Config {

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::e2e::Harness;
+pub use crate::support::postgres::fresh_postgres;
 
 /// The harness turns memory and feedback off for other tests; these turn them on.
 pub const ON: &[(&str, &str)] = &[("MEMORY_ENABLED", "true"), ("FEEDBACK_BUTTONS", "true")];
@@ -15,22 +16,6 @@ pub async fn backends() -> Vec<Option<String>> {
         out.push(Some(fresh_postgres(&admin).await));
     }
     out
-}
-
-/// A new, empty PostgreSQL database on the server of `admin`.
-pub async fn fresh_postgres(admin: &str) -> String {
-    use sqlx::{Connection, Executor};
-    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = sqlx::PgConnection::connect(admin)
-        .await
-        .expect("TEST_DATABASE_URL reachable");
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-    let mut url = url::Url::parse(admin).unwrap();
-    url.set_path(&name);
-    url.to_string()
 }
 
 /// A gateway with memory on, `vars` on top, on backend `db`.

@@ -7,4 +7,5 @@ pub mod e2e;
 pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_telegram;
+pub mod postgres;
 pub mod test_channel;
