@@ -71,7 +71,7 @@ async fn a_silent_task_posts_nothing_and_runs_no_turn() {
 #[tokio::test]
 async fn a_task_with_changes_posts_its_milestones_as_messages() {
     let h = Harness::start().await;
-    let command = "for p in 30 60 90; do echo step $p%; sleep 1.2; done";
+    let command = "for p in 30 60 90; do echo step $p%; sleep 1.5; done";
     start(&h, command, "changes").await;
     h.llm.push(Reply::text("All three steps are done."));
     let log = h
