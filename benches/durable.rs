@@ -21,6 +21,9 @@
 //!    time until the last answer reached its chat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "common/stats.rs"]
+mod stats;
+
 #[path = "../tests/support"]
 #[allow(dead_code)]
 mod support {
@@ -35,6 +38,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+use stats::{ms, pct};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, Log, TestChannel};
@@ -432,17 +436,4 @@ fn row(name: &str, values: &[Duration]) {
         ms(pct(&sorted, 99.0)),
         ms(sorted.last().copied().unwrap_or_default()),
     );
-}
-
-/// Nearest-rank percentile of sorted values.
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

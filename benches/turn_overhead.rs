@@ -17,6 +17,9 @@
 //!    after one turn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "common/stats.rs"]
+mod stats;
+
 #[path = "../tests/support"]
 #[allow(dead_code)]
 mod support {
@@ -32,6 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use stats::{ms, pct};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::test_channel::{Log, Op, TestChannel};
 use switchboard::Running;
@@ -711,19 +715,6 @@ fn row(name: &str, values: &[Duration]) {
         ms(*sorted.last().unwrap_or(&Duration::ZERO)),
         ms(mean),
     );
-}
-
-/// Nearest-rank percentile of sorted values.
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn cpus() -> usize {
