@@ -106,10 +106,7 @@ pub fn build_tools(
         .register(Arc::new(WebFetchTool::new(fetch)))
         .register(Arc::new(AskUserTool::new()))
         .register(Arc::new(CheckTasksTool::new(store.clone())))
-        .register(Arc::new(CancelTaskTool::new(
-            store.clone(),
-            Arc::clone(tasks),
-        )))
+        .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
         .register(Arc::new(ScheduleTool::new(
             store.clone(),
             config.timezone.clone(),

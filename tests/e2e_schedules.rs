@@ -233,3 +233,55 @@ async fn a_conversation_has_a_schedule_cap() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn the_cancel_task_tool_stops_a_schedule_of_this_conversation_only() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "call_s",
+        "schedule",
+        json!({ "kind": "every", "spec": "600", "prompt": "water the plants" }),
+    )]));
+    h.llm.push(Reply::text("Set."));
+    h.channel.dm(1, "remind me every ten minutes").await;
+    h.wait_for("the answer", |l| l.has_text("Set.")).await;
+    h.idle().await;
+    let created = tool_result(&h.requests(2).await[1], "call_s");
+    let id = serde_json::from_str::<serde_json::Value>(&created).unwrap()["schedule_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // User 2's model cannot cancel user 1's schedule, even knowing its id.
+    h.llm.push(Reply::tool_calls([(
+        "call_other",
+        "cancel_task",
+        json!({ "task_id": &id[..8] }),
+    )]));
+    h.llm.push(Reply::text("Could not."));
+    h.channel.dm(2, "cancel that").await;
+    h.wait_for("user 2's answer", |l| l.has_text("Could not."))
+        .await;
+    h.idle().await;
+    let refused = tool_result(&h.requests(4).await[3], "call_other");
+    assert!(refused.starts_with("error:"), "{refused}");
+
+    h.llm.push(Reply::tool_calls([(
+        "call_mine",
+        "cancel_task",
+        json!({ "task_id": &id[..8] }),
+    )]));
+    h.llm.push(Reply::text("Stopped."));
+    h.channel.dm(1, "stop the reminder").await;
+    h.wait_for("the answer", |l| l.has_text("Stopped.")).await;
+    let done = tool_result(&h.requests(6).await[5], "call_mine");
+    assert_eq!(done, format!("Schedule {id} cancelled."));
+    assert!(h
+        .running
+        .store
+        .session_schedules(&h.session(1, 1).await.0)
+        .await
+        .unwrap()
+        .is_empty());
+    h.stop().await;
+}

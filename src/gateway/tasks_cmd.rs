@@ -5,6 +5,7 @@ use super::commands::Command;
 use super::Inner;
 use crate::approvals::short_id;
 use crate::store::{ScheduleRecord, SessionId, StoreError};
+use crate::tasks::Cancelled;
 use crate::text::clip;
 
 /// Tasks listed at most (newest first).
@@ -22,25 +23,22 @@ pub(crate) async fn run(
 }
 
 async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, StoreError> {
-    let id = id.to_ascii_lowercase();
     if id.len() < 6 {
         return Ok("Give at least 6 characters of the id.".into());
     }
-    let tasks = inner.store.session_tasks(&session.0, 50).await?;
-    if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
-        return Ok(if inner.tasks.cancel(&task.id) {
-            format!("Cancelling task `{}`.", short_id(&task.id))
-        } else {
+    Ok(match inner.tasks.cancel_in_session(&session.0, id).await? {
+        Cancelled::Task(t) => format!("Cancelling task `{}`.", short_id(&t)),
+        Cancelled::NotRunning(t, status) => {
             format!(
                 "Task `{}` is not running ({}).",
-                short_id(&task.id),
-                task.status.as_str()
+                short_id(&t),
+                status.as_str()
             )
-        });
-    }
-    Ok(match inner.store.cancel_schedule(&session.0, &id).await? {
-        Some(full) => format!("Cancelled schedule `{}`.", short_id(&full)),
-        None => format!("No running task or active schedule `{id}` in this conversation."),
+        }
+        Cancelled::Schedule(s) => format!("Cancelled schedule `{}`.", short_id(&s)),
+        Cancelled::NotFound => {
+            format!("No running task or active schedule `{id}` in this conversation.")
+        }
     })
 }
 

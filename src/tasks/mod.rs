@@ -43,6 +43,19 @@ pub struct TaskFinished {
     pub guard: BusyGuard,
 }
 
+/// What cancelling by id (or a 6+ character prefix) in a conversation did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancelled {
+    /// A running task of the conversation: it is being stopped.
+    Task(String),
+    /// A task of the conversation that is not running (any more).
+    NotRunning(String, TaskStatus),
+    /// An active schedule of the conversation, now stopped.
+    Schedule(String),
+    /// Nothing of this conversation has that id.
+    NotFound,
+}
+
 /// How often a running task renews its lease (the lease lasts 60 s).
 const LEASE_RENEWAL: Duration = Duration::from_secs(20);
 /// Minimum time between two progress edits of a status message.
@@ -135,6 +148,32 @@ impl TaskManager {
             }
             None => false,
         }
+    }
+
+    /// Cancels the conversation's task or schedule named by `id` (or an id
+    /// prefix of at least 6 characters). Nothing of another conversation is
+    /// reachable.
+    pub async fn cancel_in_session(
+        &self,
+        session_id: &str,
+        id: &str,
+    ) -> Result<Cancelled, StoreError> {
+        let id = id.trim().to_ascii_lowercase();
+        if id.len() < 6 {
+            return Ok(Cancelled::NotFound);
+        }
+        let tasks = self.store.session_tasks(session_id, 100).await?;
+        if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
+            return Ok(if self.cancel(&task.id) {
+                Cancelled::Task(task.id.clone())
+            } else {
+                Cancelled::NotRunning(task.id.clone(), task.status)
+            });
+        }
+        Ok(match self.store.cancel_schedule(session_id, &id).await? {
+            Some(full) => Cancelled::Schedule(full),
+            None => Cancelled::NotFound,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -2,7 +2,7 @@
 
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::store::{ScheduleRecord, Store};
-use crate::tasks::{first_occurrence, TaskManager};
+use crate::tasks::{first_occurrence, Cancelled, TaskManager};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -133,12 +133,11 @@ impl Tool for ScheduleTool {
 /// Cancels a running background task or an active schedule of this conversation.
 pub struct CancelTaskTool {
     spec: ToolSpec,
-    store: Store,
     tasks: Arc<TaskManager>,
 }
 
 impl CancelTaskTool {
-    pub fn new(store: Store, tasks: Arc<TaskManager>) -> CancelTaskTool {
+    pub fn new(tasks: Arc<TaskManager>) -> CancelTaskTool {
         CancelTaskTool {
             spec: ToolSpec {
                 name: "cancel_task".into(),
@@ -156,7 +155,6 @@ impl CancelTaskTool {
                 requires_approval: false,
                 background: false,
             },
-            store,
             tasks,
         }
     }
@@ -180,36 +178,24 @@ impl Tool for CancelTaskTool {
                 "give the task or schedule id (at least 6 characters)".into(),
             ));
         }
-        let failed = |e: crate::store::StoreError| ToolError::Failed {
-            message: "task store unavailable".into(),
-            diagnostics: Some(e.to_string()),
-        };
-        let tasks = self
-            .store
-            .session_tasks(&ctx.session_id, 100)
+        let cancelled = self
+            .tasks
+            .cancel_in_session(&ctx.session_id, &id)
             .await
-            .map_err(failed)?;
-        if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
-            return Ok(if self.tasks.cancel(&task.id) {
-                format!("Cancelling task {}.", task.id)
-            } else {
-                format!(
-                    "Task {} is not running (status {}).",
-                    task.id,
-                    task.status.as_str()
-                )
-            });
+            .map_err(|e| ToolError::Failed {
+                message: "task store unavailable".into(),
+                diagnostics: Some(e.to_string()),
+            })?;
+        match cancelled {
+            Cancelled::Task(t) => Ok(format!("Cancelling task {t}.")),
+            Cancelled::NotRunning(t, status) => Ok(format!(
+                "Task {t} is not running (status {}).",
+                status.as_str()
+            )),
+            Cancelled::Schedule(s) => Ok(format!("Schedule {s} cancelled.")),
+            Cancelled::NotFound => Err(ToolError::InvalidArguments(format!(
+                "no running task or active schedule {id} in this conversation"
+            ))),
         }
-        if let Some(full) = self
-            .store
-            .cancel_schedule(&ctx.session_id, &id)
-            .await
-            .map_err(failed)?
-        {
-            return Ok(format!("Schedule {full} cancelled."));
-        }
-        Err(ToolError::InvalidArguments(format!(
-            "no running task or active schedule {id} in this conversation"
-        )))
     }
 }
