@@ -10,7 +10,8 @@ use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
     memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool,
-    ScheduleTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
+    ReadStoredResultTool, ScheduleTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
+    WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -106,6 +107,7 @@ pub fn build_tools(
         .register(Arc::new(WebFetchTool::new(fetch)))
         .register(Arc::new(AskUserTool::new()))
         .register(Arc::new(CheckTasksTool::new(store.clone())))
+        .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
         .register(Arc::new(ScheduleTool::new(
             store.clone(),

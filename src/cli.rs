@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use switchboard::config::{Config, LogFormat};
 use switchboard::llm::{ChatRequest, Chunk, Message};
-use switchboard::store::Store;
+use switchboard::store::{self, Store};
 use switchboard_console::ConsoleAdapter;
 use switchboard_platform::PlatformAdapter;
 use tokio_util::sync::CancellationToken;
@@ -86,7 +86,10 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
         Command::Migrate => {
             let store = Store::connect(&config.database_url).await?;
             store.migrate().await?;
-            println!("Database at {} is up to date.", config.database_url);
+            println!(
+                "Database at {} is up to date.",
+                store::redact_url(&config.database_url)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor => doctor(config).await,
@@ -177,13 +180,14 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     println!(
         "✔ configuration loaded (model {}, endpoint {})",
-        config.llm.model, config.llm.base_url
+        config.llm.model,
+        store::redact_url(&config.llm.base_url)
     );
     match Store::open(&config.database_url).await {
         Ok(store) => match store.ping().await {
             Ok(()) => println!(
                 "✔ database {} reachable, migrations applied",
-                config.database_url
+                store::redact_url(&config.database_url)
             ),
             Err(e) => {
                 ok = false;

@@ -8,6 +8,27 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// A file-name-safe version of an id: ASCII alphanumerics, `-` and `_` kept,
+/// everything else (path separators included) replaced, at most 80 chars.
+pub(crate) fn safe_name(id: &str) -> String {
+    let s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    if s.is_empty() {
+        "_".into()
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

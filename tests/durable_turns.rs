@@ -13,8 +13,10 @@ use std::time::Duration;
 use support::fake_llm::{FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, TestChannel};
+use switchboard::memory::{terms, MEMORY_NOTE};
 use switchboard::store::{
-    OccurrencePlan, ScheduleRecord, SessionKey, Store, TaskRecord, TaskStatus, TurnOrigin,
+    MemoryKind, MemoryOwner, NewMemory, OccurrencePlan, ScheduleRecord, SessionKey, Store,
+    TaskRecord, TaskStatus, TurnOrigin,
 };
 use switchboard::{Config, Running};
 use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
@@ -126,6 +128,27 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     let db = db.clone();
     llm.push(exec_call("call_1", "echo resumed-after-restart"));
     let first = instance(&llm, &db).await;
+    // A memory the request recalls: the turn's input is wrapped with it and
+    // the system prompt gains a note; the resumed turn must keep both as they
+    // were and still save the plain input.
+    let fact = "The user's echo commands are for testing restarts";
+    first
+        .running
+        .store
+        .insert_memory(
+            MemoryOwner::new(Platform::Test, UserId(1)),
+            &NewMemory {
+                kind: MemoryKind::Fact,
+                content: fact.into(),
+                source_ref: "test".into(),
+                importance: 0.9,
+                expires_at: None,
+            },
+            &terms(fact),
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
     let asked = first.channel.dm(1, "please run the echo").await;
     let card = first.channel.card().await;
     first.stop().await;
@@ -156,6 +179,31 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
         last_tool_result(requests.last().unwrap()).contains("resumed-after-restart"),
         "the tool really ran"
     );
+    let (asking, resumed) = (&requests[requests.len() - 2], requests.last().unwrap());
+    assert!(
+        asking["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(MEMORY_NOTE),
+        "the first request had the memory note: {asking}"
+    );
+    assert_eq!(
+        resumed["messages"][0], asking["messages"][0],
+        "the resumed turn keeps the system prompt"
+    );
+    let user_message = |r: &serde_json::Value| {
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .cloned()
+            .unwrap()
+    };
+    assert!(user_message(resumed)["content"]
+        .as_str()
+        .unwrap()
+        .contains(fact));
     // The answer streams before it is saved; wait for the saved exchange.
     let session = session(&second, 1).await;
     let saved = async {
@@ -185,6 +233,10 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
             .filter(|m| m.content.contains("please run the echo"))
             .count(),
         1
+    );
+    assert!(
+        history.iter().any(|m| m.content == "please run the echo"),
+        "history keeps the plain input, not the recalled memories: {history:?}"
     );
     second.stop().await;
 }
@@ -538,10 +590,13 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     };
     first.running.store.insert_task(&task).await.unwrap();
     first.stop().await;
-    // The process "died": its lease lapses without renewal.
+    // The process "died" and its replacement starts before the lease lapses
+    // (a supervisor restarting it at once): the row still looks alive at
+    // start-up and must be reported once the lease runs out.
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE tasks SET lease_until = 0")
+    sqlx::query("UPDATE tasks SET lease_until = $1")
+        .bind(chrono::Utc::now().timestamp_millis() + 1_500)
         .execute(&pool)
         .await
         .unwrap();
@@ -601,6 +656,11 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     i.channel
         .wait_for("revoked", |l| l.any_contains("Revoked rule"))
         .await;
+    let events = i.running.store.events(20).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "approval.rule_revoked"),
+        "the revocation is audited: {events:?}"
+    );
     llm.push(exec_call("c3", "echo ok"));
     i.channel.dm(1, "once more").await;
     i.channel

@@ -121,11 +121,26 @@ async fn a_large_tool_result_is_stored_and_previewed() {
         "read_file",
         json!({"path": "big.txt"}),
     )]));
+    // The model follows the preview's hint and reads on from the stored copy.
+    h.llm.push(Reply::tool_calls([(
+        "call_more",
+        "read_stored_result",
+        json!({"call_id": "call_read", "offset": 50_000, "limit": 300}),
+    )]));
     h.llm.push(Reply::text("It is big."));
     h.channel.dm(1, "read big.txt").await;
     h.wait_for("the answer", |l| l.has_text("It is big.")).await;
 
-    let result = tool_result(&h.requests(2).await[1], "call_read");
+    let requests = h.requests(3).await;
+    let result = tool_result(&requests[1], "call_read");
+    assert!(
+        result.contains(
+            r#"read more with read_stored_result {"call_id": "call_read", "offset": 2000}"#
+        ),
+        "{}",
+        &result[..300]
+    );
+    let more = tool_result(&requests[2], "call_more");
     assert!(result.starts_with("[Large result: "), "{}", &result[..200]);
     assert!(
         result.len() < 5_000,
@@ -135,7 +150,7 @@ async fn a_large_tool_result_is_stored_and_previewed() {
     let rel = result
         .split("saved as ")
         .nth(1)
-        .and_then(|r| r.split(']').next())
+        .and_then(|r| r.split(';').next())
         .unwrap();
     let stored = std::fs::read_to_string(h.data_dir().join(rel)).unwrap();
     assert!(stored.starts_with("     1\t0000 xxx"), "{}", &stored[..100]);
@@ -146,6 +161,14 @@ async fn a_large_tool_result_is_stored_and_previewed() {
     assert!(
         result.contains(&stored[..1_000]),
         "the preview is its beginning"
+    );
+    let total = stored.chars().count();
+    assert_eq!(
+        more,
+        format!(
+            "[chars 50000–50300 of {total} — continue with offset 50300]\n{}",
+            &stored[50_000..50_300]
+        )
     );
     h.stop().await;
 }

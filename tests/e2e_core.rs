@@ -362,6 +362,13 @@ async fn the_scratchpad_traces_the_turn_and_no_file_holds_the_api_key() {
         })
         .collect();
     assert_eq!(kinds, ["init", "tool_result", "final"], "{text}");
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    for count in ["input_tokens", "output_tokens"] {
+        assert!(
+            last[count].is_u64(),
+            "the final record keeps {count}: {last}"
+        );
+    }
 
     let _dir = h.stop().await;
     let files = files_under(&data_dir);

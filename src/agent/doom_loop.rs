@@ -19,7 +19,8 @@ struct Seen {
     grams: Option<HashSet<[char; 3]>>,
 }
 
-/// Remembers the last [`WINDOW`] calls of a turn.
+/// Remembers the calls before the current one that share its window of
+/// [`WINDOW`] (the current call counts as one of the six).
 #[derive(Default)]
 pub(crate) struct DoomLoopGuard {
     recent: VecDeque<Seen>,
@@ -47,7 +48,7 @@ impl DoomLoopGuard {
                     || matches!((&s.grams, &grams), (Some(a), Some(b)) if jaccard(a, b) >= JACCARD_MIN)
             })
             .count();
-        if self.recent.len() == WINDOW {
+        if self.recent.len() == WINDOW - 1 {
             self.recent.pop_front();
         }
         self.recent.push_back(Seen {
@@ -117,6 +118,20 @@ mod tests {
         assert!(!g.check("t", r#"{"a":1}"#));
         assert!(!g.check("t", r#"{"a":2}"#));
         assert!(!g.check("t", r#"{"a":3}"#));
+    }
+
+    #[test]
+    fn the_window_is_six_calls_including_the_current_one() {
+        let mut g = DoomLoopGuard::default();
+        for call in ["a", "a", "x1", "x2", "x3"] {
+            assert!(!g.check(call, "{}"));
+        }
+        assert!(g.check("a", "{}"), "a, a, …, a within six calls");
+        let mut g = DoomLoopGuard::default();
+        for call in ["a", "a", "x1", "x2", "x3", "x4"] {
+            assert!(!g.check(call, "{}"));
+        }
+        assert!(!g.check("a", "{}"), "the first a is seven calls back");
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub struct TurnCheckpoint {
     /// Index of the turn's input message in `messages`.
     pub new_from: usize,
     pub remaining: Vec<ToolCall>,
+    /// The round the turn paused in (a resumed turn keeps counting from it).
+    pub round: usize,
+    /// What the turn added to the system prompt (memories note, task state, rules).
+    pub system_context: Option<String>,
 }
 
 /// Implemented by the gateway for each turn: it knows the chat, the requester

@@ -13,10 +13,12 @@ const SECRET_KEYS: &[&str] = &[
     "cookie",
 ];
 
-/// Whether a field name looks like it holds a secret.
-pub(crate) fn is_secret_key(key: &str) -> bool {
+/// Whether a field looks like it holds a secret. Token *counts*
+/// (`input_tokens: 812`) are usage figures, not credentials.
+fn is_secret(key: &str, value: &Value) -> bool {
     let k = key.to_ascii_lowercase().replace('-', "_");
-    SECRET_KEYS.iter().any(|s| k.contains(s))
+    let count = k.ends_with("tokens") && value.is_number();
+    !count && SECRET_KEYS.iter().any(|s| k.contains(s))
 }
 
 /// Replaces the values of secret-looking fields, at any depth, with `<redacted>`.
@@ -25,7 +27,7 @@ pub(crate) fn redact(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if is_secret_key(k) {
+                    let v = if is_secret(k, v) {
                         Value::String("<redacted>".into())
                     } else {
                         redact(v)
@@ -56,5 +58,15 @@ mod tests {
         assert_eq!(r["items"][0]["name"], "n");
         assert_eq!(r["access_token"], "<redacted>");
         assert_eq!(r["cookies"], "<redacted>");
+    }
+
+    #[test]
+    fn token_counts_are_kept_and_token_strings_are_not() {
+        let v = json!({"input_tokens": 812, "cache_read_tokens": 0, "tokens": "abc", "refresh_tokens": ["x"]});
+        let r = redact(&v);
+        assert_eq!(r["input_tokens"], 812);
+        assert_eq!(r["cache_read_tokens"], 0);
+        assert_eq!(r["tokens"], "<redacted>");
+        assert_eq!(r["refresh_tokens"], "<redacted>");
     }
 }

@@ -2,6 +2,7 @@
 //! preview and an index, stale ones shrunk to their key fields.
 
 use crate::text::clip;
+use crate::tools::{stored_result_path, READ_STORED_RESULT as READ_TOOL};
 use serde_json::Value;
 use std::path::Path;
 
@@ -24,10 +25,8 @@ pub(crate) async fn keep_or_store(
     if chars <= LARGE_RESULT_CHARS {
         return result;
     }
-    let rel = Path::new("results")
-        .join(safe_name(session))
-        .join(format!("{}.txt", safe_name(call_id)));
-    let path = data_dir.join(&rel);
+    let path = stored_result_path(data_dir, session, call_id);
+    let rel = path.strip_prefix(data_dir).unwrap_or(&path).to_owned();
     let saved = match path.parent() {
         Some(dir) => match tokio::fs::create_dir_all(dir).await {
             Ok(()) => tokio::fs::write(&path, &result).await,
@@ -36,7 +35,10 @@ pub(crate) async fn keep_or_store(
         None => Ok(()),
     };
     let location = match saved {
-        Ok(()) => format!("saved as {}", rel.display()),
+        Ok(()) => format!(
+            "saved as {}; read more with {READ_TOOL} {{\"call_id\": {call_id:?}, \"offset\": {PREVIEW_CHARS}}}",
+            rel.display()
+        ),
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "could not store a large tool result");
             "not saved (storage failed)".to_owned()
@@ -102,25 +104,6 @@ pub(crate) fn shrink_stale(text: &str) -> Option<String> {
         }
     };
     Some(format!("{SHRUNK_MARK} from {chars} chars]\n{body}"))
-}
-
-/// File-name-safe version of an id.
-pub(crate) fn safe_name(id: &str) -> String {
-    let s: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() {
-        "_".into()
-    } else {
-        s.chars().take(80).collect()
-    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ pub(crate) struct RoundRunner<'a> {
     /// Index of the turn's input in the conversation (for checkpoints).
     pub new_from: usize,
     pub origin: Option<&'a TurnOrigin>,
+    /// Carried into checkpoints, so a resumed turn sees the same system prompt.
+    pub system_context: Option<&'a str>,
 }
 
 /// What a round produced.
@@ -79,6 +81,7 @@ impl RoundRunner<'_> {
     /// that made them) and returns one tool message per call, in order.
     pub(crate) async fn run(
         &self,
+        round: usize,
         conversation: &[Message],
         calls: &[ToolCall],
         guard: &mut DoomLoopGuard,
@@ -110,6 +113,8 @@ impl RoundRunner<'_> {
                         .collect(),
                     new_from: self.new_from,
                     remaining: calls[index..].to_vec(),
+                    round,
+                    system_context: self.system_context.map(str::to_owned),
                 };
                 let r = self.execute(first, Some(checkpoint)).await;
                 if r.abandoned {
@@ -244,6 +249,8 @@ impl RoundRunner<'_> {
                 messages: Vec::new(),
                 new_from: 0,
                 remaining: vec![call.clone()],
+                round: 0,
+                system_context: None,
             });
             match self.host.approve(tool.spec(), call, &args, summary, checkpoint).await {
                 ApprovalOutcome::Allowed { arguments } => args = arguments,

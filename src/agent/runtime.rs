@@ -35,6 +35,9 @@ pub struct ResumeRequest {
     pub messages: Vec<Message>,
     pub new_from: usize,
     pub remaining: Vec<ToolCall>,
+    /// The round the turn paused in; the round limit counts on from it.
+    pub round: usize,
+    pub system_context: Option<String>,
     pub host: Arc<dyn TurnHost>,
     pub cancel: CancellationToken,
 }
@@ -45,7 +48,8 @@ struct Drive {
     origin: Option<TurnOrigin>,
     messages: Vec<Message>,
     new_from: usize,
-    pending: Option<Vec<ToolCall>>,
+    /// A resumed turn's unfinished round: its number and the calls left.
+    pending: Option<(usize, Vec<ToolCall>)>,
     host: Arc<dyn TurnHost>,
     cancel: CancellationToken,
     system_context: Option<String>,
@@ -134,6 +138,8 @@ impl Agent {
             messages,
             new_from,
             remaining,
+            round,
+            system_context,
             host,
             cancel,
         } = request;
@@ -142,10 +148,10 @@ impl Agent {
             origin,
             messages,
             new_from,
-            pending: Some(remaining),
+            pending: Some((round.max(1), remaining)),
             host,
             cancel,
-            system_context: None,
+            system_context,
         })
     }
 
@@ -170,7 +176,7 @@ impl Agent {
             cancel,
             system_context,
         } = d;
-        let system = match system_context {
+        let system = match &system_context {
             Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
             None => self.config.system_prompt.clone(),
         };
@@ -205,13 +211,15 @@ impl Agent {
             events: tx,
             new_from,
             origin: origin.as_ref(),
+            system_context: system_context.as_deref(),
         };
 
-        for round in 1..=self.config.max_tool_rounds {
+        let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
+        for round in first_round..=self.config.max_tool_rounds {
             t.rounds = round;
             // A resumed turn first finishes the round it paused in.
             let calls = match pending.take() {
-                Some(calls) => calls,
+                Some((_, calls)) => calls,
                 None => {
                     let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
                     let tools = self.tools.definitions();
@@ -270,7 +278,9 @@ impl Agent {
                     reply.tool_calls
                 }
             };
-            let output = runner.run(t.messages, &calls, &mut guard, &mut pad).await;
+            let output = runner
+                .run(round, t.messages, &calls, &mut guard, &mut pad)
+                .await;
             if output.abandoned {
                 pad.record("handover", json!({ "round": round }));
                 return t.finish(&mut pad, String::new(), StopReason::Handover);

@@ -15,8 +15,8 @@ impl Scratchpad {
     pub(crate) fn path_for(data_dir: &Path, session: &str, turn_id: &str) -> PathBuf {
         data_dir
             .join("scratchpad")
-            .join(super::results::safe_name(session))
-            .join(format!("{}.jsonl", super::results::safe_name(turn_id)))
+            .join(crate::text::safe_name(session))
+            .join(format!("{}.jsonl", crate::text::safe_name(turn_id)))
     }
 
     pub(crate) fn open(data_dir: &Path, session: &str, turn_id: &str) -> Scratchpad {

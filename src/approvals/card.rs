@@ -93,7 +93,8 @@ fn body(record: &ApprovalRecord) -> String {
 }
 
 /// The card while it waits for a decision.
-pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
+pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> OutgoingMessage {
+    let expires = expires_in(timeout);
     let buttons: Vec<Button> = Choice::ALL
         .into_iter()
         .filter_map(|c| {
@@ -114,7 +115,7 @@ pub fn pending_card(record: &ApprovalRecord, minutes: u64) -> OutgoingMessage {
         String::new()
     };
     OutgoingMessage::text(format!(
-        "🔐 **Approval needed**\n{}\nExpires in {minutes} min. Only the requester or an approver can decide.{prefix_hint}",
+        "🔐 **Approval needed**\n{}\nExpires in {expires}. Only the requester or an approver can decide.{prefix_hint}",
         body(record)
     ))
     .with_buttons(vec![buttons])
@@ -153,6 +154,15 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
     OutgoingMessage::text(format!("{head}\n{}", body(record)))
 }
 
+/// "20 s", "10 min", "1 min 30 s".
+fn expires_in(timeout: std::time::Duration) -> String {
+    match timeout.as_secs() {
+        s if s < 60 => format!("{s} s"),
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{} min {} s", s / 60, s % 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +178,13 @@ mod tests {
         for bad in ["ap:xyz:y", "ap::y", "ap:abcd:q", "fb:abcd:y", "ap:abcd:yy"] {
             assert_eq!(parse_action(&ActionId::parse(bad).unwrap()), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_expiry_is_shown_as_configured() {
+        use std::time::Duration;
+        assert_eq!(expires_in(Duration::from_secs(20)), "20 s");
+        assert_eq!(expires_in(Duration::from_secs(600)), "10 min");
+        assert_eq!(expires_in(Duration::from_secs(90)), "1 min 30 s");
     }
 }

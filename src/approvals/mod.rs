@@ -137,7 +137,7 @@ impl Approvals {
             .await;
         let (tx, rx) = oneshot::channel();
         self.waiters_lock().insert(record.id.clone(), tx);
-        let card = card::pending_card(&record, self.timeout.as_secs().div_ceil(60));
+        let card = card::pending_card(&record, self.timeout);
         let card_ref = match adapter.send(&req.chat, card).await {
             Ok(r) => r,
             Err(e) => {

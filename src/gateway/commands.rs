@@ -100,6 +100,13 @@ async fn approvals(
     if let ["revoke", id] = cmd.args.as_slice() {
         return Ok(
             if inner.store.revoke_rule(key.platform, key.user, id).await? {
+                let detail = serde_json::json!({
+                    "id": id, "platform": key.platform.as_str(), "user": key.user.0,
+                });
+                inner
+                    .store
+                    .record_event("approval.rule_revoked", detail)
+                    .await;
                 format!("Revoked rule `{id}`. That action will ask again.")
             } else {
                 format!("No rule `{id}` of yours (give at least 6 characters of the id).")

@@ -5,7 +5,7 @@ use super::Inner;
 use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use crate::approvals::{ApprovalRequest, Decision, Opened};
 use crate::llm::{Message, ToolCall};
-use crate::store::{SessionKey, TurnOrigin, TurnState};
+use crate::store::{SessionKey, TurnContext, TurnOrigin, TurnState};
 use crate::tasks::TaskOrigin;
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
@@ -29,6 +29,8 @@ pub(crate) struct GatewayHost {
     pub reply_to: Option<MessageId>,
     /// For a resumed turn: the decision already taken for this call id.
     pub predecided: Mutex<Option<(String, ApprovalOutcome)>>,
+    /// The gateway's part of a checkpoint (plain input, history row ids).
+    pub context: TurnContext,
 }
 
 const MAX_EDITS: usize = 3;
@@ -220,6 +222,11 @@ impl GatewayHost {
             messages: checkpoint.messages.clone(),
             new_from: checkpoint.new_from,
             remaining,
+            context: TurnContext {
+                round: checkpoint.round,
+                system_context: checkpoint.system_context.clone(),
+                ..self.context.clone()
+            },
         };
         match self.inner.store.save_turn_state(&state).await {
             Ok(()) => true,

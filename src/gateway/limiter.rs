@@ -13,6 +13,9 @@ use tokio::time::Instant;
 
 type Key = (Platform, UserId);
 
+/// One "slow down" notice per user per window.
+const NOTICE_WINDOW: Duration = Duration::from_secs(60);
+
 /// The verdict on one inbound message.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Limit {
@@ -47,7 +50,7 @@ impl UserLimiter {
         let mut noticed = self.noticed.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         match noticed.get(&key) {
-            Some(t) if now.duration_since(*t) < Duration::from_secs(60) => Limit::Silent,
+            Some(t) if now.duration_since(*t) < NOTICE_WINDOW => Limit::Silent,
             _ => {
                 noticed.insert(key, now);
                 Limit::Notice(format!(
@@ -57,6 +60,26 @@ impl UserLimiter {
                 ))
             }
         }
+    }
+}
+
+impl UserLimiter {
+    /// Forgets users whose quota has fully replenished and whose notice window
+    /// has passed, so the state stays as small as the set of recent senders.
+    pub(crate) fn prune(&self) {
+        self.limiter.retain_recent();
+        self.limiter.shrink_to_fit();
+        let now = Instant::now();
+        self.noticed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, t| now.duration_since(*t) < NOTICE_WINDOW);
+    }
+
+    #[cfg(test)]
+    fn tracked(&self) -> (usize, usize) {
+        let noticed = self.noticed.lock().unwrap_or_else(|p| p.into_inner()).len();
+        (self.limiter.len(), noticed)
     }
 }
 
@@ -80,5 +103,22 @@ mod tests {
         );
         tokio::time::advance(Duration::from_secs(61)).await;
         assert_eq!(l.check(Platform::Telegram, u), Limit::Allowed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pruning_forgets_users_who_went_quiet() {
+        let l = UserLimiter::new(1);
+        for user in 0..100 {
+            l.check(Platform::Telegram, UserId(user));
+        }
+        l.check(Platform::Telegram, UserId(0));
+        assert_eq!(l.tracked(), (100, 1));
+        l.prune();
+        assert_eq!(l.tracked(), (100, 1), "recent senders are kept");
+        // governor forgets a key once its state is indistinguishable from a
+        // fresh one: one period after the quota fully replenished.
+        tokio::time::advance(Duration::from_secs(121)).await;
+        l.prune();
+        assert_eq!(l.tracked(), (0, 0));
     }
 }

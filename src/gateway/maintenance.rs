@@ -2,7 +2,6 @@
 //! resuming their turns), firing due schedules, and telling users about tasks a
 //! dead process left behind.
 
-use super::turn;
 use super::Inner;
 use crate::store::{OccurrencePlan, ScheduleRecord, StoreError, TaskNotify, TurnOrigin};
 use crate::tasks::next_occurrence;
@@ -19,6 +18,10 @@ const MIN_WAIT: Duration = Duration::from_millis(10);
 const MISSED_GRACE_MS: i64 = 60_000;
 /// Occurrences claimed per transaction; claiming repeats while any are due.
 const CLAIM_BATCH: u32 = 200;
+/// How often tasks abandoned by a dead process are looked for (their lease is
+/// 60 s, so a crash is reported within about a minute and a quarter, also when
+/// the process restarted before the lease ran out) and idle limiter state is dropped.
+const HOUSEKEEPING: Duration = Duration::from_secs(5);
 
 /// A schedule occurrence this process claimed.
 pub(crate) struct Fired {
@@ -27,7 +30,13 @@ pub(crate) struct Fired {
 }
 
 pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
+    let mut last_housekeeping = tokio::time::Instant::now();
     loop {
+        if last_housekeeping.elapsed() >= HOUSEKEEPING {
+            last_housekeeping = tokio::time::Instant::now();
+            announce_interrupted_tasks(&inner).await;
+            inner.limiter.prune();
+        }
         expire_due_approvals(&inner).await;
         // Wake for the next occurrence on time rather than on a fixed tick;
         // look again at least every TICK (other processes add schedules too).
@@ -77,8 +86,7 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
             tracing::warn!(error = %e, "could not expire an approval");
             continue;
         }
-        let (inner, id) = (Arc::clone(inner), record.id.clone());
-        tokio::spawn(async move { turn::resume(&inner, &id).await });
+        super::queue_resume(inner, record.id).await;
     }
 }
 
@@ -135,15 +143,16 @@ pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
     match inner.store.orphaned_turns().await {
         Ok(ids) => {
             for id in ids {
-                let inner = Arc::clone(inner);
-                tokio::spawn(async move { turn::resume(&inner, &id).await });
+                super::queue_resume(inner, id).await;
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not look for orphaned turns"),
     }
 }
 
-/// Tasks whose process died are marked interrupted and their chats told.
+/// Tasks whose process died are marked interrupted and their chats told (at
+/// start-up and then every [`HOUSEKEEPING`]; the conditional update makes one
+/// process the teller).
 pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
     let tasks = match inner.store.interrupt_abandoned_tasks().await {
         Ok(t) => t,

@@ -30,7 +30,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, Inbound, InboundMessage, Platform, PlatformAdapter, PressAnswer, UserId,
+    ButtonPress, Inbound, InboundMessage, MessageId, Platform, PlatformAdapter, PressAnswer, User,
+    UserId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -187,51 +188,41 @@ impl Gateway {
         let Some(adapter) = inner.adapter(msg.chat.platform) else {
             return;
         };
+        // Replies sent from here are spawned: a chat paused by the platform's
+        // flood control must not hold up the inbound loop of every other chat.
+        let reply = |text: String, reply_to: Option<MessageId>| {
+            let (adapter, chat) = (Arc::clone(&adapter), msg.chat);
+            tokio::spawn(
+                async move { turn::notify(adapter.as_ref(), &chat, &text, reply_to).await },
+            );
+        };
         match inner.access.check(&inner.store, &msg).await {
             Ok(Access::Admit) => {}
-            Ok(Access::Refuse(text)) => {
-                return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await
-            }
+            Ok(Access::Refuse(text)) => return reply(text, Some(msg.message_id)),
             Ok(Access::Ignore) => return,
             Err(e) => {
                 tracing::error!(error = %e, "access check failed");
-                return turn::notify(
-                    adapter.as_ref(),
-                    &msg.chat,
-                    "⚠️ I can't check access right now (storage unavailable).",
+                return reply(
+                    "⚠️ I can't check access right now (storage unavailable).".into(),
                     None,
-                )
-                .await;
+                );
             }
         }
-        match inner.limiter.check(key.platform, key.user) {
-            Limit::Allowed => {}
-            Limit::Notice(text) => {
-                return turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await
+        // The console is the operator at the machine: no inbound limit (a
+        // piped script may send lines as fast as it likes).
+        if key.platform != Platform::Console {
+            match inner.limiter.check(key.platform, key.user) {
+                Limit::Allowed => {}
+                Limit::Notice(text) => return reply(text, Some(msg.message_id)),
+                Limit::Silent => return,
             }
-            Limit::Silent => return,
         }
         // Decisions must not wait behind the very turn they unblock.
+        // Decided inline, before the next inbound message: an edit's new
+        // arguments may follow right behind it.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
-            let reply = match cmd.args.as_slice() {
-                [id, word, reason @ ..] => match Choice::from_word(word) {
-                    Some(choice) => {
-                        let reason = (!reason.is_empty()).then(|| reason.join(" "));
-                        let (reply, orphaned) = inner
-                            .approvals
-                            .handle_text(adapter.as_ref(), &msg.user, id, choice, reason)
-                            .await;
-                        if let Some(approval_id) = orphaned {
-                            let inner = Arc::clone(inner);
-                            tokio::spawn(async move { turn::resume(&inner, &approval_id).await });
-                        }
-                        reply
-                    }
-                    None => "Usage: /approve <id> allow|always|edit|deny [reason]".to_owned(),
-                },
-                _ => "Usage: /approve <id> allow|always|edit|deny [reason]".to_owned(),
-            };
-            return turn::notify(adapter.as_ref(), &msg.chat, &reply, Some(msg.message_id)).await;
+            let text = approve_command(inner, adapter.as_ref(), &msg.user, &cmd.args).await;
+            return reply(text, Some(msg.message_id));
         }
         let guard = inner.busy.enter();
         self.session(key).enqueue(SessionInput::Message(msg), guard);
@@ -252,7 +243,7 @@ impl Gateway {
                     {
                         // Decided, but no turn here waits for it (restart, or the
                         // turn lives in another process): resume it from its row.
-                        turn::resume(&inner, &id).await;
+                        queue_resume(&inner, id).await;
                     }
                 }
                 None if parse_feedback(&press.action).is_some() => {
@@ -298,14 +289,55 @@ impl Gateway {
     }
 
     fn session(&self, key: SessionKey) -> SessionHandle {
-        let mut sessions = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        sessions
-            .entry(key)
-            .or_insert_with(|| SessionHandle::spawn(Arc::clone(&self.inner), key))
-            .clone()
+        session_worker(&self.inner, key)
     }
+}
+
+/// The worker of `key`'s session, started on first use.
+fn session_worker(inner: &Arc<Inner>, key: SessionKey) -> SessionHandle {
+    let mut sessions = inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    sessions
+        .entry(key)
+        .or_insert_with(|| SessionHandle::spawn(Arc::clone(inner), key))
+        .clone()
+}
+
+/// Queues the resumption of the turn paused on `approval_id` in its session,
+/// behind whatever that session is doing: one turn at a time per session,
+/// resumed turns included. Nothing happens when no paused turn is stored.
+pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
+    match inner.store.paused_turn_origin(&approval_id).await {
+        Ok(Some(origin)) => {
+            let guard = inner.busy.enter();
+            session_worker(inner, origin.key).enqueue_resume(approval_id, guard);
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),
+    }
+}
+
+/// `/approve <id> allow|always|edit|deny [reason]`: the text fallback for the
+/// card's buttons, under the same authorization. Returns the reply.
+async fn approve_command(
+    inner: &Arc<Inner>,
+    adapter: &dyn PlatformAdapter,
+    user: &User,
+    args: &[&str],
+) -> String {
+    const USAGE: &str = "Usage: /approve <id> allow|always|edit|deny [reason]";
+    let [id, word, reason @ ..] = args else {
+        return USAGE.to_owned();
+    };
+    let Some(choice) = Choice::from_word(word) else {
+        return USAGE.to_owned();
+    };
+    let reason = (!reason.is_empty()).then(|| reason.join(" "));
+    let (reply, orphaned) = inner
+        .approvals
+        .handle_text(adapter, user, id, choice, reason)
+        .await;
+    if let Some(approval_id) = orphaned {
+        queue_resume(inner, approval_id).await;
+    }
+    reply
 }

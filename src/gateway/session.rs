@@ -20,8 +20,16 @@ pub(crate) enum SessionInput {
     },
 }
 
+/// What a session worker runs: an input, or a paused turn to resume.
+enum Work {
+    Input(Box<SessionInput>),
+    /// The turn paused on this approval was decided with nobody waiting for
+    /// it here (restart, another process, the expiry sweeper).
+    Resume(String),
+}
+
 struct Queued {
-    input: SessionInput,
+    work: Work,
     _guard: BusyGuard,
 }
 
@@ -58,7 +66,12 @@ impl SessionHandle {
                     q = rx.recv() => match q { Some(q) => q, None => break },
                     () = inner.shutdown.cancelled() => break,
                 };
-                turn::process(&inner, key, &awaiting, queued.input).await;
+                match queued.work {
+                    Work::Input(input) => turn::process(&inner, key, &awaiting, *input).await,
+                    Work::Resume(approval_id) => {
+                        turn::resume(&inner, &awaiting, &approval_id).await
+                    }
+                }
             }
         });
         handle
@@ -66,9 +79,18 @@ impl SessionHandle {
 
     /// Queues an input; it holds `guard` (the gateway stays busy) until processed.
     pub(crate) fn enqueue(&self, input: SessionInput, guard: BusyGuard) -> bool {
+        self.send(Work::Input(Box::new(input)), guard)
+    }
+
+    /// Queues the resumption of the turn paused on `approval_id`.
+    pub(crate) fn enqueue_resume(&self, approval_id: String, guard: BusyGuard) -> bool {
+        self.send(Work::Resume(approval_id), guard)
+    }
+
+    fn send(&self, work: Work, guard: BusyGuard) -> bool {
         self.tx
             .send(Queued {
-                input,
+                work,
                 _guard: guard,
             })
             .is_ok()

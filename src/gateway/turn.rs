@@ -12,7 +12,7 @@ use super::Inner;
 use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
 use crate::approvals::{decision_of, Decision};
 use crate::llm::Message;
-use crate::store::{SessionId, SessionKey, TurnOrigin, TurnState};
+use crate::store::{SessionId, SessionKey, TurnContext, TurnOrigin, TurnState};
 use crate::tasks::notification_text;
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
@@ -134,7 +134,12 @@ pub(crate) async fn process(
         history_ids: Some(ids),
         state: Some(state),
     };
-    let host = host(inner, &origin, awaiting, None);
+    let context = TurnContext {
+        plain_input: turn_memory.plain_input.clone(),
+        history_ids: turn_memory.history_ids.clone(),
+        ..TurnContext::default()
+    };
+    let host = host(inner, &origin, awaiting, None, context);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
         origin: Some(origin.turn_origin()),
@@ -149,9 +154,9 @@ pub(crate) async fn process(
 
 /// Resumes a turn paused on `approval_id` if nobody else has: claims its row,
 /// applies the recorded decision to the waiting call and continues the turn,
-/// answering in the original chat.
-pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
-    let _busy = inner.busy.enter();
+/// answering in the original chat. Runs in the session's worker (queued by
+/// [`super::queue_resume`]), so it never overlaps another turn of the session.
+pub(crate) async fn resume(inner: &Arc<Inner>, awaiting: &Awaiting, approval_id: &str) {
     let state = match inner.store.claim_turn_state(approval_id).await {
         Ok(Some(state)) => state,
         Ok(None) => return,
@@ -170,6 +175,7 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
         messages,
         new_from,
         remaining,
+        context,
         ..
     } = state;
     let Some(adapter) = inner.adapter(origin.chat.platform) else {
@@ -201,8 +207,14 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
         adapter,
         session: SessionId(session_id),
     };
-    let awaiting: Awaiting = Arc::new(Mutex::new(None));
-    let host = host(inner, &origin, &awaiting, Some((first.id.clone(), outcome)));
+    let turn_memory = memory::TurnMemory {
+        plain_input: context.plain_input.clone(),
+        history_ids: context.history_ids.clone(),
+        state: None,
+    };
+    let (round, system_context) = (context.round, context.system_context.clone());
+    let predecided = Some((first.id.clone(), outcome));
+    let host = host(inner, &origin, awaiting, predecided, context);
     let _ = origin
         .adapter
         .activity(&origin.chat, Activity::Typing)
@@ -213,10 +225,12 @@ pub(crate) async fn resume(inner: &Arc<Inner>, approval_id: &str) {
         messages,
         new_from,
         remaining,
+        round,
+        system_context,
         host,
         cancel: inner.shutdown.child_token(),
     });
-    deliver(inner, &origin, events, memory::TurnMemory::default()).await;
+    deliver(inner, &origin, events, turn_memory).await;
 }
 
 fn host(
@@ -224,6 +238,7 @@ fn host(
     o: &Origin,
     awaiting: &Awaiting,
     predecided: Option<(String, ApprovalOutcome)>,
+    context: TurnContext,
 ) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
@@ -236,6 +251,7 @@ fn host(
         awaiting: Arc::clone(awaiting),
         reply_to: o.reply_to,
         predecided: Mutex::new(predecided),
+        context,
     })
 }
 

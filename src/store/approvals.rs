@@ -289,7 +289,8 @@ impl Store {
         }
     }
 
-    /// Revokes one of the user's rules by id (or id prefix of at least 6 chars).
+    /// Revokes one of the user's rules by id (or an id prefix of at least 6
+    /// chars). A prefix matching several rules revokes none.
     pub async fn revoke_rule(
         &self,
         platform: Platform,
@@ -299,15 +300,24 @@ impl Store {
         if id.len() < 6 {
             return Ok(false);
         }
-        let done = sqlx::query(
-            "DELETE FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3",
+        let mut tx = self.begin_write().await?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3 LIMIT 2",
         )
         .bind(platform.as_str())
         .bind(user.0)
         .bind(format!("{}%", id.replace(['%', '_'], "")))
-        .execute(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        let [only] = ids.as_slice() else {
+            return Ok(false);
+        };
+        sqlx::query("DELETE FROM approval_rules WHERE id = $1")
+            .bind(only)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 }
 
@@ -461,5 +471,33 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_ambiguous_prefix_revokes_nothing() {
+        let (store, _dir) = test_store().await;
+        for (id, pattern) in [("abcdef01", "ls"), ("abcdef02", "pwd")] {
+            sqlx::query("INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, 'test', 1, 'exec_command', $2, 0)")
+                .bind(id)
+                .bind(pattern)
+                .execute(&store.pool)
+                .await
+                .unwrap();
+        }
+        assert!(!store
+            .revoke_rule(Platform::Test, UserId(1), "abcdef")
+            .await
+            .unwrap());
+        assert_eq!(
+            store.rules(Platform::Test, UserId(1)).await.unwrap().len(),
+            2
+        );
+        assert!(store
+            .revoke_rule(Platform::Test, UserId(1), "abcdef02")
+            .await
+            .unwrap());
+        let left = store.rules(Platform::Test, UserId(1)).await.unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, "abcdef01");
     }
 }

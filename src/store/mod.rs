@@ -22,7 +22,7 @@ pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
-pub use turns::{TurnOrigin, TurnState};
+pub use turns::{TurnContext, TurnOrigin, TurnState};
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Executor};
@@ -171,8 +171,8 @@ impl Store {
     }
 }
 
-/// A database URL without its password, for error messages.
-fn redact_url(url: &str) -> String {
+/// A URL without its password, for messages and output.
+pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("redacted"));
@@ -230,6 +230,17 @@ mod tests {
             Some(PathBuf::from("/tmp/x.db"))
         );
         assert_eq!(sqlite_path("postgres://localhost/test"), None);
+    }
+
+    #[test]
+    fn urls_lose_their_password() {
+        let shown = redact_url("postgres://app:hunter2@db.internal:5432/sb");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("app:redacted@db.internal:5432/sb"),
+            "{shown}"
+        );
+        assert_eq!(redact_url("sqlite://./data/x.db"), "sqlite://./data/x.db");
     }
 
     #[tokio::test]

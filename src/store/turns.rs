@@ -36,6 +36,22 @@ pub struct TurnState {
     pub new_from: usize,
     /// The round's calls not run yet; the first one awaits the approval.
     pub remaining: Vec<ToolCall>,
+    pub context: TurnContext,
+}
+
+/// What a paused turn carries besides its messages, so that resuming it (in
+/// any process) continues the turn as it would have gone on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TurnContext {
+    /// The round the turn paused in (0 when unknown: rows from before 0005).
+    pub round: usize,
+    /// The turn's additions to the system prompt.
+    pub system_context: Option<String>,
+    /// The input as history stores it (without recalled memories).
+    pub plain_input: Option<String>,
+    /// Row ids of the history the turn was given (`None`: summary messages).
+    pub history_ids: Option<Vec<Option<i64>>>,
 }
 
 fn json<T: Serialize>(v: &T) -> Result<String, StoreError> {
@@ -49,8 +65,8 @@ fn parse<T: for<'de> Deserialize<'de>>(what: &str, s: &str) -> Result<T, StoreEr
 impl Store {
     pub async fn save_turn_state(&self, t: &TurnState) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO turn_states (id, session_id, approval_id, origin, messages, new_from, remaining, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO turn_states (id, session_id, approval_id, origin, messages, new_from, remaining, context, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&t.id)
         .bind(&t.session_id)
@@ -59,6 +75,7 @@ impl Store {
         .bind(json(&t.messages)?)
         .bind(i64::try_from(t.new_from).unwrap_or(0))
         .bind(json(&t.remaining)?)
+        .bind(json(&t.context)?)
         .bind(super::now())
         .execute(&self.pool)
         .await?;
@@ -73,7 +90,7 @@ impl Store {
     ) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(
             "DELETE FROM turn_states WHERE approval_id = $1
-             RETURNING id, session_id, approval_id, origin, messages, new_from, remaining",
+             RETURNING id, session_id, approval_id, origin, messages, new_from, remaining, context",
         )
         .bind(approval_id)
         .fetch_optional(&self.pool)
@@ -82,6 +99,7 @@ impl Store {
         let origin: String = r.try_get("origin")?;
         let messages: String = r.try_get("messages")?;
         let remaining: String = r.try_get("remaining")?;
+        let context: Option<String> = r.try_get("context")?;
         Ok(Some(TurnState {
             id: r.try_get("id")?,
             session_id: r.try_get("session_id")?,
@@ -90,7 +108,25 @@ impl Store {
             messages: parse("turn messages", &messages)?,
             new_from: usize::try_from(r.try_get::<i64, _>("new_from")?).unwrap_or(0),
             remaining: parse("turn calls", &remaining)?,
+            context: match context {
+                Some(c) => parse("turn context", &c)?,
+                None => TurnContext::default(),
+            },
         }))
+    }
+
+    /// Where the turn paused on `approval_id` belongs, without claiming it
+    /// (to queue its resumption in the right session).
+    pub async fn paused_turn_origin(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<TurnOrigin>, StoreError> {
+        let origin: Option<String> =
+            sqlx::query_scalar("SELECT origin FROM turn_states WHERE approval_id = $1")
+                .bind(approval_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        origin.map(|o| parse("turn origin", &o)).transpose()
     }
 
     /// Approvals already decided (or expired) whose paused turn nobody claimed —
@@ -209,6 +245,12 @@ mod tests {
                 name: "exec_command".into(),
                 arguments: "{}".into(),
             }],
+            context: TurnContext {
+                round: 3,
+                system_context: Some("rules".into()),
+                plain_input: Some("hi".into()),
+                history_ids: Some(vec![Some(1), None]),
+            },
         };
         store.save_turn_state(&state).await.unwrap();
         let (a, b) = tokio::join!(store.claim_turn_state("a1"), store.claim_turn_state("a1"));

@@ -4,7 +4,8 @@
 //! stdout. An approval card's buttons are answered with their one-key shortcuts
 //! (y/a/e/n). With piped stdin the console reads in lock-step: the next line is
 //! read only once the previous one was answered (or a card waits for a key), so
-//! scripts work without a TTY.
+//! scripts work without a TTY. At end of input a card still waiting is denied
+//! (nobody is left to answer it), so the turn ends and the process can exit.
 
 mod render;
 
@@ -108,6 +109,26 @@ impl ConsoleAdapter {
         }
     }
 
+    /// At end of input nobody can answer a pending card any more: deny it, so
+    /// the paused turn ends now instead of when the card expires.
+    async fn deny_pending_card(
+        &self,
+        sink: &InboundSink,
+        shutdown: &CancellationToken,
+    ) -> Result<(), PlatformError> {
+        let Some(press) = self.press_for("n") else {
+            return Ok(());
+        };
+        self.screen()
+            .print_notice_line("(end of input: denying the pending approval)");
+        self.drain_signals();
+        sink.send(Inbound::ButtonPress(press))
+            .await
+            .map_err(|_| PlatformError::Closed)?;
+        self.wait_for(&[Signal::PressAnswered], shutdown).await;
+        Ok(())
+    }
+
     fn press_for(&self, line: &str) -> Option<ButtonPress> {
         let key = line.trim().chars().next()?;
         if line.trim().chars().count() != 1 {
@@ -149,7 +170,10 @@ impl PlatformAdapter for ConsoleAdapter {
                 l = lines.next_line() => l.map_err(|e| PlatformError::Network(format!("stdin: {e}")))?,
                 () = shutdown.cancelled() => return Ok(()),
             };
-            let Some(line) = line else { return Ok(()) };
+            let Some(line) = line else {
+                self.deny_pending_card(&sink, &shutdown).await?;
+                return Ok(());
+            };
             if line.trim().is_empty() {
                 continue;
             }
@@ -228,5 +252,41 @@ impl PlatformAdapter for ConsoleAdapter {
             self.signal(Signal::Idle);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_platform::{ActionId, Button, ButtonStyle};
+
+    fn card(id: u32) -> OutgoingMessage {
+        let b = |k: char, label: &str| Button {
+            label: label.into(),
+            action: ActionId::parse(&format!("ap:{id}:{k}")).unwrap(),
+            style: ButtonStyle::Primary,
+            shortcut: Some(k),
+        };
+        OutgoingMessage::text("Run `ls`?").with_buttons(vec![vec![b('y', "Allow"), b('n', "Deny")]])
+    }
+
+    #[tokio::test]
+    async fn a_key_after_a_card_decided_elsewhere_is_a_message_again() {
+        let console = ConsoleAdapter::with_output(Box::new(std::io::sink()), true);
+        let shown = console
+            .send(&ConsoleAdapter::chat(), card(7))
+            .await
+            .unwrap();
+        let press = console.press_for("y").expect("a pending card takes `y`");
+        assert_eq!(press.action.to_string(), "ap:7:y");
+        // `/approve 7 allow` decided it: the core edits the card to its final state.
+        console
+            .edit(&shown, OutgoingMessage::text("✅ Allowed by you"))
+            .await
+            .unwrap();
+        assert!(
+            console.press_for("y").is_none(),
+            "`y` now goes to the agent as a message"
+        );
     }
 }

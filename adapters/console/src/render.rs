@@ -9,7 +9,11 @@ pub(crate) struct Screen<W: Write> {
     next_id: i64,
     /// The message printed last and its text, so edits that extend it print only the new part.
     last: Option<(MessageId, String)>,
+    /// The buttons of the card waiting for a key (empty: no card pending).
     card: Vec<Button>,
+    /// The message carrying `card`, so an edit of it (decided by `/approve`,
+    /// or expired) can retire the buttons.
+    card_id: Option<MessageId>,
     mid_line: bool,
 }
 
@@ -20,6 +24,7 @@ impl<W: Write> Screen<W> {
             next_id: 1,
             last: None,
             card: Vec::new(),
+            card_id: None,
             mid_line: false,
         }
     }
@@ -30,25 +35,46 @@ impl<W: Write> Screen<W> {
         self.break_line();
         self.write(&m.text);
         if !m.buttons.is_empty() {
-            self.card = m.buttons.iter().flatten().cloned().collect();
-            let hints: Vec<String> = self
-                .card
-                .iter()
-                .map(|b| match b.shortcut {
-                    Some(k) => format!("[{k}] {}", b.label),
-                    None => b.label.clone(),
-                })
-                .collect();
-            self.write(&format!("\n{}\n", hints.join("   ")));
-            self.mid_line = false;
-            self.last = None;
+            self.show_card(id, m);
         } else {
             self.last = Some((id, m.text.clone()));
         }
         id
     }
 
+    /// Makes `m`'s buttons the pending card and prints their key hints.
+    fn show_card(&mut self, id: MessageId, m: &OutgoingMessage) {
+        self.card = m.buttons.iter().flatten().cloned().collect();
+        self.card_id = Some(id);
+        let hints: Vec<String> = self
+            .card
+            .iter()
+            .map(|b| match b.shortcut {
+                Some(k) => format!("[{k}] {}", b.label),
+                None => b.label.clone(),
+            })
+            .collect();
+        self.write(&format!("\n{}\n", hints.join("   ")));
+        self.mid_line = false;
+        self.last = None;
+    }
+
     pub(crate) fn print_edit(&mut self, id: MessageId, m: &OutgoingMessage) {
+        if self.card_id == Some(id) {
+            // The pending card changed elsewhere (a `/approve` decision or
+            // expiry): show its new state; without buttons it takes no keys.
+            self.card.clear();
+            self.card_id = None;
+            self.break_line();
+            self.write(&m.text);
+            if m.buttons.is_empty() {
+                self.write("\n");
+                self.last = None;
+            } else {
+                self.show_card(id, m);
+            }
+            return;
+        }
         match &self.last {
             Some((last_id, shown)) if *last_id == id && m.text.starts_with(shown.as_str()) => {
                 let suffix = m.text[shown.len()..].to_owned();
@@ -66,6 +92,7 @@ impl<W: Write> Screen<W> {
 
     pub(crate) fn print_card_update(&mut self, m: &OutgoingMessage) {
         self.card.clear();
+        self.card_id = None;
         self.break_line();
         self.write(&format!("{}\n", m.text));
         self.mid_line = false;
@@ -76,6 +103,12 @@ impl<W: Write> Screen<W> {
         self.break_line();
         self.write(&format!("(only you see this) {text}\n"));
         self.mid_line = false;
+    }
+
+    /// A line of the console's own (not from the agent).
+    pub(crate) fn print_notice_line(&mut self, text: &str) {
+        self.break_line();
+        self.write(&format!("{text}\n"));
     }
 
     /// The action of the pending card's button with shortcut `key`.
@@ -158,5 +191,65 @@ mod tests {
         assert!(s.card_action('y').is_none());
         let out = String::from_utf8(s.out).unwrap();
         assert!(out.contains("[y] Ly   [n] Ln"), "{out}");
+    }
+
+    fn approval_buttons(id: u32) -> Vec<Vec<Button>> {
+        let b = |k: char| Button {
+            label: format!("L{k}"),
+            action: ActionId::parse(&format!("ap:{id}:{k}")).unwrap(),
+            style: ButtonStyle::Primary,
+            shortcut: Some(k),
+        };
+        vec![vec![b('y'), b('n')]]
+    }
+
+    #[test]
+    fn a_card_edited_to_its_final_state_no_longer_takes_keys() {
+        let mut s = Screen::new(Vec::new());
+        let card = s.print_new(&text("Run `ls`?").with_buttons(approval_buttons(1)));
+        assert!(s.card_action('y').is_some());
+        // Decided elsewhere (`/approve`) or expired: the core edits the card.
+        s.print_edit(card, &text("Expired: `ls` was not run."));
+        assert!(
+            s.card_action('y').is_none(),
+            "a one-letter line after a dead card is a message, not a press"
+        );
+        // An answer streamed after it still prints as usual.
+        let answer = s.print_new(&text("OK"));
+        s.print_edit(answer, &text("OK, skipped."));
+        s.end_block();
+        let out = String::from_utf8(s.out).unwrap();
+        assert!(
+            out.ends_with("Expired: `ls` was not run.\nOK, skipped.\n"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn editing_another_message_keeps_the_pending_card() {
+        let mut s = Screen::new(Vec::new());
+        let status = s.print_new(&text("working 10%"));
+        s.print_new(&text("Run `ls`?").with_buttons(approval_buttons(2)));
+        s.print_edit(status, &text("working 50%"));
+        assert_eq!(
+            s.card_action('n').map(|a| a.to_string()),
+            Some("ap:2:n".into())
+        );
+    }
+
+    #[test]
+    fn a_card_edited_with_new_buttons_takes_the_new_keys() {
+        let mut s = Screen::new(Vec::new());
+        let card = s.print_new(&text("Run `ls`?").with_buttons(approval_buttons(3)));
+        s.print_edit(
+            card,
+            &text("Run `ls -la`?").with_buttons(approval_buttons(4)),
+        );
+        assert_eq!(
+            s.card_action('y').map(|a| a.to_string()),
+            Some("ap:4:y".into())
+        );
+        let out = String::from_utf8(s.out).unwrap();
+        assert!(out.contains("Run `ls -la`?\n[y] Ly   [n] Ln\n"), "{out:?}");
     }
 }

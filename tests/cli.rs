@@ -1,0 +1,546 @@
+//! The real `switchboard` binary: `chat` as a console channel on piped stdin
+//! (no TTY) against the fake LLM, and the operator commands `run`, `migrate`,
+//! `doctor`, `pair` and configuration errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::e2e::messages;
+use support::fake_llm::{last_user_text, FakeLlm, Reply};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
+
+/// How long a command may run before the test calls it hung. Generous: the
+/// binary is a debug build and other builds may share the machine.
+const HANG: Duration = Duration::from_secs(90);
+
+/// A temp home for one binary run: data dir, database and workspace inside it.
+struct Env {
+    dir: tempfile::TempDir,
+    vars: Vec<(String, String)>,
+}
+
+impl Env {
+    /// Every variable the binary needs, pointing at `llm_base_url`; nothing
+    /// inherited from the test's environment except `PATH`.
+    fn new(llm_base_url: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let vars = vec![
+            ("LLM_BASE_URL".into(), llm_base_url.to_owned()),
+            ("LLM_MODEL".into(), "fake-model".into()),
+            ("DATA_DIR".into(), data.display().to_string()),
+            (
+                "DATABASE_URL".into(),
+                format!("sqlite://{}", data.join("switchboard.db").display()),
+            ),
+            (
+                "WORKSPACE_DIR".into(),
+                dir.path().join("ws").display().to_string(),
+            ),
+        ];
+        Env { dir, vars }
+    }
+
+    fn set(mut self, var: &str, value: &str) -> Env {
+        self.vars.retain(|(k, _)| k != var);
+        self.vars.push((var.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn unset(mut self, var: &str) -> Env {
+        self.vars.retain(|(k, _)| k != var);
+        self
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .envs(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            // No `.env` of the repository is picked up.
+            .current_dir(self.dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    fn spawn(&self, args: &[&str]) -> Running {
+        Running::spawn(self.command(args))
+    }
+
+    /// Runs a command with empty stdin to completion.
+    async fn run(&self, args: &[&str]) -> Finished {
+        let mut running = self.spawn(args);
+        running.close_stdin();
+        running.finish().await
+    }
+}
+
+/// Everything a stream printed so far, updated as it arrives.
+#[derive(Clone)]
+struct Captured {
+    text: Arc<Mutex<String>>,
+    changed: watch::Sender<u64>,
+}
+
+impl Captured {
+    /// Reads `stream` to its end in a task; the handle ends with the stream.
+    fn collect(
+        mut stream: impl AsyncRead + Unpin + Send + 'static,
+    ) -> (Captured, tokio::task::JoinHandle<()>) {
+        let captured = Captured {
+            text: Arc::default(),
+            changed: watch::Sender::new(0),
+        };
+        let c = captured.clone();
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        c.text
+                            .lock()
+                            .unwrap()
+                            .push_str(&String::from_utf8_lossy(&buf[..n]));
+                        c.changed.send_modify(|v| *v += 1);
+                    }
+                }
+            }
+        });
+        (captured, reader)
+    }
+
+    fn get(&self) -> String {
+        self.text.lock().unwrap().clone()
+    }
+}
+
+/// A running binary with piped stdin and captured output.
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Captured,
+    stderr: Captured,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Finished {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+impl std::fmt::Display for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Running {
+    fn spawn(mut cmd: Command) -> Running {
+        let mut child = cmd.spawn().expect("the switchboard binary starts");
+        let stdin = child.stdin.take();
+        let (stdout, out_reader) = Captured::collect(child.stdout.take().unwrap());
+        let (stderr, err_reader) = Captured::collect(child.stderr.take().unwrap());
+        Running {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            readers: vec![out_reader, err_reader],
+        }
+    }
+
+    async fn write(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is still open");
+        stdin.write_all(text.as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// End of input.
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    fn report(&self, what: &str) -> String {
+        format!(
+            "{what}\n--- stdout so far ---\n{}\n--- stderr so far ---\n{}",
+            self.stdout.get(),
+            self.stderr.get()
+        )
+    }
+
+    /// Waits until stdout contains `needle`.
+    async fn wait_for_output(&self, needle: &str) {
+        let mut rx = self.stdout.changed.subscribe();
+        let found = tokio::time::timeout(HANG, async {
+            loop {
+                rx.borrow_and_update();
+                if self.stdout.get().contains(needle) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+        .await;
+        if found.is_err() {
+            panic!(
+                "{}",
+                self.report(&format!("stdout never showed {needle:?}"))
+            );
+        }
+    }
+
+    /// Waits for the process to exit (killing it if it hangs) and returns its output.
+    async fn finish(mut self) -> Finished {
+        match tokio::time::timeout(HANG, self.child.wait()).await {
+            Ok(status) => {
+                let status = status.unwrap();
+                // The pipes close with the process: read them to the end.
+                for reader in self.readers.drain(..) {
+                    let _ = tokio::time::timeout(HANG, reader).await;
+                }
+                Finished {
+                    status,
+                    stdout: self.stdout.get(),
+                    stderr: self.stderr.get(),
+                }
+            }
+            Err(_) => {
+                let report = self.report("the process hung (killed)");
+                let _ = self.child.kill().await;
+                panic!("{report}");
+            }
+        }
+    }
+}
+
+/// The last message of a request (user, assistant or tool).
+fn last_message(request: &Value) -> Value {
+    messages(request).last().cloned().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- chat
+
+#[tokio::test]
+async fn chat_answers_piped_lines_and_exits_at_end_of_input() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        let asked = last_user_text(request).unwrap_or_default();
+        Reply::text(&format!("Hi! You said: {asked}"))
+    });
+    let env = Env::new(&llm.base_url());
+    let mut chat = env.spawn(&["chat"]);
+    chat.write("hello there\n").await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("Hi! You said: hello there"), "{done}");
+    let requests = llm.requests().await;
+    assert!(
+        requests
+            .iter()
+            .any(|r| last_user_text(r).as_deref() == Some("hello there")),
+        "{requests:#?}"
+    );
+    assert!(
+        Path::new(&env.dir.path().join("data/switchboard.db")).exists(),
+        "the conversation was stored in DATABASE_URL"
+    );
+}
+
+#[tokio::test]
+async fn chat_runs_a_command_after_y_on_stdin_approves_it() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        let last = last_message(request);
+        if last["role"] == "tool" {
+            let result = last["content"].as_str().unwrap_or_default();
+            Reply::text(&format!("Done. Tool said: {result}"))
+        } else {
+            Reply::tool_calls([(
+                "call_1",
+                "exec_command",
+                json!({"command": "echo approved > proof.txt; echo ran-it"}),
+            )])
+        }
+    });
+    let env = Env::new(&llm.base_url()).set("APPROVAL_TIMEOUT", "60");
+    let mut chat = env.spawn(&["chat"]);
+    chat.write("please run it\ny\n").await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stdout.contains("[y]") && done.stdout.contains("[n]"),
+        "the card lists its keys\n{done}"
+    );
+    assert!(done.stdout.contains("Allowed once"), "{done}");
+    assert!(done.stdout.contains("Done. Tool said:"), "{done}");
+    assert!(done.stdout.contains("ran-it"), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("proof.txt")).unwrap_or_default(),
+        "approved\n",
+        "the command ran in WORKSPACE_DIR\n{done}"
+    );
+    let requests = llm.requests().await;
+    assert!(
+        !requests
+            .iter()
+            .any(|r| last_user_text(r).as_deref() == Some("y")),
+        "`y` answered the card; it was not sent to the model"
+    );
+}
+
+#[tokio::test]
+async fn chat_with_more_piped_lines_than_the_rate_limit_answers_all_and_exits() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        let asked = last_user_text(request).unwrap_or_default();
+        Reply::text(&format!("echo: {asked}."))
+    });
+    let env = Env::new(&llm.base_url());
+    let mut chat = env.spawn(&["chat"]);
+    let lines: String = (1..=25).map(|i| format!("line {i}\n")).collect();
+    chat.write(&lines).await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    let mut at = 0;
+    for i in 1..=25 {
+        let answer = format!("echo: line {i}.");
+        match done.stdout[at..].find(&answer) {
+            Some(pos) => at += pos + answer.len(),
+            None => panic!("no answer {answer:?} (in order)\n{done}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn chat_takes_a_key_after_an_expired_card_as_a_message() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        let last = last_message(request);
+        if last["role"] == "tool" {
+            Reply::text("The command was not run.")
+        } else if last_user_text(request).as_deref() == Some("y") {
+            Reply::text("You said y to me.")
+        } else {
+            Reply::tool_calls([(
+                "call_1",
+                "exec_command",
+                json!({"command": "echo never > never.txt"}),
+            )])
+        }
+    });
+    let env = Env::new(&llm.base_url()).set("APPROVAL_TIMEOUT", "1");
+    let mut chat = env.spawn(&["chat"]);
+    chat.write("please run it\n").await;
+    chat.wait_for_output("Expired").await;
+    chat.wait_for_output("The command was not run.").await;
+    // The card is dead: `y` is now an ordinary message to the agent.
+    chat.write("y\n").await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("You said y to me."), "{done}");
+    assert!(!env.workspace().join("never.txt").exists());
+}
+
+#[tokio::test]
+async fn chat_denies_a_pending_card_at_end_of_input_and_exits() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        let last = last_message(request);
+        if last["role"] == "tool" {
+            let result = last["content"].as_str().unwrap_or_default();
+            Reply::text(&format!("Not run: {result}"))
+        } else {
+            Reply::tool_calls([(
+                "call_1",
+                "exec_command",
+                json!({"command": "echo never > never.txt"}),
+            )])
+        }
+    });
+    // The default 10-minute expiry: waiting for it would trip the hang guard.
+    let env = Env::new(&llm.base_url());
+    let mut chat = env.spawn(&["chat"]);
+    chat.write("please run it\n").await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("end of input"), "{done}");
+    assert!(done.stdout.contains("Denied"), "{done}");
+    assert!(
+        done.stdout.contains("Not run:"),
+        "the turn finished\n{done}"
+    );
+    assert!(!env.workspace().join("never.txt").exists());
+}
+
+// ---------------------------------------------------------------- operator commands
+
+#[tokio::test]
+async fn run_without_a_platform_exits_2_and_names_the_variables() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let done = env.run(&["run"]).await;
+    assert_eq!(done.code(), Some(2), "{done}");
+    assert!(done.stderr.contains("TELEGRAM_BOT_TOKEN"), "{done}");
+    assert!(done.stderr.contains("DISCORD_BOT_TOKEN"), "{done}");
+    assert!(done.stderr.contains("switchboard chat"), "{done}");
+}
+
+#[tokio::test]
+async fn migrate_creates_a_fresh_sqlite_database() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let path = env.dir.path().join("nested/deeper/fresh.db");
+    let url = format!("sqlite://{}", path.display());
+    let env = env.set("DATABASE_URL", &url);
+    assert!(!path.exists());
+
+    let done = env.run(&["migrate"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("up to date"), "{done}");
+    assert!(path.exists(), "the database file was created\n{done}");
+
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let (applied,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let expected = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .count();
+    assert_eq!(applied as usize, expected, "every migration applied");
+
+    let again = env.run(&["migrate"]).await;
+    assert_eq!(
+        again.code(),
+        Some(0),
+        "migrating twice is harmless\n{again}"
+    );
+}
+
+#[tokio::test]
+async fn doctor_passes_against_a_model_that_answers() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| Reply::text("OK"));
+    let env = Env::new(&llm.base_url());
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("✔ configuration loaded"), "{done}");
+    assert!(done.stdout.contains("✔ database"), "{done}");
+    assert!(done.stdout.contains("✔ model endpoint answers"), "{done}");
+    assert!(!done.stdout.contains('✘'), "{done}");
+    assert_eq!(llm.requests().await.len(), 1, "one probe request");
+}
+
+#[tokio::test]
+async fn doctor_fails_with_a_clear_message_when_the_model_endpoint_is_down() {
+    // A port nobody listens on.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let env = Env::new(&format!("http://127.0.0.1:{port}/v1"));
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(done.code(), Some(1), "{done}");
+    assert!(done.stdout.contains("✔ database"), "{done}");
+    let line = done
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("✘ model endpoint"))
+        .unwrap_or_else(|| panic!("no model endpoint failure line\n{done}"));
+    assert!(
+        line.contains(&format!("127.0.0.1:{port}")) || line.contains("connect"),
+        "the failure says what could not be reached: {line}"
+    );
+}
+
+#[tokio::test]
+async fn pair_list_on_an_empty_database_says_there_is_nothing_pending() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let done = env.run(&["pair", "list"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert_eq!(done.stdout.trim(), "No pending pairing requests.", "{done}");
+
+    let done = env.run(&["pair", "approve", "ZZZZ99"]).await;
+    assert_ne!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stderr
+            .contains("no pending, unexpired pairing code ZZZZ99"),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn configuration_errors_name_the_variable_and_the_fix() {
+    let base = "http://127.0.0.1:9/v1";
+    let cases: [(Env, &str, &[&str]); 4] = [
+        (
+            Env::new(base).set("ACCESS_POLICY", "bogus"),
+            "ACCESS_POLICY",
+            &["bogus", "pairing", "allowlist", "open"],
+        ),
+        (
+            Env::new(base).unset("LLM_BASE_URL"),
+            "LLM_BASE_URL",
+            &["not set", "http://localhost:11434/v1"],
+        ),
+        (Env::new(base).unset("LLM_MODEL"), "LLM_MODEL", &["not set"]),
+        (
+            Env::new(base).set("MAX_TOOL_ROUNDS", "many"),
+            "MAX_TOOL_ROUNDS",
+            &["many", "positive whole number"],
+        ),
+    ];
+    for (env, var, hints) in cases {
+        for args in [&["chat"][..], &["doctor"][..]] {
+            let done = env.run(args).await;
+            assert_eq!(done.code(), Some(1), "{args:?} with bad {var}\n{done}");
+            assert!(done.stdout.is_empty(), "{done}");
+            let first = done.stderr.lines().next().unwrap_or_default();
+            assert!(first.starts_with("error: "), "{done}");
+            assert!(first.contains(var), "names {var}\n{done}");
+            for hint in hints {
+                assert!(first.contains(hint), "mentions {hint:?}\n{done}");
+            }
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! End to end through `switchboard::start`: how a turn schedules its tool calls
+//! (safe calls really in parallel, at most 5 at once; approval-gated calls one
+//! after another, in order) and the `MAX_TOOL_ROUNDS` limit.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::Router;
+use serde_json::json;
+use support::e2e::{messages, tool_result, tool_results, Harness};
+use support::fake_llm::{last_user_text, Reply};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// A local HTTP server that holds every request until `release_at` requests
+/// have arrived (or `hold` passed), and records how many were in flight at once.
+struct HoldServer {
+    addr: SocketAddr,
+    shared: Arc<Hold>,
+    stop: CancellationToken,
+}
+
+struct Hold {
+    release_at: usize,
+    hold: Duration,
+    state: Mutex<HoldState>,
+    arrived: Notify,
+}
+
+#[derive(Default)]
+struct HoldState {
+    arrived: usize,
+    in_flight: usize,
+    max_in_flight: usize,
+    /// Request paths in arrival order.
+    paths: Vec<String>,
+}
+
+/// Leaves the in-flight count when the handler ends (or is dropped).
+struct InFlight(Arc<Hold>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.state.lock().unwrap().in_flight -= 1;
+    }
+}
+
+impl HoldServer {
+    async fn start(release_at: usize, hold: Duration) -> HoldServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Hold {
+            release_at,
+            hold,
+            state: Mutex::new(HoldState::default()),
+            arrived: Notify::new(),
+        });
+        let app = Router::new()
+            .route("/page/{name}", get(held_page))
+            .with_state(shared.clone());
+        let stop = CancellationToken::new();
+        let until = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(until)
+                .await;
+        });
+        HoldServer { addr, shared, stop }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("http://{}/page/{name}", self.addr)
+    }
+
+    fn max_in_flight(&self) -> usize {
+        self.shared.state.lock().unwrap().max_in_flight
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.shared.state.lock().unwrap().paths.clone()
+    }
+}
+
+impl Drop for HoldServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn held_page(State(hold): State<Arc<Hold>>, Path(name): Path<String>) -> String {
+    {
+        let mut s = hold.state.lock().unwrap();
+        s.arrived += 1;
+        s.in_flight += 1;
+        s.max_in_flight = s.max_in_flight.max(s.in_flight);
+        s.paths.push(name.clone());
+    }
+    let _in_flight = InFlight(hold.clone());
+    hold.arrived.notify_waiters();
+    let all_here = async {
+        loop {
+            let notified = hold.arrived.notified();
+            if hold.state.lock().unwrap().arrived >= hold.release_at {
+                return;
+            }
+            notified.await;
+        }
+    };
+    match tokio::time::timeout(hold.hold, all_here).await {
+        Ok(()) => format!("page {name}: released together"),
+        Err(_) => format!("page {name}: gave up waiting for the others"),
+    }
+}
+
+/// Config that lets `web_fetch` reach the local server.
+const ALLOW_LOOPBACK: (&str, &str) = ("WEB_FETCH_ALLOW", "127.0.0.1");
+
+#[tokio::test]
+async fn safe_tools_of_one_round_really_run_at_the_same_time() {
+    // Each request is held until both have arrived: run one after the other,
+    // the first would give up waiting (15 s) and say so.
+    let server = HoldServer::start(2, Duration::from_secs(15)).await;
+    let h = Harness::with(&[ALLOW_LOOPBACK]).await;
+    h.llm.push(Reply::tool_calls([
+        ("call_a", "web_fetch", json!({"url": server.url("a")})),
+        ("call_b", "web_fetch", json!({"url": server.url("b")})),
+    ]));
+    h.llm.push(Reply::text("Both pages fetched."));
+    h.channel.dm(1, "fetch both pages").await;
+    h.wait_for("the answer", |l| l.has_text("Both pages fetched."))
+        .await;
+
+    let requests = h.requests(2).await;
+    let results = tool_results(&requests[1]);
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["call_a", "call_b"], "results in call order");
+    assert!(
+        results[0].1.contains("page a: released together"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].1.contains("page b: released together"),
+        "{results:?}"
+    );
+    assert_eq!(server.max_in_flight(), 2);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn at_most_five_safe_tools_run_at_once() {
+    // Requests are held until all 7 are in flight. With the cap, only 5 can
+    // be: they give up after the hold, then the last 2 run. Without a cap all
+    // 7 would be in flight at once.
+    let server = HoldServer::start(7, Duration::from_secs(2)).await;
+    let h = Harness::with(&[ALLOW_LOOPBACK]).await;
+    let calls: Vec<(String, &str, serde_json::Value)> = (1..=7)
+        .map(|i| {
+            (
+                format!("call_{i}"),
+                "web_fetch",
+                json!({"url": server.url(&i.to_string())}),
+            )
+        })
+        .collect();
+    h.llm.push(Reply::tool_calls(calls));
+    h.llm.push(Reply::text("Seven pages fetched."));
+    h.channel.dm(1, "fetch seven pages").await;
+    h.wait_for("the answer", |l| l.has_text("Seven pages fetched."))
+        .await;
+
+    assert_eq!(
+        server.max_in_flight(),
+        5,
+        "the server saw {} requests in flight at once",
+        server.max_in_flight()
+    );
+    let mut paths = server.paths();
+    paths.sort();
+    assert_eq!(paths, ["1", "2", "3", "4", "5", "6", "7"], "every call ran");
+    let requests = h.requests(2).await;
+    let results = tool_results(&requests[1]);
+    let ids: Vec<String> = results.iter().map(|(id, _)| id.clone()).collect();
+    let expected: Vec<String> = (1..=7).map(|i| format!("call_{i}")).collect();
+    assert_eq!(ids, expected, "results in call order");
+    for (i, (_, content)) in results.iter().enumerate() {
+        assert!(
+            content.contains(&format!("page {}:", i + 1)),
+            "result {} is its own page: {content}",
+            i + 1
+        );
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn approval_gated_calls_run_one_after_another_in_order() {
+    let h = Harness::start().await;
+    // The first command is slow; if the two ran at once, the second card would
+    // be up (and `second` could be written) before the first finished.
+    h.llm.push(Reply::tool_calls([
+        (
+            "call_1",
+            "exec_command",
+            json!({"command": "sleep 0.5; echo first >> order.txt"}),
+        ),
+        (
+            "call_2",
+            "exec_command",
+            json!({"command": "echo second >> order.txt"}),
+        ),
+    ]));
+    h.llm.push(Reply::text("Both commands ran."));
+    h.channel.dm(1, "run both").await;
+
+    let first = h.channel.card().await;
+    assert!(first.text.contains("sleep 0.5"), "{}", first.text);
+    h.channel.press(1, &first.action('y')).await;
+    let second = h.channel.next_card(first.id).await;
+    assert!(second.text.contains("echo second"), "{}", second.text);
+    let order = h.workspace().join("order.txt");
+    assert_eq!(
+        std::fs::read_to_string(&order).unwrap_or_default(),
+        "first\n",
+        "the second call is asked for only after the first one finished"
+    );
+    h.channel.press(1, &second.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Both commands ran."))
+        .await;
+
+    assert_eq!(std::fs::read_to_string(&order).unwrap(), "first\nsecond\n");
+    assert_eq!(h.channel.log().cards_ever(), 2);
+    let requests = h.requests(2).await;
+    let results = tool_results(&requests[1]);
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_model_that_never_stops_calling_tools_is_stopped_after_15_rounds() {
+    let h = Harness::start().await;
+    for i in 1..=20 {
+        h.write(&format!("r{i}.txt"), &format!("content of file {i}"));
+    }
+    // Always another tool call, with different arguments every round so the
+    // doom-loop guard stays quiet.
+    h.llm.set_responder(|request| {
+        let n = messages(request)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count()
+            + 1;
+        Reply::tool_calls([(
+            format!("call_{n}"),
+            "read_file",
+            json!({"path": format!("r{n}.txt")}),
+        )])
+    });
+    h.channel.dm(1, "keep reading files forever").await;
+    let log = h
+        .wait_for("the round-limit notice", |l| {
+            l.any_contains("stopped after 15 tool rounds")
+        })
+        .await;
+    h.idle().await;
+
+    let notice = log.find("stopped after 15 tool rounds").unwrap();
+    assert!(
+        notice.text.contains("Tell me how to continue"),
+        "{}",
+        notice.text
+    );
+    let requests = h.llm.requests().await;
+    assert_eq!(
+        requests.len(),
+        15,
+        "one model call per round, none after the 15th"
+    );
+    for (round, request) in requests.iter().enumerate().skip(1) {
+        assert!(
+            tool_result(request, &format!("call_{round}"))
+                .contains(&format!("content of file {round}")),
+            "round {round} ran its call"
+        );
+    }
+
+    // The session is still usable: the next message gets a normal answer, and
+    // the stored turn (15 rounds, then the notice) replays as a valid request.
+    h.llm.push(Reply::text("Fine, I'll stop."));
+    h.channel.dm(1, "ok, stop").await;
+    h.wait_for("an answer after the limit", |l| {
+        l.has_text("Fine, I'll stop.")
+    })
+    .await;
+    let requests = h.requests(16).await;
+    let next = &requests[15];
+    assert_eq!(last_user_text(next).as_deref(), Some("ok, stop"));
+    assert!(tool_result(next, "call_15").contains("content of file 15"));
+    assert!(
+        messages(next).iter().any(|m| m["role"] == "assistant"
+            && m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("stopped after 15 tool rounds"))),
+        "the notice is part of the history"
+    );
+    h.stop().await;
+}
