@@ -252,6 +252,48 @@ async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
 }
 
 #[tokio::test]
+async fn an_approval_that_lost_its_card_still_expires_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        an_approval_that_lost_its_card_still_expires_after_a_restart_on(&db).await;
+    }
+}
+
+async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    llm.push(exec_call("call_1", "echo never-run"));
+    let first = instance(&llm, &db).await;
+    first.channel.dm(1, "please run the echo").await;
+    first.channel.card().await;
+    first.stop().await;
+    // The process died after showing the card but before storing its id, and
+    // the approval's time ran out meanwhile.
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    sqlx::query("UPDATE approvals SET card_message_id = NULL, expires_at = 0")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    llm.push(Reply::text("It expired, so nothing ran."));
+    let second = instance(&llm, &db).await;
+    second
+        .channel
+        .wait_for("the resumed answer", |l| {
+            l.has_text("It expired, so nothing ran.")
+        })
+        .await;
+    let requests = llm.requests().await;
+    let result = last_tool_result(requests.last().unwrap());
+    assert!(result.contains("approval expired"), "{result}");
+    let pending = second.running.store.due_approvals().await.unwrap();
+    assert!(pending.is_empty(), "no approval stays pending: {pending:?}");
+    second.stop().await;
+}
+
+#[tokio::test]
 async fn a_denial_after_a_restart_reaches_the_model() {
     let dir = tempfile::tempdir().unwrap();
     for db in databases(dir.path()).await {

@@ -16,7 +16,7 @@ use support::e2e::{messages, Harness};
 use support::fake_llm::Reply;
 use switchboard::memory::{MemoryBook, MemoryConfig};
 use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
-use switchboard_platform::{Platform, UserId};
+use switchboard_platform::{Addressed, Platform, UserId};
 
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
@@ -162,6 +162,25 @@ async fn an_idle_session_is_extracted_under_the_contract() {
             trace.contains("> you: Please always use bullet points"),
             "{trace}"
         );
+        // In a group the memory shows, but the DM's words are not quoted there.
+        let before = h.channel.log().sent().len();
+        h.channel
+            .group(
+                1,
+                -500,
+                Addressed::Command,
+                &format!("/memory trace {}", bullet.id),
+            )
+            .await;
+        let log = h
+            .wait_for("the group trace", |l| l.sent().len() > before)
+            .await;
+        let in_group = log.sent().last().unwrap().text.clone();
+        assert!(
+            in_group.contains("bullet points") && in_group.contains("Said in another chat"),
+            "{in_group}"
+        );
+        assert!(!in_group.contains("> you:"), "{in_group}");
         h.stop().await;
     }
 }

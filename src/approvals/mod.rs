@@ -190,9 +190,9 @@ impl Approvals {
             tokio::select! {
                 decided = &mut rx => match decided {
                     Ok(decision) => return Ok(decision),
-                    Err(_) => return self.expire(adapter, &id, card).await,
+                    Err(_) => return self.expire(adapter, &id, Some(card)).await,
                 },
-                () = tokio::time::sleep_until(deadline) => return self.expire(adapter, &id, card).await,
+                () = tokio::time::sleep_until(deadline) => return self.expire(adapter, &id, Some(card)).await,
                 () = tokio::time::sleep(DB_POLL) => {
                     if let Some(record) = self.store.approval(&id).await? {
                         if record.status != ApprovalStatus::Pending {
@@ -210,7 +210,7 @@ impl Approvals {
         &self,
         adapter: &dyn PlatformAdapter,
         id: &str,
-        card_ref: MessageRef,
+        card_ref: Option<MessageRef>,
     ) -> Result<Decision, ApprovalError> {
         self.waiters_lock().remove(id);
         match self.store.expire_approval(id).await? {
@@ -218,9 +218,13 @@ impl Approvals {
                 self.store
                     .record_event("approval.expired", json!({ "id": id }))
                     .await;
-                let card = card::final_card(&record);
-                if let Err(e) = adapter.edit(&card_ref, card).await {
-                    tracing::warn!(error = %e, "could not mark the approval card expired");
+                // No card reference: the process died between showing the
+                // card and storing its id. The decision still stands.
+                if let Some(card_ref) = card_ref {
+                    let card = card::final_card(&record);
+                    if let Err(e) = adapter.edit(&card_ref, card).await {
+                        tracing::warn!(error = %e, "could not mark the approval card expired");
+                    }
                 }
                 Ok(Decision::Expired)
             }

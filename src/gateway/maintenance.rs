@@ -71,13 +71,10 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
         let Some(adapter) = inner.adapter(record.chat.platform) else {
             continue;
         };
-        let Some(card) = record.card_message else {
-            continue;
-        };
-        let card = MessageRef {
+        let card = record.card_message.map(|id| MessageRef {
             chat: record.chat,
-            id: card,
-        };
+            id,
+        });
         if let Err(e) = inner
             .approvals
             .expire(adapter.as_ref(), &record.id, card)

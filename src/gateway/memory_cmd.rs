@@ -37,7 +37,10 @@ pub(crate) async fn run(
             None => USAGE.to_owned(),
         }),
         ["trace", id] => match parse_id(id) {
-            Some(id) => trace(inner, owner, id, &visible).await,
+            Some(id) => {
+                let here = Here { key, private };
+                trace(inner, owner, id, &here, &visible).await
+            }
             None => Ok(USAGE.to_owned()),
         },
         _ => Ok(USAGE.to_owned()),
@@ -85,10 +88,26 @@ async fn list(
     Ok(out)
 }
 
+/// The chat a command runs in.
+struct Here<'a> {
+    key: &'a SessionKey,
+    private: bool,
+}
+
+impl Here<'_> {
+    /// Whether messages of `source` (a session of the same user) may be quoted
+    /// here: anywhere in a direct message, and in a shared chat only when they
+    /// were said in that same chat, never a DM's words in a group.
+    fn may_quote(&self, source: &SessionKey) -> bool {
+        self.private || (source.platform == self.key.platform && source.chat == self.key.chat)
+    }
+}
+
 async fn trace(
     inner: &Inner,
     owner: MemoryOwner,
     id: i64,
+    here: &Here<'_>,
     visible: &(dyn Fn(MemoryKind) -> bool + Sync),
 ) -> Result<String, StoreError> {
     let Some(m) = inner.store.memory(owner, id).await? else {
@@ -112,7 +131,7 @@ async fn trace(
     }
     for source in m.source_ref.split_whitespace() {
         out.push_str(&format!("\n\n**Source** `{source}`"));
-        out.push_str(&source_excerpt(inner, owner, source).await?);
+        out.push_str(&source_excerpt(inner, owner, here, source).await?);
     }
     Ok(out)
 }
@@ -122,6 +141,7 @@ async fn trace(
 async fn source_excerpt(
     inner: &Inner,
     owner: MemoryOwner,
+    here: &Here<'_>,
     source: &str,
 ) -> Result<String, StoreError> {
     let Some(rest) = source.strip_prefix("chat:") else {
@@ -136,8 +156,14 @@ async fn source_excerpt(
     let (session, range) = rest.split_once('#').unwrap_or((rest, ""));
     let session = SessionId(session.to_owned());
     match inner.store.session_key(&session.0).await? {
-        Some(k) if MemoryOwner::of(&k) == owner => {}
-        _ => return Ok("\n(That conversation no longer exists.)".into()),
+        Some(k) if MemoryOwner::of(&k) != owner => {
+            return Ok("\n(That conversation no longer exists.)".into())
+        }
+        Some(k) if !here.may_quote(&k) => {
+            return Ok("\n(Said in another chat; ask me in a direct message to see it.)".into())
+        }
+        Some(_) => {}
+        None => return Ok("\n(That conversation no longer exists.)".into()),
     }
     let Some((from, to)) = range
         .split_once('-')
