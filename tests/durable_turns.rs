@@ -294,6 +294,64 @@ async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db
 }
 
 #[tokio::test]
+async fn a_message_queued_at_shutdown_is_answered_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_message_queued_at_shutdown_is_answered_after_the_restart_on(&db).await;
+    }
+}
+
+async fn inbox_rows(url: &str) -> i64 {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    n
+}
+
+async fn a_message_queued_at_shutdown_is_answered_after_the_restart_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    // The first message's turn hangs in the model; the second waits behind it.
+    llm.push(Reply::text("Thinking").then_stall());
+    let first = instance(&llm, &db).await;
+    first.channel.dm(1, "first question").await;
+    while llm.requests().await.is_empty() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.channel.dm(1, "second question").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while inbox_rows(&db.url).await < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second message was never stored"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.stop().await;
+
+    llm.push(Reply::text("Answering the second question."));
+    let second = instance(&llm, &db).await;
+    let log = second
+        .channel
+        .wait_for("the queued message's answer", |l| {
+            l.has_text("Answering the second question.")
+        })
+        .await;
+    let answer = log.find("Answering the second question.").unwrap();
+    assert_eq!(answer.chat, dm_chat(1));
+    let requests = llm.requests().await;
+    assert_eq!(requests.len(), 2, "the started turn is not run again");
+    let asked = support::fake_llm::last_user_text(&requests[1]).unwrap();
+    assert!(asked.contains("second question"), "{asked}");
+    assert_eq!(inbox_rows(&db.url).await, 0, "the inbox is empty again");
+    second.stop().await;
+}
+
+#[tokio::test]
 async fn a_denial_after_a_restart_reaches_the_model() {
     let dir = tempfile::tempdir().unwrap();
     for db in databases(dir.path()).await {

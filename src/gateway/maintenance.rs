@@ -35,6 +35,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         if last_housekeeping.elapsed() >= HOUSEKEEPING {
             last_housekeeping = tokio::time::Instant::now();
             announce_interrupted_tasks(&inner).await;
+            keep_inbox(&inner).await;
             inner.limiter.prune();
         }
         expire_due_approvals(&inner).await;
@@ -186,5 +187,37 @@ pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
         if let Err(e) = adapter.send(&task.chat, OutgoingMessage::text(text)).await {
             tracing::warn!(error = %e, "could not tell a chat about an interrupted task");
         }
+    }
+}
+
+/// Renews this process's inbox lease and takes over the inbox of processes
+/// that are gone.
+async fn keep_inbox(inner: &Arc<Inner>) {
+    if inner.inbox_held.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+        if let Err(e) = inner.store.inbox_renew(&inner.instance).await {
+            tracing::warn!(error = %e, "could not renew the inbox lease");
+        }
+    }
+    take_abandoned_inbox(inner).await;
+}
+
+/// Queues the messages other (dead) processes — or this one before a
+/// restart — accepted but never started, oldest first.
+pub(crate) async fn take_abandoned_inbox(inner: &Arc<Inner>) {
+    let platforms: Vec<_> = inner.adapters.keys().copied().collect();
+    match inner
+        .store
+        .inbox_take_abandoned(&inner.instance, &platforms)
+        .await
+    {
+        Ok(entries) => {
+            if !entries.is_empty() {
+                tracing::info!(count = entries.len(), "taking over queued messages");
+            }
+            for entry in entries {
+                super::queue_from_inbox(inner, entry);
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not look for abandoned inbox messages"),
     }
 }

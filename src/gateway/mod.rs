@@ -27,6 +27,7 @@ use access::{Access, AccessControl};
 use limiter::{Limit, UserLimiter};
 use session::{SessionHandle, SessionInput};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
@@ -62,11 +63,38 @@ pub(crate) struct Inner {
     limiter: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     pub busy: Busy,
+    /// This process's id, owner of its inbox rows.
+    instance: String,
+    /// Inbox rows this process holds (renewed only while there are some).
+    inbox_held: AtomicUsize,
 }
 
 impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
         self.adapters.get(&platform).cloned()
+    }
+
+    /// Stores an accepted message in the inbox; `None` when storage failed
+    /// (the message is still handled, only not restart-proof).
+    async fn inbox_add(&self, msg: &InboundMessage) -> Option<i64> {
+        match self.store.inbox_add(&self.instance, msg).await {
+            Ok(id) => {
+                self.inbox_held.fetch_add(1, Ordering::Relaxed);
+                Some(id)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not store an inbound message; it will not survive a restart");
+                None
+            }
+        }
+    }
+
+    /// A message's turn starts: its inbox row has done its job.
+    pub(crate) async fn inbox_taken(&self, id: i64) {
+        self.inbox_held.fetch_sub(1, Ordering::Relaxed);
+        if let Err(e) = self.store.inbox_remove(id).await {
+            tracing::warn!(error = %e, "could not remove an inbox row");
+        }
     }
 }
 
@@ -123,6 +151,8 @@ impl Gateway {
             limiter: UserLimiter::new(settings.user_messages_per_minute),
             sessions: Mutex::new(HashMap::new()),
             busy,
+            instance: uuid::Uuid::new_v4().simple().to_string(),
+            inbox_held: AtomicUsize::new(0),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -139,6 +169,7 @@ impl Gateway {
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
         maintenance::announce_interrupted_tasks(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;
+        maintenance::take_abandoned_inbox(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(memory::sweep(Arc::clone(&self.inner)));
@@ -156,6 +187,11 @@ impl Gateway {
                 Some(done) = self.finished.recv() => self.on_task_finished(done),
                 Some(fired) = due.recv() => self.on_schedule_fired(fired),
             }
+        }
+        // What is still queued stays in the inbox for the next process, which
+        // may take it at once.
+        if let Err(e) = self.inner.store.inbox_release(&self.inner.instance).await {
+            tracing::warn!(error = %e, "could not release the inbox; the next process takes it after the lease");
         }
     }
 
@@ -224,8 +260,11 @@ impl Gateway {
             let text = approve_command(inner, adapter.as_ref(), &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
+        // Durable before it is queued: the platform already counts it as
+        // delivered (Telegram's offset moves on), so a restart must not lose it.
         let guard = inner.busy.enter();
-        self.session(key).enqueue(SessionInput::Message(msg), guard);
+        let inbox = inner.inbox_add(&msg).await;
+        self.session(key).enqueue_message(msg, inbox, guard);
     }
 
     fn on_press(&self, press: ButtonPress) {
@@ -300,6 +339,21 @@ fn session_worker(inner: &Arc<Inner>, key: SessionKey) -> SessionHandle {
         .entry(key)
         .or_insert_with(|| SessionHandle::spawn(Arc::clone(inner), key))
         .clone()
+}
+
+/// Queues a message taken over from the inbox of a process that is gone (or
+/// of this process before a restart).
+pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
+    let msg = entry.message;
+    let key = SessionKey {
+        platform: msg.chat.platform,
+        chat: msg.chat.chat,
+        thread: msg.chat.thread,
+        user: msg.user.id,
+    };
+    inner.inbox_held.fetch_add(1, Ordering::Relaxed);
+    let guard = inner.busy.enter();
+    session_worker(inner, key).enqueue_message(msg, Some(entry.id), guard);
 }
 
 /// Queues the resumption of the turn paused on `approval_id` in its session,

@@ -30,6 +30,8 @@ enum Work {
 
 struct Queued {
     work: Work,
+    /// The message's inbox row, removed when its turn starts.
+    inbox: Option<i64>,
     _guard: BusyGuard,
 }
 
@@ -66,6 +68,9 @@ impl SessionHandle {
                     q = rx.recv() => match q { Some(q) => q, None => break },
                     () = inner.shutdown.cancelled() => break,
                 };
+                if let Some(id) = queued.inbox {
+                    inner.inbox_taken(id).await;
+                }
                 match queued.work {
                     Work::Input(input) => turn::process(&inner, key, &awaiting, *input).await,
                     Work::Resume(approval_id) => {
@@ -79,18 +84,33 @@ impl SessionHandle {
 
     /// Queues an input; it holds `guard` (the gateway stays busy) until processed.
     pub(crate) fn enqueue(&self, input: SessionInput, guard: BusyGuard) -> bool {
-        self.send(Work::Input(Box::new(input)), guard)
+        self.send(Work::Input(Box::new(input)), None, guard)
+    }
+
+    /// Queues a user message stored as inbox row `inbox` (if it could be).
+    pub(crate) fn enqueue_message(
+        &self,
+        msg: InboundMessage,
+        inbox: Option<i64>,
+        guard: BusyGuard,
+    ) -> bool {
+        self.send(
+            Work::Input(Box::new(SessionInput::Message(msg))),
+            inbox,
+            guard,
+        )
     }
 
     /// Queues the resumption of the turn paused on `approval_id`.
     pub(crate) fn enqueue_resume(&self, approval_id: String, guard: BusyGuard) -> bool {
-        self.send(Work::Resume(approval_id), guard)
+        self.send(Work::Resume(approval_id), None, guard)
     }
 
-    fn send(&self, work: Work, guard: BusyGuard) -> bool {
+    fn send(&self, work: Work, inbox: Option<i64>, guard: BusyGuard) -> bool {
         self.tx
             .send(Queued {
                 work,
+                inbox,
                 _guard: guard,
             })
             .is_ok()

@@ -1,0 +1,181 @@
+//! The inbox: accepted messages waiting for their session, durable so that a
+//! restart (or a dead process) loses none of them.
+
+use super::{now, Store, StoreError};
+use sqlx::Row;
+use switchboard_platform::{InboundMessage, Platform};
+
+/// How long a process's inbox rows stay its own without a renewal.
+pub(crate) const INBOX_LEASE_MS: i64 = 60_000;
+
+/// A queued message taken over from a process that is gone.
+#[derive(Debug, Clone)]
+pub struct InboxEntry {
+    pub id: i64,
+    pub message: InboundMessage,
+}
+
+impl Store {
+    /// Stores an accepted message for `owner` (a process id); returns its row id.
+    pub async fn inbox_add(
+        &self,
+        owner: &str,
+        message: &InboundMessage,
+    ) -> Result<i64, StoreError> {
+        let json =
+            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO inbox (platform, message, owner, lease_until, received_at)
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(message.chat.platform.as_str())
+        .bind(json)
+        .bind(owner)
+        .bind(now() + INBOX_LEASE_MS)
+        .bind(now())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(id)
+    }
+
+    /// Removes a message whose turn has started.
+    pub async fn inbox_remove(&self, id: i64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM inbox WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Extends the lease on `owner`'s rows: the process is alive.
+    pub async fn inbox_renew(&self, owner: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET lease_until = $1 WHERE owner = $2")
+            .bind(now() + INBOX_LEASE_MS)
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Gives up `owner`'s rows at a clean shutdown, so the next process takes
+    /// them at once instead of after the lease.
+    pub async fn inbox_release(&self, owner: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET lease_until = 0 WHERE owner = $1")
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes over the rows of processes that are gone (lapsed lease) for the
+    /// `platforms` this process serves, oldest first. The conditional update
+    /// gives each row to one taker.
+    pub async fn inbox_take_abandoned(
+        &self,
+        owner: &str,
+        platforms: &[Platform],
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        if platforms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (0..platforms.len())
+            .map(|i| format!("${}", i + 4))
+            .collect();
+        let sql = format!(
+            "UPDATE inbox SET owner = $1, lease_until = $2
+             WHERE lease_until < $3 AND platform IN ({})
+             RETURNING id, message",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(owner)
+            .bind(now() + INBOX_LEASE_MS)
+            .bind(now());
+        for p in platforms {
+            query = query.bind(p.as_str());
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            let json: String = row.try_get("message")?;
+            match serde_json::from_str(&json) {
+                Ok(message) => entries.push(InboxEntry { id, message }),
+                Err(e) => {
+                    tracing::warn!(id, error = %e, "dropping an unreadable inbox row");
+                    self.inbox_remove(id).await?;
+                }
+            }
+        }
+        entries.sort_by_key(|e| e.id);
+        Ok(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_store;
+    use switchboard_platform::{Addressed, ChatAddress, ChatId, ChatKind, MessageId, User, UserId};
+
+    fn message(text: &str) -> InboundMessage {
+        InboundMessage {
+            chat: ChatAddress {
+                platform: Platform::Test,
+                chat: ChatId(1),
+                thread: None,
+            },
+            chat_kind: ChatKind::Dm,
+            message_id: MessageId(7),
+            user: User {
+                id: UserId(1),
+                display_name: "Ann".into(),
+                is_bot: false,
+                is_approver: false,
+            },
+            text: text.into(),
+            addressed: Addressed::Dm,
+            reply_to: None,
+            attachments: Vec::new(),
+            timestamp: chrono::Utc::now(),
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_of_a_live_process_stay_and_a_gone_ones_are_taken_once() {
+        let (store, _dir) = test_store().await;
+        let first = store.inbox_add("a", &message("one")).await.unwrap();
+        store.inbox_add("a", &message("two")).await.unwrap();
+        let platforms = [Platform::Test];
+        assert!(
+            store
+                .inbox_take_abandoned("b", &platforms)
+                .await
+                .unwrap()
+                .is_empty(),
+            "a's lease is live"
+        );
+        store.inbox_release("a").await.unwrap();
+        assert!(
+            store
+                .inbox_take_abandoned("b", &[Platform::Telegram])
+                .await
+                .unwrap()
+                .is_empty(),
+            "b does not serve that platform"
+        );
+        let taken = store.inbox_take_abandoned("b", &platforms).await.unwrap();
+        let texts: Vec<&str> = taken.iter().map(|e| e.message.text.as_str()).collect();
+        assert_eq!(texts, ["one", "two"], "oldest first");
+        assert_eq!(taken[0].id, first);
+        assert!(store
+            .inbox_take_abandoned("c", &platforms)
+            .await
+            .unwrap()
+            .is_empty());
+        store.inbox_remove(first).await.unwrap();
+        store.inbox_release("b").await.unwrap();
+        let left = store.inbox_take_abandoned("c", &platforms).await.unwrap();
+        assert_eq!(left.len(), 1);
+    }
+}
