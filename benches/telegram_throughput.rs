@@ -1,7 +1,8 @@
 //! Telegram throughput: N simulated users each ask M questions in turn (the next
 //! after the previous answer is final) through the real gateway, the Telegram
-//! adapter and the fake Bot API enforcing Telegram's published limits (1 msg/s
-//! per chat, 20/min per group, 30/s per bot). The fake LLM answers instantly,
+//! adapter (default quotas) and the fake Bot API enforcing Telegram's published
+//! limits the way Telegram counts them (sliding windows, no burst: 1 msg/s per
+//! chat, 20/min per group, 30/s per bot). The fake LLM answers instantly,
 //! so every millisecond measured is added by the gateway, the adapter's pacing
 //! and the Bot API round trips.
 //!

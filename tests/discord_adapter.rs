@@ -586,6 +586,16 @@ async fn malformed_payloads_and_unknown_custom_ids_are_ignored() {
         .send(&channel(CHANNEL), card("Card", &["ap:5:allow"]))
         .await
         .unwrap();
+    // Discord only sends presses of buttons the message carries.
+    assert_eq!(
+        h.fake
+            .press(Press::new(card_ref.id.get() as u64, "ap:6:allow", ALICE)),
+        None
+    );
+    // Ids that are not action ids can only come from a card the bot posted
+    // long ago (an older version, another scheme).
+    let odd_ids = ["not an action", "ünknown", &"x".repeat(90)];
+    let old_card = h.fake.plant_bot_message(CHANNEL, "Old card", &odd_ids);
     assert!(h.fake.send_raw(0, "this is not json"));
     assert!(h.fake.send_raw(
         0,
@@ -598,9 +608,9 @@ async fn malformed_payloads_and_unknown_custom_ids_are_ignored() {
     assert!(h.fake.send_raw(0, r#"{"op":77,"d":null}"#));
     assert!(h.fake.send_raw(0, r#"[1,2,3]"#));
     // Not an action id (space, non-ASCII, too long): acknowledged, never forwarded.
-    for custom_id in ["not an action", "ünknown", &"x".repeat(90)] {
+    for custom_id in odd_ids {
         h.fake
-            .press(Press::new(card_ref.id.get() as u64, custom_id, ALICE))
+            .press(Press::new(old_card, custom_id, ALICE))
             .unwrap();
     }
     let after = h
@@ -613,6 +623,7 @@ async fn malformed_payloads_and_unknown_custom_ids_are_ignored() {
     );
     assert!(h.fake.callbacks().iter().all(|c| c.kind == 6));
     assert_eq!(h.fake.identifies().len(), 1, "the connection was kept");
+    assert_eq!(h.fake.resumes(), 0, "...without even a resume");
     assert!(h.inbound.try_recv().is_err(), "nothing else was forwarded");
     h.stop().await;
 }
@@ -638,7 +649,9 @@ async fn a_dropped_connection_resumes_and_keeps_delivering() {
 #[tokio::test]
 async fn a_rate_limited_channel_pauses_while_another_flows() {
     let h = start().await;
-    h.fake.rate_limit_channel(CHANNEL, 1, 1.0);
+    // Long enough for the other channel's three messages within its own quota
+    // (two at once, the third 1.26 s later).
+    h.fake.rate_limit_channel(CHANNEL, 1, 3.0);
     let a = {
         let adapter = h.adapter.clone();
         tokio::spawn(async move {

@@ -315,24 +315,30 @@ async fn foreign_presses_are_refused_privately_and_double_presses_noticed() {
         "card unchanged"
     );
 
-    e.discord
-        .press(Press::new(card_id, id(":n"), ALICE))
-        .unwrap();
-    let (kind, _) = e.wait_callback(2).await;
-    assert_eq!(kind, 7);
-    let denied = e.discord.message(card_id).unwrap();
-    assert!(denied["content"].as_str().unwrap().contains("Denied"));
-
-    e.discord
-        .press(Press::new(card_id, id(":y"), ALICE))
-        .unwrap();
-    let (kind, data) = e.wait_callback(3).await;
-    assert_eq!(kind, 4);
-    assert!(ephemeral(&data));
-    assert!(data["content"]
+    // A double press: both arrive while the card still shows its buttons
+    // (Discord sends nothing for buttons already removed).
+    for _ in 0..2 {
+        e.discord
+            .press(Press::new(card_id, id(":n"), ALICE))
+            .unwrap();
+    }
+    e.wait_callback(3).await;
+    let mut answers: Vec<(u64, Value)> = e.discord.callbacks()[1..]
+        .iter()
+        .map(|c| (c.kind, c.data.clone()))
+        .collect();
+    answers.sort_by_key(|(kind, _)| *kind);
+    let [(refused, notice), (updated, _)] = [answers[0].clone(), answers[1].clone()];
+    assert_eq!((refused, updated), (4, 7), "one decision, one notice");
+    assert!(ephemeral(&notice));
+    assert!(notice["content"]
         .as_str()
         .unwrap()
         .contains("Already decided"));
+    let denied = e.discord.message(card_id).unwrap();
+    assert!(denied["content"].as_str().unwrap().contains("Denied"));
+    assert!(custom_ids(&denied).is_empty());
+    assert_eq!(e.discord.press(Press::new(card_id, id(":y"), ALICE)), None);
     e.wait_text(CHANNEL, "Understood, not running it.").await;
     e.stop().await;
 }
@@ -359,7 +365,7 @@ async fn an_approver_role_may_decide_for_the_requester() {
 }
 
 #[tokio::test]
-async fn an_expired_approval_is_marked_and_later_presses_noticed() {
+async fn an_expired_approval_is_marked_and_its_buttons_removed() {
     let e = E2e::with(&[("APPROVAL_TIMEOUT", "1")]).await;
     e.llm
         .push(exec("call_1", json!({ "command": "echo too-late" })));
@@ -377,11 +383,37 @@ async fn an_expired_approval_is_marked_and_later_presses_noticed() {
     })
     .await;
     assert!(custom_ids(&e.discord.message(card_id).unwrap()).is_empty());
+    // With the buttons gone, Discord has nothing left to press.
+    assert_eq!(e.discord.press(Press::new(card_id, allow, ALICE)), None);
+    e.wait_text(CHANNEL, "The approval expired.").await;
+    e.stop().await;
+}
+
+#[tokio::test]
+async fn a_press_on_a_card_the_expiry_could_not_update_is_noticed() {
+    let e = E2e::with(&[("APPROVAL_TIMEOUT", "1")]).await;
+    e.llm
+        .push(exec("call_1", json!({ "command": "echo too-late" })));
+    e.llm.push(Reply::text("The approval expired."));
+    e.say(UserMessage::new(CHANNEL, ALICE, "run it").mentioning_bot());
+    let card = e.wait_card(CHANNEL).await;
+    let card_id = message_id(&card);
+    let allow = custom_ids(&card)
+        .into_iter()
+        .find(|a| a.ends_with(":y"))
+        .unwrap();
+    // The bot lost the right to edit it, so its buttons outlive the approval.
+    e.discord.refuse_edits(card_id);
+    e.wait_text(CHANNEL, "The approval expired.").await;
+    assert_eq!(custom_ids(&e.discord.message(card_id).unwrap()).len(), 4);
     e.discord.press(Press::new(card_id, allow, ALICE)).unwrap();
     let (kind, data) = e.wait_callback(1).await;
     assert_eq!(kind, 4);
     assert!(ephemeral(&data));
-    e.wait_text(CHANNEL, "The approval expired.").await;
+    assert!(
+        data["content"].as_str().unwrap().contains("expired"),
+        "{data}"
+    );
     e.stop().await;
 }
 
@@ -486,20 +518,26 @@ async fn malformed_payloads_and_unknown_buttons_are_ignored() {
     assert!(e
         .discord
         .send_raw(0, r#"{"op":0,"t":"MESSAGE_CREATE","s":9,"d":{"id":"x"}}"#));
+    // Discord only sends presses of buttons a message carries; the answer has none.
     let answer_id = message_id(&answer);
+    assert_eq!(
+        e.discord.press(Press::new(answer_id, "ap:x:y", ALICE)),
+        None
+    );
+    // Buttons the core never made: a card an older version posted.
+    let unknown = "ap:0123456789abcdef0123456789abcdef:y";
+    let old_card = e
+        .discord
+        .plant_bot_message(CHANNEL, "Old card", &["not an action id", unknown]);
     // Not an action id: the adapter acknowledges it and the core never sees it.
     e.discord
-        .press(Press::new(answer_id, "not an action id", ALICE))
+        .press(Press::new(old_card, "not an action id", ALICE))
         .unwrap();
     let (kind, _) = e.wait_callback(1).await;
     assert_eq!(kind, 6);
     // A well-formed but unknown approval: the core answers privately.
     e.discord
-        .press(Press::new(
-            answer_id,
-            "ap:0123456789abcdef0123456789abcdef:y",
-            ALICE,
-        ))
+        .press(Press::new(old_card, unknown, ALICE))
         .unwrap();
     let (kind, data) = e.wait_callback(2).await;
     assert_eq!(kind, 4);
@@ -508,5 +546,6 @@ async fn malformed_payloads_and_unknown_buttons_are_ignored() {
     e.say(UserMessage::new(CHANNEL, ALICE, "are you there?").mentioning_bot());
     e.wait_text(CHANNEL, "Still here.").await;
     assert_eq!(e.discord.identifies().len(), 1, "the connection was kept");
+    assert_eq!(e.discord.resumes(), 0, "...without even a resume");
     e.stop().await;
 }

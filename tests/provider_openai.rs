@@ -203,16 +203,41 @@ async fn reasoning_is_streamed_and_sent_back() -> anyhow::Result<()> {
     assert_eq!(thinking(&chunks), "Let me think about it.");
     assert_eq!(text(&chunks), "42");
 
-    let mut assistant = Message::assistant(text(&chunks));
+    // Within the turn (a tool round follows) the reasoning goes back…
+    let mut assistant = Message::assistant("");
     assistant.reasoning = Some(thinking(&chunks));
+    assistant.tool_calls = vec![ToolCall {
+        id: "call_1".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"a"}"#.into(),
+    }];
     let mut next = ask("answer?", vec![]);
-    next.messages.extend([assistant, Message::user("sure?")]);
+    next.messages
+        .extend([assistant.clone(), Message::tool_result("call_1", "alpha")]);
     let (_, error) = run(&provider, next).await;
+    assert!(error.is_none(), "{error:?}");
+    // …but once the user has spoken again, that turn's reasoning stays out.
+    llm.push(Reply::text("Sure."));
+    let mut later = ask("answer?", vec![]);
+    later.messages.extend([
+        assistant,
+        Message::tool_result("call_1", "alpha"),
+        Message::assistant("42"),
+        Message::user("sure?"),
+    ]);
+    let (_, error) = run(&provider, later).await;
     assert!(error.is_none(), "{error:?}");
     let requests = llm.requests().await;
     assert_eq!(
         requests[1]["messages"][2]["reasoning_content"],
         "Let me think about it."
+    );
+    assert!(
+        requests[2]["messages"][2]
+            .get("reasoning_content")
+            .is_none(),
+        "{}",
+        requests[2]["messages"][2]
     );
     Ok(())
 }

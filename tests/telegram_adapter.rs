@@ -5,16 +5,15 @@
 
 mod support;
 
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::fake_telegram::{
-    post_webhook, FakeOptions, FakeTelegram, FakeUser, PublishedLimits, Where, BOT_ID, TOKEN,
-};
+use support::fake_telegram::{post_webhook, FakeTelegram, FakeUser, Where, BOT_ID, TOKEN};
 use switchboard_platform::{
     chunk_markdown, measure, ActionId, Activity, Addressed, Button, ButtonPress, ButtonStyle,
     ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, MessageId, OutgoingMessage, Platform,
-    PlatformAdapter, PlatformError, PressAnswer, Secret, ThreadId,
+    PlatformAdapter, PlatformError, PressAnswer, Quota, Secret, ThreadId,
 };
 use switchboard_telegram::{TelegramAdapter, TelegramConfig, TelegramLimits, WebhookConfig};
 use tokio::sync::mpsc;
@@ -23,11 +22,14 @@ use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// Fast quotas keep these tests quick; they run against a fake without flood
+/// limits (flood control is tested in `telegram_limits.rs`).
 fn fast_limits() -> TelegramLimits {
+    let per_second = |n| Quota::per_second(NonZeroU32::new(n).unwrap());
     TelegramLimits {
-        per_chat_per_second: 200,
-        per_group_per_minute: 100_000,
-        global_per_second: 2_000,
+        per_chat: per_second(200),
+        per_group: per_second(100_000),
+        per_bot: per_second(2_000),
     }
 }
 
@@ -114,7 +116,7 @@ fn card(text: &str, ids: &[&str]) -> OutgoingMessage {
 
 #[tokio::test]
 async fn dms_groups_mentions_replies_and_topics_are_normalized() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(900, "Ann");
     let bob = FakeUser::new(901, "Bob");
@@ -185,7 +187,7 @@ async fn dms_groups_mentions_replies_and_topics_are_normalized() {
 
 #[tokio::test]
 async fn captions_media_edits_and_channel_posts() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(910, "Ann");
     let mut r = Running::start(config(&fake, dir.path())).await;
@@ -208,6 +210,9 @@ async fn captions_media_edits_and_channel_posts() {
     // Only the texts arrive, in order: no photo, no edit, no channel post.
     assert_eq!(r.next_message().await.text, "first text");
     assert_eq!(r.next_message().await.text, "sentinel");
+    // The adapter polls for messages and presses only, so Telegram never even
+    // created the edit and the channel post.
+    assert_eq!(fake.filtered_updates(), 2);
 
     // The bare photo got a short note, as a reply to it.
     assert!(
@@ -228,7 +233,7 @@ async fn captions_media_edits_and_channel_posts() {
 
 #[tokio::test]
 async fn presses_are_forwarded_and_answered_exactly_once() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(920, "Ann");
     let eve = FakeUser::new(921, "Eve");
@@ -321,7 +326,7 @@ async fn presses_are_forwarded_and_answered_exactly_once() {
 
 #[tokio::test]
 async fn markdown_is_rendered_with_a_plain_fallback_and_unmodified_edits_succeed() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(930, "Ann");
     fake.ensure_chat(Where::Dm, &ann);
@@ -386,7 +391,7 @@ async fn markdown_is_rendered_with_a_plain_fallback_and_unmodified_edits_succeed
 
 #[tokio::test]
 async fn long_answers_with_emoji_and_cjk_fit_in_chunks() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(940, "Ann");
     fake.ensure_chat(Where::Dm, &ann);
@@ -450,7 +455,7 @@ async fn long_answers_with_emoji_and_cjk_fit_in_chunks() {
 
 #[tokio::test]
 async fn a_429_storm_on_one_chat_does_not_stop_another() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (ann, bob) = (FakeUser::new(950, "Ann"), FakeUser::new(951, "Bob"));
     fake.ensure_chat(Where::Dm, &ann);
@@ -518,43 +523,8 @@ async fn a_429_storm_on_one_chat_does_not_stop_another() {
 }
 
 #[tokio::test]
-async fn published_limits_are_respected_without_429s() {
-    let fake = FakeTelegram::start_with(FakeOptions {
-        enforce_limits: Some(PublishedLimits::default()),
-        ..FakeOptions::default()
-    })
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ann = FakeUser::new(955, "Ann");
-    fake.ensure_chat(Where::Dm, &ann);
-    fake.ensure_chat(Where::Group(-3001), &ann);
-    let mut cfg = config(&fake, dir.path());
-    cfg.limits = TelegramLimits::default();
-    let r = Running::start(cfg).await;
-    for i in 0..3 {
-        r.adapter
-            .send(&addr(955, None), OutgoingMessage::text(format!("dm {i}")))
-            .await
-            .unwrap();
-        r.adapter
-            .send(
-                &addr(-3001, None),
-                OutgoingMessage::text(format!("group {i}")),
-            )
-            .await
-            .unwrap();
-    }
-    assert_eq!(fake.bot_messages(955).len(), 3);
-    assert_eq!(fake.bot_messages(-3001).len(), 3);
-    assert_eq!(fake.rate_limited_responses(), 0);
-    assert_eq!(r.adapter.rate_limited_count(), 0);
-    r.stop().await;
-}
-
-#[tokio::test]
 async fn malformed_updates_and_unknown_callbacks_leave_the_poller_running() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(960, "Ann");
     let mut r = Running::start(config(&fake, dir.path())).await;
@@ -585,7 +555,7 @@ async fn malformed_updates_and_unknown_callbacks_leave_the_poller_running() {
 
 #[tokio::test]
 async fn offset_persists_across_restarts() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(970, "Ann");
     let mut first = Running::start(config(&fake, dir.path())).await;
@@ -617,7 +587,7 @@ async fn offset_persists_across_restarts() {
 
 #[tokio::test]
 async fn webhook_mode_checks_the_secret() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(980, "Ann");
     let mut cfg = config(&fake, dir.path());
@@ -675,9 +645,86 @@ async fn webhook_mode_checks_the_secret() {
     assert!(fake.calls_to("GetUpdates").is_empty());
 }
 
+/// Posts a Bot API call straight to the fake; returns (HTTP status, body).
+async fn raw_call(
+    fake: &FakeTelegram,
+    method: &str,
+    params: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}bot{TOKEN}/{method}", fake.api_url()))
+        .json(&params)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_fake_refuses_webhooks_telegram_would_refuse() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    for (url, why) in [
+        (
+            "http://bot.example.test/tg",
+            "An HTTPS URL must be provided",
+        ),
+        (
+            "https://bot.example.test:8080/tg",
+            "ports 80, 88, 443 or 8443",
+        ),
+        ("not a url", "invalid URL"),
+    ] {
+        let (status, body) = raw_call(&fake, "SetWebhook", serde_json::json!({"url": url})).await;
+        assert_eq!(status, 400, "{url}: {body}");
+        assert!(
+            body["description"].as_str().unwrap().contains(why),
+            "{url}: {body}"
+        );
+    }
+    assert_eq!(fake.webhook(), None);
+    for url in [
+        "https://bot.example.test/tg",
+        "https://bot.example.test:88/tg",
+        "https://bot.example.test:8443/tg",
+    ] {
+        let (status, body) = raw_call(&fake, "SetWebhook", serde_json::json!({"url": url})).await;
+        assert_eq!(status, 200, "{url}: {body}");
+    }
+    assert_eq!(
+        fake.webhook(),
+        Some(("https://bot.example.test:8443/tg".to_owned(), None))
+    );
+}
+
+#[tokio::test]
+async fn the_fake_honours_allowed_updates() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(990, "Ann");
+    let chat = serde_json::json!({"id": 990, "type": "private", "first_name": "Ann"});
+    // Before any `allowed_updates`: everything but chat members and reactions.
+    fake.push_raw(serde_json::json!({"chat_member": {"chat": chat, "date": 0}}));
+    fake.push_raw(serde_json::json!({"message_reaction": {"chat": chat, "message_id": 1}}));
+    let first = fake.message(Where::Dm, &ann, "first");
+    fake.edited(Where::Dm, &ann, first.message_id, "first, edited early");
+    assert_eq!((fake.filtered_updates(), fake.pending_updates()), (2, 2));
+
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    assert_eq!(r.next_message().await.text, "first");
+    let asked = fake.calls_to("GetUpdates")[0].params["allowed_updates"].clone();
+    assert_eq!(asked, serde_json::json!(["message", "callback_query"]));
+    // From now on Telegram creates only those kinds.
+    fake.edited(Where::Dm, &ann, first.message_id, "first, edited late");
+    fake.push_raw(serde_json::json!({"my_chat_member": {"chat": chat, "date": 0}}));
+    fake.message(Where::Dm, &ann, "second");
+    assert_eq!(r.next_message().await.text, "second");
+    assert_eq!(fake.filtered_updates(), 4);
+    r.stop().await;
+}
+
 #[tokio::test]
 async fn typing_repeats_until_idle() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(985, "Ann");
     fake.ensure_chat(
@@ -712,7 +759,7 @@ async fn typing_repeats_until_idle() {
 
 #[tokio::test]
 async fn the_token_never_appears_in_errors() {
-    let fake = FakeTelegram::start().await.unwrap();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let wrong = "7000001:WRONGtokenVALUE_that-must-not-leak";
     let mut cfg = config(&fake, dir.path());

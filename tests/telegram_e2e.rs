@@ -7,12 +7,13 @@ mod support;
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 use support::fake_llm::{last_user_text, FakeLlm, Reply, FAKE_MODEL};
 use support::fake_telegram::{FakeTelegram, FakeUser, StoredMessage, Where, TOKEN};
 use switchboard::Config;
-use switchboard_platform::{chunk_markdown, LengthUnit, PlatformAdapter, Secret};
+use switchboard_platform::{chunk_markdown, LengthUnit, PlatformAdapter, Quota, Secret};
 use switchboard_telegram::{TelegramAdapter, TelegramConfig, TelegramLimits};
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +41,9 @@ fn eve() -> FakeUser {
 impl E2e {
     async fn start(tweak: impl FnOnce(&mut Config)) -> E2e {
         let llm = FakeLlm::start().await;
-        let tg = FakeTelegram::start().await.unwrap();
+        // Fast quotas below, so no flood limits here; pacing under Telegram's
+        // limits is covered by the adapter tests and the benchmark.
+        let tg = FakeTelegram::start_lenient().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let vars: HashMap<&str, String> = HashMap::from([
             ("LLM_BASE_URL", llm.base_url()),
@@ -57,12 +60,11 @@ impl E2e {
         // The same variables `switchboard run` reads through the wiring.
         let mut tcfg: TelegramConfig = config.platforms.telegram.clone().expect("Telegram enabled");
         tcfg.poll_timeout_secs = 1;
-        // Fast quotas keep the tests quick; pacing under the published limits
-        // is covered by the adapter tests and the benchmark.
+        // Fast quotas keep the tests quick.
         tcfg.limits = TelegramLimits {
-            per_chat_per_second: 50,
-            per_group_per_minute: 100_000,
-            global_per_second: 1_000,
+            per_chat: Quota::per_second(NonZeroU32::new(50).unwrap()),
+            per_group: Quota::per_second(NonZeroU32::new(1_000).unwrap()),
+            per_bot: Quota::per_second(NonZeroU32::new(1_000).unwrap()),
         };
         assert_eq!(tcfg.token, Secret::new(TOKEN));
         let adapter = Arc::new(TelegramAdapter::connect(tcfg).await.unwrap());
@@ -176,6 +178,8 @@ async fn switchboard_run_connects_telegram_from_the_environment() {
     let ended = tokio::time::timeout(WAIT, run).await.unwrap().unwrap();
     assert!(ended.is_ok(), "{ended:?}");
     assert_eq!(tg.calls_to("GetMe").len(), 1);
+    // This fake enforces Telegram's real flood limits; the default quotas fit.
+    assert_eq!(tg.rate_limited_responses(), 0);
     let offset = dir.path().join(format!(
         "telegram-offset-{}",
         support::fake_telegram::BOT_ID

@@ -64,9 +64,12 @@ impl SessionHandle {
         };
         tokio::spawn(async move {
             loop {
+                // Shutdown first: what is still queued stays in the inbox for
+                // the next process rather than starting a turn bound to end.
                 let queued = tokio::select! {
-                    q = rx.recv() => match q { Some(q) => q, None => break },
+                    biased;
                     () = inner.shutdown.cancelled() => break,
+                    q = rx.recv() => match q { Some(q) => q, None => break },
                 };
                 if let Some(id) = queued.inbox {
                     inner.inbox_taken(id).await;

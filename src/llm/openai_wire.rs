@@ -18,7 +18,21 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest, options: &Request
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    messages.extend(request.messages.iter().map(message));
+    // Reasoning goes back only within the current turn (the rounds after the
+    // last user message), where thinking models with tools need it; earlier
+    // turns' reasoning is dropped, as DeepSeek requires (400 otherwise).
+    let current_turn = request
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
+    messages.extend(
+        request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| message(m, i >= current_turn)),
+    );
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model));
@@ -42,7 +56,7 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest, options: &Request
     Value::Object(body)
 }
 
-fn message(message: &Message) -> Value {
+fn message(message: &Message, with_reasoning: bool) -> Value {
     let role = match message.role {
         Role::System => "system",
         Role::User => "user",
@@ -75,7 +89,11 @@ fn message(message: &Message) -> Value {
                 .collect();
             out.insert("tool_calls".into(), Value::Array(calls));
         }
-        if let Some(reasoning) = message.reasoning.as_deref().filter(|r| !r.is_empty()) {
+        if let Some(reasoning) = message
+            .reasoning
+            .as_deref()
+            .filter(|r| with_reasoning && !r.is_empty())
+        {
             out.insert("reasoning_content".into(), Value::from(reasoning));
         }
     }

@@ -1,15 +1,21 @@
 //! Fake Discord on 127.0.0.1: REST under `/api/v10` (axum) and a gateway
 //! (tokio-tungstenite), as strict as Discord about tokens, shapes and limits.
-//! It records every REST call, can inject 429s (per channel or global) and
-//! dispatches MESSAGE_CREATE / INTERACTION_CREATE to the shard that owns them.
+//! It enforces Discord's rate limits by default (5 message creates/edits per
+//! 5 s per channel, 50 requests per second per bot; see [`DiscordLimits`]),
+//! can inject 429s (per channel or global), records every REST call and
+//! dispatches MESSAGE_CREATE / INTERACTION_CREATE to the shard that owns them;
+//! a press is only dispatched for a button the message really carries.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod events;
 mod gateway;
+mod limits;
 mod rest;
 
 #[allow(unused_imports)] // not every test crate presses buttons
 pub use events::{Press, UserMessage};
+#[allow(unused_imports)] // only the rate-limit tests scale the limits
+pub use limits::{DiscordLimits, Rate};
 
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -46,6 +52,8 @@ pub struct FakeDiscordOptions {
     pub interaction_expiry: Duration,
     /// Intents a bot may identify with (privileged ones "enabled in the portal").
     pub allowed_intents: u64,
+    /// Rate limits answered with 429s (default: Discord's own); `None` lifts them.
+    pub limits: Option<DiscordLimits>,
 }
 
 impl Default for FakeDiscordOptions {
@@ -55,6 +63,7 @@ impl Default for FakeDiscordOptions {
             heartbeat_interval_ms: 1_000,
             interaction_expiry: Duration::from_secs(3),
             allowed_intents: INTENTS,
+            limits: Some(DiscordLimits::default()),
         }
     }
 }
@@ -145,6 +154,9 @@ pub(crate) struct Inner {
     pub global_429s: VecDeque<f64>,
     pub rate_limited: usize,
     pub next_conn: u64,
+    pub limits: Option<limits::Limits>,
+    /// Messages whose edits are refused (403 Missing Permissions).
+    pub refused_edits: std::collections::HashSet<u64>,
 }
 
 impl Inner {
@@ -219,10 +231,14 @@ impl FakeDiscord {
         let ws_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api_url = format!("http://{}", rest_listener.local_addr().unwrap());
         let gateway_url = format!("ws://{}", ws_listener.local_addr().unwrap());
+        let inner = Inner {
+            limits: options.limits.map(limits::Limits::new),
+            ..Inner::default()
+        };
         let shared = Arc::new(Shared {
             options,
             gateway_url: gateway_url.clone(),
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(inner),
         });
         let router = rest::router(shared.clone());
         let rest_task = tokio::spawn(async move {
@@ -342,9 +358,62 @@ impl FakeDiscord {
             .extend(std::iter::repeat_n(retry_after, times));
     }
 
-    /// How many 429s the fake answered.
+    /// How many 429s the fake answered (injected and enforced).
     pub fn rate_limited(&self) -> usize {
         self.shared.lock().rate_limited
+    }
+
+    /// 429s answered because a limit was really exceeded, by scope
+    /// ("channel", "global"); injected ones are not counted here.
+    pub fn limit_hits(&self) -> HashMap<&'static str, usize> {
+        self.shared
+            .lock()
+            .limits
+            .as_ref()
+            .map(|l| l.hits.clone())
+            .unwrap_or_default()
+    }
+
+    /// Edits of `message` are refused from now on (403, as when the bot lost
+    /// a permission in the channel); presses on it still arrive.
+    pub fn refuse_edits(&self, message: u64) {
+        self.shared.lock().refused_edits.insert(message);
+    }
+
+    /// Stores a message as if the bot had posted it earlier (say, an older
+    /// version with other `custom_id`s): one row of buttons with these ids.
+    pub fn plant_bot_message(&self, channel: u64, content: &str, custom_ids: &[&str]) -> u64 {
+        let mut inner = self.shared.lock();
+        let guild = inner.channels.get(&channel).and_then(|c| c.guild);
+        let id = inner.next_id();
+        let buttons: Vec<Value> = custom_ids
+            .iter()
+            .map(|c| json!({ "type": 2, "style": 2, "label": "old", "custom_id": c }))
+            .collect();
+        let mut msg = json!({
+            "id": id.to_string(),
+            "channel_id": channel.to_string(),
+            "author": bot_user_json(),
+            "content": content,
+            "timestamp": timestamp(),
+            "edited_timestamp": null,
+            "tts": false,
+            "mention_everyone": false,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": false,
+            "type": 0,
+            "flags": 0,
+            "components": [{ "type": 1, "components": buttons }],
+        });
+        if let Some(guild) = guild {
+            msg["guild_id"] = json!(guild.to_string());
+        }
+        inner.messages.insert(id, msg);
+        inner.order.push(id);
+        id
     }
 
     pub fn calls(&self) -> Vec<Call> {

@@ -2,16 +2,19 @@
 //! and limits: `POST /bot{token}/{Method}` with PascalCase (any case) method
 //! names, the `{ok,result}` envelope, 401 for a wrong token, 4096 UTF-16 units
 //! of text after entity parsing, 64-byte `callback_data`, "can't parse
-//! entities" for bad HTML, "message is not modified", injectable and
-//! (optionally) enforced 429s. It never answers 5xx (teloxide sleeps 10 s on
-//! those). Every call is recorded for assertions; helpers queue updates.
+//! entities" for bad HTML, "message is not modified", `setWebhook` only for
+//! HTTPS on ports 443/80/88/8443, `allowed_updates` honoured, injectable 429s,
+//! and Telegram's flood limits enforced by default (sliding windows, see
+//! [`PublishedLimits`]). It never answers 5xx (teloxide sleeps 10 s on those).
+//! Every call is recorded for assertions; helpers queue updates.
 
 mod api;
 mod html;
 mod limits;
 
 pub use html::Entity;
-pub use limits::PublishedLimits;
+#[allow(unused_imports)] // only the flood-control tests use the windows
+pub use limits::{PublishedLimits, SlidingWindow, Window};
 
 use axum::routing::any;
 use axum::Router;
@@ -34,7 +37,8 @@ const NOT_MODIFIED: &str = "Bad Request: message is not modified: specified new 
 #[derive(Debug, Clone)]
 pub struct FakeOptions {
     pub token: String,
-    /// Answer 429 when Telegram's published limits are exceeded.
+    /// Answer 429 when these limits are exceeded (default: Telegram's own;
+    /// tests scale them down with [`PublishedLimits::scaled_down`]).
     pub enforce_limits: Option<PublishedLimits>,
 }
 
@@ -42,7 +46,18 @@ impl Default for FakeOptions {
     fn default() -> Self {
         Self {
             token: TOKEN.to_owned(),
+            enforce_limits: Some(PublishedLimits::default()),
+        }
+    }
+}
+
+impl FakeOptions {
+    /// No flood limits: for tests about other things that run the adapter with
+    /// fast limits to stay quick. Anything asserting "no 429" must not use it.
+    pub fn lenient() -> Self {
+        Self {
             enforce_limits: None,
+            ..Self::default()
         }
     }
 }
@@ -140,6 +155,10 @@ struct Inner {
     webhook: Option<(String, Option<String>)>,
     /// Enforced 429s by limit ("per chat", "per group", "per bot").
     limit_hits: HashMap<&'static str, usize>,
+    /// The last `allowed_updates` set by getUpdates or setWebhook (empty: the default).
+    allowed_updates: Vec<String>,
+    /// Updates never queued because their kind was not allowed.
+    filtered_updates: usize,
 }
 
 struct Shared {
@@ -173,8 +192,14 @@ fn now_secs() -> i64 {
 }
 
 impl FakeTelegram {
+    /// A fake enforcing Telegram's real flood limits.
     pub async fn start() -> std::io::Result<Self> {
         Self::start_with(FakeOptions::default()).await
+    }
+
+    /// A fake without flood limits (see [`FakeOptions::lenient`]).
+    pub async fn start_lenient() -> std::io::Result<Self> {
+        Self::start_with(FakeOptions::lenient()).await
     }
 
     pub async fn start_with(options: FakeOptions) -> std::io::Result<Self> {
@@ -193,6 +218,8 @@ impl FakeTelegram {
                 next_callback: 1,
                 webhook: None,
                 limit_hits: HashMap::new(),
+                allowed_updates: Vec::new(),
+                filtered_updates: 0,
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),
@@ -281,9 +308,15 @@ impl FakeTelegram {
         id
     }
 
-    /// Queues any JSON as an update (an `update_id` is added when missing).
+    /// Queues any JSON as an update (an `update_id` is added when missing),
+    /// unless its kind is not in the bot's `allowed_updates`: like Telegram,
+    /// the fake then never creates it (see [`FakeTelegram::filtered_updates`]).
     pub fn push_raw(&self, mut update: Value) -> i64 {
         let mut inner = self.shared.lock();
+        if !api::allowed(&inner.allowed_updates, &update) {
+            inner.filtered_updates += 1;
+            return 0;
+        }
         let id = match update.get("update_id").and_then(Value::as_i64) {
             Some(id) => id,
             None => {
@@ -504,6 +537,11 @@ impl FakeTelegram {
     /// The registered webhook: (url, secret token).
     pub fn webhook(&self) -> Option<(String, Option<String>)> {
         self.shared.lock().webhook.clone()
+    }
+
+    /// Updates not created because the bot's `allowed_updates` excluded them.
+    pub fn filtered_updates(&self) -> usize {
+        self.shared.lock().filtered_updates
     }
 
     /// Enforced 429s by the limit that was hit.

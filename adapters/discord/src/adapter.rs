@@ -87,6 +87,10 @@ impl DiscordAdapter {
         tracing::info!(bot = %me.username, id = me.id.get(), "Discord token accepted");
         let stop = CancellationToken::new();
         let timings = config.timings;
+        let config_edit_interval = config
+            .channel_quota
+            .replenish_interval()
+            .max(Duration::from_secs(1));
         let shared = Arc::new(Shared {
             interactions: Arc::new(Interactions::new(
                 rest.clone(),
@@ -114,7 +118,8 @@ impl DiscordAdapter {
                 can_edit: true,
                 buttons: true,
                 threads: true,
-                min_edit_interval: Duration::from_secs(1),
+                // Edits share the channel's quota: faster ones would only queue.
+                min_edit_interval: config_edit_interval,
                 private_answers: true,
             },
             stop,

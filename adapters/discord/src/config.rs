@@ -2,9 +2,8 @@
 //! naming the variable and the fix.
 
 use std::collections::HashSet;
-use std::num::NonZeroU32;
 use std::time::Duration;
-use switchboard_platform::{Quota, Secret};
+use switchboard_platform::{Pacer, Quota, Secret};
 
 /// Everything the Discord adapter needs. Build it with [`DiscordConfig::from_env`]
 /// or [`DiscordConfig::new`] and adjust the public fields (tests shorten timings).
@@ -28,7 +27,8 @@ pub struct DiscordConfig {
     /// The inclusive range of shards this process runs (`DISCORD_SHARD_RANGE`);
     /// `None` runs all of them.
     pub shard_range: Option<(u32, u32)>,
-    /// Per-channel send quota (Discord: 5 messages per 5 s).
+    /// Per-channel quota on message creates and edits (Discord: 5 per 5 s);
+    /// see [`DiscordConfig::new`] for how the default is chosen.
     pub channel_quota: Quota,
     /// Bot-wide request quota (Discord: 50 requests per second).
     pub bot_quota: Quota,
@@ -85,8 +85,22 @@ impl DiscordConfigError {
 
 const ID_LIST_FIX: &str = "use numeric Discord ids separated by commas (Developer Mode → Copy ID)";
 
+/// Time added to Discord's windows so that requests arriving with a little
+/// jitter still fall outside the window of the request they follow.
+pub const RATE_MARGIN: Duration = Duration::from_millis(50);
+
 impl DiscordConfig {
     /// A configuration with Discord's defaults for `token`.
+    ///
+    /// The quotas never exceed Discord's windows as Discord counts them (on
+    /// arrival; [`Pacer::quota_within`] with [`RATE_MARGIN`]): a GCRA with burst
+    /// `b` and period `T` lets `b + ceil(W / T) - 1` requests into a window `W`.
+    /// - channel, 5 per 5 s: `b = 2`, `T = 5.05 s / 4 = 1.2625 s`, so a reply
+    ///   and its first edit go out at once and 4 more per 5.05 s follow
+    ///   (Discord's bucket resets 5 s after its first request, so this also
+    ///   never meets a full bucket);
+    /// - bot, 50 per 1 s: `b = 3`, `T = 1.05 s / 48 = 21.9 ms` (about 46/s
+    ///   sustained across all channels).
     pub fn new(token: Secret) -> Self {
         Self {
             token,
@@ -96,10 +110,8 @@ impl DiscordConfig {
             free_channels: HashSet::new(),
             shards: 1,
             shard_range: None,
-            channel_quota: Quota::with_period(Duration::from_secs(1))
-                .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-                .allow_burst(nonzero(5)),
-            bot_quota: Quota::per_second(nonzero(50)),
+            channel_quota: Pacer::quota_within(5, Duration::from_secs(5), 2, RATE_MARGIN),
+            bot_quota: Pacer::quota_within(50, Duration::from_secs(1), 3, RATE_MARGIN),
             timings: DiscordTimings::default(),
         }
     }
@@ -154,10 +166,6 @@ impl DiscordConfig {
         self.shard_range
             .unwrap_or((0, self.shards.saturating_sub(1)))
     }
-}
-
-fn nonzero(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
 }
 
 fn parse_api_url(raw: &str) -> Result<String, DiscordConfigError> {
@@ -230,6 +238,20 @@ fn parse_shard_range(raw: &str, total: u32) -> Result<(u32, u32), DiscordConfigE
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn default_quotas_never_exceed_discords_windows() {
+        // b + ceil((W + margin) / T) - 1 <= limit.
+        let most = |q: Quota, window: Duration| {
+            let span = (window + RATE_MARGIN).as_nanos();
+            u128::from(q.burst_size().get()) + span.div_ceil(q.replenish_interval().as_nanos()) - 1
+        };
+        let c = DiscordConfig::new(Secret::new("token-token"));
+        assert_eq!(most(c.channel_quota, Duration::from_secs(5)), 5);
+        assert_eq!(c.channel_quota.burst_size().get(), 2);
+        assert_eq!(most(c.bot_quota, Duration::from_secs(1)), 50);
+        assert_eq!(c.bot_quota.burst_size().get(), 3);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs

@@ -26,5 +26,5 @@ mod rest;
 mod typing;
 
 pub use adapter::DiscordAdapter;
-pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings};
+pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings, RATE_MARGIN};
 pub use errors::DiscordError;

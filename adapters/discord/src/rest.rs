@@ -36,7 +36,7 @@ pub(crate) enum Lane {
     /// Typing in a channel: its own bucket on Discord.
     Typing(u64),
     /// Interaction callbacks and webhook followups, spread over a few lanes
-    /// (the pacer keeps one lane per key forever, so keys must stay bounded).
+    /// (one interaction's calls always share a lane, so they stay in order).
     Interaction(u8),
     /// Look-ups (current user, channel kinds).
     Lookup,

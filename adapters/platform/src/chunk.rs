@@ -3,7 +3,8 @@
 
 use crate::adapter::LengthUnit;
 
-const FENCE_CLOSE: &str = "\n```";
+/// Shortest fence marker: three backticks or three tildes.
+const MIN_FENCE: usize = 3;
 
 /// Length of `text` in `unit`.
 pub fn measure(text: &str, unit: LengthUnit) -> usize {
@@ -16,21 +17,23 @@ pub fn measure(text: &str, unit: LengthUnit) -> usize {
 /// Splits `text` into chunks of at most `limit` units.
 ///
 /// Cuts prefer a paragraph break, then a line break, then any character
-/// boundary (never inside a UTF-16 surrogate pair). A code fence open at a cut is
-/// closed at the end of its chunk and reopened, with its info string, at the start
-/// of the next one, so every chunk renders on its own.
+/// boundary (never inside a UTF-16 surrogate pair). A code fence (``` or ~~~,
+/// any length) open at a cut is closed with its own marker at the end of its
+/// chunk and reopened, with its info string, at the start of the next one, so
+/// every chunk renders on its own.
 pub fn chunk_markdown(text: &str, limit: usize, unit: LengthUnit) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut rest = text.trim_matches('\n');
-    let mut open_fence: Option<String> = None;
-    let fence_reserve = measure(FENCE_CLOSE, unit);
+    let mut open_fence: Option<Fence> = None;
 
     while !rest.is_empty() {
         let prefix = open_fence
             .as_ref()
-            .map(|f| format!("{f}\n"))
+            .map(|f| format!("{}\n", f.opener))
             .unwrap_or_default();
         let prefix_len = measure(&prefix, unit);
+        // Room for "\n" plus the longest marker that may need closing here.
+        let fence_reserve = 1 + longest_fence(rest).max(open_fence.as_ref().map_or(0, |f| f.len));
         if prefix_len + measure(rest, unit) <= limit {
             chunks.push(format!("{prefix}{rest}"));
             break;
@@ -52,8 +55,9 @@ pub fn chunk_markdown(text: &str, limit: usize, unit: LengthUnit) -> Vec<String>
         };
         if fences {
             open_fence = fence_state_after(piece, open_fence);
-            if open_fence.is_some() {
-                chunk.push_str(FENCE_CLOSE);
+            if let Some(fence) = &open_fence {
+                chunk.push('\n');
+                chunk.extend(std::iter::repeat_n(fence.marker, fence.len));
             }
         }
         if !chunk.trim().is_empty() {
@@ -94,16 +98,51 @@ fn best_cut(window: &str) -> usize {
     window.len().max(1)
 }
 
-/// Tracks ``` fences line by line: returns the opener line still open after `piece`.
-fn fence_state_after(piece: &str, mut open: Option<String>) -> Option<String> {
+/// A code fence still open: the line that opened it (reopened as is) and its
+/// marker, which only a line of at least as many of the same character closes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fence {
+    opener: String,
+    marker: char,
+    len: usize,
+}
+
+/// A fence line's marker character, its length and what follows it.
+fn fence_marker(line: &str) -> Option<(char, usize, &str)> {
+    let trimmed = line.trim_start();
+    let marker = trimmed.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let after = trimmed.trim_start_matches(marker);
+    // Both markers are one byte, so bytes count characters.
+    let len = trimmed.len() - after.len();
+    (len >= MIN_FENCE).then_some((marker, len, after))
+}
+
+/// The longest fence marker in `text` (at least [`MIN_FENCE`]).
+fn longest_fence(text: &str) -> usize {
+    text.lines()
+        .filter_map(fence_marker)
+        .map(|(_, len, _)| len)
+        .fold(MIN_FENCE, usize::max)
+}
+
+/// Tracks fences line by line (CommonMark's rules): returns the fence still
+/// open after `piece`.
+fn fence_state_after(piece: &str, mut open: Option<Fence>) -> Option<Fence> {
     for line in piece.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") {
-            open = match open {
-                Some(_) => None,
-                None => Some(trimmed.trim_end().to_owned()),
-            };
-        }
+        let Some((marker, len, after)) = fence_marker(line) else {
+            continue;
+        };
+        open = match open {
+            Some(f) if marker == f.marker && len >= f.len && after.trim().is_empty() => None,
+            Some(f) => Some(f),
+            // A backtick "fence" with a backtick in its info string is inline code.
+            None if marker == '`' && after.contains('`') => None,
+            None => Some(Fence {
+                opener: line.trim().to_owned(),
+                marker,
+                len,
+            }),
+        };
     }
     open
 }
@@ -113,12 +152,7 @@ mod tests {
     use super::*;
 
     fn fences_balanced(chunk: &str) -> bool {
-        chunk
-            .lines()
-            .filter(|l| l.trim_start().starts_with("```"))
-            .count()
-            % 2
-            == 0
+        fence_state_after(chunk, None).is_none()
     }
 
     #[test]
@@ -174,5 +208,42 @@ mod tests {
         let chunks = chunk_markdown("```\nabcdef\n```", 3, LengthUnit::Chars);
         assert!(chunks.iter().all(|c| measure(c, LengthUnit::Chars) <= 3));
         assert!(!chunks.is_empty());
+    }
+
+    #[test]
+    fn tilde_and_long_fences_are_closed_with_their_own_marker() {
+        let code: String = (0..100).map(|i| format!("x{i} = {i}\n")).collect();
+        let text = format!("Intro\n\n~~~python\n{code}~~~\n\nOutro");
+        let chunks = chunk_markdown(&text, 200, LengthUnit::Chars);
+        assert!(chunks.len() > 3);
+        for c in &chunks {
+            assert!(measure(c, LengthUnit::Chars) <= 200, "{c}");
+            assert!(fences_balanced(c), "unbalanced: {c}");
+            assert!(!c.contains("```"), "closed with the wrong marker: {c}");
+        }
+        assert!(chunks[1].starts_with("~~~python\n") && chunks[1].ends_with("\n~~~"));
+
+        // A four-backtick fence quoting ``` lines: those do not close it.
+        let quoted: String = (0..40).map(|i| format!("```\nline {i}\n```\n")).collect();
+        let text = format!("````markdown\n{quoted}````\n\nafter");
+        let chunks = chunk_markdown(&text, 120, LengthUnit::Chars);
+        for c in &chunks {
+            assert!(measure(c, LengthUnit::Chars) <= 120, "{c}");
+            assert!(fences_balanced(c), "unbalanced: {c}");
+        }
+        assert!(chunks[1].starts_with("````markdown\n"));
+        assert!(chunks[0].ends_with("\n````"));
+        assert!(chunks.last().is_some_and(|c| c.ends_with("after")));
+    }
+
+    #[test]
+    fn fence_tracking_follows_commonmark() {
+        let open = |text: &str| fence_state_after(text, None).map(|f| f.opener);
+        assert_eq!(open("~~~rust\nlet x;"), Some("~~~rust".to_owned()));
+        assert_eq!(open("~~~\ncode\n```\nstill code"), Some("~~~".to_owned()));
+        assert_eq!(open("````\n```\n````"), None);
+        assert_eq!(open("```js\ncode\n```js"), Some("```js".to_owned()));
+        assert_eq!(open("``` inline ` code"), None);
+        assert_eq!(open("~~\nnot a fence"), None);
     }
 }

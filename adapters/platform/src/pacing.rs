@@ -1,5 +1,10 @@
 //! Outbound pacing shared by adapters: governor limiters per chat and per bot,
 //! one-at-a-time order per chat, and 429 pauses that resume from the refused call.
+//!
+//! Platforms state their limits as windows ("5 per 5 s", "20 per minute") and
+//! count them server-side on arrival; [`Pacer::quota_within`] turns such a window
+//! into a governor quota that can never exceed it, even with a little network
+//! jitter between our clock and theirs.
 
 use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
@@ -8,6 +13,7 @@ use governor::{state::InMemoryState, state::NotKeyed, Quota, RateLimiter};
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -105,6 +111,31 @@ struct Lane {
     paused_until: StdMutex<Option<Instant>>,
 }
 
+impl Lane {
+    /// Nothing would change if this lane were dropped and made afresh: no call
+    /// holds or waits for it, every quota is fully replenished and no pause runs.
+    fn is_idle(self: &Arc<Self>, now: Instant) -> bool {
+        Arc::strong_count(self) == 1
+            && read(&self.paused_until).is_none_or(|until| until <= now)
+            && self
+                .quotas
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .all(|q| q.tat.is_none_or(|tat| tat <= now))
+    }
+}
+
+/// The lanes by key, swept of idle lanes whenever the map has doubled since the
+/// last sweep, so memory follows the number of recently active keys.
+struct Lanes<K> {
+    map: HashMap<K, Arc<Lane>>,
+    sweep_at: usize,
+}
+
+/// Fewest lanes kept before a sweep is worth its O(n) walk.
+const MIN_SWEEP: usize = 256;
+
 /// Paces outbound calls: every call for a key runs after the previous one
 /// finished (FIFO), within the key's quotas and the bot-wide quota, and never
 /// while that key (or the whole bot) is paused by a 429.
@@ -112,7 +143,7 @@ pub struct Pacer<K> {
     clock: TokioClock,
     global: Limiter,
     global_paused_until: StdMutex<Option<Instant>>,
-    lanes: StdMutex<HashMap<K, Arc<Lane>>>,
+    lanes: StdMutex<Lanes<K>>,
     quotas_for: QuotasFor<K>,
     max_retries: u32,
     rate_limited: std::sync::atomic::AtomicU64,
@@ -135,7 +166,10 @@ where
             clock,
             global: limiter(global, clock),
             global_paused_until: StdMutex::new(None),
-            lanes: StdMutex::new(HashMap::new()),
+            lanes: StdMutex::new(Lanes {
+                map: HashMap::new(),
+                sweep_at: MIN_SWEEP,
+            }),
             quotas_for: Box::new(quotas_for),
             max_retries: 20,
             rate_limited: std::sync::atomic::AtomicU64::new(0),
@@ -185,23 +219,40 @@ where
         }
     }
 
+    /// Keys that have a lane in memory. Idle lanes are dropped as new keys
+    /// arrive, so this follows the recently active keys, not every key ever seen.
+    pub fn lane_count(&self) -> usize {
+        self.lanes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map
+            .len()
+    }
+
     fn lane(&self, key: &K) -> Arc<Lane> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        lanes
-            .entry(key.clone())
-            .or_insert_with(|| {
-                Arc::new(Lane {
-                    order: Mutex::new(()),
-                    quotas: StdMutex::new(
-                        (self.quotas_for)(key)
-                            .into_iter()
-                            .map(KeyQuota::new)
-                            .collect(),
-                    ),
-                    paused_until: StdMutex::new(None),
-                })
-            })
-            .clone()
+        if let Some(lane) = lanes.map.get(key) {
+            return lane.clone();
+        }
+        if lanes.map.len() >= lanes.sweep_at {
+            // Under the map's lock nobody can clone a lane, so a strong count
+            // of one really means that no call holds or awaits it.
+            let now = Instant::now();
+            lanes.map.retain(|_, lane| !lane.is_idle(now));
+            lanes.sweep_at = MIN_SWEEP.max(lanes.map.len() * 2);
+        }
+        let lane = Arc::new(Lane {
+            order: Mutex::new(()),
+            quotas: StdMutex::new(
+                (self.quotas_for)(key)
+                    .into_iter()
+                    .map(KeyQuota::new)
+                    .collect(),
+            ),
+            paused_until: StdMutex::new(None),
+        });
+        lanes.map.insert(key.clone(), lane.clone());
+        lane
     }
 
     async fn wait_ready(&self, lane: &Lane) {
@@ -236,6 +287,39 @@ where
                 }
             }
         }
+    }
+}
+
+impl Pacer<()> {
+    /// A quota that never lets more than `limit` calls into any window of
+    /// `window` (half-open, as platforms count on arrival), allowing `burst`
+    /// calls at once after a quiet spell.
+    ///
+    /// A GCRA with burst `b` and period `T` admits at most `b + ceil(W / T) - 1`
+    /// calls in any window of length `W`: `b` at its start, then one per `T`.
+    /// Requiring that for `W = window + margin` gives
+    /// `T = (window + margin) / (limit - b + 1)`, rounded up. The `margin` covers
+    /// jitter in how long calls take to reach the platform: calls may arrive up
+    /// to `margin` closer together than they left and still not share a window.
+    /// A larger burst costs sustained rate (`limit - b + 1` per window), so
+    /// bursts stay small. Examples (50 ms margin):
+    /// - Discord channel, 5 per 5 s, `b = 2`: `T = 1.2625 s`;
+    /// - Telegram group, 20 per 60 s, `b = 3`: `T = 3.34 s` (18 per 60.05 s);
+    /// - Telegram bot, 30 per 1 s, `b = 3`: `T = 37.5 ms` (28 per 1.05 s).
+    ///
+    /// `burst` is clamped to `1..=limit`; a zero `limit` is treated as 1. (It
+    /// lives on `Pacer<()>` so that `Pacer::quota_within` needs no key type.)
+    pub fn quota_within(limit: u32, window: Duration, burst: u32, margin: Duration) -> Quota {
+        let limit = limit.max(1);
+        let burst = burst.clamp(1, limit);
+        let steps = u128::from(limit - burst + 1);
+        let span = (window + margin).as_nanos().max(1);
+        let period_nanos = span.div_ceil(steps);
+        let period = Duration::from_nanos(u64::try_from(period_nanos).unwrap_or(u64::MAX));
+        let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+        Quota::with_period(period)
+            .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(burst)
     }
 }
 
@@ -365,5 +449,162 @@ mod tests {
             .run(&1, || async { Err("bad request") }, |_| Retry::No)
             .await;
         assert_eq!(r, Err("bad request"));
+    }
+
+    /// The most calls in any half-open window `[t, t + window)`.
+    fn busiest_window(times: &[Instant], window: Duration) -> usize {
+        times
+            .iter()
+            .map(|start| {
+                times
+                    .iter()
+                    .filter(|t| **t >= *start && **t < *start + window)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_window_quota_never_exceeds_its_window_and_still_bursts() {
+        let margin = Duration::from_millis(50);
+        let channel = Pacer::quota_within(5, Duration::from_secs(5), 2, margin);
+        let pacer: Pacer<i64> = Pacer::new(per_second(1000), move |_| vec![channel]);
+        let mut sent = Vec::new();
+        for _ in 0..21 {
+            let at: Result<Instant, ()> = pacer
+                .run(&1, || async { Ok(Instant::now()) }, |_| Retry::No)
+                .await;
+            sent.extend(at.ok());
+        }
+        assert_eq!(sent.len(), 21);
+        assert_eq!(busiest_window(&sent, Duration::from_secs(5) + margin), 5);
+        assert!(
+            sent[1].duration_since(sent[0]) < Duration::from_millis(10),
+            "two calls go out at once after a quiet spell"
+        );
+        // Sustained: 4 per 5.05 s, so 21 calls take 19 periods.
+        assert!(sent[20].duration_since(sent[0]) < Duration::from_secs(25));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_bot_wide_window_holds_across_keys() {
+        let margin = Duration::from_millis(50);
+        let bot = Pacer::quota_within(30, Duration::from_secs(1), 3, margin);
+        let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(bot, |_| Vec::new()));
+        let sent = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for key in 0..100 {
+            let (pacer, sent) = (pacer.clone(), sent.clone());
+            tasks.push(tokio::spawn(async move {
+                let r: Result<(), ()> = pacer
+                    .run(
+                        &key,
+                        || async {
+                            sent.lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(Instant::now());
+                            Ok(())
+                        },
+                        |_| Retry::No,
+                    )
+                    .await;
+                r.is_ok()
+            }));
+        }
+        for t in tasks {
+            assert!(t.await.is_ok_and(|ok| ok));
+        }
+        let sent = sent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(sent.len(), 100);
+        assert!(busiest_window(&sent, Duration::from_secs(1) + margin) <= 30);
+        // A Telegram group: 20 per minute on top of 1 per second.
+        let group = Pacer::quota_within(20, Duration::from_secs(60), 3, margin);
+        let chat = Pacer::quota_within(1, Duration::from_secs(1), 1, margin);
+        let pacer: Pacer<i64> = Pacer::new(bot, move |_| vec![chat, group]);
+        let mut sent = Vec::new();
+        for _ in 0..45 {
+            let at: Result<Instant, ()> = pacer
+                .run(&-100, || async { Ok(Instant::now()) }, |_| Retry::No)
+                .await;
+            sent.extend(at.ok());
+        }
+        assert_eq!(busiest_window(&sent, Duration::from_secs(60) + margin), 20);
+        assert_eq!(busiest_window(&sent, Duration::from_secs(1) + margin), 1);
+    }
+
+    #[test]
+    fn window_quotas_round_the_period_up() {
+        let q = Pacer::quota_within(20, Duration::from_secs(60), 3, Duration::ZERO);
+        assert_eq!(q.burst_size().get(), 3);
+        // 60 s / 18 = 3.333… s, rounded up to the nanosecond.
+        assert_eq!(q.replenish_interval(), Duration::from_nanos(3_333_333_334));
+        let q = Pacer::quota_within(1, Duration::from_secs(1), 5, Duration::ZERO);
+        assert_eq!(
+            (q.burst_size().get(), q.replenish_interval()),
+            (1, Duration::from_secs(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_lanes_are_evicted_so_memory_stays_bounded() {
+        let pacer: Pacer<i64> = Pacer::new(per_second(1_000_000), |_| vec![per_second(1)]);
+        for key in 0..2_000 {
+            let r: Result<(), ()> = pacer.run(&key, || async { Ok(()) }, |_| Retry::No).await;
+            assert!(r.is_ok());
+            if key % 100 == 99 {
+                // Every key's quota replenishes (1 s) before the next hundred.
+                tokio::time::advance(Duration::from_secs(2)).await;
+            }
+        }
+        assert!(
+            pacer.lane_count() <= 2 * MIN_SWEEP,
+            "{} lanes kept",
+            pacer.lane_count()
+        );
+
+        // A lane whose quota is still replenishing, or that a call holds, is kept.
+        let hourly = Quota::with_period(Duration::from_secs(3600)).unwrap_or(per_second(1));
+        let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(per_second(1_000_000), move |k| {
+            if *k == -1 {
+                vec![hourly]
+            } else {
+                vec![per_second(1)]
+            }
+        }));
+        let r: Result<(), ()> = pacer.run(&-1, || async { Ok(()) }, |_| Retry::No).await;
+        assert!(r.is_ok());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let held = release.clone();
+        let holder = {
+            let pacer = pacer.clone();
+            tokio::spawn(async move {
+                let r: Result<(), ()> = pacer
+                    .run(
+                        &-2,
+                        || async {
+                            held.notified().await;
+                            Ok(())
+                        },
+                        |_| Retry::No,
+                    )
+                    .await;
+                r.is_ok()
+            })
+        };
+        tokio::task::yield_now().await;
+        for key in 0..(MIN_SWEEP as i64 * 4) {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            let r: Result<(), ()> = pacer.run(&key, || async { Ok(()) }, |_| Retry::No).await;
+            assert!(r.is_ok());
+        }
+        {
+            let lanes = pacer.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            assert!(lanes.map.contains_key(&-1), "still replenishing");
+            assert!(lanes.map.contains_key(&-2), "a call holds it");
+            assert!(lanes.map.len() <= 2 * MIN_SWEEP);
+        }
+        release.notify_one();
+        assert!(holder.await.is_ok_and(|ok| ok));
     }
 }

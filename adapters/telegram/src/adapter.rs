@@ -10,7 +10,6 @@ use crate::send::{Outbound, MAX_TEXT_UTF16};
 use async_trait::async_trait;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use switchboard_platform::{
     chunk_markdown, measure, Activity, ButtonPress, Capabilities, ChatAddress, Inbound,
     InboundSink, LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
@@ -74,9 +73,8 @@ impl TelegramAdapter {
             can_edit: true,
             buttons: true,
             threads: true,
-            min_edit_interval: Duration::from_secs(1)
-                .checked_div(config.limits.per_chat_per_second.max(1))
-                .unwrap_or(Duration::from_secs(1)),
+            // A chat's quota would hold faster edits back anyway.
+            min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
         };
         let inner = Inner {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use switchboard_platform::Secret;
+use switchboard_platform::{Pacer, Quota, Secret};
 use url::Url;
 
 /// Telegram's official Bot API endpoint.
@@ -47,23 +47,49 @@ pub struct WebhookConfig {
     pub secret: Secret,
 }
 
-/// Telegram's published limits, applied by our governor layer.
+/// Outbound flood control: governor quotas that keep every send and edit within
+/// Telegram's published windows — 1 message per second in a chat, 20 per minute
+/// in a group, 30 per second for the bot — as Telegram counts them (on arrival,
+/// over any window), with [`LIMIT_MARGIN`] to spare for network jitter.
+///
+/// Each quota comes from [`Pacer::quota_within`]: burst `b` and period
+/// `T = (window + margin) / (limit - b + 1)`, so that `b + ceil(W / T) - 1`,
+/// the most a GCRA lets into any window `W`, is at most `limit`:
+/// - per chat: 1 per 1 s, `b = 1`, `T = 1.05 s` (a burst is impossible);
+/// - per group: 20 per 60 s, `b = 3`, `T = 3.34 s` (three answers at once,
+///   then 18 per minute; the per-chat quota still spaces those three by 1.05 s);
+/// - per bot: 30 per 1 s, `b = 3`, `T = 37.5 ms` (28 per second sustained).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TelegramLimits {
-    /// Messages (sends and edits) per second in one chat.
-    pub per_chat_per_second: u32,
-    /// Messages per minute in one group or supergroup.
-    pub per_group_per_minute: u32,
-    /// Messages per second for the whole bot.
-    pub global_per_second: u32,
+    /// Sends and edits in one chat, whatever its kind.
+    pub per_chat: Quota,
+    /// Sends and edits in one group or supergroup, on top of `per_chat`.
+    pub per_group: Quota,
+    /// Sends and edits of the whole bot.
+    pub per_bot: Quota,
 }
+
+/// Time added to every window so that calls arriving with a little jitter
+/// still fall outside the window of the call they follow.
+pub const LIMIT_MARGIN: Duration = Duration::from_millis(50);
 
 impl Default for TelegramLimits {
     fn default() -> Self {
+        Self::scaled_down(1, LIMIT_MARGIN)
+    }
+}
+
+impl TelegramLimits {
+    /// Quotas for Telegram's windows made `factor` times shorter (the counts
+    /// and bursts unchanged) with `margin` added: tests cross the real limits
+    /// of a fake scaled the same way in a fraction of the time.
+    pub fn scaled_down(factor: u32, margin: Duration) -> Self {
+        let f = factor.max(1);
+        let second = Duration::from_secs(1) / f;
         Self {
-            per_chat_per_second: 1,
-            per_group_per_minute: 20,
-            global_per_second: 30,
+            per_chat: Pacer::quota_within(1, second, 1, margin),
+            per_group: Pacer::quota_within(20, Duration::from_secs(60) / f, 3, margin),
+            per_bot: Pacer::quota_within(30, second, 3, margin),
         }
     }
 }
@@ -174,6 +200,34 @@ fn parse_http_url(var: &'static str, raw: &str) -> Result<Url, TelegramConfigErr
     Ok(url)
 }
 
+/// Ports Telegram delivers webhooks to.
+const WEBHOOK_PORTS: [u16; 4] = [443, 80, 88, 8443];
+
+/// Telegram only posts to HTTPS URLs on ports 443, 80, 88 or 8443; anything
+/// else would be refused by `setWebhook` at start-up, so refuse it here with
+/// the variable named.
+fn parse_webhook_url(raw: &str) -> Result<Url, TelegramConfigError> {
+    const VAR: &str = "TELEGRAM_WEBHOOK_URL";
+    let url = parse_http_url(VAR, raw)?;
+    if url.scheme() != "https" {
+        return Err(invalid(
+            VAR,
+            "Telegram only delivers webhooks over HTTPS; use an https:// URL \
+             (e.g. behind a TLS-terminating reverse proxy)",
+        ));
+    }
+    match url.port_or_known_default() {
+        Some(port) if WEBHOOK_PORTS.contains(&port) => Ok(url),
+        port => Err(invalid(
+            VAR,
+            format!(
+                "port {} is not one Telegram delivers webhooks to; use 443, 80, 88 or 8443",
+                port.map_or_else(|| "?".to_owned(), |p| p.to_string())
+            ),
+        )),
+    }
+}
+
 /// Comma-separated numeric user ids.
 fn parse_ids(var: &'static str, raw: &str) -> Result<HashSet<i64>, TelegramConfigError> {
     raw.split(',')
@@ -217,7 +271,7 @@ fn webhook_from(
             ));
         }
     };
-    let url = parse_http_url("TELEGRAM_WEBHOOK_URL", &url)?;
+    let url = parse_webhook_url(&url)?;
     let listen = listen.parse::<SocketAddr>().map_err(|_| {
         invalid(
             "TELEGRAM_WEBHOOK_LISTEN",
@@ -353,5 +407,58 @@ mod tests {
         .unwrap_or_default();
         assert!(e.starts_with("TELEGRAM_WEBHOOK_SECRET:"), "{e}");
         assert!(!e.contains("has spaces"));
+    }
+
+    fn webhook_error(url: &str) -> Option<String> {
+        TelegramConfig::from_env(
+            env(&[
+                ("TELEGRAM_BOT_TOKEN", TOKEN),
+                ("TELEGRAM_WEBHOOK_URL", url),
+                ("TELEGRAM_WEBHOOK_LISTEN", "0.0.0.0:8443"),
+                ("TELEGRAM_WEBHOOK_SECRET", "s3cr3t"),
+            ]),
+            Path::new("."),
+        )
+        .err()
+        .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn webhook_urls_follow_telegrams_rules() {
+        let e = webhook_error("http://bot.example.com/tg").unwrap_or_default();
+        assert!(
+            e.starts_with("TELEGRAM_WEBHOOK_URL:") && e.contains("HTTPS"),
+            "{e}"
+        );
+        let e = webhook_error("https://bot.example.com:9000/tg").unwrap_or_default();
+        assert!(
+            e.starts_with("TELEGRAM_WEBHOOK_URL:") && e.contains("port 9000"),
+            "{e}"
+        );
+        for ok in [
+            "https://bot.example.com/tg",
+            "https://bot.example.com:443/tg",
+            "https://bot.example.com:80/tg",
+            "https://bot.example.com:88/tg",
+            "https://bot.example.com:8443/tg",
+        ] {
+            assert_eq!(webhook_error(ok), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn default_limits_never_exceed_telegrams_windows() {
+        // b + ceil((W + margin) / T) - 1 <= limit, for every window.
+        let most = |q: Quota, window: Duration| {
+            let spans = (window + LIMIT_MARGIN).as_nanos();
+            let t = q.replenish_interval().as_nanos();
+            u128::from(q.burst_size().get()) + spans.div_ceil(t) - 1
+        };
+        let l = TelegramLimits::default();
+        assert_eq!(most(l.per_chat, Duration::from_secs(1)), 1);
+        assert_eq!(most(l.per_group, Duration::from_secs(60)), 20);
+        assert_eq!(most(l.per_bot, Duration::from_secs(1)), 30);
+        assert_eq!(l.per_group.burst_size().get(), 3);
+        assert_eq!(l.per_bot.burst_size().get(), 3);
     }
 }

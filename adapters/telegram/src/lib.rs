@@ -22,5 +22,6 @@ mod webhook;
 pub use adapter::TelegramAdapter;
 pub use config::{
     TelegramConfig, TelegramConfigError, TelegramLimits, WebhookConfig, DEFAULT_API_URL,
+    LIMIT_MARGIN,
 };
 pub use errors::TelegramError;

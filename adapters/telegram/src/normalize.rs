@@ -339,29 +339,45 @@ fn word_matches(text: &str, needle: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Removes `ranges` from `text` and tidies what is left ("@bot, hi" → "hi").
+/// Removes `ranges` from `text` and tidies only around them ("@bot, hi" →
+/// "hi"): spacing, indentation and line breaks elsewhere stay as typed.
 fn strip_ranges(text: &str, ranges: &[Range<usize>]) -> String {
+    const BLANK: [char; 2] = [' ', '\t'];
     let mut sorted = ranges.to_vec();
     sorted.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for r in sorted {
-        if r.start >= at {
-            out.push_str(&text[at..r.start]);
-            at = r.end;
+        if r.start < at || r.end > text.len() {
+            continue;
+        }
+        out.push_str(&text[at..r.start]);
+        at = r.end;
+        // A mention between blanks (or at a line start) takes the blanks after
+        // it along, so "ask @bot  now" reads "ask now"; nothing else moves.
+        if out.is_empty() || out.ends_with([' ', '\t', '\n']) {
+            let rest = &text[at..];
+            at += rest.len() - rest.trim_start_matches(BLANK).len();
         }
     }
     out.push_str(&text[at..]);
-    let collapsed = out
-        .split(' ')
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    collapsed
-        .trim()
-        .trim_start_matches([',', ':', ';'])
-        .trim()
-        .to_owned()
+    let out = out.trim_end();
+    // Lines the mention left blank go; the next line keeps its indentation
+    // (it may open a code block). A first line that just had blanks before
+    // the mention loses them, as untouched text is trimmed too.
+    let lead = out.len() - out.trim_start().len();
+    let out = match out[..lead].rfind('\n') {
+        Some(newline) => &out[newline + 1..],
+        None => out.trim_start(),
+    };
+    // "@bot, do this" / "@bot: do this" → "do this".
+    match out.strip_prefix([',', ':', ';']) {
+        Some(rest) => rest
+            .trim_start_matches([',', ':', ';'])
+            .trim_start()
+            .to_owned(),
+        None => out.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -286,3 +286,25 @@ fn unparseable_updates_are_ignored() {
         assert!(matches!(normalizer().update(&u), Action::Ignore(_)));
     }
 }
+
+#[test]
+fn stripping_a_mention_keeps_the_rest_of_the_text_as_typed() {
+    let strip = |text: &str| {
+        let at = text.find("@switchbot").unwrap_or(0);
+        let mention = at..at + "@switchbot".len();
+        strip_ranges(text, std::slice::from_ref(&mention))
+    };
+    assert_eq!(
+        strip("@switchbot fix this:\n\n    def f():\n        return  1"),
+        "fix this:\n\n    def f():\n        return  1"
+    );
+    assert_eq!(
+        strip("@switchbot\n```python\nif x:\n    pass\n```"),
+        "```python\nif x:\n    pass\n```"
+    );
+    assert_eq!(strip("@switchbot\n    indented"), "    indented");
+    assert_eq!(strip("ask @switchbot  now,  please"), "ask now,  please");
+    assert_eq!(strip("a\n\t@switchbot\tb\n  c"), "a\n\tb\n  c");
+    assert_eq!(strip("  @switchbot: table | a  | b |"), "table | a  | b |");
+    assert_eq!(strip("thanks @switchbot"), "thanks");
+}

@@ -5,11 +5,9 @@
 use crate::config::TelegramLimits;
 use crate::errors::{classify, is_not_modified, is_parse_error, scrubbed, to_platform};
 use crate::render::{has_no_visible_text, markdown_to_html};
-use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use switchboard_platform::{
-    Button, ChatAddress, MessageId, MessageRef, OutgoingMessage, Pacer, PlatformError, Quota,
-    Secret,
+    Button, ChatAddress, MessageId, MessageRef, OutgoingMessage, Pacer, PlatformError, Secret,
 };
 use teloxide::payloads::{
     AnswerCallbackQuerySetters, EditMessageTextSetters, SendChatActionSetters, SendMessageSetters,
@@ -35,10 +33,6 @@ pub(crate) struct Outbound {
     unpaced_429s: AtomicU64,
 }
 
-fn nonzero(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
-}
-
 fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
     i32::try_from(id.0)
         .map(TgMessageId)
@@ -47,11 +41,13 @@ fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
 
 impl Outbound {
     pub fn new(bot: Bot, token: Secret, limits: TelegramLimits) -> Self {
-        let per_chat = Quota::per_second(nonzero(limits.per_chat_per_second));
-        let per_group = Quota::per_minute(nonzero(limits.per_group_per_minute));
-        let global = Quota::per_second(nonzero(limits.global_per_second));
+        let TelegramLimits {
+            per_chat,
+            per_group,
+            per_bot,
+        } = limits;
         // Telegram group and channel ids are negative, users' chats positive.
-        let pacer = Pacer::new(global, move |chat: &i64| {
+        let pacer = Pacer::new(per_bot, move |chat: &i64| {
             if *chat < 0 {
                 vec![per_chat, per_group]
             } else {

@@ -1,7 +1,7 @@
 //! Events the fake dispatches on its gateway: user messages (MESSAGE_CREATE),
 //! button presses (INTERACTION_CREATE), raw frames and dropped connections.
 
-use super::{bot_user_json, gateway, shard_of, timestamp, user_json};
+use super::{bot_user_json, custom_ids, gateway, shard_of, timestamp, user_json};
 use super::{Channel, FakeDiscord, Inner, Interaction, APP_ID, BOT_ID, GUILD_ID, TEXT};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -143,11 +143,15 @@ impl FakeDiscord {
     }
 
     /// Dispatches INTERACTION_CREATE for a button on a stored message; returns
-    /// the interaction id, or `None` when the message is unknown or the shard
-    /// is not connected.
+    /// the interaction id, or `None` when the message is unknown, does not
+    /// carry a button with that `custom_id` now (Discord only sends what is on
+    /// the message) or the shard is not connected.
     pub fn press(&self, press: Press) -> Option<u64> {
         let mut inner = self.shared.lock();
         let message = inner.messages.get(&press.message)?.clone();
+        if !custom_ids(&message).contains(&press.custom_id) {
+            return None;
+        }
         let channel_id: u64 = message["channel_id"].as_str()?.parse().ok()?;
         let channel = *inner.channels.get(&channel_id)?;
         let id = inner.next_id();

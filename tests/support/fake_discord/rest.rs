@@ -1,7 +1,9 @@
-//! The fake's REST API under `/api/v10`: auth, 429 injection, Discord's limits,
-//! messages, typing, interaction callbacks and webhook followups.
+//! The fake's REST API under `/api/v10`: auth, 429 injection, Discord's rate
+//! limits and content limits, messages, typing, interaction callbacks and
+//! webhook followups.
 
 use super::events::attach_reference;
+use super::limits::too_many;
 use super::{bot_user_json, id_eq, timestamp, Call, Callback, Followup, Inner, Shared};
 use super::{APP_ID, BOT_ID, GUILD_ID, TOKEN};
 use axum::body::Bytes;
@@ -12,9 +14,9 @@ use axum::Router;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-type Answer = (u16, Value, Vec<(&'static str, String)>);
+pub(crate) type Answer = (u16, Value, Vec<(&'static str, String)>);
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new().fallback(handle).with_state(shared)
@@ -27,23 +29,34 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // Rate limits count arrivals, before any queueing on the fake's lock.
+    let arrived = Instant::now();
     let path = uri
         .path()
         .strip_prefix("/api/v10")
         .unwrap_or(uri.path())
         .to_owned();
-    let body: Value = if body.is_empty() {
-        Value::Null
+    let parsed: Option<Value> = if body.is_empty() {
+        Some(Value::Null)
     } else {
-        serde_json::from_slice(&body).unwrap_or_else(|_| json!({ "_unparsable": true }))
+        serde_json::from_slice(&body).ok()
     };
+    let body = parsed
+        .clone()
+        .unwrap_or_else(|| json!({ "_unparsable": String::from_utf8_lossy(&body) }));
     let authorized = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == format!("Bot {TOKEN}"));
     let mut inner = shared.lock();
-    let (status, answer, extra_headers) =
-        route(&shared, &mut inner, &method, &path, &body, authorized);
+    let request = Request {
+        method: &method,
+        path: &path,
+        body: parsed.as_ref(),
+        authorized,
+        arrived,
+    };
+    let (status, answer, extra_headers) = route(&shared, &mut inner, &request);
     if status == 429 {
         inner.rate_limited += 1;
     }
@@ -84,44 +97,47 @@ fn ok(value: Value) -> Answer {
     (200, value, Vec::new())
 }
 
-fn too_many(retry_after: f64, global: bool) -> Answer {
-    (
-        429,
-        json!({
-            "message": "You are being rate limited.",
-            "retry_after": retry_after,
-            "global": global,
-        }),
-        vec![
-            ("retry-after", format!("{}", retry_after.ceil() as u64)),
-            ("x-ratelimit-global", global.to_string()),
-            (
-                "x-ratelimit-scope",
-                if global { "global" } else { "user" }.to_owned(),
-            ),
-        ],
+/// An injected 429 (`retry_after` seconds).
+fn injected_429(retry_after: f64, global: bool) -> Answer {
+    too_many(
+        Duration::from_secs_f64(retry_after.max(0.0)),
+        global,
+        Vec::new(),
     )
 }
 
-fn route(
-    shared: &Shared,
-    inner: &mut Inner,
-    method: &Method,
-    path: &str,
-    body: &Value,
+/// One request as the router needs it; `body` is `None` when it is not JSON.
+struct Request<'a> {
+    method: &'a Method,
+    path: &'a str,
+    body: Option<&'a Value>,
     authorized: bool,
-) -> Answer {
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    // Interaction callbacks and webhooks authenticate by their token in the path.
+    arrived: Instant,
+}
+
+fn route(shared: &Shared, inner: &mut Inner, request: &Request<'_>) -> Answer {
+    let segments: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
+    // Interaction callbacks and webhooks authenticate by their token in the path
+    // and are not subject to the bot's global limit.
     let token_routes = matches!(segments.first(), Some(&"interactions") | Some(&"webhooks"));
     if !token_routes {
-        if !authorized {
+        if !request.authorized {
             return error(401, 0, "401: Unauthorized");
         }
         if let Some(retry_after) = inner.global_429s.pop_front() {
-            return too_many(retry_after, true);
+            return injected_429(retry_after, true);
+        }
+        if let Some(limits) = inner.limits.as_mut() {
+            if let Err(refused) = limits.global(request.arrived) {
+                return refused;
+            }
         }
     }
+    let mut bucket_headers = Vec::new();
+    let message_route = matches!(
+        (request.method.as_str(), segments.as_slice()),
+        ("POST", ["channels", _, "messages"]) | ("PATCH", ["channels", _, "messages", _])
+    );
     if let ["channels", channel, "messages", ..] = segments.as_slice() {
         if let Ok(channel) = channel.parse::<u64>() {
             if let Some(retry_after) = inner
@@ -129,12 +145,37 @@ fn route(
                 .get_mut(&channel)
                 .and_then(|q| q.pop_front())
             {
-                return too_many(retry_after, false);
+                return injected_429(retry_after, false);
+            }
+            if let Some(limits) = inner.limits.as_mut().filter(|_| message_route) {
+                match limits.channel(channel, request.arrived) {
+                    Ok(headers) => bucket_headers = headers,
+                    Err(refused) => return refused,
+                }
             }
         }
     }
+    let body = match request.body {
+        Some(body) => body,
+        None if matches!(request.method.as_str(), "POST" | "PATCH" | "PUT") => {
+            return error(400, 50109, "The request body contains invalid JSON.");
+        }
+        None => &Value::Null,
+    };
+    let (status, answer, mut headers) = dispatch(shared, inner, request.method, &segments, body);
+    headers.extend(bucket_headers);
+    (status, answer, headers)
+}
+
+fn dispatch(
+    shared: &Shared,
+    inner: &mut Inner,
+    method: &Method,
+    segments: &[&str],
+    body: &Value,
+) -> Answer {
     let id = |s: &str| s.parse::<u64>().ok();
-    match (method.as_str(), segments.as_slice()) {
+    match (method.as_str(), segments) {
         ("GET", ["gateway"]) => ok(json!({ "url": shared.gateway_url })),
         ("GET", ["gateway", "bot"]) => ok(json!({
             "url": shared.gateway_url,
@@ -308,6 +349,7 @@ fn edit_message(inner: &mut Inner, channel: u64, message: u64, body: &Value) -> 
     if let Err(e) = validate(body, false) {
         return e;
     }
+    let refused = inner.refused_edits.contains(&message);
     let Some(msg) = inner.messages.get_mut(&message) else {
         return error(404, 10008, "Unknown Message");
     };
@@ -316,6 +358,9 @@ fn edit_message(inner: &mut Inner, channel: u64, message: u64, body: &Value) -> 
     }
     if !id_eq(&msg["author"]["id"], BOT_ID) {
         return error(403, 50005, "Cannot edit a message authored by another user");
+    }
+    if refused {
+        return error(403, 50013, "Missing Permissions");
     }
     apply_edit(msg, body);
     ok(msg.clone())

@@ -1,5 +1,5 @@
-//! The Bot API methods of the fake: routing, the envelope, long polling,
-//! flood checks and message validation.
+//! The Bot API methods of the fake: routing, the envelope, long polling with
+//! `allowed_updates`, webhook rules, flood checks and message validation.
 
 use super::{
     html, message_json, next_message_id, now_secs, Call, Entity, Inner, Shared, StoredMessage,
@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 type ApiResult = Result<Value, ApiError>;
 
@@ -51,6 +52,8 @@ pub(super) async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // Flood limits count arrivals, before any queueing on the fake's lock.
+    let arrived = tokio::time::Instant::now();
     let params = parse_params(&headers, &body);
     let token_ok = bot.strip_prefix("bot") == Some(shared.lock().token.as_str());
     let result = if !token_ok {
@@ -62,7 +65,7 @@ pub(super) async fn handle(
     } else if method.eq_ignore_ascii_case("getupdates") {
         get_updates(&shared, &params).await
     } else {
-        dispatch(&mut shared.lock(), &method, &params)
+        dispatch(&mut shared.lock(), &method, &params, arrived)
     };
     let mut inner = shared.lock();
     let (ok, error_code, description) = match &result {
@@ -114,7 +117,59 @@ fn parse_params(headers: &HeaderMap, body: &[u8]) -> Value {
     serde_json::from_str(&text).unwrap_or(json!({}))
 }
 
+/// Update kinds Telegram leaves out when `allowed_updates` is empty.
+const NOT_BY_DEFAULT: &[&str] = &["chat_member", "message_reaction", "message_reaction_count"];
+
+/// Whether Telegram would create `update` for a bot that set `allowed` (empty:
+/// every kind except [`NOT_BY_DEFAULT`]).
+pub(super) fn allowed(allowed: &[String], update: &Value) -> bool {
+    let Some(kind) = update
+        .as_object()
+        .and_then(|o| o.keys().find(|k| k.as_str() != "update_id"))
+    else {
+        return true;
+    };
+    if allowed.is_empty() {
+        !NOT_BY_DEFAULT.contains(&kind.as_str())
+    } else {
+        allowed.iter().any(|a| a == kind)
+    }
+}
+
+/// Remembers `allowed_updates` when given: it applies to updates created later.
+fn set_allowed_updates(inner: &mut Inner, params: &Value) -> Result<(), ApiError> {
+    match &params["allowed_updates"] {
+        Value::Null => Ok(()),
+        Value::Array(kinds) => {
+            inner.allowed_updates = kinds
+                .iter()
+                .map(|k| k.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("can't parse allowed updates JSON array"))?;
+            Ok(())
+        }
+        _ => Err(bad("can't parse allowed updates JSON array")),
+    }
+}
+
+/// Telegram's webhook rules: an HTTPS URL on port 443, 80, 88 or 8443.
+fn check_webhook_url(url: &str) -> Result<(), ApiError> {
+    let parsed = url::Url::parse(url).map_err(|_| bad("bad webhook: invalid URL"))?;
+    if parsed.scheme() != "https" {
+        return Err(bad(
+            "bad webhook: An HTTPS URL must be provided for webhook",
+        ));
+    }
+    if !matches!(parsed.port_or_known_default(), Some(443 | 80 | 88 | 8443)) {
+        return Err(bad(
+            "bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443",
+        ));
+    }
+    Ok(())
+}
+
 async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
+    set_allowed_updates(&mut shared.lock(), params)?;
     let offset = params["offset"].as_i64();
     let limit =
         usize::try_from(params["limit"].as_u64().unwrap_or(100).clamp(1, 100)).unwrap_or(100);
@@ -156,7 +211,7 @@ async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
     }
 }
 
-fn dispatch(inner: &mut Inner, method: &str, p: &Value) -> ApiResult {
+fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> ApiResult {
     match method.to_ascii_lowercase().as_str() {
         "getme" => Ok(
             json!({"id": BOT_ID, "is_bot": true, "first_name": "Switchboard",
@@ -184,14 +239,16 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value) -> ApiResult {
             if url.is_empty() {
                 inner.webhook = None;
             } else {
+                check_webhook_url(&url)?;
+                set_allowed_updates(inner, p)?;
                 let secret = p["secret_token"].as_str().map(str::to_owned);
                 inner.webhook = Some((url, secret));
             }
             Ok(json!(true))
         }
-        "sendmessage" => send_message(inner, p),
-        "editmessagetext" => edit_message_text(inner, p),
-        "editmessagereplymarkup" => edit_reply_markup(inner, p),
+        "sendmessage" => send_message(inner, p, arrived),
+        "editmessagetext" => edit_message_text(inner, p, arrived),
+        "editmessagereplymarkup" => edit_reply_markup(inner, p, arrived),
         "answercallbackquery" => {
             let id = p["callback_query_id"].as_str().unwrap_or_default();
             if p["text"].as_str().is_some_and(|t| t.chars().count() > 200) {
@@ -225,7 +282,7 @@ fn chat_id(p: &Value) -> Result<i64, ApiError> {
 }
 
 /// Injected 429s first, then the published limits when enforced.
-fn flood_check(inner: &mut Inner, chat: i64) -> Result<(), ApiError> {
+fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), ApiError> {
     let injected = inner
         .inject_429
         .get_mut(&chat)
@@ -234,7 +291,7 @@ fn flood_check(inner: &mut Inner, chat: i64) -> Result<(), ApiError> {
         (Some(n), _) => Some(n),
         (None, Some(limits)) => {
             let is_group = inner.chats.get(&chat).is_some_and(|c| c.is_group);
-            match limits.check(chat, is_group) {
+            match limits.check(chat, is_group, arrived) {
                 Ok(()) => None,
                 Err((n, which)) => {
                     *inner.limit_hits.entry(which).or_default() += 1;
@@ -305,7 +362,7 @@ fn check_markup(p: &Value) -> Result<Option<Value>, ApiError> {
     Ok(markup)
 }
 
-fn send_message(inner: &mut Inner, p: &Value) -> ApiResult {
+fn send_message(inner: &mut Inner, p: &Value, arrived: Instant) -> ApiResult {
     let chat = chat_id(p)?;
     let Some(known) = inner.chats.get(&chat) else {
         return Err(bad("chat not found"));
@@ -317,7 +374,7 @@ fn send_message(inner: &mut Inner, p: &Value) -> ApiResult {
             return Err(bad("message thread not found"));
         }
     }
-    flood_check(inner, chat)?;
+    flood_check(inner, chat, arrived)?;
     let (text, entities) = parse_text(inner, chat, p)?;
     let markup = check_markup(p)?;
     let reply_to = p["reply_parameters"]["message_id"].as_i64();
@@ -367,10 +424,10 @@ fn bot_message<'a>(
     }
 }
 
-fn edit_message_text(inner: &mut Inner, p: &Value) -> ApiResult {
+fn edit_message_text(inner: &mut Inner, p: &Value, arrived: Instant) -> ApiResult {
     let chat = chat_id(p)?;
     bot_message(inner, p)?;
-    flood_check(inner, chat)?;
+    flood_check(inner, chat, arrived)?;
     let (text, entities) = parse_text(inner, chat, p)?;
     let markup = check_markup(p)?;
     let (m, chat_json) = bot_message(inner, p)?;
@@ -385,10 +442,10 @@ fn edit_message_text(inner: &mut Inner, p: &Value) -> ApiResult {
     Ok(message_json(m, &chat_json))
 }
 
-fn edit_reply_markup(inner: &mut Inner, p: &Value) -> ApiResult {
+fn edit_reply_markup(inner: &mut Inner, p: &Value, arrived: Instant) -> ApiResult {
     let chat = chat_id(p)?;
     bot_message(inner, p)?;
-    flood_check(inner, chat)?;
+    flood_check(inner, chat, arrived)?;
     let markup = check_markup(p)?;
     let (m, chat_json) = bot_message(inner, p)?;
     if m.reply_markup == markup {

@@ -1,117 +1,158 @@
-//! Telegram's published flood limits (1 msg/s per chat, 20 msg/min per group,
-//! 30 msg/s per bot) as token buckets (GCRA), with a small tolerance for
-//! network jitter between the client's limiter and this server.
+//! Telegram's published flood limits, enforced the way Telegram counts them:
+//! a sliding window of the calls it accepted (1 per second in a chat, 20 per
+//! minute in a group, 30 per second for the bot), with no burst allowance and
+//! no tolerance. Sends and edits (text or keyboard) count alike.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// One bucket: `burst` calls at once, refilled one per `interval`.
-#[derive(Debug, Clone)]
-struct Bucket {
-    interval: Duration,
-    burst: u32,
-    /// Theoretical arrival time of the next call.
-    tat: Option<Instant>,
+/// At most `limit` calls in any window of length `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub limit: u32,
+    pub per: Duration,
 }
 
-impl Bucket {
-    fn new(per: Duration, count: u32) -> Self {
-        let count = count.max(1);
-        Self {
-            interval: per / count,
-            burst: count,
-            tat: None,
-        }
-    }
-
-    /// How long the call at `now` must still wait (zero when allowed).
-    fn wait(&self, now: Instant, tolerance: Duration) -> Duration {
-        let tau = self.interval * (self.burst - 1);
-        match self.tat {
-            Some(tat) => tat
-                .checked_sub(tau)
-                .map(|earliest| earliest.saturating_duration_since(now + tolerance))
-                .unwrap_or_default(),
-            None => Duration::ZERO,
-        }
-    }
-
-    fn commit(&mut self, now: Instant) {
-        let base = self.tat.map_or(now, |t| t.max(now));
-        self.tat = Some(base + self.interval);
+impl Window {
+    pub const fn new(limit: u32, per: Duration) -> Self {
+        Self { limit, per }
     }
 }
 
 /// The limits in force; `None` in [`super::FakeOptions`] disables them.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PublishedLimits {
-    pub per_chat_per_second: u32,
-    pub per_group_per_minute: u32,
-    pub global_per_second: u32,
-    pub tolerance: Duration,
+    /// Every chat, private or group: 1 message per second.
+    pub per_chat: Window,
+    /// Groups and supergroups, on top of `per_chat`: 20 messages per minute.
+    pub per_group: Window,
+    /// The whole bot: 30 messages per second.
+    pub per_bot: Window,
 }
 
 impl Default for PublishedLimits {
     fn default() -> Self {
         Self {
-            per_chat_per_second: 1,
-            per_group_per_minute: 20,
-            global_per_second: 30,
-            tolerance: Duration::from_millis(150),
+            per_chat: Window::new(1, Duration::from_secs(1)),
+            per_group: Window::new(20, Duration::from_secs(60)),
+            per_bot: Window::new(30, Duration::from_secs(1)),
         }
+    }
+}
+
+impl PublishedLimits {
+    /// Telegram's limits with every window `factor` times shorter (the counts
+    /// unchanged), so a test can cross them in a fraction of the time.
+    pub fn scaled_down(factor: u32) -> Self {
+        let f = factor.max(1);
+        let real = Self::default();
+        let scale = |w: Window| Window::new(w.limit, w.per / f);
+        Self {
+            per_chat: scale(real.per_chat),
+            per_group: scale(real.per_group),
+            per_bot: scale(real.per_bot),
+        }
+    }
+}
+
+/// The times of the calls accepted within the last window, oldest first.
+#[derive(Debug, Clone)]
+pub struct SlidingWindow {
+    window: Window,
+    accepted: VecDeque<Instant>,
+}
+
+impl SlidingWindow {
+    pub fn new(window: Window) -> Self {
+        Self {
+            window,
+            accepted: VecDeque::new(),
+        }
+    }
+
+    /// How long a call at `now` must still wait (zero: it fits). A call fits
+    /// when fewer than `limit` accepted calls lie in `(now - per, now]`, i.e.
+    /// every half-open window `[t, t + per)` holds at most `limit` calls.
+    pub fn wait(&mut self, now: Instant) -> Duration {
+        while self
+            .accepted
+            .front()
+            .is_some_and(|t| *t + self.window.per <= now)
+        {
+            self.accepted.pop_front();
+        }
+        let limit = usize::try_from(self.window.limit).unwrap_or(usize::MAX);
+        if self.accepted.len() < limit {
+            return Duration::ZERO;
+        }
+        // The call fits once enough of the oldest ones have left the window.
+        let index = self.accepted.len() - limit;
+        self.accepted.get(index).map_or(Duration::ZERO, |t| {
+            (*t + self.window.per).duration_since(now)
+        })
+    }
+
+    /// Counts an accepted call at `now`.
+    pub fn record(&mut self, now: Instant) {
+        self.accepted.push_back(now);
     }
 }
 
 #[derive(Debug)]
 pub struct Limits {
     config: PublishedLimits,
-    global: Bucket,
-    chats: HashMap<i64, Bucket>,
-    groups: HashMap<i64, Bucket>,
+    bot: SlidingWindow,
+    chats: HashMap<i64, SlidingWindow>,
+    groups: HashMap<i64, SlidingWindow>,
 }
 
 impl Limits {
     pub fn new(config: PublishedLimits) -> Self {
         Self {
-            global: Bucket::new(Duration::from_secs(1), config.global_per_second),
+            bot: SlidingWindow::new(config.per_bot),
             chats: HashMap::new(),
             groups: HashMap::new(),
             config,
         }
     }
 
-    /// `Err((retry_after_secs, which limit))` when a message to `chat` now
-    /// exceeds a limit; otherwise the message is counted.
-    pub fn check(&mut self, chat: i64, is_group: bool) -> Result<(), (u32, &'static str)> {
-        let now = Instant::now();
+    /// `Err((retry_after_secs, which limit))` when a message to `chat` at
+    /// `now` exceeds a limit; otherwise the message is counted against all of
+    /// them. `retry_after` is whole seconds, rounded up, at least 1 (Telegram).
+    pub fn check(
+        &mut self,
+        chat: i64,
+        is_group: bool,
+        now: Instant,
+    ) -> Result<(), (u32, &'static str)> {
         let cfg = self.config;
-        let chat_bucket = self
+        let chat_window = self
             .chats
             .entry(chat)
-            .or_insert_with(|| Bucket::new(Duration::from_secs(1), cfg.per_chat_per_second));
+            .or_insert_with(|| SlidingWindow::new(cfg.per_chat));
         let mut waits = vec![
-            (chat_bucket.wait(now, cfg.tolerance), "per chat"),
-            (self.global.wait(now, cfg.tolerance), "per bot"),
+            (chat_window.wait(now), "per chat"),
+            (self.bot.wait(now), "per bot"),
         ];
         if is_group {
             let group = self
                 .groups
                 .entry(chat)
-                .or_insert_with(|| Bucket::new(Duration::from_secs(60), cfg.per_group_per_minute));
-            waits.push((group.wait(now, cfg.tolerance), "per group"));
+                .or_insert_with(|| SlidingWindow::new(cfg.per_group));
+            waits.push((group.wait(now), "per group"));
         }
         if let Some((wait, which)) = waits.into_iter().filter(|(w, _)| !w.is_zero()).max() {
             let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             return Err((u32::try_from(secs.max(1)).unwrap_or(u32::MAX), which));
         }
-        self.global.commit(now);
-        if let Some(b) = self.chats.get_mut(&chat) {
-            b.commit(now);
+        self.bot.record(now);
+        if let Some(w) = self.chats.get_mut(&chat) {
+            w.record(now);
         }
         if is_group {
-            if let Some(b) = self.groups.get_mut(&chat) {
-                b.commit(now);
+            if let Some(w) = self.groups.get_mut(&chat) {
+                w.record(now);
             }
         }
         Ok(())
