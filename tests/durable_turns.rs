@@ -352,6 +352,52 @@ async fn a_message_queued_at_shutdown_is_answered_after_the_restart_on(db: &Db) 
 }
 
 #[tokio::test]
+async fn an_edit_pressed_before_a_restart_takes_the_next_message_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        an_edit_pressed_before_a_restart_takes_the_next_message_after_it_on(&db).await;
+    }
+}
+
+async fn an_edit_pressed_before_a_restart_takes_the_next_message_after_it_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    llm.push(exec_call("call_1", "echo original"));
+    let first = instance(&llm, &db).await;
+    first.channel.dm(1, "please run the echo").await;
+    let card = first.channel.card().await;
+    first.channel.press(1, &card.action('e')).await;
+    first
+        .channel
+        .wait_for("the card sent back for editing", |l| {
+            l.any_contains("send the new arguments")
+        })
+        .await;
+    first.stop().await;
+
+    llm.push(Reply::text("It printed the edited text."));
+    let second = instance(&llm, &db).await;
+    // The restarted gateway still waits for the new command.
+    second.channel.dm(1, "echo edited-after-restart").await;
+    let new_card = second.channel.card().await;
+    assert!(
+        new_card.text.contains("echo edited-after-restart"),
+        "{}",
+        new_card.text
+    );
+    second.channel.press(1, &new_card.action('y')).await;
+    second
+        .channel
+        .wait_for("the answer", |l| l.has_text("It printed the edited text."))
+        .await;
+    let requests = llm.requests().await;
+    assert_eq!(requests.len(), 2, "the edit text never reached the model as a request");
+    let result = last_tool_result(requests.last().unwrap());
+    assert!(result.contains("edited-after-restart"), "{result}");
+    second.stop().await;
+}
+
+#[tokio::test]
 async fn a_denial_after_a_restart_reaches_the_model() {
     let dir = tempfile::tempdir().unwrap();
     for db in databases(dir.path()).await {

@@ -28,12 +28,25 @@ pub(crate) struct GatewayHost {
     pub awaiting: Awaiting,
     pub reply_to: Option<MessageId>,
     /// For a resumed turn: the decision already taken for this call id.
-    pub predecided: Mutex<Option<(String, ApprovalOutcome)>>,
+    pub predecided: Mutex<Option<(String, Predecided)>>,
     /// The gateway's part of a checkpoint (plain input, history row ids).
     pub context: TurnContext,
 }
 
 const MAX_EDITS: usize = 3;
+
+/// What a resumed turn brings for the call it paused on.
+pub(crate) enum Predecided {
+    /// Decided: apply it.
+    Outcome(ApprovalOutcome),
+    /// Sent back for editing: the requester's next message is the new
+    /// arguments (the paused turn's row stays until it arrives). `text`
+    /// receives it when the wait was armed before the turn resumed.
+    Edit {
+        approval_id: String,
+        text: Option<oneshot::Receiver<String>>,
+    },
+}
 
 #[async_trait]
 impl TurnHost for GatewayHost {
@@ -45,11 +58,19 @@ impl TurnHost for GatewayHost {
         summary: String,
         checkpoint: TurnCheckpoint,
     ) -> ApprovalOutcome {
-        if let Some(outcome) = self.take_predecided(&call.id) {
-            return outcome;
-        }
         let mut args = arguments.clone();
         let mut summary = summary;
+        match self.take_predecided(&call.id) {
+            Some(Predecided::Outcome(outcome)) => return outcome,
+            Some(Predecided::Edit { approval_id, text }) => {
+                let edit = text.unwrap_or_else(|| self.expect_edit(&approval_id));
+                match self.take_edit(call, &args, edit, &approval_id, true).await {
+                    Ok((new_args, new_summary)) => (args, summary) = (new_args, new_summary),
+                    Err(outcome) => return outcome,
+                }
+            }
+            None => {}
+        }
         for _ in 0..=MAX_EDITS {
             let approval_id = uuid::Uuid::new_v4().simple().to_string();
             // Armed before the card is shown: the new arguments may be sent right
@@ -104,8 +125,10 @@ impl TurnHost for GatewayHost {
                 self.stop_expecting_edit();
             }
             // Whoever takes the stored turn resumes it; if another process (or the
-            // expiry sweeper) took it first, this copy steps aside.
-            if saved {
+            // expiry sweeper) took it first, this copy steps aside. An edit keeps
+            // the row until the new arguments arrive, so a restart while waiting
+            // for them resumes the wait.
+            if saved && decision != Decision::Edit {
                 match self.inner.store.claim_turn_state(&approval_id).await {
                     Ok(Some(_)) => {}
                     Ok(None) => {
@@ -124,23 +147,10 @@ impl TurnHost for GatewayHost {
                 Decision::Deny(reason) => return ApprovalOutcome::Denied { reason },
                 Decision::Expired => return ApprovalOutcome::Expired,
                 Decision::Edit => {
-                    let Some(text) = self.edit_text(edit).await else {
-                        return ApprovalOutcome::Expired;
-                    };
-                    match edited_arguments(&args, &text) {
-                        Some(new_args) => args = new_args,
-                        None => {
-                            self.say("I couldn't use that as new arguments (send a JSON object, or the new command text). The action was not run.")
-                                .await;
-                            return ApprovalOutcome::Denied {
-                                reason: Some("the edit could not be parsed".into()),
-                            };
-                        }
+                    match self.take_edit(call, &args, edit, &approval_id, saved).await {
+                        Ok((new_args, new_summary)) => (args, summary) = (new_args, new_summary),
+                        Err(outcome) => return outcome,
                     }
-                    let Some(tool) = self.inner.agent.tools().get(&call.name) else {
-                        return ApprovalOutcome::Unavailable;
-                    };
-                    summary = tool.approval_summary(&args).await;
                 }
             }
         }
@@ -179,7 +189,53 @@ impl TurnHost for GatewayHost {
 }
 
 impl GatewayHost {
-    fn take_predecided(&self, call_id: &str) -> Option<ApprovalOutcome> {
+    /// Waits for the requester's next message after an edit press on
+    /// `approval_id` and turns it into new arguments and a new card summary
+    /// (`Err`: the outcome to report instead).
+    /// When the paused turn is `stored`, it is claimed once the text arrives
+    /// (or the wait times out); if someone else claimed it, this copy steps aside.
+    async fn take_edit(
+        &self,
+        call: &ToolCall,
+        args: &Value,
+        edit: oneshot::Receiver<String>,
+        approval_id: &str,
+        stored: bool,
+    ) -> Result<(Value, String), ApprovalOutcome> {
+        let text = tokio::select! {
+            text = self.edit_text(edit) => text,
+            // Shutting down: the row stays, the next process waits for the edit.
+            () = self.inner.shutdown.cancelled(), if stored => {
+                return Err(ApprovalOutcome::Abandoned)
+            }
+        };
+        if stored {
+            match self.inner.store.claim_turn_state(approval_id).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(ApprovalOutcome::Abandoned),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not claim the paused turn; continuing here")
+                }
+            }
+        }
+        let Some(text) = text else {
+            return Err(ApprovalOutcome::Expired);
+        };
+        let Some(new_args) = edited_arguments(args, &text) else {
+            self.say("I couldn't use that as new arguments (send a JSON object, or the new command text). The action was not run.")
+                .await;
+            return Err(ApprovalOutcome::Denied {
+                reason: Some("the edit could not be parsed".into()),
+            });
+        };
+        let Some(tool) = self.inner.agent.tools().get(&call.name) else {
+            return Err(ApprovalOutcome::Unavailable);
+        };
+        let summary = tool.approval_summary(&new_args).await;
+        Ok((new_args, summary))
+    }
+
+    fn take_predecided(&self, call_id: &str) -> Option<Predecided> {
         let mut slot = self.predecided.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_ref() {
             Some((id, _)) if id == call_id => slot.take().map(|(_, outcome)| outcome),

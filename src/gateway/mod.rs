@@ -362,8 +362,12 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
     match inner.store.paused_turn_origin(&approval_id).await {
         Ok(Some(origin)) => {
+            let edited = matches!(
+                inner.store.approval(&approval_id).await,
+                Ok(Some(r)) if r.status == ApprovalStatus::Edited
+            );
             let guard = inner.busy.enter();
-            session_worker(inner, origin.key).enqueue_resume(approval_id, guard);
+            session_worker(inner, origin.key).enqueue_resume(approval_id, edited, guard);
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),

@@ -24,8 +24,12 @@ pub(crate) enum SessionInput {
 enum Work {
     Input(Box<SessionInput>),
     /// The turn paused on this approval was decided with nobody waiting for
-    /// it here (restart, another process, the expiry sweeper).
-    Resume(String),
+    /// it here (restart, another process, the expiry sweeper). For an edit,
+    /// `edit` receives the requester's next message, armed when this was queued.
+    Resume {
+        approval_id: String,
+        edit: Option<oneshot::Receiver<String>>,
+    },
 }
 
 struct Queued {
@@ -76,8 +80,8 @@ impl SessionHandle {
                 }
                 match queued.work {
                     Work::Input(input) => turn::process(&inner, key, &awaiting, *input).await,
-                    Work::Resume(approval_id) => {
-                        turn::resume(&inner, &awaiting, &approval_id).await
+                    Work::Resume { approval_id, edit } => {
+                        turn::resume(&inner, &awaiting, &approval_id, edit).await
                     }
                 }
             }
@@ -104,9 +108,24 @@ impl SessionHandle {
         )
     }
 
-    /// Queues the resumption of the turn paused on `approval_id`.
-    pub(crate) fn enqueue_resume(&self, approval_id: String, guard: BusyGuard) -> bool {
-        self.send(Work::Resume(approval_id), None, guard)
+    /// Queues the resumption of the turn paused on `approval_id`. When it was
+    /// sent back for editing, the requester's next message is taken for it from
+    /// now on, even while the session is still busy before the resumption.
+    pub(crate) fn enqueue_resume(
+        &self,
+        approval_id: String,
+        edited: bool,
+        guard: BusyGuard,
+    ) -> bool {
+        let edit = edited.then(|| {
+            let (tx, rx) = oneshot::channel();
+            *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(EditWaiter {
+                approval_id: approval_id.clone(),
+                tx,
+            });
+            rx
+        });
+        self.send(Work::Resume { approval_id, edit }, None, guard)
     }
 
     fn send(&self, work: Work, inbox: Option<i64>, guard: BusyGuard) -> bool {

@@ -3,7 +3,7 @@
 //! originating chat, persist the exchange.
 
 use super::commands;
-use super::host::GatewayHost;
+use super::host::{GatewayHost, Predecided};
 use super::memory;
 use super::outbound::{send_text, ReplyStream};
 use super::session::{Awaiting, SessionInput};
@@ -16,7 +16,7 @@ use crate::store::{SessionId, SessionKey, TurnContext, TurnOrigin, TurnState};
 use crate::tasks::notification_text;
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// How many live (not compacted) past messages a turn loads at most: twice
 /// the count at which the context is compacted anyway, so compaction — not
@@ -156,18 +156,30 @@ pub(crate) async fn process(
 /// applies the recorded decision to the waiting call and continues the turn,
 /// answering in the original chat. Runs in the session's worker (queued by
 /// [`super::queue_resume`]), so it never overlaps another turn of the session.
-pub(crate) async fn resume(inner: &Arc<Inner>, awaiting: &Awaiting, approval_id: &str) {
-    let state = match inner.store.claim_turn_state(approval_id).await {
-        Ok(Some(state)) => state,
-        Ok(None) => return,
-        Err(e) => return tracing::error!(error = %e, "could not claim a paused turn"),
-    };
+pub(crate) async fn resume(
+    inner: &Arc<Inner>,
+    awaiting: &Awaiting,
+    approval_id: &str,
+    edit: Option<oneshot::Receiver<String>>,
+) {
     let decision = match inner.store.approval(approval_id).await {
         Ok(Some(record)) => decision_of(&record),
         Ok(None) => Decision::Expired,
         Err(e) => {
             return tracing::error!(error = %e, "could not read the approval of a paused turn")
         }
+    };
+    // An edit leaves the row in place until the new arguments arrive (whoever
+    // receives them claims it); every other decision is claimed now.
+    let state = if decision == Decision::Edit {
+        inner.store.paused_turn(approval_id).await
+    } else {
+        inner.store.claim_turn_state(approval_id).await
+    };
+    let state = match state {
+        Ok(Some(state)) => state,
+        Ok(None) => return,
+        Err(e) => return tracing::error!(error = %e, "could not take a paused turn"),
     };
     let TurnState {
         session_id,
@@ -186,15 +198,16 @@ pub(crate) async fn resume(inner: &Arc<Inner>, awaiting: &Awaiting, approval_id:
     };
     let outcome = match decision {
         Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
-            Ok(arguments) => ApprovalOutcome::Allowed { arguments },
-            Err(_) => ApprovalOutcome::Denied {
+            Ok(arguments) => Predecided::Outcome(ApprovalOutcome::Allowed { arguments }),
+            Err(_) => Predecided::Outcome(ApprovalOutcome::Denied {
                 reason: Some("stored arguments unreadable".into()),
-            },
+            }),
         },
-        Decision::Deny(reason) => ApprovalOutcome::Denied { reason },
-        Decision::Expired => ApprovalOutcome::Expired,
-        Decision::Edit => ApprovalOutcome::Denied {
-            reason: Some("editing is not possible after a restart; ask again".into()),
+        Decision::Deny(reason) => Predecided::Outcome(ApprovalOutcome::Denied { reason }),
+        Decision::Expired => Predecided::Outcome(ApprovalOutcome::Expired),
+        Decision::Edit => Predecided::Edit {
+            approval_id: approval_id.to_owned(),
+            text: edit,
         },
     };
     tracing::info!(approval = approval_id, "resuming a paused turn");
@@ -237,7 +250,7 @@ fn host(
     inner: &Arc<Inner>,
     o: &Origin,
     awaiting: &Awaiting,
-    predecided: Option<(String, ApprovalOutcome)>,
+    predecided: Option<(String, Predecided)>,
     context: TurnContext,
 ) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {

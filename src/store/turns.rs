@@ -62,6 +62,29 @@ fn parse<T: for<'de> Deserialize<'de>>(what: &str, s: &str) -> Result<T, StoreEr
     serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
+const TURN_COLUMNS: &str =
+    "id, session_id, approval_id, origin, messages, new_from, remaining, context";
+
+fn turn_from_row(r: &sqlx::any::AnyRow) -> Result<TurnState, StoreError> {
+    let origin: String = r.try_get("origin")?;
+    let messages: String = r.try_get("messages")?;
+    let remaining: String = r.try_get("remaining")?;
+    let context: Option<String> = r.try_get("context")?;
+    Ok(TurnState {
+        id: r.try_get("id")?,
+        session_id: r.try_get("session_id")?,
+        approval_id: r.try_get("approval_id")?,
+        origin: parse("turn origin", &origin)?,
+        messages: parse("turn messages", &messages)?,
+        new_from: usize::try_from(r.try_get::<i64, _>("new_from")?).unwrap_or(0),
+        remaining: parse("turn calls", &remaining)?,
+        context: match context {
+            Some(c) => parse("turn context", &c)?,
+            None => TurnContext::default(),
+        },
+    })
+}
+
 impl Store {
     pub async fn save_turn_state(&self, t: &TurnState) -> Result<(), StoreError> {
         sqlx::query(
@@ -88,31 +111,24 @@ impl Store {
         &self,
         approval_id: &str,
     ) -> Result<Option<TurnState>, StoreError> {
-        let row = sqlx::query(
-            "DELETE FROM turn_states WHERE approval_id = $1
-             RETURNING id, session_id, approval_id, origin, messages, new_from, remaining, context",
-        )
+        let row = sqlx::query(&format!(
+            "DELETE FROM turn_states WHERE approval_id = $1 RETURNING {TURN_COLUMNS}"
+        ))
         .bind(approval_id)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(r) = row else { return Ok(None) };
-        let origin: String = r.try_get("origin")?;
-        let messages: String = r.try_get("messages")?;
-        let remaining: String = r.try_get("remaining")?;
-        let context: Option<String> = r.try_get("context")?;
-        Ok(Some(TurnState {
-            id: r.try_get("id")?,
-            session_id: r.try_get("session_id")?,
-            approval_id: r.try_get("approval_id")?,
-            origin: parse("turn origin", &origin)?,
-            messages: parse("turn messages", &messages)?,
-            new_from: usize::try_from(r.try_get::<i64, _>("new_from")?).unwrap_or(0),
-            remaining: parse("turn calls", &remaining)?,
-            context: match context {
-                Some(c) => parse("turn context", &c)?,
-                None => TurnContext::default(),
-            },
-        }))
+        row.as_ref().map(turn_from_row).transpose()
+    }
+
+    /// Reads the paused turn waiting for `approval_id` without taking it.
+    pub async fn paused_turn(&self, approval_id: &str) -> Result<Option<TurnState>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {TURN_COLUMNS} FROM turn_states WHERE approval_id = $1"
+        ))
+        .bind(approval_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(turn_from_row).transpose()
     }
 
     /// Where the turn paused on `approval_id` belongs, without claiming it
