@@ -391,7 +391,11 @@ async fn an_edit_pressed_before_a_restart_takes_the_next_message_after_it_on(db:
         .wait_for("the answer", |l| l.has_text("It printed the edited text."))
         .await;
     let requests = llm.requests().await;
-    assert_eq!(requests.len(), 2, "the edit text never reached the model as a request");
+    assert_eq!(
+        requests.len(),
+        2,
+        "the edit text never reached the model as a request"
+    );
     let result = last_tool_result(requests.last().unwrap());
     assert!(result.contains("edited-after-restart"), "{result}");
     second.stop().await;

@@ -6,17 +6,20 @@
 mod memory_common;
 mod support;
 
-use memory_common::{backends, harness};
+use memory_common::{backends, db_url, harness, open_store, provider};
 
 use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::{json, Value};
 use support::e2e::{messages, Harness};
-use support::fake_llm::Reply;
-use switchboard::memory::{MemoryBook, MemoryConfig};
-use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
-use switchboard_platform::{Addressed, Platform, UserId};
+use support::fake_llm::{FakeLlm, Reply};
+use switchboard::llm::Message;
+use switchboard::memory::{Extractor, MemoryBook, MemoryConfig, EXTRACTION_LEASE};
+use switchboard::store::{
+    IdleSession, MemoryKind, MemoryOwner, MemoryRecord, NewMemory, SessionKey, Store,
+};
+use switchboard_platform::{Addressed, ChatId, Platform, UserId};
 
 fn owner(user: i64) -> MemoryOwner {
     MemoryOwner::new(Platform::Test, UserId(user))
@@ -289,5 +292,125 @@ async fn enough_new_atoms_refresh_scenarios_and_persona() {
             "{input}"
         );
         h.stop().await;
+    }
+}
+
+/// An extractor as one gateway process has it: its own store (pool) on the
+/// shared database, and the model.
+fn extractor(store: &Store, llm: &FakeLlm) -> Extractor {
+    let book = MemoryBook::new(store.clone(), MemoryConfig::default());
+    Extractor::new(book, provider(llm))
+}
+
+/// User 1's session with a short exchange; idle at `now`, as the sweep lists it.
+async fn idle_session(store: &Store, now: chrono::DateTime<Utc>) -> IdleSession {
+    let key = SessionKey {
+        platform: Platform::Test,
+        chat: ChatId(1),
+        thread: None,
+        user: UserId(1),
+    };
+    let session = store.session(&key).await.unwrap();
+    store
+        .append_messages(
+            &session,
+            &[
+                Message::user("Please always answer with bullet points."),
+                Message::assistant("Noted!"),
+            ],
+        )
+        .await
+        .unwrap();
+    let mut idle = store.idle_sessions(now, now, 10).await.unwrap();
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    idle.remove(0)
+}
+
+const ONE_ATOM: &str = r#"{"memories": [{"kind": "preference", "content": "The user wants answers as bullet points"}]}"#;
+
+async fn extraction_calls(llm: &FakeLlm) -> usize {
+    llm.requests()
+        .await
+        .iter()
+        .filter(|r| is_extraction(r))
+        .count()
+}
+
+#[tokio::test]
+async fn two_processes_extract_an_idle_session_once() {
+    for db in backends().await {
+        let dir = tempfile::tempdir().unwrap();
+        let url = db_url(&db, dir.path());
+        let (a, b) = (open_store(&url).await, open_store(&url).await);
+        let llm = FakeLlm::start().await;
+        llm.set_responder(|_| Reply::text(ONE_ATOM));
+        let (xa, xb) = (extractor(&a, &llm), extractor(&b, &llm));
+        let now = Utc::now() + chrono::Duration::minutes(1);
+        // Both sweeps list the session before either extracts it.
+        let seen_a = idle_session(&a, now).await;
+        let seen_b = b.idle_sessions(now, now, 10).await.unwrap();
+        assert_eq!(seen_b, std::slice::from_ref(&seen_a));
+
+        let (ra, rb) = tokio::join!(
+            xa.extract_session(&seen_a, now),
+            xb.extract_session(&seen_b[0], now)
+        );
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        assert!(
+            ra.is_some() != rb.is_some(),
+            "exactly one process extracts: {ra:?} {rb:?}"
+        );
+        assert_eq!(extraction_calls(&llm).await, 1, "the model is asked once");
+
+        // A listing taken before the winner finished is stale afterwards too.
+        for (x, idle) in [(&xa, &seen_a), (&xb, &seen_b[0])] {
+            assert!(x.extract_session(idle, now).await.unwrap().is_none());
+        }
+        assert_eq!(extraction_calls(&llm).await, 1);
+        let all = a.memories_of(owner(1), &[], 10, Utc::now()).await.unwrap();
+        assert_eq!(all.len(), 1, "no near-duplicate memories: {all:#?}");
+        assert!(b.idle_sessions(now, now, 10).await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_claimant_that_died_holds_the_session_only_until_its_lease_runs_out() {
+    for db in backends().await {
+        let dir = tempfile::tempdir().unwrap();
+        let url = db_url(&db, dir.path());
+        let (dead, alive) = (open_store(&url).await, open_store(&url).await);
+        let llm = FakeLlm::start().await;
+        llm.set_responder(|_| Reply::text(ONE_ATOM));
+        let now = Utc::now() + chrono::Duration::minutes(1);
+        let idle = idle_session(&dead, now).await;
+        // The first process claims the session and dies before extracting.
+        assert!(dead
+            .claim_extraction(&idle, now, now + EXTRACTION_LEASE)
+            .await
+            .unwrap());
+        drop(dead);
+
+        let x = extractor(&alive, &llm);
+        let soon = now + chrono::Duration::minutes(1);
+        assert!(alive.idle_sessions(now, soon, 10).await.unwrap().is_empty());
+        assert!(x.extract_session(&idle, soon).await.unwrap().is_none());
+        assert_eq!(extraction_calls(&llm).await, 0, "the lease still holds");
+
+        let expired = now + EXTRACTION_LEASE;
+        assert_eq!(
+            alive.idle_sessions(now, expired, 10).await.unwrap(),
+            std::slice::from_ref(&idle)
+        );
+        let report = x.extract_session(&idle, expired).await.unwrap();
+        assert_eq!(report.map(|r| r.added.len()), Some(1));
+        assert_eq!(extraction_calls(&llm).await, 1);
+        assert_eq!(
+            alive
+                .session_state(&idle.session)
+                .await
+                .unwrap()
+                .extracted_through,
+            idle.last_message
+        );
     }
 }

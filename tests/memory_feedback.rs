@@ -5,12 +5,15 @@
 mod memory_common;
 mod support;
 
-use memory_common::{backends, harness};
+use memory_common::{backends, db_url, harness, open_store, provider};
 
+use chrono::{Duration, Utc};
 use serde_json::Value;
 use support::e2e::{messages, Harness};
-use support::fake_llm::Reply;
-use switchboard_platform::PressAnswer;
+use support::fake_llm::{FakeLlm, Reply};
+use switchboard::memory::distill_rules;
+use switchboard::store::{MemoryOwner, SessionKey};
+use switchboard_platform::{ChatId, Platform, PressAnswer, UserId};
 
 fn system(request: &Value) -> String {
     messages(request)[0]["content"]
@@ -170,5 +173,60 @@ async fn feedback_buttons_can_be_turned_off() {
         h.idle().await;
         assert!(h.channel.log().sent().iter().all(|m| m.actions.is_empty()));
         h.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
+    for db in backends().await {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(&db_url(&db, dir.path())).await;
+        let llm = FakeLlm::start().await;
+        llm.set_responder(|_| {
+            Reply::text(r#"{"rules": ["Keep answers short.", "Use tables for numbers."]}"#)
+        });
+        let key = SessionKey {
+            platform: Platform::Test,
+            chat: ChatId(1),
+            thread: None,
+            user: UserId(1),
+        };
+        let session = store.session(&key).await.unwrap();
+        let owner = MemoryOwner::of(&key);
+        let now = Utc::now();
+        // Two 👎: six days and two days before the distillation.
+        for (id, age) in [("a1", 6), ("b2", 2)] {
+            let at = now - Duration::days(age);
+            store
+                .create_feedback(id, &session, owner, "question", "long answer", at)
+                .await
+                .unwrap();
+            store
+                .rate_feedback(id, owner, -1, at)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let rules = distill_rules(&store, provider(&llm).as_ref(), owner, now)
+            .await
+            .unwrap();
+        assert_eq!(rules, ["Keep answers short.", "Use tables for numbers."]);
+
+        // The newest 👎 turns seven days old five days after the distillation.
+        let in_force = |at| {
+            let store = store.clone();
+            async move { store.correction_rules(owner, at, 5).await.unwrap() }
+        };
+        assert_eq!(in_force(now).await, rules);
+        assert_eq!(
+            in_force(now + Duration::days(5) - Duration::minutes(1)).await,
+            rules
+        );
+        assert!(
+            in_force(now + Duration::days(5) + Duration::minutes(1))
+                .await
+                .is_empty(),
+            "a rule outlived the feedback it came from"
+        );
     }
 }

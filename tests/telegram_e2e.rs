@@ -203,6 +203,38 @@ async fn dm_answer_is_streamed_by_edits_and_ends_exact() {
 }
 
 #[tokio::test]
+async fn media_gets_a_text_only_note_after_the_access_check() {
+    let e = E2e::start(|_| {}).await;
+    // An allowed user's bare photo: a short note, as a reply to it.
+    let bare = e.tg.photo(Where::Dm, &ann(), None);
+    let msgs = e.answered(900, 1).await;
+    assert_eq!(msgs[0].reply_to, Some(bare.message_id));
+    assert!(msgs[0].text.contains("only read text"), "{}", msgs[0].text);
+    assert!(
+        e.llm.requests().await.is_empty(),
+        "no turn for a bare photo"
+    );
+
+    // With a caption, the caption is the request and the model knows a photo came with it.
+    e.llm.push(Reply::text("A photo of something."));
+    e.tg.photo(Where::Dm, &ann(), Some("what is in this picture?"));
+    e.answered(900, 2).await;
+    let asked = last_user_text(&e.llm.requests().await[0]).unwrap();
+    assert!(
+        asked.contains("what is in this picture?") && asked.contains("The user attached: photo"),
+        "{asked}"
+    );
+
+    // A stranger's photo gets the allowlist refusal, never a turn or the note.
+    let stranger = FakeUser::new(999, "Mallory");
+    e.tg.photo(Where::Dm, &stranger, None);
+    let msgs = e.answered(999, 1).await;
+    assert!(msgs[0].text.contains("allowlist"), "{}", msgs[0].text);
+    assert_eq!(e.llm.requests().await.len(), 1);
+    e.stop().await;
+}
+
+#[tokio::test]
 async fn groups_answer_mentions_and_replies_only_and_keep_topics() {
     let e = E2e::start(|_| {}).await;
     let group = Where::Group(-5001);

@@ -347,12 +347,20 @@ pub(crate) async fn sweep(inner: Arc<Inner>) {
         let now = Utc::now();
         let cutoff =
             now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
-        match inner.store.idle_sessions(cutoff, SWEEP_BATCH).await {
+        match inner.store.idle_sessions(cutoff, now, SWEEP_BATCH).await {
             Ok(sessions) => {
                 for idle in sessions {
                     let _busy = inner.busy.enter();
-                    if let Err(e) = inner.memory.extract_session(&idle, now).await {
-                        tracing::warn!(error = %e, session = %idle.session, "idle memory extraction failed");
+                    // Several processes may list the same session; only the one
+                    // that claims it extracts (`None` for the others).
+                    match inner.memory.extract_session(&idle, Utc::now()).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => {
+                            tracing::debug!(session = %idle.session, "idle session claimed elsewhere")
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, session = %idle.session, "idle memory extraction failed")
+                        }
                     }
                 }
             }

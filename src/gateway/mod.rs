@@ -234,7 +234,15 @@ impl Gateway {
         };
         match inner.access.check(&inner.store, &msg).await {
             Ok(Access::Admit) => {}
-            Ok(Access::Refuse(text)) => return reply(text, Some(msg.message_id)),
+            // Refusals count against the sender's inbound limit too, so a
+            // stranger cannot make the bot send a stream of them.
+            Ok(Access::Refuse(text)) => {
+                return match inner.limiter.check(key.platform, key.user) {
+                    Limit::Allowed => reply(text, Some(msg.message_id)),
+                    Limit::Notice(notice) => reply(notice, Some(msg.message_id)),
+                    Limit::Silent => {}
+                }
+            }
             Ok(Access::Ignore) => return,
             Err(e) => {
                 tracing::error!(error = %e, "access check failed");
@@ -254,6 +262,13 @@ impl Gateway {
             }
         }
         // Decisions must not wait behind the very turn they unblock.
+        // Only text is read: media without a caption gets a short note.
+        if msg.text.trim().is_empty() {
+            if !msg.attachments.is_empty() {
+                reply(text::TEXT_ONLY_NOTE.to_owned(), Some(msg.message_id));
+            }
+            return;
+        }
         // Decided inline, before the next inbound message: an edit's new
         // arguments may follow right behind it.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {

@@ -1,5 +1,7 @@
 //! Inbound text is data: size caps and neutralizing gateway markers users might forge.
 
+use switchboard_platform::Attachment;
+
 const MAX_INBOUND_CHARS: usize = 16_000;
 
 /// Prepares a user's text for the model: capped, and with the markers the
@@ -12,6 +14,35 @@ pub(crate) fn user_text(raw: &str) -> String {
     text.replace("[SYSTEM NOTIFICATION", "[user-typed SYSTEM NOTIFICATION")
         .replace("<task-notification", "&lt;task-notification")
         .replace("</task-notification", "&lt;/task-notification")
+}
+
+/// What the gateway answers to media without a caption.
+pub(crate) const TEXT_ONLY_NOTE: &str =
+    "I can only read text for now. Please send your request as text (a caption on a photo or file works too).";
+
+/// The model's view of what came with a message besides its text: it cannot
+/// open attachments, but should know they are there.
+pub(crate) fn attachments_note(attachments: &[Attachment]) -> Option<String> {
+    if attachments.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = attachments
+        .iter()
+        .map(|a| {
+            let mut item = a.kind.clone();
+            if let Some(name) = &a.name {
+                item.push_str(&format!(" \"{}\"", name.replace('"', "'")));
+            }
+            if let Some(size) = a.size {
+                item.push_str(&format!(", {size} bytes"));
+            }
+            item
+        })
+        .collect();
+    Some(format!(
+        "[The user attached: {}. Attachments are not readable here; only the text above is.]",
+        items.join("; ")
+    ))
 }
 
 /// The default system prompt.
@@ -35,5 +66,27 @@ mod tests {
         assert!(!t.contains("<task-notification>"));
         let long = "x".repeat(20_000);
         assert!(user_text(&long).ends_with("[message truncated by the gateway]"));
+    }
+
+    #[test]
+    fn attachments_are_named_for_the_model() {
+        assert_eq!(attachments_note(&[]), None);
+        let note = attachments_note(&[
+            Attachment {
+                kind: "photo".into(),
+                name: None,
+                size: Some(99),
+            },
+            Attachment {
+                kind: "document".into(),
+                name: Some("q3 \"final\".pdf".into()),
+                size: None,
+            },
+        ])
+        .unwrap();
+        assert_eq!(
+            note,
+            "[The user attached: photo, 99 bytes; document \"q3 'final'.pdf\". Attachments are not readable here; only the text above is.]"
+        );
     }
 }

@@ -83,17 +83,20 @@ pub(crate) async fn process(
                 notify(adapter.as_ref(), &chat, &reply, reply_to).await;
                 return;
             }
+            let mut said = text::user_text(&m.text);
+            if let Some(note) = text::attachments_note(&m.attachments) {
+                said = format!("{said}\n{note}");
+            }
             // A reply to an `ask_user` question is the answer, never a new request.
             match inner.store.take_waiting_question(&key).await {
                 Ok(Some(q)) => Message::user(format!(
-                    "(This answers your earlier question: «{}»)\n{}",
-                    q.replace('»', "\""),
-                    text::user_text(&m.text)
+                    "(This answers your earlier question: «{}»)\n{said}",
+                    q.replace('»', "\"")
                 )),
-                Ok(None) => Message::user(text::user_text(&m.text)),
+                Ok(None) => Message::user(said),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not read the session's waiting state");
-                    Message::user(text::user_text(&m.text))
+                    Message::user(said)
                 }
             }
         }

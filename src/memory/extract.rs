@@ -18,6 +18,10 @@ pub const EXTRACT_MESSAGES: u32 = 40;
 /// Atoms accepted from one extraction at most.
 const MAX_ATOMS: usize = 10;
 const MESSAGE_CHARS: usize = 1_500;
+/// How long a claim on extracting an idle session holds: well beyond the two
+/// side calls an extraction may make (atoms, then layers), so a live claimant
+/// keeps it; a claimant that died releases the session when it runs out.
+pub const EXTRACTION_LEASE: chrono::Duration = chrono::Duration::minutes(10);
 
 const PROMPT: &str = r#"You extract long-term memory atoms about the USER from a conversation between the user and an assistant.
 Reply with ONLY a JSON object, no prose, exactly of this shape:
@@ -58,27 +62,42 @@ impl Extractor {
         &self.provider
     }
 
-    /// Extracts the new messages of an idle session and moves its watermark.
+    /// Extracts the new messages of an idle session and moves its watermark —
+    /// if this process wins the claim on them. `None`: another process has
+    /// extracted them or is extracting them (its lease has not run out at `now`).
     pub async fn extract_session(
         &self,
         idle: &IdleSession,
         now: DateTime<Utc>,
-    ) -> Result<ExtractReport, MemoryError> {
+    ) -> Result<Option<ExtractReport>, MemoryError> {
         let store = self.book.store();
-        let rows = store
+        let lease_until = now + EXTRACTION_LEASE;
+        if !store.claim_extraction(idle, now, lease_until).await? {
+            return Ok(None);
+        }
+        let report = self.extract_claimed(idle, now).await;
+        // A broken reply is not retried forever: the watermark moves either way.
+        store
+            .finish_extraction(&idle.session, idle.last_message, lease_until)
+            .await?;
+        report.map(Some)
+    }
+
+    async fn extract_claimed(
+        &self,
+        idle: &IdleSession,
+        now: DateTime<Utc>,
+    ) -> Result<ExtractReport, MemoryError> {
+        let rows = self
+            .book
+            .store()
             .messages_through(&idle.session, idle.last_message, EXTRACT_MESSAGES)
             .await?;
         let first = rows.first().map_or(0, |(id, _)| *id);
         let source = format!("chat:{}#{first}-{}", idle.session, idle.last_message);
         let messages: Vec<Message> = rows.into_iter().map(|(_, m)| m).collect();
-        let report = self
-            .extract(MemoryOwner::of(&idle.key), &source, &messages, now)
-            .await;
-        // A broken reply is not retried forever: the watermark moves either way.
-        store
-            .set_extracted_through(&idle.session, idle.last_message)
-            .await?;
-        report
+        self.extract(MemoryOwner::of(&idle.key), &source, &messages, now)
+            .await
     }
 
     /// Extracts L1 atoms from `messages` (the last [`EXTRACT_MESSAGES`] of them).
@@ -244,6 +263,12 @@ fn current_message(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_claimant_keeps_its_lease() {
+        let side_calls = 2 * super::super::model::SIDE_CALL_TIMEOUT.as_secs();
+        assert!(EXTRACTION_LEASE.num_seconds() > i64::try_from(side_calls).unwrap());
+    }
 
     #[test]
     fn the_contract_accepts_good_atoms_and_refuses_bad_ones() {

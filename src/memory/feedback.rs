@@ -65,21 +65,24 @@ pub fn parse_feedback(action: &ActionId) -> Option<(String, i8)> {
 
 /// Re-distills the owner's correction rules from their 👎 of the last seven
 /// days (none left: no rules). Returns the rules now in force.
+///
+/// The rules are distilled from all those 👎 together, so they stop being
+/// injected once the newest of them is seven days old — never later, however
+/// recently the distillation ran.
 pub async fn distill_rules(
     store: &Store,
     provider: &dyn Provider,
     owner: MemoryOwner,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, MemoryError> {
-    let since = now - Duration::days(FEEDBACK_WINDOW_DAYS);
-    let negatives = store.negative_feedback(owner, since, 10).await?;
-    let expires = now + Duration::days(FEEDBACK_WINDOW_DAYS);
-    if negatives.is_empty() {
-        store
-            .replace_correction_rules(owner, &[], now, expires)
-            .await?;
+    let window = Duration::days(FEEDBACK_WINDOW_DAYS);
+    let negatives = store.negative_feedback(owner, now - window, 10).await?;
+    let newest = negatives.iter().filter_map(|f| f.rated_at).max();
+    let Some(newest) = newest else {
+        store.replace_correction_rules(owner, &[], now, now).await?;
         return Ok(Vec::new());
-    }
+    };
+    let expires = newest + window;
     let mut input = String::new();
     for (i, f) in negatives.iter().enumerate() {
         input.push_str(&format!(

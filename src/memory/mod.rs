@@ -19,7 +19,7 @@ mod terms;
 
 pub use book::{MemoryBook, Saved};
 pub use config::{MemoryConfig, SharedRecall};
-pub use extract::{ExtractReport, Extractor, EXTRACT_MESSAGES};
+pub use extract::{ExtractReport, Extractor, EXTRACTION_LEASE, EXTRACT_MESSAGES};
 pub use feedback::{
     distill_rules, feedback_buttons, new_feedback_id, parse_feedback, FEEDBACK_WINDOW_DAYS,
     MAX_RULES,

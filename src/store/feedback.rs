@@ -1,7 +1,7 @@
 //! Answer feedback (👍/👎) and the correction rules distilled from it, per user.
 
 use super::memories::MemoryOwner;
-use super::{ms, SessionId, Store, StoreError};
+use super::{dt, ms, SessionId, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -15,6 +15,8 @@ pub struct FeedbackRecord {
     pub answer: String,
     /// 1 helpful, -1 not helpful.
     pub rating: Option<i8>,
+    /// When it was last rated.
+    pub rated_at: Option<DateTime<Utc>>,
 }
 
 impl Store {
@@ -54,7 +56,7 @@ impl Store {
     ) -> Result<Option<FeedbackRecord>, StoreError> {
         let row = sqlx::query(
             "UPDATE feedback SET rating = $1, rated_at = $2 WHERE id = $3 AND platform = $4 AND user_id = $5
-             RETURNING id, session_id, question, answer, rating",
+             RETURNING id, session_id, question, answer, rating, rated_at",
         )
         .bind(i64::from(rating))
         .bind(ms(at))
@@ -73,6 +75,7 @@ impl Store {
                 rating: r
                     .try_get::<Option<i64>, _>("rating")?
                     .and_then(|v| i8::try_from(v).ok()),
+                rated_at: r.try_get::<Option<i64>, _>("rated_at")?.map(dt),
             })
         })
         .transpose()
@@ -95,7 +98,7 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<FeedbackRecord>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, session_id, question, answer, rating FROM feedback
+            "SELECT id, session_id, question, answer, rating, rated_at FROM feedback
              WHERE platform = $1 AND user_id = $2 AND rating = -1 AND rated_at >= $3 ORDER BY rated_at DESC LIMIT $4",
         )
         .bind(owner.platform.as_str())
@@ -113,12 +116,13 @@ impl Store {
                     question: r.try_get("question")?,
                     answer: r.try_get("answer")?,
                     rating: Some(-1),
+                    rated_at: r.try_get::<Option<i64>, _>("rated_at")?.map(dt),
                 })
             })
             .collect()
     }
 
-    /// Replaces the owner's correction rules.
+    /// Replaces the owner's correction rules; they are injected until `expires_at`.
     pub async fn replace_correction_rules(
         &self,
         owner: MemoryOwner,

@@ -2,7 +2,7 @@
 //! compaction summary, the memory-extraction watermark, and the archived
 //! (compacted) messages.
 
-use super::{ms, now, SessionId, SessionKey, Store, StoreError};
+use super::{ms, now as now_ms, SessionId, SessionKey, Store, StoreError};
 use crate::llm::Message;
 use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
@@ -105,7 +105,7 @@ impl Store {
         ))
         .bind(&session.0)
         .bind(value)
-        .bind(now())
+        .bind(now_ms())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -118,7 +118,7 @@ impl Store {
              WHERE session_id = $1",
         )
         .bind(&session.0)
-        .bind(now())
+        .bind(now_ms())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -223,17 +223,19 @@ impl Store {
         )
         .bind(&session.0)
         .bind(summary)
-        .bind(now())
+        .bind(now_ms())
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// Sessions quiet since `before` with messages newer than their extraction watermark.
+    /// Sessions quiet since `before` with messages newer than their extraction
+    /// watermark, except those another process is extracting (lease unexpired at `now`).
     pub async fn idle_sessions(
         &self,
         before: DateTime<Utc>,
+        now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<IdleSession>, StoreError> {
         let rows = sqlx::query(
@@ -242,9 +244,11 @@ impl Store {
              FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id
              WHERE s.updated_at < $1
                AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.id > COALESCE(st.extracted_through, 0))
-             ORDER BY s.updated_at LIMIT $2",
+               AND (st.extract_lease_until IS NULL OR st.extract_lease_until <= $2)
+             ORDER BY s.updated_at LIMIT $3",
         )
         .bind(ms(before))
+        .bind(ms(now))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
@@ -267,6 +271,59 @@ impl Store {
             .collect()
     }
 
+    /// Claims the extraction of `idle` up to its last message, for this process
+    /// until `lease_until`: one conditional upsert, so of several processes that
+    /// listed the same idle session exactly one wins. Nobody wins while the
+    /// watermark is already there or another claim's lease has not run out at
+    /// `now` (a claimant that died stops blocking once its lease expires).
+    pub async fn claim_extraction(
+        &self,
+        idle: &IdleSession,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let claimed = sqlx::query(
+            "INSERT INTO session_state (session_id, extract_lease_until, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (session_id) DO UPDATE SET extract_lease_until = excluded.extract_lease_until,
+                 updated_at = excluded.updated_at
+             WHERE session_state.extracted_through < $4
+               AND (session_state.extract_lease_until IS NULL OR session_state.extract_lease_until <= $5)",
+        )
+        .bind(&idle.session.0)
+        .bind(ms(lease_until))
+        .bind(now_ms())
+        .bind(idle.last_message)
+        .bind(ms(now))
+        .execute(&self.pool)
+        .await?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    /// Ends a claim of [`Store::claim_extraction`]: moves the watermark forward to
+    /// `through` and releases the lease, unless it has meanwhile passed to
+    /// another claimant (whose lease is `lease_until` no longer).
+    pub async fn finish_extraction(
+        &self,
+        session: &SessionId,
+        through: i64,
+        lease_until: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE session_state SET
+                 extracted_through = CASE WHEN extracted_through < $2 THEN $2 ELSE extracted_through END,
+                 extract_lease_until = CASE WHEN extract_lease_until = $3 THEN NULL ELSE extract_lease_until END,
+                 updated_at = $4
+             WHERE session_id = $1",
+        )
+        .bind(&session.0)
+        .bind(through)
+        .bind(ms(lease_until))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Moves the extraction watermark of a session forward to `through`.
     pub async fn set_extracted_through(
         &self,
@@ -281,7 +338,7 @@ impl Store {
         )
         .bind(&session.0)
         .bind(through)
-        .bind(now())
+        .bind(now_ms())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -391,7 +448,7 @@ mod tests {
             .await
             .unwrap();
         let later = Utc::now() + chrono::Duration::minutes(1);
-        let idle = store.idle_sessions(later, 10).await.unwrap();
+        let idle = store.idle_sessions(later, later, 10).await.unwrap();
         assert_eq!(idle.len(), 2);
         let a_last = idle
             .iter()
@@ -399,15 +456,86 @@ mod tests {
             .map(|i| i.last_message)
             .unwrap();
         store.set_extracted_through(&a, a_last).await.unwrap();
-        let idle = store.idle_sessions(later, 10).await.unwrap();
+        let idle = store.idle_sessions(later, later, 10).await.unwrap();
         assert_eq!(
             idle.iter().map(|i| i.key.user).collect::<Vec<_>>(),
             [UserId(2)]
         );
         assert!(store
-            .idle_sessions(Utc::now() - chrono::Duration::minutes(1), 10)
+            .idle_sessions(Utc::now() - chrono::Duration::minutes(1), Utc::now(), 10)
             .await
             .unwrap()
             .is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_claim_wins_until_its_lease_runs_out() {
+        let (store, _dir) = test_store().await;
+        let a = store.session(&key(1)).await.unwrap();
+        store
+            .append_messages(&a, &[Message::user("hi")])
+            .await
+            .unwrap();
+        let t = Utc::now() + chrono::Duration::minutes(1);
+        let lease = chrono::Duration::minutes(10);
+        let idle = store.idle_sessions(t, t, 10).await.unwrap().remove(0);
+        assert!(store.claim_extraction(&idle, t, t + lease).await.unwrap());
+        assert!(
+            !store.claim_extraction(&idle, t, t + lease).await.unwrap(),
+            "the second claimant loses"
+        );
+        assert!(
+            store.idle_sessions(t, t, 10).await.unwrap().is_empty(),
+            "a claimed session is not listed while its lease holds"
+        );
+        // The claimant died: after the lease, another process may claim it.
+        let later = t + lease;
+        assert_eq!(
+            store.idle_sessions(t, later, 10).await.unwrap(),
+            std::slice::from_ref(&idle)
+        );
+        assert!(store
+            .claim_extraction(&idle, later, later + lease)
+            .await
+            .unwrap());
+        // The first claimant finishing late moves the watermark but leaves the
+        // new claimant's lease in place: a newer message cannot be claimed yet.
+        store
+            .finish_extraction(&a, idle.last_message, t + lease)
+            .await
+            .unwrap();
+        store
+            .append_messages(&a, &[Message::user("more")])
+            .await
+            .unwrap();
+        let (newest, _) = store.live_history(&a, 1).await.unwrap().remove(0);
+        let newer = IdleSession {
+            last_message: newest,
+            ..idle.clone()
+        };
+        assert!(!store
+            .claim_extraction(&newer, later, later + lease)
+            .await
+            .unwrap());
+        store
+            .finish_extraction(&a, idle.last_message, later + lease)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.session_state(&a).await.unwrap().extracted_through,
+            idle.last_message
+        );
+        let much_later = later + lease * 2;
+        assert!(
+            !store
+                .claim_extraction(&idle, much_later, much_later + lease)
+                .await
+                .unwrap(),
+            "an extracted stretch is never claimed again"
+        );
+        assert!(store
+            .claim_extraction(&newer, later, later + lease)
+            .await
+            .unwrap());
     }
 }

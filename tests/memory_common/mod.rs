@@ -27,3 +27,26 @@ pub async fn harness(vars: &[(&str, &str)], db: &Option<String>) -> Harness {
     }
     Harness::with(&all).await
 }
+
+/// The database URL of backend `db`: the PostgreSQL database, or a SQLite file
+/// in `dir`. Each [`Store::open`] of it is a pool of its own, as in another process.
+pub fn db_url(db: &Option<String>, dir: &std::path::Path) -> String {
+    match db {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", dir.join("switchboard.db").display()),
+    }
+}
+
+/// A store of its own on `url` (migrated), like one gateway process opens.
+pub async fn open_store(url: &str) -> switchboard::store::Store {
+    switchboard::store::Store::open(url).await.unwrap()
+}
+
+/// The real OpenAI-compatible provider, talking to `llm`.
+pub fn provider(
+    llm: &crate::support::fake_llm::FakeLlm,
+) -> std::sync::Arc<dyn switchboard::llm::Provider> {
+    use switchboard::llm::{ModelInfo, OpenAiConfig, OpenAiProvider};
+    let config = OpenAiConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
+    std::sync::Arc::new(OpenAiProvider::new(config).unwrap())
+}

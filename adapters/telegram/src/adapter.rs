@@ -21,10 +21,6 @@ use teloxide::Bot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// What the bot answers to media it cannot read.
-const TEXT_ONLY_NOTE: &str =
-    "I can only read text for now. Please send your request as text (a caption on a photo or file works too).";
-
 /// The Telegram side of Switchboard. Cheap to share: clone the `Arc` it lives in.
 pub struct TelegramAdapter {
     pub(crate) inner: Arc<Inner>,
@@ -124,9 +120,9 @@ impl TelegramAdapter {
 }
 
 impl Inner {
-    /// Normalizes one update and forwards it in order; side replies (text-only
-    /// notes, answers to unusable callbacks) run on their own tasks so they
-    /// never hold up the reader. `Err` when the core has gone away.
+    /// Normalizes one update and forwards it in order; side replies (answers
+    /// to unusable callbacks) run on their own tasks so they never hold up the
+    /// reader. `Err` when the core has gone away.
     pub async fn dispatch(
         self: &Arc<Self>,
         update: &Update,
@@ -140,15 +136,6 @@ impl Inner {
                 sink.send(inbound)
                     .await
                     .map_err(|_| PlatformError::Closed)?;
-            }
-            Action::TextOnly { to, reply_to } => {
-                let this = self.clone();
-                tokio::spawn(async move {
-                    let note = OutgoingMessage::text(TEXT_ONLY_NOTE).replying_to(Some(reply_to));
-                    if let Err(e) = this.out.send(&to, &note).await {
-                        tracing::warn!(chat = to.chat.0, error = %e, "could not send the text-only note");
-                    }
-                });
             }
             Action::AnswerEmpty(id) => {
                 tracing::info!(

@@ -31,11 +31,6 @@ pub(crate) struct BotIdentity {
 #[derive(Debug)]
 pub(crate) enum Action {
     Forward(Inbound),
-    /// Media without text: tell the sender only text is supported.
-    TextOnly {
-        to: ChatAddress,
-        reply_to: MessageId,
-    },
     /// A callback query we cannot use: answer it so the client stops waiting.
     AnswerEmpty(String),
     Ignore(&'static str),
@@ -102,15 +97,14 @@ impl Normalizer {
         let (text, entities) = match (msg.text(), msg.caption()) {
             (Some(t), _) => (t, msg.entities().unwrap_or_default()),
             (None, Some(c)) => (c, msg.caption_entities().unwrap_or_default()),
+            // Media without a caption goes to the core like any message (it
+            // decides what to answer, after its access checks), but only where
+            // it is addressed to the bot.
             (None, None) if attachment.is_some() => {
-                return if chat_kind == ChatKind::Dm || reply_to_bot {
-                    Action::TextOnly {
-                        to: chat,
-                        reply_to: message_id,
-                    }
-                } else {
-                    Action::Ignore("media without caption in a group")
-                };
+                if chat_kind != ChatKind::Dm && !reply_to_bot {
+                    return Action::Ignore("media without caption in a group");
+                }
+                ("", &[][..])
             }
             (None, None) => return Action::Ignore("service message"),
         };

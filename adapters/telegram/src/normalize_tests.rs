@@ -193,7 +193,7 @@ fn reply_to_bot_and_forum_topics() {
 }
 
 #[test]
-fn captions_are_text_and_bare_media_gets_a_note() {
+fn captions_are_text_and_bare_media_is_forwarded_without_text() {
     let n = normalizer();
     let photo =
         json!([{"file_id": "f", "file_unique_id": "u", "width": 1, "height": 1, "file_size": 99}]);
@@ -207,13 +207,12 @@ fn captions_are_text_and_bare_media_gets_a_note() {
 
     let bare = json!({"message_id": 12, "date": 1_700_000_000, "chat": dm_chat(8),
         "from": user(8, "Bob"), "photo": photo});
-    match n.update(&update("message", bare.clone())) {
-        Action::TextOnly { to, reply_to } => {
-            assert_eq!(to.chat, ChatId(8));
-            assert_eq!(reply_to, MessageId(12));
-        }
-        other => panic!("expected a text-only note, got {other:?}"),
-    }
+    // Bare media goes to the core (which answers it after its access checks).
+    let m = forwarded(n.update(&update("message", bare.clone())));
+    assert_eq!(m.text, "");
+    assert_eq!(m.chat.chat, ChatId(8));
+    assert_eq!(m.message_id, MessageId(12));
+    assert_eq!(m.attachments[0].kind, "photo");
     let mut in_group = bare;
     in_group["chat"] = group_chat(-100, false);
     assert!(matches!(
