@@ -193,14 +193,16 @@ impl Approvals {
                     Err(_) => return self.expire(adapter, &id, Some(card)).await,
                 },
                 () = tokio::time::sleep_until(deadline) => return self.expire(adapter, &id, Some(card)).await,
-                () = tokio::time::sleep(DB_POLL) => {
-                    if let Some(record) = self.store.approval(&id).await? {
-                        if record.status != ApprovalStatus::Pending {
-                            self.waiters_lock().remove(&id);
-                            return Ok(decision_of(&record));
-                        }
+                () = tokio::time::sleep(DB_POLL) => match self.store.approval(&id).await {
+                    Ok(Some(record)) if record.status != ApprovalStatus::Pending => {
+                        self.waiters_lock().remove(&id);
+                        return Ok(decision_of(&record));
                     }
-                }
+                    Ok(_) => {}
+                    // A locked or briefly unreachable database must not end the
+                    // wait: the card stays valid and a local press still wakes us.
+                    Err(e) => tracing::warn!(error = %e, approval = %id, "could not poll an approval; still waiting"),
+                },
             }
         }
     }
