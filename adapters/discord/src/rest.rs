@@ -103,10 +103,13 @@ impl Rest {
             auth: Secret::new(format!("Bot {}", config.token.expose())),
             token: config.token.clone(),
             proxy: config.api_url.clone(),
+            // Interaction endpoints are not bound to the global rate limit, and
+            // a press must be answered within 3 s: never behind a global pause.
             pacer: Pacer::new(config.bot_quota, move |lane: &Lane| match lane {
                 Lane::Channel(_) => vec![channel_quota],
                 _ => Vec::new(),
-            }),
+            })
+            .with_unmetered(|lane: &Lane| matches!(lane, Lane::Interaction(_))),
         })
     }
 

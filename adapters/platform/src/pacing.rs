@@ -109,6 +109,9 @@ struct Lane {
     order: Mutex<()>,
     quotas: StdMutex<Vec<KeyQuota>>,
     paused_until: StdMutex<Option<Instant>>,
+    /// Outside the bot-wide quota and global pauses (Discord's interaction
+    /// callbacks: not bound to the global limit, and due within 3 s).
+    unmetered: bool,
 }
 
 impl Lane {
@@ -145,6 +148,7 @@ pub struct Pacer<K> {
     global_paused_until: StdMutex<Option<Instant>>,
     lanes: StdMutex<Lanes<K>>,
     quotas_for: QuotasFor<K>,
+    unmetered: Box<dyn Fn(&K) -> bool + Send + Sync>,
     max_retries: u32,
     rate_limited: std::sync::atomic::AtomicU64,
 }
@@ -171,9 +175,20 @@ where
                 sweep_at: MIN_SWEEP,
             }),
             quotas_for: Box::new(quotas_for),
+            unmetered: Box::new(|_| false),
             max_retries: 20,
             rate_limited: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Keys for which `unmetered` holds skip the bot-wide quota and global
+    /// pauses (their own quotas and 429 pauses still apply).
+    pub fn with_unmetered(
+        mut self,
+        unmetered: impl Fn(&K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.unmetered = Box::new(unmetered);
+        self
     }
 
     /// How many times the platform answered 429 so far.
@@ -250,6 +265,7 @@ where
                     .collect(),
             ),
             paused_until: StdMutex::new(None),
+            unmetered: (self.unmetered)(key),
         });
         lanes.map.insert(key.clone(), lane.clone());
         lane
@@ -257,7 +273,12 @@ where
 
     async fn wait_ready(&self, lane: &Lane) {
         loop {
-            let pause = [read(&self.global_paused_until), read(&lane.paused_until)]
+            let global_pause = if lane.unmetered {
+                None
+            } else {
+                read(&self.global_paused_until)
+            };
+            let pause = [global_pause, read(&lane.paused_until)]
                 .into_iter()
                 .flatten()
                 .max();
@@ -274,7 +295,12 @@ where
                 tokio::time::sleep(key_wait).await;
                 continue;
             }
-            match self.global.check() {
+            let global = if lane.unmetered {
+                Ok(())
+            } else {
+                self.global.check()
+            };
+            match global {
                 Ok(()) => {
                     let now = Instant::now();
                     let mut quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
@@ -403,6 +429,47 @@ mod tests {
         assert!(slow
             .await
             .is_ok_and(|r| r.is_ok_and(|t| t.duration_since(start) >= Duration::from_secs(29))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unmetered_keys_pass_a_global_pause_and_the_bot_quota() {
+        // Bot-wide: one call, then one per 10 s. Key 0 is unmetered.
+        let global = Quota::with_period(Duration::from_secs(10)).unwrap();
+        let pacer: Arc<Pacer<i64>> =
+            Arc::new(Pacer::new(global, |_| Vec::new()).with_unmetered(|k| *k == 0));
+        // Key 1 hits a global 429 and pauses every metered key for 30 s.
+        let p = pacer.clone();
+        let paused = tokio::spawn(async move {
+            let first = std::sync::atomic::AtomicBool::new(true);
+            p.run(
+                &1,
+                || async {
+                    if first.swap(false, Ordering::SeqCst) {
+                        Err(())
+                    } else {
+                        Ok(())
+                    }
+                },
+                |_| Retry::After {
+                    delay: Duration::from_secs(30),
+                    global: true,
+                },
+            )
+            .await
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        for _ in 0..3 {
+            let at: Result<Instant, ()> = pacer
+                .run(&0, || async { Ok(Instant::now()) }, |_| Retry::No)
+                .await;
+            assert!(at.is_ok_and(|t| t == start), "unmetered calls go at once");
+        }
+        let metered: Result<Instant, ()> = pacer
+            .run(&2, || async { Ok(Instant::now()) }, |_| Retry::No)
+            .await;
+        assert!(metered.is_ok_and(|t| t.duration_since(start) >= Duration::from_secs(29)));
+        assert!(paused.await.is_ok_and(|r| r.is_ok()));
     }
 
     #[tokio::test(start_paused = true)]
