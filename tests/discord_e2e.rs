@@ -422,7 +422,10 @@ async fn a_background_task_notification_arrives_in_the_same_thread() {
     let e = E2e::start().await;
     e.llm.push(exec(
         "call_1",
-        json!({ "command": "echo bg-done", "background": true }),
+        json!({
+            "command": "for i in 1 2 3 4 5 6; do echo $((i*16))%; sleep 1; done; echo bg-done",
+            "background": true
+        }),
     ));
     e.llm.push(Reply::text("Started it in the background."));
     e.llm
@@ -446,6 +449,28 @@ async fn a_background_task_notification_arrives_in_the_same_thread() {
     assert!(
         e.discord.bot_messages(CHANNEL).is_empty(),
         "everything stayed in the thread"
+    );
+    // The task's status message was edited with its progress while it ran.
+    let progress: Vec<String> = e
+        .discord
+        .calls()
+        .iter()
+        .filter(|c| {
+            c.method == "PATCH" && c.path.contains(&format!("/channels/{THREAD}/messages/"))
+        })
+        .filter_map(|c| c.body["content"].as_str().map(str::to_owned))
+        .filter(|b| b.contains("Background task") && b.contains('█') && !b.contains("done in"))
+        .collect();
+    assert!(
+        progress.iter().any(|b| ["16%", "32%", "48%", "64%", "80%"]
+            .iter()
+            .any(|p| b.contains(p))),
+        "{progress:?}\n{:#?}",
+        e.discord
+            .calls()
+            .iter()
+            .map(|c| format!("{} {} {}", c.method, c.path, c.body))
+            .collect::<Vec<_>>()
     );
     e.stop().await;
 }

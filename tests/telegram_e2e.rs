@@ -425,7 +425,10 @@ async fn background_task_reports_progress_and_answers_in_the_topic() {
     e.llm.push(Reply::tool_calls([(
         "call_1",
         "exec_command",
-        json!({"command": "sleep 1; echo background-done", "background": true}),
+        json!({
+            "command": "for i in 1 2 3 4; do echo $((i*20))%; sleep 1; done; echo background-done",
+            "background": true
+        }),
     )]));
     e.llm.push(Reply::text("Started it in the background."));
     e.llm
@@ -465,6 +468,19 @@ async fn background_task_reports_progress_and_answers_in_the_topic() {
         .find(|m| m.message_id != card.message_id && m.edits > 0 && m.text.contains("exec_command"))
         .unwrap_or_else(|| panic!("no edited status message: {msgs:#?}"));
     assert!(status.text.contains("background-done") || status.text.to_lowercase().contains("done"));
+    // While it ran, that message showed a progress bar with the percentage.
+    let progress: Vec<String> =
+        e.tg.calls_to("EditMessageText")
+            .iter()
+            .filter(|c| c.ok && c.params["message_id"] == status.message_id)
+            .filter_map(|c| c.params["text"].as_str().map(str::to_owned))
+            .collect();
+    assert!(
+        progress
+            .iter()
+            .any(|t| t.contains('█') && ["20%", "40%", "60%"].iter().any(|p| t.contains(p))),
+        "{progress:#?}"
+    );
     e.stop().await;
 }
 
