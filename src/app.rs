@@ -1,6 +1,6 @@
 //! Assembling and running Switchboard: store, provider, tools, agent, gateway, adapters.
 
-use crate::agent::{Agent, AgentConfig};
+use crate::agent::{Agent, AgentConfig, DEFAULT_TOOL_TIMEOUT};
 use crate::busy::Busy;
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
@@ -142,6 +142,7 @@ pub async fn start(
                 .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
             data_dir: config.data_dir.clone(),
             model_retries: 2,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
         },
     ));
     let settings = GatewaySettings {

@@ -7,6 +7,7 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -77,9 +78,15 @@ impl Tool for TestTool {
         &self.spec
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         match self.spec.name.as_str() {
             "lookup" => Ok(format!("{} closed at 1688.00", args["code"])),
+            "hang" => {
+                // Never answers; the registry's timeout must end the wait and
+                // tell the tool to stop.
+                ctx.cancel.cancelled().await;
+                Err(ToolError::failed("cancelled"))
+            }
             _ => Err(ToolError::failed("the disk is on fire")),
         }
     }
@@ -100,7 +107,8 @@ impl Rig {
         let mut tools = ToolRegistry::new();
         tools
             .register(TestTool::named("lookup"))
-            .register(TestTool::named("explode"));
+            .register(TestTool::named("explode"))
+            .register(TestTool::named("hang"));
         let dir = tempfile::tempdir().unwrap();
         let agent = Arc::new(Agent::new(
             provider,
@@ -110,6 +118,7 @@ impl Rig {
                 system_prompt: "You are a test assistant.".into(),
                 data_dir: dir.path().to_path_buf(),
                 model_retries: 2,
+                tool_timeout: Duration::from_secs(1),
             },
         ));
         Rig {
@@ -276,6 +285,29 @@ async fn a_tool_round_announces_starts_and_results_before_the_next_model_call() 
     assert_eq!(done.stop, StopReason::Answered);
     assert_eq!(done.rounds, 2);
     assert_eq!(done.text, "Let me check.\n\nBoth closed higher.");
+}
+
+#[tokio::test]
+async fn a_hanging_tool_times_out_as_a_tool_error_and_the_turn_goes_on() {
+    let rig = Rig::new().await;
+    rig.llm.push(Reply::tool_calls([("c1", "hang", json!({}))]));
+    rig.llm.push(Reply::text("That took too long."));
+    let events = rig.turn(Vec::new(), "do the slow thing").await;
+    let error = events
+        .iter()
+        .find_map(|e| match e {
+            RuntimeEvent::ToolError { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .expect("a tool_error event");
+    assert!(error.contains("timed out"), "{error}");
+    assert_eq!(outcome(&events).text, "That took too long.");
+    let requests = rig.llm.requests().await;
+    let seen = requests[1].to_string();
+    assert!(
+        seen.contains("timed out after 1s"),
+        "the model is told: {seen}"
+    );
 }
 
 #[tokio::test]

@@ -16,4 +16,4 @@ pub use compaction::{
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
-pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest};
+pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};

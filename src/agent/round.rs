@@ -8,7 +8,7 @@ use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, ToolCall};
 use crate::store::TurnOrigin;
-use crate::tools::{Tool, ToolContext, ToolRegistry};
+use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -34,6 +34,8 @@ pub(crate) struct RoundRunner<'a> {
     pub origin: Option<&'a TurnOrigin>,
     /// Carried into checkpoints, so a resumed turn sees the same system prompt.
     pub system_context: Option<&'a str>,
+    /// See [`super::AgentConfig::tool_timeout`].
+    pub tool_timeout: Duration,
 }
 
 /// What a round produced.
@@ -295,7 +297,19 @@ impl RoundRunner<'_> {
             ..ToolContext::default()
         };
         // A panicking tool must not take the turn down: run it on its own task.
-        let joined = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
+        // A hanging one must not hold the session: past the timeout it is told
+        // to stop (its cancel token) and dropped.
+        let cancel = ctx.cancel.clone();
+        let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
+        let joined = match tokio::time::timeout(self.tool_timeout, &mut running).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                cancel.cancel();
+                running.abort();
+                tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
+                return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
+            }
+        };
         Ok(match joined {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => {

@@ -26,7 +26,13 @@ pub struct AgentConfig {
     pub data_dir: PathBuf,
     /// Retries of a model call that failed with a recoverable error before any output.
     pub model_retries: u32,
+    /// The longest a foreground tool call may run before the registry gives up
+    /// on it (a safety net above the tools' own timeouts).
+    pub tool_timeout: Duration,
 }
+
+/// [`AgentConfig::tool_timeout`] by default: above `exec_command`'s 600 s cap.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
 pub struct ResumeRequest {
@@ -212,6 +218,7 @@ impl Agent {
             new_from,
             origin: origin.as_ref(),
             system_context: system_context.as_deref(),
+            tool_timeout: self.config.tool_timeout,
         };
 
         let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
