@@ -4,6 +4,7 @@ mod compaction;
 mod doom_loop;
 mod events;
 mod host;
+mod model_call;
 mod redact;
 mod results;
 mod round;

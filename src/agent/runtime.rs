@@ -4,13 +4,13 @@ use super::compaction::{self, ContextView};
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
+use super::model_call::{call_model, ModelFailure, ROUND_SEPARATOR};
 use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
-use crate::llm::{ChatRequest, Chunk, Message, Provider, ProviderError, Role, ToolCall, Usage};
+use crate::llm::{ChatRequest, Message, Provider, Role, ToolCall, Usage};
 use crate::store::TurnOrigin;
 use crate::tools::ToolRegistry;
-use futures::StreamExt;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,9 +81,6 @@ pub struct Agent {
     tools: Arc<ToolRegistry>,
     config: AgentConfig,
 }
-
-/// Between the texts of two rounds of one turn.
-const ROUND_SEPARATOR: &str = "\n\n";
 
 /// Name of the tool that pauses the turn for the user's answer.
 pub(crate) const ASK_USER: &str = "ask_user";
@@ -246,7 +243,7 @@ impl Agent {
                         tools,
                     };
                     let reply = tokio::select! {
-                        r = self.call_model(request, tx, &mut t.usage, !turn_text.is_empty()) => r,
+                        r = call_model(self.provider.as_ref(), self.config.model_retries, request, tx, &mut t.usage, !turn_text.is_empty()) => r,
                         () = cancel.cancelled() => Err(ModelFailure::Cancelled),
                     };
                     let reply = match reply {
@@ -312,135 +309,6 @@ impl Agent {
         );
         t.messages.push(Message::assistant(text.clone()));
         t.finish(&mut pad, text, StopReason::MaxRounds)
-    }
-
-    /// One model call, streamed; retried on recoverable errors before any output.
-    async fn call_model(
-        &self,
-        request: ChatRequest,
-        tx: &mpsc::Sender<RuntimeEvent>,
-        usage: &mut Usage,
-        after_text: bool,
-    ) -> Result<ModelReply, ModelFailure> {
-        let mut attempt = 0;
-        loop {
-            let mut reply = ModelReply::default();
-            match self
-                .stream_once(request.clone(), tx, usage, &mut reply, after_text)
-                .await
-            {
-                Ok(()) => return Ok(reply),
-                Err(e)
-                    if e.is_recoverable()
-                        && !reply.produced_output()
-                        && attempt < self.config.model_retries =>
-                {
-                    attempt += 1;
-                    let wait = match &e {
-                        ProviderError::RateLimited { retry_after } => retry_after
-                            .unwrap_or(Duration::from_secs(2))
-                            .min(Duration::from_secs(30)),
-                        ProviderError::Timeout(_) => return Err(ModelFailure::Provider(e)),
-                        _ => Duration::from_secs(u64::from(attempt)),
-                    };
-                    let _ = tx
-                        .send(RuntimeEvent::Retry {
-                            attempt,
-                            reason: e.to_string(),
-                        })
-                        .await;
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => return Err(ModelFailure::Provider(e)),
-            }
-        }
-    }
-
-    async fn stream_once(
-        &self,
-        request: ChatRequest,
-        tx: &mpsc::Sender<RuntimeEvent>,
-        usage: &mut Usage,
-        reply: &mut ModelReply,
-        after_text: bool,
-    ) -> Result<(), ProviderError> {
-        let mut stream = self.provider.chat_stream(request).await?;
-        while let Some(chunk) = stream.next().await {
-            match chunk? {
-                Chunk::Text(t) => {
-                    if after_text && reply.text.is_empty() && !t.is_empty() {
-                        let _ = tx
-                            .send(RuntimeEvent::TextDelta(ROUND_SEPARATOR.into()))
-                            .await;
-                    }
-                    reply.text.push_str(&t);
-                    let _ = tx.send(RuntimeEvent::TextDelta(t)).await;
-                }
-                Chunk::Thinking(t) => {
-                    reply.thinking.push_str(&t);
-                    let _ = tx.send(RuntimeEvent::ThinkingDelta(t)).await;
-                }
-                Chunk::ToolCalls(calls) => reply.tool_calls.extend(calls),
-                Chunk::Usage(u) => {
-                    usage.add(&u);
-                    let _ = tx.send(RuntimeEvent::Usage(u)).await;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct ModelReply {
-    text: String,
-    thinking: String,
-    tool_calls: Vec<ToolCall>,
-}
-
-impl ModelReply {
-    fn produced_output(&self) -> bool {
-        !self.text.is_empty() || !self.thinking.is_empty() || !self.tool_calls.is_empty()
-    }
-}
-
-enum ModelFailure {
-    Provider(ProviderError),
-    Cancelled,
-}
-
-impl ModelFailure {
-    /// The message the user sees, without internals or secrets.
-    fn explain(&self) -> (String, StopReason) {
-        let text = match self {
-            ModelFailure::Cancelled => return ("Cancelled.".into(), StopReason::Cancelled),
-            ModelFailure::Provider(ProviderError::Timeout(d)) => {
-                format!(
-                    "⚠️ The model stopped responding ({}s without output). Please try again.",
-                    d.as_secs()
-                )
-            }
-            ModelFailure::Provider(ProviderError::RateLimited { .. }) => {
-                "⚠️ The model endpoint is rate limiting requests. Please try again in a minute."
-                    .into()
-            }
-            ModelFailure::Provider(ProviderError::Network(_)) => {
-                "⚠️ The model endpoint can't be reached right now. Please try again later.".into()
-            }
-            ModelFailure::Provider(ProviderError::Server { status, .. }) => {
-                format!("⚠️ The model endpoint failed (HTTP {status}). Please try again.")
-            }
-            ModelFailure::Provider(ProviderError::Config { status, .. }) => {
-                format!("⚠️ The model endpoint refused the request (HTTP {status}). The operator should run `switchboard doctor`.")
-            }
-            ModelFailure::Provider(ProviderError::InvalidResponse(_)) => {
-                "⚠️ The model sent a malformed response. Please try again.".into()
-            }
-        };
-        if let ModelFailure::Provider(e) = self {
-            tracing::warn!(error = %e, "model call failed");
-        }
-        (text, StopReason::ModelError)
     }
 }
 
