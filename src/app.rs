@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
 use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
 use crate::memory::MemoryBook;
+use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
@@ -35,11 +36,15 @@ pub enum RunError {
     NoPlatforms(&'static str),
     #[error("a platform adapter failed to start: {0}")]
     Platform(String),
+    #[error("cannot listen on HEALTH_LISTEN={addr}: {reason}; choose a free address or unset it")]
+    Health { addr: String, reason: String },
 }
 
 /// A started gateway.
 pub struct Running {
     pub store: Store,
+    /// Where `/healthz` and `/metrics` are served, when `HEALTH_LISTEN` is set.
+    pub health_addr: Option<std::net::SocketAddr>,
     busy: Busy,
     gateway: JoinHandle<()>,
     adapters: Vec<JoinHandle<()>>,
@@ -153,12 +158,36 @@ pub async fn start(
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),
     };
+    let metrics = Arc::new(Metrics::default());
+    let health_addr = match config.health_listen {
+        Some(addr) => {
+            let listener =
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| RunError::Health {
+                        addr: addr.to_string(),
+                        reason: e.to_string(),
+                    })?;
+            let bound = listener.local_addr().ok();
+            tokio::spawn(crate::health::serve(
+                listener,
+                store.clone(),
+                busy.clone(),
+                Arc::clone(&metrics),
+                shutdown.clone(),
+            ));
+            tracing::info!(addr = ?bound, "health and metrics endpoint listening");
+            bound
+        }
+        None => None,
+    };
     let parts = GatewayParts {
         store: store.clone(),
         agent,
         tasks,
         finished: finished_rx,
         busy: busy.clone(),
+        metrics,
     };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
     let (sink, inbound) = mpsc::channel(1024);
@@ -187,6 +216,7 @@ pub async fn start(
     let gateway = tokio::spawn(gateway.serve(inbound));
     Ok(Running {
         store,
+        health_addr,
         busy,
         gateway,
         adapters: handles,

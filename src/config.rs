@@ -63,6 +63,8 @@ pub struct Config {
     /// IANA time zone for cron schedules.
     pub timezone: String,
     pub log_format: LogFormat,
+    /// Where `/healthz` and `/metrics` are served (`HEALTH_LISTEN`); off when unset.
+    pub health_listen: Option<std::net::SocketAddr>,
     /// Long-term memory, recall and feedback (`MEMORY_*`, `FEEDBACK_BUTTONS`).
     pub memory: crate::memory::MemoryConfig,
     /// Enabled chat platforms (Telegram, Discord).
@@ -151,6 +153,14 @@ impl Config {
                 fix: "use an IANA name such as Europe/Berlin or UTC",
             });
         }
+        let health_listen = match get("HEALTH_LISTEN") {
+            None => None,
+            Some(raw) => Some(raw.parse().map_err(|_| ConfigError::Invalid {
+                var: "HEALTH_LISTEN",
+                problem: format!("{raw:?} is not an address with a port"),
+                fix: "use IP:PORT, e.g. HEALTH_LISTEN=127.0.0.1:9464, or unset it",
+            })?),
+        };
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         Ok(Config {
             llm: LlmConfig {
@@ -182,6 +192,7 @@ impl Config {
             system_prompt: get("SYSTEM_PROMPT"),
             timezone,
             log_format,
+            health_listen,
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
         })

@@ -19,6 +19,20 @@ pub enum StopReason {
     Handover,
 }
 
+impl StopReason {
+    /// A stable snake_case name (metrics labels, logs).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::WaitingForUser => "waiting_for_user",
+            StopReason::MaxRounds => "max_rounds",
+            StopReason::ModelError => "model_error",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Handover => "handover",
+        }
+    }
+}
+
 /// One event of a running turn, in order.
 #[derive(Debug, Clone)]
 pub enum RuntimeEvent {

@@ -21,6 +21,7 @@ use crate::agent::Agent;
 use crate::approvals::{parse_action, Approvals, Choice};
 use crate::busy::Busy;
 use crate::memory::{parse_feedback, Extractor, MemoryBook, MemoryConfig};
+use crate::metrics::Metrics;
 use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
@@ -63,6 +64,7 @@ pub(crate) struct Inner {
     limiter: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     pub busy: Busy,
+    pub metrics: Arc<Metrics>,
     /// This process's id, owner of its inbox rows.
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
@@ -113,6 +115,8 @@ pub struct GatewayParts {
     pub finished: mpsc::Receiver<TaskFinished>,
     /// Shared with `tasks`: work in flight.
     pub busy: Busy,
+    /// Counters for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -128,6 +132,7 @@ impl Gateway {
             tasks,
             finished,
             busy,
+            metrics,
         } = parts;
         let memory = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
@@ -151,6 +156,7 @@ impl Gateway {
             limiter: UserLimiter::new(settings.user_messages_per_minute),
             sessions: Mutex::new(HashMap::new()),
             busy,
+            metrics,
             instance: uuid::Uuid::new_v4().simple().to_string(),
             inbox_held: AtomicUsize::new(0),
         };
@@ -200,6 +206,10 @@ impl Gateway {
         if msg.user.is_bot {
             return;
         }
+        inner.metrics.inc(
+            "switchboard_inbound_messages_total",
+            &[("platform", msg.chat.platform.as_str())],
+        );
         let key = SessionKey {
             platform: msg.chat.platform,
             chat: msg.chat.chat,

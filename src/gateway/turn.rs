@@ -298,6 +298,13 @@ async fn deliver(
         let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
         return;
     };
+    inner.metrics.inc(
+        "switchboard_turns_total",
+        &[
+            ("platform", o.chat.platform.as_str()),
+            ("stop", outcome.stop.as_str()),
+        ],
+    );
     if outcome.stop == StopReason::Handover {
         // Another process resumed this turn and answers it.
         return;

@@ -10,6 +10,7 @@ mod memory_fts;
 mod schedules;
 mod session_state;
 mod sessions;
+mod stats;
 mod tasks;
 mod turns;
 mod usage;
@@ -23,6 +24,7 @@ pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
+pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
 pub use turns::{TurnContext, TurnOrigin, TurnState};
 

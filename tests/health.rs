@@ -1,0 +1,83 @@
+//! `HEALTH_LISTEN`: `/healthz` answers while the database does (503 once it is
+//! gone) and `/metrics` counts messages and turns in the Prometheus text format.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use support::e2e::Harness;
+use support::fake_llm::Reply;
+
+#[tokio::test]
+async fn health_and_metrics_follow_the_gateway() {
+    let h = Harness::with(&[("HEALTH_LISTEN", "127.0.0.1:0")]).await;
+    let addr = h.running.health_addr.expect("the endpoint is bound");
+    let http = reqwest::Client::new();
+    let health = http
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let body: serde_json::Value = health.json().await.unwrap();
+    assert_eq!(body["status"], "ok");
+
+    h.llm.push(Reply::text("Hi there."));
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the answer", |l| l.has_text("Hi there.")).await;
+    h.idle().await;
+    let metrics = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(metrics.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    let text = metrics.text().await.unwrap();
+    for line in [
+        "switchboard_inbound_messages_total{platform=\"test\"} 1",
+        "switchboard_turns_total{platform=\"test\",stop=\"answered\"} 1",
+        "switchboard_in_flight 0",
+        "switchboard_approvals_pending 0",
+        "switchboard_tasks_running 0",
+        "switchboard_inbox_queued 0",
+        "switchboard_database_up 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
+
+    // The database goes away: health says so, metrics still answer.
+    h.running.store.close().await;
+    let health = http
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 503);
+    let text = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("switchboard_database_up 0"), "{text}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_health_address_is_a_clear_config_error() {
+    let err = switchboard::Config::from_lookup(|k| match k {
+        "LLM_BASE_URL" => Some("http://127.0.0.1:1/v1".into()),
+        "LLM_MODEL" => Some("m".into()),
+        "HEALTH_LISTEN" => Some("localhost".into()),
+        _ => None,
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("HEALTH_LISTEN"), "{err}");
+}
