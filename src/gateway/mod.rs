@@ -385,12 +385,8 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
 /// behind whatever that session is doing: one turn at a time per session,
 /// resumed turns included. Nothing happens when no paused turn is stored.
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
-    match inner.store.paused_turn_origin(&approval_id).await {
-        Ok(Some(origin)) => {
-            let edited = matches!(
-                inner.store.approval(&approval_id).await,
-                Ok(Some(r)) if r.status == ApprovalStatus::Edited
-            );
+    match inner.store.paused_turn_route(&approval_id).await {
+        Ok(Some((origin, edited))) => {
             let guard = inner.busy.enter();
             session_worker(inner, origin.key).enqueue_resume(approval_id, edited, guard);
         }

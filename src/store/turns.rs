@@ -131,18 +131,28 @@ impl Store {
         row.as_ref().map(turn_from_row).transpose()
     }
 
-    /// Where the turn paused on `approval_id` belongs, without claiming it
-    /// (to queue its resumption in the right session).
-    pub async fn paused_turn_origin(
+    /// Where the turn paused on `approval_id` belongs, and whether that approval
+    /// was sent back for editing — without claiming it (to queue its
+    /// resumption in the right session). One indexed read.
+    pub async fn paused_turn_route(
         &self,
         approval_id: &str,
-    ) -> Result<Option<TurnOrigin>, StoreError> {
-        let origin: Option<String> =
-            sqlx::query_scalar("SELECT origin FROM turn_states WHERE approval_id = $1")
-                .bind(approval_id)
-                .fetch_optional(&self.pool)
-                .await?;
-        origin.map(|o| parse("turn origin", &o)).transpose()
+    ) -> Result<Option<(TurnOrigin, bool)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT t.origin, a.status FROM turn_states t
+             LEFT JOIN approvals a ON a.id = t.approval_id
+             WHERE t.approval_id = $1",
+        )
+        .bind(approval_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        let origin: String = r.try_get("origin")?;
+        let status: Option<String> = r.try_get("status")?;
+        Ok(Some((
+            parse("turn origin", &origin)?,
+            status.as_deref() == Some("edited"),
+        )))
     }
 
     /// Approvals already decided (or expired) whose paused turn nobody claimed —
