@@ -1,4 +1,5 @@
-//! Command-line interface: `chat`, `run`, `migrate`, `doctor`, `pair`, `events`.
+//! Command-line interface: `chat`, `run`, `migrate`, `doctor`, `pair`, `approvals`,
+//! `events`; `tasks`, `memory` and `model` live in `cli_*.rs`.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -46,6 +47,22 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// List recent background tasks of every chat (newest first; times in UTC).
+    Tasks {
+        /// Tasks shown at most.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Only tasks in this status: queued, running, succeeded, failed, cancelled, interrupted.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// List or forget one user's long-term memories.
+    Memory {
+        #[command(subcommand)]
+        action: crate::cli_memory::MemoryAction,
+    },
+    /// Show the configured model, endpoint and context window (no network call).
+    Model,
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +156,11 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Tasks { limit, status } => {
+            crate::cli_tasks::run(&config.database_url, limit, status.as_deref()).await
+        }
+        Command::Memory { action } => crate::cli_memory::run(&config.database_url, action).await,
+        Command::Model => Ok(crate::cli_model::run(&config)),
     }
 }
 

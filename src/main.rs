@@ -1,6 +1,9 @@
 //! The `switchboard` binary: parse the CLI, load config, init tracing, call the library.
 
 mod cli;
+mod cli_memory;
+mod cli_model;
+mod cli_tasks;
 
 use clap::Parser;
 use std::process::ExitCode;

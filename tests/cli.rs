@@ -1,6 +1,6 @@
 //! The real `switchboard` binary: `chat` as a console channel on piped stdin
 //! (no TTY) against the fake LLM, and the operator commands `run`, `migrate`,
-//! `doctor`, `pair` and configuration errors.
+//! `doctor`, `pair`, `tasks`, `memory`, `model` and configuration errors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -10,9 +10,14 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{Duration as Span, Utc};
 use serde_json::{json, Value};
 use support::e2e::messages;
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
+use switchboard::store::{
+    MemoryKind, MemoryOwner, NewMemory, Store, TaskNotify, TaskRecord, TaskStatus,
+};
+use switchboard_platform::{ChatAddress, ChatId, Platform, ThreadId, UserId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::watch;
@@ -58,6 +63,17 @@ impl Env {
     fn unset(mut self, var: &str) -> Env {
         self.vars.retain(|(k, _)| k != var);
         self
+    }
+
+    /// The store the binary uses (`DATABASE_URL`), for seeding and checking.
+    async fn store(&self) -> Store {
+        let url = self
+            .vars
+            .iter()
+            .find(|(k, _)| k == "DATABASE_URL")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        Store::open(&url).await.unwrap()
     }
 
     fn workspace(&self) -> PathBuf {
@@ -543,4 +559,365 @@ async fn configuration_errors_name_the_variable_and_the_fix() {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------- tasks, memory, model
+
+/// A task row as the task manager inserts it.
+async fn seed_task(
+    store: &Store,
+    id: &str,
+    tool: &str,
+    chat: ChatAddress,
+    minutes_ago: i64,
+) -> TaskRecord {
+    let task = TaskRecord {
+        id: id.into(),
+        session_id: format!("session-{id}"),
+        tool_name: tool.into(),
+        arguments: "{}".into(),
+        status: TaskStatus::Running,
+        stage: String::new(),
+        detail: String::new(),
+        percent: None,
+        result: None,
+        chat,
+        status_message: None,
+        notify: TaskNotify::Done,
+        created_at: Utc::now() - Span::minutes(minutes_ago),
+        finished_at: None,
+    };
+    store.insert_task(&task).await.unwrap();
+    task
+}
+
+#[tokio::test]
+async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let done = env.run(&["tasks"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert_eq!(done.stdout.trim(), "No background tasks.", "{done}");
+
+    let store = env.store().await;
+    let tg = ChatAddress::new(Platform::Telegram, ChatId(111), None);
+    let dc = ChatAddress::new(Platform::Discord, ChatId(222), Some(ThreadId(333)));
+    // Started in this order, but created at different times: newest is "bbbb…".
+    seed_task(&store, "aaaaaaaa0001", "exec_command", tg, 30).await;
+    seed_task(&store, "cccccccc0003", "web_fetch", dc, 20).await;
+    seed_task(&store, "bbbbbbbb0002", "exec_command", tg, 10).await;
+    store
+        .finish_task(
+            "aaaaaaaa0001",
+            TaskStatus::Failed,
+            "exit status 2:\ncargo: not found",
+        )
+        .await
+        .unwrap();
+    store
+        .update_task_progress(
+            "bbbbbbbb0002",
+            TaskStatus::Running,
+            "building",
+            "crate 3 of 7",
+            Some(40),
+        )
+        .await
+        .unwrap();
+    store
+        .finish_task("cccccccc0003", TaskStatus::Succeeded, &"x".repeat(500))
+        .await
+        .unwrap();
+    store.close().await;
+
+    let done = env.run(&["tasks"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    let out = &done.stdout;
+    let pos = |needle: &str| {
+        out.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?}\n{done}"))
+    };
+    assert!(
+        pos("bbbbbbbb ") < pos("cccccccc ") && pos("cccccccc ") < pos("aaaaaaaa "),
+        "newest first\n{done}"
+    );
+    let line = |id: &str| out.lines().find(|l| l.starts_with(id)).unwrap().to_owned();
+    let running = line("bbbbbbbb");
+    assert!(
+        running.contains("running") && running.contains("exec_command"),
+        "{running}"
+    );
+    assert!(running.contains("telegram chat 111"), "{running}");
+    assert!(running.contains("finished —"), "{running}");
+    assert!(
+        out.contains("progress 40% building: crate 3 of 7"),
+        "{done}"
+    );
+    let failed = line("aaaaaaaa");
+    assert!(
+        failed.contains("failed") && !failed.contains("finished —"),
+        "{failed}"
+    );
+    assert!(
+        out.contains("result: exit status 2: cargo: not found"),
+        "one line\n{done}"
+    );
+    assert!(
+        line("cccccccc").contains("discord chat 222 thread 333"),
+        "{done}"
+    );
+    assert!(
+        out.contains(&format!("result: {}…", "x".repeat(100))),
+        "clipped\n{done}"
+    );
+    assert!(!out.contains(&"x".repeat(101)), "{done}");
+
+    let done = env.run(&["tasks", "--status", "failed"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.starts_with("aaaaaaaa"), "{done}");
+    assert!(
+        !done.stdout.contains("bbbbbbbb") && !done.stdout.contains("cccccccc"),
+        "{done}"
+    );
+
+    let done = env.run(&["tasks", "--limit", "1"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.starts_with("bbbbbbbb"), "{done}");
+    assert!(
+        !done.stdout.contains("aaaaaaaa") && !done.stdout.contains("cccccccc"),
+        "{done}"
+    );
+
+    let done = env.run(&["tasks", "--status", "cancelled"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert_eq!(
+        done.stdout.trim(),
+        "No background tasks with status cancelled.",
+        "{done}"
+    );
+
+    let done = env.run(&["tasks", "--status", "exploded"]).await;
+    assert_eq!(done.code(), Some(1), "{done}");
+    assert!(done.stderr.contains("\"exploded\""), "{done}");
+    assert!(
+        done.stderr.contains("running") && done.stderr.contains("interrupted"),
+        "{done}"
+    );
+}
+
+fn memory(kind: MemoryKind, content: &str, importance: f64) -> NewMemory {
+    NewMemory {
+        kind,
+        content: content.into(),
+        source_ref: "tool:remember".into(),
+        importance,
+        expires_at: None,
+    }
+}
+
+#[tokio::test]
+async fn memory_lists_and_forgets_one_users_memories_only() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let store = env.store().await;
+    let me = MemoryOwner::new(Platform::Telegram, UserId(42));
+    let other = MemoryOwner::new(Platform::Telegram, UserId(43));
+    let elsewhere = MemoryOwner::new(Platform::Discord, UserId(42));
+    let now = Utc::now();
+    let short = memory(MemoryKind::Preference, "Prefers short answers.", 0.8);
+    let short_id = store.insert_memory(me, &short, &[], now).await.unwrap();
+    let cat = memory(MemoryKind::Fact, "Has a cat\ncalled Miso.", 0.55);
+    let cat_id = store.insert_memory(me, &cat, &[], now).await.unwrap();
+    store.touch_memories(me, &[cat_id], now).await.unwrap();
+    let theirs = memory(MemoryKind::Preference, "Likes long essays.", 0.5);
+    let theirs_id = store.insert_memory(other, &theirs, &[], now).await.unwrap();
+    let discord = memory(MemoryKind::Fact, "Plays chess on Discord.", 0.5);
+    store
+        .insert_memory(elsewhere, &discord, &[], now)
+        .await
+        .unwrap();
+    store.close().await;
+
+    let list = ["memory", "list", "--platform", "telegram", "--user", "42"];
+    let done = env.run(&list).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    let out = &done.stdout;
+    assert!(out.starts_with("2 memories of telegram user 42"), "{done}");
+    assert!(
+        out.contains("preference (1)") && out.contains("fact (1)"),
+        "{done}"
+    );
+    let line = |id: i64| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("#{id} ")))
+            .unwrap_or_else(|| panic!("no memory #{id}\n{done}"))
+    };
+    let pref = line(short_id);
+    assert!(
+        pref.contains("importance 0.80") && pref.contains("last access never"),
+        "{pref}"
+    );
+    assert!(pref.ends_with("Prefers short answers."), "{pref}");
+    let fact = line(cat_id);
+    assert!(fact.contains("importance 0.55"), "{fact}");
+    assert!(
+        fact.contains(&format!("last access {}", now.format("%Y-%m-%d"))),
+        "{fact}"
+    );
+    assert!(fact.ends_with("Has a cat called Miso."), "{fact}");
+    assert!(
+        !out.contains("long essays") && !out.contains("chess"),
+        "only this user\n{done}"
+    );
+
+    // Another user's memory id is not this user's to forget.
+    let theirs_arg = theirs_id.to_string();
+    let done = env
+        .run(&[
+            "memory",
+            "forget",
+            "--platform",
+            "telegram",
+            "--user",
+            "42",
+            &theirs_arg,
+        ])
+        .await;
+    assert_eq!(done.code(), Some(1), "{done}");
+    assert!(
+        done.stderr
+            .contains(&format!("telegram user 42 has no memory #{theirs_id}")),
+        "{done}"
+    );
+
+    let arg = format!("#{short_id}");
+    let done = env
+        .run(&[
+            "memory",
+            "forget",
+            "--platform",
+            "telegram",
+            "--user",
+            "42",
+            &arg,
+        ])
+        .await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stdout
+            .contains(&format!("Forgot preference #{short_id}")),
+        "{done}"
+    );
+
+    let done = env.run(&list).await;
+    assert!(
+        done.stdout.starts_with("1 memory of telegram user 42"),
+        "{done}"
+    );
+    assert!(!done.stdout.contains("short answers"), "{done}");
+
+    let store = env.store().await;
+    assert!(store.memory(me, short_id).await.unwrap().is_none());
+    assert!(store.memory(other, theirs_id).await.unwrap().is_some());
+    let forgotten = store.events(20).await.unwrap();
+    let event = forgotten
+        .iter()
+        .find(|e| e.kind == "memory.forgotten")
+        .expect("the deletion is audited");
+    assert_eq!(event.detail["id"], short_id);
+    assert_eq!(event.detail["platform"], "telegram");
+    assert_eq!(event.detail["user"], 42);
+    store.close().await;
+
+    let done = env
+        .run(&["memory", "list", "--platform", "telegram", "--user", "7"])
+        .await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert_eq!(
+        done.stdout.trim(),
+        "No memories of telegram user 7.",
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn memory_refuses_an_unknown_platform_or_a_bad_id_naming_it() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["memory", "list", "--platform", "slack", "--user", "42"],
+            &["\"slack\"", "telegram, discord or console"],
+        ),
+        (
+            &["memory", "list", "--platform", "discord", "--user", "bob"],
+            &["\"bob\"", "numeric discord user id"],
+        ),
+        (
+            &[
+                "memory",
+                "forget",
+                "--platform",
+                "telegram",
+                "--user",
+                "42",
+                "x7",
+            ],
+            &["bad memory id \"x7\""],
+        ),
+        (
+            &[
+                "memory",
+                "forget",
+                "--platform",
+                "telegram",
+                "--user",
+                "42",
+                "99",
+            ],
+            &["telegram user 42 has no memory #99"],
+        ),
+    ];
+    for (args, hints) in cases {
+        let done = env.run(args).await;
+        assert_eq!(done.code(), Some(1), "{args:?}\n{done}");
+        assert!(done.stdout.is_empty(), "{done}");
+        for hint in hints {
+            assert!(
+                done.stderr.contains(hint),
+                "{args:?} mentions {hint:?}\n{done}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn model_shows_the_window_in_use_and_where_it_came_from_without_a_password() {
+    // Nothing listens on port 9: the command must not need the endpoint.
+    let env =
+        Env::new("http://operator:hunter2@127.0.0.1:9/v1").set("LLM_MODEL", "claude-sonnet-4");
+    let done = env.run(&["model"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    let out = &done.stdout;
+    assert!(out.contains("claude-sonnet-4"), "{done}");
+    assert!(
+        out.contains("127.0.0.1:9/v1") && !out.contains("hunter2"),
+        "{done}"
+    );
+    assert!(!done.stderr.contains("hunter2"), "{done}");
+    assert!(
+        out.contains("200000 tokens (inferred from the model name"),
+        "{done}"
+    );
+    assert!(out.contains("above 150000 estimated tokens"), "{done}");
+
+    let env = env.set("LLM_CONTEXT_WINDOW", "8192");
+    let done = env.run(&["model"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stdout
+            .contains("8192 tokens (from LLM_CONTEXT_WINDOW)"),
+        "{done}"
+    );
+    assert!(
+        done.stdout.contains("above 4096 estimated tokens"),
+        "{done}"
+    );
 }

@@ -63,7 +63,7 @@ impl TaskStatus {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "queued" => TaskStatus::Queued,
             "running" => TaskStatus::Running,
@@ -225,6 +225,33 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
+    /// The most recent tasks of every session (optionally of one status),
+    /// newest first, for the operator.
+    pub async fn recent_tasks(
+        &self,
+        status: Option<TaskStatus>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let rows = match status {
+            Some(status) => sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE status = $1 ORDER BY created_at DESC LIMIT $2"
+            ))
+            .bind(status.as_str())
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?,
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM tasks ORDER BY created_at DESC LIMIT $1"
+                ))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
         rows.iter().map(task_from_row).collect()
     }
 }

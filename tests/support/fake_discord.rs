@@ -217,6 +217,40 @@ pub fn bot_user_json() -> Value {
     user_json(BOT_ID, BOT_NAME, true)
 }
 
+/// A message object as Discord sends it, with the fields of a plain message;
+/// callers override `type`, `flags` or `mentions` where theirs differ.
+pub fn message_json(
+    id: u64,
+    channel: u64,
+    guild: Option<u64>,
+    author: Value,
+    content: &str,
+    components: Value,
+) -> Value {
+    let mut msg = json!({
+        "id": id.to_string(),
+        "channel_id": channel.to_string(),
+        "author": author,
+        "content": content,
+        "timestamp": timestamp(),
+        "edited_timestamp": null,
+        "tts": false,
+        "mention_everyone": false,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": false,
+        "type": 0,
+        "flags": 0,
+        "components": components,
+    });
+    if let Some(guild) = guild {
+        msg["guild_id"] = json!(guild.to_string());
+    }
+    msg
+}
+
 fn timestamp() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
 }
@@ -390,27 +424,14 @@ impl FakeDiscord {
             .iter()
             .map(|c| json!({ "type": 2, "style": 2, "label": "old", "custom_id": c }))
             .collect();
-        let mut msg = json!({
-            "id": id.to_string(),
-            "channel_id": channel.to_string(),
-            "author": bot_user_json(),
-            "content": content,
-            "timestamp": timestamp(),
-            "edited_timestamp": null,
-            "tts": false,
-            "mention_everyone": false,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": false,
-            "type": 0,
-            "flags": 0,
-            "components": [{ "type": 1, "components": buttons }],
-        });
-        if let Some(guild) = guild {
-            msg["guild_id"] = json!(guild.to_string());
-        }
+        let msg = message_json(
+            id,
+            channel,
+            guild,
+            bot_user_json(),
+            content,
+            json!([{ "type": 1, "components": buttons }]),
+        );
         inner.messages.insert(id, msg);
         inner.order.push(id);
         id

@@ -1,7 +1,7 @@
 //! Events the fake dispatches on its gateway: user messages (MESSAGE_CREATE),
 //! button presses (INTERACTION_CREATE), raw frames and dropped connections.
 
-use super::{bot_user_json, custom_ids, gateway, shard_of, timestamp, user_json};
+use super::{bot_user_json, custom_ids, gateway, message_json, shard_of, timestamp, user_json};
 use super::{Channel, FakeDiscord, Inner, Interaction, APP_ID, BOT_ID, GUILD_ID, TEXT};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -105,26 +105,19 @@ impl FakeDiscord {
                 }
             })
             .collect();
-        let mut msg = json!({
-            "id": id.to_string(),
-            "channel_id": message.channel.to_string(),
-            "author": user_json(message.author, &message.name, message.bot),
-            "content": message.content,
-            "timestamp": timestamp(),
-            "edited_timestamp": null,
-            "tts": false,
-            "mention_everyone": false,
-            "mentions": mentions,
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": false,
-            "type": if message.reply_to.is_some() { 19 } else { 0 },
-            "flags": 0,
-            "components": [],
-        });
-        if let Some(guild) = channel.guild {
-            msg["guild_id"] = json!(guild.to_string());
+        let mut msg = message_json(
+            id,
+            message.channel,
+            channel.guild,
+            user_json(message.author, &message.name, message.bot),
+            &message.content,
+            json!([]),
+        );
+        msg["mentions"] = json!(mentions);
+        if message.reply_to.is_some() {
+            msg["type"] = json!(19);
+        }
+        if channel.guild.is_some() {
             msg["member"] = json!({
                 "roles": message.roles.iter().map(u64::to_string).collect::<Vec<_>>(),
                 "joined_at": timestamp(),

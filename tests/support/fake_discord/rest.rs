@@ -4,7 +4,9 @@
 
 use super::events::attach_reference;
 use super::limits::too_many;
-use super::{bot_user_json, id_eq, timestamp, Call, Callback, Followup, Inner, Shared};
+use super::{
+    bot_user_json, id_eq, message_json, timestamp, Call, Callback, Followup, Inner, Shared,
+};
 use super::{APP_ID, BOT_ID, GUILD_ID, TOKEN};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -306,26 +308,16 @@ fn create_message(inner: &mut Inner, channel: u64, body: &Value) -> Answer {
         .as_str()
         .and_then(|s| s.parse::<u64>().ok())
         .or_else(|| body["message_reference"]["message_id"].as_u64());
-    let mut msg = json!({
-        "id": id.to_string(),
-        "channel_id": channel.to_string(),
-        "author": bot_user_json(),
-        "content": body["content"].as_str().unwrap_or(""),
-        "timestamp": timestamp(),
-        "edited_timestamp": null,
-        "tts": false,
-        "mention_everyone": false,
-        "mentions": [],
-        "mention_roles": [],
-        "attachments": [],
-        "embeds": [],
-        "pinned": false,
-        "type": if reply_to.is_some() { 19 } else { 0 },
-        "flags": 0,
-        "components": body["components"].as_array().cloned().unwrap_or_default(),
-    });
-    if let Some(guild) = guild {
-        msg["guild_id"] = json!(guild.to_string());
+    let mut msg = message_json(
+        id,
+        channel,
+        guild,
+        bot_user_json(),
+        body["content"].as_str().unwrap_or(""),
+        json!(body["components"].as_array().cloned().unwrap_or_default()),
+    );
+    if reply_to.is_some() {
+        msg["type"] = json!(19);
     }
     if let Some(reply_to) = reply_to {
         attach_reference(inner, &mut msg, channel, guild, reply_to);
@@ -463,23 +455,14 @@ fn webhook(inner: &mut Inner, app: &str, token: &str, body: &Value, edit_origina
         .get(&record.channel)
         .and_then(|c| c.guild)
         .unwrap_or(GUILD_ID);
-    ok(json!({
-        "id": id.to_string(),
-        "channel_id": record.channel.to_string(),
-        "guild_id": guild.to_string(),
-        "author": bot_user_json(),
-        "content": body["content"].as_str().unwrap_or(""),
-        "timestamp": timestamp(),
-        "edited_timestamp": null,
-        "tts": false,
-        "mention_everyone": false,
-        "mentions": [],
-        "mention_roles": [],
-        "attachments": [],
-        "embeds": [],
-        "pinned": false,
-        "type": 0,
-        "flags": body["flags"].as_u64().unwrap_or(0),
-        "components": [],
-    }))
+    let mut msg = message_json(
+        id,
+        record.channel,
+        Some(guild),
+        bot_user_json(),
+        body["content"].as_str().unwrap_or(""),
+        json!([]),
+    );
+    msg["flags"] = json!(body["flags"].as_u64().unwrap_or(0));
+    ok(msg)
 }

@@ -1,0 +1,151 @@
+//! `switchboard memory list|forget`: one user's long-term memories, for the operator.
+
+use std::process::ExitCode;
+
+use chrono::Utc;
+use clap::{Args, Subcommand};
+use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, Store};
+use switchboard_platform::{Platform, UserId};
+
+/// Memories read at most (the caps per kind keep a user well below this).
+const LIST_MAX: u32 = 1_000;
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// List the user's live memories, grouped by kind (newest first in each; times in UTC).
+    List {
+        #[command(flatten)]
+        owner: OwnerArgs,
+    },
+    /// Delete one of the user's memories by its id (as `list` shows it).
+    Forget {
+        #[command(flatten)]
+        owner: OwnerArgs,
+        /// The memory id, e.g. 17 or #17.
+        id: String,
+    },
+}
+
+/// Whose memories.
+#[derive(Debug, Args)]
+pub struct OwnerArgs {
+    /// telegram, discord or console.
+    #[arg(long)]
+    platform: String,
+    /// The numeric user id on that platform.
+    #[arg(long)]
+    user: String,
+}
+
+impl OwnerArgs {
+    fn owner(&self) -> anyhow::Result<MemoryOwner> {
+        let platform = match Platform::parse(self.platform.trim().to_ascii_lowercase().as_str()) {
+            Some(p @ (Platform::Telegram | Platform::Discord | Platform::Console)) => p,
+            _ => anyhow::bail!(
+                "unknown platform {:?}: use telegram, discord or console",
+                self.platform
+            ),
+        };
+        let user = self.user.trim().parse::<i64>().map_err(|_| {
+            anyhow::anyhow!(
+                "bad user id {:?}: give the numeric {platform} user id",
+                self.user
+            )
+        })?;
+        Ok(MemoryOwner::new(platform, UserId(user)))
+    }
+}
+
+pub async fn run(database_url: &str, action: MemoryAction) -> anyhow::Result<ExitCode> {
+    match action {
+        MemoryAction::List { owner } => {
+            let owner = owner.owner()?;
+            let store = Store::open(database_url).await?;
+            list(&store, owner).await?;
+        }
+        MemoryAction::Forget { owner, id } => {
+            let owner = owner.owner()?;
+            let id = parse_id(&id)?;
+            let store = Store::open(database_url).await?;
+            forget(&store, owner, id).await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_id(raw: &str) -> anyhow::Result<i64> {
+    raw.trim()
+        .trim_start_matches('#')
+        .parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "bad memory id {raw:?}: give the number `switchboard memory list` shows (e.g. 17)"
+            )
+        })
+}
+
+fn who(owner: MemoryOwner) -> String {
+    format!("{} user {}", owner.platform, owner.user)
+}
+
+async fn list(store: &Store, owner: MemoryOwner) -> anyhow::Result<()> {
+    let all = store.memories_of(owner, &[], LIST_MAX, Utc::now()).await?;
+    if all.is_empty() {
+        println!("No memories of {}.", who(owner));
+        return Ok(());
+    }
+    let noun = if all.len() == 1 { "memory" } else { "memories" };
+    println!("{} {noun} of {}", all.len(), who(owner));
+    for kind in MemoryKind::ALL {
+        let of_kind: Vec<&MemoryRecord> = all.iter().filter(|m| m.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        println!("{} ({})", kind.as_str(), of_kind.len());
+        for m in of_kind {
+            let last = m.last_access.map_or_else(
+                || "never".to_owned(),
+                |t| t.format("%Y-%m-%d %H:%M").to_string(),
+            );
+            println!(
+                "  #{:<6} importance {:.2}  last access {:<16}  {}",
+                m.id,
+                m.importance,
+                last,
+                m.content.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn forget(store: &Store, owner: MemoryOwner, id: i64) -> anyhow::Result<()> {
+    let memory = store.memory(owner, id).await?;
+    let deleted = match &memory {
+        Some(_) => store.delete_memory(owner, id).await?,
+        None => false,
+    };
+    let Some(memory) = memory.filter(|_| deleted) else {
+        anyhow::bail!("{} has no memory #{id}", who(owner));
+    };
+    store
+        .record_event(
+            "memory.forgotten",
+            serde_json::json!({
+                "platform": owner.platform.as_str(),
+                "user": owner.user.0,
+                "id": id,
+                "kind": memory.kind.as_str(),
+            }),
+        )
+        .await;
+    println!(
+        "Forgot {} #{id} of {}: {}",
+        memory.kind.as_str(),
+        who(owner),
+        crate::cli_tasks::preview(&memory.content, 80)
+    );
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! `switchboard model`: the configured model and the context budget in use, offline.
+
+use std::process::ExitCode;
+
+use switchboard::agent::{reserve, threshold};
+use switchboard::config::Config;
+use switchboard::llm::ModelInfo;
+use switchboard::store::redact_url;
+
+/// Prints what the gateway would use, without calling the endpoint (`doctor` does).
+pub fn run(config: &Config) -> ExitCode {
+    let llm = &config.llm;
+    let info = ModelInfo::new(llm.model.clone(), llm.context_window);
+    let source = match llm.context_window {
+        Some(_) => "from LLM_CONTEXT_WINDOW",
+        None => "inferred from the model name; set LLM_CONTEXT_WINDOW to override",
+    };
+    let window = info.context_window as usize;
+    println!("model           {}", info.name);
+    println!("endpoint        {}", redact_url(&llm.base_url));
+    println!(
+        "api key         {}",
+        if llm.api_key.is_some() {
+            "set (LLM_API_KEY)"
+        } else {
+            "none"
+        }
+    );
+    println!("context window  {window} tokens ({source})");
+    println!(
+        "compaction      above {} estimated tokens (window − reserve of {})",
+        threshold(window),
+        reserve(window)
+    );
+    println!(
+        "idle timeout    {} s (LLM_IDLE_TIMEOUT_SECS)",
+        llm.idle_timeout.as_secs()
+    );
+    ExitCode::SUCCESS
+}
