@@ -236,13 +236,15 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let rows = match status {
-            Some(status) => sqlx::query(&format!(
+            Some(status) => {
+                sqlx::query(&format!(
                 "SELECT {COLUMNS} FROM tasks WHERE status = $1 ORDER BY created_at DESC LIMIT $2"
             ))
-            .bind(status.as_str())
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?,
+                .bind(status.as_str())
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
             None => {
                 sqlx::query(&format!(
                     "SELECT {COLUMNS} FROM tasks ORDER BY created_at DESC LIMIT $1"
