@@ -563,6 +563,19 @@ async fn configuration_errors_name_the_variable_and_the_fix() {
 
 // ---------------------------------------------------------------- tasks, memory, model
 
+/// `memory forget ID` for Telegram user 42.
+fn forget_of_user_42(id: &str) -> [&str; 7] {
+    [
+        "memory",
+        "forget",
+        "--platform",
+        "telegram",
+        "--user",
+        "42",
+        id,
+    ]
+}
+
 /// A task row as the task manager inserts it.
 async fn seed_task(
     store: &Store,
@@ -770,17 +783,7 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
 
     // Another user's memory id is not this user's to forget.
     let theirs_arg = theirs_id.to_string();
-    let done = env
-        .run(&[
-            "memory",
-            "forget",
-            "--platform",
-            "telegram",
-            "--user",
-            "42",
-            &theirs_arg,
-        ])
-        .await;
+    let done = env.run(&forget_of_user_42(&theirs_arg)).await;
     assert_eq!(done.code(), Some(1), "{done}");
     assert!(
         done.stderr
@@ -789,17 +792,7 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
     );
 
     let arg = format!("#{short_id}");
-    let done = env
-        .run(&[
-            "memory",
-            "forget",
-            "--platform",
-            "telegram",
-            "--user",
-            "42",
-            &arg,
-        ])
-        .await;
+    let done = env.run(&forget_of_user_42(&arg)).await;
     assert_eq!(done.code(), Some(0), "{done}");
     assert!(
         done.stdout

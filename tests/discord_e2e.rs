@@ -351,10 +351,7 @@ async fn an_approver_role_may_decide_for_the_requester() {
     e.llm.push(Reply::text("Ran it."));
     e.say(UserMessage::new(CHANNEL, ALICE, "run it").mentioning_bot());
     let card = e.wait_card(CHANNEL).await;
-    let allow = custom_ids(&card)
-        .into_iter()
-        .find(|a| a.ends_with(":y"))
-        .unwrap();
+    let allow = allow_button(&card);
     e.discord
         .press(Press::new(message_id(&card), allow, BOB).with_roles(&[APPROVER_ROLE]))
         .unwrap();
@@ -364,19 +361,30 @@ async fn an_approver_role_may_decide_for_the_requester() {
     e.stop().await;
 }
 
-#[tokio::test]
-async fn an_expired_approval_is_marked_and_its_buttons_removed() {
+/// The custom_id of a card's "Allow once" button.
+fn allow_button(card: &Value) -> String {
+    custom_ids(card)
+        .into_iter()
+        .find(|a| a.ends_with(":y"))
+        .expect("an allow button")
+}
+
+/// A gateway with 1 s approvals, showing an `echo` card that nobody answers:
+/// the gateway, the card's message id and its allow button.
+async fn card_that_expires_in_a_second() -> (E2e, u64, String) {
     let e = E2e::with(&[("APPROVAL_TIMEOUT", "1")]).await;
     e.llm
         .push(exec("call_1", json!({ "command": "echo too-late" })));
     e.llm.push(Reply::text("The approval expired."));
     e.say(UserMessage::new(CHANNEL, ALICE, "run it").mentioning_bot());
     let card = e.wait_card(CHANNEL).await;
-    let card_id = message_id(&card);
-    let allow = custom_ids(&card)
-        .into_iter()
-        .find(|a| a.ends_with(":y"))
-        .unwrap();
+    let allow = allow_button(&card);
+    (e, message_id(&card), allow)
+}
+
+#[tokio::test]
+async fn an_expired_approval_is_marked_and_its_buttons_removed() {
+    let (e, card_id, allow) = card_that_expires_in_a_second().await;
     e.wait("the card marked expired", |d| {
         d.message(card_id)
             .is_some_and(|m| m["content"].as_str().unwrap_or("").contains("Expired"))
@@ -391,17 +399,7 @@ async fn an_expired_approval_is_marked_and_its_buttons_removed() {
 
 #[tokio::test]
 async fn a_press_on_a_card_the_expiry_could_not_update_is_noticed() {
-    let e = E2e::with(&[("APPROVAL_TIMEOUT", "1")]).await;
-    e.llm
-        .push(exec("call_1", json!({ "command": "echo too-late" })));
-    e.llm.push(Reply::text("The approval expired."));
-    e.say(UserMessage::new(CHANNEL, ALICE, "run it").mentioning_bot());
-    let card = e.wait_card(CHANNEL).await;
-    let card_id = message_id(&card);
-    let allow = custom_ids(&card)
-        .into_iter()
-        .find(|a| a.ends_with(":y"))
-        .unwrap();
+    let (e, card_id, allow) = card_that_expires_in_a_second().await;
     // The bot lost the right to edit it, so its buttons outlive the approval.
     e.discord.refuse_edits(card_id);
     e.wait_text(CHANNEL, "The approval expired.").await;
@@ -432,10 +430,7 @@ async fn a_background_task_notification_arrives_in_the_same_thread() {
         .push(Reply::text("The background job printed bg-done."));
     e.say(UserMessage::new(THREAD, ALICE, "run it in the background").mentioning_bot());
     let card = e.wait_card(THREAD).await;
-    let allow = custom_ids(&card)
-        .into_iter()
-        .find(|a| a.ends_with(":y"))
-        .unwrap();
+    let allow = allow_button(&card);
     e.discord
         .press(Press::new(message_id(&card), allow, ALICE))
         .unwrap();
