@@ -858,3 +858,62 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
     assert!(last_tool_result(requests.last().unwrap()).contains("orphan-resumed"));
     second.stop().await;
 }
+
+#[tokio::test]
+async fn a_task_running_in_one_instance_is_cancelled_from_another() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_task_running_in_one_instance_is_cancelled_from_another_on(&db).await;
+    }
+}
+
+async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    llm.push(Reply::tool_calls([(
+        "call_bg",
+        "exec_command",
+        json!({"command": "echo waiting; sleep 60", "background": true}),
+    )]));
+    llm.push(Reply::text("Started."));
+    llm.push(Reply::text("The task was cancelled."));
+    let a = instance(&llm, &db).await;
+    let b = instance(&llm, &db).await;
+    a.channel.dm(1, "start the slow job").await;
+    let card = a.channel.card().await;
+    a.channel.press(1, &card.action('y')).await;
+    a.channel
+        .wait_for("the first answer", |l| l.has_text("Started."))
+        .await;
+    let session = session(&a, 1).await;
+    let task = a.running.store.session_tasks(&session.0, 1).await.unwrap()[0].clone();
+    assert_eq!(task.status, TaskStatus::Running);
+    let short = &task.id[..8];
+
+    // The same user, through the other process: it does not run the task, so it
+    // records the request and the owner stops the task at its next pass.
+    b.channel.dm(1, &format!("/tasks cancel {short}")).await;
+    b.channel
+        .wait_for("the relayed cancel", |l| {
+            l.any_contains(&format!("Task `{short}` runs in another gateway process"))
+        })
+        .await;
+    a.channel
+        .wait_for("the notification answer in the originating process", |l| {
+            l.has_text("The task was cancelled.")
+        })
+        .await;
+    let stored = a.running.store.task(&task.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, TaskStatus::Cancelled);
+    assert_eq!(stored.result.as_deref(), Some("cancelled"));
+
+    // A finished task cannot be asked again.
+    b.channel.dm(1, &format!("/tasks cancel {short}")).await;
+    b.channel
+        .wait_for("the not-running reply", |l| {
+            l.any_contains(&format!("Task `{short}` is not running (cancelled)"))
+        })
+        .await;
+    a.stop().await;
+    b.stop().await;
+}

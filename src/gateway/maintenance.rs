@@ -20,7 +20,8 @@ const MISSED_GRACE_MS: i64 = 60_000;
 const CLAIM_BATCH: u32 = 200;
 /// How often tasks abandoned by a dead process are looked for (their lease is
 /// 60 s, so a crash is reported within about a minute and a quarter, also when
-/// the process restarted before the lease ran out) and idle limiter state is dropped.
+/// the process restarted before the lease ran out), cancel requests from other
+/// processes are applied, and idle limiter state is dropped.
 const HOUSEKEEPING: Duration = Duration::from_secs(5);
 
 /// A schedule occurrence this process claimed.
@@ -35,6 +36,9 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         if last_housekeeping.elapsed() >= HOUSEKEEPING {
             last_housekeeping = tokio::time::Instant::now();
             announce_interrupted_tasks(&inner).await;
+            if let Err(e) = inner.tasks.apply_cancel_requests().await {
+                tracing::warn!(error = %e, "could not look for task cancel requests");
+            }
             keep_inbox(&inner).await;
             inner.limiter.prune();
         }

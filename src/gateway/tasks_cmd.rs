@@ -28,6 +28,10 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
     }
     Ok(match inner.tasks.cancel_in_session(&session.0, id).await? {
         Cancelled::Task(t) => format!("Cancelling task `{}`.", short_id(&t)),
+        Cancelled::Requested(t) => format!(
+            "Task `{}` runs in another gateway process; it was asked to stop and will within a few seconds.",
+            short_id(&t)
+        ),
         Cancelled::NotRunning(t, status) => {
             format!(
                 "Task `{}` is not running ({}).",

@@ -188,6 +188,31 @@ impl Store {
         Ok(())
     }
 
+    /// Asks whichever process runs the task to stop it (see
+    /// [`Store::cancel_requested_tasks`]). Returns whether the task is unfinished.
+    pub async fn request_task_cancel(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, $1)
+             WHERE id = $2 AND finished_at IS NULL",
+        )
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Unfinished tasks someone asked to cancel; one read of the unfinished
+    /// tasks' index.
+    pub async fn cancel_requested_tasks(&self) -> Result<Vec<String>, StoreError> {
+        let ids = sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE finished_at IS NULL AND cancel_requested_at IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids)
+    }
+
     /// Marks tasks whose process died (lease expired while unfinished) as
     /// interrupted and returns them, once: the update is conditional.
     pub async fn interrupt_abandoned_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {

@@ -48,6 +48,9 @@ pub struct TaskFinished {
 pub enum Cancelled {
     /// A running task of the conversation: it is being stopped.
     Task(String),
+    /// A task of the conversation that another gateway process runs: that
+    /// process was asked to stop it and does so within a few seconds.
+    Requested(String),
     /// A task of the conversation that is not running (any more).
     NotRunning(String, TaskStatus),
     /// An active schedule of the conversation, now stopped.
@@ -166,6 +169,9 @@ impl TaskManager {
         if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
             return Ok(if self.cancel(&task.id) {
                 Cancelled::Task(task.id.clone())
+            } else if !task.status.is_finished() && self.store.request_task_cancel(&task.id).await?
+            {
+                Cancelled::Requested(task.id.clone())
             } else {
                 Cancelled::NotRunning(task.id.clone(), task.status)
             });
@@ -174,6 +180,20 @@ impl TaskManager {
             Some(full) => Cancelled::Schedule(full),
             None => Cancelled::NotFound,
         })
+    }
+
+    /// Stops the tasks of this process that another process was asked to
+    /// cancel. Costs nothing while this process runs no task.
+    pub async fn apply_cancel_requests(&self) -> Result<(), StoreError> {
+        if self.running_lock().is_empty() {
+            return Ok(());
+        }
+        for id in self.store.cancel_requested_tasks().await? {
+            if self.cancel(&id) {
+                tracing::info!(task = %id, "task cancelled at another process's request");
+            }
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]

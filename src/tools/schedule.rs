@@ -188,6 +188,9 @@ impl Tool for CancelTaskTool {
             })?;
         match cancelled {
             Cancelled::Task(t) => Ok(format!("Cancelling task {t}.")),
+            Cancelled::Requested(t) => Ok(format!(
+                "Task {t} runs in another gateway process; it was asked to stop and will within a few seconds."
+            )),
             Cancelled::NotRunning(t, status) => Ok(format!(
                 "Task {t} is not running (status {}).",
                 status.as_str()
