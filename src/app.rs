@@ -134,7 +134,13 @@ pub async fn start(
     let provider = build_provider(config)?;
     let busy = Busy::default();
     let (finished_tx, finished_rx) = mpsc::channel(64);
-    let tasks = TaskManager::new(store.clone(), finished_tx, shutdown.clone(), busy.clone());
+    let tasks = TaskManager::new(
+        store.clone(),
+        finished_tx,
+        shutdown.clone(),
+        busy.clone(),
+        config.max_background_tasks,
+    );
     let tools = Arc::new(build_tools(config, &store, &tasks)?);
     let agent = Arc::new(Agent::new(
         provider,

@@ -58,6 +58,8 @@ pub struct Config {
     pub max_tool_rounds: usize,
     pub approval_timeout: Duration,
     pub exec_timeout: Duration,
+    /// Background tasks one conversation runs at once; more are queued.
+    pub max_background_tasks: usize,
     pub web_fetch_allow: Vec<String>,
     pub system_prompt: Option<String>,
     /// IANA time zone for cron schedules.
@@ -181,6 +183,8 @@ impl Config {
             max_tool_rounds: number(&get, "MAX_TOOL_ROUNDS")?.unwrap_or(15),
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
+            max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
+                .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             web_fetch_allow: get("WEB_FETCH_ALLOW")
                 .map(|v| {
                     v.split(',')
@@ -262,6 +266,7 @@ mod tests {
         assert_eq!(c.access_policy, AccessPolicy::Pairing);
         assert_eq!(c.max_tool_rounds, 15);
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
+        assert_eq!(c.max_background_tasks, 3);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
     }
 

@@ -158,3 +158,122 @@ async fn shutdown_in_the_middle_of_a_turn_ends_promptly() {
         "the gateway stopped without waiting for the model"
     );
 }
+
+#[tokio::test]
+async fn background_tasks_beyond_the_limit_wait_in_line() {
+    let h = Harness::with(&[("MAX_BACKGROUND_TASKS", "1")]).await;
+    h.llm.push(Reply::tool_calls([(
+        "call_slow",
+        "exec_command",
+        json!({"command": "echo slow; sleep 60", "background": true}),
+    )]));
+    h.llm.push(Reply::text("Started the slow one."));
+    h.llm.push(Reply::tool_calls([(
+        "call_quick",
+        "exec_command",
+        json!({"command": "echo quick-done", "background": true}),
+    )]));
+    h.llm.push(Reply::text("Started the quick one."));
+    h.llm.set_responder(|request| {
+        let text = last_user_text(request).unwrap_or_default();
+        Reply::text(if text.contains("status: cancelled") {
+            "The slow one was cancelled."
+        } else if text.contains("quick-done") {
+            "The quick one finished."
+        } else {
+            "?"
+        })
+    });
+    let mut previous = None;
+    for (ask, answer) in [
+        ("start the slow job", "Started the slow one."),
+        ("start the quick job", "Started the quick one."),
+    ] {
+        h.channel.dm(1, ask).await;
+        let card = match previous {
+            None => h.channel.card().await,
+            Some(id) => h.channel.next_card(id).await,
+        };
+        previous = Some(card.id);
+        h.channel.press(1, &card.action('y')).await;
+        h.wait_for(answer, |l| l.has_text(answer)).await;
+    }
+    let session = h.session(1, 1).await;
+    let tasks = h.running.store.session_tasks(&session.0, 10).await.unwrap();
+    let (quick, slow) = (tasks[0].clone(), tasks[1].clone());
+    assert_eq!(slow.status, TaskStatus::Running);
+    assert_eq!(quick.status, TaskStatus::Queued, "one at a time here");
+    h.wait_for("the queued status message", |l| {
+        l.any_contains("Queued: a conversation runs at most 1 background task(s) at once")
+    })
+    .await;
+    h.channel.dm(1, "/tasks").await;
+    h.wait_for("the listing", |l| {
+        l.any_contains(&format!("`{}` exec_command — queued", &quick.id[..8]))
+    })
+    .await;
+
+    // Cancelling the running task lets the queued one start and finish.
+    h.channel
+        .dm(1, &format!("/tasks cancel {}", &slow.id[..8]))
+        .await;
+    h.wait_for("both notification answers", |l| {
+        l.has_text("The slow one was cancelled.") && l.has_text("The quick one finished.")
+    })
+    .await;
+    let store = &h.running.store;
+    let quick = store.task(&quick.id).await.unwrap().unwrap();
+    assert_eq!(quick.status, TaskStatus::Succeeded);
+    assert!(quick.result.unwrap().contains("quick-done"));
+    assert_eq!(
+        store.task(&slow.id).await.unwrap().unwrap().status,
+        TaskStatus::Cancelled
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_queued_task_can_be_cancelled_before_it_starts() {
+    let h = Harness::with(&[("MAX_BACKGROUND_TASKS", "1")]).await;
+    for (id, command) in [("call_a", "sleep 60"), ("call_b", "echo never > never.txt")] {
+        h.llm.push(Reply::tool_calls([(
+            id,
+            "exec_command",
+            json!({"command": command, "background": true}),
+        )]));
+        h.llm.push(Reply::text(&format!("Started {id}.")));
+    }
+    h.llm.set_responder(|_| Reply::text("Noted."));
+    let mut previous = None;
+    for (ask, answer) in [("first", "Started call_a."), ("second", "Started call_b.")] {
+        h.channel.dm(1, ask).await;
+        let card = match previous {
+            None => h.channel.card().await,
+            Some(id) => h.channel.next_card(id).await,
+        };
+        previous = Some(card.id);
+        h.channel.press(1, &card.action('y')).await;
+        h.wait_for(answer, |l| l.has_text(answer)).await;
+    }
+    let session = h.session(1, 1).await;
+    let tasks = h.running.store.session_tasks(&session.0, 10).await.unwrap();
+    let queued = tasks[0].clone();
+    assert_eq!(queued.status, TaskStatus::Queued);
+    h.channel
+        .dm(1, &format!("/tasks cancel {}", &queued.id[..8]))
+        .await;
+    h.wait_for("the cancelled status message", |l| {
+        l.any_contains(&format!(
+            "Background task `{}` · exec_command · cancelled",
+            &queued.id[..8]
+        ))
+    })
+    .await;
+    let stored = h.running.store.task(&queued.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, TaskStatus::Cancelled);
+    assert!(
+        !h.config.workspace_dir.join("never.txt").exists(),
+        "a cancelled queued task never runs"
+    );
+    h.stop().await;
+}

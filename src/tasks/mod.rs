@@ -4,6 +4,7 @@
 
 mod progress;
 mod schedule;
+mod slots;
 
 pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
@@ -12,13 +13,14 @@ use crate::llm::ToolCall;
 use crate::store::{SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus, TurnOrigin};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use serde_json::{json, Value};
+use slots::{Slot, Slots};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchboard_platform::{
     ChatAddress, ChatKind, MessageRef, OutgoingMessage, PlatformAdapter, User,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 /// Where a task came from; its notification goes back there.
@@ -66,11 +68,34 @@ const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
 /// How much of a result the notification carries (the rest via check_background_tasks).
 const NOTIFICATION_RESULT_CHARS: usize = 4_000;
 
+/// A started task and what it needs to run and report.
+struct Job {
+    id: String,
+    short: String,
+    tool_name: String,
+    tool: Arc<dyn Tool>,
+    args: Value,
+    origin: TaskOrigin,
+    notify: TaskNotify,
+    cancel: CancellationToken,
+    /// Keeps the gateway "busy" until the notification is queued.
+    guard: BusyGuard,
+}
+
+fn short_id(id: &str) -> String {
+    id.get(..8).unwrap_or(id).to_owned()
+}
+
+/// Background tasks a conversation runs at once by default
+/// (`MAX_BACKGROUND_TASKS`); more wait in line as `queued`.
+pub const DEFAULT_TASKS_PER_SESSION: usize = 3;
+
 /// Starts and tracks background tasks.
 pub struct TaskManager {
     store: Store,
     finished: mpsc::Sender<TaskFinished>,
     running: Mutex<HashMap<String, CancellationToken>>,
+    slots: Slots,
     shutdown: CancellationToken,
     busy: Busy,
 }
@@ -81,19 +106,21 @@ impl TaskManager {
         finished: mpsc::Sender<TaskFinished>,
         shutdown: CancellationToken,
         busy: Busy,
+        per_session: usize,
     ) -> Arc<TaskManager> {
         Arc::new(TaskManager {
             store,
             finished,
             running: Mutex::new(HashMap::new()),
+            slots: Slots::new(per_session),
             shutdown,
             busy,
         })
     }
 
-    /// Records the task and starts it; returns the task id at once. The
-    /// call's optional `notify` argument (`done`, `changes`, `silent`) sets who
-    /// hears about it.
+    /// Records the task and starts it, or queues it behind the conversation's
+    /// running tasks; returns the task id at once. The call's optional
+    /// `notify` argument (`done`, `changes`, `silent`) sets who hears about it.
     pub async fn start(
         self: &Arc<Self>,
         tool: Arc<dyn Tool>,
@@ -107,12 +134,17 @@ impl TaskManager {
             .and_then(TaskNotify::parse)
             .unwrap_or_default();
         let id = uuid::Uuid::new_v4().simple().to_string();
+        let slot = self.slots.take(&origin.session_id);
+        let status = match slot {
+            Slot::Running(_) => TaskStatus::Running,
+            Slot::Queued(_) => TaskStatus::Queued,
+        };
         let record = TaskRecord {
             id: id.clone(),
             session_id: origin.session_id.clone(),
             tool_name: call.name.clone(),
             arguments: args.to_string(),
-            status: TaskStatus::Running,
+            status,
             stage: String::new(),
             detail: String::new(),
             percent: None,
@@ -123,22 +155,32 @@ impl TaskManager {
             created_at: chrono::Utc::now(),
             finished_at: None,
         };
-        self.store.insert_task(&record).await?;
+        if let Err(e) = self.store.insert_task(&record).await {
+            drop(slot);
+            self.slots.release(&origin.session_id);
+            return Err(e);
+        }
         self.store
-            .record_event("task.started", json!({ "id": id, "tool": call.name }))
+            .record_event(
+                "task.started",
+                json!({ "id": id, "tool": call.name, "status": status.as_str() }),
+            )
             .await;
         let cancel = self.shutdown.child_token();
         self.running_lock().insert(id.clone(), cancel.clone());
-        let guard = self.busy.enter();
+        let job = Job {
+            id: id.clone(),
+            short: short_id(&id),
+            tool_name: call.name.clone(),
+            tool,
+            args,
+            origin,
+            notify,
+            cancel,
+            guard: self.busy.enter(),
+        };
         let manager = Arc::clone(self);
-        let tool_name = call.name.clone();
-        tokio::spawn(async move {
-            manager
-                .run(
-                    record.id, tool_name, tool, args, origin, notify, cancel, guard,
-                )
-                .await
-        });
+        tokio::spawn(async move { manager.run(job, slot).await });
         Ok(id)
     }
 
@@ -196,135 +238,209 @@ impl TaskManager {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn run(
-        self: Arc<Self>,
-        id: String,
-        tool_name: String,
-        tool: Arc<dyn Tool>,
-        args: Value,
-        origin: TaskOrigin,
-        notify: TaskNotify,
-        cancel: CancellationToken,
-        guard: BusyGuard,
-    ) {
-        let started = Instant::now();
-        let short = id.get(..8).unwrap_or(&id).to_owned();
-        let status_ref = match notify {
+    async fn run(self: Arc<Self>, job: Job, slot: Slot) {
+        let status_ref = match job.notify {
             TaskNotify::Silent => None,
             TaskNotify::Done | TaskNotify::Changes => {
-                self.post_status(&origin, &id, &short, &tool_name).await
+                let status = match slot {
+                    Slot::Running(_) => TaskStatus::Running,
+                    Slot::Queued(_) => TaskStatus::Queued,
+                };
+                self.post_status(&job, status).await
             }
         };
-        let milestones = (notify == TaskNotify::Changes).then_some(origin.chat);
-        let (tx, rx) = watch::channel(Progress::default());
-        let ctx = ToolContext {
-            cancel: cancel.clone(),
-            progress: ProgressSink::new(tx),
-            session_id: origin.session_id.clone(),
-            origin: Some(TurnOrigin {
-                key: origin.key,
-                chat: origin.chat,
-                kind: origin.kind,
-                user: origin.user.clone(),
-                reply_to: None,
-            }),
-        };
-        let lease = tokio::spawn(renew_lease(self.store.clone(), id.clone(), cancel.clone()));
-        let progress_done = CancellationToken::new();
-        let reporter = tokio::spawn(report_progress(
+        let lease = tokio::spawn(renew_lease(
             self.store.clone(),
-            origin.adapter.clone(),
-            status_ref,
-            id.clone(),
-            short.clone(),
-            tool_name.clone(),
-            rx,
-            started,
-            milestones,
-            progress_done.clone(),
+            job.id.clone(),
+            job.cancel.clone(),
         ));
-        let outcome = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
-        progress_done.cancel();
+        let (status, result, last_progress, started, permit) =
+            match self.wait_for_slot(&job, slot, status_ref.as_ref()).await {
+                Some(permit) => {
+                    let started = Instant::now();
+                    let (status, result, progress) = self.execute(&job, status_ref).await;
+                    (status, result, progress, started, Some(permit))
+                }
+                None => {
+                    let (status, result) = self.stopped_outcome();
+                    (status, result, Progress::default(), Instant::now(), None)
+                }
+            };
         lease.abort();
-        let last_progress = reporter.await.unwrap_or_default();
-        let (status, result) = match outcome {
-            Ok(Ok(text)) => (TaskStatus::Succeeded, text),
-            Ok(Err(_)) if self.shutdown.is_cancelled() => {
-                (TaskStatus::Interrupted, "the gateway stopped".to_owned())
-            }
-            Ok(Err(crate::tools::ToolError::Cancelled)) => {
-                (TaskStatus::Cancelled, "cancelled".to_owned())
-            }
-            Ok(Err(e)) => (TaskStatus::Failed, e.for_model()),
-            Err(join) => {
-                tracing::error!(error = %join, task = %id, "background task crashed");
-                (
-                    TaskStatus::Failed,
-                    "error: the task crashed; the operator has the details".to_owned(),
-                )
-            }
-        };
-        self.running_lock().remove(&id);
-        if let Err(e) = self.store.finish_task(&id, status, &result).await {
-            tracing::error!(error = %e, task = %id, "could not record the task result");
+        self.running_lock().remove(&job.id);
+        if let Err(e) = self.store.finish_task(&job.id, status, &result).await {
+            tracing::error!(error = %e, task = %job.id, "could not record the task result");
         }
+        // The next queued task starts once this one's row says it ended.
+        drop(permit);
+        self.slots.release(&job.origin.session_id);
         self.store
             .record_event(
                 "task.finished",
-                json!({ "id": id, "status": status.as_str() }),
+                json!({ "id": job.id, "status": status.as_str() }),
             )
             .await;
         if let Some(msg) = status_ref {
             let text = progress::status_text(
-                &short,
-                &tool_name,
+                &job.short,
+                &job.tool_name,
                 status,
                 &last_progress,
                 started.elapsed(),
             );
-            if let Err(e) = origin.adapter.edit(&msg, OutgoingMessage::text(text)).await {
+            if let Err(e) = job
+                .origin
+                .adapter
+                .edit(&msg, OutgoingMessage::text(text))
+                .await
+            {
                 tracing::warn!(error = %e, "could not finalize a task status message");
             }
         }
-        if status == TaskStatus::Interrupted || notify == TaskNotify::Silent {
+        if status == TaskStatus::Interrupted || job.notify == TaskNotify::Silent {
             return;
         }
-        let result = clip(&result, NOTIFICATION_RESULT_CHARS);
         let finished = TaskFinished {
-            task_id: id,
-            tool_name,
+            task_id: job.id,
+            tool_name: job.tool_name,
             status,
-            result,
-            origin,
-            guard,
+            result: clip(&result, NOTIFICATION_RESULT_CHARS),
+            origin: job.origin,
+            guard: job.guard,
         };
         if self.finished.send(finished).await.is_err() {
             tracing::warn!("gateway gone; task notification dropped");
         }
     }
 
-    async fn post_status(
+    /// The running slot, at once or after waiting in the conversation's line;
+    /// `None` when the task was cancelled (or the gateway stopped) meanwhile.
+    async fn wait_for_slot(
         &self,
-        origin: &TaskOrigin,
-        id: &str,
-        short: &str,
-        tool: &str,
-    ) -> Option<MessageRef> {
-        let text = progress::status_text(
-            short,
-            tool,
-            TaskStatus::Running,
+        job: &Job,
+        slot: Slot,
+        status_ref: Option<&MessageRef>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let line = match slot {
+            Slot::Running(permit) => return Some(permit),
+            Slot::Queued(line) => line,
+        };
+        let permit = tokio::select! {
+            permit = line.acquire_owned() => permit.ok()?,
+            () = job.cancel.cancelled() => return None,
+        };
+        if let Err(e) = self
+            .store
+            .update_task_progress(&job.id, TaskStatus::Running, "", "", None)
+            .await
+        {
+            tracing::warn!(error = %e, task = %job.id, "could not mark a queued task running");
+        }
+        if let Some(msg) = status_ref {
+            let text = progress::status_text(
+                &job.short,
+                &job.tool_name,
+                TaskStatus::Running,
+                &Progress::default(),
+                Duration::ZERO,
+            );
+            if let Err(e) = job
+                .origin
+                .adapter
+                .edit(msg, OutgoingMessage::text(text))
+                .await
+            {
+                tracing::debug!(error = %e, "could not mark a task status message running");
+            }
+        }
+        Some(permit)
+    }
+
+    /// Why a task ends without its tool having run to completion on its own.
+    fn stopped_outcome(&self) -> (TaskStatus, String) {
+        if self.shutdown.is_cancelled() {
+            (TaskStatus::Interrupted, "the gateway stopped".to_owned())
+        } else {
+            (TaskStatus::Cancelled, "cancelled".to_owned())
+        }
+    }
+
+    /// Runs the tool with progress mirrored to the row and the status message.
+    async fn execute(
+        &self,
+        job: &Job,
+        status_ref: Option<MessageRef>,
+    ) -> (TaskStatus, String, Progress) {
+        let started = Instant::now();
+        let (tx, rx) = watch::channel(Progress::default());
+        let ctx = ToolContext {
+            cancel: job.cancel.clone(),
+            progress: ProgressSink::new(tx),
+            session_id: job.origin.session_id.clone(),
+            origin: Some(TurnOrigin {
+                key: job.origin.key,
+                chat: job.origin.chat,
+                kind: job.origin.kind,
+                user: job.origin.user.clone(),
+                reply_to: None,
+            }),
+        };
+        let progress_done = CancellationToken::new();
+        let reporter = tokio::spawn(report_progress(
+            self.store.clone(),
+            job.origin.adapter.clone(),
+            status_ref,
+            job.id.clone(),
+            job.short.clone(),
+            job.tool_name.clone(),
+            rx,
+            started,
+            (job.notify == TaskNotify::Changes).then_some(job.origin.chat),
+            progress_done.clone(),
+        ));
+        let tool = Arc::clone(&job.tool);
+        let args = job.args.clone();
+        let outcome = tokio::spawn(async move { tool.call(args, &ctx).await }).await;
+        progress_done.cancel();
+        let last_progress = reporter.await.unwrap_or_default();
+        let (status, result) = match outcome {
+            Ok(Ok(text)) => (TaskStatus::Succeeded, text),
+            Ok(Err(_)) if self.shutdown.is_cancelled() => self.stopped_outcome(),
+            Ok(Err(crate::tools::ToolError::Cancelled)) => self.stopped_outcome(),
+            Ok(Err(e)) => (TaskStatus::Failed, e.for_model()),
+            Err(join) => {
+                tracing::error!(error = %join, task = %job.id, "background task crashed");
+                (
+                    TaskStatus::Failed,
+                    "error: the task crashed; the operator has the details".to_owned(),
+                )
+            }
+        };
+        (status, result, last_progress)
+    }
+
+    async fn post_status(&self, job: &Job, status: TaskStatus) -> Option<MessageRef> {
+        let mut text = progress::status_text(
+            &job.short,
+            &job.tool_name,
+            status,
             &Progress::default(),
             Duration::ZERO,
         );
-        match origin
+        if status == TaskStatus::Queued {
+            text.push_str(&format!(
+                "\nQueued: a conversation runs at most {} background task(s) at once; this one starts when one ends.",
+                self.slots.per_session()
+            ));
+        }
+        match job
+            .origin
             .adapter
-            .send(&origin.chat, OutgoingMessage::text(text))
+            .send(&job.origin.chat, OutgoingMessage::text(text))
             .await
         {
             Ok(r) => {
-                if let Err(e) = self.store.set_task_status_message(id, r.id).await {
+                if let Err(e) = self.store.set_task_status_message(&job.id, r.id).await {
                     tracing::warn!(error = %e, "could not store the task status message");
                 }
                 Some(r)
