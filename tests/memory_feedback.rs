@@ -132,10 +132,24 @@ async fn thumbs_down_becomes_a_rule_in_the_askers_system_prompt() {
             "rules are per user"
         );
 
-        // 👍 is recorded without touching the rules.
+        // Changing the 👎 to 👍 takes the rules back: none of the user's
+        // answers is rated 👎 any more, so nothing is left to distill.
+        let distills = |requests: &[Value]| requests.iter().filter(|r| is_distill(r)).count();
+        assert_eq!(distills(&h.llm.requests().await), 1);
         h.channel.press(1, &up).await;
         h.wait_for("the thanks", |l| l.answers().len() == 3).await;
         assert_eq!(last_private(&h), "Thanks for the feedback! 👍");
+        h.idle().await;
+        h.channel.dm(1, "and now?").await;
+        h.wait_for("the answer after the flip", |l| {
+            l.count_containing("Here is a long answer") >= 4
+        })
+        .await;
+        h.idle().await;
+        let requests = h.llm.requests().await;
+        assert_eq!(distills(&requests), 1, "no model call to clear the rules");
+        let after = system(requests.last().unwrap());
+        assert!(!after.contains("[Corrections"), "{after}");
         h.stop().await;
     }
 }

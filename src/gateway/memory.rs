@@ -266,7 +266,8 @@ pub(crate) async fn answer_buttons(
     }
 }
 
-/// A 👍/👎 press: only the asker rates; a 👎 re-distills their correction rules.
+/// A 👍/👎 press: only the asker rates; a 👎 given or taken back re-distills
+/// their correction rules.
 pub(crate) async fn on_feedback_press(
     inner: &Arc<Inner>,
     adapter: &dyn PlatformAdapter,
@@ -281,20 +282,16 @@ pub(crate) async fn on_feedback_press(
         .rate_feedback(&id, owner, rating, Utc::now())
         .await
     {
-        Ok(Some(_)) if rating < 0 => {
-            let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
-            tokio::spawn(async move {
-                let _guard = guard;
-                let provider = Arc::clone(inner.memory.provider());
-                if let Err(e) =
-                    distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await
-                {
-                    tracing::warn!(error = %e, "could not distill correction rules");
-                }
-            });
-            "Thanks — I'll take this into account in my next answers to you."
+        Ok(Some(rated)) => {
+            if rated.changes_rules() {
+                redistill(inner, owner);
+            }
+            if rating < 0 {
+                "Thanks — I'll take this into account in my next answers to you."
+            } else {
+                "Thanks for the feedback! 👍"
+            }
         }
-        Ok(Some(_)) => "Thanks for the feedback! 👍",
         Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => {
             "Only the person who asked can rate this answer."
         }
@@ -310,6 +307,19 @@ pub(crate) async fn on_feedback_press(
     {
         tracing::warn!(error = %e, "could not answer a press");
     }
+}
+
+/// Distills the owner's correction rules again, off the press's path (a
+/// model call when 👎 remain; none left clears the rules at once).
+fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
+    let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
+    tokio::spawn(async move {
+        let _guard = guard;
+        let provider = Arc::clone(inner.memory.provider());
+        if let Err(e) = distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await {
+            tracing::warn!(error = %e, "could not distill correction rules");
+        }
+    });
 }
 
 /// The memory flush before compaction: what the head holds that is worth

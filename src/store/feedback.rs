@@ -19,6 +19,22 @@ pub struct FeedbackRecord {
     pub rated_at: Option<DateTime<Utc>>,
 }
 
+/// A rating just recorded, and the one it replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rated {
+    pub record: FeedbackRecord,
+    pub previous: Option<i8>,
+}
+
+impl Rated {
+    /// Whether the user's 👎 set changed, so their correction rules must be
+    /// distilled again (a 👎 added, or one taken back with 👍).
+    pub fn changes_rules(&self) -> bool {
+        self.record.rating != self.previous
+            && (self.record.rating == Some(-1) || self.previous == Some(-1))
+    }
+}
+
 impl Store {
     /// Records an answer that can be rated; `id` travels in the buttons.
     pub async fn create_feedback(
@@ -53,32 +69,43 @@ impl Store {
         owner: MemoryOwner,
         rating: i8,
         at: DateTime<Utc>,
-    ) -> Result<Option<FeedbackRecord>, StoreError> {
+    ) -> Result<Option<Rated>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let previous: Option<Option<i64>> = sqlx::query_scalar(
+            "SELECT rating FROM feedback WHERE id = $1 AND platform = $2 AND user_id = $3",
+        )
+        .bind(id)
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(previous) = previous else {
+            return Ok(None);
+        };
         let row = sqlx::query(
-            "UPDATE feedback SET rating = $1, rated_at = $2 WHERE id = $3 AND platform = $4 AND user_id = $5
+            "UPDATE feedback SET rating = $1, rated_at = $2 WHERE id = $3
              RETURNING id, session_id, question, answer, rating, rated_at",
         )
         .bind(i64::from(rating))
         .bind(ms(at))
         .bind(id)
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .fetch_optional(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
-        row.map(|r| {
-            Ok(FeedbackRecord {
-                id: r.try_get("id")?,
-                session_id: r.try_get("session_id")?,
+        tx.commit().await?;
+        Ok(Some(Rated {
+            record: FeedbackRecord {
+                id: row.try_get("id")?,
+                session_id: row.try_get("session_id")?,
                 owner,
-                question: r.try_get("question")?,
-                answer: r.try_get("answer")?,
-                rating: r
+                question: row.try_get("question")?,
+                answer: row.try_get("answer")?,
+                rating: row
                     .try_get::<Option<i64>, _>("rating")?
                     .and_then(|v| i8::try_from(v).ok()),
-                rated_at: r.try_get::<Option<i64>, _>("rated_at")?.map(dt),
-            })
-        })
-        .transpose()
+                rated_at: row.try_get::<Option<i64>, _>("rated_at")?.map(dt),
+            },
+            previous: previous.and_then(|v| i8::try_from(v).ok()),
+        }))
     }
 
     /// Whether an answer with this id exists at all (whoever it belongs to).
@@ -224,7 +251,15 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(rated.rating, Some(-1));
+        assert_eq!(rated.record.rating, Some(-1));
+        assert_eq!(rated.previous, None);
+        assert!(rated.changes_rules());
+        let again = store
+            .rate_feedback("abc", me, -1, now)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!again.changes_rules(), "the same 👎 twice changes nothing");
         assert_eq!(
             store
                 .negative_feedback(me, now - Duration::days(7), 10)
@@ -257,5 +292,25 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
+
+        // Taking the 👎 back with 👍 changes the rules' input.
+        let flipped = store
+            .rate_feedback("abc", me, 1, now)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(flipped.previous, Some(-1));
+        assert!(flipped.changes_rules());
+        assert!(store
+            .negative_feedback(me, now - Duration::days(7), 10)
+            .await
+            .unwrap()
+            .is_empty());
+        let up_again = store
+            .rate_feedback("abc", me, 1, now)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!up_again.changes_rules());
     }
 }

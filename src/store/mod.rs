@@ -18,7 +18,7 @@ mod usage;
 pub use access::PairingCode;
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub use events::SystemEvent;
-pub use feedback::FeedbackRecord;
+pub use feedback::{FeedbackRecord, Rated};
 pub use inbox::InboxEntry;
 pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
