@@ -1,14 +1,18 @@
-//! Telegram throughput: N simulated users each ask M questions in turn (the next
-//! after the previous answer is final) through the real gateway, the Telegram
-//! adapter (default quotas) and the fake Bot API enforcing Telegram's published
-//! limits the way Telegram counts them (sliding windows, no burst: 1 msg/s per
-//! chat, 20/min per group, 30/s per bot). The fake LLM answers instantly,
-//! so every millisecond measured is added by the gateway, the adapter's pacing
-//! and the Bot API round trips.
+//! Telegram throughput through the real gateway, the Telegram adapter (default
+//! quotas) and the fake Bot API enforcing Telegram's published limits the way
+//! Telegram counts them (sliding windows, no burst: 1 msg/s per chat, 20/min
+//! per group, 30/s per bot). The fake LLM answers instantly, so every
+//! millisecond measured is added by the gateway, the adapter's pacing and the
+//! Bot API round trips. Two scenarios, each user asking the next question once
+//! the previous answer is final:
+//! - direct messages: N users, each in their own chat;
+//! - groups: G groups of K members, all asking at once with an @mention, so
+//!   the group's 20 messages/minute is the bottleneck.
 //!
-//! `cargo bench --bench telegram_throughput` (env: BENCH_USERS=40, BENCH_QUESTIONS=3).
-//! Reports answers/s sustained, p50/p99 latency to the first visible reply and
-//! to the final text, and the 429s received (target: zero).
+//! `cargo bench --bench telegram_throughput` (env: BENCH_USERS=40,
+//! BENCH_QUESTIONS=3, BENCH_GROUPS=3, BENCH_GROUP_MEMBERS=4). Reports answers/s
+//! sustained, p50/p99 latency to the first visible reply and to the final
+//! text, and the 429s received (target: zero).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/support/mod.rs"]
@@ -18,7 +22,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use support::fake_llm::{last_user_text, FakeLlm, Reply, FAKE_MODEL};
-use support::fake_telegram::{FakeOptions, FakeTelegram, FakeUser, PublishedLimits, Where, TOKEN};
+use support::fake_telegram::{
+    FakeOptions, FakeTelegram, FakeUser, PublishedLimits, Where, BOT_USERNAME, TOKEN,
+};
 use switchboard_platform::PlatformAdapter;
 use switchboard_telegram::{TelegramAdapter, TelegramConfig};
 use tokio::time::Instant;
@@ -47,9 +53,144 @@ fn main() {
     runtime.block_on(bench());
 }
 
+/// One simulated user: who asks, where, and how the bot is addressed there.
+#[derive(Clone, Copy)]
+struct Asker {
+    user: i64,
+    at: Where,
+    chat: i64,
+    mention: &'static str,
+}
+
+/// What one scenario measured.
+struct Measured {
+    answers: usize,
+    elapsed: Duration,
+    firsts: Vec<Duration>,
+    finals: Vec<Duration>,
+    /// Successful sendMessage + editMessageText calls.
+    message_calls: usize,
+    /// 429s the adapter received / the fake answered.
+    adapter_429s: u64,
+    fake_429s: usize,
+}
+
+impl Measured {
+    fn print(&self, what: &str) {
+        let secs = self.elapsed.as_secs_f64();
+        println!("  {what}");
+        println!(
+            "    answers:             {} in {secs:.2} s = {:.1} answers/s",
+            self.answers,
+            self.answers as f64 / secs
+        );
+        println!(
+            "    Bot API messages:    {} sends+edits = {:.1} msg/s",
+            self.message_calls,
+            self.message_calls as f64 / secs
+        );
+        println!(
+            "    first reply latency: p50 {:?}  p99 {:?}",
+            percentile(&self.firsts, 0.50),
+            percentile(&self.firsts, 0.99)
+        );
+        println!(
+            "    final text latency:  p50 {:?}  p99 {:?}",
+            percentile(&self.finals, 0.50),
+            percentile(&self.finals, 0.99)
+        );
+        println!(
+            "    429s received:       {} (fake answered {})",
+            self.adapter_429s, self.fake_429s
+        );
+    }
+}
+
+/// Every asker asks `questions` questions in turn; measures until all are answered.
+async fn scenario(
+    tg: &Arc<FakeTelegram>,
+    adapter: &TelegramAdapter,
+    askers: Vec<Asker>,
+    questions: usize,
+) -> Measured {
+    let calls_before = tg.calls().len();
+    let adapter_before = adapter.rate_limited_count();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for asker in askers {
+        let tg = tg.clone();
+        tasks.push(tokio::spawn(async move {
+            let user = FakeUser::new(asker.user, "User");
+            let mut samples = Vec::new();
+            for q in 0..questions {
+                let question = format!(
+                    "question {q} from user {}, please answer briefly",
+                    asker.user
+                );
+                let text = format!("{}{question}", asker.mention);
+                let pushed = tg.message(asker.at, &user, &text);
+                let asked = Instant::now();
+                let limit = Duration::from_secs(300);
+                let id_ = pushed.message_id;
+                let replied = tg
+                    .wait_until(limit, |t| {
+                        t.bot_messages(asker.chat)
+                            .iter()
+                            .any(|m| m.reply_to == Some(id_))
+                    })
+                    .await;
+                let first = asked.elapsed();
+                let done = tg
+                    .wait_until(limit, |t| {
+                        t.bot_messages(asker.chat).iter().any(|m| {
+                            m.reply_to == Some(id_)
+                                && m.text.starts_with("Answer to:")
+                                && m.text.ends_with(&question)
+                        })
+                    })
+                    .await;
+                assert!(
+                    replied && done,
+                    "user {} got no final answer to question {q}",
+                    asker.user
+                );
+                samples.push((first, asked.elapsed()));
+            }
+            samples
+        }));
+    }
+    let mut firsts = Vec::new();
+    let mut finals = Vec::new();
+    for t in tasks {
+        for (f, d) in t.await.unwrap() {
+            firsts.push(f);
+            finals.push(d);
+        }
+    }
+    let elapsed = start.elapsed();
+    firsts.sort();
+    finals.sort();
+    let calls = tg.calls();
+    let calls = &calls[calls_before..];
+    Measured {
+        answers: finals.len(),
+        elapsed,
+        firsts,
+        finals,
+        message_calls: calls
+            .iter()
+            .filter(|c| matches!(c.method.as_str(), "SendMessage" | "EditMessageText") && c.ok)
+            .count(),
+        adapter_429s: adapter.rate_limited_count() - adapter_before,
+        fake_429s: calls.iter().filter(|c| c.error_code == Some(429)).count(),
+    }
+}
+
 async fn bench() {
     let users = env_usize("BENCH_USERS", 40);
     let questions = env_usize("BENCH_QUESTIONS", 3);
+    let groups = env_usize("BENCH_GROUPS", 3);
+    let members = env_usize("BENCH_GROUP_MEMBERS", 4);
     let llm = FakeLlm::start().await;
     llm.set_responder(|req| {
         let asked = last_user_text(req).unwrap_or_default();
@@ -64,7 +205,9 @@ async fn bench() {
         .unwrap(),
     );
     let dir = tempfile::tempdir().unwrap();
-    let ids: Vec<i64> = (0..users).map(|u| 10_000 + u as i64).collect();
+    let ids: Vec<i64> = (0..users + groups * members)
+        .map(|u| 10_000 + u as i64)
+        .collect();
     let allowed = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
     let vars: HashMap<&str, String> = HashMap::from([
         ("LLM_BASE_URL", llm.base_url()),
@@ -88,92 +231,40 @@ async fn bench() {
         .await
         .unwrap();
 
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for &id in &ids {
-        let tg = tg.clone();
-        tasks.push(tokio::spawn(async move {
-            let user = FakeUser::new(id, "User");
-            let mut samples = Vec::new();
-            for q in 0..questions {
-                let question = format!("question {q} from user {id}, please answer briefly");
-                let final_text = format!("Answer to: {question}");
-                let pushed = tg.message(Where::Dm, &user, &question);
-                let asked = Instant::now();
-                let limit = Duration::from_secs(120);
-                let id_ = pushed.message_id;
-                let replied = tg
-                    .wait_until(limit, |t| {
-                        t.bot_messages(id).iter().any(|m| m.reply_to == Some(id_))
-                    })
-                    .await;
-                let first = asked.elapsed();
-                let done = tg
-                    .wait_until(limit, |t| {
-                        t.bot_messages(id)
-                            .iter()
-                            .any(|m| m.reply_to == Some(id_) && m.text == final_text)
-                    })
-                    .await;
-                assert!(
-                    replied && done,
-                    "user {id} got no final answer to question {q}"
-                );
-                samples.push((first, asked.elapsed()));
-            }
-            samples
-        }));
-    }
-    let mut firsts = Vec::new();
-    let mut finals = Vec::new();
-    for t in tasks {
-        for (f, d) in t.await.unwrap() {
-            firsts.push(f);
-            finals.push(d);
-        }
-    }
-    let elapsed = start.elapsed();
-    firsts.sort();
-    finals.sort();
-    let answers = finals.len();
-    let calls = tg.calls();
-    let message_calls = calls
+    println!("telegram_throughput: fake LLM instant, fake Bot API enforcing 1/s per chat, 20/min per group, 30/s per bot");
+    let dms = ids[..users]
         .iter()
-        .filter(|c| matches!(c.method.as_str(), "SendMessage" | "EditMessageText") && c.ok)
-        .count();
-    println!("telegram_throughput: {users} users x {questions} questions, fake LLM instant, fake Bot API enforcing 1/s per chat, 20/min per group, 30/s per bot");
-    println!(
-        "  answers:             {answers} in {:.2} s = {:.1} answers/s",
-        elapsed.as_secs_f64(),
-        answers as f64 / elapsed.as_secs_f64()
-    );
-    println!(
-        "  Bot API messages:    {message_calls} sends+edits = {:.1} msg/s",
-        message_calls as f64 / elapsed.as_secs_f64()
-    );
-    println!(
-        "  first reply latency: p50 {:?}  p99 {:?}",
-        percentile(&firsts, 0.50),
-        percentile(&firsts, 0.99)
-    );
-    println!(
-        "  final text latency:  p50 {:?}  p99 {:?}",
-        percentile(&finals, 0.50),
-        percentile(&finals, 0.99)
-    );
-    println!(
-        "  429s received:       {} (fake answered {}; by limit {:?}; by method {:?})",
-        adapter.rate_limited_count(),
-        tg.rate_limited_responses(),
-        tg.limit_hits(),
-        calls.iter().filter(|c| c.error_code == Some(429)).fold(
-            HashMap::<&str, usize>::new(),
-            |mut m, c| {
-                *m.entry(c.method.as_str()).or_default() += 1;
-                m
-            }
-        )
-    );
+        .map(|&id| Asker {
+            user: id,
+            at: Where::Dm,
+            chat: id,
+            mention: "",
+        })
+        .collect();
+    scenario(&tg, &adapter, dms, questions)
+        .await
+        .print(&format!(
+            "direct messages: {users} users x {questions} questions"
+        ));
+
+    let mention: &'static str = format!("@{BOT_USERNAME} ").leak();
+    let grouped = (0..groups)
+        .flat_map(|g| {
+            let chat = -1_000_000_000_000 - g as i64;
+            ids[users + g * members..users + (g + 1) * members]
+                .iter()
+                .map(move |&id| Asker {
+                    user: id,
+                    at: Where::Group(chat),
+                    chat,
+                    mention,
+                })
+        })
+        .collect();
+    scenario(&tg, &adapter, grouped, questions).await.print(&format!(
+        "groups: {groups} groups x {members} members x {questions} questions, all at once, each mentioning the bot"
+    ));
+    println!("  fake limits hit overall: {:?}", tg.limit_hits());
     shutdown.cancel();
     running.wait().await;
 }

@@ -2,6 +2,7 @@
 
 use crate::agent::{Agent, AgentConfig, DEFAULT_TOOL_TIMEOUT};
 use crate::busy::Busy;
+use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
 use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
@@ -130,6 +131,17 @@ pub async fn start(
     adapters: Vec<Arc<dyn PlatformAdapter>>,
     shutdown: CancellationToken,
 ) -> Result<Running, RunError> {
+    start_with_clock(config, adapters, shutdown, Arc::new(SystemClock)).await
+}
+
+/// [`start`] with approval deadlines measured against `clock` (tests move a
+/// [`crate::clock::ManualClock`] forward instead of waiting).
+pub async fn start_with_clock(
+    config: &Config,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    shutdown: CancellationToken,
+    clock: Arc<dyn Clock>,
+) -> Result<Running, RunError> {
     let store = Store::open(&config.database_url).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
@@ -163,6 +175,7 @@ pub async fn start(
         approval_timeout: config.approval_timeout,
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),
+        clock,
     };
     let metrics = Arc::new(Metrics::default());
     let health_addr = match config.health_listen {

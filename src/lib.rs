@@ -7,6 +7,7 @@ pub mod agent;
 mod app;
 pub mod approvals;
 mod busy;
+pub mod clock;
 pub mod config;
 pub mod gateway;
 mod health;
@@ -19,6 +20,6 @@ mod text;
 pub mod tools;
 pub mod wiring;
 
-pub use app::{build_provider, build_tools, run, start, RunError, Running};
+pub use app::{build_provider, build_tools, run, start, start_with_clock, RunError, Running};
 pub use busy::{Busy, BusyGuard};
 pub use config::Config;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use support::fake_llm::{FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, TestChannel};
+use switchboard::clock::{Clock, ManualClock, SystemClock};
 use switchboard::memory::{terms, MEMORY_NOTE};
 use switchboard::store::{
     MemoryKind, MemoryOwner, NewMemory, OccurrencePlan, ScheduleRecord, SessionKey, Store,
@@ -72,12 +73,17 @@ fn config(llm: &FakeLlm, db: &Db) -> Config {
 }
 
 async fn instance(llm: &FakeLlm, db: &Db) -> Instance {
+    instance_with_clock(llm, db, Arc::new(SystemClock)).await
+}
+
+async fn instance_with_clock(llm: &FakeLlm, db: &Db, clock: Arc<dyn Clock>) -> Instance {
     let channel = TestChannel::new();
     let shutdown = CancellationToken::new();
     let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
-    let running = switchboard::start(&config(llm, db), adapters, shutdown.clone())
-        .await
-        .unwrap();
+    let running =
+        switchboard::start_with_clock(&config(llm, db), adapters, shutdown.clone(), clock)
+            .await
+            .unwrap();
     Instance {
         channel,
         running,
@@ -271,14 +277,17 @@ async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db
     // the approval's time ran out meanwhile.
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE approvals SET card_message_id = NULL, expires_at = 0")
+    sqlx::query("UPDATE approvals SET card_message_id = NULL")
         .execute(&pool)
         .await
         .unwrap();
     pool.close().await;
 
     llm.push(Reply::text("It expired, so nothing ran."));
-    let second = instance(&llm, &db).await;
+    // The replacement starts after the approval's 60 s ran out.
+    let clock = Arc::new(ManualClock::default());
+    clock.advance(Duration::from_secs(61));
+    let second = instance_with_clock(&llm, &db, clock.clone()).await;
     second
         .channel
         .wait_for("the resumed answer", |l| {
@@ -288,7 +297,12 @@ async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db
     let requests = llm.requests().await;
     let result = last_tool_result(requests.last().unwrap());
     assert!(result.contains("approval expired"), "{result}");
-    let pending = second.running.store.due_approvals().await.unwrap();
+    let pending = second
+        .running
+        .store
+        .due_approvals(clock.now())
+        .await
+        .unwrap();
     assert!(pending.is_empty(), "no approval stays pending: {pending:?}");
     second.stop().await;
 }
@@ -843,6 +857,7 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
             switchboard::store::ApprovalStatus::Allowed,
             Some(&user(1)),
             None,
+            chrono::Utc::now(),
         )
         .await
         .unwrap();

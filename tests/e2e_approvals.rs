@@ -6,9 +6,12 @@
 mod support;
 
 use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
 use support::e2e::{messages, tool_result, Harness};
 use support::fake_llm::Reply;
 use support::test_channel::Card;
+use switchboard::clock::ManualClock;
 use switchboard::store::{ApprovalStatus, TaskStatus};
 use switchboard_platform::{Addressed, ChatId, Platform, PressAnswer, UserId};
 
@@ -147,6 +150,43 @@ async fn an_unanswered_card_expires_and_the_model_is_told() {
         matches!(&log.answers()[0].2, PressAnswer::Private(t) if t.contains("Already decided: expired")),
         "{log}"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_default_ten_minutes_run_on_the_gateway_clock() {
+    // The gateway's clock is moved forward instead of waiting ten minutes.
+    let clock = Arc::new(ManualClock::default());
+    let h = Harness::with_clock(&[("APPROVAL_TIMEOUT", "600")], clock.clone()).await;
+    let card = exec_card(&h, "touch late.txt", "Ten minutes passed; nothing ran.").await;
+    assert!(h.channel.log().messages[&card.id.0]
+        .text
+        .contains("Expires in 10 min"));
+
+    clock.advance(Duration::from_secs(9 * 60 + 50));
+    // Longer than the waiter's poll: it has looked at the clock since.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let record = h
+        .running
+        .store
+        .approval(&card.approval_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.status, ApprovalStatus::Pending, "not yet due");
+
+    clock.advance(Duration::from_secs(15));
+    h.wait_for("the card to expire", |l| {
+        l.messages[&card.id.0].text.contains("Expired")
+    })
+    .await;
+    h.wait_for("the answer", |l| {
+        l.has_text("Ten minutes passed; nothing ran.")
+    })
+    .await;
+    let result = tool_result(&h.requests(2).await[1], "call_exec");
+    assert!(result.contains("approval expired"), "{result}");
+    assert!(!h.workspace().join("late.txt").exists());
     h.stop().await;
 }
 

@@ -7,10 +7,11 @@ mod rules;
 pub use card::{action_id, parse_action, short_id, Choice};
 pub use rules::describe as describe_rule;
 
+use crate::clock::Clock;
 use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
     ButtonPress, ChatAddress, MessageRef, PlatformAdapter, PressAnswer, User,
@@ -64,6 +65,7 @@ pub enum Opened {
 pub struct PendingApproval {
     pub id: String,
     pub card: MessageRef,
+    expires_at: chrono::DateTime<chrono::Utc>,
     rx: oneshot::Receiver<Decision>,
 }
 
@@ -72,16 +74,23 @@ pub struct PendingApproval {
 pub struct Approvals {
     store: Store,
     timeout: Duration,
+    clock: Arc<dyn Clock>,
     waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
 }
 
 impl Approvals {
-    pub fn new(store: Store, timeout: Duration) -> Approvals {
+    pub fn new(store: Store, timeout: Duration, clock: Arc<dyn Clock>) -> Approvals {
         Approvals {
             store,
             timeout,
+            clock,
             waiters: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The time deadlines are measured against.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     /// Applies a stored "always" rule, or records the approval and shows its
@@ -107,7 +116,7 @@ impl Approvals {
                 .await;
             return Ok(Opened::Ruled);
         }
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         let record = ApprovalRecord {
             id: req.id,
             session_id: req.session_id.to_owned(),
@@ -149,6 +158,7 @@ impl Approvals {
                         ApprovalStatus::Denied,
                         None,
                         Some("card not delivered"),
+                        self.clock.now(),
                     )
                     .await;
                 return Err(ApprovalError::Card(e.to_string()));
@@ -172,28 +182,38 @@ impl Approvals {
         Ok(Opened::Pending(PendingApproval {
             id: record.id,
             card: card_ref,
+            expires_at: record.expires_at,
             rx,
         }))
     }
 
     /// Waits for the decision: woken at once by a press in this process, and
     /// polling the database for decisions made by other processes. Expires it
-    /// when the deadline passes.
+    /// when the deadline (by the approvals' clock) passes.
     pub async fn wait(
         &self,
         adapter: &dyn PlatformAdapter,
         pending: PendingApproval,
     ) -> Result<Decision, ApprovalError> {
-        let PendingApproval { id, card, mut rx } = pending;
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let PendingApproval {
+            id,
+            card,
+            expires_at,
+            mut rx,
+        } = pending;
         loop {
+            let left = (expires_at - self.clock.now())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+            if left.is_zero() {
+                return self.expire(adapter, &id, Some(card)).await;
+            }
             tokio::select! {
                 decided = &mut rx => match decided {
                     Ok(decision) => return Ok(decision),
                     Err(_) => return self.expire(adapter, &id, Some(card)).await,
                 },
-                () = tokio::time::sleep_until(deadline) => return self.expire(adapter, &id, Some(card)).await,
-                () = tokio::time::sleep(DB_POLL) => match self.store.approval(&id).await {
+                () = tokio::time::sleep(left.min(DB_POLL)) => match self.store.approval(&id).await {
                     Ok(Some(record)) if record.status != ApprovalStatus::Pending => {
                         self.waiters_lock().remove(&id);
                         return Ok(decision_of(&record));
@@ -215,7 +235,7 @@ impl Approvals {
         card_ref: Option<MessageRef>,
     ) -> Result<Decision, ApprovalError> {
         self.waiters_lock().remove(id);
-        match self.store.expire_approval(id).await? {
+        match self.store.expire_approval(id, self.clock.now()).await? {
             Some(record) => {
                 self.store
                     .record_event("approval.expired", json!({ "id": id }))
@@ -354,7 +374,7 @@ impl Approvals {
                 status_word(record.status)
             )));
         }
-        if record.expires_at <= chrono::Utc::now() {
+        if record.expires_at <= self.clock.now() {
             return Ok(Err("This approval has expired.".into()));
         }
         // `always <prefix>` (text only) allows commands starting with it;
@@ -377,7 +397,7 @@ impl Approvals {
         };
         let Some(decided) = self
             .store
-            .decide_approval(id, status, Some(user), reason.as_deref())
+            .decide_approval(id, status, Some(user), reason.as_deref(), self.clock.now())
             .await?
         else {
             return Ok(Err("Already decided.".into()));

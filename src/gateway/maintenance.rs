@@ -68,7 +68,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
 /// Approvals past their deadline whose waiting turn is gone (restart, dead
 /// process): mark expired, update the card, resume the turn with a denial.
 async fn expire_due_approvals(inner: &Arc<Inner>) {
-    let due = match inner.store.due_approvals().await {
+    let due = match inner.store.due_approvals(inner.approvals.now()).await {
         Ok(d) => d,
         Err(e) => return tracing::warn!(error = %e, "could not list due approvals"),
     };

@@ -47,6 +47,8 @@ pub struct GatewaySettings {
     pub approval_timeout: Duration,
     pub pairing_ttl: Duration,
     pub memory: MemoryConfig,
+    /// What approval deadlines are measured against.
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -139,7 +141,7 @@ impl Gateway {
             Arc::clone(agent.provider()),
         );
         let inner = Inner {
-            approvals: Approvals::new(store.clone(), settings.approval_timeout),
+            approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
             memory,
             store,
             agent,

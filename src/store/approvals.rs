@@ -128,8 +128,9 @@ impl Store {
         status: ApprovalStatus,
         by: Option<&User>,
         reason: Option<&str>,
+        at: DateTime<Utc>,
     ) -> Result<Option<ApprovalRecord>, StoreError> {
-        let ts = now();
+        let ts = ms(at);
         // Expiry may decide only once the deadline has passed; people only before it.
         let deadline_ok = if status == ApprovalStatus::Expired {
             "expires_at <= $5"
@@ -153,11 +154,15 @@ impl Store {
     }
 
     /// Expires a pending approval now (its in-process waiter's deadline passed).
-    pub async fn expire_approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+    pub async fn expire_approval(
+        &self,
+        id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<ApprovalRecord>, StoreError> {
         let row = sqlx::query(&format!(
             "UPDATE approvals SET status = 'expired', decided_at = $1 WHERE id = $2 AND status = 'pending' RETURNING {COLUMNS}"
         ))
-        .bind(now())
+        .bind(ms(at))
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
@@ -182,11 +187,14 @@ impl Store {
     }
 
     /// Pending approvals whose deadline has passed.
-    pub async fn due_approvals(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
+    pub async fn due_approvals(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at"
         ))
-        .bind(now())
+        .bind(ms(now))
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(approval_from_row).collect()
@@ -392,14 +400,20 @@ mod tests {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a1", 600)).await.unwrap();
         let first = store
-            .decide_approval("a1", ApprovalStatus::Allowed, Some(&ann()), None)
+            .decide_approval(
+                "a1",
+                ApprovalStatus::Allowed,
+                Some(&ann()),
+                None,
+                Utc::now(),
+            )
             .await
             .unwrap();
         let first = first.unwrap();
         assert_eq!(first.status, ApprovalStatus::Allowed);
         assert_eq!(first.decided_by_name.as_deref(), Some("Ann"));
         let second = store
-            .decide_approval("a1", ApprovalStatus::Denied, Some(&ann()), None)
+            .decide_approval("a1", ApprovalStatus::Denied, Some(&ann()), None, Utc::now())
             .await
             .unwrap();
         assert!(second.is_none());
@@ -414,17 +428,23 @@ mod tests {
         let (store, _dir) = test_store().await;
         store.insert_approval(&record("a2", -1)).await.unwrap();
         assert!(store
-            .decide_approval("a2", ApprovalStatus::Allowed, Some(&ann()), None)
+            .decide_approval(
+                "a2",
+                ApprovalStatus::Allowed,
+                Some(&ann()),
+                None,
+                Utc::now()
+            )
             .await
             .unwrap()
             .is_none());
-        assert_eq!(store.due_approvals().await.unwrap().len(), 1);
+        assert_eq!(store.due_approvals(Utc::now()).await.unwrap().len(), 1);
         assert!(store
-            .decide_approval("a2", ApprovalStatus::Expired, None, None)
+            .decide_approval("a2", ApprovalStatus::Expired, None, None, Utc::now())
             .await
             .unwrap()
             .is_some());
-        assert!(store.due_approvals().await.unwrap().is_empty());
+        assert!(store.due_approvals(Utc::now()).await.unwrap().is_empty());
     }
 
     #[tokio::test]

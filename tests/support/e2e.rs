@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchboard::clock::{Clock, SystemClock};
 use switchboard::store::{SessionId, SessionKey};
 use switchboard::{Config, Running};
 use switchboard_platform::{ChatId, Platform, PlatformAdapter, UserId};
@@ -37,6 +38,20 @@ impl Harness {
     }
 
     pub async fn with_channel(vars: &[(&str, &str)], channel: Arc<TestChannel>) -> Harness {
+        Harness::build(vars, channel, Arc::new(SystemClock)).await
+    }
+
+    /// Like [`Harness::with`], with approval deadlines on `clock`.
+    #[allow(dead_code)]
+    pub async fn with_clock(vars: &[(&str, &str)], clock: Arc<dyn Clock>) -> Harness {
+        Harness::build(vars, TestChannel::new(), clock).await
+    }
+
+    async fn build(
+        vars: &[(&str, &str)],
+        channel: Arc<TestChannel>,
+        clock: Arc<dyn Clock>,
+    ) -> Harness {
         init_tracing();
         let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().unwrap();
@@ -67,7 +82,7 @@ impl Harness {
         let config = Config::from_lookup(|k| map.get(k).cloned()).expect("test config");
         let shutdown = CancellationToken::new();
         let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
-        let running = switchboard::start(&config, adapters, shutdown.clone())
+        let running = switchboard::start_with_clock(&config, adapters, shutdown.clone(), clock)
             .await
             .expect("switchboard starts");
         Harness {
