@@ -82,6 +82,7 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     let model = ModelInfo::new(config.llm.model.clone(), config.llm.context_window);
     let mut oc = OpenAiConfig::new(config.llm.base_url.clone(), model)
         .with_idle_timeout(config.llm.idle_timeout);
+    oc.frequency_penalty = config.llm.frequency_penalty;
     if let Some(key) = &config.llm.api_key {
         oc = oc.with_api_key(key.clone());
     }

@@ -42,6 +42,9 @@ pub struct LlmConfig {
     pub context_window: Option<u32>,
     /// A stream idle this long is a timeout.
     pub idle_timeout: Duration,
+    /// `frequency_penalty` sent with every request (`LLM_FREQUENCY_PENALTY`,
+    /// -2.0 to 2.0); unset sends none.
+    pub frequency_penalty: Option<f32>,
 }
 
 /// Everything Switchboard's core needs, read once at start.
@@ -173,6 +176,7 @@ impl Config {
                 idle_timeout: Duration::from_secs(
                     number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
                 ),
+                frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
             },
             database_url,
             data_dir,
@@ -200,6 +204,21 @@ impl Config {
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
         })
+    }
+}
+
+/// `LLM_FREQUENCY_PENALTY`: a number from -2.0 to 2.0 (OpenAI's range).
+fn frequency_penalty(raw: Option<String>) -> Result<Option<f32>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.parse::<f32>() {
+        Ok(v) if (-2.0..=2.0).contains(&v) => Ok(Some(v)),
+        _ => Err(ConfigError::Invalid {
+            var: "LLM_FREQUENCY_PENALTY",
+            problem: format!("{raw:?} is not a number from -2.0 to 2.0"),
+            fix: "use e.g. LLM_FREQUENCY_PENALTY=0.3 (discourages repetition), or unset it",
+        }),
     }
 }
 
@@ -268,6 +287,27 @@ mod tests {
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
         assert_eq!(c.max_background_tasks, 3);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.llm.frequency_penalty, None);
+    }
+
+    #[test]
+    fn frequency_penalty_is_bounded() {
+        let with = |v: &str| {
+            cfg(&[
+                ("LLM_BASE_URL", "http://x"),
+                ("LLM_MODEL", "m"),
+                ("LLM_FREQUENCY_PENALTY", v),
+            ])
+        };
+        assert_eq!(with("0.3").unwrap().llm.frequency_penalty, Some(0.3));
+        assert_eq!(with("-1").unwrap().llm.frequency_penalty, Some(-1.0));
+        for bad in ["2.5", "lots", "NaN"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("LLM_FREQUENCY_PENALTY") && e.contains("-2.0 to 2.0"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -285,6 +285,43 @@ async fn rejected_stream_options_is_dropped_and_remembered() -> anyhow::Result<(
 }
 
 #[tokio::test]
+async fn the_configured_frequency_penalty_is_sent_until_the_endpoint_rejects_it(
+) -> anyhow::Result<()> {
+    let llm = FakeLlm::start().await;
+    llm.push(Reply::text("first"));
+    let vars: std::collections::HashMap<&str, String> = [
+        ("LLM_BASE_URL", llm.base_url()),
+        ("LLM_MODEL", "fake-model".to_owned()),
+        ("LLM_FREQUENCY_PENALTY", "0.5".to_owned()),
+    ]
+    .into();
+    let config = switchboard::Config::from_lookup(|k| vars.get(k).cloned())?;
+    let provider = switchboard::build_provider(&config)?;
+    let mut stream = provider.chat_stream(ask("hi", vec![])).await?;
+    while let Some(chunk) = stream.next().await {
+        chunk?;
+    }
+    assert_eq!(llm.requests().await[0]["frequency_penalty"], 0.5);
+
+    // An endpoint that refuses it gets the request again without it.
+    llm.reject_params(&["frequency_penalty"]);
+    llm.push(Reply::text("second"));
+    let mut stream = provider.chat_stream(ask("again", vec![])).await?;
+    let mut answer = String::new();
+    while let Some(chunk) = stream.next().await {
+        if let Chunk::Text(t) = chunk? {
+            answer.push_str(&t);
+        }
+    }
+    assert_eq!(answer, "second");
+    let requests = llm.requests().await;
+    assert_eq!(requests.len(), 3);
+    assert!(requests[1].get("frequency_penalty").is_some());
+    assert!(requests[2].get("frequency_penalty").is_none());
+    Ok(())
+}
+
+#[tokio::test]
 async fn rejected_tool_choice_is_dropped() -> anyhow::Result<()> {
     let llm = FakeLlm::start().await;
     llm.reject_params(&["tool_choice"]);
