@@ -5,7 +5,9 @@ use crate::busy::Busy;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
-use crate::llm::{ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError};
+use crate::llm::{
+    FallbackProvider, ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+};
 use crate::memory::MemoryBook;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
@@ -20,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::PlatformAdapter;
+use switchboard_platform::Secret;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -79,14 +82,31 @@ impl Running {
 
 /// Builds the model provider from the config.
 pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
-    let model = ModelInfo::new(config.llm.model.clone(), config.llm.context_window);
-    let mut oc = OpenAiConfig::new(config.llm.base_url.clone(), model)
-        .with_idle_timeout(config.llm.idle_timeout);
-    oc.frequency_penalty = config.llm.frequency_penalty;
-    if let Some(key) = &config.llm.api_key {
-        oc = oc.with_api_key(key.clone());
+    let llm = &config.llm;
+    let endpoint = |base_url: &str, model: &str, window, key: Option<&Secret>| {
+        let mut oc = OpenAiConfig::new(base_url, ModelInfo::new(model, window))
+            .with_idle_timeout(llm.idle_timeout);
+        oc.frequency_penalty = llm.frequency_penalty;
+        if let Some(key) = key {
+            oc = oc.with_api_key(key.clone());
+        }
+        OpenAiProvider::new(oc).map(|p| Arc::new(p) as Arc<dyn Provider>)
+    };
+    let primary = endpoint(
+        &llm.base_url,
+        &llm.model,
+        llm.context_window,
+        llm.api_key.as_ref(),
+    )?;
+    if llm.fallbacks.is_empty() {
+        return Ok(primary);
     }
-    Ok(Arc::new(OpenAiProvider::new(oc)?))
+    let fallbacks = llm
+        .fallbacks
+        .iter()
+        .map(|f| endpoint(&f.base_url, &f.model, f.context_window, f.api_key.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(FallbackProvider::new(primary, fallbacks)))
 }
 
 /// The built-in tools.

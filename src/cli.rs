@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 use switchboard::config::{Config, LogFormat};
-use switchboard::llm::{ChatRequest, Chunk, Message};
+use switchboard::llm::{ChatRequest, Chunk, Message, Provider};
 use switchboard::store::{self, Store};
 use switchboard_console::ConsoleAdapter;
 use switchboard_platform::PlatformAdapter;
@@ -221,34 +221,19 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
             println!("✘ database: {e}");
         }
     }
-    let provider = switchboard::build_provider(&config)?;
-    let request = ChatRequest {
-        system: "You are a health check. Reply with OK.".into(),
-        messages: vec![Message::user("ping")],
-        tools: Vec::new(),
-    };
-    let probe = async {
-        let mut stream = provider.chat_stream(request).await?;
-        while let Some(chunk) = stream.next().await {
-            if let Chunk::Text(_) | Chunk::ToolCalls(_) | Chunk::Thinking(_) = chunk? {
-                return Ok(());
+    for (label, endpoint) in endpoints(&config) {
+        let provider = switchboard::build_provider(&endpoint)?;
+        match probe(provider.as_ref()).await {
+            Ok(()) => println!(
+                "✔ {label} answers ({} · {} · context window {})",
+                endpoint.llm.model,
+                store::redact_url(&endpoint.llm.base_url),
+                provider.model().context_window
+            ),
+            Err(problem) => {
+                ok = false;
+                println!("✘ {label} ({}): {problem}", endpoint.llm.model);
             }
-        }
-        Ok::<(), switchboard::llm::ProviderError>(())
-    };
-    match tokio::time::timeout(Duration::from_secs(90), probe).await {
-        Ok(Ok(())) => println!(
-            "✔ model endpoint answers ({} · context window {})",
-            config.llm.model,
-            provider.model().context_window
-        ),
-        Ok(Err(e)) => {
-            ok = false;
-            println!("✘ model endpoint: {e}");
-        }
-        Err(_) => {
-            ok = false;
-            println!("✘ model endpoint: no answer within 90 s");
         }
     }
     if config.platforms.is_empty() {
@@ -259,6 +244,45 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The primary model endpoint and each fallback, as a config of its own.
+fn endpoints(config: &Config) -> Vec<(String, Config)> {
+    let mut primary = config.clone();
+    primary.llm.fallbacks.clear();
+    let mut out = vec![("model endpoint".to_owned(), primary.clone())];
+    for (i, f) in config.llm.fallbacks.iter().enumerate() {
+        let mut c = primary.clone();
+        c.llm.base_url = f.base_url.clone();
+        c.llm.model = f.model.clone();
+        c.llm.api_key = f.api_key.clone();
+        c.llm.context_window = f.context_window;
+        out.push((format!("fallback {}", i + 1), c));
+    }
+    out
+}
+
+/// One tiny model call: the endpoint answers something within 90 s.
+async fn probe(provider: &dyn Provider) -> Result<(), String> {
+    let request = ChatRequest {
+        system: "You are a health check. Reply with OK.".into(),
+        messages: vec![Message::user("ping")],
+        tools: Vec::new(),
+    };
+    let call = async {
+        let mut stream = provider.chat_stream(request).await?;
+        while let Some(chunk) = stream.next().await {
+            if let Chunk::Text(_) | Chunk::ToolCalls(_) | Chunk::Thinking(_) = chunk? {
+                return Ok(());
+            }
+        }
+        Ok::<(), switchboard::llm::ProviderError>(())
+    };
+    match tokio::time::timeout(Duration::from_secs(90), call).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 90 s".into()),
+    }
 }
 
 async fn pair(config: Config, action: PairAction) -> anyhow::Result<ExitCode> {

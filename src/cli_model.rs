@@ -36,5 +36,14 @@ pub fn run(config: &Config) -> ExitCode {
         "idle timeout    {} s (LLM_IDLE_TIMEOUT_SECS)",
         llm.idle_timeout.as_secs()
     );
+    for (i, f) in llm.fallbacks.iter().enumerate() {
+        let window = ModelInfo::new(f.model.clone(), f.context_window).context_window;
+        println!(
+            "fallback {}      {} at {} (context window {window})",
+            i + 1,
+            f.model,
+            redact_url(&f.base_url)
+        );
+    }
     ExitCode::SUCCESS
 }

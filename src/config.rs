@@ -45,7 +45,41 @@ pub struct LlmConfig {
     /// `frequency_penalty` sent with every request (`LLM_FREQUENCY_PENALTY`,
     /// -2.0 to 2.0); unset sends none.
     pub frequency_penalty: Option<f32>,
+    /// Endpoints tried in order when the one before fails recoverably
+    /// (`LLM_FALLBACK_<n>_*`, n = 1..=3).
+    pub fallbacks: Vec<FallbackEndpoint>,
 }
+
+/// A fallback model endpoint; timeouts and parameters are the primary's.
+#[derive(Debug, Clone)]
+pub struct FallbackEndpoint {
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub model: String,
+    pub context_window: Option<u32>,
+}
+
+/// The variables of fallback n: base URL, model, API key, context window.
+const FALLBACK_VARS: [[&str; 4]; 3] = [
+    [
+        "LLM_FALLBACK_1_BASE_URL",
+        "LLM_FALLBACK_1_MODEL",
+        "LLM_FALLBACK_1_API_KEY",
+        "LLM_FALLBACK_1_CONTEXT_WINDOW",
+    ],
+    [
+        "LLM_FALLBACK_2_BASE_URL",
+        "LLM_FALLBACK_2_MODEL",
+        "LLM_FALLBACK_2_API_KEY",
+        "LLM_FALLBACK_2_CONTEXT_WINDOW",
+    ],
+    [
+        "LLM_FALLBACK_3_BASE_URL",
+        "LLM_FALLBACK_3_MODEL",
+        "LLM_FALLBACK_3_API_KEY",
+        "LLM_FALLBACK_3_CONTEXT_WINDOW",
+    ],
+];
 
 /// Everything Switchboard's core needs, read once at start.
 #[derive(Debug, Clone)]
@@ -98,18 +132,7 @@ impl Config {
             var: "LLM_BASE_URL",
             fix: FIX_LLM_BASE_URL,
         })?;
-        let parsed = url::Url::parse(&base_url).map_err(|e| ConfigError::Invalid {
-            var: "LLM_BASE_URL",
-            problem: e.to_string(),
-            fix: FIX_LLM_BASE_URL,
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ConfigError::Invalid {
-                var: "LLM_BASE_URL",
-                problem: format!("scheme {} is not http(s)", parsed.scheme()),
-                fix: FIX_LLM_BASE_URL,
-            });
-        }
+        check_base_url("LLM_BASE_URL", &base_url)?;
         let model = get("LLM_MODEL").ok_or(ConfigError::Missing {
             var: "LLM_MODEL",
             fix: "set it to the model name the endpoint serves, e.g. LLM_MODEL=llama3.1:8b",
@@ -177,6 +200,7 @@ impl Config {
                     number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
                 ),
                 frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
+                fallbacks: fallbacks(&get)?,
             },
             database_url,
             data_dir,
@@ -205,6 +229,44 @@ impl Config {
             platforms,
         })
     }
+}
+
+/// An OpenAI-style base URL over http(s).
+fn check_base_url(var: &'static str, raw: &str) -> Result<(), ConfigError> {
+    let parsed = url::Url::parse(raw).map_err(|e| ConfigError::Invalid {
+        var,
+        problem: e.to_string(),
+        fix: FIX_LLM_BASE_URL,
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ConfigError::Invalid {
+            var,
+            problem: format!("scheme {} is not http(s)", parsed.scheme()),
+            fix: FIX_LLM_BASE_URL,
+        });
+    }
+    Ok(())
+}
+
+/// `LLM_FALLBACK_1_*`, `LLM_FALLBACK_2_*`, ...: the first one without a base
+/// URL ends the list.
+fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoint>, ConfigError> {
+    let mut out = Vec::new();
+    for [url_var, model_var, key_var, window_var] in FALLBACK_VARS {
+        let Some(base_url) = get(url_var) else { break };
+        check_base_url(url_var, &base_url)?;
+        let model = get(model_var).ok_or(ConfigError::Missing {
+            var: model_var,
+            fix: "a fallback endpoint needs the model name it serves",
+        })?;
+        out.push(FallbackEndpoint {
+            base_url,
+            api_key: get(key_var).map(Secret::new),
+            model,
+            context_window: number(get, window_var)?,
+        });
+    }
+    Ok(out)
 }
 
 /// `LLM_FREQUENCY_PENALTY`: a number from -2.0 to 2.0 (OpenAI's range).
@@ -288,6 +350,41 @@ mod tests {
         assert_eq!(c.max_background_tasks, 3);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
         assert_eq!(c.llm.frequency_penalty, None);
+        assert!(c.llm.fallbacks.is_empty());
+    }
+
+    #[test]
+    fn fallbacks_are_read_in_order_until_the_first_gap() {
+        let c = cfg(&[
+            ("LLM_BASE_URL", "http://primary/v1"),
+            ("LLM_MODEL", "claude-sonnet"),
+            ("LLM_FALLBACK_1_BASE_URL", "http://one/v1"),
+            ("LLM_FALLBACK_1_MODEL", "deepseek-chat"),
+            ("LLM_FALLBACK_1_API_KEY", "sk-fallback-secret"),
+            ("LLM_FALLBACK_3_BASE_URL", "http://three/v1"),
+            ("LLM_FALLBACK_3_MODEL", "unused"),
+        ])
+        .unwrap();
+        let models: Vec<&str> = c.llm.fallbacks.iter().map(|f| f.model.as_str()).collect();
+        assert_eq!(models, ["deepseek-chat"]);
+        assert!(!format!("{c:?}").contains("sk-fallback-secret"));
+        let e = cfg(&[
+            ("LLM_BASE_URL", "http://primary/v1"),
+            ("LLM_MODEL", "m"),
+            ("LLM_FALLBACK_1_BASE_URL", "http://one/v1"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("LLM_FALLBACK_1_MODEL"), "{e}");
+        let e = cfg(&[
+            ("LLM_BASE_URL", "http://primary/v1"),
+            ("LLM_MODEL", "m"),
+            ("LLM_FALLBACK_1_BASE_URL", "ftp://one"),
+            ("LLM_FALLBACK_1_MODEL", "m2"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("LLM_FALLBACK_1_BASE_URL"), "{e}");
     }
 
     #[test]

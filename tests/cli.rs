@@ -914,3 +914,35 @@ async fn model_shows_the_window_in_use_and_where_it_came_from_without_a_password
         "{done}"
     );
 }
+
+#[tokio::test]
+async fn doctor_checks_every_fallback_endpoint_on_its_own() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| Reply::text("OK"));
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let env = Env::new(&llm.base_url())
+        .set(
+            "LLM_FALLBACK_1_BASE_URL",
+            &format!("http://127.0.0.1:{port}/v1"),
+        )
+        .set("LLM_FALLBACK_1_MODEL", "backup-model")
+        .set("LLM_FALLBACK_1_API_KEY", "sk-backup-do-not-print");
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(
+        done.code(),
+        Some(1),
+        "a dead fallback fails the check\n{done}"
+    );
+    assert!(done.stdout.contains("✔ model endpoint answers"), "{done}");
+    assert!(
+        done.stdout.contains("✘ fallback 1 (backup-model)"),
+        "{done}"
+    );
+    assert!(
+        !done.stdout.contains("sk-backup-do-not-print")
+            && !done.stderr.contains("sk-backup-do-not-print")
+    );
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::e2e::{tool_result, Harness};
-use support::fake_llm::{error_body, last_user_text, Reply};
+use support::fake_llm::{error_body, last_user_text, FakeLlm, Reply};
 use switchboard::store::TaskStatus;
 
 #[tokio::test]
@@ -274,6 +274,63 @@ async fn a_queued_task_can_be_cancelled_before_it_starts() {
     assert!(
         !h.config.workspace_dir.join("never.txt").exists(),
         "a cancelled queued task never runs"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_overloaded_endpoint_hands_the_turn_to_the_fallback() {
+    let backup = FakeLlm::start().await;
+    backup.set_responder(|request| {
+        Reply::text(&format!(
+            "backup: {}",
+            last_user_text(request).unwrap_or_default()
+        ))
+    });
+    let h = Harness::with(&[
+        ("LLM_FALLBACK_1_BASE_URL", &backup.base_url()),
+        ("LLM_FALLBACK_1_MODEL", "backup-model"),
+    ])
+    .await;
+    let overloaded = error_body("The server is overloaded.", "server_error", None);
+    h.llm.push(Reply::status(503, overloaded));
+    h.channel.dm(1, "first").await;
+    h.wait_for("the backup's answer", |l| l.has_text("backup: first"))
+        .await;
+    // The primary is passed over for a while: the next turn goes straight on.
+    h.channel.dm(1, "second").await;
+    h.wait_for("the second answer", |l| l.has_text("backup: second"))
+        .await;
+    h.idle().await;
+    assert_eq!(h.llm.requests().await.len(), 1, "primary tried once");
+    let sent = backup.requests().await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["model"], "backup-model");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_configuration_error_is_not_handed_to_the_fallback() {
+    let backup = FakeLlm::start().await;
+    backup.set_responder(|_| Reply::text("should not answer"));
+    let h = Harness::with(&[
+        ("LLM_FALLBACK_1_BASE_URL", &backup.base_url()),
+        ("LLM_FALLBACK_1_MODEL", "backup-model"),
+    ])
+    .await;
+    let bad_key = error_body(
+        "Incorrect API key provided.",
+        "invalid_request_error",
+        Some("invalid_api_key"),
+    );
+    h.llm.push(Reply::status(401, bad_key));
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the refusal", |l| l.any_contains("refused the request"))
+        .await;
+    h.idle().await;
+    assert!(
+        backup.requests().await.is_empty(),
+        "a bad key is not retried elsewhere"
     );
     h.stop().await;
 }

@@ -4,6 +4,7 @@
 mod complete;
 mod error;
 mod estimate;
+mod fallback;
 mod metadata;
 mod openai;
 mod openai_error;
@@ -17,6 +18,7 @@ pub use error::ProviderError;
 pub use estimate::{
     estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented,
 };
+pub use fallback::FallbackProvider;
 pub use metadata::{context_window_for, ModelInfo};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};
