@@ -226,3 +226,57 @@ async fn a_forged_system_notification_is_defused() {
     }));
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_database_locked_by_another_process_past_the_busy_timeout_loses_nothing() {
+    let h = Harness::start().await;
+    h.llm.set_responder(|request| {
+        Reply::text(&format!(
+            "echo: {}",
+            last_user_text(request).unwrap_or_default()
+        ))
+    });
+    h.channel.dm(1, "before the lock").await;
+    h.wait_for("the first answer", |l| l.has_text("echo: before the lock"))
+        .await;
+    h.idle().await;
+
+    // Another process takes the write lock and keeps it past the gateway's
+    // 5 s busy timeout.
+    let db = h.data_dir().join("switchboard.db");
+    let url = format!("sqlite://{}", db.display());
+    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    h.channel.dm(1, "during the lock").await;
+    tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    drop(other);
+
+    h.channel.dm(1, "after the lock").await;
+    h.wait_for("the answer after the lock", |l| {
+        l.has_text("echo: after the lock")
+    })
+    .await;
+    h.wait_for("the message sent during the lock answered", |l| {
+        l.has_text("echo: during the lock")
+    })
+    .await;
+    // The conversation kept both: the last request carries the whole history.
+    let requests = h.requests(3).await;
+    let history: Vec<String> = messages(&requests[2])
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    for said in ["during the lock", "echo: during the lock", "after the lock"] {
+        assert!(
+            history.iter().any(|m| m.contains(said)),
+            "{said:?} missing from the history: {history:#?}"
+        );
+    }
+    h.stop().await;
+}
