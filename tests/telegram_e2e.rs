@@ -192,13 +192,27 @@ async fn dm_answer_is_streamed_by_edits_and_ends_exact() {
     let e = E2e::start(|_| {}).await;
     let text = "Streaming works: this answer arrives word by word, and the draft is edited in place until it is final.";
     e.llm
-        .push(Reply::text(text).with_chunk_delay(Duration::from_millis(40)));
+        .push(Reply::text(text).with_chunk_delay(Duration::from_millis(100)));
     e.tg.message(Where::Dm, &ann(), "tell me something");
     let msgs = e.answered(900, 1).await;
     assert_eq!(msgs.len(), 1, "one message, never a duplicate final");
     assert_eq!(msgs[0].text, text);
     assert!(msgs[0].edits >= 1, "draft edited while streaming");
     assert!(!e.tg.calls_to("SendChatAction").is_empty(), "typing shown");
+    e.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_complete_within_the_edit_interval_is_one_message() {
+    let e = E2e::start(|_| {}).await;
+    let text = "Short and quick: no draft, no edit.";
+    e.llm.push(Reply::text(text));
+    e.tg.message(Where::Dm, &ann(), "quick one");
+    let msgs = e.answered(900, 1).await;
+    assert_eq!(msgs[0].text, text);
+    assert_eq!(msgs[0].edits, 0, "posted once, final");
+    assert!(e.tg.calls_to("EditMessageText").is_empty());
+    assert_eq!(e.tg.calls_to("SendMessage").len(), 1);
     e.stop().await;
 }
 

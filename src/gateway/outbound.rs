@@ -1,6 +1,10 @@
 //! Posting a turn's answer: one draft edited in place while the model streams,
 //! then the final text chunked to the platform's limits (the draft becomes the
-//! first chunk, so the answer is never posted twice).
+//! first chunk, so the answer is never posted twice). The draft first appears
+//! once the answer has streamed for one edit interval: an answer complete by
+//! then is one message instead of a message and an edit — half the platform
+//! quota, which in a Telegram group (20 messages a minute) is what limits
+//! throughput. The typing indicator covers the wait.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +24,8 @@ pub(crate) struct ReplyStream {
     shown: String,
     text: String,
     last_edit: Option<Instant>,
+    /// When the first text arrived.
+    started: Option<Instant>,
     /// Buttons for the last chunk of the final answer (feedback).
     final_buttons: Vec<Vec<Button>>,
 }
@@ -40,6 +46,7 @@ impl ReplyStream {
             shown: String::new(),
             text: String::new(),
             last_edit: None,
+            started: None,
             final_buttons: Vec::new(),
         }
     }
@@ -50,9 +57,8 @@ impl ReplyStream {
         if !self.caps.can_edit {
             return;
         }
-        let due = self
-            .last_edit
-            .is_none_or(|t| t.elapsed() >= self.caps.min_edit_interval);
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
         // Streaming stops at the first chunk's limit; the rest is posted at the end.
         let fits = measure(&self.text, self.caps.length_unit) <= self.caps.max_message_len;
         if due && fits && !self.text.trim().is_empty() {
