@@ -10,12 +10,13 @@ use crate::llm::{
 };
 use crate::memory::MemoryBook;
 use crate::metrics::Metrics;
+use crate::skills::{SkillBook, SkillProblem};
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
     memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool,
-    ReadStoredResultTool, ScheduleTool, ToolRegistry, WebFetchConfig, WebFetchTool, Workspace,
-    WriteFileTool,
+    ReadStoredResultTool, ScheduleTool, SkillTool, ToolRegistry, WebFetchConfig, WebFetchTool,
+    Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,6 +115,7 @@ pub fn build_tools(
     config: &Config,
     store: &Store,
     tasks: &Arc<TaskManager>,
+    skills: &Arc<SkillBook>,
 ) -> Result<ToolRegistry, RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
@@ -136,6 +138,7 @@ pub fn build_tools(
         .register(Arc::new(CheckTasksTool::new(store.clone())))
         .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
+        .register(Arc::new(SkillTool::new(Arc::clone(skills))))
         .register(Arc::new(ScheduleTool::new(
             store.clone(),
             config.timezone.clone(),
@@ -144,6 +147,12 @@ pub fn build_tools(
         registry.register(tool);
     }
     Ok(registry)
+}
+
+/// The built-in skills and those of `SKILLS_DIR`; files that cannot be used
+/// are logged (and shown by `switchboard doctor`) and skipped.
+pub fn load_skills(config: &Config) -> (SkillBook, Vec<SkillProblem>) {
+    SkillBook::load(&config.skills_dir, crate::gateway::COMMANDS)
 }
 
 /// Opens the store, builds the agent and starts the gateway with `adapters`.
@@ -174,7 +183,12 @@ pub async fn start_with_clock(
         busy.clone(),
         config.max_background_tasks,
     );
-    let tools = Arc::new(build_tools(config, &store, &tasks)?);
+    let (skills, problems) = load_skills(config);
+    for p in &problems {
+        tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
+    }
+    let skills = Arc::new(skills);
+    let tools = Arc::new(build_tools(config, &store, &tasks, &skills)?);
     let agent = Arc::new(Agent::new(
         provider,
         tools,
@@ -228,6 +242,7 @@ pub async fn start_with_clock(
         finished: finished_rx,
         busy: busy.clone(),
         metrics,
+        skills,
     };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
     let (sink, inbound) = mpsc::channel(1024);

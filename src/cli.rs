@@ -236,6 +236,20 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    let (skills, problems) = switchboard::load_skills(&config);
+    println!(
+        "✔ {} skills ({}): {}",
+        skills.len(),
+        config.skills_dir.display(),
+        skills
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for p in problems {
+        println!("• skill {} skipped: {}", p.path.display(), p.problem);
+    }
     if config.platforms.is_empty() {
         println!("• no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
     }

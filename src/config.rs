@@ -88,6 +88,8 @@ pub struct Config {
     pub database_url: String,
     pub data_dir: PathBuf,
     pub workspace_dir: PathBuf,
+    /// User skills, `*.md` with front matter (`SKILLS_DIR`, default `./skills`).
+    pub skills_dir: PathBuf,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -205,6 +207,7 @@ impl Config {
             database_url,
             data_dir,
             workspace_dir,
+            skills_dir: PathBuf::from(get("SKILLS_DIR").unwrap_or_else(|| "./skills".into())),
             access_policy,
             allowed_users,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),

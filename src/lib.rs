@@ -14,12 +14,15 @@ mod health;
 pub mod llm;
 pub mod memory;
 pub mod metrics;
+pub mod skills;
 pub mod store;
 pub mod tasks;
 mod text;
 pub mod tools;
 pub mod wiring;
 
-pub use app::{build_provider, build_tools, run, start, start_with_clock, RunError, Running};
+pub use app::{
+    build_provider, build_tools, load_skills, run, start, start_with_clock, RunError, Running,
+};
 pub use busy::{Busy, BusyGuard};
 pub use config::Config;

@@ -946,3 +946,31 @@ async fn doctor_checks_every_fallback_endpoint_on_its_own() {
             && !done.stderr.contains("sk-backup-do-not-print")
     );
 }
+
+#[tokio::test]
+async fn doctor_lists_skills_and_says_why_a_skill_file_was_skipped() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| Reply::text("OK"));
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(
+        skills.path().join("standup.md"),
+        "---\ndescription: Stand-up from notes\n---\nNotes: {{args}}",
+    )
+    .unwrap();
+    std::fs::write(skills.path().join("broken.md"), "just text").unwrap();
+    let env = Env::new(&llm.base_url()).set("SKILLS_DIR", &skills.path().display().to_string());
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(
+        done.code(),
+        Some(0),
+        "a bad skill file is not fatal\n{done}"
+    );
+    assert!(
+        done.stdout.contains("✔ 3 skills") && done.stdout.contains("standup"),
+        "{done}"
+    );
+    assert!(
+        done.stdout.contains("broken.md skipped: no front matter"),
+        "{done}"
+    );
+}

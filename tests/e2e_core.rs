@@ -517,3 +517,81 @@ async fn ask_user_posts_the_question_and_the_next_message_answers_it() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_user_runs_a_skill_and_the_model_can_expand_one() {
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(
+        skills.path().join("standup.md"),
+        "---\nname: standup\ndescription: Turn notes into a stand-up update\n---\n\
+         Write a stand-up update (yesterday / today / blockers) from:\n{{args}}",
+    )
+    .unwrap();
+    std::fs::write(
+        skills.path().join("help.md"),
+        "---\ndescription: clash\n---\nx",
+    )
+    .unwrap();
+    let dir = skills.path().display().to_string();
+    let h = Harness::with(&[("SKILLS_DIR", dir.as_str())]).await;
+
+    h.channel.dm(1, "/skills").await;
+    let log = h
+        .wait_for("the listing", |l| l.any_contains("**Skills**"))
+        .await;
+    let listing = &log.find("**Skills**").unwrap().text;
+    assert!(
+        listing.contains("/standup: Turn notes into a stand-up update")
+            && listing.contains("/summarize:")
+            && !listing.contains("/help:"),
+        "{listing}"
+    );
+
+    // `/standup <notes>`: the model gets the expanded instructions.
+    h.llm.push(Reply::text("Yesterday: shipped the parser."));
+    h.channel
+        .dm(1, "/standup shipped the parser\nblocked on review")
+        .await;
+    h.wait_for("the answer", |l| {
+        l.has_text("Yesterday: shipped the parser.")
+    })
+    .await;
+    let asked = last_user_text(&h.requests(1).await[0]).unwrap();
+    assert!(
+        asked.contains("The user ran the skill /standup")
+            && asked.contains("Write a stand-up update")
+            && asked.contains("shipped the parser\nblocked on review"),
+        "{asked}"
+    );
+
+    // The model sees names and descriptions only, and expands one by tool.
+    h.llm.push(Reply::tool_calls([(
+        "call_skill",
+        "execute_skill",
+        json!({"name": "standup", "arguments": "fixed the build"}),
+    )]));
+    h.llm.push(Reply::text("Done."));
+    h.channel.dm(1, "make my stand-up: fixed the build").await;
+    h.wait_for("the second answer", |l| l.has_text("Done."))
+        .await;
+    let requests = h.requests(3).await;
+    let tool = requests[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "execute_skill")
+        .unwrap()
+        .clone();
+    let description = tool["function"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("- standup: Turn notes into a stand-up update")
+            && !description.contains("blockers"),
+        "listed, not expanded: {description}"
+    );
+    let result = tool_result(&requests[2], "call_skill");
+    assert!(
+        result.contains("Write a stand-up update") && result.contains("fixed the build"),
+        "{result}"
+    );
+    h.stop().await;
+}

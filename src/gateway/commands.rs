@@ -27,6 +27,33 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
     })
 }
 
+/// The gateway's own commands; a skill cannot take these names.
+pub const COMMANDS: &[&str] = &[
+    "help",
+    "start",
+    "clear",
+    "usage",
+    "whoami",
+    "model",
+    "tasks",
+    "approvals",
+    "approve",
+    "memory",
+    "skills",
+];
+
+/// Whether `/name` is one of the gateway's own commands.
+pub(crate) fn is_builtin(name: &str) -> bool {
+    COMMANDS.contains(&name)
+}
+
+/// The text after `/name` (as typed, line breaks kept): a skill's input.
+pub(crate) fn input_after_name(text: &str) -> &str {
+    let text = text.trim_start();
+    text.find(char::is_whitespace)
+        .map_or("", |i| text[i..].trim())
+}
+
 const HELP: &str = "**Commands**\n\
 /help — this list\n\
 /clear — forget this conversation's history, task state and execution state\n\
@@ -37,6 +64,7 @@ const HELP: &str = "**Commands**\n\
 /tasks — background tasks and schedules here; `/tasks cancel <id>`\n\
 /approvals — your \"always allow\" rules; `/approvals revoke <id>`\n\
 /approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
+/skills — the skills you can run with `/name <input>`\n\
 Anything else goes to the agent.";
 
 /// Runs a command for a session and returns the reply.
@@ -88,6 +116,11 @@ pub(crate) async fn run(
         "tasks" => super::tasks_cmd::run(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
         "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
+        "skills" if inner.skills.is_empty() => "No skills are installed.".into(),
+        "skills" => format!(
+            "**Skills** (run one with `/name <input>`)\n{}",
+            inner.skills.listing("/")
+        ),
         other => format!("Unknown command /{other}. Try /help."),
     })
 }

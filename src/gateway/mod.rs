@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
+pub use commands::COMMANDS;
 use limiter::{Limit, UserLimiter};
 use session::{SessionHandle, SessionInput};
 use std::collections::{HashMap, HashSet};
@@ -67,6 +68,7 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
+    pub skills: Arc<crate::skills::SkillBook>,
     /// This process's id, owner of its inbox rows.
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
@@ -119,6 +121,8 @@ pub struct GatewayParts {
     pub busy: Busy,
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Skills users run with `/name args`.
+    pub skills: Arc<crate::skills::SkillBook>,
 }
 
 impl Gateway {
@@ -135,6 +139,7 @@ impl Gateway {
             finished,
             busy,
             metrics,
+            skills,
         } = parts;
         let memory = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
@@ -159,6 +164,7 @@ impl Gateway {
             sessions: Mutex::new(HashMap::new()),
             busy,
             metrics,
+            skills,
             instance: uuid::Uuid::new_v4().simple().to_string(),
             inbox_held: AtomicUsize::new(0),
         };

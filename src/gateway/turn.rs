@@ -75,29 +75,20 @@ pub(crate) async fn process(
     };
     let model_input = match &input {
         SessionInput::Message(m) => {
-            if let Some(cmd) = commands::parse(&m.text) {
+            let skill = commands::parse(&m.text)
+                .filter(|cmd| !commands::is_builtin(&cmd.name))
+                .and_then(|cmd| inner.skills.get(&cmd.name));
+            if let Some(skill) = skill {
+                Message::user(skill.invocation(commands::input_after_name(&m.text)))
+            } else if let Some(cmd) = commands::parse(&m.text) {
                 let reply = commands::run(inner, &cmd, &key, &session, &user, m.chat_kind.is_private()).await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, command = %cmd.name, "command failed");
                     "⚠️ That command failed because storage is unavailable. Please try again.".into()
                 });
                 notify(adapter.as_ref(), &chat, &reply, reply_to).await;
                 return;
-            }
-            let mut said = text::user_text(&m.text);
-            if let Some(note) = text::attachments_note(&m.attachments) {
-                said = format!("{said}\n{note}");
-            }
-            // A reply to an `ask_user` question is the answer, never a new request.
-            match inner.store.take_waiting_question(&key).await {
-                Ok(Some(q)) => Message::user(format!(
-                    "(This answers your earlier question: «{}»)\n{said}",
-                    q.replace('»', "\"")
-                )),
-                Ok(None) => Message::user(said),
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not read the session's waiting state");
-                    Message::user(said)
-                }
+            } else {
+                user_message(inner, &key, m).await
             }
         }
         SessionInput::Notification(f) => Message::user(notification_text(f)),
@@ -153,6 +144,31 @@ pub(crate) async fn process(
         system_context,
     });
     deliver(inner, &origin, events, turn_memory).await;
+}
+
+/// What the model is told the user said: the text, a note on attachments, and
+/// whether it answers a pending `ask_user` question (then it is the answer,
+/// never a new request).
+async fn user_message(
+    inner: &Inner,
+    key: &SessionKey,
+    m: &switchboard_platform::InboundMessage,
+) -> Message {
+    let mut said = text::user_text(&m.text);
+    if let Some(note) = text::attachments_note(&m.attachments) {
+        said = format!("{said}\n{note}");
+    }
+    match inner.store.take_waiting_question(key).await {
+        Ok(Some(q)) => Message::user(format!(
+            "(This answers your earlier question: «{}»)\n{said}",
+            q.replace('»', "\"")
+        )),
+        Ok(None) => Message::user(said),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the session's waiting state");
+            Message::user(said)
+        }
+    }
 }
 
 /// Resumes a turn paused on `approval_id` if nobody else has: claims its row,

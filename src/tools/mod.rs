@@ -13,6 +13,7 @@ mod net_guard;
 mod read_result;
 mod registry;
 mod schedule;
+mod skill;
 mod spec;
 mod web_fetch;
 
@@ -25,5 +26,6 @@ pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::ToolRegistry;
 pub use schedule::{CancelTaskTool, ScheduleTool};
+pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
