@@ -57,12 +57,16 @@ async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> 
         out.push("**Background tasks**".to_owned());
         out.extend(tasks.iter().map(|t| {
             let pct = t.percent.map(|p| format!(" {p}%")).unwrap_or_default();
+            let stage = if t.stage.is_empty() || t.stage == t.status.as_str() {
+                String::new()
+            } else {
+                format!(" · {}", t.stage)
+            };
             format!(
-                "`{}` {} — {}{pct} {}",
+                "`{}` {} — {}{pct}{stage}",
                 short_id(&t.id),
                 t.tool_name,
                 t.status.as_str(),
-                t.stage
             )
         }));
     }

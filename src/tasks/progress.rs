@@ -38,10 +38,10 @@ pub(crate) fn status_text(
     };
     match status {
         TaskStatus::Queued | TaskStatus::Running => {
-            let stage = if progress.stage.is_empty() {
-                "starting"
-            } else {
-                progress.stage.as_str()
+            let stage = match (status, progress.stage.as_str()) {
+                (TaskStatus::Queued, _) => "queued",
+                (_, "") => "starting",
+                (_, stage) => stage,
             };
             format!(
                 "⏳ Background task `{short_id}` · {tool} · {stage}\n{}{detail}",
@@ -84,5 +84,21 @@ mod tests {
         assert_eq!(bar(Some(60), Duration::ZERO), "`[██████░░░░]` 60%");
         assert_eq!(bar(Some(250), Duration::ZERO), "`[██████████]` 100%");
         assert_eq!(bar(None, Duration::from_secs(7)), "`[▒▒▒▒▒▒▒▒▒▒]` 7s");
+    }
+
+    #[test]
+    fn the_first_line_names_the_state() {
+        let first = |status, stage: &str| {
+            let p = Progress {
+                stage: stage.into(),
+                ..Progress::default()
+            };
+            let text = status_text("ab12cd34", "exec_command", status, &p, Duration::ZERO);
+            text.lines().next().unwrap_or_default().to_owned()
+        };
+        assert!(first(TaskStatus::Queued, "").ends_with("· queued"));
+        assert!(first(TaskStatus::Running, "").ends_with("· starting"));
+        assert!(first(TaskStatus::Running, "building").ends_with("· building"));
+        assert!(first(TaskStatus::Cancelled, "").ends_with("· cancelled"));
     }
 }
