@@ -14,9 +14,9 @@ use crate::skills::{SkillBook, SkillProblem};
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
-    memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, ReadFileTool,
-    ReadStoredResultTool, ScheduleTool, SkillTool, ToolRegistry, WebFetchConfig, WebFetchTool,
-    Workspace, WriteFileTool,
+    memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
+    ReadFileTool, ReadStoredResultTool, ScheduleTool, SkillTool, ToolRegistry, WebFetchConfig,
+    WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -146,6 +146,12 @@ pub fn build_tools(
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
+    for def in &config.http_tools {
+        registry.register(Arc::new(HttpApiTool::new(
+            def.clone(),
+            &config.web_fetch_allow,
+        )));
+    }
     Ok(registry)
 }
 
@@ -183,6 +189,9 @@ pub async fn start_with_clock(
         busy.clone(),
         config.max_background_tasks,
     );
+    for p in &config.http_tool_problems {
+        tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
+    }
     let (skills, problems) = load_skills(config);
     for p in &problems {
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");

@@ -236,6 +236,26 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if !config.http_tools.is_empty() {
+        println!(
+            "✔ {} HTTP API tools: {}",
+            config.http_tools.len(),
+            config
+                .http_tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for p in &config.http_tool_problems {
+        println!(
+            "• HTTP tool {} in {} skipped: {}",
+            p.tool,
+            p.file.display(),
+            p.problem
+        );
+    }
     let (skills, problems) = switchboard::load_skills(&config);
     println!(
         "✔ {} skills ({}): {}",

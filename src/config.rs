@@ -90,6 +90,10 @@ pub struct Config {
     pub workspace_dir: PathBuf,
     /// User skills, `*.md` with front matter (`SKILLS_DIR`, default `./skills`).
     pub skills_dir: PathBuf,
+    /// Operator-declared HTTP API tools (`HTTP_TOOLS_FILE`), credentials
+    /// resolved; and the declared tools that could not be used, with why.
+    pub http_tools: Vec<crate::tools::HttpToolDef>,
+    pub http_tool_problems: Vec<crate::tools::HttpToolProblem>,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -192,6 +196,14 @@ impl Config {
             })?),
         };
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
+        let (http_tools, http_tool_problems) = match get("HTTP_TOOLS_FILE") {
+            Some(path) => crate::tools::load_http_tools(
+                std::path::Path::new(&path),
+                crate::tools::BUILTIN_TOOLS,
+                get,
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
         Ok(Config {
             llm: LlmConfig {
                 base_url,
@@ -208,6 +220,8 @@ impl Config {
             data_dir,
             workspace_dir,
             skills_dir: PathBuf::from(get("SKILLS_DIR").unwrap_or_else(|| "./skills".into())),
+            http_tools,
+            http_tool_problems,
             access_policy,
             allowed_users,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),

@@ -8,6 +8,8 @@ mod exec;
 mod exec_output;
 mod fs;
 mod html_text;
+mod http_api;
+mod http_api_defs;
 mod memory;
 mod net_guard;
 mod read_result;
@@ -20,7 +22,26 @@ mod web_fetch;
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
 pub use exec::{ExecConfig, ExecTool};
+/// The names of the built-in tools; operator-declared tools cannot take them.
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read_file",
+    "write_file",
+    "exec_command",
+    "web_fetch",
+    "ask_user",
+    "check_background_tasks",
+    "read_stored_result",
+    "cancel_task",
+    "execute_skill",
+    "schedule",
+    "remember",
+    "recall",
+    "forget",
+];
+
 pub use fs::{ReadFileTool, Workspace, WriteFileTool};
+pub use http_api::HttpApiTool;
+pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
 pub use memory::memory_tools;
 pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};

@@ -1,6 +1,8 @@
 //! Address checks for outbound fetches: which IPs are off limits and the allowlist.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use super::ToolError;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use url::{Host, Url};
 
 /// Why an address is refused, or `None` when it is a public unicast address.
 ///
@@ -205,6 +207,75 @@ fn in_net(ip: IpAddr, base: IpAddr, prefix: u8) -> bool {
             (u128::from(ip) & mask) == (u128::from(base) & mask)
         }
         _ => false,
+    }
+}
+
+/// Checks where `url` leads and returns the vetted addresses to connect to
+/// (`None` for an IP literal, which needs no resolution). Loopback, private
+/// and link-local targets are refused unless `allow` lists them; `who` names
+/// the tool in the refusal. Connect only to the returned addresses, so a
+/// rebinding DNS server cannot answer a second lookup differently.
+pub(crate) async fn vet_target(
+    url: &Url,
+    allow: &Allowlist,
+    who: &str,
+) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| ToolError::InvalidArguments(format!("URL `{url}` has no port")))?;
+    let refuse = |what: &str, ip: IpAddr, reason: &str| {
+        ToolError::Forbidden(format!(
+            "{what} {ip}, a {reason}; {who} only reaches public internet addresses \
+             (the operator can allowlist a host in the configuration)"
+        ))
+    };
+    let domain = match url.host() {
+        None => {
+            return Err(ToolError::InvalidArguments(format!(
+                "URL `{url}` has no host"
+            )))
+        }
+        Some(Host::Ipv4(ip)) => return vet_literal(IpAddr::V4(ip), allow, refuse),
+        Some(Host::Ipv6(ip)) => return vet_literal(IpAddr::V6(ip), allow, refuse),
+        Some(Host::Domain(d)) => d.to_string(),
+    };
+    let host_allowed = allow.allows_host(&domain);
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((domain.as_str(), port))
+        .await
+        .map_err(|e| ToolError::Failed {
+            message: format!("could not resolve host `{domain}`"),
+            diagnostics: Some(e.to_string()),
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ToolError::failed(format!(
+            "host `{domain}` has no addresses"
+        )));
+    }
+    if !host_allowed {
+        for addr in &addrs {
+            if let Some(reason) = blocked_reason(addr.ip()) {
+                if !allow.allows_ip(addr.ip()) {
+                    let what = format!("host `{domain}` resolves to");
+                    return Err(refuse(&what, addr.ip(), reason));
+                }
+            }
+        }
+    }
+    Ok(Some((domain, addrs)))
+}
+
+fn vet_literal<F>(
+    ip: IpAddr,
+    allow: &Allowlist,
+    refuse: F,
+) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError>
+where
+    F: Fn(&str, IpAddr, &str) -> ToolError,
+{
+    match blocked_reason(ip) {
+        Some(reason) if !allow.allows_ip(ip) => Err(refuse("the URL points at", ip, reason)),
+        _ => Ok(None),
     }
 }
 

@@ -2,14 +2,13 @@
 
 use super::args::parse_args;
 use super::html_text::html_to_text;
-use super::net_guard::{blocked_reason, Allowlist};
+use super::net_guard::{vet_target, Allowlist};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-use url::{Host, Url};
+use url::Url;
 
 const MAX_REDIRECTS: usize = 5;
 const DEFAULT_MAX_CHARS: usize = 20_000;
@@ -89,76 +88,12 @@ impl WebFetchTool {
         }
     }
 
-    /// Checks the URL's target and returns the vetted addresses to connect to
-    /// (`None` for an IP literal, which needs no resolution).
-    async fn vet(&self, url: &Url) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
-        check_scheme(url)?;
-        let port = url
-            .port_or_known_default()
-            .ok_or_else(|| ToolError::InvalidArguments(format!("URL `{url}` has no port")))?;
-        let refuse = |what: &str, ip: IpAddr, reason: &str| {
-            ToolError::Forbidden(format!(
-                "{what} {ip}, a {reason}; web_fetch only reaches public internet addresses \
-                 (the operator can allowlist a host in the configuration)"
-            ))
-        };
-        let domain = match url.host() {
-            None => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "URL `{url}` has no host"
-                )))
-            }
-            Some(Host::Ipv4(ip)) => return self.vet_literal(IpAddr::V4(ip), refuse),
-            Some(Host::Ipv6(ip)) => return self.vet_literal(IpAddr::V6(ip), refuse),
-            Some(Host::Domain(d)) => d.to_string(),
-        };
-        let host_allowed = self.allow.allows_host(&domain);
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((domain.as_str(), port))
-            .await
-            .map_err(|e| ToolError::Failed {
-                message: format!("could not resolve host `{domain}`"),
-                diagnostics: Some(e.to_string()),
-            })?
-            .collect();
-        if addrs.is_empty() {
-            return Err(ToolError::failed(format!(
-                "host `{domain}` has no addresses"
-            )));
-        }
-        if !host_allowed {
-            for addr in &addrs {
-                if let Some(reason) = blocked_reason(addr.ip()) {
-                    if !self.allow.allows_ip(addr.ip()) {
-                        let what = format!("host `{domain}` resolves to");
-                        return Err(refuse(&what, addr.ip(), reason));
-                    }
-                }
-            }
-        }
-        Ok(Some((domain, addrs)))
-    }
-
-    fn vet_literal<F>(
-        &self,
-        ip: IpAddr,
-        refuse: F,
-    ) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError>
-    where
-        F: Fn(&str, IpAddr, &str) -> ToolError,
-    {
-        match blocked_reason(ip) {
-            Some(reason) if !self.allow.allows_ip(ip) => {
-                Err(refuse("the URL points at", ip, reason))
-            }
-            _ => Ok(None),
-        }
-    }
-
     async fn fetch(&self, url: Url, max_chars: usize) -> Result<String, ToolError> {
         let original = url.clone();
         let mut current = url;
         for hop in 0..=MAX_REDIRECTS {
-            let vetted = self.vet(&current).await?;
+            check_scheme(&current)?;
+            let vetted = vet_target(&current, &self.allow, "web_fetch").await?;
             let mut builder = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
