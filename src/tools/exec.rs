@@ -1,29 +1,12 @@
 //! exec_command: runs a shell command in the workspace, bounded in time and output.
 
 use super::args::{parse_args, truncate_chars};
-use super::exec_output::{OutputCapture, ProgressTracker};
-use super::{Progress, Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use super::process::{run_process, Launch};
+use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
-use tokio::time::{Instant, MissedTickBehavior};
-
-/// The only environment variables a command sees; everything else (API keys, bot
-/// tokens) is cleared.
-pub const SAFE_ENV: [&str; 8] = [
-    "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "TMPDIR",
-];
-const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// How long output may keep flowing after the shell exits (from children it left
-/// behind) before those are killed.
-const LINGER: Duration = Duration::from_secs(2);
-const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-const READ_BUF: usize = 64 * 1024;
 
 /// Limits for `exec_command`.
 #[derive(Debug, Clone)]
@@ -186,237 +169,21 @@ impl Tool for ExecTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let (args, timeout) = self.check(args)?;
-        run(&self.config, &args.command, timeout, ctx).await
-    }
-}
-
-/// The allowlisted part of this process's environment.
-fn safe_env() -> Vec<(&'static str, OsString)> {
-    let mut env: Vec<_> = SAFE_ENV
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)))
-        .collect();
-    if !env.iter().any(|(k, _)| *k == "PATH") {
-        env.push(("PATH", DEFAULT_PATH.into()));
-    }
-    env
-}
-
-/// Kills the command's whole process group when dropped, unless disarmed; so a
-/// dropped call future, a timeout or a cancellation leaves no process behind.
-struct GroupKiller {
-    pgid: Option<rustix::process::Pid>,
-}
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            // ESRCH (group already gone) is fine.
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-enum Ending {
-    /// Shell exited and the output pipes closed.
-    Exited(ExitStatus),
-    /// Shell exited but children kept the output open past [`LINGER`].
-    Lingered(ExitStatus),
-    TimedOut,
-    Cancelled,
-}
-
-async fn run(
-    config: &ExecConfig,
-    command: &str,
-    timeout: Duration,
-    ctx: &ToolContext,
-) -> Result<String, ToolError> {
-    let started = Instant::now();
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(config.workspace.root())
-        .env_clear()
-        .envs(safe_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::Failed {
-            message: "could not start the command".into(),
-            diagnostics: Some(e.to_string()),
-        })?;
-    let mut killer = GroupKiller {
-        pgid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw),
-    };
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(ToolError::failed("could not capture the command's output"));
-    };
-
-    let mut capture = OutputCapture::new(config.max_output_chars);
-    let mut tracker = ProgressTracker::default();
-    let report = |detail: String, percent: Option<u8>| {
-        ctx.progress.report(Progress {
-            stage: "running".into(),
-            detail,
-            percent,
-        });
-    };
-    report(format!("$ {}", truncate_chars(command, 100)), None);
-
-    let (mut out_buf, mut err_buf) = (vec![0u8; READ_BUF], vec![0u8; READ_BUF]);
-    let (mut out_open, mut err_open) = (true, true);
-    let mut status: Option<ExitStatus> = None;
-    let deadline = tokio::time::sleep(timeout);
-    let linger = tokio::time::sleep(timeout);
-    tokio::pin!(deadline, linger);
-    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
-
-    let ending = loop {
-        if let (Some(s), false, false) = (status, out_open, err_open) {
-            break Ending::Exited(s);
-        }
-        tokio::select! {
-            r = stdout.read(&mut out_buf), if out_open => match r {
-                Ok(n) if n > 0 => {
-                    capture.push(&out_buf[..n]);
-                    tracker.push(&out_buf[..n]);
-                }
-                _ => out_open = false,
-            },
-            r = stderr.read(&mut err_buf), if err_open => match r {
-                Ok(n) if n > 0 => {
-                    capture.push(&err_buf[..n]);
-                    tracker.push(&err_buf[..n]);
-                }
-                _ => err_open = false,
-            },
-            r = child.wait(), if status.is_none() => match r {
-                Ok(s) => {
-                    status = Some(s);
-                    linger.as_mut().reset(Instant::now() + LINGER);
-                }
-                Err(e) => {
-                    return Err(ToolError::Failed {
-                        message: "lost track of the command".into(),
-                        diagnostics: Some(e.to_string()),
-                    })
-                }
-            },
-            () = &mut linger, if status.is_some() => {
-                if let Some(s) = status {
-                    break Ending::Lingered(s);
-                }
-            }
-            () = &mut deadline => break Ending::TimedOut,
-            () = ctx.cancel.cancelled() => break Ending::Cancelled,
-            _ = ticker.tick() => {
-                if let Some((detail, percent)) = tracker.take_update() {
-                    report(detail, percent);
-                }
-            }
-        }
-    };
-
-    match ending {
-        Ending::Exited(_) => killer.disarm(),
-        _ => {
-            killer.kill();
-            if status.is_none() {
-                // Reap the shell now that its group is dead.
-                let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-            }
-        }
-    }
-    tracker.flush();
-    let (detail, percent) = tracker.current();
-    report(detail, percent);
-
-    let output = render_output(&capture);
-    let elapsed = started.elapsed();
-    match ending {
-        Ending::Cancelled => Err(ToolError::Cancelled),
-        Ending::TimedOut => Err(ToolError::Failed {
-            message: format!(
-                "command timed out after {}s and was killed together with its child \
-                 processes. Output so far:\n{output}\nIf it needs longer, pass a larger \
-                 timeout_secs (up to {}s), or set background: true (up to {}s).",
-                timeout.as_secs(),
-                config.max_timeout.as_secs(),
-                config.background_timeout.max(config.max_timeout).as_secs()
+        let c = &self.config;
+        let launch = Launch {
+            program: "sh".into(),
+            args: vec!["-c".into(), args.command.clone().into()],
+            stdin: None,
+            label: format!("$ {}", truncate_chars(&args.command, 100)),
+            what: "command",
+            timeout_hint: format!(
+                "If it needs longer, pass a larger timeout_secs (up to {}s), or set background: \
+                 true (up to {}s).",
+                c.max_timeout.as_secs(),
+                c.background_timeout.max(c.max_timeout).as_secs()
             ),
-            diagnostics: None,
-        }),
-        Ending::Exited(s) => Ok(format_result(s, elapsed, &output, None)),
-        Ending::Lingered(s) => Ok(format_result(
-            s,
-            elapsed,
-            &output,
-            Some(
-                "processes started by the command kept its output open after the shell \
-                 exited and were killed; redirect their output (e.g. `cmd > log 2>&1 &`) to \
-                 keep them running",
-            ),
-        )),
-    }
-}
-
-fn render_output(capture: &OutputCapture) -> String {
-    if capture.total() == 0 {
-        "(no output)".to_string()
-    } else {
-        capture.render()
-    }
-}
-
-fn format_result(
-    status: ExitStatus,
-    elapsed: Duration,
-    output: &str,
-    note: Option<&str>,
-) -> String {
-    let outcome = match (status.code(), status.signal()) {
-        (Some(0), _) => "exit code: 0".to_string(),
-        (Some(code), _) => format!("exit code: {code} (the command failed)"),
-        (None, Some(sig)) => format!("killed by signal {sig}{}", signal_name(sig)),
-        (None, None) => "exit status unknown".to_string(),
-    };
-    let mut out = format!("{outcome}\nduration: {:.1}s\n", elapsed.as_secs_f64());
-    if let Some(note) = note {
-        out.push_str(&format!("note: {note}\n"));
-    }
-    out.push_str("output:\n");
-    out.push_str(output);
-    out
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        1 => " (SIGHUP)",
-        2 => " (SIGINT)",
-        6 => " (SIGABRT)",
-        9 => " (SIGKILL)",
-        11 => " (SIGSEGV)",
-        13 => " (SIGPIPE)",
-        15 => " (SIGTERM)",
-        _ => "",
+        };
+        run_process(c.workspace.root(), c.max_output_chars, launch, timeout, ctx).await
     }
 }
 
@@ -456,37 +223,5 @@ mod tests {
         assert!(!t.runs_in_background(&json!({"command": "x"})));
         assert!(!t.spec().background);
         assert!(t.spec().requires_approval);
-    }
-
-    #[test]
-    fn env_is_allowlisted() {
-        let env = safe_env();
-        assert!(env.iter().any(|(k, _)| *k == "PATH"));
-        assert!(env.iter().all(|(k, _)| SAFE_ENV.contains(k)));
-    }
-
-    #[test]
-    fn result_formatting() {
-        let ok = format_result(
-            ExitStatus::from_raw(0),
-            Duration::from_millis(1500),
-            "hi",
-            None,
-        );
-        assert!(
-            ok.starts_with("exit code: 0\nduration: 1.5s\noutput:\nhi"),
-            "{ok}"
-        );
-        let failed = format_result(ExitStatus::from_raw(3 << 8), Duration::ZERO, "", None);
-        assert!(
-            failed.starts_with("exit code: 3 (the command failed)"),
-            "{failed}"
-        );
-        let killed = format_result(ExitStatus::from_raw(9), Duration::ZERO, "", Some("n"));
-        assert!(
-            killed.starts_with("killed by signal 9 (SIGKILL)"),
-            "{killed}"
-        );
-        assert!(killed.contains("note: n\n"), "{killed}");
     }
 }

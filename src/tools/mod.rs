@@ -12,6 +12,7 @@ mod http_api;
 mod http_api_defs;
 mod memory;
 mod net_guard;
+mod process;
 mod read_result;
 mod registry;
 mod schedule;

@@ -1,0 +1,335 @@
+//! Running a program in the workspace for a tool: a minimal environment, its
+//! own process group (killed as a whole on timeout, cancellation or drop),
+//! output captured head-and-tail with progress from its last lines, and a
+//! result that states the exit code. Shared by `exec_command` and script tools.
+
+use super::exec_output::{OutputCapture, ProgressTracker};
+use super::{Progress, ToolContext, ToolError};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::{Instant, MissedTickBehavior};
+
+/// The only environment variables a command sees; everything else (API keys, bot
+/// tokens) is cleared.
+pub const SAFE_ENV: [&str; 8] = [
+    "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ", "USER", "TMPDIR",
+];
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// How long output may keep flowing after the program exits (from children it
+/// left behind) before those are killed.
+const LINGER: Duration = Duration::from_secs(2);
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+const READ_BUF: usize = 64 * 1024;
+
+/// What to run.
+pub(crate) struct Launch {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Written to the program's stdin, which is then closed (`None`: empty stdin).
+    pub stdin: Option<Vec<u8>>,
+    /// Shown as the progress detail until the program prints something.
+    pub label: String,
+    /// "command", "script": how messages name it.
+    pub what: &'static str,
+    /// Appended to the timeout error: how to get more time.
+    pub timeout_hint: String,
+}
+
+/// The allowlisted part of this process's environment.
+fn safe_env() -> Vec<(&'static str, OsString)> {
+    let mut env: Vec<_> = SAFE_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (*k, v)))
+        .collect();
+    if !env.iter().any(|(k, _)| *k == "PATH") {
+        env.push(("PATH", DEFAULT_PATH.into()));
+    }
+    env
+}
+
+/// Kills the command's whole process group when dropped, unless disarmed; so a
+/// dropped call future, a timeout or a cancellation leaves no process behind.
+struct GroupKiller {
+    pgid: Option<rustix::process::Pid>,
+}
+
+impl GroupKiller {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // ESRCH (group already gone) is fine.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+enum Ending {
+    /// Shell exited and the output pipes closed.
+    Exited(ExitStatus),
+    /// Shell exited but children kept the output open past [`LINGER`].
+    Lingered(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+pub(crate) async fn run_process(
+    cwd: &Path,
+    max_output_chars: usize,
+    launch: Launch,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let started = Instant::now();
+    let what = launch.what;
+    let mut child = tokio::process::Command::new(&launch.program)
+        .args(&launch.args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(safe_env())
+        .stdin(if launch.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::Failed {
+            message: format!("could not start the {what}"),
+            diagnostics: Some(e.to_string()),
+        })?;
+    // Written on its own task: a program that prints before reading all of
+    // its input must not deadlock against us.
+    if let (Some(input), Some(mut pipe)) = (launch.stdin, child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = pipe.write_all(&input).await;
+        });
+    }
+    let mut killer = GroupKiller {
+        pgid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw),
+    };
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ToolError::failed(format!(
+            "could not capture the {what}'s output"
+        )));
+    };
+
+    let mut capture = OutputCapture::new(max_output_chars);
+    let mut tracker = ProgressTracker::default();
+    let report = |detail: String, percent: Option<u8>| {
+        ctx.progress.report(Progress {
+            stage: "running".into(),
+            detail,
+            percent,
+        });
+    };
+    report(launch.label.clone(), None);
+
+    let (mut out_buf, mut err_buf) = (vec![0u8; READ_BUF], vec![0u8; READ_BUF]);
+    let (mut out_open, mut err_open) = (true, true);
+    let mut status: Option<ExitStatus> = None;
+    let deadline = tokio::time::sleep(timeout);
+    let linger = tokio::time::sleep(timeout);
+    tokio::pin!(deadline, linger);
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+
+    let ending = loop {
+        if let (Some(s), false, false) = (status, out_open, err_open) {
+            break Ending::Exited(s);
+        }
+        tokio::select! {
+            r = stdout.read(&mut out_buf), if out_open => match r {
+                Ok(n) if n > 0 => {
+                    capture.push(&out_buf[..n]);
+                    tracker.push(&out_buf[..n]);
+                }
+                _ => out_open = false,
+            },
+            r = stderr.read(&mut err_buf), if err_open => match r {
+                Ok(n) if n > 0 => {
+                    capture.push(&err_buf[..n]);
+                    tracker.push(&err_buf[..n]);
+                }
+                _ => err_open = false,
+            },
+            r = child.wait(), if status.is_none() => match r {
+                Ok(s) => {
+                    status = Some(s);
+                    linger.as_mut().reset(Instant::now() + LINGER);
+                }
+                Err(e) => {
+                    return Err(ToolError::Failed {
+                        message: format!("lost track of the {what}"),
+                        diagnostics: Some(e.to_string()),
+                    })
+                }
+            },
+            () = &mut linger, if status.is_some() => {
+                if let Some(s) = status {
+                    break Ending::Lingered(s);
+                }
+            }
+            () = &mut deadline => break Ending::TimedOut,
+            () = ctx.cancel.cancelled() => break Ending::Cancelled,
+            _ = ticker.tick() => {
+                if let Some((detail, percent)) = tracker.take_update() {
+                    report(detail, percent);
+                }
+            }
+        }
+    };
+
+    match ending {
+        Ending::Exited(_) => killer.disarm(),
+        _ => {
+            killer.kill();
+            if status.is_none() {
+                // Reap the shell now that its group is dead.
+                let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            }
+        }
+    }
+    tracker.flush();
+    let (detail, percent) = tracker.current();
+    report(detail, percent);
+
+    let output = render_output(&capture);
+    let elapsed = started.elapsed();
+    match ending {
+        Ending::Cancelled => Err(ToolError::Cancelled),
+        Ending::TimedOut => Err(ToolError::Failed {
+            message: format!(
+                "{what} timed out after {}s and was killed together with its child \
+                 processes. Output so far:\n{output}\n{}",
+                timeout.as_secs(),
+                launch.timeout_hint
+            ),
+            diagnostics: None,
+        }),
+        Ending::Exited(s) => Ok(format_result(what, s, elapsed, &output, None)),
+        Ending::Lingered(s) => Ok(format_result(
+            what,
+            s,
+            elapsed,
+            &output,
+            Some(
+                "processes started by the program kept its output open after it \
+                 exited and were killed; redirect their output (e.g. `cmd > log 2>&1 &`) to \
+                 keep them running",
+            ),
+        )),
+    }
+}
+
+fn render_output(capture: &OutputCapture) -> String {
+    if capture.total() == 0 {
+        "(no output)".to_string()
+    } else {
+        capture.render()
+    }
+}
+
+fn format_result(
+    what: &str,
+    status: ExitStatus,
+    elapsed: Duration,
+    output: &str,
+    note: Option<&str>,
+) -> String {
+    let outcome = match (status.code(), status.signal()) {
+        (Some(0), _) => "exit code: 0".to_string(),
+        (Some(code), _) => format!("exit code: {code} (the {what} failed)"),
+        (None, Some(sig)) => format!("killed by signal {sig}{}", signal_name(sig)),
+        (None, None) => "exit status unknown".to_string(),
+    };
+    let mut out = format!("{outcome}\nduration: {:.1}s\n", elapsed.as_secs_f64());
+    if let Some(note) = note {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out.push_str("output:\n");
+    out.push_str(output);
+    out
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        6 => " (SIGABRT)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_is_allowlisted() {
+        let env = safe_env();
+        assert!(env.iter().any(|(k, _)| *k == "PATH"));
+        assert!(env.iter().all(|(k, _)| SAFE_ENV.contains(k)));
+    }
+
+    #[test]
+    fn result_formatting() {
+        let ok = format_result(
+            "command",
+            ExitStatus::from_raw(0),
+            Duration::from_millis(1500),
+            "hi",
+            None,
+        );
+        assert!(
+            ok.starts_with("exit code: 0\nduration: 1.5s\noutput:\nhi"),
+            "{ok}"
+        );
+        let failed = format_result(
+            "command",
+            ExitStatus::from_raw(3 << 8),
+            Duration::ZERO,
+            "",
+            None,
+        );
+        assert!(
+            failed.starts_with("exit code: 3 (the command failed)"),
+            "{failed}"
+        );
+        let killed = format_result(
+            "command",
+            ExitStatus::from_raw(9),
+            Duration::ZERO,
+            "",
+            Some("n"),
+        );
+        assert!(
+            killed.starts_with("killed by signal 9 (SIGKILL)"),
+            "{killed}"
+        );
+        assert!(killed.contains("note: n\n"), "{killed}");
+    }
+}
