@@ -15,8 +15,8 @@ use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
     memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
-    ReadFileTool, ReadStoredResultTool, ScheduleTool, SkillTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, Workspace, WriteFileTool,
+    ReadFileTool, ReadStoredResultTool, ScheduleTool, ScriptTool, SkillTool, ToolRegistry,
+    WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,6 +124,7 @@ pub fn build_tools(
     let ws = Arc::new(ws);
     let mut exec = ExecConfig::new(Arc::clone(&ws));
     exec.timeout = config.exec_timeout;
+    let max_output_chars = exec.max_output_chars;
     let fetch = WebFetchConfig {
         allow: config.web_fetch_allow.clone(),
         ..WebFetchConfig::default()
@@ -145,6 +146,13 @@ pub fn build_tools(
         )));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
+    }
+    for def in &config.script_tools {
+        registry.register(Arc::new(ScriptTool::new(
+            def.clone(),
+            Arc::clone(&ws),
+            max_output_chars,
+        )));
     }
     for def in &config.http_tools {
         registry.register(Arc::new(HttpApiTool::new(
@@ -191,6 +199,9 @@ pub async fn start_with_clock(
     );
     for p in &config.http_tool_problems {
         tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
+    }
+    for p in &config.script_tool_problems {
+        tracing::warn!(manifest = %p.manifest.display(), problem = %p.problem, "script tool skipped");
     }
     let (skills, problems) = load_skills(config);
     for p in &problems {

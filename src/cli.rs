@@ -256,6 +256,25 @@ async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
             p.problem
         );
     }
+    if !config.script_tools.is_empty() {
+        println!(
+            "✔ {} script tools: {}",
+            config.script_tools.len(),
+            config
+                .script_tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for p in &config.script_tool_problems {
+        println!(
+            "• script tool {} skipped: {}",
+            p.manifest.display(),
+            p.problem
+        );
+    }
     let (skills, problems) = switchboard::load_skills(&config);
     println!(
         "✔ {} skills ({}): {}",

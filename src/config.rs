@@ -94,6 +94,10 @@ pub struct Config {
     /// resolved; and the declared tools that could not be used, with why.
     pub http_tools: Vec<crate::tools::HttpToolDef>,
     pub http_tool_problems: Vec<crate::tools::HttpToolProblem>,
+    /// Operator-declared script tools (`SCRIPT_TOOLS_DIR/*.json`) and the
+    /// manifests that could not be used.
+    pub script_tools: Vec<crate::tools::ScriptToolDef>,
+    pub script_tool_problems: Vec<crate::tools::ScriptToolProblem>,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -204,6 +208,14 @@ impl Config {
             ),
             None => (Vec::new(), Vec::new()),
         };
+        let (script_tools, script_tool_problems) = match get("SCRIPT_TOOLS_DIR") {
+            Some(dir) => {
+                let mut taken: Vec<&str> = crate::tools::BUILTIN_TOOLS.to_vec();
+                taken.extend(http_tools.iter().map(|t| t.name.as_str()));
+                crate::tools::load_script_tools(std::path::Path::new(&dir), &taken)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         Ok(Config {
             llm: LlmConfig {
                 base_url,
@@ -222,6 +234,8 @@ impl Config {
             skills_dir: PathBuf::from(get("SKILLS_DIR").unwrap_or_else(|| "./skills".into())),
             http_tools,
             http_tool_problems,
+            script_tools,
+            script_tool_problems,
             access_policy,
             allowed_users,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),

@@ -34,7 +34,7 @@ impl HttpApiTool {
                 "{}\n(HTTP API: {} {}; the response status and body are returned.)",
                 def.description, def.method, def.url
             ),
-            parameters: def.parameters.clone(),
+            parameters: def.parameters.schema.clone(),
             concurrency_safe: def.method == reqwest::Method::GET,
             requires_approval: def.requires_approval,
             background: false,
@@ -60,17 +60,6 @@ impl HttpApiTool {
 
     /// The request URL and the JSON body (for methods that carry one).
     fn build(&self, args: &Map<String, Value>) -> Result<(Url, Option<Value>), ToolError> {
-        if let Some(unknown) = args.keys().find(|k| !self.def.properties.contains(k)) {
-            return Err(ToolError::InvalidArguments(format!(
-                "unknown parameter `{unknown}`; the parameters are: {}",
-                self.def.properties.join(", ")
-            )));
-        }
-        if let Some(missing) = self.def.required.iter().find(|r| !args.contains_key(*r)) {
-            return Err(ToolError::InvalidArguments(format!(
-                "missing required parameter `{missing}`"
-            )));
-        }
         let mut url = self.def.url.clone();
         for p in &self.def.placeholders {
             let value = args.get(p).map(plain).unwrap_or_default();
@@ -219,15 +208,7 @@ impl Tool for HttpApiTool {
     }
 
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
-        let args = match args {
-            Value::Object(map) => map,
-            Value::Null => Map::new(),
-            _ => {
-                return Err(ToolError::InvalidArguments(
-                    "arguments must be a JSON object".into(),
-                ))
-            }
-        };
+        let args = self.def.parameters.check(args)?;
         let (url, body) = self.build(&args)?;
         self.send(url, body).await.map_err(|e| match e {
             ToolError::Failed {

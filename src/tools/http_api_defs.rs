@@ -2,8 +2,9 @@
 //! its validation. Credentials come from environment variables named in the
 //! file, never from the file itself, and never reach the model.
 
+use super::declared::{valid_tool_name, DeclaredSchema};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -78,10 +79,7 @@ pub struct HttpToolDef {
     pub description: String,
     pub method: reqwest::Method,
     pub url: String,
-    pub parameters: Value,
-    /// Declared argument names.
-    pub properties: Vec<String>,
-    pub required: Vec<String>,
+    pub parameters: DeclaredSchema,
     /// Placeholders in `url`.
     pub placeholders: Vec<String>,
     pub auth: Option<(AuthPlace, Secret)>,
@@ -153,12 +151,7 @@ pub fn load_http_tools(
 }
 
 fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpToolDef, String> {
-    let valid_name = (1..=64).contains(&raw.name.len())
-        && raw
-            .name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !valid_name {
+    if !valid_tool_name(&raw.name) {
         return Err("name must be 1–64 lowercase letters, digits or underscores".into());
     }
     if raw.description.trim().is_empty() {
@@ -176,7 +169,7 @@ fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpT
             ))
         }
     };
-    let (properties, required) = schema_names(&raw.parameters)?;
+    let parameters = DeclaredSchema::parse(raw.parameters)?;
     let placeholders = placeholders(&raw.url)?;
     // The host is the operator's: the model fills in the path and query only.
     let probe = raw.url.replace(['{', '}'], "");
@@ -192,7 +185,10 @@ fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpT
     if authority.contains('{') {
         return Err("placeholders may not stand in the host or port".into());
     }
-    if let Some(p) = placeholders.iter().find(|p| !properties.contains(p)) {
+    if let Some(p) = placeholders
+        .iter()
+        .find(|p| !parameters.properties.contains(p))
+    {
         return Err(format!(
             "url placeholder {{{p}}} is not among the parameters"
         ));
@@ -222,9 +218,7 @@ fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpT
         description: raw.description,
         method,
         url: raw.url,
-        parameters: raw.parameters,
-        properties,
-        required,
+        parameters,
         placeholders,
         auth,
         headers: raw.headers.into_iter().collect(),
@@ -232,36 +226,6 @@ fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpT
         allow_private: raw.allow_private,
         timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(30).clamp(1, 300)),
     })
-}
-
-/// The property names and required names of an object schema.
-fn schema_names(schema: &Value) -> Result<(Vec<String>, Vec<String>), String> {
-    let obj = schema
-        .as_object()
-        .filter(|o| o.get("type").and_then(Value::as_str) == Some("object"))
-        .ok_or("parameters must be a JSON Schema object with \"type\": \"object\"")?;
-    let properties: Vec<String> = obj
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(Map::keys)
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
-    let required: Vec<String> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
-    if let Some(r) = required.iter().find(|r| !properties.contains(r)) {
-        return Err(format!(
-            "required parameter {r} is not among the properties"
-        ));
-    }
-    Ok((properties, required))
 }
 
 /// `{name}` placeholders of a URL template.
@@ -321,7 +285,7 @@ mod tests {
         assert_eq!(d.method, reqwest::Method::GET);
         assert!(!d.requires_approval, "GET reads");
         assert_eq!(d.placeholders, ["city"]);
-        assert_eq!(d.required, ["city"]);
+        assert_eq!(d.parameters.required, ["city"]);
         assert!(
             !format!("{d:?}").contains("k-123"),
             "the credential is redacted"

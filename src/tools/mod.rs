@@ -3,6 +3,7 @@
 mod args;
 mod ask_user;
 mod check_tasks;
+mod declared;
 mod diff_summary;
 mod exec;
 mod exec_output;
@@ -16,6 +17,8 @@ mod process;
 mod read_result;
 mod registry;
 mod schedule;
+mod script;
+mod script_defs;
 mod skill;
 mod spec;
 mod web_fetch;
@@ -40,6 +43,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "forget",
 ];
 
+pub use declared::DeclaredSchema;
 pub use fs::{ReadFileTool, Workspace, WriteFileTool};
 pub use http_api::HttpApiTool;
 pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
@@ -48,6 +52,8 @@ pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::ToolRegistry;
 pub use schedule::{CancelTaskTool, ScheduleTool};
+pub use script::ScriptTool;
+pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
 pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
