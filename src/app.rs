@@ -1,6 +1,6 @@
 //! Assembling and running Switchboard: store, provider, tools, agent, gateway, adapters.
 
-use crate::agent::{Agent, AgentConfig, DEFAULT_TOOL_TIMEOUT};
+use crate::agent::{delegate_tools, Agent, AgentConfig, DEFAULT_TOOL_TIMEOUT};
 use crate::busy::Busy;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
@@ -208,21 +208,21 @@ pub async fn start_with_clock(
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
     }
     let skills = Arc::new(skills);
-    let tools = Arc::new(build_tools(config, &store, &tasks, &skills)?);
-    let agent = Arc::new(Agent::new(
-        provider,
-        tools,
-        AgentConfig {
-            max_tool_rounds: config.max_tool_rounds,
-            system_prompt: config
-                .system_prompt
-                .clone()
-                .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
-            data_dir: config.data_dir.clone(),
-            model_retries: 2,
-            tool_timeout: DEFAULT_TOOL_TIMEOUT,
-        },
-    ));
+    let mut tools = build_tools(config, &store, &tasks, &skills)?;
+    let agent_config = AgentConfig {
+        max_tool_rounds: config.max_tool_rounds,
+        system_prompt: config
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+        data_dir: config.data_dir.clone(),
+        model_retries: 2,
+        tool_timeout: DEFAULT_TOOL_TIMEOUT,
+    };
+    for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config) {
+        tools.register(tool);
+    }
+    let agent = Arc::new(Agent::new(provider, Arc::new(tools), agent_config));
     let settings = GatewaySettings {
         access_policy: config.access_policy,
         allowed_users: config.allowed_users.clone(),

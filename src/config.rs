@@ -107,6 +107,8 @@ pub struct Config {
     pub exec_timeout: Duration,
     /// Background tasks one conversation runs at once; more are queued.
     pub max_background_tasks: usize,
+    /// Sub-agent roles offered as `delegate_to_<role>` (`SUBAGENTS`).
+    pub subagents: Vec<crate::agent::Role>,
     pub web_fetch_allow: Vec<String>,
     pub system_prompt: Option<String>,
     /// IANA time zone for cron schedules.
@@ -242,6 +244,7 @@ impl Config {
             max_tool_rounds: number(&get, "MAX_TOOL_ROUNDS")?.unwrap_or(15),
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
+            subagents: subagents(get("SUBAGENTS"))?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             web_fetch_allow: get("WEB_FETCH_ALLOW")
@@ -260,6 +263,25 @@ impl Config {
             platforms,
         })
     }
+}
+
+/// `SUBAGENTS`: role names, comma-separated; `none` for no sub-agents.
+fn subagents(raw: Option<String>) -> Result<Vec<crate::agent::Role>, ConfigError> {
+    let raw = raw.unwrap_or_else(|| "research,analysis".into());
+    if raw.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    raw.split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(|name| {
+            crate::agent::role(name).ok_or_else(|| ConfigError::Invalid {
+                var: "SUBAGENTS",
+                problem: format!("{name:?} is not a role"),
+                fix: "list roles from research, analysis (comma-separated), or none",
+            })
+        })
+        .collect()
 }
 
 /// An OpenAI-style base URL over http(s).
@@ -379,6 +401,8 @@ mod tests {
         assert_eq!(c.max_tool_rounds, 15);
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
         assert_eq!(c.max_background_tasks, 3);
+        let roles: Vec<&str> = c.subagents.iter().map(|r| r.name).collect();
+        assert_eq!(roles, ["research", "analysis"]);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
         assert_eq!(c.llm.frequency_penalty, None);
         assert!(c.llm.fallbacks.is_empty());

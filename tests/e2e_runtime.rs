@@ -311,3 +311,121 @@ async fn a_model_that_never_stops_calling_tools_is_stopped_after_15_rounds() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
+    let h = Harness::start().await;
+    std::fs::create_dir_all(h.workspace()).unwrap();
+    std::fs::write(h.workspace().join("notes.txt"), "X is 42.\n").unwrap();
+    h.llm.push(Reply::tool_calls([(
+        "call_d",
+        "delegate_to_research",
+        json!({"task": "What is X? Look in notes.txt."}),
+    )]));
+    // The sub-agent: a tool outside its role first, then its own.
+    h.llm.push(Reply::tool_calls([(
+        "sub_1",
+        "exec_command",
+        json!({"command": "cat notes.txt"}),
+    )]));
+    h.llm.push(Reply::tool_calls([(
+        "sub_2",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    )]));
+    h.llm.push(Reply::text("X is 42 (source: notes.txt)."));
+    h.llm.push(Reply::text("X is 42."));
+    h.channel.dm(1, "what is X?").await;
+    h.wait_for("the answer", |l| l.has_text("X is 42.")).await;
+
+    let requests = h.requests(5).await;
+    let tool_names = |r: &serde_json::Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let main_tools = tool_names(&requests[0]);
+    assert!(main_tools.contains(&"delegate_to_research".to_owned()));
+    let sub_tools = tool_names(&requests[1]);
+    let mut sorted = sub_tools.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["read_file", "read_stored_result", "recall", "web_fetch"],
+        "the role's tools only"
+    );
+    let sub_system = messages(&requests[1])[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        sub_system.starts_with("You are a research assistant"),
+        "{sub_system}"
+    );
+    assert_eq!(
+        messages(&requests[1]).len(),
+        2,
+        "the sub-agent sees its task, not the conversation"
+    );
+    let refused = tool_result(&requests[2], "sub_1");
+    assert!(refused.contains("exec_command"), "{refused}");
+    assert!(tool_result(&requests[3], "sub_2").contains("X is 42."));
+    let findings = tool_result(&requests[4], "call_d");
+    assert!(
+        findings.starts_with("Findings of the research sub-agent (after 3 model rounds):")
+            && findings.contains("X is 42 (source: notes.txt)."),
+        "{findings}"
+    );
+    assert_eq!(h.channel.log().cards_ever(), 0, "a sub-agent never asks");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_sub_agent_can_work_in_the_background_and_report_by_notification() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "call_d",
+        "delegate_to_analysis",
+        json!({"task": "Compare a.csv and b.csv.", "background": true}),
+    )]));
+    h.llm.set_responder(|request| {
+        let system = messages(request)[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let last = last_user_text(request).unwrap_or_default();
+        Reply::text(if system.starts_with("You are an analyst") {
+            "The files agree."
+        } else if last.contains("<task-notification>") {
+            "The analysis is done: the files agree."
+        } else {
+            "I started the analysis."
+        })
+    });
+    h.channel.dm(1, "compare the files").await;
+    h.wait_for("the notification answer", |l| {
+        l.has_text("I started the analysis.")
+            && l.has_text("The analysis is done: the files agree.")
+    })
+    .await;
+    h.idle().await;
+    let requests = h.llm.requests().await;
+    let notification = requests
+        .iter()
+        .filter_map(last_user_text)
+        .find(|t| t.contains("<task-notification>"))
+        .unwrap();
+    assert!(
+        notification.contains("tool: delegate_to_analysis")
+            && notification.contains("Findings of the analysis sub-agent")
+            && notification.contains("The files agree."),
+        "{notification}"
+    );
+    h.stop().await;
+}

@@ -10,6 +10,7 @@ mod results;
 mod round;
 mod runtime;
 mod scratchpad;
+mod subagent;
 
 pub use compaction::{
     clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages,
@@ -18,3 +19,4 @@ pub use compaction::{
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
+pub use subagent::{delegate_tools, role, Role, ROLES, SUBAGENT_MAX_ROUNDS};

@@ -41,6 +41,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "remember",
     "recall",
     "forget",
+    "delegate_to_research",
+    "delegate_to_analysis",
 ];
 
 pub use declared::DeclaredSchema;
