@@ -219,7 +219,7 @@ pub async fn start_with_clock(
         model_retries: 2,
         tool_timeout: DEFAULT_TOOL_TIMEOUT,
     };
-    for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config) {
+    for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
         tools.register(tool);
     }
     let agent = Arc::new(Agent::new(provider, Arc::new(tools), agent_config));

@@ -317,24 +317,26 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
     let h = Harness::start().await;
     std::fs::create_dir_all(h.workspace()).unwrap();
     std::fs::write(h.workspace().join("notes.txt"), "X is 42.\n").unwrap();
-    h.llm.push(Reply::tool_calls([(
-        "call_d",
-        "delegate_to_research",
-        json!({"task": "What is X? Look in notes.txt."}),
-    )]));
+    h.llm.push(
+        Reply::tool_calls([(
+            "call_d",
+            "delegate_to_research",
+            json!({"task": "What is X? Look in notes.txt."}),
+        )])
+        .with_usage(10, 1, 0),
+    );
     // The sub-agent: a tool outside its role first, then its own.
-    h.llm.push(Reply::tool_calls([(
-        "sub_1",
-        "exec_command",
-        json!({"command": "cat notes.txt"}),
-    )]));
-    h.llm.push(Reply::tool_calls([(
-        "sub_2",
-        "read_file",
-        json!({"path": "notes.txt"}),
-    )]));
-    h.llm.push(Reply::text("X is 42 (source: notes.txt)."));
-    h.llm.push(Reply::text("X is 42."));
+    h.llm.push(
+        Reply::tool_calls([("sub_1", "exec_command", json!({"command": "cat notes.txt"}))])
+            .with_usage(1000, 100, 0),
+    );
+    h.llm.push(
+        Reply::tool_calls([("sub_2", "read_file", json!({"path": "notes.txt"}))])
+            .with_usage(1000, 100, 0),
+    );
+    h.llm
+        .push(Reply::text("X is 42 (source: notes.txt).").with_usage(1000, 100, 0));
+    h.llm.push(Reply::text("X is 42.").with_usage(10, 1, 0));
     h.channel.dm(1, "what is X?").await;
     h.wait_for("the answer", |l| l.has_text("X is 42.")).await;
 
@@ -383,6 +385,12 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
         "{findings}"
     );
     assert_eq!(h.channel.log().cards_ever(), 0, "a sub-agent never asks");
+    // The sub-agent's tokens count for the user who asked, as one turn.
+    h.channel.dm(1, "/usage").await;
+    h.wait_for("the usage", |l| {
+        l.any_contains("Today: 1 turns · 3020 input tokens (0 from cache) · 302 output tokens.")
+    })
+    .await;
     h.stop().await;
 }
 

@@ -10,6 +10,7 @@ use super::{
     Agent, AgentConfig, ApprovalOutcome, RuntimeEvent, TurnCheckpoint, TurnHost, TurnRequest,
 };
 use crate::llm::{Message, Provider, ToolCall};
+use crate::store::Store;
 use crate::tools::{Progress, Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -72,6 +73,7 @@ pub fn delegate_tools(
     provider: &Arc<dyn Provider>,
     registry: &ToolRegistry,
     config: &AgentConfig,
+    store: &Store,
 ) -> Vec<Arc<dyn Tool>> {
     roles
         .iter()
@@ -101,7 +103,7 @@ pub fn delegate_tools(
                     ..config.clone()
                 },
             );
-            Arc::new(DelegateTool::new(*role, Arc::new(agent))) as Arc<dyn Tool>
+            Arc::new(DelegateTool::new(*role, Arc::new(agent), store.clone())) as Arc<dyn Tool>
         })
         .collect()
 }
@@ -111,10 +113,12 @@ pub struct DelegateTool {
     role: Role,
     agent: Arc<Agent>,
     spec: ToolSpec,
+    /// Where the sub-agent's token usage is added to the calling user's.
+    store: Store,
 }
 
 impl DelegateTool {
-    fn new(role: Role, agent: Arc<Agent>) -> DelegateTool {
+    fn new(role: Role, agent: Arc<Agent>, store: Store) -> DelegateTool {
         let tools = agent.tools().names().join(", ");
         let spec = ToolSpec {
             name: format!("delegate_to_{}", role.name),
@@ -137,7 +141,12 @@ impl DelegateTool {
             requires_approval: false,
             background: false,
         };
-        DelegateTool { role, agent, spec }
+        DelegateTool {
+            role,
+            agent,
+            spec,
+            store,
+        }
     }
 }
 
@@ -181,6 +190,16 @@ impl Tool for DelegateTool {
                     });
                 }
                 RuntimeEvent::Done(outcome) => {
+                    if let Some(origin) = &ctx.origin {
+                        let (platform, user) = (origin.key.platform, origin.key.user);
+                        if let Err(e) = self
+                            .store
+                            .add_usage(platform, user, &outcome.usage, 0)
+                            .await
+                        {
+                            tracing::warn!(error = %e, "could not record a sub-agent's usage");
+                        }
+                    }
                     if ctx.cancel.is_cancelled() {
                         return Err(ToolError::Cancelled);
                     }

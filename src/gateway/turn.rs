@@ -349,7 +349,7 @@ async fn deliver(
     }
     if let Err(e) = inner
         .store
-        .add_usage(o.key.platform, o.key.user, &outcome.usage)
+        .add_usage(o.key.platform, o.key.user, &outcome.usage, 1)
         .await
     {
         tracing::warn!(error = %e, "could not record usage");

@@ -6,18 +6,20 @@ use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
 
 impl Store {
-    /// Adds one turn's usage to today's row.
+    /// Adds usage to today's row: a turn's (`turns` 1), or model calls made
+    /// on a turn's behalf, such as a sub-agent's (`turns` 0).
     pub async fn add_usage(
         &self,
         platform: Platform,
         user: UserId,
         usage: &Usage,
+        turns: u32,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO usage (platform, user_id, day, turns, input_tokens, output_tokens, cache_read, cache_write)
-             VALUES ($1, $2, $3, 1, $4, $5, $6, $7)
+             VALUES ($1, $2, $3, $8, $4, $5, $6, $7)
              ON CONFLICT (platform, user_id, day) DO UPDATE SET
-               turns = usage.turns + 1,
+               turns = usage.turns + excluded.turns,
                input_tokens = usage.input_tokens + excluded.input_tokens,
                output_tokens = usage.output_tokens + excluded.output_tokens,
                cache_read = usage.cache_read + excluded.cache_read,
@@ -30,6 +32,7 @@ impl Store {
         .bind(clamp(usage.output_tokens))
         .bind(clamp(usage.cache_read_tokens))
         .bind(clamp(usage.cache_write_tokens))
+        .bind(i64::from(turns))
         .execute(&self.pool)
         .await?;
         Ok(())
