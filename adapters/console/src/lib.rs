@@ -1,17 +1,20 @@
 //! A terminal channel on the platform contract: the local default for `switchboard chat`.
 //!
 //! Lines typed (or piped) on stdin become inbound messages; answers stream to
-//! stdout. An approval card's buttons are answered with their one-key shortcuts
-//! (y/a/e/n). With piped stdin the console reads in lock-step: the next line is
-//! read only once the previous one was answered (or a card waits for a key), so
-//! scripts work without a TTY. At end of input a card still waiting is denied
-//! (nobody is left to answer it), so the turn ends and the process can exit.
+//! stdout, as styled Markdown on a terminal and as the exact text otherwise.
+//! An approval card's buttons are answered with their one-key shortcuts
+//! (y/a/e/n). The console reads in lock-step: the next line is read (and on a
+//! terminal the next `> ` prompt shown) only once the previous one was answered
+//! or a card waits for a key, so scripts work without a TTY. At end of input a
+//! card still waiting is denied (nobody is left to answer it), so the turn
+//! ends and the process can exit.
 
 mod render;
+mod style;
 
 use async_trait::async_trait;
 use render::Screen;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
@@ -42,12 +45,19 @@ pub struct ConsoleAdapter {
 }
 
 impl ConsoleAdapter {
-    /// A console on stdout; `lockstep` is for piped stdin (no TTY).
+    /// A console on stdout; `lockstep` is for piped stdin (no TTY). Answers
+    /// are shown as styled Markdown when stdout is a terminal.
     pub fn stdio(lockstep: bool) -> Arc<ConsoleAdapter> {
-        Self::with_output(Box::new(std::io::stdout()), lockstep)
+        let styled = style::Styler::wanted(std::io::stdout().is_terminal());
+        Self::build(Box::new(std::io::stdout()), lockstep, styled)
     }
 
+    /// A console writing the exact text to `out` (no styling).
     pub fn with_output(out: Box<dyn Write + Send>, lockstep: bool) -> Arc<ConsoleAdapter> {
+        Self::build(out, lockstep, false)
+    }
+
+    fn build(out: Box<dyn Write + Send>, lockstep: bool, styled: bool) -> Arc<ConsoleAdapter> {
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
         Arc::new(ConsoleAdapter {
             caps: Capabilities {
@@ -59,7 +69,11 @@ impl ConsoleAdapter {
                 min_edit_interval: Duration::ZERO,
                 private_answers: true,
             },
-            screen: Mutex::new(Screen::new(out)),
+            screen: Mutex::new(if styled {
+                Screen::styled(out)
+            } else {
+                Screen::new(out)
+            }),
             signals_tx,
             signals_rx: tokio::sync::Mutex::new(signals_rx),
             lockstep,
@@ -85,11 +99,10 @@ impl ConsoleAdapter {
         let _ = self.signals_tx.send(s);
     }
 
-    /// In lock-step mode, waits until one of `wanted` arrives.
+    /// Waits until one of `wanted` arrives: the next line is read (and, on a
+    /// terminal, the next prompt shown) once the answer is complete or a card
+    /// waits for a key.
     async fn wait_for(&self, wanted: &[Signal], shutdown: &CancellationToken) {
-        if !self.lockstep {
-            return;
-        }
         let mut rx = self.signals_rx.lock().await;
         loop {
             tokio::select! {

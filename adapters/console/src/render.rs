@@ -1,5 +1,6 @@
 //! What the console prints: streamed text as suffixes, cards with key hints.
 
+use crate::style::Styler;
 use std::io::Write;
 use switchboard_platform::{ActionId, Button, MessageId, OutgoingMessage};
 
@@ -15,6 +16,8 @@ pub(crate) struct Screen<W: Write> {
     /// or expired) can retire the buttons.
     card_id: Option<MessageId>,
     mid_line: bool,
+    /// Markdown styling of message text (a terminal only).
+    styler: Option<Styler>,
 }
 
 impl<W: Write> Screen<W> {
@@ -26,6 +29,15 @@ impl<W: Write> Screen<W> {
             card: Vec::new(),
             card_id: None,
             mid_line: false,
+            styler: None,
+        }
+    }
+
+    /// A screen that shows message text as styled Markdown (for a terminal).
+    pub(crate) fn styled(out: W) -> Self {
+        Screen {
+            styler: Some(Styler::default()),
+            ..Screen::new(out)
         }
     }
 
@@ -33,7 +45,8 @@ impl<W: Write> Screen<W> {
         let id = MessageId(self.next_id);
         self.next_id += 1;
         self.break_line();
-        self.write(&m.text);
+        self.reset_style();
+        self.write_md(&m.text);
         if !m.buttons.is_empty() {
             self.show_card(id, m);
         } else {
@@ -66,7 +79,8 @@ impl<W: Write> Screen<W> {
             self.card.clear();
             self.card_id = None;
             self.break_line();
-            self.write(&m.text);
+            self.reset_style();
+            self.write_md(&m.text);
             if m.buttons.is_empty() {
                 self.write("\n");
                 self.last = None;
@@ -78,13 +92,14 @@ impl<W: Write> Screen<W> {
         match &self.last {
             Some((last_id, shown)) if *last_id == id && m.text.starts_with(shown.as_str()) => {
                 let suffix = m.text[shown.len()..].to_owned();
-                self.write(&suffix);
+                self.write_md(&suffix);
                 self.last = Some((id, m.text.clone()));
             }
             Some((last_id, shown)) if *last_id == id && *shown == m.text => {}
             _ => {
                 self.break_line();
-                self.write(&m.text);
+                self.reset_style();
+                self.write_md(&m.text);
                 self.last = Some((id, m.text.clone()));
             }
         }
@@ -94,7 +109,8 @@ impl<W: Write> Screen<W> {
         self.card.clear();
         self.card_id = None;
         self.break_line();
-        self.write(&format!("{}\n", m.text));
+        self.reset_style();
+        self.write_md(&format!("{}\n", m.text));
         self.mid_line = false;
         self.last = None;
     }
@@ -121,6 +137,7 @@ impl<W: Write> Screen<W> {
 
     pub(crate) fn end_block(&mut self) {
         self.break_line();
+        self.reset_style();
         self.last = None;
     }
 
@@ -134,12 +151,46 @@ impl<W: Write> Screen<W> {
 
     fn break_line(&mut self) {
         if self.mid_line {
-            self.write("\n");
+            self.write_md("\n");
         }
         self.mid_line = false;
     }
 
+    fn reset_style(&mut self) {
+        if let Some(styler) = &mut self.styler {
+            styler.reset();
+        }
+    }
+
+    /// Message text: styled a line at a time on a terminal.
+    fn write_md(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match &mut self.styler {
+            Some(styler) => {
+                let styled = styler.feed(text);
+                self.emit(&styled);
+            }
+            None => self.emit(text),
+        }
+        self.mid_line = !text.ends_with('\n');
+    }
+
+    /// The console's own output (prompts, key hints, notices), as is; a
+    /// styled line still being streamed is shown first.
     fn write(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(pending) = self.styler.as_mut().map(Styler::flush) {
+            self.emit(&pending);
+        }
+        self.emit(text);
+        self.mid_line = !text.ends_with('\n');
+    }
+
+    fn emit(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -148,7 +199,6 @@ impl<W: Write> Screen<W> {
             .out
             .write_all(text.as_bytes())
             .and_then(|()| self.out.flush());
-        self.mid_line = !text.ends_with('\n');
     }
 }
 
@@ -170,6 +220,36 @@ mod tests {
         s.print_edit(id, &text("Hello, world"));
         s.end_block();
         assert_eq!(String::from_utf8(s.out).unwrap(), "Hello, world\n");
+    }
+
+    #[test]
+    fn a_terminal_gets_styled_lines_and_the_same_words() {
+        let mut s = Screen::styled(Vec::new());
+        let id = s.print_new(&text("**Hi** th"));
+        s.print_edit(id, &text("**Hi** there\n- `a`"));
+        s.end_block();
+        // A card's last line is shown (styled) before its key hints.
+        s.print_new(&text("Run **this**?").with_buttons(approval_buttons(5)));
+        let out = String::from_utf8(s.out).unwrap();
+        assert!(out.starts_with("\x1b[1mHi\x1b[22m there\n"), "{out:?}");
+        assert!(out.contains("\x1b[36ma\x1b[39m"), "{out:?}");
+        let plain: String = {
+            let mut p = String::new();
+            let mut skip = false;
+            for c in out.chars() {
+                match (skip, c) {
+                    (false, '\x1b') => skip = true,
+                    (true, 'm') => skip = false,
+                    (false, c) => p.push(c),
+                    _ => {}
+                }
+            }
+            p
+        };
+        assert_eq!(
+            plain, "Hi there\n• a\nRun this?\n[y] Ly   [n] Ln\n",
+            "{out:?}"
+        );
     }
 
     #[test]
