@@ -14,38 +14,12 @@ use serde_json::{json, Value};
 use support::e2e::messages;
 use support::fake_llm::{error_body, FakeLlm, Reply};
 use switchboard::agent::{
-    Agent, AgentConfig, ApprovalOutcome, RuntimeEvent, StopReason, TurnCheckpoint, TurnHost,
-    TurnOutcome, TurnRequest, MAX_CONTEXT_MESSAGES,
+    Agent, AgentConfig, NobodyToAsk, RuntimeEvent, StopReason, TurnOutcome, TurnRequest,
+    MAX_CONTEXT_MESSAGES,
 };
-use switchboard::llm::{Message, ModelInfo, OpenAiConfig, OpenAiProvider, ToolCall};
+use switchboard::llm::{Message, ModelInfo, OpenAiConfig, OpenAiProvider};
 use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 use tokio_util::sync::CancellationToken;
-
-/// A host with nobody to ask and no background tasks (neither is used here).
-struct NoHost;
-
-#[async_trait]
-impl TurnHost for NoHost {
-    async fn approve(
-        &self,
-        _spec: &ToolSpec,
-        _call: &ToolCall,
-        _arguments: &Value,
-        _summary: String,
-        _checkpoint: TurnCheckpoint,
-    ) -> ApprovalOutcome {
-        ApprovalOutcome::Unavailable
-    }
-
-    async fn start_background(
-        &self,
-        _tool: Arc<dyn Tool>,
-        _call: &ToolCall,
-        _arguments: Value,
-    ) -> Result<String, String> {
-        Err("no background tasks here".into())
-    }
-}
 
 /// `lookup` answers with the stock code it was given; `explode` always fails.
 struct TestTool {
@@ -135,7 +109,7 @@ impl Rig {
             origin: None,
             history,
             input: Message::user(input),
-            host: Arc::new(NoHost),
+            host: Arc::new(NobodyToAsk),
             cancel: CancellationToken::new(),
             system_context: None,
         });

@@ -19,4 +19,4 @@ pub use compaction::{
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
-pub use subagent::{delegate_tools, role, Role, ROLES, SUBAGENT_MAX_ROUNDS};
+pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};

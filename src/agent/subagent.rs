@@ -226,8 +226,10 @@ impl Tool for DelegateTool {
     }
 }
 
-/// A sub-agent's host: no one to approve anything, no background tasks.
-struct NobodyToAsk;
+/// A host with nobody to approve anything and no background tasks: a
+/// sub-agent's (approval-required tools are then refused with a message that
+/// tells the model to ask the user first).
+pub struct NobodyToAsk;
 
 #[async_trait]
 impl TurnHost for NobodyToAsk {

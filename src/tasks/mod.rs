@@ -3,6 +3,7 @@
 //! as a system notification for the originating session.
 
 mod progress;
+mod reporter;
 mod schedule;
 mod slots;
 
@@ -12,6 +13,7 @@ use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
 use crate::store::{SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus, TurnOrigin};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
+use reporter::{renew_lease, report_progress};
 use serde_json::{json, Value};
 use slots::{Slot, Slots};
 use std::collections::HashMap;
@@ -61,10 +63,6 @@ pub enum Cancelled {
     NotFound,
 }
 
-/// How often a running task renews its lease (the lease lasts 60 s).
-const LEASE_RENEWAL: Duration = Duration::from_secs(20);
-/// Minimum time between two progress edits of a status message.
-const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
 /// How much of a result the notification carries (the rest via check_background_tasks).
 const NOTIFICATION_RESULT_CHARS: usize = 4_000;
 
@@ -455,79 +453,6 @@ impl TaskManager {
     fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// Keeps the task's row leased while this process runs it, so a restart can
-/// tell tasks of dead processes from live ones.
-async fn renew_lease(store: Store, id: String, cancel: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(LEASE_RENEWAL) => {}
-            () = cancel.cancelled() => return,
-        }
-        if let Err(e) = store.renew_task_lease(&id).await {
-            tracing::warn!(error = %e, task = %id, "could not renew a task lease");
-        }
-    }
-}
-
-/// Mirrors progress into the database and the status message, at most once per
-/// [`PROGRESS_EDIT_INTERVAL`]. Returns the last progress seen.
-#[allow(clippy::too_many_arguments)]
-async fn report_progress(
-    store: Store,
-    adapter: Arc<dyn PlatformAdapter>,
-    status_ref: Option<MessageRef>,
-    id: String,
-    short: String,
-    tool: String,
-    mut rx: watch::Receiver<Progress>,
-    started: Instant,
-    milestones: Option<ChatAddress>,
-    done: CancellationToken,
-) -> Progress {
-    // With `notify: changes`: the last (stage, quarter) posted as its own message.
-    let mut posted: Option<(String, u8)> = None;
-    let interval = adapter
-        .capabilities()
-        .min_edit_interval
-        .max(PROGRESS_EDIT_INTERVAL);
-    loop {
-        tokio::select! {
-            changed = rx.changed() => if changed.is_err() { break },
-            () = done.cancelled() => break,
-        }
-        let p = rx.borrow_and_update().clone();
-        if let Err(e) = store
-            .update_task_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent)
-            .await
-        {
-            tracing::warn!(error = %e, "could not store task progress");
-        }
-        if let Some(msg) = &status_ref {
-            let text =
-                progress::status_text(&short, &tool, TaskStatus::Running, &p, started.elapsed());
-            if let Err(e) = adapter.edit(msg, OutgoingMessage::text(text)).await {
-                tracing::debug!(error = %e, "progress edit failed");
-            }
-        }
-        if let Some(chat) = &milestones {
-            let now = (p.stage.clone(), p.percent.map_or(0, |v| v / 25));
-            if !p.stage.is_empty() && posted.as_ref() != Some(&now) {
-                let text = progress::milestone_text(&short, &tool, &p);
-                if let Err(e) = adapter.send(chat, OutgoingMessage::text(text)).await {
-                    tracing::debug!(error = %e, "milestone message failed");
-                }
-                posted = Some(now);
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {},
-            () = done.cancelled() => break,
-        }
-    }
-    let last = rx.borrow().clone();
-    last
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -5,9 +5,9 @@
 //! credential is scrubbed from whatever comes back.
 
 use super::http_api_defs::{AuthPlace, HttpToolDef};
+use super::http_body::{read_capped, CappedBody};
 use super::net_guard::{vet_target, Allowlist};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
-use reqwest::header::CONTENT_TYPE;
 use serde_json::{Map, Value};
 use switchboard_platform::Secret;
 use url::Url;
@@ -135,23 +135,13 @@ impl HttpApiTool {
         }
         let mut resp = request.send().await.map_err(|e| self.failed(&e))?;
         let status = resp.status();
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let mut bytes = Vec::new();
-        let mut cut = false;
-        while let Some(chunk) = resp.chunk().await.map_err(|e| self.failed(&e))? {
-            let room = MAX_BYTES - bytes.len();
-            if chunk.len() > room {
-                bytes.extend_from_slice(&chunk[..room]);
-                cut = true;
-                break;
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let CappedBody {
+            content_type,
+            bytes,
+            cut,
+        } = read_capped(&mut resp, MAX_BYTES)
+            .await
+            .map_err(|e| self.failed(&e))?;
         let text = String::from_utf8_lossy(&bytes);
         let mut out = format!("HTTP {status}");
         if !content_type.is_empty() {

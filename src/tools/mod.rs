@@ -11,6 +11,7 @@ mod fs;
 mod html_text;
 mod http_api;
 mod http_api_defs;
+mod http_body;
 mod memory;
 mod net_guard;
 mod process;

@@ -2,9 +2,10 @@
 
 use super::args::parse_args;
 use super::html_text::html_to_text;
+use super::http_body::{read_capped, CappedBody};
 use super::net_guard::{vet_target, Allowlist};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, LOCATION};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -148,27 +149,13 @@ impl WebFetchTool {
     ) -> Result<String, ToolError> {
         let final_url = resp.url().clone();
         let status = resp.status();
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let mut body = Vec::new();
-        let mut body_cut = false;
-        while let Some(chunk) = resp
-            .chunk()
+        let CappedBody {
+            content_type,
+            bytes: body,
+            cut: body_cut,
+        } = read_capped(&mut resp, self.config.max_bytes)
             .await
-            .map_err(|e| request_failed(&final_url, e))?
-        {
-            let room = self.config.max_bytes - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                body_cut = true;
-                break;
-            }
-            body.extend_from_slice(&chunk);
-        }
+            .map_err(|e| request_failed(&final_url, e))?;
 
         let mut header = format!("URL: {}\nStatus: {status}\n", redacted(&final_url));
         if !content_type.is_empty() {
