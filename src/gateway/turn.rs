@@ -75,12 +75,14 @@ pub(crate) async fn process(
     };
     let model_input = match &input {
         SessionInput::Message(m) => {
-            let skill = commands::parse(&m.text)
+            let cmd = commands::parse(&m.text);
+            let skill = cmd
+                .as_ref()
                 .filter(|cmd| !commands::is_builtin(&cmd.name))
                 .and_then(|cmd| inner.skills.get(&cmd.name));
             if let Some(skill) = skill {
                 Message::user(skill.invocation(commands::input_after_name(&m.text)))
-            } else if let Some(cmd) = commands::parse(&m.text) {
+            } else if let Some(cmd) = cmd {
                 let reply = commands::run(inner, &cmd, &key, &session, &user, m.chat_kind.is_private()).await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, command = %cmd.name, "command failed");
                     "⚠️ That command failed because storage is unavailable. Please try again.".into()
