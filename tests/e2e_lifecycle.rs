@@ -306,6 +306,14 @@ async fn an_overloaded_endpoint_hands_the_turn_to_the_fallback() {
     let sent = backup.requests().await;
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0]["model"], "backup-model");
+    h.channel.dm(1, "/model").await;
+    h.wait_for("the model in use", |l| {
+        l.any_contains("Model: `backup-model`")
+            && l.any_contains(
+                "fallback 1 in use (`backup-model`): the primary `fake-model` failed recently",
+            )
+    })
+    .await;
     h.stop().await;
 }
 

@@ -107,9 +107,14 @@ pub(crate) async fn run(
             if user.is_approver { "yes" } else { "no" }
         ),
         "model" => {
-            let m = inner.agent.provider().model();
+            let provider = inner.agent.provider();
+            let m = provider.model();
+            let route = provider
+                .route()
+                .map(|r| format!("\n{r}."))
+                .unwrap_or_default();
             format!(
-                "Model: `{}` · context window {} tokens.",
+                "Model: `{}` · context window {} tokens.{route}",
                 m.name, m.context_window
             )
         }

@@ -113,6 +113,20 @@ impl Provider for FallbackProvider {
         }
         Err(last.unwrap_or_else(|| ProviderError::Network("no model endpoint answered".into())))
     }
+
+    fn route(&self) -> Option<String> {
+        let names = &self.health.models;
+        Some(match self.active() {
+            0 => format!(
+                "primary in use; fallbacks: {}",
+                names[1..].join(", ")
+            ),
+            i => format!(
+                "fallback {i} in use (`{}`): the primary `{}` failed recently and is retried after a cooldown",
+                names[i], names[0]
+            ),
+        })
+    }
 }
 
 #[cfg(test)]

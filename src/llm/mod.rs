@@ -39,4 +39,9 @@ pub trait Provider: Send + Sync + 'static {
     /// later ones inside the stream; a stream idle past the provider's timeout
     /// yields [`ProviderError::Timeout`].
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError>;
+
+    /// Which endpoint serves, when there is a choice (fallbacks); for `/model`.
+    fn route(&self) -> Option<String> {
+        None
+    }
 }
