@@ -159,6 +159,24 @@ async fn shutdown_in_the_middle_of_a_turn_ends_promptly() {
     );
 }
 
+/// Sends each request, allows its card and waits for its answer; returns the
+/// conversation's tasks, newest first.
+async fn start_approved(h: &Harness, asks: &[(&str, &str)]) -> Vec<switchboard::store::TaskRecord> {
+    let mut previous = None;
+    for &(ask, answer) in asks {
+        h.channel.dm(1, ask).await;
+        let card = match previous {
+            None => h.channel.card().await,
+            Some(id) => h.channel.next_card(id).await,
+        };
+        previous = Some(card.id);
+        h.channel.press(1, &card.action('y')).await;
+        h.wait_for(answer, |l| l.has_text(answer)).await;
+    }
+    let session = h.session(1, 1).await;
+    h.running.store.session_tasks(&session.0, 10).await.unwrap()
+}
+
 #[tokio::test]
 async fn background_tasks_beyond_the_limit_wait_in_line() {
     let h = Harness::with(&[("MAX_BACKGROUND_TASKS", "1")]).await;
@@ -184,22 +202,14 @@ async fn background_tasks_beyond_the_limit_wait_in_line() {
             "?"
         })
     });
-    let mut previous = None;
-    for (ask, answer) in [
-        ("start the slow job", "Started the slow one."),
-        ("start the quick job", "Started the quick one."),
-    ] {
-        h.channel.dm(1, ask).await;
-        let card = match previous {
-            None => h.channel.card().await,
-            Some(id) => h.channel.next_card(id).await,
-        };
-        previous = Some(card.id);
-        h.channel.press(1, &card.action('y')).await;
-        h.wait_for(answer, |l| l.has_text(answer)).await;
-    }
-    let session = h.session(1, 1).await;
-    let tasks = h.running.store.session_tasks(&session.0, 10).await.unwrap();
+    let tasks = start_approved(
+        &h,
+        &[
+            ("start the slow job", "Started the slow one."),
+            ("start the quick job", "Started the quick one."),
+        ],
+    )
+    .await;
     let (quick, slow) = (tasks[0].clone(), tasks[1].clone());
     assert_eq!(slow.status, TaskStatus::Running);
     assert_eq!(quick.status, TaskStatus::Queued, "one at a time here");
@@ -244,19 +254,11 @@ async fn a_queued_task_can_be_cancelled_before_it_starts() {
         h.llm.push(Reply::text(&format!("Started {id}.")));
     }
     h.llm.set_responder(|_| Reply::text("Noted."));
-    let mut previous = None;
-    for (ask, answer) in [("first", "Started call_a."), ("second", "Started call_b.")] {
-        h.channel.dm(1, ask).await;
-        let card = match previous {
-            None => h.channel.card().await,
-            Some(id) => h.channel.next_card(id).await,
-        };
-        previous = Some(card.id);
-        h.channel.press(1, &card.action('y')).await;
-        h.wait_for(answer, |l| l.has_text(answer)).await;
-    }
-    let session = h.session(1, 1).await;
-    let tasks = h.running.store.session_tasks(&session.0, 10).await.unwrap();
+    let tasks = start_approved(
+        &h,
+        &[("first", "Started call_a."), ("second", "Started call_b.")],
+    )
+    .await;
     let queued = tasks[0].clone();
     assert_eq!(queued.status, TaskStatus::Queued);
     h.channel
