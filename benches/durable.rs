@@ -29,6 +29,7 @@ mod stats;
 mod support {
     pub mod fake_llm;
     pub mod postgres;
+    pub mod serve;
     pub mod test_channel;
 }
 

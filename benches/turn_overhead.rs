@@ -24,6 +24,7 @@ mod stats;
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod serve;
     pub mod test_channel;
 }
 

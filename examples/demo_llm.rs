@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod serve;
 }
 
 use serde_json::{json, Value};

@@ -5,18 +5,16 @@ use crate::busy::Busy;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
-use crate::llm::{
-    FallbackProvider, ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
-};
+use crate::llm::{EndpointConfig, FallbackProvider, ModelInfo, Provider, ProviderError};
 use crate::memory::MemoryBook;
 use crate::metrics::Metrics;
 use crate::skills::{SkillBook, SkillProblem};
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
-    memory_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
-    ReadFileTool, ReadStoredResultTool, ScheduleTool, ScriptTool, SkillTool, ToolRegistry,
-    WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
+    memory_tools, portfolio_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig,
+    ExecTool, HttpApiTool, ReadFileTool, ReadStoredResultTool, ScheduleTool, ScriptTool, SkillTool,
+    ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,16 +82,18 @@ impl Running {
 /// Builds the model provider from the config.
 pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     let llm = &config.llm;
-    let endpoint = |base_url: &str, model: &str, window, key: Option<&Secret>| {
-        let mut oc = OpenAiConfig::new(base_url, ModelInfo::new(model, window))
+    let endpoint = |api, base_url: &str, model: &str, window, key: Option<&Secret>| {
+        let mut ec = EndpointConfig::new(base_url, ModelInfo::new(model, window))
             .with_idle_timeout(llm.idle_timeout);
-        oc.frequency_penalty = llm.frequency_penalty;
+        ec.frequency_penalty = llm.frequency_penalty;
+        ec.max_output_tokens = llm.max_output_tokens;
         if let Some(key) = key {
-            oc = oc.with_api_key(key.clone());
+            ec = ec.with_api_key(key.clone());
         }
-        OpenAiProvider::new(oc).map(|p| Arc::new(p) as Arc<dyn Provider>)
+        crate::llm::connect(api, ec)
     };
     let primary = endpoint(
+        llm.api,
         &llm.base_url,
         &llm.model,
         llm.context_window,
@@ -105,7 +105,15 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     let fallbacks = llm
         .fallbacks
         .iter()
-        .map(|f| endpoint(&f.base_url, &f.model, f.context_window, f.api_key.as_ref()))
+        .map(|f| {
+            endpoint(
+                f.api,
+                &f.base_url,
+                &f.model,
+                f.context_window,
+                f.api_key.as_ref(),
+            )
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Arc::new(FallbackProvider::new(primary, fallbacks)))
 }
@@ -146,6 +154,11 @@ pub fn build_tools(
         )));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
+    }
+    if config.portfolio_tools {
+        for tool in portfolio_tools(store.clone()) {
+            registry.register(tool);
+        }
     }
     for def in &config.script_tools {
         registry.register(Arc::new(ScriptTool::new(
@@ -218,6 +231,7 @@ pub async fn start_with_clock(
         data_dir: config.data_dir.clone(),
         model_retries: 2,
         tool_timeout: DEFAULT_TOOL_TIMEOUT,
+        intents: config.intents.clone(),
     };
     for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
         tools.register(tool);

@@ -306,6 +306,7 @@ fn endpoints(config: &Config) -> Vec<(String, Config)> {
     let mut out = vec![("model endpoint".to_owned(), primary.clone())];
     for (i, f) in config.llm.fallbacks.iter().enumerate() {
         let mut c = primary.clone();
+        c.llm.api = f.api;
         c.llm.base_url = f.base_url.clone();
         c.llm.model = f.model.clone();
         c.llm.api_key = f.api_key.clone();

@@ -17,7 +17,11 @@ pub fn run(config: &Config) -> ExitCode {
     };
     let window = info.context_window as usize;
     println!("model           {}", info.name);
-    println!("endpoint        {}", redact_url(&llm.base_url));
+    println!(
+        "endpoint        {} ({} API)",
+        redact_url(&llm.base_url),
+        llm.api.name()
+    );
     println!(
         "api key         {}",
         if llm.api_key.is_some() {
@@ -39,10 +43,11 @@ pub fn run(config: &Config) -> ExitCode {
     for (i, f) in llm.fallbacks.iter().enumerate() {
         let window = ModelInfo::new(f.model.clone(), f.context_window).context_window;
         println!(
-            "fallback {}      {} at {} (context window {window})",
+            "fallback {}      {} at {} ({} API, context window {window})",
             i + 1,
             f.model,
-            redact_url(&f.base_url)
+            redact_url(&f.base_url),
+            f.api.name()
         );
     }
     ExitCode::SUCCESS

@@ -1,6 +1,7 @@
 //! Typed configuration from the environment (and `.env`), validated at start.
 
 use crate::gateway::AccessPolicy;
+use crate::llm::ApiKind;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,7 +36,10 @@ pub enum LogFormat {
 /// The model endpoint.
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
-    /// OpenAI-style base URL; requests go to `{base_url}/chat/completions`.
+    /// The protocol the endpoint speaks (`LLM_API`, default OpenAI-compatible).
+    pub api: ApiKind,
+    /// Base URL with the version segment; OpenAI-style requests go to
+    /// `{base_url}/chat/completions`, Anthropic's to `{base_url}/messages`.
     pub base_url: String,
     pub api_key: Option<Secret>,
     pub model: String,
@@ -45,6 +49,9 @@ pub struct LlmConfig {
     /// `frequency_penalty` sent with every request (`LLM_FREQUENCY_PENALTY`,
     /// -2.0 to 2.0); unset sends none.
     pub frequency_penalty: Option<f32>,
+    /// Generated tokens per call (`LLM_MAX_OUTPUT_TOKENS`); Anthropic needs a
+    /// bound and uses 8192 when unset.
+    pub max_output_tokens: Option<u32>,
     /// Endpoints tried in order when the one before fails recoverably
     /// (`LLM_FALLBACK_<n>_*`, n = 1..=3).
     pub fallbacks: Vec<FallbackEndpoint>,
@@ -53,31 +60,35 @@ pub struct LlmConfig {
 /// A fallback model endpoint; timeouts and parameters are the primary's.
 #[derive(Debug, Clone)]
 pub struct FallbackEndpoint {
+    pub api: ApiKind,
     pub base_url: String,
     pub api_key: Option<Secret>,
     pub model: String,
     pub context_window: Option<u32>,
 }
 
-/// The variables of fallback n: base URL, model, API key, context window.
-const FALLBACK_VARS: [[&str; 4]; 3] = [
+/// The variables of fallback n: base URL, model, API key, context window, API.
+const FALLBACK_VARS: [[&str; 5]; 3] = [
     [
         "LLM_FALLBACK_1_BASE_URL",
         "LLM_FALLBACK_1_MODEL",
         "LLM_FALLBACK_1_API_KEY",
         "LLM_FALLBACK_1_CONTEXT_WINDOW",
+        "LLM_FALLBACK_1_API",
     ],
     [
         "LLM_FALLBACK_2_BASE_URL",
         "LLM_FALLBACK_2_MODEL",
         "LLM_FALLBACK_2_API_KEY",
         "LLM_FALLBACK_2_CONTEXT_WINDOW",
+        "LLM_FALLBACK_2_API",
     ],
     [
         "LLM_FALLBACK_3_BASE_URL",
         "LLM_FALLBACK_3_MODEL",
         "LLM_FALLBACK_3_API_KEY",
         "LLM_FALLBACK_3_CONTEXT_WINDOW",
+        "LLM_FALLBACK_3_API",
     ],
 ];
 
@@ -107,6 +118,11 @@ pub struct Config {
     pub exec_timeout: Duration,
     /// Background tasks one conversation runs at once; more are queued.
     pub max_background_tasks: usize,
+    /// Requests that must be answered from a tool: the built-in rules plus
+    /// those of `INTENT_RULES_FILE`.
+    pub intents: crate::agent::IntentRules,
+    /// Offer the portfolio ledger tools (`PORTFOLIO_TOOLS`, default on).
+    pub portfolio_tools: bool,
     /// Sub-agent roles offered as `delegate_to_<role>` (`SUBAGENTS`).
     pub subagents: Vec<crate::agent::Role>,
     pub web_fetch_allow: Vec<String>,
@@ -123,7 +139,7 @@ pub struct Config {
 }
 
 const FIX_LLM_BASE_URL: &str =
-    "set it to an OpenAI-compatible endpoint, e.g. LLM_BASE_URL=http://localhost:11434/v1 for a local Ollama";
+    "set it to the endpoint's base URL, e.g. LLM_BASE_URL=http://localhost:11434/v1 for a local Ollama (or https://api.anthropic.com/v1 with LLM_API=anthropic)";
 
 impl Config {
     /// Reads the process environment (after loading `.env` if present).
@@ -218,8 +234,20 @@ impl Config {
             }
             None => (Vec::new(), Vec::new()),
         };
+        let intents = match get("INTENT_RULES_FILE") {
+            None => crate::agent::IntentRules::builtin(),
+            Some(path) => crate::agent::IntentRules::with_file(std::path::Path::new(&path))
+                .map_err(|e| ConfigError::Invalid {
+                    var: "INTENT_RULES_FILE",
+                    problem: e.to_string(),
+                    fix: "fix the file: a JSON list like [{\"pattern\": \"(?i)\\\\bweather\\\\b\", \"tool\": \"get_weather\"}], or unset it",
+                })?,
+        };
         Ok(Config {
+            intents,
+            portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
             llm: LlmConfig {
+                api: api_kind("LLM_API", get("LLM_API"))?,
                 base_url,
                 api_key: get("LLM_API_KEY").map(Secret::new),
                 model,
@@ -228,6 +256,7 @@ impl Config {
                     number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
                 ),
                 frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
+                max_output_tokens: number(&get, "LLM_MAX_OUTPUT_TOKENS")?,
                 fallbacks: fallbacks(&get)?,
             },
             database_url,
@@ -305,7 +334,7 @@ fn check_base_url(var: &'static str, raw: &str) -> Result<(), ConfigError> {
 /// URL ends the list.
 fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoint>, ConfigError> {
     let mut out = Vec::new();
-    for [url_var, model_var, key_var, window_var] in FALLBACK_VARS {
+    for [url_var, model_var, key_var, window_var, api_var] in FALLBACK_VARS {
         let Some(base_url) = get(url_var) else { break };
         check_base_url(url_var, &base_url)?;
         let model = get(model_var).ok_or(ConfigError::Missing {
@@ -313,6 +342,7 @@ fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoi
             fix: "a fallback endpoint needs the model name it serves",
         })?;
         out.push(FallbackEndpoint {
+            api: api_kind(api_var, get(api_var))?,
             base_url,
             api_key: get(key_var).map(Secret::new),
             model,
@@ -320,6 +350,38 @@ fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoi
         });
     }
     Ok(out)
+}
+
+/// A boolean variable: true/false, yes/no, on/off, 1/0; `None` when unset.
+pub(crate) fn flag(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<bool>, ConfigError> {
+    match get(var).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match v.as_str() {
+            "1" | "true" | "yes" | "on" => Ok(Some(true)),
+            "0" | "false" | "no" | "off" => Ok(Some(false)),
+            _ => Err(ConfigError::Invalid {
+                var,
+                problem: format!("{v:?} is not a boolean"),
+                fix: "use true or false",
+            }),
+        },
+    }
+}
+
+/// `LLM_API` (or a fallback's `_API`): the protocol, OpenAI-compatible when unset.
+fn api_kind(var: &'static str, raw: Option<String>) -> Result<ApiKind, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(ApiKind::default());
+    };
+    ApiKind::parse(&raw).ok_or(ConfigError::Invalid {
+        var,
+        problem: format!("unknown API {raw:?}"),
+        fix: "use openai (default; any OpenAI-compatible server), anthropic or gemini",
+    })
 }
 
 /// `LLM_FREQUENCY_PENALTY`: a number from -2.0 to 2.0 (OpenAI's range).

@@ -14,6 +14,7 @@ mod health;
 pub mod llm;
 pub mod memory;
 pub mod metrics;
+pub mod portfolio;
 pub mod skills;
 pub mod store;
 pub mod tasks;

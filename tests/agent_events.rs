@@ -17,7 +17,7 @@ use switchboard::agent::{
     Agent, AgentConfig, NobodyToAsk, RuntimeEvent, StopReason, TurnOutcome, TurnRequest,
     MAX_CONTEXT_MESSAGES,
 };
-use switchboard::llm::{Message, ModelInfo, OpenAiConfig, OpenAiProvider};
+use switchboard::llm::{EndpointConfig, Message, ModelInfo, OpenAiProvider};
 use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
@@ -76,7 +76,7 @@ struct Rig {
 impl Rig {
     async fn new() -> Rig {
         let llm = FakeLlm::start().await;
-        let config = OpenAiConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
+        let config = EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
         let provider = Arc::new(OpenAiProvider::new(config).unwrap());
         let mut tools = ToolRegistry::new();
         tools
@@ -93,6 +93,7 @@ impl Rig {
                 data_dir: dir.path().to_path_buf(),
                 model_retries: 2,
                 tool_timeout: Duration::from_secs(1),
+                intents: switchboard::agent::IntentRules::builtin(),
             },
         ));
         Rig {
@@ -129,6 +130,7 @@ fn name(event: &RuntimeEvent) -> &'static str {
         RuntimeEvent::ThinkingDelta(_) => "thinking_delta",
         RuntimeEvent::ToolCalls(_) => "tool_calls",
         RuntimeEvent::ToolStart { .. } => "tool_start",
+        RuntimeEvent::ToolProgress { .. } => "tool_progress",
         RuntimeEvent::ToolResult { .. } => "tool_result",
         RuntimeEvent::ToolError { .. } => "tool_error",
         RuntimeEvent::Compaction { .. } => "compaction",

@@ -13,6 +13,8 @@ use std::time::Duration;
 use chrono::{Duration as Span, Utc};
 use serde_json::{json, Value};
 use support::e2e::messages;
+use support::fake_anthropic::{FakeAnthropic, Reply as AnthropicReply};
+use support::fake_gemini::{FakeGemini, Reply as GeminiReply};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use switchboard::store::{
     MemoryKind, MemoryOwner, NewMemory, Store, TaskNotify, TaskRecord, TaskStatus,
@@ -945,6 +947,55 @@ async fn doctor_checks_every_fallback_endpoint_on_its_own() {
         !done.stdout.contains("sk-backup-do-not-print")
             && !done.stderr.contains("sk-backup-do-not-print")
     );
+}
+
+#[tokio::test]
+async fn doctor_and_model_speak_each_protocol() {
+    let anthropic = FakeAnthropic::start().await;
+    anthropic.require_api_key("sk-ant-doctor-secret");
+    anthropic.set_responder(|_| AnthropicReply::text("OK"));
+    let gemini = FakeGemini::start().await;
+    gemini.require_api_key("gemini-doctor-secret");
+    gemini.set_responder(|_| GeminiReply::text("OK"));
+    let env = Env::new(&anthropic.base_url())
+        .set("LLM_API", "anthropic")
+        .set("LLM_MODEL", "claude-sonnet-4")
+        .set("LLM_API_KEY", "sk-ant-doctor-secret")
+        .set("LLM_FALLBACK_1_API", "gemini")
+        .set("LLM_FALLBACK_1_BASE_URL", &gemini.base_url())
+        .set("LLM_FALLBACK_1_MODEL", "gemini-2.5-flash")
+        .set("LLM_FALLBACK_1_API_KEY", "gemini-doctor-secret");
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stdout
+            .contains("✔ model endpoint answers (claude-sonnet-4"),
+        "{done}"
+    );
+    assert!(done.stdout.contains("context window 200000"), "{done}");
+    assert!(
+        done.stdout
+            .contains("✔ fallback 1 answers (gemini-2.5-flash"),
+        "{done}"
+    );
+    assert_eq!(anthropic.requests().len(), 1, "one probe each");
+    let model = env.run(&["model"]).await;
+    assert_eq!(model.code(), Some(0), "{model}");
+    assert!(model.stdout.contains("(anthropic API)"), "{model}");
+    assert!(
+        model
+            .stdout
+            .contains("(gemini API, context window 1000000)"),
+        "{model}"
+    );
+    for out in [&done, &model] {
+        for secret in ["sk-ant-doctor-secret", "gemini-doctor-secret"] {
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{out}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

@@ -338,7 +338,16 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
         .push(Reply::text("X is 42 (source: notes.txt).").with_usage(1000, 100, 0));
     h.llm.push(Reply::text("X is 42.").with_usage(10, 1, 0));
     h.channel.dm(1, "what is X?").await;
-    h.wait_for("the answer", |l| l.has_text("X is 42.")).await;
+    let log = h.wait_for("the answer", |l| l.has_text("X is 42.")).await;
+    // The sub-agent's steps showed in the answer's draft while it worked.
+    let answer = log.find("X is 42.").unwrap();
+    let shown = log.history_of(answer.id);
+    assert!(
+        shown
+            .iter()
+            .any(|t| t.starts_with("⏳ research sub-agent — step 1: read_file")),
+        "{shown:?}"
+    );
 
     let requests = h.requests(5).await;
     let tool_names = |r: &serde_json::Value| -> Vec<String> {

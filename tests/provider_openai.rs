@@ -8,17 +8,18 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use switchboard::llm::{
-    ChatRequest, Chunk, Message, ModelInfo, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
+    ChatRequest, Chunk, EndpointConfig, Message, ModelInfo, OpenAiProvider, ProviderError,
     ToolCall, ToolDefinition, Usage,
 };
 use switchboard_platform::Secret;
 
 use support::fake_llm::{chunk, error_body, FakeLlm, Reply};
+use support::provider::run;
 
 const IDLE: Duration = Duration::from_millis(300);
 
-fn config(llm: &FakeLlm) -> OpenAiConfig {
-    OpenAiConfig::new(llm.base_url(), ModelInfo::new("fake-model", None)).with_idle_timeout(IDLE)
+fn config(llm: &FakeLlm) -> EndpointConfig {
+    EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None)).with_idle_timeout(IDLE)
 }
 
 fn provider(llm: &FakeLlm) -> anyhow::Result<OpenAiProvider> {
@@ -39,25 +40,6 @@ fn ask(text: &str, tools: Vec<ToolDefinition>) -> ChatRequest {
         messages: vec![Message::user(text)],
         tools,
     }
-}
-
-/// Every chunk up to the end of the stream, and the error that ended it, if any.
-async fn run(
-    provider: &OpenAiProvider,
-    request: ChatRequest,
-) -> (Vec<Chunk>, Option<ProviderError>) {
-    let mut stream = match provider.chat_stream(request).await {
-        Ok(stream) => stream,
-        Err(error) => return (Vec::new(), Some(error)),
-    };
-    let mut chunks = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(chunk) => chunks.push(chunk),
-            Err(error) => return (chunks, Some(error)),
-        }
-    }
-    (chunks, None)
 }
 
 fn text(chunks: &[Chunk]) -> String {
@@ -468,7 +450,7 @@ async fn network_failures_are_network_errors() -> anyhow::Result<()> {
         .await?
         .local_addr()?
         .port();
-    let closed = OpenAiConfig::new(
+    let closed = EndpointConfig::new(
         format!("http://127.0.0.1:{port}/v1"),
         ModelInfo::new("m", None),
     );

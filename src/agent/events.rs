@@ -46,6 +46,12 @@ pub enum RuntimeEvent {
         call_id: String,
         name: String,
     },
+    /// What a running foreground tool reports (a sub-agent's steps).
+    ToolProgress {
+        call_id: String,
+        name: String,
+        progress: crate::tools::Progress,
+    },
     ToolResult {
         call_id: String,
         name: String,

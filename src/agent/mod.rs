@@ -4,6 +4,7 @@ mod compaction;
 mod doom_loop;
 mod events;
 mod host;
+mod intent;
 mod model_call;
 mod redact;
 mod results;
@@ -18,5 +19,6 @@ pub use compaction::{
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
+pub use intent::{IntentRule, IntentRules, IntentRulesError, MAX_CORRECTIONS};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
 pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};

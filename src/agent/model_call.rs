@@ -18,12 +18,12 @@ pub(super) async fn call_model(
     request: ChatRequest,
     tx: &mpsc::Sender<RuntimeEvent>,
     usage: &mut Usage,
-    after_text: bool,
+    text_out: TextOut,
 ) -> Result<ModelReply, ModelFailure> {
     let mut attempt = 0;
     loop {
         let mut reply = ModelReply::default();
-        match stream_once(provider, request.clone(), tx, usage, &mut reply, after_text).await {
+        match stream_once(provider, request.clone(), tx, usage, &mut reply, text_out).await {
             Ok(()) => return Ok(reply),
             Err(e) if e.is_recoverable() && !reply.produced_output() && attempt < retries => {
                 attempt += 1;
@@ -53,13 +53,14 @@ async fn stream_once(
     tx: &mpsc::Sender<RuntimeEvent>,
     usage: &mut Usage,
     reply: &mut ModelReply,
-    after_text: bool,
+    text_out: TextOut,
 ) -> Result<(), ProviderError> {
     let mut stream = provider.chat_stream(request).await?;
     while let Some(chunk) = stream.next().await {
         match chunk? {
+            Chunk::Text(t) if text_out == TextOut::Hold => reply.text.push_str(&t),
             Chunk::Text(t) => {
-                if after_text && reply.text.is_empty() && !t.is_empty() {
+                if text_out == TextOut::AfterText && reply.text.is_empty() && !t.is_empty() {
                     let _ = tx
                         .send(RuntimeEvent::TextDelta(ROUND_SEPARATOR.into()))
                         .await;
@@ -79,6 +80,17 @@ async fn stream_once(
         }
     }
     Ok(())
+}
+
+/// What happens to the text of a model call as it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TextOut {
+    /// Streamed as the turn's first text.
+    Stream,
+    /// Streamed after earlier rounds' text (a separator goes first).
+    AfterText,
+    /// Kept back: it may be an answer the intent guard sends back.
+    Hold,
 }
 
 #[derive(Default)]

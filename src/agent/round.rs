@@ -8,13 +8,13 @@ use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, ToolCall};
 use crate::store::TurnOrigin;
-use crate::tools::{Tool, ToolContext, ToolError, ToolRegistry};
+use crate::tools::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 const MAX_PARALLEL: usize = 5;
@@ -290,24 +290,47 @@ impl RoundRunner<'_> {
                 })
                 .map_err(|e| format!("error: could not start the background task: {e}")));
         }
+        // Progress a foreground tool reports (a sub-agent's steps) goes to
+        // the chat as it happens.
+        let (progress_tx, mut progress_rx) = watch::channel(Progress::default());
         let ctx = ToolContext {
             cancel: self.cancel.child_token(),
+            progress: ProgressSink::new(progress_tx),
             session_id: self.session_id.to_owned(),
             origin: self.origin.cloned(),
-            ..ToolContext::default()
         };
         // A panicking tool must not take the turn down: run it on its own task.
         // A hanging one must not hold the session: past the timeout it is told
         // to stop (its cancel token) and dropped.
         let cancel = ctx.cancel.clone();
         let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
-        let joined = match tokio::time::timeout(self.tool_timeout, &mut running).await {
-            Ok(joined) => joined,
-            Err(_) => {
-                cancel.cancel();
-                running.abort();
-                tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
-                return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
+        let deadline = tokio::time::sleep(self.tool_timeout);
+        tokio::pin!(deadline);
+        let mut reporting = true;
+        let joined = loop {
+            tokio::select! {
+                joined = &mut running => break joined,
+                () = &mut deadline => {
+                    cancel.cancel();
+                    running.abort();
+                    tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
+                    return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
+                }
+                changed = progress_rx.changed(), if reporting => {
+                    if changed.is_err() {
+                        reporting = false;
+                        continue;
+                    }
+                    let progress = progress_rx.borrow_and_update().clone();
+                    let _ = self
+                        .events
+                        .send(RuntimeEvent::ToolProgress {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            progress,
+                        })
+                        .await;
+                }
             }
         };
         Ok(match joined {

@@ -4,7 +4,8 @@ use super::compaction::{self, ContextView};
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
-use super::model_call::{call_model, ModelFailure, ROUND_SEPARATOR};
+use super::intent::{self, IntentRules, MAX_CORRECTIONS};
+use super::model_call::{call_model, ModelFailure, TextOut, ROUND_SEPARATOR};
 use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
@@ -29,6 +30,8 @@ pub struct AgentConfig {
     /// The longest a foreground tool call may run before the registry gives up
     /// on it (a safety net above the tools' own timeouts).
     pub tool_timeout: Duration,
+    /// Requests that must be answered from a tool (the intent guard).
+    pub intents: IntentRules,
 }
 
 /// [`AgentConfig::tool_timeout`] by default: above `exec_command`'s 600 s cap.
@@ -205,6 +208,18 @@ impl Agent {
         // Text of every round, joined by blank lines: what the user saw stream.
         let mut turn_text = String::new();
         let mut guard = DoomLoopGuard::default();
+        // A resumed turn already acted on its request.
+        let mut intents = match (&pending, t.messages.get(new_from)) {
+            (None, Some(m)) if m.role == Role::User => {
+                let text = crate::memory::unwrap(&m.content);
+                IntentCheck::new(
+                    self.config
+                        .intents
+                        .required(text, |name| self.tools.get(name).is_some()),
+                )
+            }
+            _ => IntentCheck::default(),
+        };
         let runner = RoundRunner {
             tools: &self.tools,
             host: &host,
@@ -242,8 +257,15 @@ impl Agent {
                         messages: shrink_earlier_results(&context),
                         tools,
                     };
+                    let text_out = if !intents.missing().is_empty() {
+                        TextOut::Hold
+                    } else if turn_text.is_empty() {
+                        TextOut::Stream
+                    } else {
+                        TextOut::AfterText
+                    };
                     let reply = tokio::select! {
-                        r = call_model(self.provider.as_ref(), self.config.model_retries, request, tx, &mut t.usage, !turn_text.is_empty()) => r,
+                        r = call_model(self.provider.as_ref(), self.config.model_retries, request, tx, &mut t.usage, text_out) => r,
                         () = cancel.cancelled() => Err(ModelFailure::Cancelled),
                     };
                     let reply = match reply {
@@ -267,6 +289,33 @@ impl Agent {
                         tool_call_id: None,
                         reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
                     });
+                    intents.called(&reply.tool_calls);
+                    let missing = intents.missing();
+                    if reply.tool_calls.is_empty() && !missing.is_empty() {
+                        if intents.corrections.len() < MAX_CORRECTIONS {
+                            pad.record(
+                                "intent_correction",
+                                json!({ "round": round, "missing": missing, "answer": reply.text }),
+                            );
+                            intents.corrections.push(t.messages.len() - 1);
+                            t.messages.push(Message::user(intent::correction(&missing)));
+                            continue;
+                        }
+                        pad.record(
+                            "intent_unmet",
+                            json!({ "round": round, "missing": missing }),
+                        );
+                        let warning = intent::warning(&missing);
+                        intents.drop_corrections(t.messages, t.view.folded());
+                        if let Some(last) = t.messages.last_mut() {
+                            last.content = format!("{warning}{}", last.content);
+                        }
+                        turn_text = format!("{warning}{turn_text}");
+                    } else if !intents.corrections.is_empty() && missing.is_empty() {
+                        // The model complied: the refused answers and the
+                        // corrections are not part of the conversation.
+                        intents.drop_corrections(t.messages, t.view.folded());
+                    }
                     if !reply.text.is_empty() {
                         if !turn_text.is_empty() {
                             turn_text.push_str(ROUND_SEPARATOR);
@@ -309,6 +358,47 @@ impl Agent {
         );
         t.messages.push(Message::assistant(text.clone()));
         t.finish(&mut pad, text, StopReason::MaxRounds)
+    }
+}
+
+/// The intent guard's state in one turn: the tools the request needs, which of
+/// them were called, and where corrective messages were put.
+#[derive(Debug, Default)]
+struct IntentCheck {
+    required: Vec<String>,
+    called: Vec<String>,
+    /// Index of each refused answer; its correction follows it.
+    corrections: Vec<usize>,
+}
+
+impl IntentCheck {
+    fn new(required: Vec<&str>) -> IntentCheck {
+        IntentCheck {
+            required: required.into_iter().map(str::to_owned).collect(),
+            ..IntentCheck::default()
+        }
+    }
+
+    fn called(&mut self, calls: &[ToolCall]) {
+        self.called.extend(calls.iter().map(|c| c.name.clone()));
+    }
+
+    fn missing(&self) -> Vec<String> {
+        self.required
+            .iter()
+            .filter(|t| !self.called.contains(t))
+            .cloned()
+            .collect()
+    }
+
+    /// Removes the refused answers and their corrections from the turn (not
+    /// those a compaction already folded into its summary).
+    fn drop_corrections(&mut self, messages: &mut Vec<Message>, folded: usize) {
+        for index in self.corrections.drain(..).rev() {
+            if index >= folded && index + 2 <= messages.len() {
+                messages.drain(index..index + 2);
+            }
+        }
     }
 }
 

@@ -100,6 +100,9 @@ pub fn delegate_tools(
                 AgentConfig {
                     max_tool_rounds: SUBAGENT_MAX_ROUNDS,
                     system_prompt: role.prompt.to_owned(),
+                    // The parent's request, not the sub-agent's task, is what
+                    // the intent guard judges.
+                    intents: crate::agent::IntentRules::none(),
                     ..config.clone()
                 },
             );

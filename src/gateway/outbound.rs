@@ -23,6 +23,9 @@ pub(crate) struct ReplyStream {
     draft: Option<MessageRef>,
     shown: String,
     text: String,
+    /// What a running tool reports (a sub-agent's steps), shown under the
+    /// text until more text arrives.
+    status: Option<String>,
     last_edit: Option<Instant>,
     /// When the first text arrived.
     started: Option<Instant>,
@@ -45,6 +48,7 @@ impl ReplyStream {
             draft: None,
             shown: String::new(),
             text: String::new(),
+            status: None,
             last_edit: None,
             started: None,
             final_buttons: Vec::new(),
@@ -54,20 +58,40 @@ impl ReplyStream {
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
     pub(crate) async fn push(&mut self, delta: &str) {
         self.text.push_str(delta);
+        self.status = None;
+        self.refresh().await;
+    }
+
+    /// Shows what a running tool reports under the text so far.
+    pub(crate) async fn set_status(&mut self, status: String) {
+        self.status = Some(status);
+        self.refresh().await;
+    }
+
+    /// The draft's text: the answer so far and the status line.
+    fn display(&self) -> String {
+        match &self.status {
+            Some(status) if self.text.trim().is_empty() => format!("⏳ {status}"),
+            Some(status) => format!("{}\n\n⏳ {status}", self.text.trim_end()),
+            None => self.text.clone(),
+        }
+    }
+
+    async fn refresh(&mut self) {
         if !self.caps.can_edit {
             return;
         }
         let started = *self.started.get_or_insert_with(Instant::now);
         let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
         // Streaming stops at the first chunk's limit; the rest is posted at the end.
-        let fits = measure(&self.text, self.caps.length_unit) <= self.caps.max_message_len;
-        if due && fits && !self.text.trim().is_empty() {
-            self.update_draft().await;
+        let text = self.display();
+        let fits = measure(&text, self.caps.length_unit) <= self.caps.max_message_len;
+        if due && fits && !text.trim().is_empty() {
+            self.update_draft(text).await;
         }
     }
 
-    async fn update_draft(&mut self) {
-        let text = self.text.clone();
+    async fn update_draft(&mut self, text: String) {
         if text == self.shown {
             return;
         }

@@ -301,6 +301,9 @@ async fn deliver(
     while let Some(event) = events.recv().await {
         match event {
             RuntimeEvent::TextDelta(t) => reply.push(&t).await,
+            RuntimeEvent::ToolProgress { progress, .. } => {
+                reply.set_status(progress.line()).await;
+            }
             RuntimeEvent::Done(done) => outcome = Some(done),
             RuntimeEvent::Compaction {
                 messages_before,

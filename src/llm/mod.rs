@@ -1,26 +1,34 @@
-//! Model providers: the `Provider` trait, the OpenAI-compatible implementation and
-//! model metadata.
+//! Model providers: the `Provider` trait, the OpenAI-compatible, Anthropic and
+//! Gemini implementations, fallback and model metadata.
 
+mod anthropic;
 mod complete;
+mod endpoint;
 mod error;
 mod estimate;
 mod fallback;
+mod gemini;
+mod http;
 mod metadata;
 mod openai;
 mod openai_error;
 mod openai_stream;
 mod openai_wire;
+mod sse;
 mod tool_call_text;
 mod types;
 
+pub use anthropic::AnthropicProvider;
 pub use complete::complete;
+pub use endpoint::{connect, ApiKind, EndpointConfig};
 pub use error::ProviderError;
 pub use estimate::{
     estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented,
 };
 pub use fallback::FallbackProvider;
+pub use gemini::GeminiProvider;
 pub use metadata::{context_window_for, ModelInfo};
-pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai::OpenAiProvider;
 pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};
 
 use async_trait::async_trait;

@@ -2,66 +2,24 @@
 //! llama.cpp) over reqwest and SSE.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::AUTHORIZATION;
 use serde_json::Value;
-use switchboard_platform::Secret;
 
+use super::endpoint::EndpointConfig;
 use super::error::ProviderError;
+use super::http;
 use super::metadata::ModelInfo;
 use super::openai_error;
-use super::openai_stream::chunk_stream;
+use super::openai_stream::StreamDecoder;
 use super::openai_wire::{request_body, RequestOptions};
+use super::sse;
 use super::types::ChatRequest;
 use super::{ChunkStream, Provider};
 
-/// Longest error body read from a failed response.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Settings of one OpenAI-compatible endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiConfig {
-    /// Base URL including the version segment, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    /// Sent as `Authorization: Bearer …` when set (local servers often need none).
-    pub api_key: Option<Secret>,
-    pub model: ModelInfo,
-    /// A stream silent for this long fails with [`ProviderError::Timeout`]; also
-    /// bounds the wait for the response headers.
-    pub idle_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// Sent when set (some endpoints reject it; then it is dropped).
-    pub frequency_penalty: Option<f32>,
-}
-
-impl OpenAiConfig {
-    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-    /// A config with no key, the default timeouts and no optional parameters.
-    pub fn new(base_url: impl Into<String>, model: ModelInfo) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key: None,
-            model,
-            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
-            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
-            frequency_penalty: None,
-        }
-    }
-
-    pub fn with_api_key(mut self, key: Secret) -> Self {
-        self.api_key = Some(key).filter(|k| !k.is_empty());
-        self
-    }
-
-    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
-        self.idle_timeout = idle;
-        self
-    }
-}
+/// The scheme of the `Authorization` header.
+const BEARER: &str = "Bearer ";
 
 /// An optional request parameter an endpoint may reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +66,7 @@ impl Rejected {
 /// A [`Provider`] for any OpenAI-compatible `/chat/completions` endpoint.
 #[derive(Debug)]
 pub struct OpenAiProvider {
-    config: OpenAiConfig,
+    config: EndpointConfig,
     endpoint: String,
     client: reqwest::Client,
     rejected: Rejected,
@@ -117,23 +75,9 @@ pub struct OpenAiProvider {
 impl OpenAiProvider {
     /// Builds the HTTP client; fails with [`ProviderError::Config`] (status 0) on
     /// an unusable base URL or key.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let local = |message: String| ProviderError::Config { status: 0, message };
-        let base = config.base_url.trim().trim_end_matches('/');
-        let endpoint = format!("{base}/chat/completions");
-        let url = url::Url::parse(&endpoint)
-            .map_err(|e| local(format!("invalid model base URL {base:?}: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(local(format!("model base URL must be http(s): {base:?}")));
-        }
-        if let Some(key) = &config.api_key {
-            HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| local("the API key contains invalid characters".to_owned()))?;
-        }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| local(format!("cannot build the HTTP client: {e}")))?;
+    pub fn new(config: EndpointConfig) -> Result<Self, ProviderError> {
+        let endpoint = http::endpoint(&config.base_url, "/chat/completions")?;
+        let client = http::client(&config, BEARER)?;
         Ok(Self {
             config,
             endpoint,
@@ -153,43 +97,13 @@ impl OpenAiProvider {
         }
     }
 
-    fn scrub(&self, error: ProviderError) -> ProviderError {
-        openai_error::scrub(error, self.config.api_key.as_ref())
-    }
-
     /// Sends one request and waits (at most the idle timeout) for the headers.
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ProviderError> {
         let mut request = self.client.post(&self.endpoint).json(body);
         if let Some(key) = &self.config.api_key {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    ProviderError::Config {
-                        status: 0,
-                        message: "the API key contains invalid characters".to_owned(),
-                    }
-                })?;
-            value.set_sensitive(true);
-            request = request.header(AUTHORIZATION, value);
+            request = request.header(AUTHORIZATION, http::secret_header(BEARER, key.expose())?);
         }
-        match tokio::time::timeout(self.config.idle_timeout, request.send()).await {
-            Err(_) => Err(ProviderError::Timeout(self.config.idle_timeout)),
-            Ok(Err(error)) => Err(openai_error::from_reqwest(&error)),
-            Ok(Ok(response)) => Ok(response),
-        }
-    }
-
-    /// Reads at most [`MAX_ERROR_BODY`] bytes of a failed response.
-    async fn error_body(&self, mut response: reqwest::Response) -> String {
-        let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY {
-            let next = tokio::time::timeout(self.config.idle_timeout, response.chunk()).await;
-            match next {
-                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-                _ => break,
-            }
-        }
-        body.truncate(MAX_ERROR_BODY);
-        String::from_utf8_lossy(&body).into_owned()
+        http::send(request, self.config.idle_timeout).await
     }
 
     /// The optional parameter a 400 complains about, if it was sent.
@@ -232,7 +146,7 @@ impl OpenAiProvider {
                 return self.success(response, parse_tool_text).await;
             }
             let retry_after = openai_error::retry_after(response.headers());
-            let text = self.error_body(response).await;
+            let text = http::body_text(response, self.config.idle_timeout).await;
             if let Some(param) = self.rejected_param(status, &text, &options) {
                 tracing::warn!(
                     endpoint = %self.endpoint,
@@ -252,14 +166,8 @@ impl OpenAiProvider {
         response: reqwest::Response,
         parse_tool_text: bool,
     ) -> Result<ChunkStream, ProviderError> {
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        if content_type.starts_with("application/json") {
-            let text = self.error_body(response).await;
+        if http::is_json(&response) {
+            let text = http::body_text(response, self.config.idle_timeout).await;
             let value = serde_json::from_str::<Value>(&text).ok();
             return Err(match value.as_ref().and_then(|v| v.get("error")) {
                 Some(error) => openai_error::from_error_object(error),
@@ -268,11 +176,11 @@ impl OpenAiProvider {
                 ),
             });
         }
-        Ok(chunk_stream(
+        Ok(sse::chunk_stream(
             response,
             self.config.idle_timeout,
-            parse_tool_text,
             self.config.api_key.clone(),
+            StreamDecoder::new(parse_tool_text),
         ))
     }
 }
@@ -284,20 +192,19 @@ impl Provider for OpenAiProvider {
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
-        self.start(&request).await.map_err(|error| {
-            let error = self.scrub(error);
-            tracing::debug!(endpoint = %self.endpoint, %error, "chat request failed");
-            error
-        })
+        self.start(&request)
+            .await
+            .map_err(|e| http::failed(e, self.config.api_key.as_ref(), &self.endpoint))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_platform::Secret;
 
-    fn config(base: &str) -> OpenAiConfig {
-        OpenAiConfig::new(base, ModelInfo::new("m", None))
+    fn config(base: &str) -> EndpointConfig {
+        EndpointConfig::new(base, ModelInfo::new("m", None))
     }
 
     #[test]

@@ -1,135 +1,16 @@
 //! Decoding an OpenAI-compatible SSE response into [`Chunk`]s: tool-call fragments
-//! assembled by index, reasoning passed through, usage, in-stream errors and the idle
-//! timeout.
+//! assembled by index, reasoning passed through, usage and in-stream errors.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
+use std::collections::BTreeMap;
 
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::stream::BoxStream;
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
-use switchboard_platform::Secret;
 
 use super::error::ProviderError;
 use super::openai_error;
+use super::sse::{SseDecoder, Step};
 use super::tool_call_text::{generate_call_id, ToolCallTextFilter};
 use super::types::{Chunk, ToolCall, Usage};
-use super::ChunkStream;
-
-/// Largest response body accepted (tool arguments can be big, but not unbounded).
-const MAX_STREAM_BYTES: usize = 32 * 1024 * 1024;
-
-/// Turns a successful streaming response into a [`ChunkStream`]. `parse_tool_text`
-/// enables the `<tool_call>` text filter (only useful when tools were offered).
-pub(crate) fn chunk_stream(
-    response: reqwest::Response,
-    idle: Duration,
-    parse_tool_text: bool,
-    key: Option<Secret>,
-) -> ChunkStream {
-    let mut received = 0usize;
-    let bytes = response.bytes_stream().map(move |item| match item {
-        Ok(bytes) => {
-            received += bytes.len();
-            if received > MAX_STREAM_BYTES {
-                Err(BodyError::TooLarge)
-            } else {
-                Ok(bytes)
-            }
-        }
-        Err(error) => Err(BodyError::Transport(error)),
-    });
-    let state = StreamState {
-        events: bytes.eventsource().boxed(),
-        decoder: StreamDecoder::new(parse_tool_text),
-        queue: VecDeque::new(),
-        finished: false,
-        idle,
-        key,
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(item) = state.queue.pop_front() {
-                return Some((item, state));
-            }
-            if state.finished {
-                return None;
-            }
-            state.advance().await;
-        }
-    })
-    .boxed()
-}
-
-#[derive(Debug)]
-enum BodyError {
-    Transport(reqwest::Error),
-    TooLarge,
-}
-
-type Events = BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<BodyError>>>;
-
-struct StreamState {
-    events: Events,
-    decoder: StreamDecoder,
-    queue: VecDeque<Result<Chunk, ProviderError>>,
-    finished: bool,
-    idle: Duration,
-    key: Option<Secret>,
-}
-
-impl StreamState {
-    /// Reads one SSE event (or the end, or the idle timeout) into the queue.
-    async fn advance(&mut self) {
-        let mut out = Vec::new();
-        let result = match tokio::time::timeout(self.idle, self.events.next()).await {
-            Err(_) => Err(ProviderError::Timeout(self.idle)),
-            Ok(None) => self.decoder.finish(&mut out).map(|()| Step::Done),
-            Ok(Some(Err(error))) => Err(event_error(error)),
-            Ok(Some(Ok(event))) => match self.decoder.on_data(&event.data, &mut out) {
-                Ok(Step::Done) => self.decoder.finish(&mut out).map(|()| Step::Done),
-                other => other,
-            },
-        };
-        self.queue.extend(out.into_iter().map(Ok));
-        match result {
-            Ok(Step::Continue) => {}
-            Ok(Step::Done) => self.finished = true,
-            Err(error) => {
-                let error = openai_error::scrub(error, self.key.as_ref());
-                tracing::debug!(%error, "model stream failed");
-                self.queue.push_back(Err(error));
-                self.finished = true;
-            }
-        }
-    }
-}
-
-fn event_error(error: EventStreamError<BodyError>) -> ProviderError {
-    match error {
-        EventStreamError::Transport(BodyError::Transport(error)) => {
-            openai_error::from_reqwest(&error)
-        }
-        EventStreamError::Transport(BodyError::TooLarge) => ProviderError::InvalidResponse(
-            format!("the response exceeded {MAX_STREAM_BYTES} bytes"),
-        ),
-        EventStreamError::Utf8(error) => {
-            ProviderError::InvalidResponse(format!("the stream is not UTF-8: {error}"))
-        }
-        EventStreamError::Parser(error) => {
-            ProviderError::InvalidResponse(format!("the stream is not SSE: {error}"))
-        }
-    }
-}
-
-/// Whether the stream goes on after an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    Continue,
-    Done,
-}
 
 /// The pure part of stream decoding: SSE `data` payloads in, chunks out.
 #[derive(Debug)]
@@ -152,11 +33,7 @@ impl StreamDecoder {
     }
 
     /// Handles the `data` of one SSE event.
-    pub(crate) fn on_data(
-        &mut self,
-        data: &str,
-        out: &mut Vec<Chunk>,
-    ) -> Result<Step, ProviderError> {
+    fn data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
         let data = data.trim();
         if data == "[DONE]" {
             self.saw_data = true;
@@ -206,7 +83,7 @@ impl StreamDecoder {
     }
 
     /// Ends the stream: held-back text, remaining and text-parsed calls, usage.
-    pub(crate) fn finish(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+    fn finish(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
         if !self.saw_data {
             return Err(ProviderError::InvalidResponse(
                 "the response is not an event stream (no data events)".to_owned(),
@@ -235,6 +112,20 @@ impl StreamDecoder {
         if !calls.is_empty() {
             out.push(Chunk::ToolCalls(calls));
         }
+    }
+}
+
+impl SseDecoder for StreamDecoder {
+    fn on_data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
+        let step = self.data(data, out)?;
+        if step == Step::Done {
+            self.finish(out)?;
+        }
+        Ok(step)
+    }
+
+    fn on_end(&mut self, out: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+        self.finish(out)
     }
 }
 
@@ -375,10 +266,10 @@ mod tests {
         let mut out = Vec::new();
         for event in events {
             if decoder.on_data(event, &mut out)? == Step::Done {
-                break;
+                return Ok(out);
             }
         }
-        decoder.finish(&mut out)?;
+        decoder.on_end(&mut out)?;
         Ok(out)
     }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::types::{ChatRequest, Message, Role, ToolDefinition};
+use super::types::{portable_call_id, ChatRequest, Message, Role, ToolDefinition};
 
 /// Which optional parameters to send (the endpoint may have rejected some).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,7 +81,7 @@ fn message(message: &Message, with_reasoning: bool) -> Value {
                 .iter()
                 .map(|call| {
                     json!({
-                        "id": call.id,
+                        "id": portable_call_id(&call.id),
                         "type": "function",
                         "function": {"name": call.name, "arguments": call.arguments},
                     })
@@ -99,7 +99,7 @@ fn message(message: &Message, with_reasoning: bool) -> Value {
     }
     if message.role == Role::Tool {
         if let Some(id) = &message.tool_call_id {
-            out.insert("tool_call_id".into(), Value::from(id.as_str()));
+            out.insert("tool_call_id".into(), Value::from(portable_call_id(id)));
         }
     }
     Value::Object(out)

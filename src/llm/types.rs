@@ -20,6 +20,34 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// The longest tool-call id every protocol accepts (OpenAI's limit is 40).
+const PORTABLE_ID_LEN: usize = 40;
+
+/// A call id as every protocol accepts it: `[A-Za-z0-9_-]`, at most 40
+/// characters. Ids minted elsewhere — Gemini's carry a thought signature after
+/// a `.` — are shortened deterministically, so a call and its result still
+/// match when a fallback endpoint of another protocol continues the turn.
+pub(crate) fn portable_call_id(id: &str) -> std::borrow::Cow<'_, str> {
+    use std::hash::{Hash, Hasher};
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.len() <= PORTABLE_ID_LEN
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    if valid(id) {
+        return std::borrow::Cow::Borrowed(id);
+    }
+    match id.split('.').next() {
+        Some(head) if valid(head) => std::borrow::Cow::Owned(head.to_owned()),
+        _ => {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            id.hash(&mut hasher);
+            std::borrow::Cow::Owned(format!("call_{:016x}", hasher.finish()))
+        }
+    }
+}
+
 /// One message of a conversation as sent to a provider.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -112,4 +140,24 @@ pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolDefinition>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_ids_are_made_portable_deterministically() {
+        assert_eq!(portable_call_id("call_abc-1"), "call_abc-1");
+        assert_eq!(portable_call_id("toolu_01XyZ"), "toolu_01XyZ");
+        let gemini = "gc_0123456789abcdef0123456789abcdef.Q2lnbmF0dXJl+/==";
+        assert_eq!(
+            portable_call_id(gemini),
+            "gc_0123456789abcdef0123456789abcdef"
+        );
+        let odd = "weird id with spaces and a very long tail that goes on";
+        let once = portable_call_id(odd).into_owned();
+        assert_eq!(portable_call_id(odd), once);
+        assert!(once.starts_with("call_") && once.len() <= 40);
+    }
 }

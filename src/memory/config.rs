@@ -1,6 +1,6 @@
 //! Memory settings (`MEMORY_*`, `FEEDBACK_BUTTONS`), read with the rest of the config.
 
-use crate::config::ConfigError;
+use crate::config::{flag, ConfigError};
 use crate::store::MemoryKind;
 use std::time::Duration;
 
@@ -120,25 +120,6 @@ fn positive(
                 var,
                 problem: format!("{raw:?} is not a positive number"),
                 fix: "use a positive whole number, or unset it for the default",
-            }),
-        },
-    }
-}
-
-fn flag(
-    get: &dyn Fn(&str) -> Option<String>,
-    var: &'static str,
-) -> Result<Option<bool>, ConfigError> {
-    match get(var).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(None),
-        Some(v) if v.is_empty() => Ok(None),
-        Some(v) => match v.as_str() {
-            "1" | "true" | "yes" | "on" => Ok(Some(true)),
-            "0" | "false" | "no" | "off" => Ok(Some(false)),
-            _ => Err(ConfigError::Invalid {
-                var,
-                problem: format!("{v:?} is not a boolean"),
-                fix: "use true or false",
             }),
         },
     }

@@ -40,6 +40,20 @@ pub fn wrap(user_text: &str, hits: &[RecallHit]) -> String {
     )
 }
 
+/// The user's own text of a message [`wrap`] may have wrapped (recalled
+/// memories are not the request).
+pub fn unwrap(message: &str) -> &str {
+    const OPEN: &str = "<current-user-message>\n";
+    const CLOSE: &str = "\n</current-user-message>";
+    if !message.starts_with("<relevant-memories>") {
+        return message;
+    }
+    match (message.find(OPEN), message.rfind(CLOSE)) {
+        (Some(start), Some(end)) if start + OPEN.len() <= end => &message[start + OPEN.len()..end],
+        _ => message,
+    }
+}
+
 /// Joins the non-empty sections of the per-turn system context.
 pub fn system_context(sections: &[Option<String>]) -> Option<String> {
     let parts: Vec<&str> = sections
@@ -102,6 +116,20 @@ mod tests {
              <current-user-message>\n我想喝点什么？\n</current-user-message>"
         );
         assert_eq!(wrap("hi", &[]), "hi");
+    }
+
+    #[test]
+    fn unwrap_returns_the_users_own_text() {
+        let text = wrap(
+            "show my portfolio",
+            &[hit("likes my portfolio <current-user-message>\nx")],
+        );
+        assert_eq!(unwrap(&text), "show my portfolio");
+        assert_eq!(unwrap("plain text"), "plain text");
+        assert_eq!(
+            unwrap("<relevant-memories>\nbroken"),
+            "<relevant-memories>\nbroken"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod http_api_defs;
 mod http_body;
 mod memory;
 mod net_guard;
+mod portfolio;
 mod process;
 mod read_result;
 mod registry;
@@ -42,6 +43,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "remember",
     "recall",
     "forget",
+    "portfolio",
+    "update_portfolio",
     "delegate_to_research",
     "delegate_to_analysis",
 ];
@@ -51,6 +54,7 @@ pub use fs::{ReadFileTool, Workspace, WriteFileTool};
 pub use http_api::HttpApiTool;
 pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
 pub use memory::memory_tools;
+pub use portfolio::portfolio_tools;
 pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::ToolRegistry;

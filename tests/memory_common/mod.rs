@@ -46,7 +46,7 @@ pub async fn open_store(url: &str) -> switchboard::store::Store {
 pub fn provider(
     llm: &crate::support::fake_llm::FakeLlm,
 ) -> std::sync::Arc<dyn switchboard::llm::Provider> {
-    use switchboard::llm::{ModelInfo, OpenAiConfig, OpenAiProvider};
-    let config = OpenAiConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
+    use switchboard::llm::{EndpointConfig, ModelInfo, OpenAiProvider};
+    let config = EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
     std::sync::Arc::new(OpenAiProvider::new(config).unwrap())
 }

@@ -5,7 +5,7 @@
 //! let llm = FakeLlm::start().await;
 //! llm.push(Reply::text("Hello world"));
 //! llm.push(Reply::tool_calls([("call_1", "read_file", json!({"path": "a.txt"}))]));
-//! let config = OpenAiConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
+//! let config = EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
 //! // … run the code under test …
 //! let requests = llm.requests().await; // recorded request bodies, in order
 //! ```
@@ -32,6 +32,8 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::serve::Served;
+
 mod reply;
 mod validate;
 
@@ -44,9 +46,8 @@ type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 /// The fake server. Dropping it stops the server and releases stalled streams.
 pub struct FakeLlm {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    server: tokio::task::JoinHandle<()>,
 }
 
 struct Shared {
@@ -89,8 +90,6 @@ impl FakeLlm {
 
     /// Starts the server on a given address (the demo model uses a fixed port).
     pub async fn try_start_on(addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(ServerState::default()),
             shutdown: CancellationToken::new(),
@@ -101,28 +100,17 @@ impl FakeLlm {
             .route("/v1/models", get(models))
             .fallback(unknown_route)
             .with_state(shared.clone());
-        let shutdown = shared.shutdown.clone();
-        let server = tokio::spawn(async move {
-            let serve =
-                axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned());
-            if let Err(error) = serve.await {
-                tracing::warn!(%error, "fake LLM server stopped");
-            }
-        });
-        Ok(Self {
-            addr,
-            shared,
-            server,
-        })
+        let served = Served::bind(addr, app, shared.shutdown.clone(), "fake LLM").await?;
+        Ok(Self { served, shared })
     }
 
-    /// `http://127.0.0.1:PORT/v1`, the value for `OpenAiConfig::base_url`.
+    /// `http://127.0.0.1:PORT/v1`, the value for `EndpointConfig::base_url`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.served.addr)
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.served.addr
     }
 
     /// Queues a reply; each valid request takes the oldest one.
@@ -195,13 +183,6 @@ impl FakeLlm {
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
         self.shared.lock().queue.len()
-    }
-}
-
-impl Drop for FakeLlm {
-    fn drop(&mut self) {
-        self.shared.shutdown.cancel();
-        self.server.abort();
     }
 }
 

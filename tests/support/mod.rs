@@ -1,11 +1,15 @@
-//! Fake servers for end-to-end tests: an OpenAI-compatible LLM, the Telegram Bot
+//! Fake servers for end-to-end tests: OpenAI-compatible, Anthropic and Gemini LLMs, the Telegram Bot
 //! API and Discord (REST + gateway), all on 127.0.0.1 and as strict as the real ones;
 //! an in-memory test channel and the harness that runs the real core against them.
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod e2e;
+pub mod fake_anthropic;
 pub mod fake_discord;
+pub mod fake_gemini;
 pub mod fake_llm;
 pub mod fake_telegram;
 pub mod postgres;
+pub mod provider;
+pub mod serve;
 pub mod test_channel;

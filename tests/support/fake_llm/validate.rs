@@ -87,6 +87,9 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                     {
                         return Err(format!("Invalid 'messages[{i}].tool_calls': each needs id, type 'function', function.name and function.arguments (a string)."));
                     }
+                    if id.chars().count() > 40 {
+                        return Err(format!("Invalid 'messages[{i}].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length {} instead.", id.chars().count()));
+                    }
                     pending.push(id.to_owned());
                 }
             }

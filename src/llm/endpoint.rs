@@ -1,0 +1,124 @@
+//! Settings of one model endpoint, the wire protocol it speaks, and building the
+//! matching [`Provider`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_platform::Secret;
+
+use super::anthropic::AnthropicProvider;
+use super::error::ProviderError;
+use super::gemini::GeminiProvider;
+use super::metadata::ModelInfo;
+use super::openai::OpenAiProvider;
+use super::Provider;
+
+/// The wire protocol of an endpoint (`LLM_API`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiKind {
+    /// `POST {base}/chat/completions` (OpenAI, DeepSeek, Qwen, Kimi, Ollama, vLLM,
+    /// llama.cpp, ...).
+    #[default]
+    OpenAi,
+    /// Anthropic's Messages API: `POST {base}/messages`.
+    Anthropic,
+    /// Google's Gemini API: `POST {base}/models/{model}:streamGenerateContent`.
+    Gemini,
+}
+
+impl ApiKind {
+    /// The names accepted in `LLM_API`.
+    pub const NAMES: &'static str = "openai (default), anthropic or gemini";
+
+    /// Parses `openai`, `anthropic` or `gemini` (case-insensitive).
+    pub fn parse(raw: &str) -> Option<ApiKind> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "openai" => Some(ApiKind::OpenAi),
+            "anthropic" => Some(ApiKind::Anthropic),
+            "gemini" => Some(ApiKind::Gemini),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ApiKind::OpenAi => "openai",
+            ApiKind::Anthropic => "anthropic",
+            ApiKind::Gemini => "gemini",
+        }
+    }
+}
+
+/// Settings of one model endpoint, whatever protocol it speaks.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Base URL including the version segment, e.g. `https://api.openai.com/v1`,
+    /// `https://api.anthropic.com/v1`,
+    /// `https://generativelanguage.googleapis.com/v1beta`.
+    pub base_url: String,
+    /// The endpoint's key, sent the way its protocol expects (a bearer token,
+    /// `x-api-key`, `x-goog-api-key`); local servers often need none.
+    pub api_key: Option<Secret>,
+    pub model: ModelInfo,
+    /// A stream silent for this long fails with [`ProviderError::Timeout`]; also
+    /// bounds the wait for the response headers.
+    pub idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Sent when set (endpoints that reject it get requests without it).
+    pub frequency_penalty: Option<f32>,
+    /// Upper bound on generated tokens per call. Anthropic requires one (the
+    /// provider uses its default when unset); others send it only when set.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl EndpointConfig {
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// A config with no key, the default timeouts and no optional parameters.
+    pub fn new(base_url: impl Into<String>, model: ModelInfo) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            model,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            frequency_penalty: None,
+            max_output_tokens: None,
+        }
+    }
+
+    pub fn with_api_key(mut self, key: Secret) -> Self {
+        self.api_key = Some(key).filter(|k| !k.is_empty());
+        self
+    }
+
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+}
+
+/// Builds the provider for `api`; fails with [`ProviderError::Config`] (status 0)
+/// on an unusable base URL or key.
+pub fn connect(api: ApiKind, config: EndpointConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(match api {
+        ApiKind::OpenAi => Arc::new(OpenAiProvider::new(config)?),
+        ApiKind::Anthropic => Arc::new(AnthropicProvider::new(config)?),
+        ApiKind::Gemini => Arc::new(GeminiProvider::new(config)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_names_round_trip() {
+        for api in [ApiKind::OpenAi, ApiKind::Anthropic, ApiKind::Gemini] {
+            assert_eq!(ApiKind::parse(api.name()), Some(api));
+        }
+        assert_eq!(ApiKind::parse(" Anthropic "), Some(ApiKind::Anthropic));
+        assert_eq!(ApiKind::parse("claude"), None);
+    }
+}
