@@ -8,7 +8,7 @@ use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROM
 use crate::llm::{EndpointConfig, FallbackProvider, ModelInfo, Provider, ProviderError};
 use crate::memory::MemoryBook;
 use crate::metrics::Metrics;
-use crate::skills::{SkillBook, SkillProblem};
+use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
 use crate::tools::{
@@ -123,7 +123,7 @@ pub fn build_tools(
     config: &Config,
     store: &Store,
     tasks: &Arc<TaskManager>,
-    skills: &Arc<SkillBook>,
+    skills: &Arc<SkillLibrary>,
 ) -> Result<ToolRegistry, RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
@@ -216,7 +216,7 @@ pub async fn start_with_clock(
     for p in &config.script_tool_problems {
         tracing::warn!(manifest = %p.manifest.display(), problem = %p.problem, "script tool skipped");
     }
-    let (skills, problems) = load_skills(config);
+    let (skills, problems) = SkillLibrary::load(&config.skills_dir, crate::gateway::COMMANDS);
     for p in &problems {
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
     }

@@ -519,6 +519,48 @@ async fn ask_user_posts_the_question_and_the_next_message_answers_it() {
 }
 
 #[tokio::test]
+async fn skills_added_or_removed_while_running_are_picked_up() {
+    let skills = tempfile::tempdir().unwrap();
+    let dir = skills.path().display().to_string();
+    let h = Harness::with(&[("SKILLS_DIR", dir.as_str())]).await;
+    let file = skills.path().join("haiku.md");
+    std::fs::write(
+        &file,
+        "---\ndescription: A haiku about it\n---\nWrite a haiku about {{args}}",
+    )
+    .unwrap();
+    // The directory is looked at again at most once a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+
+    h.llm.push(Reply::text("Old pond, a frog jumps."));
+    h.channel.dm(1, "/haiku frogs").await;
+    h.wait_for("the haiku", |l| l.has_text("Old pond, a frog jumps."))
+        .await;
+    let request = &h.requests(1).await[0];
+    assert!(
+        last_user_text(request)
+            .unwrap()
+            .contains("Write a haiku about frogs"),
+        "{request}"
+    );
+    let tools = request["tools"].as_array().unwrap();
+    let listing = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "execute_skill")
+        .unwrap()["function"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(listing.contains("- haiku: A haiku about it"), "{listing}");
+
+    std::fs::remove_file(&file).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    h.channel.dm(1, "/haiku again").await;
+    h.wait_for("the refusal", |l| l.any_contains("Unknown command /haiku"))
+        .await;
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_user_runs_a_skill_and_the_model_can_expand_one() {
     let skills = tempfile::tempdir().unwrap();
     std::fs::write(

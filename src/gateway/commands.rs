@@ -121,11 +121,17 @@ pub(crate) async fn run(
         "tasks" => super::tasks_cmd::run(inner, cmd, session).await?,
         "approvals" => approvals(inner, cmd, key).await?,
         "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
-        "skills" if inner.skills.is_empty() => "No skills are installed.".into(),
-        "skills" => format!(
-            "**Skills** (run one with `/name <input>`)\n{}",
-            inner.skills.listing("/")
-        ),
+        "skills" => {
+            let skills = inner.skills.book();
+            if skills.is_empty() {
+                "No skills are installed.".into()
+            } else {
+                format!(
+                    "**Skills** (run one with `/name <input>`)\n{}",
+                    skills.listing("/")
+                )
+            }
+        }
         other => format!("Unknown command /{other}. Try /help."),
     })
 }

@@ -68,7 +68,7 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
-    pub skills: Arc<crate::skills::SkillBook>,
+    pub skills: Arc<crate::skills::SkillLibrary>,
     /// This process's id, owner of its inbox rows.
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
@@ -122,7 +122,7 @@ pub struct GatewayParts {
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
     /// Skills users run with `/name args`.
-    pub skills: Arc<crate::skills::SkillBook>,
+    pub skills: Arc<crate::skills::SkillLibrary>,
 }
 
 impl Gateway {

@@ -76,10 +76,11 @@ pub(crate) async fn process(
     let model_input = match &input {
         SessionInput::Message(m) => {
             let cmd = commands::parse(&m.text);
+            let skills = inner.skills.book();
             let skill = cmd
                 .as_ref()
                 .filter(|cmd| !commands::is_builtin(&cmd.name))
-                .and_then(|cmd| inner.skills.get(&cmd.name));
+                .and_then(|cmd| skills.get(&cmd.name));
             if let Some(skill) = skill {
                 Message::user(skill.invocation(commands::input_after_name(&m.text)))
             } else if let Some(cmd) = cmd {

@@ -3,8 +3,10 @@
 //! `execute_skill` tool) and expands one when it needs it; a user runs one with
 //! `/name args` in any chat.
 
+mod library;
 mod parse;
 
+pub use library::SkillLibrary;
 pub use parse::{parse_skill, valid_name, SkillError};
 
 use std::collections::BTreeMap;

@@ -46,7 +46,7 @@ impl ToolRegistry {
                 let s = t.spec();
                 ToolDefinition {
                     name: s.name.clone(),
-                    description: s.description.clone(),
+                    description: t.description(),
                     parameters: s.parameters.clone(),
                 }
             })

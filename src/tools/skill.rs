@@ -2,26 +2,26 @@
 //! in this tool's description) into its instructions when it needs them.
 
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::skills::SkillBook;
+use crate::skills::SkillLibrary;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub struct SkillTool {
     spec: ToolSpec,
-    book: Arc<SkillBook>,
+    library: Arc<SkillLibrary>,
 }
 
+const DESCRIPTION: &str =
+    "Get the instructions of a skill, then follow them. Use one when the user's request \
+                           matches its description. Skills:\n";
+
 impl SkillTool {
-    pub fn new(book: Arc<SkillBook>) -> SkillTool {
+    pub fn new(library: Arc<SkillLibrary>) -> SkillTool {
         SkillTool {
             spec: ToolSpec {
                 name: "execute_skill".into(),
                 display_name: "Use a skill".into(),
-                description: format!(
-                    "Get the instructions of a skill, then follow them. Use one when the user's request \
-                     matches its description. Skills:\n{}",
-                    book.listing("")
-                ),
+                description: DESCRIPTION.to_owned(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -35,7 +35,7 @@ impl SkillTool {
                 requires_approval: false,
                 background: false,
             },
-            book,
+            library,
         }
     }
 }
@@ -46,14 +46,19 @@ impl Tool for SkillTool {
         &self.spec
     }
 
+    fn description(&self) -> String {
+        format!("{DESCRIPTION}{}", self.library.book().listing(""))
+    }
+
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let name = args
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| ToolError::InvalidArguments("`name` (a string) is required".into()))?;
         let input = args.get("arguments").and_then(Value::as_str).unwrap_or("");
-        let skill = self.book.get(name.trim()).ok_or_else(|| {
-            let known: Vec<&str> = self.book.iter().map(|s| s.name.as_str()).collect();
+        let book = self.library.book();
+        let skill = book.get(name.trim()).ok_or_else(|| {
+            let known: Vec<&str> = book.iter().map(|s| s.name.as_str()).collect();
             ToolError::InvalidArguments(format!(
                 "no skill {name:?}; the skills are: {}",
                 known.join(", ")

@@ -116,6 +116,12 @@ impl ToolError {
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> &ToolSpec;
 
+    /// The description shown to the model; the spec's unless the tool's
+    /// offer changes while running (the skills `execute_skill` lists).
+    fn description(&self) -> String {
+        self.spec().description.clone()
+    }
+
     /// Checks the arguments without acting, so a call that would be refused is
     /// reported to the model at once — before an approval card asks a person
     /// about it, and before a background task is started for it.
