@@ -22,6 +22,10 @@ const HELP: &[(&str, &str)] = &[
         "switchboard_turns_total",
         "Agent turns finished, by platform and how they ended.",
     ),
+    (
+        "switchboard_intent_checks_total",
+        "Turns whose answer lacked a tool the request needs, by platform and outcome (corrected: the model then used it; unmet: answered with a warning).",
+    ),
 ];
 
 impl Metrics {

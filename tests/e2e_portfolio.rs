@@ -27,9 +27,25 @@ fn contents(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `/metrics` line counting intent checks with this outcome, if any.
+async fn intent_metric(h: &Harness, outcome: &str) -> Option<String> {
+    let addr = h.running.health_addr.expect("HEALTH_LISTEN is set");
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series =
+        format!("switchboard_intent_checks_total{{platform=\"test\",outcome=\"{outcome}\"}} ");
+    text.lines()
+        .find(|l| l.starts_with(&series))
+        .map(|l| l[series.len()..].to_owned())
+}
+
 #[tokio::test]
 async fn an_answer_without_the_tool_is_sent_back_and_never_shown() {
-    let h = Harness::start().await;
+    let h = Harness::with(&[("HEALTH_LISTEN", "127.0.0.1:0")]).await;
     h.llm.push(Reply::text("You hold 100 AAPL and 5 BTC."));
     h.llm.push(Reply::tool_calls([(
         "call_view",
@@ -74,11 +90,13 @@ async fn an_answer_without_the_tool_is_sent_back_and_never_shown() {
         "{next:?}"
     );
     assert!(next.iter().any(|c| c == "Your portfolio is empty for now."));
+    assert_eq!(intent_metric(&h, "corrected").await.as_deref(), Some("1"));
+    assert_eq!(intent_metric(&h, "unmet").await, None);
 }
 
 #[tokio::test]
 async fn after_two_corrections_the_answer_carries_a_warning() {
-    let h = Harness::start().await;
+    let h = Harness::with(&[("HEALTH_LISTEN", "127.0.0.1:0")]).await;
     for _ in 0..3 {
         h.llm.push(Reply::text("You hold 100 AAPL."));
     }
@@ -111,6 +129,7 @@ async fn after_two_corrections_the_answer_carries_a_warning() {
         "{:?}",
         everything_shown(&log)
     );
+    assert_eq!(intent_metric(&h, "unmet").await.as_deref(), Some("1"));
 }
 
 #[tokio::test]

@@ -85,6 +85,10 @@ pub struct TurnOutcome {
     pub usage: Usage,
     /// The input message and everything the turn produced, to persist.
     pub new_messages: Vec<Message>,
+    /// Answers the intent guard sent back for lacking a required tool, and
+    /// whether the final answer still lacked it (posted with a warning).
+    pub intent_corrections: usize,
+    pub intent_unmet: bool,
     /// Set when compaction folded part of the conversation into a summary.
     pub compaction: Option<super::compaction::Compacted>,
 }

@@ -5,6 +5,7 @@ mod doom_loop;
 mod events;
 mod host;
 mod intent;
+mod intent_check;
 mod model_call;
 mod redact;
 mod results;

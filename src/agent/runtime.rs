@@ -4,7 +4,8 @@ use super::compaction::{self, ContextView};
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
-use super::intent::{self, IntentRules, MAX_CORRECTIONS};
+use super::intent::{self, IntentRules};
+use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{call_model, ModelFailure, TextOut, ROUND_SEPARATOR};
 use super::results::shrink_stale;
 use super::round::RoundRunner;
@@ -204,22 +205,18 @@ impl Agent {
             rounds: 0,
             started,
             view: ContextView::default(),
+            intent_corrections: 0,
+            intent_unmet: false,
         };
         // Text of every round, joined by blank lines: what the user saw stream.
         let mut turn_text = String::new();
         let mut guard = DoomLoopGuard::default();
-        // A resumed turn already acted on its request.
-        let mut intents = match (&pending, t.messages.get(new_from)) {
-            (None, Some(m)) if m.role == Role::User => {
-                let text = crate::memory::unwrap(&m.content);
-                IntentCheck::new(
-                    self.config
-                        .intents
-                        .required(text, |name| self.tools.get(name).is_some()),
-                )
-            }
-            _ => IntentCheck::default(),
-        };
+        let mut intents = IntentCheck::for_turn(
+            &self.config.intents,
+            t.messages.get(new_from),
+            pending.is_some(),
+            |name| self.tools.get(name).is_some(),
+        );
         let runner = RoundRunner {
             tools: &self.tools,
             host: &host,
@@ -257,7 +254,7 @@ impl Agent {
                         messages: shrink_earlier_results(&context),
                         tools,
                     };
-                    let text_out = if !intents.missing().is_empty() {
+                    let text_out = if intents.holds_text() {
                         TextOut::Hold
                     } else if turn_text.is_empty() {
                         TextOut::Stream
@@ -289,32 +286,24 @@ impl Agent {
                         tool_call_id: None,
                         reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
                     });
-                    intents.called(&reply.tool_calls);
-                    let missing = intents.missing();
-                    if reply.tool_calls.is_empty() && !missing.is_empty() {
-                        if intents.corrections.len() < MAX_CORRECTIONS {
+                    match intents.after_reply(t.messages, t.view.folded()) {
+                        Verdict::Fine => {}
+                        Verdict::Correct(missing) => {
                             pad.record(
                                 "intent_correction",
                                 json!({ "round": round, "missing": missing, "answer": reply.text }),
                             );
-                            intents.corrections.push(t.messages.len() - 1);
-                            t.messages.push(Message::user(intent::correction(&missing)));
+                            t.intent_corrections += 1;
                             continue;
                         }
-                        pad.record(
-                            "intent_unmet",
-                            json!({ "round": round, "missing": missing }),
-                        );
-                        let warning = intent::warning(&missing);
-                        intents.drop_corrections(t.messages, t.view.folded());
-                        if let Some(last) = t.messages.last_mut() {
-                            last.content = format!("{warning}{}", last.content);
+                        Verdict::Unmet(missing) => {
+                            pad.record(
+                                "intent_unmet",
+                                json!({ "round": round, "missing": missing }),
+                            );
+                            t.intent_unmet = true;
+                            turn_text = format!("{}{turn_text}", intent::warning(&missing));
                         }
-                        turn_text = format!("{warning}{turn_text}");
-                    } else if !intents.corrections.is_empty() && missing.is_empty() {
-                        // The model complied: the refused answers and the
-                        // corrections are not part of the conversation.
-                        intents.drop_corrections(t.messages, t.view.folded());
                     }
                     if !reply.text.is_empty() {
                         if !turn_text.is_empty() {
@@ -361,47 +350,6 @@ impl Agent {
     }
 }
 
-/// The intent guard's state in one turn: the tools the request needs, which of
-/// them were called, and where corrective messages were put.
-#[derive(Debug, Default)]
-struct IntentCheck {
-    required: Vec<String>,
-    called: Vec<String>,
-    /// Index of each refused answer; its correction follows it.
-    corrections: Vec<usize>,
-}
-
-impl IntentCheck {
-    fn new(required: Vec<&str>) -> IntentCheck {
-        IntentCheck {
-            required: required.into_iter().map(str::to_owned).collect(),
-            ..IntentCheck::default()
-        }
-    }
-
-    fn called(&mut self, calls: &[ToolCall]) {
-        self.called.extend(calls.iter().map(|c| c.name.clone()));
-    }
-
-    fn missing(&self) -> Vec<String> {
-        self.required
-            .iter()
-            .filter(|t| !self.called.contains(t))
-            .cloned()
-            .collect()
-    }
-
-    /// Removes the refused answers and their corrections from the turn (not
-    /// those a compaction already folded into its summary).
-    fn drop_corrections(&mut self, messages: &mut Vec<Message>, folded: usize) {
-        for index in self.corrections.drain(..).rev() {
-            if index >= folded && index + 2 <= messages.len() {
-                messages.drain(index..index + 2);
-            }
-        }
-    }
-}
-
 /// The question of an `ask_user` call in this round, if any.
 fn asked_question(calls: &[ToolCall]) -> Option<String> {
     calls.iter().filter(|c| c.name == ASK_USER).find_map(|c| {
@@ -441,6 +389,8 @@ struct TurnLog<'a> {
     started: Instant,
     /// What the model sees of `messages` once compaction folded their head.
     view: ContextView,
+    intent_corrections: usize,
+    intent_unmet: bool,
 }
 
 impl TurnLog<'_> {
@@ -465,6 +415,8 @@ impl TurnLog<'_> {
             rounds: self.rounds,
             usage: self.usage,
             new_messages,
+            intent_corrections: self.intent_corrections,
+            intent_unmet: self.intent_unmet,
             compaction,
         }
     }

@@ -327,6 +327,17 @@ async fn deliver(
             ("stop", outcome.stop.as_str()),
         ],
     );
+    if outcome.intent_corrections > 0 {
+        let result = if outcome.intent_unmet {
+            "unmet"
+        } else {
+            "corrected"
+        };
+        inner.metrics.inc(
+            "switchboard_intent_checks_total",
+            &[("platform", o.chat.platform.as_str()), ("outcome", result)],
+        );
+    }
     if outcome.stop == StopReason::Handover {
         // Another process resumed this turn and answers it.
         return;
