@@ -221,6 +221,7 @@ pub async fn start_with_clock(
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
     }
     let skills = Arc::new(skills);
+    skills.watch(shutdown.clone());
     let mut tools = build_tools(config, &store, &tasks, &skills)?;
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,

@@ -529,8 +529,8 @@ async fn skills_added_or_removed_while_running_are_picked_up() {
         "---\ndescription: A haiku about it\n---\nWrite a haiku about {{args}}",
     )
     .unwrap();
-    // The directory is looked at again at most once a second.
-    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    // The directory is looked at every second: ask until the listing has it.
+    listing_until(&h, |l| l.contains("/haiku: A haiku about it")).await;
 
     h.llm.push(Reply::text("Old pond, a frog jumps."));
     h.channel.dm(1, "/haiku frogs").await;
@@ -553,11 +553,27 @@ async fn skills_added_or_removed_while_running_are_picked_up() {
     assert!(listing.contains("- haiku: A haiku about it"), "{listing}");
 
     std::fs::remove_file(&file).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    listing_until(&h, |l| !l.contains("/haiku")).await;
     h.channel.dm(1, "/haiku again").await;
     h.wait_for("the refusal", |l| l.any_contains("Unknown command /haiku"))
         .await;
     h.stop().await;
+}
+
+/// Sends `/skills` until the latest listing satisfies `done` (at most ~10 s).
+async fn listing_until(h: &Harness, done: impl Fn(&str) -> bool) {
+    for _ in 0..40 {
+        let before = h.channel.log().count_containing("**Skills**");
+        h.channel.dm(1, "/skills").await;
+        let log = h
+            .wait_for("a listing", |l| l.count_containing("**Skills**") > before)
+            .await;
+        if done(&log.find("**Skills**").unwrap().text) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("the skills listing never changed");
 }
 
 #[tokio::test]

@@ -68,17 +68,13 @@ async fn an_answer_without_the_tool_is_sent_back_and_never_shown() {
     assert!(second.last().unwrap().contains("`portfolio`"));
     assert!(tool_result(&requests[2], "call_view").contains("The portfolio is empty"));
     assert!(
-        !contents(&requests[2]).iter().any(|c| c.starts_with(MARK)),
-        "once the tool is called, the refused answer and the correction leave the turn"
-    );
-    assert!(
         !everything_shown(&log)
             .iter()
             .any(|t| t.contains("100 AAPL")),
         "the unchecked answer never reached the chat"
     );
 
-    // The saved history has no trace of the correction either.
+    // The saved history has no trace of the refused answer or the correction.
     h.llm.push(Reply::text("ok"));
     h.channel.dm(1, "thanks").await;
     h.wait_for("the second answer", |l| l.has_text("ok")).await;
@@ -155,7 +151,10 @@ async fn approved_updates_change_only_the_requesters_ledger() {
         json!({ "op": "buy", "symbol": "aapl", "quantity": 10, "price": "150.5", "currency": "USD", "note": "first lot" }),
     )]));
     h.llm.push(Reply::text("Recorded."));
-    h.channel.dm(1, "I bought 10 AAPL at 150.5").await;
+    // "my portfolio" matches the portfolio rule; updating it meets the rule.
+    h.channel
+        .dm(1, "add the 10 AAPL I bought at 150.5 to my portfolio")
+        .await;
     let card = h.channel.card().await;
     assert!(
         card.text
@@ -166,7 +165,12 @@ async fn approved_updates_change_only_the_requesters_ledger() {
     h.channel.press(1, &card.action('y')).await;
     h.wait_for("the answer", |l| l.has_text("Recorded.")).await;
     h.idle().await;
-    let result = tool_result(&h.requests(2).await[1], "call_buy");
+    let requests = h.requests(2).await;
+    assert!(
+        !contents(&requests[1]).iter().any(|c| c.starts_with(MARK)),
+        "no correction"
+    );
+    let result = tool_result(&requests[1], "call_buy");
     assert!(
         result.contains("AAPL is now 10 units, average cost 150.5, cost basis 1505 USD"),
         "{result}"

@@ -254,14 +254,17 @@ async fn thought_signatures_round_trip_through_the_call_id() -> anyhow::Result<(
         "the signature went back on the functionCall part: {sent}"
     );
 
-    // The fake really enforces it: the same history with a plain id is refused.
+    // The fake really enforces it: the same history with Gemini's call but
+    // its signature lost is refused. (A call another model made gets the
+    // documented placeholder instead: see provider_mixed_fallback.)
+    let unsigned = "gc_00000000000000000000000000000001";
     let mut stripped = messages;
     for message in &mut stripped {
         for call in &mut message.tool_calls {
-            call.id = "call_plain".into();
+            call.id = unsigned.into();
         }
         if message.tool_call_id.is_some() {
-            message.tool_call_id = Some("call_plain".into());
+            message.tool_call_id = Some(unsigned.into());
         }
     }
     let error = failure(&provider, ask(stripped, vec![read_file_tool()])).await?;

@@ -65,3 +65,51 @@ async fn an_anthropic_fallback_finishes_a_turn_gemini_started() {
     assert_eq!(result["tool_use_id"], id);
     assert!(result["content"].as_str().unwrap().contains("mango"));
 }
+
+#[tokio::test]
+async fn a_gemini_fallback_accepts_a_call_another_model_made() {
+    let anthropic = FakeAnthropic::start().await;
+    let gemini = FakeGemini::start().await;
+    // Gemini 3's rule: every function-call turn carries a signature.
+    gemini.require_thought_signatures();
+    let h = Harness::with(&[
+        ("LLM_API", "anthropic"),
+        ("LLM_BASE_URL", &anthropic.base_url()),
+        ("LLM_MODEL", "claude-sonnet-4"),
+        ("LLM_FALLBACK_1_API", "gemini"),
+        ("LLM_FALLBACK_1_BASE_URL", &gemini.base_url()),
+        ("LLM_FALLBACK_1_MODEL", "gemini-3-pro"),
+    ])
+    .await;
+    h.write("a.txt", "the secret word is mango\n");
+    anthropic.push(AnthropicReply::tool_uses([(
+        "toolu_01",
+        "read_file",
+        json!({"path": "a.txt"}),
+    )]));
+    for _ in 0..3 {
+        anthropic.push(AnthropicReply::status(
+            529,
+            "overloaded_error",
+            "Overloaded",
+        ));
+    }
+    gemini.push(GeminiReply::text("The word is mango."));
+
+    h.channel.dm(1, "what is in a.txt?").await;
+    h.wait_for("the fallback's answer", |l| {
+        l.has_text("The word is mango.")
+    })
+    .await;
+    h.idle().await;
+    let requests = gemini.requests();
+    assert_eq!(requests.len(), 1);
+    let call = requests[0]["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap().clone())
+        .find(|p| p.get("functionCall").is_some())
+        .unwrap();
+    assert_eq!(call["thoughtSignature"], "skip_thought_signature_validator");
+}

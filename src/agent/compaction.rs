@@ -102,11 +102,6 @@ pub(crate) struct ContextView {
 }
 
 impl ContextView {
-    /// How many leading messages a summary replaced.
-    pub(crate) fn folded(&self) -> usize {
-        self.folded
-    }
-
     pub(crate) fn context(&self, messages: &[Message]) -> Vec<Message> {
         let rest = messages.get(self.folded..).unwrap_or_default();
         self.prefix.iter().chain(rest).cloned().collect()

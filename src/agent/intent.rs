@@ -4,6 +4,7 @@
 //! asks again — at most [`MAX_CORRECTIONS`] times — and otherwise answers with a
 //! warning in front, so a made-up answer is never passed off as checked.
 
+use crate::llm::{Message, Role};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::path::Path;
@@ -20,23 +21,47 @@ const MAX_PATTERN_CHARS: usize = 2_000;
 /// "Show my portfolio", "what's in my holdings", "我的持仓", "查看仓位".
 const PORTFOLIO_PATTERN: &str = r"(?i)\b(my|our)\s+(stock\s+|crypto\s+)?(portfolio|holdings|positions)\b|\b(show|view|list|display|check|diagnose|analy[sz]e|review)\b.{0,40}\b(portfolio|holdings|positions)\b|我的?(持仓|仓位|投资组合)|(查看|看看|显示|列出|诊断|分析).{0,10}(持仓|仓位|投资组合)";
 
-/// One rule: a user message matching `pattern` needs a call of `tool`.
+/// One rule: a user message matching `pattern` needs a call of one of
+/// `tools` (the first is the one named to the model and in the warning).
 #[derive(Debug, Clone)]
 pub struct IntentRule {
     pub pattern: Regex,
-    pub tool: String,
+    pub tools: Vec<String>,
+}
+
+/// What one turn must do: call any of these tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement(pub Vec<String>);
+
+impl Requirement {
+    /// Whether one of `called` meets it.
+    pub fn met_by(&self, called: &[String]) -> bool {
+        self.0.iter().any(|t| called.contains(t))
+    }
+
+    /// The tool that answers the request (the rule's first).
+    pub fn primary(&self) -> &str {
+        self.0.first().map_or("", String::as_str)
+    }
 }
 
 /// The rules of a gateway: built-ins plus the operator's (`INTENT_RULES_FILE`).
 #[derive(Debug, Clone, Default)]
 pub struct IntentRules(Vec<IntentRule>);
 
-/// A rules file entry.
+/// A rules file entry; `tool` is one name or a list of alternatives.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleDef {
     pattern: String,
-    tool: String,
+    tool: OneOrMore,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMore {
+    One(String),
+    More(Vec<String>),
 }
 
 /// Why a rules file cannot be used.
@@ -47,7 +72,7 @@ pub enum IntentRulesError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path} is not a JSON list of {{\"pattern\", \"tool\"}} objects: {source}")]
+    #[error("{path} is not a JSON list of {{\"pattern\", \"tool\"}} objects (tool: a name or a list of names): {source}")]
     Parse {
         path: String,
         source: serde_json::Error,
@@ -61,13 +86,14 @@ pub enum IntentRulesError {
 }
 
 impl IntentRules {
-    /// The built-in rules (the portfolio ledger).
+    /// The built-in rules: questions about the portfolio are answered from
+    /// the ledger (`portfolio`), or acted on (`update_portfolio`).
     pub fn builtin() -> IntentRules {
         IntentRules(
             compile(PORTFOLIO_PATTERN)
                 .map(|pattern| IntentRule {
                     pattern,
-                    tool: "portfolio".into(),
+                    tools: vec!["portfolio".into(), "update_portfolio".into()],
                 })
                 .into_iter()
                 .collect(),
@@ -99,8 +125,15 @@ impl IntentRules {
                 index: i + 1,
                 problem,
             };
-            if def.tool.trim().is_empty() {
-                return Err(problem("\"tool\" is empty".into()));
+            let tools: Vec<String> = match def.tool {
+                OneOrMore::One(t) => vec![t],
+                OneOrMore::More(ts) => ts,
+            }
+            .into_iter()
+            .map(|t| t.trim().to_owned())
+            .collect();
+            if tools.is_empty() || tools.iter().any(String::is_empty) {
+                return Err(problem("\"tool\" names no tool".into()));
             }
             if def.pattern.chars().count() > MAX_PATTERN_CHARS {
                 return Err(problem(format!(
@@ -108,10 +141,7 @@ impl IntentRules {
                 )));
             }
             let pattern = compile(&def.pattern).map_err(|e| problem(e.to_string()))?;
-            rules.0.push(IntentRule {
-                pattern,
-                tool: def.tool.trim().to_owned(),
-            });
+            rules.0.push(IntentRule { pattern, tools });
         }
         Ok(rules)
     }
@@ -124,22 +154,26 @@ impl IntentRules {
         self.0.is_empty()
     }
 
-    /// The tools `user_text` requires, among those `available`.
-    pub fn required<'a>(
-        &'a self,
-        user_text: &str,
-        available: impl Fn(&str) -> bool,
-    ) -> Vec<&'a str> {
-        let mut tools: Vec<&str> = Vec::new();
+    /// What `user_text` requires, among the tools `available` (a rule none
+    /// of whose tools is registered is skipped).
+    pub fn required(&self, user_text: &str, available: impl Fn(&str) -> bool) -> Vec<Requirement> {
+        let mut out: Vec<Requirement> = Vec::new();
         for rule in &self.0 {
-            if !tools.contains(&rule.tool.as_str())
-                && available(&rule.tool)
+            let requirement = Requirement(
+                rule.tools
+                    .iter()
+                    .filter(|t| available(t))
+                    .cloned()
+                    .collect(),
+            );
+            if !requirement.0.is_empty()
+                && !out.contains(&requirement)
                 && rule.pattern.is_match(user_text)
             {
-                tools.push(&rule.tool);
+                out.push(requirement);
             }
         }
-        tools
+        out
     }
 }
 
@@ -148,26 +182,48 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 }
 
 /// The corrective message that asks the model to use the tools it skipped.
-pub fn correction<S: AsRef<str>>(missing: &[S]) -> String {
-    let names = tool_names(missing);
+pub fn correction(missing: &[Requirement]) -> String {
+    let names = missing
+        .iter()
+        .map(|r| quoted(&r.0).join(" or "))
+        .collect::<Vec<_>>()
+        .join(", and ");
     format!(
-        "{CORRECTION_MARK} This request has to be answered from the {names} tool, and you answered \
+        "{CORRECTION_MARK} This request has to be answered with the {names} tool, and you answered \
          without calling it. Call it now and answer from its result; do not guess."
     )
 }
 
 /// The warning put in front of an answer given without the required tools.
-pub fn warning<S: AsRef<str>>(missing: &[S]) -> String {
-    let names = tool_names(missing);
-    format!("⚠️ Not checked with {names}: this answer may be inaccurate.\n\n")
+pub fn warning(missing: &[Requirement]) -> String {
+    let names: Vec<&str> = missing.iter().map(Requirement::primary).collect();
+    format!(
+        "⚠️ Not checked with {}: this answer may be inaccurate.\n\n",
+        quoted(&names).join(", ")
+    )
 }
 
-fn tool_names<S: AsRef<str>>(tools: &[S]) -> String {
-    tools
-        .iter()
-        .map(|t| format!("`{}`", t.as_ref()))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn quoted<S: AsRef<str>>(tools: &[S]) -> Vec<String> {
+    tools.iter().map(|t| format!("`{}`", t.as_ref())).collect()
+}
+
+/// Takes the answers the guard sent back, and its corrections, out of a turn's
+/// new messages (`messages[0]` is the user's input, never a correction): they
+/// were between the gateway and the model, not part of the conversation.
+pub fn strip_corrections(messages: &mut Vec<Message>) {
+    let mut i = 1;
+    while i < messages.len() {
+        if messages[i].role == Role::User && messages[i].content.starts_with(CORRECTION_MARK) {
+            let refused = i > 1
+                && messages[i - 1].role == Role::Assistant
+                && messages[i - 1].tool_calls.is_empty();
+            let from = if refused { i - 1 } else { i };
+            messages.drain(from..=i);
+            i = from.max(1);
+        } else {
+            i += 1;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -189,7 +245,7 @@ mod tests {
             "帮我诊断一下投资组合",
             "我的仓位怎么样",
         ] {
-            assert_eq!(rules.required(text, all), vec!["portfolio"], "{text}");
+            assert_eq!(rules.required(text, all), vec![portfolio()], "{text}");
         }
         for text in [
             "what is a portfolio?",
@@ -204,8 +260,12 @@ mod tests {
     #[test]
     fn rules_for_missing_tools_are_skipped() {
         let rules = IntentRules::builtin();
+        assert_eq!(
+            rules.required("show my portfolio", |t| t != "portfolio"),
+            vec![Requirement(vec!["update_portfolio".into()])]
+        );
         assert!(rules
-            .required("show my portfolio", |t| t != "portfolio")
+            .required("show my portfolio", |t| !t.contains("portfolio"))
             .is_empty());
     }
 
@@ -220,7 +280,20 @@ mod tests {
         .unwrap();
         let rules = IntentRules::with_file(&path).unwrap();
         assert_eq!(rules.len(), 2);
-        assert_eq!(rules.required("Weather in Oslo?", all), vec!["get_weather"]);
+        assert_eq!(
+            rules.required("Weather in Oslo?", all),
+            vec![Requirement(vec!["get_weather".into()])]
+        );
+        std::fs::write(
+            &path,
+            r#"[{"pattern": "(?i)\\bforecast\\b", "tool": ["forecast", "get_weather"]}]"#,
+        )
+        .unwrap();
+        let rules = IntentRules::with_file(&path).unwrap();
+        assert_eq!(
+            rules.required("the forecast?", all)[0].0,
+            vec!["forecast".to_owned(), "get_weather".to_owned()]
+        );
 
         std::fs::write(
             &path,
@@ -238,8 +311,38 @@ mod tests {
 
     #[test]
     fn texts_name_the_tools() {
-        assert!(correction(&["portfolio"]).contains("`portfolio`"));
-        assert!(correction(&["portfolio"]).starts_with(CORRECTION_MARK));
-        assert!(warning(&["a", "b"]).contains("`a`, `b`"));
+        let c = correction(&[portfolio()]);
+        assert!(c.starts_with(CORRECTION_MARK));
+        assert!(c.contains("`portfolio` or `update_portfolio` tool"), "{c}");
+        let w = warning(&[portfolio(), Requirement(vec!["b".into()])]);
+        assert!(
+            w.starts_with("⚠️ Not checked with `portfolio`, `b`:"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn corrections_are_stripped_but_never_the_input() {
+        let marked = || Message::user(format!("{CORRECTION_MARK} call it"));
+        let mut messages = vec![
+            marked(),
+            Message::assistant("guess"),
+            marked(),
+            Message::assistant("guess again"),
+            marked(),
+            Message::assistant("the answer"),
+        ];
+        strip_corrections(&mut messages);
+        let texts: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, [messages[0].content.as_str(), "the answer"]);
+        assert_eq!(
+            texts.len(),
+            2,
+            "a user's own message is kept even if it looks like one"
+        );
+    }
+
+    fn portfolio() -> Requirement {
+        Requirement(vec!["portfolio".into(), "update_portfolio".into()])
     }
 }

@@ -1,7 +1,9 @@
 //! The intent guard inside one turn: which required tools the model has called,
-//! where corrective messages went, and what to do after each answer.
+//! how many answers were sent back, and what to do after each answer. The
+//! refused answers and corrections stay in the turn while it runs (the model
+//! needs them) and are stripped when it ends ([`super::intent::strip_corrections`]).
 
-use super::intent::{correction, warning, IntentRules, MAX_CORRECTIONS};
+use super::intent::{correction, warning, IntentRules, Requirement, MAX_CORRECTIONS};
 use crate::llm::{Message, Role};
 
 /// What the turn does after an answer.
@@ -10,19 +12,18 @@ pub(super) enum Verdict {
     /// Nothing to do (no rule applies, or the tools were called).
     Fine,
     /// The answer lacked these tools: a correction was appended; ask again.
-    Correct(Vec<String>),
-    /// Still lacking them after every correction: the answer now carries the
-    /// warning in front (see [`warning`]).
-    Unmet(Vec<String>),
+    Correct(Vec<Requirement>),
+    /// Still lacking them with no correction left (or no round left): the
+    /// answer now carries the warning in front.
+    Unmet(Vec<Requirement>),
 }
 
 /// The guard's state in one turn.
 #[derive(Debug, Default)]
 pub(super) struct IntentCheck {
-    required: Vec<String>,
+    required: Vec<Requirement>,
     called: Vec<String>,
-    /// Index of each refused answer; its correction follows it.
-    corrections: Vec<usize>,
+    corrections: usize,
 }
 
 impl IntentCheck {
@@ -35,11 +36,7 @@ impl IntentCheck {
     ) -> IntentCheck {
         match input {
             Some(m) if m.role == Role::User && !resumed => IntentCheck {
-                required: rules
-                    .required(crate::memory::unwrap(&m.content), available)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
+                required: rules.required(crate::memory::unwrap(&m.content), available),
                 ..IntentCheck::default()
             },
             _ => IntentCheck::default(),
@@ -51,56 +48,42 @@ impl IntentCheck {
         !self.missing().is_empty()
     }
 
-    fn missing(&self) -> Vec<String> {
+    fn missing(&self) -> Vec<Requirement> {
         self.required
             .iter()
-            .filter(|t| !self.called.contains(t))
+            .filter(|r| !r.met_by(&self.called))
             .cloned()
             .collect()
     }
 
-    /// Judges the model's reply, the last of `messages`. `folded` messages
-    /// at the start are summarized by compaction and stay as they are.
-    pub(super) fn after_reply(&mut self, messages: &mut Vec<Message>, folded: usize) -> Verdict {
+    /// Judges the model's reply, the last of `messages`; `last_round` when no
+    /// round is left to ask again in.
+    pub(super) fn after_reply(&mut self, messages: &mut Vec<Message>, last_round: bool) -> Verdict {
         let Some(reply) = messages.last() else {
             return Verdict::Fine;
         };
         self.called
             .extend(reply.tool_calls.iter().map(|c| c.name.clone()));
-        let answered = reply.tool_calls.is_empty();
         let missing = self.missing();
-        if answered && !missing.is_empty() {
-            if self.corrections.len() < MAX_CORRECTIONS {
-                self.corrections.push(messages.len() - 1);
-                messages.push(Message::user(correction(&missing)));
-                return Verdict::Correct(missing);
-            }
-            self.drop_corrections(messages, folded);
-            if let Some(last) = messages.last_mut() {
-                last.content = format!("{}{}", warning(&missing), last.content);
-            }
-            return Verdict::Unmet(missing);
+        if !reply.tool_calls.is_empty() || missing.is_empty() {
+            return Verdict::Fine;
         }
-        if missing.is_empty() {
-            // The model complied: the refused answers and the corrections
-            // are not part of the conversation.
-            self.drop_corrections(messages, folded);
+        if self.corrections < MAX_CORRECTIONS && !last_round {
+            self.corrections += 1;
+            messages.push(Message::user(correction(&missing)));
+            return Verdict::Correct(missing);
         }
-        Verdict::Fine
-    }
-
-    fn drop_corrections(&mut self, messages: &mut Vec<Message>, folded: usize) {
-        for index in self.corrections.drain(..).rev() {
-            if index >= folded && index + 2 <= messages.len() {
-                messages.drain(index..index + 2);
-            }
+        if let Some(last) = messages.last_mut() {
+            last.content = format!("{}{}", warning(&missing), last.content);
         }
+        Verdict::Unmet(missing)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::intent::strip_corrections;
     use crate::llm::ToolCall;
 
     fn check() -> IntentCheck {
@@ -124,52 +107,76 @@ mod tests {
     }
 
     #[test]
-    fn corrections_then_compliance_leave_a_clean_history() {
+    fn a_correction_then_compliance_leaves_a_clean_history() {
         let mut c = check();
         assert!(c.holds_text());
         let mut messages = vec![
             Message::user("show my portfolio"),
             Message::assistant("100 AAPL"),
         ];
-        assert_eq!(
-            c.after_reply(&mut messages, 0),
-            Verdict::Correct(vec!["portfolio".into()])
-        );
+        assert!(matches!(
+            c.after_reply(&mut messages, false),
+            Verdict::Correct(_)
+        ));
         assert_eq!(messages.len(), 3);
         messages.push(calling("portfolio"));
-        assert_eq!(c.after_reply(&mut messages, 0), Verdict::Fine);
+        assert_eq!(c.after_reply(&mut messages, false), Verdict::Fine);
         assert!(!c.holds_text());
+        strip_corrections(&mut messages);
         assert_eq!(messages.len(), 2, "{messages:?}");
         assert_eq!(messages[1].tool_calls[0].name, "portfolio");
     }
 
     #[test]
-    fn after_the_last_correction_the_answer_is_warned() {
+    fn updating_the_portfolio_meets_the_rule_too() {
+        let mut c = check();
+        let mut messages = vec![
+            Message::user("add 10 AAPL to my portfolio"),
+            calling("update_portfolio"),
+        ];
+        assert_eq!(c.after_reply(&mut messages, false), Verdict::Fine);
+        assert!(!c.holds_text());
+    }
+
+    #[test]
+    fn after_the_last_correction_or_round_the_answer_is_warned() {
         let mut c = check();
         let mut messages = vec![Message::user("show my portfolio")];
         for _ in 0..MAX_CORRECTIONS {
             messages.push(Message::assistant("guess"));
             assert!(matches!(
-                c.after_reply(&mut messages, 0),
+                c.after_reply(&mut messages, false),
                 Verdict::Correct(_)
             ));
         }
         messages.push(Message::assistant("guess"));
-        assert_eq!(
-            c.after_reply(&mut messages, 0),
-            Verdict::Unmet(vec!["portfolio".into()])
-        );
+        assert!(matches!(
+            c.after_reply(&mut messages, false),
+            Verdict::Unmet(_)
+        ));
+        strip_corrections(&mut messages);
         assert_eq!(messages.len(), 2);
         assert!(messages[1]
             .content
             .starts_with("⚠️ Not checked with `portfolio`"));
+
+        let mut c = check();
+        let mut messages = vec![
+            Message::user("show my portfolio"),
+            Message::assistant("guess"),
+        ];
+        assert!(
+            matches!(c.after_reply(&mut messages, true), Verdict::Unmet(_)),
+            "no round left to ask again in"
+        );
     }
 
     #[test]
     fn other_tools_and_other_requests_are_not_judged() {
         let mut c = check();
         let mut messages = vec![Message::user("show my portfolio"), calling("recall")];
-        assert_eq!(c.after_reply(&mut messages, 0), Verdict::Fine);
+        assert_eq!(c.after_reply(&mut messages, false), Verdict::Fine);
+        assert!(c.holds_text(), "still owed");
         let resumed = IntentCheck::for_turn(
             &IntentRules::builtin(),
             Some(&Message::user("show my portfolio")),

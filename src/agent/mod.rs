@@ -20,6 +20,6 @@ pub use compaction::{
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
-pub use intent::{IntentRule, IntentRules, IntentRulesError, MAX_CORRECTIONS};
+pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
 pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};

@@ -290,12 +290,18 @@ impl RoundRunner<'_> {
                 })
                 .map_err(|e| format!("error: could not start the background task: {e}")));
         }
-        // Progress a foreground tool reports (a sub-agent's steps) goes to
-        // the chat as it happens.
+        // Progress of a tool that shows it in the chat (a sub-agent's steps)
+        // goes there as it happens; other tools report to nobody.
         let (progress_tx, mut progress_rx) = watch::channel(Progress::default());
+        let mut reporting = tool.progress_in_chat();
+        let progress = if reporting {
+            ProgressSink::new(progress_tx)
+        } else {
+            ProgressSink::default()
+        };
         let ctx = ToolContext {
             cancel: self.cancel.child_token(),
-            progress: ProgressSink::new(progress_tx),
+            progress,
             session_id: self.session_id.to_owned(),
             origin: self.origin.cloned(),
         };
@@ -306,7 +312,6 @@ impl RoundRunner<'_> {
         let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
         let deadline = tokio::time::sleep(self.tool_timeout);
         tokio::pin!(deadline);
-        let mut reporting = true;
         let joined = loop {
             tokio::select! {
                 joined = &mut running => break joined,
@@ -322,14 +327,13 @@ impl RoundRunner<'_> {
                         continue;
                     }
                     let progress = progress_rx.borrow_and_update().clone();
-                    let _ = self
-                        .events
-                        .send(RuntimeEvent::ToolProgress {
-                            call_id: call.id.clone(),
-                            name: call.name.clone(),
-                            progress,
-                        })
-                        .await;
+                    // A status line may be skipped, but must never hold the
+                    // tool's deadline up behind a busy channel.
+                    let _ = self.events.try_send(RuntimeEvent::ToolProgress {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        progress,
+                    });
                 }
             }
         };

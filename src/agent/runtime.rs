@@ -4,7 +4,7 @@ use super::compaction::{self, ContextView};
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
-use super::intent::{self, IntentRules};
+use super::intent::{self, IntentRules, Requirement};
 use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{call_model, ModelFailure, TextOut, ROUND_SEPARATOR};
 use super::results::shrink_stale;
@@ -286,12 +286,14 @@ impl Agent {
                         tool_call_id: None,
                         reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
                     });
-                    match intents.after_reply(t.messages, t.view.folded()) {
+                    let last_round = round >= self.config.max_tool_rounds;
+                    let mut warning = None;
+                    match intents.after_reply(t.messages, last_round) {
                         Verdict::Fine => {}
                         Verdict::Correct(missing) => {
                             pad.record(
                                 "intent_correction",
-                                json!({ "round": round, "missing": missing, "answer": reply.text }),
+                                json!({ "round": round, "missing": names(&missing), "answer": reply.text }),
                             );
                             t.intent_corrections += 1;
                             continue;
@@ -299,17 +301,30 @@ impl Agent {
                         Verdict::Unmet(missing) => {
                             pad.record(
                                 "intent_unmet",
-                                json!({ "round": round, "missing": missing }),
+                                json!({ "round": round, "missing": names(&missing) }),
                             );
                             t.intent_unmet = true;
-                            turn_text = format!("{}{turn_text}", intent::warning(&missing));
+                            warning = Some(intent::warning(&missing));
                         }
                     }
                     if !reply.text.is_empty() {
+                        if text_out == TextOut::Hold && !reply.tool_calls.is_empty() {
+                            // Held back while it might be refused; it leads
+                            // to the tool, so the chat can show it now.
+                            let shown = if turn_text.is_empty() {
+                                reply.text.clone()
+                            } else {
+                                format!("{ROUND_SEPARATOR}{}", reply.text)
+                            };
+                            let _ = tx.send(RuntimeEvent::TextDelta(shown)).await;
+                        }
                         if !turn_text.is_empty() {
                             turn_text.push_str(ROUND_SEPARATOR);
                         }
                         turn_text.push_str(&reply.text);
+                    }
+                    if let Some(warning) = warning {
+                        turn_text = format!("{warning}{turn_text}");
                     }
                     if reply.tool_calls.is_empty() {
                         return t.finish(&mut pad, turn_text, StopReason::Answered);
@@ -348,6 +363,11 @@ impl Agent {
         t.messages.push(Message::assistant(text.clone()));
         t.finish(&mut pad, text, StopReason::MaxRounds)
     }
+}
+
+/// The tool names of requirements, for the trace.
+fn names(requirements: &[Requirement]) -> Vec<&str> {
+    requirements.iter().map(Requirement::primary).collect()
 }
 
 /// The question of an `ask_user` call in this round, if any.
@@ -403,11 +423,13 @@ impl TurnLog<'_> {
                 "cache_read_tokens": self.usage.cache_read_tokens, "text": text,
             }),
         );
-        let new_messages = self
+        let mut new_messages = self
             .messages
             .get(self.new_from..)
             .map(<[Message]>::to_vec)
             .unwrap_or_default();
+        // Also after a resume: the checkpoint may hold corrections.
+        intent::strip_corrections(&mut new_messages);
         let compaction = self.view.record.clone();
         TurnOutcome {
             text,

@@ -163,6 +163,10 @@ impl Tool for DelegateTool {
         args.get("background").and_then(Value::as_bool) == Some(true)
     }
 
+    fn progress_in_chat(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let task = args
             .get("task")

@@ -327,7 +327,7 @@ async fn deliver(
             ("stop", outcome.stop.as_str()),
         ],
     );
-    if outcome.intent_corrections > 0 {
+    if outcome.intent_corrections > 0 && outcome.stop == StopReason::Answered {
         let result = if outcome.intent_unmet {
             "unmet"
         } else {

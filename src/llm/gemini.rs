@@ -43,8 +43,10 @@ impl OptionalParam {
         let message = message.to_ascii_lowercase();
         match self {
             OptionalParam::FrequencyPenalty => message.contains("penalty"),
+            // "missing a thought_signature" is about the history, not the setting.
             OptionalParam::IncludeThoughts => {
-                message.contains("thinking") || message.contains("thought")
+                (message.contains("thinking") || message.contains("thought"))
+                    && !message.contains("signature")
             }
         }
     }
@@ -175,11 +177,12 @@ impl GeminiProvider {
     async fn success(&self, response: reqwest::Response) -> Result<ChunkStream, ProviderError> {
         if http::is_json(&response) {
             let text = http::body_text(response, self.config.idle_timeout).await;
-            return Err(match error::from_status(200, &text, None) {
-                ProviderError::Config { status: 200, .. } => ProviderError::InvalidResponse(
+            let value = serde_json::from_str::<Value>(&text).ok();
+            return Err(match value.as_ref().and_then(|v| v.get("error")) {
+                Some(error) => error::from_error_object(error),
+                None => ProviderError::InvalidResponse(
                     "expected an event stream, got a JSON body".to_owned(),
                 ),
-                other => other,
             });
         }
         Ok(sse::chunk_stream(
@@ -267,6 +270,12 @@ mod tests {
         assert_eq!(
             GeminiProvider::rejected_param(400, thinking, &sent),
             Some(OptionalParam::IncludeThoughts)
+        );
+        let history = r#"{"error":{"code":400,"message":"Function call is missing a thought_signature in functionCall parts."}}"#;
+        assert_eq!(
+            GeminiProvider::rejected_param(400, history, &sent),
+            None,
+            "a history problem is not the thinking setting"
         );
     }
 }

@@ -22,6 +22,8 @@ pub enum DecimalError {
     TooPrecise(String),
     #[error("{0:?} is too large")]
     TooLarge(String),
+    #[error("{0} may have been rounded as a JSON number; give it as a string, e.g. \"{0}\"")]
+    Inexact(String),
     #[error("the amount is out of range")]
     Overflow,
     #[error("division by zero")]
@@ -69,10 +71,23 @@ impl Decimal {
         Ok(Decimal(if negative { -value } else { value }))
     }
 
-    /// A JSON number or numeric string. Numbers serde prints with an exponent
-    /// are refused rather than rounded.
+    /// A JSON number or numeric string. A fractional number with more than 15
+    /// significant digits may already have been rounded by the JSON parser
+    /// (a double), so it is refused — as are exponents — rather than stored.
     pub fn from_json(value: &serde_json::Value) -> Result<Decimal, DecimalError> {
         match value {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let text = n.to_string();
+                let significant = text
+                    .trim_start_matches(['-', '0', '.'])
+                    .bytes()
+                    .filter(u8::is_ascii_digit)
+                    .count();
+                if significant > 15 {
+                    return Err(DecimalError::Inexact(text));
+                }
+                Decimal::parse(&text)
+            }
             serde_json::Value::Number(n) => Decimal::parse(&n.to_string()),
             serde_json::Value::String(s) => Decimal::parse(s),
             other => Err(DecimalError::Malformed(other.to_string())),
@@ -114,6 +129,16 @@ impl Decimal {
         }
         let wide = self.0.checked_mul(ONE).ok_or(DecimalError::Overflow)?;
         Ok(Decimal(round_div(wide, other.0)))
+    }
+
+    /// `self × num / den` in one step, rounded once (half away from zero):
+    /// the share of a cost that goes with part of a holding.
+    pub fn mul_div(self, num: Decimal, den: Decimal) -> Result<Decimal, DecimalError> {
+        if den.0 == 0 {
+            return Err(DecimalError::DivisionByZero);
+        }
+        let wide = self.0.checked_mul(num.0).ok_or(DecimalError::Overflow)?;
+        Ok(Decimal(round_div(wide, den.0)))
     }
 
     /// `self / total` as a percentage with one decimal (0 when total is 0).
@@ -199,6 +224,20 @@ mod tests {
             Decimal::from_json(&serde_json::json!(150.25)).unwrap(),
             d("150.25")
         );
+        let long: serde_json::Value = serde_json::from_str("123456789012.12345678").unwrap();
+        assert!(matches!(
+            Decimal::from_json(&long),
+            Err(DecimalError::Inexact(_))
+        ));
+        assert_eq!(
+            Decimal::from_json(&serde_json::json!("123456789012.12345678")).unwrap(),
+            d("123456789012.12345678")
+        );
+        assert_eq!(
+            Decimal::from_json(&serde_json::json!(9007199254740993_u64)).unwrap(),
+            d("9007199254740993"),
+            "integers are exact"
+        );
     }
 
     #[test]
@@ -218,5 +257,11 @@ mod tests {
             "99999990000"
         );
         assert_eq!(d("25").percent_of(d("200")), 12.5);
+        // One rounding, not a rounded average multiplied back up.
+        assert_eq!(
+            d("2").mul_div(d("2999.99999999"), d("3000")).unwrap(),
+            d("2")
+        );
+        assert_eq!(d("10").mul_div(d("1"), d("3")).unwrap(), d("3.33333333"));
     }
 }

@@ -227,12 +227,16 @@ pub fn apply(current: Option<&Position>, order: &Order) -> Result<Applied, Ledge
                 });
             }
             let left = held.quantity.checked_sub(*quantity)?;
-            // The cost that leaves with the units; all of it on a full sale,
-            // so no rounding residue stays behind.
+            // The cost that leaves with the units, rounded once and never
+            // more than the basis; all of it on a full sale, so no residue
+            // stays behind.
             let released = if left.is_zero() {
                 held.cost
             } else {
-                held.average_cost().checked_mul(*quantity)?
+                held.cost
+                    .mul_div(*quantity, held.quantity)
+                    .or_else(|_| held.average_cost().checked_mul(*quantity))?
+                    .clamp(Decimal::ZERO, held.cost)
             };
             let proceeds = quantity.checked_mul(*price)?.checked_sub(*fee)?;
             let after = (!left.is_zero()).then(|| {
@@ -324,6 +328,30 @@ mod tests {
         let all = apply(Some(&left), &order(sell("15", "100"))).unwrap();
         assert_eq!(all.after, None);
         assert_eq!(all.realized, Some(d("-751")));
+    }
+
+    #[test]
+    fn a_sale_never_leaves_a_negative_basis() {
+        let held = Position {
+            symbol: "AAPL".into(),
+            quantity: d("3000"),
+            cost: d("2"),
+            currency: "USD".into(),
+        };
+        let sold = apply(
+            Some(&held),
+            &order(Operation::Sell {
+                quantity: d("2999.99999999"),
+                price: d("0"),
+                fee: Decimal::ZERO,
+            }),
+        )
+        .unwrap();
+        let left = sold.after.unwrap();
+        assert_eq!(left.quantity, d("0.00000001"));
+        assert!(!left.cost.is_negative(), "{left:?}");
+        assert_eq!(left.cost, Decimal::ZERO);
+        assert_eq!(sold.realized, Some(d("-2")));
     }
 
     #[test]

@@ -1,32 +1,28 @@
-//! The live skill set: `SKILLS_DIR` is looked at again (at most once a second)
-//! whenever skills are used, and re-read when a file was added, changed or
-//! removed — so editing a skill needs no restart.
+//! The live skill set: a background task looks at `SKILLS_DIR` every second
+//! (on a blocking thread) and re-reads it when a file was added, changed or
+//! removed — so editing a skill needs no restart. Readers never touch the disk.
 
 use super::{SkillBook, SkillProblem};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
-/// How often the directory is looked at, at most.
+/// How often the directory is looked at.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The `*.md` files of the directory with their modification time and size.
-type Stamp = Vec<(PathBuf, Option<SystemTime>, u64)>;
+/// The `*.md` files of the directory with a hash of their contents (symlinks
+/// followed; an edit that keeps size and time still counts).
+type Stamp = Vec<(PathBuf, u64)>;
 
 /// Skills that follow their directory.
 #[derive(Debug)]
 pub struct SkillLibrary {
     dir: PathBuf,
     reserved: &'static [&'static str],
-    check_every: Duration,
-    state: Mutex<State>,
-}
-
-#[derive(Debug)]
-struct State {
-    book: Arc<SkillBook>,
-    stamp: Stamp,
-    checked: Instant,
+    book: RwLock<Arc<SkillBook>>,
+    stamp: Mutex<Stamp>,
 }
 
 impl SkillLibrary {
@@ -40,33 +36,53 @@ impl SkillLibrary {
         let library = SkillLibrary {
             dir: dir.to_owned(),
             reserved,
-            check_every: CHECK_EVERY,
-            state: Mutex::new(State {
-                book: Arc::new(book),
-                stamp,
-                checked: Instant::now(),
-            }),
+            book: RwLock::new(Arc::new(book)),
+            stamp: Mutex::new(stamp),
         };
         (library, problems)
     }
 
     /// The skills as they are now.
     pub fn book(&self) -> Arc<SkillBook> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.checked.elapsed() >= self.check_every {
-            state.checked = Instant::now();
-            let now = stamp(&self.dir);
-            if now != state.stamp {
-                let (book, problems) = SkillBook::load(&self.dir, self.reserved);
-                for p in &problems {
-                    tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
-                }
-                tracing::info!(dir = %self.dir.display(), skills = book.len(), "skills reloaded");
-                state.book = Arc::new(book);
-                state.stamp = now;
-            }
+        Arc::clone(&self.book.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Re-reads the directory when its files changed; `true` if it did. Blocking
+    /// file I/O: [`SkillLibrary::watch`] runs it on a blocking thread.
+    pub fn refresh(&self) -> bool {
+        let mut last = self.stamp.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = stamp(&self.dir);
+        if now == *last {
+            return false;
         }
-        Arc::clone(&state.book)
+        let (book, problems) = SkillBook::load(&self.dir, self.reserved);
+        for p in &problems {
+            tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
+        }
+        tracing::info!(dir = %self.dir.display(), skills = book.len(), "skills reloaded");
+        *self.book.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(book);
+        *last = now;
+        true
+    }
+
+    /// Keeps the skills in step with their directory until `shutdown` (on a
+    /// task of its own).
+    pub fn watch(self: &Arc<Self>, shutdown: CancellationToken) {
+        let library = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(CHECK_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let library = Arc::clone(&library);
+                if let Err(e) = tokio::task::spawn_blocking(move || library.refresh()).await {
+                    tracing::warn!(error = %e, "skills check failed");
+                }
+            }
+        });
     }
 }
 
@@ -76,14 +92,12 @@ fn stamp(dir: &Path) -> Stamp {
     };
     let mut stamp: Stamp = entries
         .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
-        .map(|e| {
-            let meta = e.metadata().ok();
-            (
-                e.path(),
-                meta.as_ref().and_then(|m| m.modified().ok()),
-                meta.map_or(0, |m| m.len()),
-            )
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|path| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(&path).ok().hash(&mut hasher);
+            (path, hasher.finish())
         })
         .collect();
     stamp.sort();
@@ -97,41 +111,49 @@ mod tests {
     #[test]
     fn added_changed_and_removed_files_are_picked_up() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut library, problems) = SkillLibrary::load(dir.path(), &["help"]);
+        let (library, problems) = SkillLibrary::load(dir.path(), &["help"]);
         assert!(problems.is_empty());
-        library.check_every = Duration::ZERO;
+        assert!(!library.refresh(), "nothing changed");
         assert!(library.book().get("standup").is_none());
 
         let file = dir.path().join("standup.md");
         std::fs::write(&file, "---\ndescription: Stand-up\n---\nNotes: {{args}}").unwrap();
+        assert!(
+            library.book().get("standup").is_none(),
+            "readers see the last refresh"
+        );
+        assert!(library.refresh());
         assert_eq!(
             library.book().get("standup").unwrap().description,
             "Stand-up"
         );
 
-        std::fs::write(
-            &file,
-            "---\ndescription: Daily stand-up\n---\nNotes: {{args}}",
-        )
-        .unwrap();
+        // Same size, same second: the contents still tell.
+        std::fs::write(&file, "---\ndescription: Stand-UP\n---\nNotes: {{args}}").unwrap();
+        assert!(library.refresh());
         assert_eq!(
             library.book().get("standup").unwrap().description,
-            "Daily stand-up"
+            "Stand-UP"
         );
 
         std::fs::remove_file(&file).unwrap();
+        assert!(library.refresh());
         assert!(library.book().get("standup").is_none());
         assert!(library.book().get("summarize").is_some(), "built-ins stay");
     }
 
+    #[cfg(unix)]
     #[test]
-    fn the_directory_is_not_looked_at_more_than_once_a_second() {
+    fn symlinked_files_are_followed() {
         let dir = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let target = data.path().join("real.md");
+        std::fs::write(&target, "---\ndescription: One\n---\nx").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("linked.md")).unwrap();
         let (library, _) = SkillLibrary::load(dir.path(), &[]);
-        std::fs::write(dir.path().join("new.md"), "---\ndescription: New\n---\nx").unwrap();
-        assert!(
-            library.book().get("new").is_none(),
-            "checked less than a second ago"
-        );
+        assert_eq!(library.book().get("linked").unwrap().description, "One");
+        std::fs::write(&target, "---\ndescription: Two\n---\nx").unwrap();
+        assert!(library.refresh());
+        assert_eq!(library.book().get("linked").unwrap().description, "Two");
     }
 }

@@ -204,6 +204,25 @@ fn order(args: &Value) -> Result<Order, ToolError> {
         None => Decimal::ZERO,
         Some(v) => amount("fee", Some(v))?,
     };
+    let unused = |fields: &[(&str, bool)]| -> Result<(), ToolError> {
+        match fields.iter().find(|(_, given)| *given) {
+            Some((name, _)) => Err(ToolError::InvalidArguments(format!(
+                "{name} does not apply to {}; leave it out",
+                a.op
+            ))),
+            None => Ok(()),
+        }
+    };
+    match a.op.as_str() {
+        "set" => unused(&[("fee", a.fee.is_some())])?,
+        "remove" => unused(&[
+            ("quantity", a.quantity.is_some()),
+            ("price", a.price.is_some()),
+            ("fee", a.fee.is_some()),
+            ("currency", a.currency.is_some()),
+        ])?,
+        _ => {}
+    }
     let operation = match a.op.as_str() {
         "buy" => Operation::Buy {
             quantity: amount("quantity", a.quantity.as_ref())?,

@@ -129,6 +129,13 @@ pub trait Tool: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the progress of a foreground call is shown in the chat while it
+    /// runs (a sub-agent's steps). Off by default: a command's output lines,
+    /// for one, are for the model, not for everyone in the chat.
+    fn progress_in_chat(&self) -> bool {
+        false
+    }
+
     /// Whether this particular call runs as a background task.
     fn runs_in_background(&self, _args: &Value) -> bool {
         self.spec().background

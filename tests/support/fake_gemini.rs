@@ -260,7 +260,8 @@ async fn handle(
 }
 
 /// With signatures on, the first `functionCall` part of every model turn must
-/// carry a signature this server issued (Gemini 3's rule).
+/// carry a signature this server issued (Gemini 3's rule), or the documented
+/// placeholder for calls another model made.
 fn check_signatures(shared: &Shared, request: &Value) -> Result<(), String> {
     let state = shared.lock();
     let Some(issued) = &state.signatures else {
@@ -281,7 +282,7 @@ fn check_signatures(shared: &Shared, request: &Value) -> Result<(), String> {
         };
         let valid = first["thoughtSignature"]
             .as_str()
-            .is_some_and(|s| issued.contains(s));
+            .is_some_and(|s| issued.contains(s) || s == "skip_thought_signature_validator");
         if !valid {
             return Err(format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details. (contents[{i}].parts[{j}])", first["functionCall"]["name"].as_str().unwrap_or_default(), j + 1));
         }

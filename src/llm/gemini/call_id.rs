@@ -20,12 +20,18 @@
 /// Prefix of generated bases (they stay on our side).
 const GENERATED: &str = "gc_";
 
+/// The signature Google documents for function calls another model made (a
+/// fallback continuing a turn on Gemini): Gemini 3 refuses a call without one.
+pub(crate) const FOREIGN_SIGNATURE: &str = "skip_thought_signature_validator";
+
 /// A call id taken apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallId<'a> {
     /// Gemini's own id of the call, if it sent one.
     pub(crate) gemini_id: Option<&'a str>,
     pub(crate) signature: Option<&'a str>,
+    /// Another provider made the call (Gemini never did).
+    pub(crate) foreign: bool,
 }
 
 /// The tool-call id of a streamed `functionCall` part.
@@ -49,6 +55,7 @@ pub(crate) fn decode(id: &str) -> CallId<'_> {
         return CallId {
             gemini_id: None,
             signature: None,
+            foreign: !id.starts_with(GENERATED),
         };
     };
     let gemini_id = Some(base).filter(|b| !b.is_empty() && !b.starts_with(GENERATED));
@@ -56,6 +63,7 @@ pub(crate) fn decode(id: &str) -> CallId<'_> {
     CallId {
         gemini_id,
         signature,
+        foreign: false,
     }
 }
 
@@ -71,7 +79,8 @@ mod tests {
             decode(&id),
             CallId {
                 gemini_id: None,
-                signature: Some("c2lnbmF0dXJl+/==")
+                signature: Some("c2lnbmF0dXJl+/=="),
+                foreign: false,
             }
         );
         let id = encode(Some("fc-17"), Some("sig"));
@@ -80,7 +89,8 @@ mod tests {
             decode(&id),
             CallId {
                 gemini_id: Some("fc-17"),
-                signature: Some("sig")
+                signature: Some("sig"),
+                foreign: false,
             }
         );
         assert_eq!(encode(Some("fc-18"), None), "fc-18.");
@@ -91,7 +101,8 @@ mod tests {
             decode(&plain),
             CallId {
                 gemini_id: None,
-                signature: None
+                signature: None,
+                foreign: false,
             }
         );
     }
@@ -102,7 +113,8 @@ mod tests {
             decode("call_abc"),
             CallId {
                 gemini_id: None,
-                signature: None
+                signature: None,
+                foreign: true,
             }
         );
     }

@@ -125,7 +125,12 @@ fn function_call(call: &ToolCall) -> Value {
     }
     let mut part = Map::new();
     part.insert("functionCall".into(), Value::Object(function));
-    if let Some(signature) = decoded.signature {
+    let signature = match decoded.signature {
+        Some(signature) => Some(signature),
+        None if decoded.foreign => Some(call_id::FOREIGN_SIGNATURE),
+        None => None,
+    };
+    if let Some(signature) = signature {
         part.insert("thoughtSignature".into(), Value::from(signature));
     }
     Value::Object(part)
