@@ -292,12 +292,11 @@ impl RoundRunner<'_> {
         }
         // Progress of a tool that shows it in the chat (a sub-agent's steps)
         // goes there as it happens; other tools report to nobody.
-        let (progress_tx, mut progress_rx) = watch::channel(Progress::default());
-        let mut reporting = tool.progress_in_chat();
-        let progress = if reporting {
-            ProgressSink::new(progress_tx)
+        let (progress, progress_rx) = if tool.progress_in_chat() {
+            let (tx, rx) = watch::channel(Progress::default());
+            (ProgressSink::new(tx), Some(rx))
         } else {
-            ProgressSink::default()
+            (ProgressSink::default(), None)
         };
         let ctx = ToolContext {
             cancel: self.cancel.child_token(),
@@ -310,32 +309,17 @@ impl RoundRunner<'_> {
         // to stop (its cancel token) and dropped.
         let cancel = ctx.cancel.clone();
         let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
-        let deadline = tokio::time::sleep(self.tool_timeout);
-        tokio::pin!(deadline);
-        let joined = loop {
-            tokio::select! {
-                joined = &mut running => break joined,
-                () = &mut deadline => {
-                    cancel.cancel();
-                    running.abort();
-                    tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
-                    return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
-                }
-                changed = progress_rx.changed(), if reporting => {
-                    if changed.is_err() {
-                        reporting = false;
-                        continue;
-                    }
-                    let progress = progress_rx.borrow_and_update().clone();
-                    // A status line may be skipped, but must never hold the
-                    // tool's deadline up behind a busy channel.
-                    let _ = self.events.try_send(RuntimeEvent::ToolProgress {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        progress,
-                    });
-                }
-            }
+        let finished = match progress_rx {
+            None => tokio::time::timeout(self.tool_timeout, &mut running)
+                .await
+                .ok(),
+            Some(rx) => self.forward_progress(call, &mut running, rx).await,
+        };
+        let Some(joined) = finished else {
+            cancel.cancel();
+            running.abort();
+            tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
+            return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
         };
         Ok(match joined {
             Ok(Ok(text)) => Ok(text),
@@ -348,5 +332,38 @@ impl RoundRunner<'_> {
                 Err("error: the tool crashed; the operator has the details.".into())
             }
         })
+    }
+
+    /// Waits for a tool (at most the tool timeout; `None` past it) while
+    /// passing what it reports on as [`RuntimeEvent::ToolProgress`].
+    async fn forward_progress<T>(
+        &self,
+        call: &ToolCall,
+        running: &mut tokio::task::JoinHandle<T>,
+        mut progress: watch::Receiver<Progress>,
+    ) -> Option<Result<T, tokio::task::JoinError>> {
+        let deadline = tokio::time::sleep(self.tool_timeout);
+        tokio::pin!(deadline);
+        let mut reporting = true;
+        loop {
+            tokio::select! {
+                joined = &mut *running => return Some(joined),
+                () = &mut deadline => return None,
+                changed = progress.changed(), if reporting => {
+                    if changed.is_err() {
+                        reporting = false;
+                        continue;
+                    }
+                    let update = progress.borrow_and_update().clone();
+                    // A status line may be skipped, but must never hold the
+                    // tool's deadline up behind a busy channel.
+                    let _ = self.events.try_send(RuntimeEvent::ToolProgress {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        progress: update,
+                    });
+                }
+            }
+        }
     }
 }
