@@ -81,14 +81,8 @@ impl AnthropicProvider {
             return Err(error::from_status(status, &text, retry_after));
         }
         if http::is_json(&response) {
-            let text = http::body_text(response, self.config.idle_timeout).await;
-            let value = serde_json::from_str::<Value>(&text).ok();
-            return Err(match value.as_ref().and_then(|v| v.get("error")) {
-                Some(error) => error::from_error_event(error),
-                None => ProviderError::InvalidResponse(
-                    "expected an event stream, got a JSON body".to_owned(),
-                ),
-            });
+            let idle = self.config.idle_timeout;
+            return Err(http::json_body_error(response, idle, error::from_error_event).await);
         }
         Ok(sse::chunk_stream(
             response,

@@ -176,14 +176,8 @@ impl GeminiProvider {
     /// Turns a 2xx response into a chunk stream (or the error a JSON body carries).
     async fn success(&self, response: reqwest::Response) -> Result<ChunkStream, ProviderError> {
         if http::is_json(&response) {
-            let text = http::body_text(response, self.config.idle_timeout).await;
-            let value = serde_json::from_str::<Value>(&text).ok();
-            return Err(match value.as_ref().and_then(|v| v.get("error")) {
-                Some(error) => error::from_error_object(error),
-                None => ProviderError::InvalidResponse(
-                    "expected an event stream, got a JSON body".to_owned(),
-                ),
-            });
+            let idle = self.config.idle_timeout;
+            return Err(http::json_body_error(response, idle, error::from_error_object).await);
         }
         Ok(sse::chunk_stream(
             response,

@@ -86,6 +86,23 @@ pub(crate) fn failed(error: ProviderError, key: Option<&Secret>, endpoint: &str)
     error
 }
 
+/// The error a 2xx JSON body carries (some servers answer failures with 200),
+/// classified by the protocol's `classify`.
+pub(crate) async fn json_body_error(
+    response: reqwest::Response,
+    idle: Duration,
+    classify: impl Fn(&serde_json::Value) -> ProviderError,
+) -> ProviderError {
+    let text = body_text(response, idle).await;
+    let value = serde_json::from_str::<serde_json::Value>(&text).ok();
+    match value.as_ref().and_then(|v| v.get("error")) {
+        Some(error) => classify(error),
+        None => {
+            ProviderError::InvalidResponse("expected an event stream, got a JSON body".to_owned())
+        }
+    }
+}
+
 /// Whether a successful response is a JSON body (an error some servers send
 /// with 200) instead of an event stream.
 pub(crate) fn is_json(response: &reqwest::Response) -> bool {
