@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use switchboard::llm::{
     ChatRequest, Chunk, EndpointConfig, GeminiProvider, Message, ModelInfo, ProviderError,
-    ToolCall, ToolDefinition, Usage,
+    ToolDefinition, Usage,
 };
 use switchboard_platform::Secret;
 
 use support::fake_gemini::{FakeGemini, Reply};
-use support::provider::run;
+use support::provider::{calls, run, text};
 
 const IDLE: Duration = Duration::from_millis(300);
 const KEY: &str = "AIzaSy-test-gemini-key-123";
@@ -70,27 +70,6 @@ async fn failure(provider: &GeminiProvider, request: ChatRequest) -> anyhow::Res
         (_, Some(error)) => Ok(error),
         (chunks, None) => anyhow::bail!("expected an error, got {chunks:?}"),
     }
-}
-
-fn text(chunks: &[Chunk]) -> String {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn calls(chunks: &[Chunk]) -> Vec<ToolCall> {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::ToolCalls(calls) => Some(calls.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
 }
 
 #[tokio::test]

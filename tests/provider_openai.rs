@@ -14,7 +14,7 @@ use switchboard::llm::{
 use switchboard_platform::Secret;
 
 use support::fake_llm::{chunk, error_body, FakeLlm, Reply};
-use support::provider::run;
+use support::provider::{calls, run, text, thinking};
 
 const IDLE: Duration = Duration::from_millis(300);
 
@@ -40,37 +40,6 @@ fn ask(text: &str, tools: Vec<ToolDefinition>) -> ChatRequest {
         messages: vec![Message::user(text)],
         tools,
     }
-}
-
-fn text(chunks: &[Chunk]) -> String {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn thinking(chunks: &[Chunk]) -> String {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::Thinking(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn calls(chunks: &[Chunk]) -> Vec<ToolCall> {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::ToolCalls(calls) => Some(calls.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
 }
 
 fn usage(chunks: &[Chunk]) -> Option<Usage> {

@@ -1,7 +1,8 @@
-//! Driving a provider in tests: every chunk of a call and the error that ended it.
+//! Driving a provider in tests: every chunk of a call and the error that ended
+//! it, and the text, thinking and tool calls among the chunks.
 
 use futures::StreamExt;
-use switchboard::llm::{ChatRequest, Chunk, Provider, ProviderError};
+use switchboard::llm::{ChatRequest, Chunk, Provider, ProviderError, ToolCall};
 
 /// Every chunk up to the end of the stream, and the error that ended it, if any.
 pub async fn run(
@@ -20,4 +21,38 @@ pub async fn run(
         }
     }
     (chunks, None)
+}
+
+/// The streamed text.
+pub fn text(chunks: &[Chunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The streamed thinking.
+pub fn thinking(chunks: &[Chunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Thinking(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every tool call, in order.
+pub fn calls(chunks: &[Chunk]) -> Vec<ToolCall> {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ToolCalls(calls) => Some(calls.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
