@@ -1,7 +1,6 @@
 //! Command-line interface: `chat`, `run`, `migrate`, `doctor`, `pair`, `approvals`,
 //! `events`; `tasks`, `memory` and `model` live in `cli_*.rs`.
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use futures::StreamExt;
 use std::io::IsTerminal;
@@ -32,10 +31,10 @@ enum Command {
     Migrate,
     /// Check the configuration, the database and the model endpoint.
     Doctor,
-    /// Manage pairing requests from unknown users.
+    /// Pairing requests from unknown users, and who is admitted.
     Pair {
         #[command(subcommand)]
-        action: PairAction,
+        action: crate::cli_pair::PairAction,
     },
     /// List or revoke "always allow" rules.
     Approvals {
@@ -73,16 +72,6 @@ enum ApprovalsAction {
     Revoke { id: String },
 }
 
-#[derive(Debug, Subcommand)]
-enum PairAction {
-    /// List pending pairing codes.
-    List,
-    /// Admit the user who holds CODE.
-    Approve { code: String },
-    /// Refuse the request with CODE.
-    Deny { code: String },
-}
-
 pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::from_env()?;
     let quiet = matches!(args.command, Command::Chat);
@@ -110,7 +99,7 @@ pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor => doctor(config).await,
-        Command::Pair { action } => pair(config, action).await,
+        Command::Pair { action } => crate::cli_pair::run(&config.database_url, action).await,
         Command::Approvals { action } => {
             let store = Store::open(&config.database_url).await?;
             match action {
@@ -337,64 +326,6 @@ async fn probe(provider: &dyn Provider) -> Result<(), String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("no answer within 90 s".into()),
     }
-}
-
-async fn pair(config: Config, action: PairAction) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&config.database_url).await?;
-    match action {
-        PairAction::List => {
-            let pending = store.pending_pairings().await?;
-            if pending.is_empty() {
-                println!("No pending pairing requests.");
-            }
-            for p in pending {
-                println!(
-                    "{}  {} user {} ({})  expires {}",
-                    p.code,
-                    p.platform,
-                    p.user,
-                    p.display_name,
-                    p.expires_at.format("%H:%M UTC")
-                );
-            }
-        }
-        PairAction::Approve { code } | PairAction::Deny { code } if code.trim().is_empty() => {
-            anyhow::bail!("give the pairing CODE")
-        }
-        PairAction::Approve { code } => {
-            let p = store
-                .decide_pairing(&code, true)
-                .await?
-                .with_context(|| format!("no pending, unexpired pairing code {code}"))?;
-            store
-                .record_event(
-                    "pairing.approved",
-                    serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 }),
-                )
-                .await;
-            println!(
-                "Admitted {} user {} ({}).",
-                p.platform, p.user, p.display_name
-            );
-        }
-        PairAction::Deny { code } => {
-            let p = store
-                .decide_pairing(&code, false)
-                .await?
-                .with_context(|| format!("no pending, unexpired pairing code {code}"))?;
-            store
-                .record_event(
-                    "pairing.denied",
-                    serde_json::json!({ "platform": p.platform.as_str(), "user": p.user.0 }),
-                )
-                .await;
-            println!(
-                "Denied {} user {} ({}).",
-                p.platform, p.user, p.display_name
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Cancelled on Ctrl-C or SIGTERM.

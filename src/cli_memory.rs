@@ -26,7 +26,7 @@ pub enum MemoryAction {
     },
 }
 
-/// Whose memories.
+/// Which user: a platform and its numeric user id.
 #[derive(Debug, Args)]
 pub struct OwnerArgs {
     /// telegram, discord or console.
@@ -39,6 +39,12 @@ pub struct OwnerArgs {
 
 impl OwnerArgs {
     fn owner(&self) -> anyhow::Result<MemoryOwner> {
+        let (platform, user) = self.platform_user()?;
+        Ok(MemoryOwner::new(platform, user))
+    }
+
+    /// The platform and numeric user id, checked.
+    pub fn platform_user(&self) -> anyhow::Result<(Platform, UserId)> {
         let platform = match Platform::parse(self.platform.trim().to_ascii_lowercase().as_str()) {
             Some(p @ (Platform::Telegram | Platform::Discord | Platform::Console)) => p,
             _ => anyhow::bail!(
@@ -52,7 +58,7 @@ impl OwnerArgs {
                 self.user
             )
         })?;
-        Ok(MemoryOwner::new(platform, UserId(user)))
+        Ok((platform, UserId(user)))
     }
 }
 

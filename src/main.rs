@@ -3,6 +3,7 @@
 mod cli;
 mod cli_memory;
 mod cli_model;
+mod cli_pair;
 mod cli_tasks;
 
 use clap::Parser;

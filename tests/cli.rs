@@ -512,11 +512,54 @@ async fn doctor_fails_with_a_clear_message_when_the_model_endpoint_is_down() {
 }
 
 #[tokio::test]
+async fn the_operator_admits_lists_and_revokes_a_user() {
+    let env = Env::new("http://127.0.0.1:9/v1");
+    let done = env
+        .run(&["pair", "admit", "--platform", "telegram", "--user", "4242"])
+        .await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert_eq!(done.stdout.trim(), "Admitted telegram user 4242.", "{done}");
+
+    let done = env.run(&["pair", "list"]).await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stdout
+            .contains("Admitted users:\n  telegram user 4242  by operator on "),
+        "{done}"
+    );
+
+    let done = env
+        .run(&["pair", "revoke", "--platform", "telegram", "--user", "4242"])
+        .await;
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("Revoked telegram user 4242"), "{done}");
+    let done = env.run(&["pair", "list"]).await;
+    assert!(done.stdout.contains("No admitted users."), "{done}");
+
+    let done = env
+        .run(&["pair", "revoke", "--platform", "telegram", "--user", "4242"])
+        .await;
+    assert_ne!(done.code(), Some(0), "{done}");
+    assert!(
+        done.stderr.contains("telegram user 4242 is not admitted"),
+        "{done}"
+    );
+
+    let done = env.run(&["events"]).await;
+    assert!(done.stdout.contains("pairing.revoked"), "{done}");
+    assert!(done.stdout.contains("pairing.admitted"), "{done}");
+}
+
+#[tokio::test]
 async fn pair_list_on_an_empty_database_says_there_is_nothing_pending() {
     let env = Env::new("http://127.0.0.1:9/v1");
     let done = env.run(&["pair", "list"]).await;
     assert_eq!(done.code(), Some(0), "{done}");
-    assert_eq!(done.stdout.trim(), "No pending pairing requests.", "{done}");
+    assert_eq!(
+        done.stdout.trim(),
+        "No pending pairing requests.\nNo admitted users.",
+        "{done}"
+    );
 
     let done = env.run(&["pair", "approve", "ZZZZ99"]).await;
     assert_ne!(done.code(), Some(0), "{done}");

@@ -16,6 +16,17 @@ pub struct PairingCode {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A user admitted by pairing or by the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmittedUser {
+    pub platform: Platform,
+    pub user: UserId,
+    pub display_name: String,
+    pub admitted_at: DateTime<Utc>,
+    /// `pairing` or `operator`.
+    pub admitted_by: String,
+}
+
 /// Unambiguous characters only: no 0/O, 1/I/L.
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 const CODE_LEN: usize = 8;
@@ -49,6 +60,42 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    /// Every admitted user, oldest admission first.
+    pub async fn admitted_users(&self) -> Result<Vec<AdmittedUser>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT platform, user_id, display_name, admitted_at, admitted_by FROM users
+             ORDER BY admitted_at, platform, user_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AdmittedUser {
+                    platform: platform_of(row)?,
+                    user: UserId(row.try_get("user_id")?),
+                    display_name: row.try_get("display_name")?,
+                    admitted_at: dt(row.try_get("admitted_at")?),
+                    admitted_by: row.try_get("admitted_by")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Takes a user's admission back; false when they were not admitted. Their
+    /// next message is treated like a stranger's (a new pairing code).
+    pub async fn revoke_admission(
+        &self,
+        platform: Platform,
+        user: UserId,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM users WHERE platform = $1 AND user_id = $2")
+            .bind(platform.as_str())
+            .bind(user.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     /// The user's pending, unexpired code, or a new one valid for `ttl`.
@@ -155,12 +202,15 @@ impl Store {
     }
 }
 
-fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> {
+fn platform_of(row: &sqlx::any::AnyRow) -> Result<Platform, StoreError> {
     let platform: String = row.try_get("platform")?;
+    Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))
+}
+
+fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> {
     Ok(PairingCode {
         code: row.try_get("code")?,
-        platform: Platform::parse(&platform)
-            .ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))?,
+        platform: platform_of(row)?,
         user: UserId(row.try_get("user_id")?),
         display_name: row.try_get("display_name")?,
         expires_at: dt(row.try_get("expires_at")?),
@@ -205,6 +255,36 @@ mod tests {
                 .unwrap()
                 .is_none(),
             "a code works once"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_admission_is_listed_and_revoked() {
+        let (store, _dir) = test_store().await;
+        store
+            .admit(Platform::Telegram, UserId(7), "Cy", "operator")
+            .await
+            .unwrap();
+        let users = store.admitted_users().await.unwrap();
+        assert_eq!(users.len(), 1);
+        assert_eq!(
+            (users[0].user, users[0].admitted_by.as_str()),
+            (UserId(7), "operator")
+        );
+        assert!(store
+            .revoke_admission(Platform::Telegram, UserId(7))
+            .await
+            .unwrap());
+        assert!(!store
+            .is_admitted(Platform::Telegram, UserId(7))
+            .await
+            .unwrap());
+        assert!(
+            !store
+                .revoke_admission(Platform::Telegram, UserId(7))
+                .await
+                .unwrap(),
+            "nothing left to revoke"
         );
     }
 

@@ -16,7 +16,7 @@ mod tasks;
 mod turns;
 mod usage;
 
-pub use access::PairingCode;
+pub use access::{AdmittedUser, PairingCode};
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub use events::SystemEvent;
 pub use feedback::{FeedbackRecord, Rated};
