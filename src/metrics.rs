@@ -26,6 +26,10 @@ const HELP: &[(&str, &str)] = &[
         "switchboard_intent_checks_total",
         "Turns whose answer lacked a tool the request needs, by platform and outcome (corrected: the model then used it; unmet: answered with a warning).",
     ),
+    (
+        "switchboard_inputs_held_total",
+        "Session inputs held back because storage was unavailable (answered once it is back), by platform.",
+    ),
 ];
 
 impl Metrics {

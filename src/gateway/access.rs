@@ -3,6 +3,8 @@
 use crate::store::{Store, StoreError};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use switchboard_platform::{ChatKind, InboundMessage, Platform, UserId};
 
 /// The access policy for unknown users.
@@ -26,17 +28,76 @@ pub(crate) enum Access {
     Ignore,
 }
 
+/// How long a user this process saw admitted stays admitted while the
+/// database cannot be asked (an outage), so paired users keep being answered.
+/// Revocations take effect at once whenever the database answers.
+const OUTAGE_GRACE: Duration = Duration::from_secs(3600);
+
 pub(crate) struct AccessControl {
-    pub policy: AccessPolicy,
-    pub allowed: HashMap<Platform, HashSet<UserId>>,
-    pub pairing_ttl: chrono::Duration,
+    policy: AccessPolicy,
+    allowed: HashMap<Platform, HashSet<UserId>>,
+    pairing_ttl: chrono::Duration,
+    /// When each paired user was last found admitted in the database.
+    seen_admitted: Mutex<HashMap<(Platform, UserId), Instant>>,
 }
 
 impl AccessControl {
+    pub(crate) fn new(
+        policy: AccessPolicy,
+        allowed: HashMap<Platform, HashSet<UserId>>,
+        pairing_ttl: chrono::Duration,
+    ) -> AccessControl {
+        AccessControl {
+            policy,
+            allowed,
+            pairing_ttl,
+            seen_admitted: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the paired user is admitted; during a database outage, whether
+    /// the database said so within the last [`OUTAGE_GRACE`].
+    /// With `storage_down`, a user seen admitted recently is not asked about.
+    async fn paired(
+        &self,
+        store: &Store,
+        who: (Platform, UserId),
+        storage_down: bool,
+    ) -> Result<bool, StoreError> {
+        if storage_down && self.seen_recently(who) {
+            return Ok(true);
+        }
+        let result = store.is_admitted(who.0, who.1).await;
+        let mut seen = self.seen_admitted.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(true) => {
+                seen.insert(who, Instant::now());
+                Ok(true)
+            }
+            Ok(false) => {
+                seen.remove(&who);
+                Ok(false)
+            }
+            Err(e) if seen.get(&who).is_some_and(|t| t.elapsed() < OUTAGE_GRACE) => {
+                tracing::warn!(error = %e, platform = %who.0, user = %who.1, "storage unavailable; admitting a user seen admitted recently");
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn seen_recently(&self, who: (Platform, UserId)) -> bool {
+        let seen = self.seen_admitted.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(&who).is_some_and(|t| t.elapsed() < OUTAGE_GRACE)
+    }
+
+    /// With `storage_down`, users this process saw admitted within the last
+    /// hour are admitted without asking the database.
     pub(crate) async fn check(
         &self,
         store: &Store,
         msg: &InboundMessage,
+        storage_down: bool,
     ) -> Result<Access, StoreError> {
         let platform = msg.chat.platform;
         // The console is the operator's own terminal.
@@ -59,7 +120,7 @@ impl AccessControl {
             ))),
             AccessPolicy::Allowlist => Ok(Access::Ignore),
             AccessPolicy::Pairing => {
-                if store.is_admitted(platform, msg.user.id).await? {
+                if self.paired(store, (platform, msg.user.id), storage_down).await? {
                     return Ok(Access::Admit);
                 }
                 if !dm {

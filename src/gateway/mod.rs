@@ -3,6 +3,7 @@
 
 mod access;
 mod commands;
+mod hold;
 mod host;
 mod limiter;
 mod maintenance;
@@ -73,6 +74,8 @@ pub(crate) struct Inner {
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
     inbox_held: AtomicUsize,
+    /// Whether storage just failed (the inbound path then skips what it can).
+    storage: hold::StorageHealth,
 }
 
 impl Inner {
@@ -83,12 +86,17 @@ impl Inner {
     /// Stores an accepted message in the inbox; `None` when storage failed
     /// (the message is still handled, only not restart-proof).
     async fn inbox_add(&self, msg: &InboundMessage) -> Option<i64> {
+        if self.storage.is_down() {
+            tracing::warn!("storage is down; an inbound message is queued without its inbox row and will not survive a restart");
+            return None;
+        }
         match self.store.inbox_add(&self.instance, msg).await {
             Ok(id) => {
                 self.inbox_held.fetch_add(1, Ordering::Relaxed);
                 Some(id)
             }
             Err(e) => {
+                self.storage.failed();
                 tracing::warn!(error = %e, "could not store an inbound message; it will not survive a restart");
                 None
             }
@@ -154,12 +162,12 @@ impl Gateway {
             approval_timeout: settings.approval_timeout,
             shutdown,
             adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
-            access: AccessControl {
-                policy: settings.access_policy,
-                allowed: settings.allowed_users,
-                pairing_ttl: chrono::Duration::from_std(settings.pairing_ttl)
+            access: AccessControl::new(
+                settings.access_policy,
+                settings.allowed_users,
+                chrono::Duration::from_std(settings.pairing_ttl)
                     .unwrap_or(chrono::Duration::hours(1)),
-            },
+            ),
             limiter: UserLimiter::new(settings.user_messages_per_minute),
             sessions: Mutex::new(HashMap::new()),
             busy,
@@ -167,6 +175,7 @@ impl Gateway {
             skills,
             instance: uuid::Uuid::new_v4().simple().to_string(),
             inbox_held: AtomicUsize::new(0),
+            storage: hold::StorageHealth::default(),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -250,7 +259,11 @@ impl Gateway {
                 async move { turn::notify(adapter.as_ref(), &chat, &text, reply_to).await },
             );
         };
-        match inner.access.check(&inner.store, &msg).await {
+        match inner
+            .access
+            .check(&inner.store, &msg, inner.storage.is_down())
+            .await
+        {
             Ok(Access::Admit) => {}
             // Refusals count against the sender's inbound limit too, so a
             // stranger cannot make the bot send a stream of them.
@@ -263,6 +276,7 @@ impl Gateway {
             }
             Ok(Access::Ignore) => return,
             Err(e) => {
+                inner.storage.failed();
                 tracing::error!(error = %e, "access check failed");
                 return reply(
                     "⚠️ I can't check access right now (storage unavailable).".into(),

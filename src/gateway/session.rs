@@ -1,5 +1,6 @@
 //! Session workers: one turn at a time per session, later inputs queued in order.
 
+use super::hold;
 use super::turn;
 use super::Inner;
 use crate::busy::BusyGuard;
@@ -75,11 +76,19 @@ impl SessionHandle {
                     () = inner.shutdown.cancelled() => break,
                     q = rx.recv() => match q { Some(q) => q, None => break },
                 };
-                if let Some(id) = queued.inbox {
-                    inner.inbox_taken(id).await;
-                }
                 match queued.work {
-                    Work::Input(input) => turn::process(&inner, key, &awaiting, *input).await,
+                    Work::Input(input) => {
+                        // Held (not dropped) while storage is down; its inbox
+                        // row is given up only once its turn can start.
+                        let Some(session) = hold::session_when_stored(&inner, &key, &input).await
+                        else {
+                            break;
+                        };
+                        if let Some(id) = queued.inbox {
+                            inner.inbox_taken(id).await;
+                        }
+                        turn::process(&inner, key, session, &awaiting, *input).await
+                    }
                     Work::Resume { approval_id, edit } => {
                         turn::resume(&inner, &awaiting, &approval_id, edit).await
                     }

@@ -46,9 +46,11 @@ impl Origin {
     }
 }
 
+/// Runs `input` in `session` (the session of `key`, looked up by the worker).
 pub(crate) async fn process(
     inner: &Arc<Inner>,
     key: SessionKey,
+    session: SessionId,
     awaiting: &Awaiting,
     input: SessionInput,
 ) {
@@ -64,14 +66,6 @@ pub(crate) async fn process(
     let Some(adapter) = inner.adapter(chat.platform) else {
         tracing::warn!(platform = %chat.platform, "no adapter for this platform");
         return;
-    };
-    let session = match inner.store.session(&key).await {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "session lookup failed");
-            notify(adapter.as_ref(), &chat, "⚠️ My storage is unavailable right now, so I can't answer. Please try again shortly.", reply_to).await;
-            return;
-        }
     };
     let model_input = match &input {
         SessionInput::Message(m) => {

@@ -84,7 +84,9 @@ impl Store {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let pool = AnyPoolOptions::new()
                 .max_connections(10)
-                .acquire_timeout(std::time::Duration::from_secs(10))
+                // As long as SQLite's busy timeout: an outage costs a message
+                // seconds, not minutes, before it is held.
+                .acquire_timeout(std::time::Duration::from_secs(5))
                 .connect(url)
                 .await
                 .map_err(|e| StoreError::Open {

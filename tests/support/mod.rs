@@ -12,4 +12,5 @@ pub mod fake_telegram;
 pub mod postgres;
 pub mod provider;
 pub mod serve;
+pub mod tcp_proxy;
 pub mod test_channel;

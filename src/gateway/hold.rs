@@ -1,0 +1,98 @@
+//! Holding a session's input while storage is down: the input stays at the
+//! head of its session's queue and is retried with backoff, so a database
+//! outage delays answers instead of losing the messages. The sender is told
+//! once why the answer is late.
+
+use super::session::SessionInput;
+use super::turn::notify;
+use super::Inner;
+use crate::store::{SessionId, SessionKey};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The first wait between attempts; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// After a storage failure, how long the inbound path skips what it can do
+/// without storage (the inbox row, asking about an admission it remembers)
+/// instead of waiting out a timeout on every message.
+const RECHECK_AFTER: Duration = Duration::from_secs(5);
+
+/// Whether storage failed just now: a breaker that closes again by itself
+/// after [`RECHECK_AFTER`] or at the first success.
+#[derive(Debug, Default)]
+pub(crate) struct StorageHealth {
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl StorageHealth {
+    pub(crate) fn failed(&self) {
+        *self.slot() = Some(Instant::now() + RECHECK_AFTER);
+    }
+
+    pub(crate) fn worked(&self) {
+        *self.slot() = None;
+    }
+
+    pub(crate) fn is_down(&self) -> bool {
+        self.slot().is_some_and(|until| Instant::now() < until)
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.down_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub(crate) const STORAGE_DOWN_NOTICE: &str =
+    "⚠️ My storage is unavailable right now. I've kept your message and will answer as soon as it's back.";
+
+/// The session of `key`, once storage answers. `None` when the gateway shuts
+/// down first (a stored message stays in the inbox for the next process).
+pub(crate) async fn session_when_stored(
+    inner: &Inner,
+    key: &SessionKey,
+    input: &SessionInput,
+) -> Option<SessionId> {
+    let mut backoff = FIRST_BACKOFF;
+    let mut told = false;
+    loop {
+        let e = match inner.store.session(key).await {
+            Ok(session) => {
+                inner.storage.worked();
+                if told {
+                    tracing::info!(%session, "storage is back; answering the held input");
+                }
+                return Some(session);
+            }
+            Err(e) => e,
+        };
+        inner.storage.failed();
+        tracing::error!(error = %e, retry_in = ?backoff, "storage unavailable; holding the session's input");
+        if !told {
+            told = true;
+            inner.metrics.inc(
+                "switchboard_inputs_held_total",
+                &[("platform", key.platform.as_str())],
+            );
+            // Only a person who wrote is owed an explanation; notifications
+            // and schedules just run late.
+            if let SessionInput::Message(m) = input {
+                if let Some(adapter) = inner.adapter(m.chat.platform) {
+                    notify(
+                        adapter.as_ref(),
+                        &m.chat,
+                        STORAGE_DOWN_NOTICE,
+                        Some(m.message_id),
+                    )
+                    .await;
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = inner.shutdown.cancelled() => return None,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}

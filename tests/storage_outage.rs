@@ -1,0 +1,188 @@
+//! Storage outages: a database that is locked past its busy timeout, or a
+//! PostgreSQL server that goes away, delays answers but loses no message. The
+//! held message's sender is told once; the answer comes when storage is back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::net::SocketAddr;
+
+use support::e2e::{messages, Harness};
+use support::fake_llm::{last_user_text, Reply};
+use support::postgres::fresh_postgres;
+use support::tcp_proxy::TcpProxy;
+use switchboard_platform::{Platform, UserId};
+
+const HELD: &str = "My storage is unavailable right now";
+
+fn echo(h: &Harness) {
+    h.llm.set_responder(|request| {
+        Reply::text(&format!(
+            "echo: {}",
+            last_user_text(request).unwrap_or_default()
+        ))
+    });
+}
+
+/// Every text of the last model request, in order.
+fn history(request: &serde_json::Value) -> Vec<String> {
+    messages(request)
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn assert_in_history(request: &serde_json::Value, said: &[&str]) {
+    let history = history(request);
+    for said in said {
+        assert!(
+            history.iter().any(|m| m.contains(said)),
+            "{said:?} missing from the history: {history:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
+    let h = Harness::start().await;
+    echo(&h);
+    h.channel.dm(1, "before the lock").await;
+    h.wait_for("the first answer", |l| l.has_text("echo: before the lock"))
+        .await;
+    h.idle().await;
+
+    // Another process takes the write lock and keeps it — past the gateway's
+    // 5 s busy timeout — until the gateway says it holds the message.
+    let db = h.data_dir().join("switchboard.db");
+    let url = format!("sqlite://{}", db.display());
+    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    h.channel.dm(1, "during the lock").await;
+    let log = h
+        .wait_for("the notice that the message is held", |l| {
+            l.any_contains(HELD)
+        })
+        .await;
+    assert!(!log.any_contains("echo: during the lock"));
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    drop(other);
+
+    h.wait_for("the held message answered", |l| {
+        l.has_text("echo: during the lock")
+    })
+    .await;
+    h.channel.dm(1, "after the lock").await;
+    let log = h
+        .wait_for("the answer after the lock", |l| {
+            l.has_text("echo: after the lock")
+        })
+        .await;
+    assert_eq!(
+        log.count_containing(HELD),
+        1,
+        "told once: {:#?}",
+        log.texts()
+    );
+    // The conversation kept everything: the last request carries it all.
+    let requests = h.requests(3).await;
+    assert_in_history(
+        &requests[2],
+        &[
+            "before the lock",
+            "during the lock",
+            "echo: during the lock",
+            "after the lock",
+        ],
+    );
+    h.stop().await;
+}
+
+/// `url` with its host and port replaced by `addr`.
+fn through(url: &str, addr: SocketAddr) -> String {
+    let mut url = url::Url::parse(url).unwrap();
+    url.set_host(Some(&addr.ip().to_string())).unwrap();
+    url.set_port(Some(addr.port())).unwrap();
+    url.to_string()
+}
+
+#[tokio::test]
+async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
+    let Ok(admin) = std::env::var("TEST_DATABASE_URL") else {
+        eprintln!("TEST_DATABASE_URL unset: the PostgreSQL outage test is skipped");
+        return;
+    };
+    let direct = fresh_postgres(&admin).await;
+    let server = url::Url::parse(&direct).unwrap();
+    let target =
+        tokio::net::lookup_host((server.host_str().unwrap(), server.port().unwrap_or(5432)))
+            .await
+            .unwrap()
+            .next()
+            .unwrap();
+    let proxy = TcpProxy::start(target).await;
+    let url = through(&direct, proxy.addr());
+    let h = Harness::with(&[("DATABASE_URL", url.as_str()), ("ACCESS_POLICY", "pairing")]).await;
+    echo(&h);
+    h.running
+        .store
+        .admit(Platform::Test, UserId(1), "Ann", "operator")
+        .await
+        .unwrap();
+    h.channel.dm(1, "before the outage").await;
+    h.wait_for("the first answer", |l| {
+        l.has_text("echo: before the outage")
+    })
+    .await;
+    h.idle().await;
+
+    proxy.cut();
+    // The paired user is still recognised and told their message is kept; a
+    // stranger cannot be paired without the database and is told so.
+    h.channel.dm(1, "during the outage").await;
+    h.channel.dm(2, "hello, who are you?").await;
+    let log = h
+        .wait_for("the notice that the message is held", |l| {
+            l.any_contains(HELD) && l.any_contains("can't check access right now")
+        })
+        .await;
+    assert!(!log.any_contains("echo: during the outage"));
+    assert!(!log.any_contains("pairing code"));
+
+    proxy.restore();
+    h.wait_for("the held message answered", |l| {
+        l.has_text("echo: during the outage")
+    })
+    .await;
+    h.channel.dm(1, "after the outage").await;
+    let log = h
+        .wait_for("the answer after the outage", |l| {
+            l.has_text("echo: after the outage")
+        })
+        .await;
+    assert_eq!(
+        log.count_containing(HELD),
+        1,
+        "told once: {:#?}",
+        log.texts()
+    );
+    assert!(
+        !log.any_contains("echo: hello, who are you?"),
+        "a stranger stays out"
+    );
+    let requests = h.requests(3).await;
+    assert_in_history(
+        requests.last().unwrap(),
+        &[
+            "before the outage",
+            "during the outage",
+            "echo: during the outage",
+            "after the outage",
+        ],
+    );
+    h.stop().await;
+}
