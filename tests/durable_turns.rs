@@ -20,7 +20,7 @@ use switchboard::store::{
     TaskRecord, TaskStatus, TurnOrigin,
 };
 use switchboard::{Config, Running};
-use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
+use switchboard_platform::{Capabilities, ChatId, ChatKind, Platform, PlatformAdapter, UserId};
 use tokio_util::sync::CancellationToken;
 
 /// One gateway process: the real core on a shared data dir.
@@ -77,7 +77,15 @@ async fn instance(llm: &FakeLlm, db: &Db) -> Instance {
 }
 
 async fn instance_with_clock(llm: &FakeLlm, db: &Db, clock: Arc<dyn Clock>) -> Instance {
-    let channel = TestChannel::new();
+    instance_on(llm, db, clock, TestChannel::new()).await
+}
+
+async fn instance_on(
+    llm: &FakeLlm,
+    db: &Db,
+    clock: Arc<dyn Clock>,
+    channel: Arc<TestChannel>,
+) -> Instance {
     let shutdown = CancellationToken::new();
     let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
     let running =
@@ -529,6 +537,54 @@ async fn two_instances_pressing_the_same_approval_execute_it_once_on(db: &Db) {
     assert_eq!(answers, 1, "one answer");
     let refused = a.channel.log().answers().len() + b.channel.log().answers().len();
     assert_eq!(refused, 2, "both presses were answered");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_turn_resumed_by_another_instance_leaves_what_it_said_in_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_turn_resumed_by_another_instance_leaves_what_it_said_in_the_first_on(&db).await;
+    }
+}
+
+async fn a_turn_resumed_by_another_instance_leaves_what_it_said_in_the_first_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    llm.push(Reply::text_then_tool_calls(
+        "Let me run it.",
+        vec![(
+            "call_1",
+            "exec_command",
+            json!({ "command": "echo handed-over" }),
+        )],
+    ));
+    llm.set_responder(|_| Reply::text("It printed handed-over."));
+    // A streams slowly (one edit a minute), so what it said before the card is
+    // not on screen yet when the turn moves to B.
+    let slow = TestChannel::with_capabilities(Capabilities {
+        min_edit_interval: Duration::from_secs(60),
+        ..TestChannel::new().capabilities().clone()
+    });
+    let a = instance_on(&llm, &db, Arc::new(SystemClock), slow).await;
+    let b = instance(&llm, &db).await;
+    a.channel.dm(1, "run the echo").await;
+    let card = a.channel.card().await;
+    // Pressed in B only: B takes the paused turn and answers; A, which was
+    // waiting for the decision, steps aside.
+    b.channel.press(1, &card.action('y')).await;
+    b.channel
+        .wait_for("the answer from B", |l| {
+            l.has_text("It printed handed-over.")
+        })
+        .await;
+    let log = a
+        .channel
+        .wait_for("A posts what it said", |l| l.has_text("Let me run it."))
+        .await;
+    assert!(!log.any_contains("It printed"), "A does not answer as well");
+    assert!(!log.any_contains("⏳"), "{:#?}", log.texts());
     a.stop().await;
     b.stop().await;
 }

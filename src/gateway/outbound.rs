@@ -14,6 +14,9 @@ use switchboard_platform::{
 };
 use tokio::time::Instant;
 
+/// What a draft that only showed a status says once its turn moved on.
+const CONTINUED: &str = "⏸ Paused here — the answer follows in a new message.";
+
 /// Streams one answer into a chat.
 pub(crate) struct ReplyStream {
     adapter: Arc<dyn PlatformAdapter>,
@@ -116,6 +119,28 @@ impl ReplyStream {
             Err(e) => {
                 tracing::debug!(error = %e, "draft update failed; the final answer will still be posted")
             }
+        }
+    }
+
+    /// Settles what the chat shows when the turn is continued elsewhere
+    /// (another process, or the next start), which answers in a new message:
+    /// the text said so far is posted in full, and a "⏳" status line under it
+    /// — which would read as work still going on here — is dropped.
+    pub(crate) async fn abandon(mut self) {
+        self.final_buttons.clear();
+        let said = self.text.trim_end().to_owned();
+        let result = if !said.trim().is_empty() {
+            self.finish(&said).await.map(drop)
+        } else if let Some(draft) = self.draft.take() {
+            self.pace().await;
+            self.adapter
+                .edit(&draft, OutgoingMessage::text(CONTINUED.to_owned()))
+                .await
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "could not settle the draft of a turn continued elsewhere");
         }
     }
 

@@ -333,7 +333,9 @@ async fn deliver(
         );
     }
     if outcome.stop == StopReason::Handover {
-        // Another process resumed this turn and answers it.
+        // Another process (or the next start) resumes this turn and answers it.
+        reply.abandon().await;
+        let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
         return;
     }
     if outcome.stop == StopReason::ModelError {
