@@ -188,6 +188,60 @@ async fn switchboard_run_connects_telegram_from_the_environment() {
 }
 
 #[tokio::test]
+async fn the_command_menu_lists_the_commands_and_follows_the_skills() {
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(
+        skills.path().join("standup.md"),
+        "---\ndescription: Turn notes into a stand-up update\n---\nWrite a stand-up from:\n{{args}}",
+    )
+    .unwrap();
+    let dir = skills.path().to_owned();
+    let e = E2e::start(|c| c.skills_dir = dir).await;
+    let has = |tg: &FakeTelegram, name: &str| tg.commands().iter().any(|(c, _)| c == name);
+    assert!(
+        e.tg.wait_until(WAIT, |tg| has(tg, "help") && has(tg, "standup"))
+            .await,
+        "menu: {:?}",
+        e.tg.commands()
+    );
+    let menu = e.tg.commands();
+    let names: Vec<&str> = menu.iter().map(|(c, _)| c.as_str()).collect();
+    for command in [
+        "help",
+        "clear",
+        "memory",
+        "tasks",
+        "approvals",
+        "usage",
+        "model",
+        "whoami",
+        "skills",
+        "summarize",
+    ] {
+        assert!(names.contains(&command), "/{command} missing: {names:?}");
+    }
+    assert!(
+        !names.contains(&"start") && !names.contains(&"approve"),
+        "{names:?}"
+    );
+    assert!(menu.contains(&("standup".into(), "Turn notes into a stand-up update".into())));
+
+    // A skill added while the gateway runs joins the menu.
+    std::fs::write(
+        skills.path().join("retro.md"),
+        "---\ndescription: Run a short retrospective\n---\nAsk what went well about:\n{{args}}",
+    )
+    .unwrap();
+    assert!(
+        e.tg.wait_until(WAIT, |tg| has(tg, "retro")).await,
+        "menu after the reload: {:?}",
+        e.tg.commands()
+    );
+    assert!(e.tg.calls_to("SetMyCommands").iter().all(|c| c.ok));
+    e.stop().await;
+}
+
+#[tokio::test]
 async fn dm_answer_is_streamed_by_edits_and_ends_exact() {
     let e = E2e::start(|_| {}).await;
     let text = "Streaming works: this answer arrives word by word, and the draft is edited in place until it is final.";

@@ -3,7 +3,7 @@
 use super::Inner;
 use crate::approvals::short_id;
 use crate::store::{SessionId, SessionKey, StoreError};
-use switchboard_platform::User;
+use switchboard_platform::{CommandInfo, User};
 
 /// A parsed `/command args`.
 #[derive(Debug, PartialEq, Eq)]
@@ -41,6 +41,34 @@ pub const COMMANDS: &[&str] = &[
     "memory",
     "skills",
 ];
+
+/// The gateway's commands as a platform's command menu lists them (`/start`
+/// is Telegram's own, `/approve` is typed from a card's text).
+const MENU: &[(&str, &str)] = &[
+    ("help", "What I can do and the commands"),
+    ("clear", "Forget this conversation"),
+    ("memory", "What I remember about you"),
+    ("tasks", "Background tasks and schedules here"),
+    ("approvals", "Your \"always allow\" rules"),
+    ("usage", "Today's token usage"),
+    ("model", "The model in use"),
+    ("whoami", "Your ids as the gateway sees them"),
+    ("skills", "The skills you can run"),
+];
+
+/// The command menu: the gateway's commands, then the skills by name.
+pub(crate) fn menu(skills: &crate::skills::SkillBook) -> Vec<CommandInfo> {
+    MENU.iter()
+        .map(|(name, description)| CommandInfo {
+            name: (*name).to_owned(),
+            description: (*description).to_owned(),
+        })
+        .chain(skills.iter().map(|skill| CommandInfo {
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+        }))
+        .collect()
+}
 
 /// Whether `/name` is one of the gateway's own commands.
 pub(crate) fn is_builtin(name: &str) -> bool {

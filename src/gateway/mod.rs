@@ -9,6 +9,7 @@ mod limiter;
 mod maintenance;
 mod memory;
 mod memory_cmd;
+mod menu;
 mod outbound;
 mod session;
 mod tasks_cmd;
@@ -196,6 +197,7 @@ impl Gateway {
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(memory::sweep(Arc::clone(&self.inner)));
+        tokio::spawn(menu::publish(Arc::clone(&self.inner)));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;

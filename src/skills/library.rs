@@ -23,6 +23,8 @@ pub struct SkillLibrary {
     reserved: &'static [&'static str],
     book: RwLock<Arc<SkillBook>>,
     stamp: Mutex<Stamp>,
+    /// Counts reloads, for those who follow the set (the command menus).
+    reloads: tokio::sync::watch::Sender<u64>,
 }
 
 impl SkillLibrary {
@@ -38,6 +40,7 @@ impl SkillLibrary {
             reserved,
             book: RwLock::new(Arc::new(book)),
             stamp: Mutex::new(stamp),
+            reloads: tokio::sync::watch::Sender::new(0),
         };
         (library, problems)
     }
@@ -62,7 +65,13 @@ impl SkillLibrary {
         tracing::info!(dir = %self.dir.display(), skills = book.len(), "skills reloaded");
         *self.book.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(book);
         *last = now;
+        self.reloads.send_modify(|n| *n += 1);
         true
+    }
+
+    /// Changes whenever the skills are reloaded.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
     }
 
     /// Keeps the skills in step with their directory until `shutdown` (on a

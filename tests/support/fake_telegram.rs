@@ -159,6 +159,8 @@ struct Inner {
     allowed_updates: Vec<String>,
     /// Updates never queued because their kind was not allowed.
     filtered_updates: usize,
+    /// The menu of the last accepted `setMyCommands`: (command, description).
+    commands: Vec<(String, String)>,
 }
 
 struct Shared {
@@ -220,6 +222,7 @@ impl FakeTelegram {
                 limit_hits: HashMap::new(),
                 allowed_updates: Vec::new(),
                 filtered_updates: 0,
+                commands: Vec::new(),
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),
@@ -542,6 +545,11 @@ impl FakeTelegram {
     /// Updates not created because the bot's `allowed_updates` excluded them.
     pub fn filtered_updates(&self) -> usize {
         self.shared.lock().filtered_updates
+    }
+
+    /// The bot's command menu, as the last accepted `setMyCommands` set it.
+    pub fn commands(&self) -> Vec<(String, String)> {
+        self.shared.lock().commands.clone()
     }
 
     /// Enforced 429s by the limit that was hit.

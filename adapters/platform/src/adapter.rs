@@ -36,6 +36,15 @@ pub struct Capabilities {
     pub private_answers: bool,
 }
 
+/// A slash command the gateway answers, for the platform's command menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// Without the slash, e.g. `help`.
+    pub name: String,
+    /// One line saying what it does.
+    pub description: String,
+}
+
 /// Why an outbound operation failed after the adapter's own retries.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
@@ -91,4 +100,13 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Shows what the bot is doing. Best effort.
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError>;
+
+    /// Publishes the commands users can type in the platform's command menu,
+    /// replacing the previous set. Commands the platform cannot name are left
+    /// out of the menu (they still work when typed). Platforms without such a
+    /// menu keep this default, which does nothing.
+    async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {
+        let _ = commands;
+        Ok(())
+    }
 }

@@ -12,7 +12,9 @@ mod outbound;
 mod pacing;
 mod secret;
 
-pub use adapter::{Capabilities, InboundSink, LengthUnit, PlatformAdapter, PlatformError};
+pub use adapter::{
+    Capabilities, CommandInfo, InboundSink, LengthUnit, PlatformAdapter, PlatformError,
+};
 pub use chunk::{chunk_markdown, measure};
 /// Re-exported so adapters build quotas without naming governor themselves.
 pub use governor::Quota;

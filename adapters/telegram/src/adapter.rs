@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use switchboard_platform::{
-    chunk_markdown, measure, Activity, ButtonPress, Capabilities, ChatAddress, Inbound,
-    InboundSink, LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
-    PressAnswer,
+    chunk_markdown, measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo,
+    Inbound, InboundSink, LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::Update;
@@ -254,6 +254,14 @@ impl PlatformAdapter for TelegramAdapter {
             });
         }
         self.inner.out.edit(target, &message).await
+    }
+
+    async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {
+        let menu = crate::commands::menu(commands);
+        let count = menu.len();
+        self.inner.out.set_commands(menu).await?;
+        tracing::info!(commands = count, "Telegram command menu published");
+        Ok(())
     }
 
     /// Answers the callback query (once), then edits the card for `Update`.

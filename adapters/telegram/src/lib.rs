@@ -9,6 +9,7 @@
 
 mod activity;
 mod adapter;
+mod commands;
 mod config;
 mod errors;
 mod normalize;

@@ -215,6 +215,18 @@ impl Outbound {
         req.await.map(drop).map_err(|e| self.unpaced_error(&e))
     }
 
+    /// Replaces the bot's command menu (default scope, every language).
+    pub async fn set_commands(
+        &self,
+        menu: Vec<teloxide::types::BotCommand>,
+    ) -> Result<(), PlatformError> {
+        self.bot
+            .set_my_commands(menu)
+            .await
+            .map(drop)
+            .map_err(|e| self.unpaced_error(&e))
+    }
+
     fn unpaced_error(&self, e: &RequestError) -> PlatformError {
         if matches!(e, RequestError::RetryAfter(_)) {
             self.unpaced_429s.fetch_add(1, Ordering::Relaxed);
@@ -243,7 +255,7 @@ fn keyboard(rows: &[Vec<Button>]) -> InlineKeyboardMarkup {
     }))
 }
 
-fn truncate_chars(text: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => {
             let cut = text[..i].char_indices().nth(max - 1).map_or(i, |(j, _)| j);

@@ -246,6 +246,17 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
             }
             Ok(json!(true))
         }
+        "setmycommands" => {
+            inner.commands = bot_commands(p)?;
+            Ok(json!(true))
+        }
+        "getmycommands" => Ok(Value::Array(
+            inner
+                .commands
+                .iter()
+                .map(|(c, d)| json!({"command": c, "description": d}))
+                .collect(),
+        )),
         "sendmessage" => send_message(inner, p, arrived),
         "editmessagetext" => edit_message_text(inner, p, arrived),
         "editmessagereplymarkup" => edit_reply_markup(inner, p, arrived),
@@ -275,6 +286,37 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
             retry_after: None,
         }),
     }
+}
+
+/// `setMyCommands`' rules: at most 100 commands, each named by 1–32 lowercase
+/// letters, digits and underscores, with a description of 1–256 characters.
+fn bot_commands(p: &Value) -> Result<Vec<(String, String)>, ApiError> {
+    let list = p["commands"]
+        .as_array()
+        .ok_or_else(|| bad("can't parse commands JSON object"))?;
+    if list.len() > 100 {
+        return Err(bad("BOT_COMMANDS_TOO_MUCH"));
+    }
+    list.iter()
+        .map(|c| {
+            let (Some(command), Some(description)) =
+                (c["command"].as_str(), c["description"].as_str())
+            else {
+                return Err(bad("can't parse BotCommand"));
+            };
+            let named = (1..=32).contains(&command.len())
+                && command
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !named {
+                return Err(bad("BOT_COMMAND_INVALID"));
+            }
+            if !(1..=256).contains(&description.chars().count()) {
+                return Err(bad("BOT_COMMAND_DESCRIPTION_INVALID"));
+            }
+            Ok((command.to_owned(), description.to_owned()))
+        })
+        .collect()
 }
 
 fn chat_id(p: &Value) -> Result<i64, ApiError> {
