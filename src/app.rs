@@ -87,6 +87,7 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
             .with_idle_timeout(llm.idle_timeout);
         ec.frequency_penalty = llm.frequency_penalty;
         ec.max_output_tokens = llm.max_output_tokens;
+        ec.thinking_budget = llm.thinking_budget;
         if let Some(key) = key {
             ec = ec.with_api_key(key.clone());
         }

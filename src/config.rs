@@ -52,6 +52,10 @@ pub struct LlmConfig {
     /// Generated tokens per call (`LLM_MAX_OUTPUT_TOKENS`); Anthropic needs a
     /// bound and uses 8192 when unset.
     pub max_output_tokens: Option<u32>,
+    /// Tokens the model may think before answering (`LLM_THINKING_BUDGET`):
+    /// Anthropic extended thinking, Gemini's thinking budget; unset or 0
+    /// leaves the endpoint's default (Anthropic: no extended thinking).
+    pub thinking_budget: Option<u32>,
     /// Endpoints tried in order when the one before fails recoverably
     /// (`LLM_FALLBACK_<n>_*`, n = 1..=3).
     pub fallbacks: Vec<FallbackEndpoint>,
@@ -243,6 +247,12 @@ impl Config {
                     fix: "fix the file: a JSON list like [{\"pattern\": \"(?i)\\\\bweather\\\\b\", \"tool\": \"get_weather\"}], or unset it",
                 })?,
         };
+        let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
+        let fallbacks = fallbacks(&get)?;
+        let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
+            .chain(fallbacks.iter().map(|f| f.api))
+            .any(|api| api == ApiKind::Anthropic);
+        let thinking_budget = thinking_budget(&get, max_output_tokens, anthropic)?;
         Ok(Config {
             intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
@@ -256,8 +266,9 @@ impl Config {
                     number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
                 ),
                 frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
-                max_output_tokens: number(&get, "LLM_MAX_OUTPUT_TOKENS")?,
-                fallbacks: fallbacks(&get)?,
+                max_output_tokens,
+                thinking_budget,
+                fallbacks,
             },
             database_url,
             data_dir,
@@ -350,6 +361,36 @@ fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoi
         });
     }
     Ok(out)
+}
+
+/// `LLM_THINKING_BUDGET`, checked against Anthropic's rules when an endpoint
+/// speaks its protocol: at least 1,024 tokens, and below the output bound.
+fn thinking_budget(
+    get: &impl Fn(&str) -> Option<String>,
+    max_output_tokens: Option<u32>,
+    anthropic: bool,
+) -> Result<Option<u32>, ConfigError> {
+    if get("LLM_THINKING_BUDGET").is_some_and(|v| v.trim() == "0") {
+        return Ok(None);
+    }
+    let Some(budget) = number::<u32>(get, "LLM_THINKING_BUDGET")? else {
+        return Ok(None);
+    };
+    if anthropic && budget < crate::llm::MIN_THINKING_BUDGET {
+        return Err(ConfigError::Invalid {
+            var: "LLM_THINKING_BUDGET",
+            problem: format!("{budget} is below Anthropic's minimum thinking budget"),
+            fix: "use at least 1024, or 0 to turn extended thinking off",
+        });
+    }
+    if max_output_tokens.is_some_and(|max| budget >= max) {
+        return Err(ConfigError::Invalid {
+            var: "LLM_THINKING_BUDGET",
+            problem: format!("{budget} is not below LLM_MAX_OUTPUT_TOKENS"),
+            fix: "thinking counts against the output bound: raise LLM_MAX_OUTPUT_TOKENS or lower the budget",
+        });
+    }
+    Ok(Some(budget))
 }
 
 /// A boolean variable: true/false, yes/no, on/off, 1/0; `None` when unset.
@@ -449,6 +490,56 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn the_thinking_budget_follows_anthropic_rules_when_it_is_used() {
+        let base = [("LLM_BASE_URL", "http://x/v1"), ("LLM_MODEL", "m")];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = base.to_vec();
+            pairs.extend_from_slice(extra);
+            cfg(&pairs)
+        };
+        let anthropic = ("LLM_API", "anthropic");
+        assert_eq!(with(&[]).unwrap().llm.thinking_budget, None);
+        assert_eq!(
+            with(&[("LLM_THINKING_BUDGET", "0")])
+                .unwrap()
+                .llm
+                .thinking_budget,
+            None,
+            "0 turns it off"
+        );
+        assert_eq!(
+            with(&[("LLM_THINKING_BUDGET", "512")])
+                .unwrap()
+                .llm
+                .thinking_budget,
+            Some(512),
+            "Gemini takes small budgets"
+        );
+        let e = with(&[anthropic, ("LLM_THINKING_BUDGET", "512")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("LLM_THINKING_BUDGET") && e.contains("1024"),
+            "{e}"
+        );
+        let e = with(&[
+            anthropic,
+            ("LLM_THINKING_BUDGET", "4096"),
+            ("LLM_MAX_OUTPUT_TOKENS", "4096"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("LLM_MAX_OUTPUT_TOKENS"), "{e}");
+        let fallback = with(&[
+            ("LLM_THINKING_BUDGET", "100"),
+            ("LLM_FALLBACK_1_BASE_URL", "http://y/v1"),
+            ("LLM_FALLBACK_1_MODEL", "claude"),
+            ("LLM_FALLBACK_1_API", "anthropic"),
+        ]);
+        assert!(fallback.is_err(), "an Anthropic fallback counts too");
     }
 
     #[test]

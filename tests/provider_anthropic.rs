@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde_json::{json, Value};
 use switchboard::llm::{
     AnthropicProvider, ChatRequest, Chunk, EndpointConfig, Message, ModelInfo, ProviderError,
-    ToolCall, ToolDefinition, Usage,
+    SignedReasoning, ToolCall, ToolDefinition, Usage,
 };
 use switchboard_platform::Secret;
 
@@ -199,14 +199,48 @@ async fn a_full_tool_round_passes_the_strict_fake_with_sliding_cache() -> anyhow
     Ok(())
 }
 
+/// A provider with extended thinking on (`LLM_THINKING_BUDGET`).
+fn thinking_provider(fake: &FakeAnthropic, budget: u32) -> anyhow::Result<AnthropicProvider> {
+    fake.require_api_key(KEY);
+    let mut config = EndpointConfig::new(fake.base_url(), ModelInfo::new("claude-test", None))
+        .with_api_key(Secret::new(KEY))
+        .with_idle_timeout(IDLE);
+    config.thinking_budget = Some(budget);
+    Ok(AnthropicProvider::new(config)?)
+}
+
+fn signed_blocks(chunks: &[Chunk]) -> Vec<SignedReasoning> {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::SignedReasoning(block) => Some(block.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn usage_counts_cache_reads_and_writes_and_thinking_streams() -> anyhow::Result<()> {
     let fake = FakeAnthropic::start().await;
     fake.push(Reply::thinking("Let me think hard.", "42").with_usage(12, 7, 3000, 500));
-    let (chunks, error) = run(&provider(&fake)?, ask("answer")).await;
+    let (chunks, error) = run(&thinking_provider(&fake, 2048)?, ask("answer")).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(joined(&chunks, true), "Let me think hard.");
     assert_eq!(joined(&chunks, false), "42");
+    let request = &fake.requests()[0];
+    assert_eq!(
+        request["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(
+        request["max_tokens"],
+        8192 + 2048,
+        "the answer keeps its default room on top of the thinking"
+    );
+    assert!(
+        matches!(&signed_blocks(&chunks)[..], [SignedReasoning::Thinking { thinking, signature }]
+            if thinking == "Let me think hard." && !signature.is_empty())
+    );
     let usage = Usage {
         input_tokens: 3512,
         output_tokens: 7,
@@ -218,6 +252,87 @@ async fn usage_counts_cache_reads_and_writes_and_thinking_streams() -> anyhow::R
         Some(&Chunk::Usage(usage)),
         "input counts the whole prompt"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn extended_thinking_sends_its_signed_blocks_back_through_a_tool_loop() -> anyhow::Result<()>
+{
+    let fake = FakeAnthropic::start().await;
+    let p = thinking_provider(&fake, 2048)?;
+    fake.push(Reply::thinking_then_tool_uses(
+        "The file will say. ",
+        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
+    ));
+    let (chunks, error) = run(&p, ask("what is in a.txt?")).await;
+    assert!(error.is_none(), "{error:?}");
+    let mut call = Message::assistant("");
+    call.tool_calls = support::provider::calls(&chunks);
+    call.signed_reasoning = signed_blocks(&chunks);
+    assert_eq!(call.signed_reasoning.len(), 1);
+    let mut request = ask("what is in a.txt?");
+    request.messages.push(call.clone());
+    request
+        .messages
+        .push(Message::tool_result("toolu_1", "pelican"));
+
+    // The unmodified block passes the fake's signature check.
+    fake.push(Reply::thinking("It said pelican. ", "Pelican."));
+    let (chunks, error) = run(&p, request.clone()).await;
+    assert!(error.is_none(), "{error:?} {:?}", fake.rejections());
+    assert_eq!(joined(&chunks, false), "Pelican.");
+    let sent = &fake.requests()[1];
+    assert_eq!(sent["thinking"]["type"], "enabled");
+    assert_eq!(sent["messages"][1]["content"][0]["type"], "thinking");
+    assert_eq!(sent["messages"][1]["content"][1]["type"], "tool_use");
+
+    // A tampered block is refused like the real API refuses it.
+    let mut tampered = request.clone();
+    if let Some(SignedReasoning::Thinking { thinking, .. }) =
+        tampered.messages[1].signed_reasoning.first_mut()
+    {
+        thinking.push_str(" (edited)");
+    }
+    let error = run(&p, tampered)
+        .await
+        .1
+        .context("a forged signature fails")?;
+    assert!(
+        matches!(error, ProviderError::Config { status: 400, .. }),
+        "{error:?}"
+    );
+    assert!(fake
+        .rejections()
+        .last()
+        .is_some_and(|r| r.contains("Invalid `signature`")));
+
+    // A loop another provider began (no signed thinking) goes without
+    // thinking instead of being refused.
+    let mut foreign = request;
+    foreign.messages[1].signed_reasoning.clear();
+    fake.push(Reply::thinking("unseen", "Pelican, still."));
+    let (chunks, error) = run(&p, foreign).await;
+    assert!(error.is_none(), "{error:?} {:?}", fake.rejections());
+    assert_eq!(joined(&chunks, false), "Pelican, still.");
+    assert!(fake
+        .requests()
+        .last()
+        .is_some_and(|r| r.get("thinking").is_none()));
+    assert!(joined(&chunks, true).is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn redacted_thinking_is_kept_opaque() -> anyhow::Result<()> {
+    let fake = FakeAnthropic::start().await;
+    fake.push(Reply::redacted_thinking("Done."));
+    let (chunks, error) = run(&thinking_provider(&fake, 1024)?, ask("x")).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(joined(&chunks, true).is_empty(), "nothing readable to show");
+    assert!(matches!(
+        &signed_blocks(&chunks)[..],
+        [SignedReasoning::RedactedThinking { data }] if !data.is_empty()
+    ));
     Ok(())
 }
 
@@ -446,6 +561,47 @@ async fn the_fake_is_as_strict_as_the_real_api() -> anyhow::Result<()> {
             ),
         ),
         ("no schema", with("tools", json!([{"name": "f"}]))),
+        (
+            "thinking budget below 1024",
+            with(
+                "thinking",
+                json!({"type": "enabled", "budget_tokens": 1000}),
+            ),
+        ),
+        ("max_tokens not above the thinking budget", {
+            let mut b = with(
+                "thinking",
+                json!({"type": "enabled", "budget_tokens": 1024}),
+            );
+            b["max_tokens"] = json!(1024);
+            b
+        }),
+        ("a final tool_use turn without its thinking", {
+            let mut b = with(
+                "thinking",
+                json!({"type": "enabled", "budget_tokens": 1024}),
+            );
+            b["max_tokens"] = json!(4096);
+            b["messages"] = json!([{"role": "user", "content": "a"}, tool_use,
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}]);
+            b
+        }),
+        (
+            "a forged thinking signature",
+            with(
+                "messages",
+                json!([{"role": "user", "content": "a"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "made-up"}, {"type": "text", "text": "b"}]},
+                {"role": "user", "content": "c"}]),
+            ),
+        ),
+        (
+            "thinking in a user message",
+            with(
+                "messages",
+                json!([{"role": "user", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}]),
+            ),
+        ),
     ];
     for (case, body) in refused {
         let verdict = fake_verdict(&fake, body, true).await?;
@@ -515,6 +671,51 @@ async fn a_tool_round_through_the_gateway_reaches_the_chat() -> anyhow::Result<(
         .collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    h.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn extended_thinking_through_the_gateway_keeps_its_signed_blocks() -> anyhow::Result<()> {
+    use support::e2e::Harness;
+    let fake = FakeAnthropic::start().await;
+    let base = fake.base_url();
+    let h = Harness::with(&[
+        ("LLM_API", "anthropic"),
+        ("LLM_BASE_URL", &base),
+        ("LLM_THINKING_BUDGET", "2048"),
+    ])
+    .await;
+    h.write("a.txt", "the secret word is heron\n");
+    fake.push(Reply::thinking_then_tool_uses(
+        "I should read the file. ",
+        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
+    ));
+    fake.push(Reply::thinking("It says heron. ", "The word is heron."));
+    h.channel.dm(1, "what does a.txt say?").await;
+    h.wait_for("the answer after the tool round", |l| {
+        l.any_contains("The word is heron.")
+    })
+    .await;
+    h.idle().await;
+    // The second call carried the first call's signed thinking, verified by
+    // the fake; a lost or altered block would have been refused.
+    let requests = fake.wait_for_requests(2).await;
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    let assistant = &requests[1]["messages"][1]["content"];
+    assert_eq!(assistant[0]["type"], "thinking", "{assistant:#}");
+    assert_eq!(assistant[0]["thinking"], "I should read the file. ");
+
+    // The next question starts a new loop: the stored history replays
+    // without the old loop's thinking, and thinking is on again.
+    fake.push(Reply::text("You're welcome."));
+    h.channel.dm(1, "thanks").await;
+    h.wait_for("the next answer", |l| l.any_contains("You're welcome."))
+        .await;
+    let requests = fake.wait_for_requests(3).await;
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+    assert_eq!(requests[2]["thinking"]["type"], "enabled");
+    assert!(!requests[2]["messages"].to_string().contains("\"thinking\""));
     h.stop().await;
     Ok(())
 }

@@ -370,6 +370,23 @@ async fn thought_parts_become_thinking_and_usage_is_mapped() -> anyhow::Result<(
         fake.requests()[0]["generationConfig"]["thinkingConfig"],
         json!({"includeThoughts": true})
     );
+
+    // `LLM_THINKING_BUDGET` becomes Gemini's thinking budget.
+    let mut budgeted = config(&fake);
+    budgeted.thinking_budget = Some(4096);
+    fake.push(Reply::text("ok"));
+    let (_, error) = run(
+        &GeminiProvider::new(budgeted)?,
+        ask(vec![Message::user("hi")], vec![]),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(
+        fake.requests()
+            .last()
+            .map(|r| r["generationConfig"]["thinkingConfig"].clone()),
+        Some(json!({"includeThoughts": true, "thinkingBudget": 4096}))
+    );
     Ok(())
 }
 

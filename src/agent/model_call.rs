@@ -3,7 +3,7 @@
 //! errors before any output, and failures explained for the user.
 
 use super::events::{RuntimeEvent, StopReason};
-use crate::llm::{ChatRequest, Chunk, Provider, ProviderError, ToolCall, Usage};
+use crate::llm::{ChatRequest, Chunk, Provider, ProviderError, SignedReasoning, ToolCall, Usage};
 use futures::StreamExt;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -72,6 +72,7 @@ async fn stream_once(
                 reply.thinking.push_str(&t);
                 let _ = tx.send(RuntimeEvent::ThinkingDelta(t)).await;
             }
+            Chunk::SignedReasoning(block) => reply.signed_reasoning.push(block),
             Chunk::ToolCalls(calls) => reply.tool_calls.extend(calls),
             Chunk::Usage(u) => {
                 usage.add(&u);
@@ -97,12 +98,16 @@ pub(super) enum TextOut {
 pub(super) struct ModelReply {
     pub(super) text: String,
     pub(super) thinking: String,
+    pub(super) signed_reasoning: Vec<SignedReasoning>,
     pub(super) tool_calls: Vec<ToolCall>,
 }
 
 impl ModelReply {
     fn produced_output(&self) -> bool {
-        !self.text.is_empty() || !self.thinking.is_empty() || !self.tool_calls.is_empty()
+        !self.text.is_empty()
+            || !self.thinking.is_empty()
+            || !self.signed_reasoning.is_empty()
+            || !self.tool_calls.is_empty()
     }
 }
 

@@ -265,7 +265,7 @@ impl Agent {
                         r = call_model(self.provider.as_ref(), self.config.model_retries, request, tx, &mut t.usage, text_out) => r,
                         () = cancel.cancelled() => Err(ModelFailure::Cancelled),
                     };
-                    let reply = match reply {
+                    let mut reply = match reply {
                         Ok(r) => r,
                         Err(failure) => {
                             let (text, stop) = failure.explain();
@@ -285,6 +285,7 @@ impl Agent {
                         tool_calls: reply.tool_calls.clone(),
                         tool_call_id: None,
                         reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
+                        signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
                     });
                     let last_round = round >= self.config.max_tool_rounds;
                     let mut warning = None;

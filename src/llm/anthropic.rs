@@ -20,6 +20,8 @@ use super::{ChunkStream, Provider};
 
 /// `max_tokens` when `LLM_MAX_OUTPUT_TOKENS` is unset (the API requires one).
 const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// The smallest extended-thinking budget the API accepts.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
 /// The API version this provider speaks.
 const API_VERSION: &str = "2023-06-01";
 
@@ -44,11 +46,21 @@ impl AnthropicProvider {
         })
     }
 
+    /// `LLM_MAX_OUTPUT_TOKENS`, else the default — on top of the thinking
+    /// budget, which counts against it.
     fn max_tokens(&self) -> u32 {
+        let thinking = self.thinking_budget().unwrap_or(0);
         self.config
             .max_output_tokens
             .filter(|n| *n > 0)
-            .unwrap_or(DEFAULT_MAX_TOKENS)
+            .unwrap_or(DEFAULT_MAX_TOKENS.saturating_add(thinking))
+    }
+
+    /// The extended-thinking budget, when on and valid for the API.
+    fn thinking_budget(&self) -> Option<u32> {
+        self.config
+            .thinking_budget
+            .filter(|n| *n >= MIN_THINKING_BUDGET)
     }
 
     /// Sends one request and waits (at most the idle timeout) for the headers.
@@ -65,7 +77,12 @@ impl AnthropicProvider {
     }
 
     async fn start(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let body = wire::request_body(&self.config.model.name, self.max_tokens(), request);
+        let body = wire::request_body(
+            &self.config.model.name,
+            self.max_tokens(),
+            self.thinking_budget(),
+            request,
+        );
         tracing::debug!(
             endpoint = %self.endpoint,
             model = %self.config.model.name,

@@ -69,6 +69,9 @@ pub struct EndpointConfig {
     /// Upper bound on generated tokens per call. Anthropic requires one (the
     /// provider uses its default when unset); others send it only when set.
     pub max_output_tokens: Option<u32>,
+    /// Thinking tokens per call (Anthropic extended thinking, Gemini's
+    /// `thinkingBudget`); `None` leaves the endpoint's default.
+    pub thinking_budget: Option<u32>,
 }
 
 impl EndpointConfig {
@@ -85,6 +88,7 @@ impl EndpointConfig {
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             frequency_penalty: None,
             max_output_tokens: None,
+            thinking_budget: None,
         }
     }
 

@@ -104,6 +104,7 @@ impl GeminiProvider {
                 .filter(|_| !self.no_penalty.load(Ordering::Relaxed)),
             max_output_tokens: self.config.max_output_tokens,
             include_thoughts: !self.no_thoughts.load(Ordering::Relaxed),
+            thinking_budget: self.config.thinking_budget,
         }
     }
 
@@ -248,6 +249,7 @@ mod tests {
             frequency_penalty: Some(0.3),
             max_output_tokens: None,
             include_thoughts: true,
+            thinking_budget: None,
         };
         let body = r#"{"error":{"code":400,"message":"Penalty is not enabled for models/gemini-2.5-flash","status":"INVALID_ARGUMENT"}}"#;
         assert_eq!(

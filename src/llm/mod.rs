@@ -18,7 +18,7 @@ mod sse;
 mod tool_call_text;
 mod types;
 
-pub use anthropic::AnthropicProvider;
+pub use anthropic::{AnthropicProvider, MIN_THINKING_BUDGET};
 pub use complete::complete;
 pub use endpoint::{connect, ApiKind, EndpointConfig};
 pub use error::ProviderError;
@@ -29,7 +29,9 @@ pub use fallback::FallbackProvider;
 pub use gemini::GeminiProvider;
 pub use metadata::{context_window_for, ModelInfo};
 pub use openai::OpenAiProvider;
-pub use types::{ChatRequest, Chunk, Message, Role, ToolCall, ToolDefinition, Usage};
+pub use types::{
+    ChatRequest, Chunk, Message, Role, SignedReasoning, ToolCall, ToolDefinition, Usage,
+};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;

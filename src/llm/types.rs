@@ -64,6 +64,26 @@ pub struct Message {
     /// the next round for providers that require it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// Reasoning blocks the provider signed (Anthropic extended thinking), in
+    /// the order they came: sent back verbatim while the tool loop they
+    /// belong to goes on; other providers ignore them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signed_reasoning: Vec<SignedReasoning>,
+}
+
+/// A reasoning block as its provider signed it; only the unmodified block
+/// (text and signature, or the encrypted data) is accepted back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SignedReasoning {
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Reasoning the provider's safety systems encrypted.
+    RedactedThinking {
+        data: String,
+    },
 }
 
 impl Message {
@@ -93,6 +113,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning: None,
+            signed_reasoning: Vec::new(),
         }
     }
 }
@@ -129,6 +150,9 @@ impl Usage {
 pub enum Chunk {
     Text(String),
     Thinking(String),
+    /// A complete signed reasoning block (after its `Thinking` deltas), to be
+    /// kept with the assistant message.
+    SignedReasoning(SignedReasoning),
     /// Complete tool calls (fragments already assembled by the provider).
     ToolCalls(Vec<ToolCall>),
     Usage(Usage),

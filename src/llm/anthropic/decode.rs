@@ -11,7 +11,7 @@ use super::error::from_error_event;
 use crate::llm::error::ProviderError;
 use crate::llm::sse::{SseDecoder, Step};
 use crate::llm::tool_call_text::generate_call_id;
-use crate::llm::types::{Chunk, ToolCall, Usage};
+use crate::llm::types::{Chunk, SignedReasoning, ToolCall, Usage};
 
 /// Decodes one message stream.
 #[derive(Debug, Default)]
@@ -31,7 +31,16 @@ enum Block {
         name: String,
         input: String,
     },
-    /// Text, thinking and anything else whose deltas need no assembly.
+    /// Thinking is streamed as it comes and kept, with its signature, to be
+    /// sent back while the tool loop goes on.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    /// Text and anything else whose deltas need no assembly.
     Streamed,
 }
 
@@ -56,7 +65,7 @@ impl SseDecoder for Decoder {
                 content_block,
             } => self.start_block(index, content_block, out),
             Event::ContentBlockDelta { index, delta } => self.delta(index, delta, out)?,
-            Event::ContentBlockStop { index } => self.stop_block(index),
+            Event::ContentBlockStop { index } => self.stop_block(index, out),
             Event::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.and_then(|d| d.stop_reason) {
                     self.stop_reason = Some(reason);
@@ -96,10 +105,17 @@ impl Decoder {
                 push_text(out, Chunk::Text, text);
                 Block::Streamed
             }
-            WireBlock::Thinking { thinking } => {
-                push_text(out, Chunk::Thinking, thinking);
-                Block::Streamed
+            WireBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                push_text(out, Chunk::Thinking, thinking.clone());
+                Block::Thinking {
+                    thinking,
+                    signature,
+                }
             }
+            WireBlock::RedactedThinking { data } => Block::RedactedThinking { data },
             WireBlock::Other => Block::Streamed,
         };
         self.blocks.insert(index, block);
@@ -113,7 +129,22 @@ impl Decoder {
     ) -> Result<(), ProviderError> {
         match delta {
             WireDelta::TextDelta { text } => push_text(out, Chunk::Text, text),
-            WireDelta::ThinkingDelta { thinking } => push_text(out, Chunk::Thinking, thinking),
+            WireDelta::ThinkingDelta { thinking } => {
+                if let Some(Block::Thinking { thinking: kept, .. }) = self.blocks.get_mut(&index) {
+                    kept.push_str(&thinking);
+                }
+                push_text(out, Chunk::Thinking, thinking);
+            }
+            WireDelta::SignatureDelta { signature } => match self.blocks.get_mut(&index) {
+                Some(Block::Thinking {
+                    signature: kept, ..
+                }) => kept.push_str(&signature),
+                _ => {
+                    return Err(ProviderError::InvalidResponse(format!(
+                        "signature_delta for block {index}, which is not a thinking block"
+                    )))
+                }
+            },
             WireDelta::InputJsonDelta { partial_json } => match self.blocks.get_mut(&index) {
                 Some(Block::ToolUse { input, .. }) => input.push_str(&partial_json),
                 _ => {
@@ -127,9 +158,25 @@ impl Decoder {
         Ok(())
     }
 
-    fn stop_block(&mut self, index: u64) {
-        if let Some(Block::ToolUse { id, name, input }) = self.blocks.remove(&index) {
-            self.calls.push(tool_call(id, name, input));
+    fn stop_block(&mut self, index: u64, out: &mut Vec<Chunk>) {
+        match self.blocks.remove(&index) {
+            Some(Block::ToolUse { id, name, input }) => self.calls.push(tool_call(id, name, input)),
+            // Unsigned thinking cannot be sent back; it was shown, that is all.
+            Some(Block::Thinking {
+                thinking,
+                signature,
+            }) if !signature.is_empty() => {
+                out.push(Chunk::SignedReasoning(SignedReasoning::Thinking {
+                    thinking,
+                    signature,
+                }))
+            }
+            Some(Block::RedactedThinking { data }) if !data.is_empty() => {
+                out.push(Chunk::SignedReasoning(SignedReasoning::RedactedThinking {
+                    data,
+                }))
+            }
+            _ => {}
         }
     }
 
@@ -229,6 +276,12 @@ enum WireBlock {
     Thinking {
         #[serde(default)]
         thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
     },
     #[serde(other)]
     Other,
@@ -246,7 +299,10 @@ enum WireDelta {
     ThinkingDelta {
         thinking: String,
     },
-    /// `signature_delta`, `citations_delta`, …
+    SignatureDelta {
+        signature: String,
+    },
+    /// `citations_delta`, …
     #[serde(other)]
     Other,
 }

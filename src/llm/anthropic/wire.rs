@@ -15,11 +15,18 @@
 //! - A tool result that answers no `tool_use` of the assistant turn right before it
 //!   becomes user text; a `tool_use` without a result gets an error result.
 //! - A history starting with the assistant gets [`PLACEHOLDER_USER`] first.
-//! - Reasoning is never sent back (Anthropic would need its signatures).
+//! - Reasoning is sent back only as the signed blocks Anthropic issued, and
+//!   only for the assistant turns of the current tool loop (after the last
+//!   user text): the API drops earlier turns' thinking anyway. Extended
+//!   thinking is requested only when the loop's last assistant turn with
+//!   `tool_use` starts with its signed thinking — a turn another provider
+//!   began (fallback) has none, and the API would refuse it.
 
 use serde_json::{json, Map, Value};
 
-use crate::llm::types::{portable_call_id, ChatRequest, Message, Role, ToolCall, ToolDefinition};
+use crate::llm::types::{
+    portable_call_id, ChatRequest, Message, Role, SignedReasoning, ToolCall, ToolDefinition,
+};
 
 /// User text put first when the history does not start with a user message.
 pub(super) const PLACEHOLDER_USER: &str = "[earlier conversation omitted]";
@@ -28,12 +35,25 @@ pub(super) const SYSTEM_NOTE: &str = "[system note]";
 /// Result given to a `tool_use` the history has no result for.
 const MISSING_RESULT: &str = "error: no result was recorded for this tool call";
 
-/// The JSON body of a streaming `POST /messages` request.
-pub(super) fn request_body(model: &str, max_tokens: u32, request: &ChatRequest) -> Value {
+/// The JSON body of a streaming `POST /messages` request; `thinking` is the
+/// extended-thinking budget, when on.
+pub(super) fn request_body(
+    model: &str,
+    max_tokens: u32,
+    thinking: Option<u32>,
+    request: &ChatRequest,
+) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model));
     body.insert("max_tokens".into(), Value::from(max_tokens));
     body.insert("stream".into(), Value::Bool(true));
+    let loop_start = current_loop_start(&request.messages);
+    if let Some(budget) = thinking.filter(|_| can_think(&request.messages[loop_start..])) {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
     if !request.system.trim().is_empty() {
         // Breakpoint 1: tools + system are the same on every call.
         body.insert(
@@ -48,8 +68,28 @@ pub(super) fn request_body(model: &str, max_tokens: u32, request: &ChatRequest) 
         );
         body.insert("tool_choice".into(), json!({"type": "auto"}));
     }
-    body.insert("messages".into(), messages(&request.messages));
+    body.insert("messages".into(), messages(&request.messages, loop_start));
     Value::Object(body)
+}
+
+/// Where the current tool loop starts: right after the last user text (a
+/// system note counts: it is user text on the wire).
+fn current_loop_start(history: &[Message]) -> usize {
+    history
+        .iter()
+        .rposition(|m| {
+            matches!(m.role, Role::User | Role::System) && non_blank(&m.content).is_some()
+        })
+        .map_or(0, |i| i + 1)
+}
+
+/// Whether thinking may be on for a loop: its last assistant turn, if that
+/// one called tools, carries its signed thinking.
+fn can_think(current_loop: &[Message]) -> bool {
+    current_loop
+        .iter()
+        .rfind(|m| m.role == Role::Assistant)
+        .is_none_or(|m| m.tool_calls.is_empty() || !m.signed_reasoning.is_empty())
 }
 
 fn ephemeral() -> Value {
@@ -70,10 +110,11 @@ struct Turn {
 }
 
 /// The `messages` array: valid for the API whatever the history looks like.
-fn messages(history: &[Message]) -> Value {
+/// Assistant turns from `loop_start` on carry their signed reasoning.
+fn messages(history: &[Message], loop_start: usize) -> Value {
     let mut turns: Vec<Turn> = Vec::new();
-    for message in history {
-        let (side, blocks) = blocks_of(message);
+    for (i, message) in history.iter().enumerate() {
+        let (side, blocks) = blocks_of(message, i >= loop_start);
         push(&mut turns, side, blocks);
     }
     if turns.first().is_none_or(|t| t.side != Side::User) {
@@ -86,8 +127,15 @@ fn messages(history: &[Message]) -> Value {
         );
     }
     pair_tool_results(&mut turns);
-    // Breakpoint 2 slides: the next call reads everything up to here from cache.
-    if let Some(Value::Object(last)) = turns.last_mut().and_then(|t| t.blocks.last_mut()) {
+    // Breakpoint 2 slides: the next call reads everything up to here from
+    // cache. Thinking blocks cannot carry one.
+    let cacheable = turns.last_mut().and_then(|t| {
+        t.blocks
+            .iter_mut()
+            .rev()
+            .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
+    });
+    if let Some(Value::Object(last)) = cacheable {
         last.insert("cache_control".into(), ephemeral());
     }
     let turns = turns.into_iter().map(|turn| {
@@ -111,7 +159,7 @@ fn push(turns: &mut Vec<Turn>, side: Side, blocks: Vec<Value>) {
     }
 }
 
-fn blocks_of(message: &Message) -> (Side, Vec<Value>) {
+fn blocks_of(message: &Message, with_reasoning: bool) -> (Side, Vec<Value>) {
     let text = message.content.as_str();
     match message.role {
         Role::User => (
@@ -126,13 +174,31 @@ fn blocks_of(message: &Message) -> (Side, Vec<Value>) {
                 .collect(),
         ),
         Role::Assistant => {
-            let mut blocks: Vec<Value> = non_blank(text).map(text_block).into_iter().collect();
+            let mut blocks: Vec<Value> = if with_reasoning {
+                message.signed_reasoning.iter().map(signed_block).collect()
+            } else {
+                Vec::new()
+            };
+            blocks.extend(non_blank(text).map(text_block));
             blocks.extend(message.tool_calls.iter().map(tool_use));
             (Side::Assistant, blocks)
         }
         Role::Tool => {
             let id = message.tool_call_id.as_deref().unwrap_or_default();
             (Side::User, vec![tool_result(&portable_call_id(id), text)])
+        }
+    }
+}
+
+/// A signed reasoning block exactly as the API issued it.
+fn signed_block(block: &SignedReasoning) -> Value {
+    match block {
+        SignedReasoning::Thinking {
+            thinking,
+            signature,
+        } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+        SignedReasoning::RedactedThinking { data } => {
+            json!({"type": "redacted_thinking", "data": data})
         }
     }
 }

@@ -16,6 +16,8 @@ pub(crate) struct RequestOptions {
     pub(crate) max_output_tokens: Option<u32>,
     /// `thinkingConfig.includeThoughts` (models without thinking reject it).
     pub(crate) include_thoughts: bool,
+    /// `thinkingConfig.thinkingBudget`, sent along with `includeThoughts`.
+    pub(crate) thinking_budget: Option<u32>,
 }
 
 /// The JSON body of a `streamGenerateContent` request.
@@ -47,7 +49,11 @@ pub(crate) fn request_body(request: &ChatRequest, options: &RequestOptions) -> V
         generation.insert("frequencyPenalty".into(), Value::from(penalty));
     }
     if options.include_thoughts {
-        generation.insert("thinkingConfig".into(), json!({"includeThoughts": true}));
+        let mut thinking = json!({"includeThoughts": true});
+        if let Some(budget) = options.thinking_budget {
+            thinking["thinkingBudget"] = Value::from(budget);
+        }
+        generation.insert("thinkingConfig".into(), thinking);
     }
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
@@ -173,6 +179,7 @@ mod tests {
         frequency_penalty: None,
         max_output_tokens: None,
         include_thoughts: false,
+        thinking_budget: None,
     };
 
     fn call(id: &str, name: &str, args: &str) -> ToolCall {
@@ -222,6 +229,7 @@ mod tests {
             frequency_penalty: Some(0.5),
             max_output_tokens: Some(100),
             include_thoughts: true,
+            thinking_budget: Some(512),
         };
         let body = request_body(&request, &options);
         assert_eq!(
@@ -254,7 +262,7 @@ mod tests {
         assert_eq!(
             body["generationConfig"],
             json!({"maxOutputTokens": 100, "frequencyPenalty": 0.5,
-                   "thinkingConfig": {"includeThoughts": true}})
+                   "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 512}})
         );
     }
 }

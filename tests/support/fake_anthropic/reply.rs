@@ -38,6 +38,7 @@ struct StreamSpec {
 enum Block {
     Text(String),
     Thinking(String),
+    RedactedThinking(String),
     ToolUse {
         id: String,
         name: String,
@@ -67,6 +68,30 @@ impl Reply {
     pub fn thinking(thinking: &str, text: &str) -> Self {
         let blocks = vec![
             Block::Thinking(thinking.to_owned()),
+            Block::Text(text.to_owned()),
+        ];
+        Self::stream(blocks, "end_turn")
+    }
+
+    /// A thinking block, then `tool_use` blocks (the shape the API requires
+    /// back in the next request while thinking is on).
+    pub fn thinking_then_tool_uses<I, A, B>(thinking: &str, calls: I) -> Self
+    where
+        I: IntoIterator<Item = (A, B, Value)>,
+        A: Into<String>,
+        B: Into<String>,
+    {
+        let mut reply = Self::tool_uses(calls);
+        if let ReplyBody::Stream(spec) = &mut reply.body {
+            spec.blocks.insert(0, Block::Thinking(thinking.to_owned()));
+        }
+        reply
+    }
+
+    /// A redacted thinking block (encrypted by the API), then the text.
+    pub fn redacted_thinking(text: &str) -> Self {
+        let blocks = vec![
+            Block::RedactedThinking("flagged reasoning".to_owned()),
             Block::Text(text.to_owned()),
         ];
         Self::stream(blocks, "end_turn")
@@ -192,7 +217,12 @@ impl Reply {
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 (code, Json(body)).into_response()
             }
-            ReplyBody::Stream(spec) => {
+            ReplyBody::Stream(mut spec) => {
+                // Like the API: no thinking unless the request turned it on.
+                if request["thinking"]["type"] != "enabled" {
+                    spec.blocks
+                        .retain(|b| !matches!(b, Block::Thinking(_) | Block::RedactedThinking(_)));
+                }
                 let stall = matches!(spec.end, End::Stall);
                 let frames = events(&spec, request)
                     .into_iter()
@@ -287,9 +317,13 @@ fn block_events(block: &Block) -> (Value, Vec<Value>) {
             let mut deltas: Vec<Value> = words(thinking)
                 .map(|w| json!({"type": "thinking_delta", "thinking": w}))
                 .collect();
-            deltas.push(json!({"type": "signature_delta", "signature": "c2lnbmF0dXJl"}));
+            deltas.push(json!({"type": "signature_delta", "signature": signature(thinking)}));
             (json!({"type": "thinking", "thinking": ""}), deltas)
         }
+        Block::RedactedThinking(plain) => (
+            json!({"type": "redacted_thinking", "data": redacted_data(plain)}),
+            Vec::new(),
+        ),
         Block::ToolUse { id, name, input } => {
             // The real API opens with an empty fragment, then splits anywhere.
             let mut deltas = vec![json!({"type": "input_json_delta", "partial_json": ""})];
@@ -308,4 +342,29 @@ fn block_events(block: &Block) -> (Value, Vec<Value>) {
 
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive(' ')
+}
+
+fn fake_mac(kind: &str, text: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ("fake-anthropic-signing-key", kind, text).hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// The signature the fake gives `thinking` (and checks when it comes back).
+pub(super) fn signature(thinking: &str) -> String {
+    format!("EqQB{}", fake_mac("thinking", thinking))
+}
+
+/// The opaque `data` of a redacted block the fake issues for `plain`.
+fn redacted_data(plain: &str) -> String {
+    let encoded: String = plain.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{}{encoded}", fake_mac("redacted", &encoded))
+}
+
+/// Whether `data` is a redacted block the fake issued, unmodified.
+pub(super) fn is_redacted_data(data: &str) -> bool {
+    data.get(..16)
+        .zip(data.get(16..))
+        .is_some_and(|(mac, encoded)| mac == fake_mac("redacted", encoded))
 }

@@ -33,6 +33,7 @@ pub(super) fn validate(request: &Value) -> Checked {
             "fake Anthropic: only streaming is supported; 'stream' must be true.".to_owned(),
         );
     }
+    let thinking = check_thinking(body)?;
     let mut breakpoints = 0;
     if let Some(system) = body.get("system") {
         check_system(system, &mut breakpoints)?;
@@ -42,6 +43,9 @@ pub(super) fn validate(request: &Value) -> Checked {
         return Err("messages: Field required".to_owned());
     };
     check_messages(messages, &mut breakpoints)?;
+    if thinking {
+        check_final_assistant_thinks(messages)?;
+    }
     if breakpoints > MAX_BREAKPOINTS {
         return Err(format!(
             "A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
@@ -151,6 +155,14 @@ fn check_messages(messages: &[Value], breakpoints: &mut usize) -> Checked {
             let at = format!("{at}.content.{j}");
             check_cache_control(block, &at, breakpoints)?;
             match (role, block["type"].as_str().unwrap_or_default()) {
+                ("assistant", kind @ ("thinking" | "redacted_thinking")) => {
+                    if block.get("cache_control").is_some() {
+                        return Err(format!(
+                            "{at}: cache_control cannot be set on {kind} blocks"
+                        ));
+                    }
+                    check_signed(block, &at)?;
+                }
                 (_, "text") => {
                     check_text(block, &at)?;
                     seen_other_block = true;
@@ -192,6 +204,97 @@ fn check_messages(messages: &[Value], breakpoints: &mut usize) -> Checked {
         return Err(format!("messages: `tool_use` ids were found without `tool_result` blocks immediately after: {pending:?}"));
     }
     Ok(())
+}
+
+/// `thinking`: `{"type": "enabled", "budget_tokens": n}` with 1,024 ≤ n <
+/// `max_tokens`, or `{"type": "disabled"}`; thinking cannot go with a forced
+/// tool. Returns whether thinking is on.
+fn check_thinking(body: &Map<String, Value>) -> Result<bool, String> {
+    let Some(thinking) = body.get("thinking") else {
+        return Ok(false);
+    };
+    match thinking["type"].as_str() {
+        Some("disabled") => return Ok(false),
+        Some("enabled") => {}
+        _ => return Err("thinking.type: Input should be 'enabled' or 'disabled'".to_owned()),
+    }
+    let Some(budget) = thinking["budget_tokens"].as_u64() else {
+        return Err("thinking.enabled.budget_tokens: Field required".to_owned());
+    };
+    if budget < 1024 {
+        return Err(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                .to_owned(),
+        );
+    }
+    if body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .is_some_and(|max| max <= budget)
+    {
+        return Err("`max_tokens` must be greater than `thinking.budget_tokens`".to_owned());
+    }
+    let forced = body
+        .get("tool_choice")
+        .and_then(|c| c["type"].as_str())
+        .is_some_and(|t| matches!(t, "any" | "tool"));
+    if forced {
+        return Err("Thinking may not be enabled when tool_choice forces tool use.".to_owned());
+    }
+    Ok(true)
+}
+
+/// A thinking block must come back exactly as issued: its text under its
+/// signature, or the redacted data the fake made.
+fn check_signed(block: &Value, at: &str) -> Checked {
+    let intact = match block["type"].as_str() {
+        Some("thinking") => match (block["thinking"].as_str(), block["signature"].as_str()) {
+            (Some(thinking), Some(signature)) => signature == super::reply::signature(thinking),
+            _ => {
+                return Err(format!(
+                    "{at}: thinking blocks need `thinking` and `signature`"
+                ))
+            }
+        },
+        _ => block["data"]
+            .as_str()
+            .is_some_and(super::reply::is_redacted_data),
+    };
+    if intact {
+        Ok(())
+    } else {
+        Err(format!("{at}: Invalid `signature` in `thinking` block"))
+    }
+}
+
+/// With thinking on, the final assistant message, when it calls tools after
+/// the last user text, must start with its thinking.
+fn check_final_assistant_thinks(messages: &[Value]) -> Checked {
+    let user_text = |m: &Value| {
+        m["role"] == "user"
+            && match &m["content"] {
+                Value::Array(blocks) => blocks.iter().any(|b| b["type"] != "tool_result"),
+                _ => true,
+            }
+    };
+    let loop_start = messages.iter().rposition(user_text).map_or(0, |i| i + 1);
+    let Some((i, last)) = messages
+        .iter()
+        .enumerate()
+        .skip(loop_start)
+        .rfind(|(_, m)| m["role"] == "assistant")
+    else {
+        return Ok(());
+    };
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    if !blocks.iter().any(|b| b["type"] == "tool_use") {
+        return Ok(());
+    }
+    let first = blocks[0]["type"].as_str().unwrap_or_default();
+    if matches!(first, "thinking" | "redacted_thinking") {
+        return Ok(());
+    }
+    Err(format!("messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`."))
 }
 
 /// A string content is one text block; it must be non-blank like any text.

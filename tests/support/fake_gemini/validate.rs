@@ -83,6 +83,37 @@ pub(super) fn validate(request: &Value) -> Result<(), String> {
             .as_object()
             .ok_or("generationConfig must be an object")?;
         unknown_fields(config, &GENERATION_FIELDS, "generation_config")?;
+        if let Some(thinking) = config.get("thinkingConfig") {
+            validate_thinking(thinking)?;
+        }
+    }
+    Ok(())
+}
+
+/// `thinkingConfig`: `includeThoughts` a boolean, `thinkingBudget` an integer
+/// from -1 (dynamic) to 32,768.
+fn validate_thinking(thinking: &Value) -> Result<(), String> {
+    let object = thinking
+        .as_object()
+        .ok_or("generation_config.thinking_config must be an object")?;
+    unknown_fields(
+        object,
+        &["includeThoughts", "thinkingBudget", "thinkingLevel"],
+        "generation_config.thinking_config",
+    )?;
+    if object
+        .get("includeThoughts")
+        .is_some_and(|v| !v.is_boolean())
+    {
+        return Err(
+            "Invalid value at 'generation_config.thinking_config.include_thoughts' (TYPE_BOOL)"
+                .into(),
+        );
+    }
+    if let Some(budget) = object.get("thinkingBudget") {
+        if !budget.as_i64().is_some_and(|b| (-1..=32_768).contains(&b)) {
+            return Err(format!("Invalid value at 'generation_config.thinking_config.thinking_budget' (TYPE_INT32), {budget}: the budget must be between -1 and 32768"));
+        }
     }
     Ok(())
 }

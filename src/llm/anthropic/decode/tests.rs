@@ -55,6 +55,10 @@ fn text_thinking_tool_calls_and_usage() {
     let chunks = decode(&events).map_err(|e| e.to_string());
     let expected = vec![
         Chunk::Thinking("hmm".into()),
+        Chunk::SignedReasoning(SignedReasoning::Thinking {
+            thinking: "hmm".into(),
+            signature: "sig".into(),
+        }),
         Chunk::Text("Hi ".into()),
         Chunk::Text("there".into()),
         Chunk::ToolCalls(vec![
@@ -131,4 +135,42 @@ fn later_cumulative_usage_replaces_earlier() {
             cache_write_tokens: 100,
         }))
     );
+}
+
+#[test]
+fn redacted_thinking_is_kept_and_a_stray_signature_is_refused() {
+    let mut events = vec![
+        start(),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "EmwKAhgBEgy"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "thinking", "thinking": ""}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "thinking_delta", "thinking": "unsigned"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+    ];
+    events.extend(end(1));
+    let chunks = decode(&events).unwrap_or_default();
+    assert_eq!(
+        chunks[0],
+        Chunk::SignedReasoning(SignedReasoning::RedactedThinking {
+            data: "EmwKAhgBEgy".into()
+        })
+    );
+    assert_eq!(
+        chunks
+            .iter()
+            .filter(|c| matches!(c, Chunk::SignedReasoning(_)))
+            .count(),
+        1,
+        "thinking without a signature cannot be sent back: {chunks:?}"
+    );
+
+    let stray = [
+        start(),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "x"}}),
+    ];
+    assert!(matches!(
+        decode(&stray),
+        Err(ProviderError::InvalidResponse(_))
+    ));
 }

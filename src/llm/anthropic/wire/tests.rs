@@ -27,7 +27,12 @@ fn assistant_calls(text: &str, calls: &[(&str, &str)]) -> Message {
 
 #[test]
 fn plain_request() {
-    let body = request_body("claude", 1024, &request(vec![Message::user("hi")], vec![]));
+    let body = request_body(
+        "claude",
+        1024,
+        None,
+        &request(vec![Message::user("hi")], vec![]),
+    );
     assert_eq!(
         body,
         json!({
@@ -56,7 +61,7 @@ fn a_tool_round_merges_results_and_following_text() {
         description: "reads".into(),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     }];
-    let body = request_body("m", 10, &request(history, tools));
+    let body = request_body("m", 10, None, &request(history, tools));
     assert_eq!(body["tool_choice"], json!({"type": "auto"}));
     assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
     assert_eq!(
@@ -89,7 +94,7 @@ fn odd_histories_are_made_valid() {
         reasoning,
         Message::assistant(""),
     ];
-    let body = request_body("m", 10, &request(history, vec![]));
+    let body = request_body("m", 10, None, &request(history, vec![]));
     assert_eq!(
         body["messages"],
         json!([
@@ -123,7 +128,7 @@ fn empty_system_and_odd_schemas() {
         }],
     );
     req.system = " ".into();
-    let body = request_body("m", 10, &req);
+    let body = request_body("m", 10, None, &req);
     assert!(body.get("system").is_none());
     assert_eq!(
         body["tools"],
@@ -131,4 +136,90 @@ fn empty_system_and_odd_schemas() {
     );
     assert_eq!(tool_input("42"), json!({"_unparsed_arguments": "42"}));
     assert_eq!(tool_input(" "), json!({}));
+}
+
+fn signed(thinking: &str) -> SignedReasoning {
+    SignedReasoning::Thinking {
+        thinking: thinking.into(),
+        signature: format!("sig-{thinking}"),
+    }
+}
+
+#[test]
+fn thinking_blocks_go_back_first_for_the_current_loop_only() {
+    let mut old = assistant_calls("", &[("toolu_old", "{}")]);
+    old.signed_reasoning = vec![signed("earlier")];
+    let mut now = assistant_calls("Let me look.", &[("toolu_now", "{}")]);
+    now.signed_reasoning = vec![
+        signed("plan"),
+        SignedReasoning::RedactedThinking {
+            data: "opaque".into(),
+        },
+    ];
+    let history = vec![
+        Message::user("first question"),
+        old,
+        Message::tool_result("toolu_old", "a"),
+        Message::assistant("first answer"),
+        Message::user("second question"),
+        now,
+        Message::tool_result("toolu_now", "b"),
+    ];
+    let body = request_body("m", 10_000, Some(2048), &request(history, vec![]));
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        messages[1]["content"][0]["type"], "tool_use",
+        "an earlier turn's thinking is left out: {messages:#?}"
+    );
+    let current = &messages[5]["content"];
+    assert_eq!(
+        current[0],
+        json!({"type": "thinking", "thinking": "plan", "signature": "sig-plan"})
+    );
+    assert_eq!(
+        current[1],
+        json!({"type": "redacted_thinking", "data": "opaque"})
+    );
+    assert_eq!(current[2]["type"], "text");
+    assert_eq!(current[3]["type"], "tool_use");
+}
+
+#[test]
+fn thinking_is_off_for_a_loop_another_provider_began() {
+    // The fallback's tool call carries no signed thinking: the API would
+    // refuse it with thinking on.
+    let history = vec![
+        Message::user("q"),
+        assistant_calls("", &[("call_1", "{}")]),
+        Message::tool_result("call_1", "r"),
+    ];
+    let body = request_body("m", 10_000, Some(2048), &request(history, vec![]));
+    assert!(body.get("thinking").is_none(), "{body:#}");
+    // A new question starts a new loop: thinking is back on.
+    let body = request_body(
+        "m",
+        10_000,
+        Some(2048),
+        &request(vec![Message::user("next")], vec![]),
+    );
+    assert_eq!(body["thinking"]["budget_tokens"], 2048);
+}
+
+#[test]
+fn the_sliding_breakpoint_skips_thinking_blocks() {
+    let mut last = assistant_calls("", &[]);
+    last.signed_reasoning = vec![signed("only thinking")];
+    last.content = "prefilled".into();
+    let history = vec![Message::user("q"), last];
+    let body = request_body("m", 10_000, Some(2048), &request(history, vec![]));
+    let blocks = body["messages"][1]["content"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(blocks[0].get("cache_control").is_none());
+    assert_eq!(blocks[1]["cache_control"], json!({"type": "ephemeral"}));
 }
