@@ -222,6 +222,85 @@ async fn guild_messages_are_answered_only_when_addressed() {
 }
 
 #[tokio::test]
+async fn slash_commands_are_registered_answered_at_once_and_run_like_typed_ones() {
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::write(
+        skills.path().join("standup.md"),
+        "---\ndescription: Turn notes into a stand-up update\n---\nWrite a stand-up from:\n{{args}}",
+    )
+    .unwrap();
+    let dir = skills.path().display().to_string();
+    let e = E2e::with(&[("SKILLS_DIR", dir.as_str())]).await;
+    e.wait("the slash commands registered", |d| {
+        d.slash_commands().iter().any(|c| c["name"] == "standup")
+    })
+    .await;
+    let commands = e.discord.slash_commands();
+    let names: Vec<&str> = commands.iter().filter_map(|c| c["name"].as_str()).collect();
+    for name in [
+        "help",
+        "clear",
+        "memory",
+        "tasks",
+        "approvals",
+        "skills",
+        "summarize",
+    ] {
+        assert!(names.contains(&name), "/{name} missing: {names:?}");
+    }
+    assert_eq!(
+        e.discord
+            .calls()
+            .iter()
+            .filter(|c| c.method == "PUT" && c.path.ends_with("/commands"))
+            .count(),
+        1,
+        "registered once, not again on each READY"
+    );
+
+    // In a guild channel, without a mention: the command is addressed to the bot.
+    let interaction = e
+        .discord
+        .slash(CHANNEL, ALICE, "help", None)
+        .expect("registered");
+    let (kind, data) = e.wait_callback(1).await;
+    assert_eq!((kind, data["content"].as_str()), (4, Some("/help")));
+    assert_eq!(e.discord.callbacks()[0].interaction, interaction);
+    e.wait("the help text", |d| {
+        d.bot_messages(CHANNEL).iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("**Commands**"))
+        })
+    })
+    .await;
+
+    // A skill with its input: the model gets the expanded skill.
+    e.llm.push(Reply::text("Yesterday: shipped the parser."));
+    e.discord
+        .slash(CHANNEL, ALICE, "standup", Some("shipped the parser"))
+        .expect("registered");
+    let (kind, data) = e.wait_callback(2).await;
+    assert_eq!(
+        (kind, data["content"].as_str()),
+        (4, Some("/standup shipped the parser"))
+    );
+    e.wait_text(CHANNEL, "Yesterday: shipped the parser.").await;
+    let asked = last_user_text(&e.llm.requests().await[0]).unwrap();
+    assert!(
+        asked.contains("Write a stand-up from") && asked.contains("shipped the parser"),
+        "{asked}"
+    );
+    assert!(
+        e.discord
+            .slash(CHANNEL, ALICE, "not-registered", None)
+            .is_none(),
+        "Discord only offers registered commands"
+    );
+    e.stop().await;
+}
+
+#[tokio::test]
 async fn threads_and_direct_messages_are_answered_where_they_were_asked() {
     let e = E2e::start().await;
     e.llm.push(Reply::text("Answer in the thread."));

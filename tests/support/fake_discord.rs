@@ -125,6 +125,8 @@ pub(crate) struct Interaction {
     pub dispatched: Instant,
     /// The callback type once acknowledged.
     pub acked: Option<u64>,
+    /// A slash command (no message to update), not a button press.
+    pub command: bool,
 }
 
 /// A gateway session (one per identified shard); survives disconnects for resume.
@@ -157,6 +159,8 @@ pub(crate) struct Inner {
     pub limits: Option<limits::Limits>,
     /// Messages whose edits are refused (403 Missing Permissions).
     pub refused_edits: std::collections::HashSet<u64>,
+    /// The application's global commands, as the last bulk overwrite set them.
+    pub commands: Vec<Value>,
 }
 
 impl Inner {
@@ -472,6 +476,11 @@ impl FakeDiscord {
 
     pub fn message(&self, id: u64) -> Option<Value> {
         self.shared.lock().messages.get(&id).cloned()
+    }
+
+    /// The registered global (slash) commands.
+    pub fn slash_commands(&self) -> Vec<Value> {
+        self.shared.lock().commands.clone()
     }
 
     pub fn callbacks(&self) -> Vec<Callback> {

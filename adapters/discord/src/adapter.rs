@@ -8,6 +8,7 @@ use crate::interactions::Interactions;
 use crate::normalize::Handle;
 use crate::render;
 use crate::rest::Rest;
+use crate::slash::SlashMenu;
 use crate::typing::Typing;
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -15,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, ButtonPress, Capabilities, ChatAddress, InboundSink, LengthUnit, MessageId,
-    MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink, LengthUnit,
+    MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,7 @@ pub(crate) struct Shared {
     pub interactions: Arc<Interactions>,
     pub typing: Arc<Typing>,
     pub bot_id: AtomicU64,
+    pub slash: SlashMenu,
     sent: Mutex<(VecDeque<u64>, HashSet<u64>)>,
     channels: Mutex<HashMap<u64, (u8, Option<u64>)>>,
 }
@@ -106,6 +108,7 @@ impl DiscordAdapter {
             )),
             rest,
             bot_id: AtomicU64::new(me.id.get()),
+            slash: SlashMenu::default(),
             config,
             sent: Mutex::new((VecDeque::new(), HashSet::new())),
             channels: Mutex::new(HashMap::new()),
@@ -241,5 +244,12 @@ impl PlatformAdapter for DiscordAdapter {
             Activity::Idle => self.shared.typing.stop(channel),
         }
         Ok(())
+    }
+
+    /// Registered as slash commands now, or when the gateway's READY names
+    /// the application.
+    async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {
+        self.shared.slash.set(commands);
+        Ok(self.shared.slash.publish(&self.shared.rest).await?)
     }
 }

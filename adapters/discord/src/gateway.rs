@@ -8,11 +8,12 @@
 use crate::adapter::Shared;
 use crate::errors::DiscordError;
 use crate::normalize::{self, Context, NotAPress, Place};
+use crate::slash;
 use async_trait::async_trait;
 use serenity::client::{ClientBuilder, Context as SerenityContext, EventHandler};
 use serenity::gateway::GatewayError;
 use serenity::http::HttpBuilder;
-use serenity::model::application::Interaction;
+use serenity::model::application::{CommandInteraction, Interaction};
 use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
@@ -51,7 +52,13 @@ impl EventHandler for Handler {
         self.shared
             .bot_id
             .store(ready.user.id.get(), Ordering::Relaxed);
+        self.shared
+            .slash
+            .know_application(ready.application.id.get());
         tracing::info!(shard = ctx.shard_id.0, "Discord gateway ready");
+        if let Err(e) = self.shared.slash.publish(&self.shared.rest).await {
+            tracing::warn!(error = %e, "could not register the slash commands; typed commands still work");
+        }
     }
 
     async fn resume(&self, ctx: SerenityContext, _: ResumedEvent) {
@@ -67,21 +74,17 @@ impl EventHandler for Handler {
     }
 
     async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {
-        // We register no commands; only message components concern us.
-        let Interaction::Component(component) = interaction else {
-            return;
+        let component = match interaction {
+            Interaction::Component(component) => component,
+            Interaction::Command(command) => return self.slash_command(&command).await,
+            _ => return,
         };
         let shared = &self.shared;
-        if let Some((id, kind, parent)) = normalize::interaction_channel(&component) {
+        if let Some((id, kind, parent)) = normalize::interaction_channel(component.channel.as_ref())
+        {
             shared.cache_channel(id, kind, parent);
         }
-        let config = &shared.config;
-        let ctx = Context {
-            bot_id: shared.bot_id.load(Ordering::Relaxed),
-            approvers: &config.approvers,
-            approver_roles: &config.approver_roles,
-            free_channels: &config.free_channels,
-        };
+        let ctx = self.context();
         let handle = normalize::Handle {
             interaction: component.id.get(),
             application: component.application_id.get(),
@@ -105,6 +108,41 @@ impl EventHandler for Handler {
                 shared.interactions.acknowledge_ignored(&handle).await;
             }
         }
+    }
+}
+
+impl Handler {
+    fn context(&self) -> Context<'_> {
+        let config = &self.shared.config;
+        Context {
+            bot_id: self.shared.bot_id.load(Ordering::Relaxed),
+            approvers: &config.approvers,
+            approver_roles: &config.approver_roles,
+            free_channels: &config.free_channels,
+        }
+    }
+
+    /// Answers a slash command at once with what was asked (within Discord's
+    /// 3 s), then hands it to the core like a typed command.
+    async fn slash_command(&self, command: &CommandInteraction) {
+        let shared = &self.shared;
+        if let Some((id, kind, parent)) = normalize::interaction_channel(command.channel.as_ref()) {
+            shared.cache_channel(id, kind, parent);
+        }
+        let Some(message) = normalize::slash_command(command, &self.context()) else {
+            tracing::debug!("ignoring a slash command with ids outside the contract");
+            return;
+        };
+        let echo = slash::echo_callback(&message.text);
+        if let Err(e) = shared
+            .rest
+            .interaction_callback(command.id.get(), &command.token, &echo)
+            .await
+        {
+            tracing::warn!(error = %e, command = %command.data.name, "could not answer a slash command");
+        }
+        let inbound = Inbound::Message(message);
+        let _ = self.queue.send(Queued::Inbound(Box::new(inbound))).await;
     }
 }
 

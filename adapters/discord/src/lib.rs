@@ -23,6 +23,7 @@ mod interactions;
 mod normalize;
 mod render;
 mod rest;
+mod slash;
 mod typing;
 
 pub use adapter::DiscordAdapter;

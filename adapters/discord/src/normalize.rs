@@ -1,12 +1,15 @@
-//! Serenity messages and component interactions → the contract's inbound events.
+//! Serenity messages, component interactions and slash commands → the
+//! contract's inbound events.
 //!
 //! Addressing: a thread is its own chat (`ChatAddress.chat` = the thread's
 //! channel id, `thread` = `None`, kind `Thread`), so answers stay in the thread
 //! and every thread gets its own sessions; a thread under a free channel is free.
 
 use chrono::{DateTime, Utc};
-use serenity::model::application::{ComponentInteraction, ComponentInteractionDataKind};
-use serenity::model::channel::{ChannelType, Message, MessageType};
+use serenity::model::application::{
+    CommandInteraction, ComponentInteraction, ComponentInteractionDataKind,
+};
+use serenity::model::channel::{ChannelType, Message, MessageType, PartialChannel};
 use serenity::model::id::RoleId;
 use serenity::model::user::User as SerenityUser;
 use serenity::model::Timestamp;
@@ -170,18 +173,7 @@ pub(crate) fn press(
         return Err(NotAPress::NotAButton);
     }
     let action = ActionId::parse(&interaction.data.custom_id).ok_or(NotAPress::UnknownCustomId)?;
-    let place = match (&interaction.guild_id, &interaction.channel) {
-        (None, _) => Place::Dm,
-        (Some(_), Some(channel)) => match channel.kind {
-            ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread => {
-                Place::Thread {
-                    parent: channel.parent_id.map(|p| p.get()),
-                }
-            }
-            _ => Place::Channel,
-        },
-        (Some(_), None) => Place::Channel,
-    };
+    let place = interaction_place(interaction.guild_id.is_some(), interaction.channel.as_ref());
     let chat = address(interaction.channel_id.get()).ok_or(NotAPress::BadId)?;
     let roles = interaction
         .member
@@ -208,11 +200,53 @@ pub(crate) fn press(
     })
 }
 
+/// Where an interaction happened, from its guild and its partial channel.
+fn interaction_place(in_guild: bool, channel: Option<&PartialChannel>) -> Place {
+    match (in_guild, channel) {
+        (false, _) => Place::Dm,
+        (true, Some(channel)) => match channel.kind {
+            ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread => {
+                Place::Thread {
+                    parent: channel.parent_id.map(|p| p.get()),
+                }
+            }
+            _ => Place::Channel,
+        },
+        (true, None) => Place::Channel,
+    }
+}
+
+/// Normalizes a slash command into the message its user would have typed:
+/// `/name input`, addressed to the bot. The interaction id stands in for the
+/// message id (there is no user message to reply to).
+pub(crate) fn slash_command(
+    interaction: &CommandInteraction,
+    ctx: &Context<'_>,
+) -> Option<InboundMessage> {
+    let place = interaction_place(interaction.guild_id.is_some(), interaction.channel.as_ref());
+    let chat = address(interaction.channel_id.get())?;
+    let member = interaction.member.as_deref();
+    let roles = member.map(|m| m.roles.as_slice()).unwrap_or_default();
+    let nick = member.and_then(|m| m.nick.as_deref());
+    let author = member.map_or(&interaction.user, |m| &m.user);
+    Some(InboundMessage {
+        chat,
+        chat_kind: place.kind(),
+        user: user(author, nick, roles, ctx)?,
+        message_id: MessageId(to_i64(interaction.id.get())?),
+        text: crate::slash::typed(interaction),
+        reply_to: None,
+        addressed: Addressed::Command,
+        attachments: Vec::new(),
+        timestamp: utc(&interaction.id.created_at()),
+    })
+}
+
 /// The place of an interaction's channel, for the channel-kind cache.
 pub(crate) fn interaction_channel(
-    interaction: &ComponentInteraction,
+    channel: Option<&PartialChannel>,
 ) -> Option<(u64, u8, Option<u64>)> {
-    let channel = interaction.channel.as_ref()?;
+    let channel = channel?;
     Some((
         channel.id.get(),
         u8::from(channel.kind),

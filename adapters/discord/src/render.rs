@@ -145,7 +145,7 @@ fn button_json(button: &Button) -> Value {
     })
 }
 
-fn truncate_chars(text: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => {
             let mut s: String = text[..cut].chars().take(max.saturating_sub(1)).collect();

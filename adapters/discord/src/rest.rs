@@ -38,7 +38,7 @@ pub(crate) enum Lane {
     /// Interaction callbacks and webhook followups, spread over a few lanes
     /// (one interaction's calls always share a lane, so they stay in order).
     Interaction(u8),
-    /// Look-ups (current user, channel kinds).
+    /// Look-ups (current user, channel kinds) and command registration.
     Lookup,
 }
 
@@ -251,6 +251,20 @@ impl Rest {
         )
         .await
         .map(drop)
+    }
+
+    /// `PUT /applications/{application}/commands`: replaces the global commands.
+    pub async fn set_global_commands(
+        &self,
+        application: u64,
+        commands: &Value,
+    ) -> Result<(), RestError> {
+        let route = Route::Commands {
+            application_id: ApplicationId::from(nz(application)?),
+        };
+        self.call(Lane::Lookup, LightMethod::Put, route, Some(commands))
+            .await
+            .map(drop)
     }
 
     /// One paced call: waits for the lane and the bot quota, retries 429s.

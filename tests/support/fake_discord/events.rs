@@ -201,9 +201,91 @@ impl FakeDiscord {
                 channel: channel_id,
                 dispatched: Instant::now(),
                 acked: None,
+                command: false,
             },
         );
         let shard = shard_of(channel.guild, self.shared.options.shards);
+        gateway::dispatch(&mut inner, shard, "INTERACTION_CREATE", interaction).then_some(id)
+    }
+
+    /// Dispatches INTERACTION_CREATE for a slash command (type 2) used by
+    /// `user` in `channel`, with its `input` option when given; returns the
+    /// interaction id, or `None` when no such command is registered (Discord
+    /// only offers registered ones) or the shard is not connected.
+    pub fn slash(&self, channel: u64, user: u64, name: &str, input: Option<&str>) -> Option<u64> {
+        let mut inner = self.shared.lock();
+        let command = inner.commands.iter().find(|c| c["name"] == name)?.clone();
+        let channel_info = *inner.channels.entry(channel).or_insert(Channel {
+            kind: TEXT,
+            guild: Some(GUILD_ID),
+            parent: None,
+        });
+        let id = inner.next_id();
+        let token = format!("interaction-token-{id}");
+        let user_value = user_json(user, &format!("user{user}"), false);
+        let mut channel_json = json!({
+            "id": channel.to_string(),
+            "type": channel_info.kind,
+            "name": format!("channel-{channel}"),
+        });
+        if let Some(parent) = channel_info.parent {
+            channel_json["parent_id"] = json!(parent.to_string());
+        }
+        let mut data = json!({
+            "id": command["id"],
+            "name": name,
+            "type": 1,
+        });
+        if let Some(input) = input {
+            data["options"] = json!([{ "name": "input", "type": 3, "value": input }]);
+        }
+        let mut interaction = json!({
+            "id": id.to_string(),
+            "application_id": APP_ID.to_string(),
+            "type": 2,
+            "data": data,
+            "channel_id": channel.to_string(),
+            "channel": channel_json,
+            "token": token,
+            "version": 1,
+            "app_permissions": "0",
+            "locale": "en-US",
+            "entitlements": [],
+            "authorizing_integration_owners": {},
+            "attachment_size_limit": 26_214_400,
+        });
+        match channel_info.guild {
+            Some(guild) => {
+                interaction["guild_id"] = json!(guild.to_string());
+                interaction["guild_locale"] = json!("en-US");
+                interaction["context"] = json!(0);
+                interaction["member"] = json!({
+                    "user": user_value,
+                    "roles": [],
+                    "joined_at": timestamp(),
+                    "deaf": false,
+                    "mute": false,
+                    "flags": 0,
+                    "nick": null,
+                });
+            }
+            None => {
+                interaction["context"] = json!(1);
+                interaction["user"] = user_value;
+            }
+        }
+        inner.interactions.insert(
+            id,
+            Interaction {
+                token,
+                message: 0,
+                channel,
+                dispatched: Instant::now(),
+                acked: None,
+                command: true,
+            },
+        );
+        let shard = shard_of(channel_info.guild, self.shared.options.shards);
         gateway::dispatch(&mut inner, shard, "INTERACTION_CREATE", interaction).then_some(id)
     }
 

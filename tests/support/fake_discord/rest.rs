@@ -222,6 +222,27 @@ fn dispatch(
             Some(c) if inner.channels.contains_key(&c) => (204, Value::Null, Vec::new()),
             _ => error(404, 10003, "Unknown Channel"),
         },
+        ("PUT", ["applications", app, "commands"]) => {
+            if *app != APP_ID.to_string() {
+                return error(403, 50001, "Missing Access");
+            }
+            match commands(body) {
+                Ok(list) => {
+                    let registered: Vec<Value> = list
+                        .into_iter()
+                        .map(|mut c| {
+                            c["id"] = json!(inner.next_id().to_string());
+                            c["application_id"] = json!(APP_ID.to_string());
+                            c["version"] = json!("1");
+                            c
+                        })
+                        .collect();
+                    inner.commands = registered.clone();
+                    ok(Value::Array(registered))
+                }
+                Err(refused) => refused,
+            }
+        }
         ("POST", ["interactions", interaction, token, "callback"]) => match id(interaction) {
             Some(i) => callback(shared, inner, i, token, body),
             None => error(404, 10062, "Unknown interaction"),
@@ -232,6 +253,86 @@ fn dispatch(
         }
         _ => error(404, 0, "404: Not Found"),
     }
+}
+
+/// Discord's checks on a bulk overwrite of global commands: at most 100
+/// chat-input commands with unique names of 1–32 lowercase letters, digits,
+/// `-` or `_`, descriptions of 1–100 characters, at most 25 options each.
+fn commands(body: &Value) -> Result<Vec<Value>, Answer> {
+    let invalid = |at: String, message: &str| {
+        Err((
+            400,
+            json!({
+                "message": "Invalid Form Body",
+                "code": 50035,
+                "errors": { at: { "_errors": [{ "code": "BASE_TYPE_INVALID", "message": message }] } },
+            }),
+            Vec::new(),
+        ))
+    };
+    let Some(list) = body.as_array() else {
+        return invalid("_root".into(), "Must be an array.");
+    };
+    if list.len() > 100 {
+        return invalid("_root".into(), "Must be 100 or fewer in length.");
+    }
+    let named = |name: &Value| {
+        name.as_str().is_some_and(|n| {
+            (1..=32).contains(&n.chars().count())
+                && n.chars()
+                    .all(|c| c == '-' || c == '_' || (c.is_alphanumeric() && !c.is_uppercase()))
+        })
+    };
+    let described = |d: &Value| {
+        d.as_str()
+            .is_some_and(|d| (1..=100).contains(&d.chars().count()))
+    };
+    let mut names = std::collections::HashSet::new();
+    for (i, command) in list.iter().enumerate() {
+        if !named(&command["name"]) {
+            return invalid(format!("{i}.name"), "Command name is invalid");
+        }
+        if !names.insert(command["name"].as_str().unwrap_or_default()) {
+            return invalid(
+                format!("{i}.name"),
+                "Application command names must be unique",
+            );
+        }
+        if !matches!(command["type"].as_u64(), None | Some(1)) {
+            return invalid(
+                format!("{i}.type"),
+                "Only chat input commands are served by the fake",
+            );
+        }
+        if !described(&command["description"]) {
+            return invalid(
+                format!("{i}.description"),
+                "Must be between 1 and 100 in length.",
+            );
+        }
+        let options = command["options"].as_array().cloned().unwrap_or_default();
+        if options.len() > 25 {
+            return invalid(format!("{i}.options"), "Must be 25 or fewer in length.");
+        }
+        for (j, option) in options.iter().enumerate() {
+            if !named(&option["name"]) || !described(&option["description"]) {
+                return invalid(
+                    format!("{i}.options.{j}"),
+                    "Option name or description is invalid",
+                );
+            }
+            if !option["type"]
+                .as_u64()
+                .is_some_and(|t| (1..=11).contains(&t))
+            {
+                return invalid(
+                    format!("{i}.options.{j}.type"),
+                    "Value is not a valid option type",
+                );
+            }
+        }
+    }
+    Ok(list.clone())
 }
 
 /// Discord's checks on message content and components.
@@ -316,6 +417,25 @@ fn create_message(inner: &mut Inner, channel: u64, body: &Value) -> Answer {
         body["content"].as_str().unwrap_or(""),
         json!(body["components"].as_array().cloned().unwrap_or_default()),
     );
+    // A reference to a message that does not exist fails the call unless
+    // `fail_if_not_exists` is false; then the message is sent as no reply.
+    let reply_to = match reply_to {
+        Some(r) if !inner.messages.contains_key(&r) => {
+            if body["message_reference"]["fail_if_not_exists"] != json!(false) {
+                return (
+                    400,
+                    json!({
+                        "message": "Invalid Form Body",
+                        "code": 50035,
+                        "errors": { "message_reference": { "_errors": [{ "code": "REPLIES_UNKNOWN_MESSAGE", "message": "Unknown message" }] } },
+                    }),
+                    Vec::new(),
+                );
+            }
+            None
+        }
+        other => other,
+    };
     if reply_to.is_some() {
         msg["type"] = json!(19);
     }
@@ -379,6 +499,18 @@ fn callback(
     }
     let kind = body["type"].as_u64().unwrap_or(0);
     let data = body["data"].clone();
+    // Updating "the message" only exists for components; a command has none.
+    if record.command && matches!(kind, 6 | 7) {
+        return (
+            400,
+            json!({
+                "message": "Interaction response type is not valid for this interaction",
+                "code": 50035,
+                "errors": { "type": "invalid callback type for an application command" },
+            }),
+            Vec::new(),
+        );
+    }
     match kind {
         4 => {
             if let Err(e) = validate(&data, true) {
