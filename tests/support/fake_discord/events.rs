@@ -149,50 +149,10 @@ impl FakeDiscord {
         let channel = *inner.channels.get(&channel_id)?;
         let id = inner.next_id();
         let token = format!("interaction-token-{id}");
-        let user = user_json(press.user, &format!("user{}", press.user), false);
-        let mut channel_json = json!({
-            "id": channel_id.to_string(),
-            "type": channel.kind,
-            "name": format!("channel-{channel_id}"),
-        });
-        if let Some(parent) = channel.parent {
-            channel_json["parent_id"] = json!(parent.to_string());
-        }
-        let mut interaction = json!({
-            "id": id.to_string(),
-            "application_id": APP_ID.to_string(),
-            "type": 3,
-            "data": { "custom_id": press.custom_id, "component_type": 2 },
-            "channel_id": channel_id.to_string(),
-            "channel": channel_json,
-            "token": token,
-            "version": 1,
-            "message": message,
-            "locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {},
-            "attachment_size_limit": 26_214_400,
-        });
-        match channel.guild {
-            Some(guild) => {
-                interaction["guild_id"] = json!(guild.to_string());
-                interaction["guild_locale"] = json!("en-US");
-                interaction["context"] = json!(0);
-                interaction["member"] = json!({
-                    "user": user,
-                    "roles": press.roles.iter().map(u64::to_string).collect::<Vec<_>>(),
-                    "joined_at": timestamp(),
-                    "deaf": false,
-                    "mute": false,
-                    "flags": 0,
-                    "nick": null,
-                });
-            }
-            None => {
-                interaction["context"] = json!(1);
-                interaction["user"] = user;
-            }
-        }
+        let mut interaction = envelope(id, &token, channel_id, channel, press.user, &press.roles);
+        interaction["type"] = json!(3);
+        interaction["data"] = json!({ "custom_id": press.custom_id, "component_type": 2 });
+        interaction["message"] = message;
         inner.interactions.insert(
             id,
             Interaction {
@@ -222,58 +182,14 @@ impl FakeDiscord {
         });
         let id = inner.next_id();
         let token = format!("interaction-token-{id}");
-        let user_value = user_json(user, &format!("user{user}"), false);
-        let mut channel_json = json!({
-            "id": channel.to_string(),
-            "type": channel_info.kind,
-            "name": format!("channel-{channel}"),
-        });
-        if let Some(parent) = channel_info.parent {
-            channel_json["parent_id"] = json!(parent.to_string());
-        }
-        let mut data = json!({
-            "id": command["id"],
-            "name": name,
-            "type": 1,
-        });
+        let mut data = json!({ "id": command["id"], "name": name, "type": 1 });
         if let Some(input) = input {
             data["options"] = json!([{ "name": "input", "type": 3, "value": input }]);
         }
-        let mut interaction = json!({
-            "id": id.to_string(),
-            "application_id": APP_ID.to_string(),
-            "type": 2,
-            "data": data,
-            "channel_id": channel.to_string(),
-            "channel": channel_json,
-            "token": token,
-            "version": 1,
-            "app_permissions": "0",
-            "locale": "en-US",
-            "entitlements": [],
-            "authorizing_integration_owners": {},
-            "attachment_size_limit": 26_214_400,
-        });
-        match channel_info.guild {
-            Some(guild) => {
-                interaction["guild_id"] = json!(guild.to_string());
-                interaction["guild_locale"] = json!("en-US");
-                interaction["context"] = json!(0);
-                interaction["member"] = json!({
-                    "user": user_value,
-                    "roles": [],
-                    "joined_at": timestamp(),
-                    "deaf": false,
-                    "mute": false,
-                    "flags": 0,
-                    "nick": null,
-                });
-            }
-            None => {
-                interaction["context"] = json!(1);
-                interaction["user"] = user_value;
-            }
-        }
+        let mut interaction = envelope(id, &token, channel, channel_info, user, &[]);
+        interaction["type"] = json!(2);
+        interaction["data"] = data;
+        interaction["app_permissions"] = json!("0");
         inner.interactions.insert(
             id,
             Interaction {
@@ -343,4 +259,58 @@ pub(crate) fn attach_reference(
         }
         msg["referenced_message"] = referenced;
     }
+}
+
+/// The fields every INTERACTION_CREATE carries: ids, token, channel, locale,
+/// and the user — as a guild member in a guild, as `user` in a DM.
+fn envelope(
+    id: u64,
+    token: &str,
+    channel_id: u64,
+    channel: Channel,
+    user: u64,
+    roles: &[u64],
+) -> Value {
+    let mut channel_json = json!({
+        "id": channel_id.to_string(),
+        "type": channel.kind,
+        "name": format!("channel-{channel_id}"),
+    });
+    if let Some(parent) = channel.parent {
+        channel_json["parent_id"] = json!(parent.to_string());
+    }
+    let mut interaction = json!({
+        "id": id.to_string(),
+        "application_id": APP_ID.to_string(),
+        "channel_id": channel_id.to_string(),
+        "channel": channel_json,
+        "token": token,
+        "version": 1,
+        "locale": "en-US",
+        "entitlements": [],
+        "authorizing_integration_owners": {},
+        "attachment_size_limit": 26_214_400,
+    });
+    let user = user_json(user, &format!("user{user}"), false);
+    match channel.guild {
+        Some(guild) => {
+            interaction["guild_id"] = json!(guild.to_string());
+            interaction["guild_locale"] = json!("en-US");
+            interaction["context"] = json!(0);
+            interaction["member"] = json!({
+                "user": user,
+                "roles": roles.iter().map(u64::to_string).collect::<Vec<_>>(),
+                "joined_at": timestamp(),
+                "deaf": false,
+                "mute": false,
+                "flags": 0,
+                "nick": null,
+            });
+        }
+        None => {
+            interaction["context"] = json!(1);
+            interaction["user"] = user;
+        }
+    }
+    interaction
 }
