@@ -89,6 +89,21 @@ async fn pairing_admits_a_user_once_the_operator_approves_the_code() {
     let pending = h.running.store.pending_pairings().await.unwrap();
     assert!(pending.iter().all(|p| p.user != UserId(6)), "{pending:?}");
     assert_eq!(h.llm.requests().await.len(), 1);
+
+    // `switchboard pair revoke`: the next message is a stranger's again, at
+    // once, though this process saw the user admitted a moment ago.
+    assert!(h
+        .running
+        .store
+        .revoke_admission(Platform::Test, UserId(5))
+        .await
+        .unwrap());
+    h.channel.dm(5, "still there?").await;
+    h.wait_for("a new pairing code", |l| {
+        l.count_containing("pairing code is") == 3
+    })
+    .await;
+    assert_eq!(h.llm.requests().await.len(), 1, "the model was not called");
     h.stop().await;
 }
 
