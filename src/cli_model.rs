@@ -40,6 +40,10 @@ pub fn run(config: &Config) -> ExitCode {
         "idle timeout    {} s (LLM_IDLE_TIMEOUT_SECS)",
         llm.idle_timeout.as_secs()
     );
+    match llm.thinking_budget {
+        Some(budget) => println!("thinking        {budget} tokens per call (LLM_THINKING_BUDGET)"),
+        None => println!("thinking        the endpoint's default (LLM_THINKING_BUDGET unset)"),
+    }
     for (i, f) in llm.fallbacks.iter().enumerate() {
         let window = ModelInfo::new(f.model.clone(), f.context_window).context_window;
         println!(

@@ -958,6 +958,18 @@ async fn model_shows_the_window_in_use_and_where_it_came_from_without_a_password
         done.stdout.contains("above 4096 estimated tokens"),
         "{done}"
     );
+    assert!(
+        done.stdout
+            .contains("thinking        the endpoint's default"),
+        "{done}"
+    );
+
+    let done = env.set("LLM_THINKING_BUDGET", "2048").run(&["model"]).await;
+    assert!(
+        done.stdout
+            .contains("thinking        2048 tokens per call (LLM_THINKING_BUDGET)"),
+        "{done}"
+    );
 }
 
 #[tokio::test]
