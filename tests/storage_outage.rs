@@ -7,7 +7,7 @@ mod support;
 
 use std::net::SocketAddr;
 
-use support::e2e::{messages, Harness};
+use support::e2e::{messages, tool_results, Harness};
 use support::fake_llm::{last_user_text, Reply};
 use support::postgres::fresh_postgres;
 use support::tcp_proxy::TcpProxy;
@@ -128,19 +128,38 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
     let url = through(&direct, proxy.addr());
     let h = Harness::with(&[("DATABASE_URL", url.as_str()), ("ACCESS_POLICY", "pairing")]).await;
     echo(&h);
-    h.running
-        .store
-        .admit(Platform::Test, UserId(1), "Ann", "operator")
-        .await
-        .unwrap();
+    for (user, name) in [(1, "Ann"), (3, "Cy")] {
+        h.running
+            .store
+            .admit(Platform::Test, UserId(user), name, "operator")
+            .await
+            .unwrap();
+    }
     h.channel.dm(1, "before the outage").await;
     h.wait_for("the first answer", |l| {
         l.has_text("echo: before the outage")
     })
     .await;
     h.idle().await;
+    // Cy's command waits for approval across the outage.
+    h.llm.push(Reply::tool_calls([(
+        "call_1",
+        "exec_command",
+        serde_json::json!({"command": "echo survived-the-outage"}),
+    )]));
+    h.channel.dm(3, "run the echo").await;
+    let card = h.channel.card().await;
 
     proxy.cut();
+    // A press while the decision cannot be recorded is refused with a clear
+    // word; the card stays pending (the waiting turn does not expire it).
+    h.channel.press(3, &card.action('y')).await;
+    h.wait_for("the press refused", |l| {
+        l.answers()
+            .iter()
+            .any(|(_, _, a)| format!("{a:?}").contains("please try again"))
+    })
+    .await;
     // The paired user is still recognised and told their message is kept; a
     // stranger cannot be paired without the database and is told so.
     h.channel.dm(1, "during the outage").await;
@@ -158,6 +177,17 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
         l.has_text("echo: during the outage")
     })
     .await;
+    h.channel.press(3, &card.action('y')).await;
+    h.wait_for("the approved command's answer", |l| {
+        l.has_text("echo: run the echo")
+    })
+    .await;
+    let ran = h.llm.requests().await.iter().any(|r| {
+        tool_results(r)
+            .iter()
+            .any(|(id, result)| id == "call_1" && result.contains("survived-the-outage"))
+    });
+    assert!(ran, "the command ran after the outage");
     h.channel.dm(1, "after the outage").await;
     let log = h
         .wait_for("the answer after the outage", |l| {
@@ -174,9 +204,13 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
         !log.any_contains("echo: hello, who are you?"),
         "a stranger stays out"
     );
-    let requests = h.requests(3).await;
+    let requests = h.llm.requests().await;
+    let ann = requests
+        .iter()
+        .rfind(|r| last_user_text(r).as_deref() == Some("after the outage"))
+        .unwrap();
     assert_in_history(
-        requests.last().unwrap(),
+        ann,
         &[
             "before the outage",
             "during the outage",

@@ -52,7 +52,7 @@ pub(crate) const STORAGE_DOWN_NOTICE: &str =
 pub(crate) async fn session_when_stored(
     inner: &Inner,
     key: &SessionKey,
-    input: &SessionInput,
+    input: Option<&SessionInput>,
 ) -> Option<SessionId> {
     let mut backoff = FIRST_BACKOFF;
     let mut told = false;
@@ -75,9 +75,9 @@ pub(crate) async fn session_when_stored(
                 "switchboard_inputs_held_total",
                 &[("platform", key.platform.as_str())],
             );
-            // Only a person who wrote is owed an explanation; notifications
-            // and schedules just run late.
-            if let SessionInput::Message(m) = input {
+            // Only a person who wrote is owed an explanation; notifications,
+            // schedules and resumed turns just run late.
+            if let Some(SessionInput::Message(m)) = input {
                 if let Some(adapter) = inner.adapter(m.chat.platform) {
                     notify(
                         adapter.as_ref(),

@@ -80,7 +80,8 @@ impl SessionHandle {
                     Work::Input(input) => {
                         // Held (not dropped) while storage is down; its inbox
                         // row is given up only once its turn can start.
-                        let Some(session) = hold::session_when_stored(&inner, &key, &input).await
+                        let Some(session) =
+                            hold::session_when_stored(&inner, &key, Some(&input)).await
                         else {
                             break;
                         };
@@ -90,6 +91,14 @@ impl SessionHandle {
                         turn::process(&inner, key, session, &awaiting, *input).await
                     }
                     Work::Resume { approval_id, edit } => {
+                        // A decided approval must not be lost to an outage
+                        // either: its paused turn resumes once storage is back.
+                        if hold::session_when_stored(&inner, &key, None)
+                            .await
+                            .is_none()
+                        {
+                            break;
+                        }
                         turn::resume(&inner, &awaiting, &approval_id, edit).await
                     }
                 }
