@@ -6,12 +6,15 @@ use super::Inner;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// After a failed publication, the next try.
-const RETRY_AFTER: Duration = Duration::from_secs(60);
+/// After a failed publication, the next try; it doubles while failures
+/// repeat (a bot invited without the right scope fails until fixed).
+const FIRST_RETRY: Duration = Duration::from_secs(60);
+const MAX_RETRY: Duration = Duration::from_secs(3600);
 
 /// Publishes the menu at start and after every skills reload, until shutdown.
 pub(crate) async fn publish(inner: Arc<Inner>) {
     let mut reloads = inner.skills.subscribe();
+    let mut retry_after = FIRST_RETRY;
     loop {
         reloads.borrow_and_update();
         let menu = commands::menu(&inner.skills.book());
@@ -22,11 +25,16 @@ pub(crate) async fn publish(inner: Arc<Inner>) {
                 tracing::warn!(platform = %adapter.platform(), error = %e, "could not publish the command menu; typed commands still work");
             }
         }
+        let wait = failed.then_some(retry_after);
+        retry_after = if failed {
+            (retry_after * 2).min(MAX_RETRY)
+        } else {
+            FIRST_RETRY
+        };
         let retry = async {
-            if failed {
-                tokio::time::sleep(RETRY_AFTER).await;
-            } else {
-                std::future::pending::<()>().await;
+            match wait {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => std::future::pending::<()>().await,
             }
         };
         tokio::select! {
