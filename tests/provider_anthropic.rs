@@ -15,7 +15,7 @@ use switchboard::llm::{
 use switchboard_platform::Secret;
 
 use support::fake_anthropic::{FakeAnthropic, Reply};
-use support::provider::run;
+use support::provider::{run, signed};
 
 const IDLE: Duration = Duration::from_millis(300);
 const KEY: &str = "sk-ant-test-0123456789";
@@ -209,16 +209,6 @@ fn thinking_provider(fake: &FakeAnthropic, budget: u32) -> anyhow::Result<Anthro
     Ok(AnthropicProvider::new(config)?)
 }
 
-fn signed_blocks(chunks: &[Chunk]) -> Vec<SignedReasoning> {
-    chunks
-        .iter()
-        .filter_map(|c| match c {
-            Chunk::SignedReasoning(block) => Some(block.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn usage_counts_cache_reads_and_writes_and_thinking_streams() -> anyhow::Result<()> {
     let fake = FakeAnthropic::start().await;
@@ -238,7 +228,7 @@ async fn usage_counts_cache_reads_and_writes_and_thinking_streams() -> anyhow::R
         "the answer keeps its default room on top of the thinking"
     );
     assert!(
-        matches!(&signed_blocks(&chunks)[..], [SignedReasoning::Thinking { thinking, signature }]
+        matches!(&signed(&chunks)[..], [SignedReasoning::Thinking { thinking, signature }]
             if thinking == "Let me think hard." && !signature.is_empty())
     );
     let usage = Usage {
@@ -268,7 +258,7 @@ async fn extended_thinking_sends_its_signed_blocks_back_through_a_tool_loop() ->
     assert!(error.is_none(), "{error:?}");
     let mut call = Message::assistant("");
     call.tool_calls = support::provider::calls(&chunks);
-    call.signed_reasoning = signed_blocks(&chunks);
+    call.signed_reasoning = signed(&chunks);
     assert_eq!(call.signed_reasoning.len(), 1);
     let mut request = ask("what is in a.txt?");
     request.messages.push(call.clone());
@@ -330,7 +320,7 @@ async fn redacted_thinking_is_kept_opaque() -> anyhow::Result<()> {
     assert!(error.is_none(), "{error:?}");
     assert!(joined(&chunks, true).is_empty(), "nothing readable to show");
     assert!(matches!(
-        &signed_blocks(&chunks)[..],
+        &signed(&chunks)[..],
         [SignedReasoning::RedactedThinking { data }] if !data.is_empty()
     ));
     Ok(())

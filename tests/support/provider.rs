@@ -2,7 +2,7 @@
 //! it, and the text, thinking and tool calls among the chunks.
 
 use futures::StreamExt;
-use switchboard::llm::{ChatRequest, Chunk, Provider, ProviderError, ToolCall};
+use switchboard::llm::{ChatRequest, Chunk, Provider, ProviderError, SignedReasoning, ToolCall};
 
 /// Every chunk up to the end of the stream, and the error that ended it, if any.
 pub async fn run(
@@ -40,6 +40,17 @@ pub fn thinking(chunks: &[Chunk]) -> String {
         .iter()
         .filter_map(|c| match c {
             Chunk::Thinking(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every signed reasoning block, in order.
+pub fn signed(chunks: &[Chunk]) -> Vec<SignedReasoning> {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::SignedReasoning(block) => Some(block.clone()),
             _ => None,
         })
         .collect()

@@ -71,22 +71,13 @@ impl SlashMenu {
 /// The bulk-overwrite body: commands Discord can name (others still work
 /// typed), descriptions clipped to one line of 100 characters, at most 100.
 pub(crate) fn body(commands: &[CommandInfo]) -> Value {
-    let mut seen = std::collections::HashSet::new();
-    let list: Vec<Value> = commands
-        .iter()
-        .filter(|c| valid_name(&c.name) && seen.insert(c.name.as_str()))
-        .take(MAX_COMMANDS)
+    let list: Vec<Value> = CommandInfo::menu(commands, MAX_COMMANDS, MAX_DESCRIPTION, valid_name)
+        .into_iter()
         .map(|c| {
-            let line = c.description.lines().next().unwrap_or_default().trim();
-            let description = if line.is_empty() {
-                c.name.as_str()
-            } else {
-                line
-            };
             json!({
                 "name": c.name,
                 "type": CHAT_INPUT,
-                "description": truncate_chars(description, MAX_DESCRIPTION),
+                "description": c.description,
                 "options": [{
                     "type": STRING,
                     "name": INPUT,

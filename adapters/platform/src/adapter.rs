@@ -45,6 +45,48 @@ pub struct CommandInfo {
     pub description: String,
 }
 
+impl CommandInfo {
+    /// The entries of a platform's menu: the commands whose names `valid`
+    /// accepts (the first of duplicates), at most `max`, each described by
+    /// its first line clipped to `max_description` characters (an empty one
+    /// becomes the name).
+    pub fn menu(
+        commands: &[CommandInfo],
+        max: usize,
+        max_description: usize,
+        valid: impl Fn(&str) -> bool,
+    ) -> Vec<CommandInfo> {
+        let mut seen = std::collections::HashSet::new();
+        commands
+            .iter()
+            .filter(|c| valid(&c.name) && seen.insert(c.name.as_str()))
+            .take(max)
+            .map(|c| {
+                let line = c.description.lines().next().unwrap_or_default().trim();
+                let line = if line.is_empty() {
+                    c.name.as_str()
+                } else {
+                    line
+                };
+                CommandInfo {
+                    name: c.name.clone(),
+                    description: clip(line, max_description),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `text` in at most `max` characters, the last one `…` when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(max.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}
+
 /// Why an outbound operation failed after the adapter's own retries.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {

@@ -13,23 +13,9 @@ const MAX_COMMANDS: usize = 100;
 /// underscores (others are left out; typed, they still work), descriptions of
 /// 1–256 characters (clipped; an empty one becomes the name), at most 100.
 pub(crate) fn menu(commands: &[CommandInfo]) -> Vec<BotCommand> {
-    let mut seen = std::collections::HashSet::new();
-    commands
-        .iter()
-        .filter(|c| valid_name(&c.name) && seen.insert(c.name.as_str()))
-        .take(MAX_COMMANDS)
-        .map(|c| {
-            let line = c.description.lines().next().unwrap_or_default().trim();
-            let description = if line.is_empty() {
-                c.name.as_str()
-            } else {
-                line
-            };
-            BotCommand::new(
-                c.name.clone(),
-                crate::send::truncate_chars(description, MAX_DESCRIPTION),
-            )
-        })
+    CommandInfo::menu(commands, MAX_COMMANDS, MAX_DESCRIPTION, valid_name)
+        .into_iter()
+        .map(|c| BotCommand::new(c.name, c.description))
         .collect()
 }
 

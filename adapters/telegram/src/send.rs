@@ -255,7 +255,7 @@ fn keyboard(rows: &[Vec<Button>]) -> InlineKeyboardMarkup {
     }))
 }
 
-pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
+fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => {
             let cut = text[..i].char_indices().nth(max - 1).map_or(i, |(j, _)| j);
