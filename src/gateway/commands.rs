@@ -59,14 +59,12 @@ const MENU: &[(&str, &str)] = &[
 /// The command menu: the gateway's commands, then the skills by name.
 pub(crate) fn menu(skills: &crate::skills::SkillBook) -> Vec<CommandInfo> {
     MENU.iter()
-        .map(|(name, description)| CommandInfo {
-            name: (*name).to_owned(),
-            description: (*description).to_owned(),
-        })
-        .chain(skills.iter().map(|skill| CommandInfo {
-            name: skill.name.clone(),
-            description: skill.description.clone(),
-        }))
+        .map(|(name, description)| CommandInfo::new(*name, *description))
+        .chain(
+            skills
+                .iter()
+                .map(|skill| CommandInfo::new(skill.name.as_str(), skill.description.as_str())),
+        )
         .collect()
 }
 

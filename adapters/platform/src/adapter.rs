@@ -46,6 +46,13 @@ pub struct CommandInfo {
 }
 
 impl CommandInfo {
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> CommandInfo {
+        CommandInfo {
+            name: name.into(),
+            description: description.into(),
+        }
+    }
+
     /// The entries of a platform's menu: the commands whose names `valid`
     /// accepts (the first of duplicates), at most `max`, each described by
     /// its first line clipped to `max_description` characters (an empty one
@@ -150,5 +157,38 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {
         let _ = commands;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CommandInfo;
+
+    fn menu(commands: &[CommandInfo]) -> Vec<CommandInfo> {
+        CommandInfo::menu(commands, 3, 10, |name| !name.contains(' '))
+    }
+
+    #[test]
+    fn a_menu_keeps_valid_first_names_and_one_clipped_line() {
+        let menu = menu(&[
+            CommandInfo::new("help", "first line\nsecond line"),
+            CommandInfo::new("two words", "refused by the platform"),
+            CommandInfo::new("help", "a duplicate"),
+            CommandInfo::new("blank", "  "),
+            CommandInfo::new("long", "é".repeat(30)),
+            CommandInfo::new("fourth", "over the cap"),
+        ]);
+        let got: Vec<(&str, &str)> = menu
+            .iter()
+            .map(|c| (c.name.as_str(), c.description.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("help", "first line"),
+                ("blank", "blank"),
+                ("long", "ééééééééé…"),
+            ]
+        );
     }
 }
