@@ -55,9 +55,9 @@ impl AccessControl {
         }
     }
 
-    /// Whether the paired user is admitted; during a database outage, whether
-    /// the database said so within the last [`OUTAGE_GRACE`].
-    /// With `storage_down`, a user seen admitted recently is not asked about.
+    /// Whether the paired user is admitted; during a database outage (or with
+    /// `storage_down`, without asking), whether the database said so within
+    /// the last [`OUTAGE_GRACE`].
     async fn paired(
         &self,
         store: &Store,
