@@ -247,6 +247,7 @@ pub async fn start_with_clock(
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),
         clock,
+        spool_dir: config.data_dir.join("spool"),
     };
     let metrics = Arc::new(Metrics::default());
     let health_addr = match config.health_listen {

@@ -1,22 +1,24 @@
 //! Storage outages: a database that is locked past its busy timeout, or a
 //! PostgreSQL server that goes away, delays answers but loses no message. The
-//! held message's sender is told once; the answer comes when storage is back.
+//! held message's sender is told once; the answer comes when storage is back,
+//! or from the next process when this one stops first (the local spool).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
-use support::e2e::{messages, tool_results, Harness};
-use support::fake_llm::{last_user_text, Reply};
+use support::e2e::{files_under, messages, tool_results, Harness};
+use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::tcp_proxy::TcpProxy;
 use switchboard_platform::{Platform, UserId};
 
 const HELD: &str = "My storage is unavailable right now";
 
-fn echo(h: &Harness) {
-    h.llm.set_responder(|request| {
+fn echo(llm: &FakeLlm) {
+    llm.set_responder(|request| {
         Reply::text(&format!(
             "echo: {}",
             last_user_text(request).unwrap_or_default()
@@ -45,7 +47,7 @@ fn assert_in_history(request: &serde_json::Value, said: &[&str]) {
 #[tokio::test]
 async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
     let h = Harness::start().await;
-    echo(&h);
+    echo(&h.llm);
     h.channel.dm(1, "before the lock").await;
     h.wait_for("the first answer", |l| l.has_text("echo: before the lock"))
         .await;
@@ -102,6 +104,109 @@ async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
     h.stop().await;
 }
 
+/// The messages waiting in the local spools under `data`.
+fn spooled(data: &Path) -> Vec<PathBuf> {
+    files_under(&data.join("spool"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect()
+}
+
+/// Restarts on `vars` and checks that the message spooled by the stopped
+/// gateway is answered by the new one, in its original chat, and spooled no more.
+async fn spooled_message_is_answered_after_restart(vars: &[(&str, &str)], data: &Path) {
+    let llm = FakeLlm::start().await;
+    echo(&llm);
+    let h = Harness::with_llm(vars, llm).await;
+    let log = h
+        .wait_for("the spooled message answered", |l| {
+            l.has_text("echo: kept across the restart")
+        })
+        .await;
+    let answer = log.find("echo: kept across the restart").unwrap();
+    assert_eq!(answer.chat, support::test_channel::dm_chat(1));
+    h.idle().await;
+    assert!(spooled(data).is_empty(), "{:?}", spooled(data));
+    assert_eq!(h.llm.requests().await.len(), 1, "answered once");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_held_while_sqlite_is_locked_survives_a_restart() {
+    let shared = tempfile::tempdir().unwrap();
+    let data = shared.path().join("data");
+    let url = format!("sqlite://{}", data.join("switchboard.db").display());
+    let vars = [
+        ("DATA_DIR", data.to_str().unwrap()),
+        ("DATABASE_URL", url.as_str()),
+    ];
+    let h = Harness::with(&vars).await;
+    echo(&h.llm);
+    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    h.channel.dm(1, "kept across the restart").await;
+    h.wait_for("the notice that the message is held", |l| {
+        l.any_contains(HELD)
+    })
+    .await;
+    assert_eq!(spooled(&data).len(), 1, "kept on disk, not only in memory");
+    // The process stops before storage comes back.
+    h.stop().await;
+    assert_eq!(spooled(&data).len(), 1, "still kept after the stop");
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    drop(other);
+
+    spooled_message_is_answered_after_restart(&vars, &data).await;
+}
+
+#[tokio::test]
+async fn a_message_held_during_a_postgres_outage_survives_a_restart() {
+    let Ok(admin) = std::env::var("TEST_DATABASE_URL") else {
+        eprintln!("TEST_DATABASE_URL unset: the PostgreSQL restart test is skipped");
+        return;
+    };
+    let (proxy, url) = proxied_postgres(&admin).await;
+    let shared = tempfile::tempdir().unwrap();
+    let data = shared.path().join("data");
+    let vars = [
+        ("DATA_DIR", data.to_str().unwrap()),
+        ("DATABASE_URL", url.as_str()),
+    ];
+    let h = Harness::with(&vars).await;
+    echo(&h.llm);
+    proxy.cut();
+    h.channel.dm(1, "kept across the restart").await;
+    h.wait_for("the notice that the message is held", |l| {
+        l.any_contains(HELD)
+    })
+    .await;
+    assert_eq!(spooled(&data).len(), 1, "kept on disk, not only in memory");
+    h.stop().await;
+    proxy.restore();
+
+    spooled_message_is_answered_after_restart(&vars, &data).await;
+}
+
+/// A fresh PostgreSQL database reached through a proxy the test can cut.
+async fn proxied_postgres(admin: &str) -> (TcpProxy, String) {
+    let direct = fresh_postgres(admin).await;
+    let server = url::Url::parse(&direct).unwrap();
+    let target =
+        tokio::net::lookup_host((server.host_str().unwrap(), server.port().unwrap_or(5432)))
+            .await
+            .unwrap()
+            .next()
+            .unwrap();
+    let proxy = TcpProxy::start(target).await;
+    let url = through(&direct, proxy.addr());
+    (proxy, url)
+}
+
 /// `url` with its host and port replaced by `addr`.
 fn through(url: &str, addr: SocketAddr) -> String {
     let mut url = url::Url::parse(url).unwrap();
@@ -116,18 +221,9 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
         eprintln!("TEST_DATABASE_URL unset: the PostgreSQL outage test is skipped");
         return;
     };
-    let direct = fresh_postgres(&admin).await;
-    let server = url::Url::parse(&direct).unwrap();
-    let target =
-        tokio::net::lookup_host((server.host_str().unwrap(), server.port().unwrap_or(5432)))
-            .await
-            .unwrap()
-            .next()
-            .unwrap();
-    let proxy = TcpProxy::start(target).await;
-    let url = through(&direct, proxy.addr());
+    let (proxy, url) = proxied_postgres(&admin).await;
     let h = Harness::with(&[("DATABASE_URL", url.as_str()), ("ACCESS_POLICY", "pairing")]).await;
-    echo(&h);
+    echo(&h.llm);
     for (user, name) in [(1, "Ann"), (3, "Cy")] {
         h.running
             .store

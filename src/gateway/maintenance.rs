@@ -206,8 +206,19 @@ async fn keep_inbox(inner: &Arc<Inner>) {
 }
 
 /// Queues the messages other (dead) processes — or this one before a
-/// restart — accepted but never started, oldest first.
+/// restart — accepted but never started, oldest first: those in the inbox,
+/// and those they could only spool locally during a storage outage.
 pub(crate) async fn take_abandoned_inbox(inner: &Arc<Inner>) {
+    if let Some(spool) = &inner.spool {
+        match spool.adopt(&inner.store).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                count = n,
+                "moved messages spooled by a stopped process into the inbox"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not move spooled messages into the inbox"),
+        }
+    }
     let platforms: Vec<_> = inner.adapters.keys().copied().collect();
     match inner
         .store

@@ -12,6 +12,7 @@ mod memory_cmd;
 mod menu;
 mod outbound;
 mod session;
+mod spool;
 mod tasks_cmd;
 mod text;
 mod turn;
@@ -30,7 +31,9 @@ use access::{Access, AccessControl};
 pub use commands::COMMANDS;
 use limiter::{Limit, UserLimiter};
 use session::{SessionHandle, SessionInput};
+use spool::{Spool, SpoolFile};
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -52,6 +55,9 @@ pub struct GatewaySettings {
     pub memory: MemoryConfig,
     /// What approval deadlines are measured against.
     pub clock: Arc<dyn crate::clock::Clock>,
+    /// Where accepted messages are spooled while storage is down
+    /// (`DATA_DIR/spool`).
+    pub spool_dir: PathBuf,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -77,6 +83,17 @@ pub(crate) struct Inner {
     inbox_held: AtomicUsize,
     /// Whether storage just failed (the inbound path then skips what it can).
     storage: hold::StorageHealth,
+    /// Where accepted messages are kept while storage is down.
+    spool: Option<Spool>,
+}
+
+/// Where an accepted message is kept until its turn starts.
+#[derive(Debug)]
+pub(crate) enum Kept {
+    /// Its inbox row.
+    Inbox(i64),
+    /// Its file in this process's spool (storage was down).
+    Spool(SpoolFile),
 }
 
 impl Inner {
@@ -84,31 +101,49 @@ impl Inner {
         self.adapters.get(&platform).cloned()
     }
 
-    /// Stores an accepted message in the inbox; `None` when storage failed
-    /// (the message is still handled, only not restart-proof).
-    async fn inbox_add(&self, msg: &InboundMessage) -> Option<i64> {
-        if self.storage.is_down() {
-            tracing::warn!("storage is down; an inbound message is queued without its inbox row and will not survive a restart");
-            return None;
-        }
-        match self.store.inbox_add(&self.instance, msg).await {
-            Ok(id) => {
-                self.inbox_held.fetch_add(1, Ordering::Relaxed);
-                Some(id)
+    /// Keeps an accepted message across a restart: in the inbox, or in the
+    /// local spool while storage is down. `None` when neither worked (the
+    /// message is still handled, only not restart-proof).
+    async fn keep(&self, msg: &InboundMessage) -> Option<Kept> {
+        if !self.storage.is_down() {
+            match self.store.inbox_add(&self.instance, msg).await {
+                Ok(id) => {
+                    self.inbox_held.fetch_add(1, Ordering::Relaxed);
+                    return Some(Kept::Inbox(id));
+                }
+                Err(e) => {
+                    self.storage.failed();
+                    tracing::warn!(error = %e, "could not store an inbound message; spooling it locally");
+                }
             }
+        }
+        let Some(spool) = &self.spool else {
+            tracing::warn!("storage is down and there is no spool; an inbound message will not survive a restart");
+            return None;
+        };
+        match spool.put(msg) {
+            Ok(file) => Some(Kept::Spool(file)),
             Err(e) => {
-                self.storage.failed();
-                tracing::warn!(error = %e, "could not store an inbound message; it will not survive a restart");
+                tracing::error!(error = %e, "could not spool an inbound message; it will not survive a restart");
                 None
             }
         }
     }
 
-    /// A message's turn starts: its inbox row has done its job.
-    pub(crate) async fn inbox_taken(&self, id: i64) {
-        self.inbox_held.fetch_sub(1, Ordering::Relaxed);
-        if let Err(e) = self.store.inbox_remove(id).await {
-            tracing::warn!(error = %e, "could not remove an inbox row");
+    /// A message's turn starts: where it was kept has done its job.
+    pub(crate) async fn taken(&self, kept: Kept) {
+        match kept {
+            Kept::Inbox(id) => {
+                self.inbox_held.fetch_sub(1, Ordering::Relaxed);
+                if let Err(e) = self.store.inbox_remove(id).await {
+                    tracing::warn!(error = %e, "could not remove an inbox row");
+                }
+            }
+            Kept::Spool(file) => {
+                if let Some(spool) = &self.spool {
+                    spool.remove(file);
+                }
+            }
         }
     }
 }
@@ -154,6 +189,7 @@ impl Gateway {
             MemoryBook::new(store.clone(), settings.memory.clone()),
             Arc::clone(agent.provider()),
         );
+        let instance = uuid::Uuid::new_v4().simple().to_string();
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
             memory,
@@ -174,7 +210,14 @@ impl Gateway {
             busy,
             metrics,
             skills,
-            instance: uuid::Uuid::new_v4().simple().to_string(),
+            spool: match Spool::open(&settings.spool_dir, &instance) {
+                Ok(spool) => Some(spool),
+                Err(e) => {
+                    tracing::warn!(dir = %settings.spool_dir.display(), error = %e, "no local spool: messages accepted during a storage outage will not survive a restart");
+                    None
+                }
+            },
+            instance,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
@@ -217,6 +260,9 @@ impl Gateway {
         // may take it at once.
         if let Err(e) = self.inner.store.inbox_release(&self.inner.instance).await {
             tracing::warn!(error = %e, "could not release the inbox; the next process takes it after the lease");
+        }
+        if let Some(spool) = &self.inner.spool {
+            spool.close();
         }
     }
 
@@ -312,8 +358,8 @@ impl Gateway {
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.
         let guard = inner.busy.enter();
-        let inbox = inner.inbox_add(&msg).await;
-        self.session(key).enqueue_message(msg, inbox, guard);
+        let kept = inner.keep(&msg).await;
+        self.session(key).enqueue_message(msg, kept, guard);
     }
 
     fn on_press(&self, press: ButtonPress) {
@@ -402,7 +448,7 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
     };
     inner.inbox_held.fetch_add(1, Ordering::Relaxed);
     let guard = inner.busy.enter();
-    session_worker(inner, key).enqueue_message(msg, Some(entry.id), guard);
+    session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
 }
 
 /// Queues the resumption of the turn paused on `approval_id` in its session,

@@ -2,7 +2,7 @@
 
 use super::hold;
 use super::turn;
-use super::Inner;
+use super::{Inner, Kept};
 use crate::busy::BusyGuard;
 use crate::store::{SessionKey, TurnOrigin};
 use crate::tasks::TaskFinished;
@@ -35,8 +35,8 @@ enum Work {
 
 struct Queued {
     work: Work,
-    /// The message's inbox row, removed when its turn starts.
-    inbox: Option<i64>,
+    /// Where the message is kept until its turn starts.
+    kept: Option<Kept>,
     _guard: BusyGuard,
 }
 
@@ -85,8 +85,13 @@ impl SessionHandle {
                         else {
                             break;
                         };
-                        if let Some(id) = queued.inbox {
-                            inner.inbox_taken(id).await;
+                        // Storage may answer just as the gateway stops: the
+                        // message then stays kept for the next process.
+                        if inner.shutdown.is_cancelled() {
+                            break;
+                        }
+                        if let Some(kept) = queued.kept {
+                            inner.taken(kept).await;
                         }
                         turn::process(&inner, key, session, &awaiting, *input).await
                     }
@@ -112,16 +117,16 @@ impl SessionHandle {
         self.send(Work::Input(Box::new(input)), None, guard)
     }
 
-    /// Queues a user message stored as inbox row `inbox` (if it could be).
+    /// Queues a user message kept as `kept` (if it could be).
     pub(crate) fn enqueue_message(
         &self,
         msg: InboundMessage,
-        inbox: Option<i64>,
+        kept: Option<Kept>,
         guard: BusyGuard,
     ) -> bool {
         self.send(
             Work::Input(Box::new(SessionInput::Message(msg))),
-            inbox,
+            kept,
             guard,
         )
     }
@@ -146,11 +151,11 @@ impl SessionHandle {
         self.send(Work::Resume { approval_id, edit }, None, guard)
     }
 
-    fn send(&self, work: Work, inbox: Option<i64>, guard: BusyGuard) -> bool {
+    fn send(&self, work: Work, kept: Option<Kept>, guard: BusyGuard) -> bool {
         self.tx
             .send(Queued {
                 work,
-                inbox,
+                kept,
                 _guard: guard,
             })
             .is_ok()

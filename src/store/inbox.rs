@@ -38,6 +38,30 @@ impl Store {
         Ok(id)
     }
 
+    /// Stores a message `owner` accepted at `received_at` but kept only in its
+    /// local spool (storage was down), released so that the next
+    /// [`Store::inbox_take_abandoned`] of a process serving its platform takes it.
+    pub async fn inbox_restore(
+        &self,
+        owner: &str,
+        message: &InboundMessage,
+        received_at: i64,
+    ) -> Result<i64, StoreError> {
+        let json =
+            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO inbox (platform, message, owner, lease_until, received_at)
+             VALUES ($1, $2, $3, 0, $4) RETURNING id",
+        )
+        .bind(message.chat.platform.as_str())
+        .bind(json)
+        .bind(owner)
+        .bind(received_at)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(id)
+    }
+
     /// Removes a message whose turn has started.
     pub async fn inbox_remove(&self, id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM inbox WHERE id = $1")
@@ -93,7 +117,7 @@ impl Store {
         let sql = format!(
             "UPDATE inbox SET owner = $1, lease_until = $2
              WHERE lease_until < $3 AND platform IN ({})
-             RETURNING id, message",
+             RETURNING id, message, received_at",
             placeholders.join(", ")
         );
         let mut query = sqlx::query(&sql)
@@ -107,27 +131,30 @@ impl Store {
         let mut entries = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
+            let received_at: i64 = row.try_get("received_at")?;
             let json: String = row.try_get("message")?;
             match serde_json::from_str(&json) {
-                Ok(message) => entries.push(InboxEntry { id, message }),
+                Ok(message) => entries.push((received_at, InboxEntry { id, message })),
                 Err(e) => {
                     tracing::warn!(id, error = %e, "dropping an unreadable inbox row");
                     self.inbox_remove(id).await?;
                 }
             }
         }
-        entries.sort_by_key(|e| e.id);
-        Ok(entries)
+        // In the order they arrived: a message restored from a spool has a
+        // later id than ones stored after it.
+        entries.sort_by_key(|(received_at, e)| (*received_at, e.id));
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::test_store;
     use switchboard_platform::{Addressed, ChatAddress, ChatId, ChatKind, MessageId, User, UserId};
 
-    fn message(text: &str) -> InboundMessage {
+    pub(crate) fn message(text: &str) -> InboundMessage {
         InboundMessage {
             chat: ChatAddress {
                 platform: Platform::Test,

@@ -216,6 +216,10 @@ pub(crate) fn dt(ms: i64) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
+/// A direct message "text" from user 1 on the test platform.
+#[cfg(test)]
+pub(crate) use inbox::tests::message as test_message;
+
 #[cfg(test)]
 pub(crate) async fn test_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

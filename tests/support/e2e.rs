@@ -38,22 +38,31 @@ impl Harness {
     }
 
     pub async fn with_channel(vars: &[(&str, &str)], channel: Arc<TestChannel>) -> Harness {
-        Harness::build(vars, channel, Arc::new(SystemClock)).await
+        let llm = FakeLlm::start().await;
+        Harness::build(vars, llm, channel, Arc::new(SystemClock)).await
+    }
+
+    /// Like [`Harness::with`], on a fake LLM scripted before the gateway
+    /// starts (it may call the model at once, e.g. for messages it takes over).
+    #[allow(dead_code)]
+    pub async fn with_llm(vars: &[(&str, &str)], llm: FakeLlm) -> Harness {
+        Harness::build(vars, llm, TestChannel::new(), Arc::new(SystemClock)).await
     }
 
     /// Like [`Harness::with`], with approval deadlines on `clock`.
     #[allow(dead_code)]
     pub async fn with_clock(vars: &[(&str, &str)], clock: Arc<dyn Clock>) -> Harness {
-        Harness::build(vars, TestChannel::new(), clock).await
+        let llm = FakeLlm::start().await;
+        Harness::build(vars, llm, TestChannel::new(), clock).await
     }
 
     async fn build(
         vars: &[(&str, &str)],
+        llm: FakeLlm,
         channel: Arc<TestChannel>,
         clock: Arc<dyn Clock>,
     ) -> Harness {
         init_tracing();
-        let llm = FakeLlm::start().await;
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let mut map: HashMap<String, String> = [

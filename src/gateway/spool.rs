@@ -1,0 +1,279 @@
+//! The local spool: accepted messages that could not be stored in the inbox
+//! (storage outage) are written as one JSON file each under
+//! `DATA_DIR/spool/<process>/`, and removed when their turn starts. A process
+//! crash or restart during the outage then loses nothing: the next process on
+//! this data directory moves the files of processes that are gone into the
+//! inbox, where they are taken like any abandoned message.
+//!
+//! Each process holds an exclusive lock on its own spool directory for its
+//! whole life; a directory whose lock can be taken belongs to a process that
+//! is gone. Moving a file is "insert the row, then delete the file", so a crash
+//! between the two can deliver that one message twice, never lose it.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use switchboard_platform::InboundMessage;
+
+use crate::store::{Store, StoreError};
+
+const LOCK_FILE: &str = ".lock";
+
+/// One spooled message on disk.
+#[derive(Debug, Serialize, Deserialize)]
+struct Spooled {
+    /// When the message was accepted (ms since the epoch).
+    received_at: i64,
+    message: InboundMessage,
+}
+
+/// This process's spool directory, locked while the process lives.
+#[derive(Debug)]
+pub(crate) struct Spool {
+    root: PathBuf,
+    dir: PathBuf,
+    lock: File,
+    next: AtomicU64,
+}
+
+/// A message kept in the spool: removed with [`Spool::remove`].
+#[derive(Debug)]
+pub(crate) struct SpoolFile(PathBuf);
+
+/// Why spooled messages could not be moved into the inbox.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AdoptError {
+    #[error("spool directory {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Spool {
+    /// Creates and locks `root/<instance>`.
+    pub(crate) fn open(root: &Path, instance: &str) -> io::Result<Spool> {
+        let dir = root.join(instance);
+        fs::create_dir_all(&dir)?;
+        let lock = File::create(dir.join(LOCK_FILE))?;
+        lock.try_lock().map_err(io::Error::other)?;
+        Ok(Spool {
+            root: root.to_owned(),
+            dir,
+            lock,
+            next: AtomicU64::new(0),
+        })
+    }
+
+    /// Writes `message` durably (written, synced, then renamed into place).
+    pub(crate) fn put(&self, message: &InboundMessage) -> io::Result<SpoolFile> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::to_vec(&Spooled {
+            received_at: crate::store::now(),
+            message: message.clone(),
+        })
+        .map_err(io::Error::other)?;
+        let path = self.dir.join(format!("{n:020}.json"));
+        let partial = path.with_extension("partial");
+        let mut file = File::create(&partial)?;
+        file.write_all(&body)?;
+        file.sync_all()?;
+        fs::rename(&partial, &path)?;
+        Ok(SpoolFile(path))
+    }
+
+    /// Drops a message whose turn has started.
+    pub(crate) fn remove(&self, file: SpoolFile) {
+        if let Err(e) = fs::remove_file(&file.0) {
+            tracing::warn!(path = %file.0.display(), error = %e, "could not remove a spooled message");
+        }
+    }
+
+    /// Moves the messages of spools whose process is gone into the inbox,
+    /// released for any process to take; returns how many were moved. Stops at
+    /// the first storage error (the rest stay for the next attempt).
+    pub(crate) async fn adopt(&self, store: &Store) -> Result<usize, AdoptError> {
+        let io_err = |path: &Path| {
+            let path = path.to_owned();
+            move |source| AdoptError::Io { path, source }
+        };
+        let mut moved = 0;
+        for entry in fs::read_dir(&self.root).map_err(io_err(&self.root))? {
+            let dir = entry.map_err(io_err(&self.root))?.path();
+            if dir == self.dir || !dir.is_dir() {
+                continue;
+            }
+            let Some(owner) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            let lock = match File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(dir.join(LOCK_FILE))
+            {
+                Ok(lock) => lock,
+                // Emptied and removed by another process just now.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "unreadable spool directory");
+                    continue;
+                }
+            };
+            // Locked: its process is alive and answers its own messages.
+            if lock.try_lock().is_err() {
+                continue;
+            }
+            moved += adopt_dir(store, &dir, &owner).await?;
+            // Emptied while locked: nobody else can be writing here.
+            let _ = fs::remove_file(dir.join(LOCK_FILE));
+            let _ = fs::remove_dir(&dir);
+        }
+        Ok(moved)
+    }
+
+    /// At a clean shutdown: removes the directory when nothing is left in it,
+    /// and unlocks it either way so the next process can take what is left.
+    pub(crate) fn close(&self) {
+        if spooled_files(&self.dir).is_ok_and(|files| files.is_empty()) {
+            let _ = fs::remove_file(self.dir.join(LOCK_FILE));
+            let _ = fs::remove_dir(&self.dir);
+        }
+        if let Err(e) = self.lock.unlock() {
+            tracing::warn!(error = %e, "could not unlock the spool");
+        }
+    }
+}
+
+/// Moves every message of `dir` (oldest first) into the inbox as `owner`'s,
+/// released.
+async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, AdoptError> {
+    let files = spooled_files(dir).map_err(|source| AdoptError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut moved = 0;
+    for path in files {
+        let spooled = match fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<Spooled>(&b).map_err(|e| e.to_string()))
+        {
+            Ok(spooled) => spooled,
+            Err(e) => {
+                // Kept aside for the operator rather than retried forever.
+                tracing::error!(path = %path.display(), error = %e, "unreadable spooled message set aside");
+                let _ = fs::rename(&path, path.with_extension("bad"));
+                continue;
+            }
+        };
+        store
+            .inbox_restore(owner, &spooled.message, spooled.received_at)
+            .await?;
+        if let Err(e) = fs::remove_file(&path) {
+            tracing::warn!(path = %path.display(), error = %e, "could not remove a moved spooled message");
+        }
+        moved += 1;
+    }
+    Ok(moved)
+}
+
+/// The complete message files of `dir`, oldest first (names are zero-padded
+/// sequence numbers).
+fn spooled_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_spool_is_locked_against_a_second_opener() {
+        let root = tempfile::tempdir().unwrap();
+        let spool = Spool::open(root.path(), "a").unwrap();
+        assert!(Spool::open(root.path(), "a").is_err());
+        spool.close();
+    }
+
+    #[test]
+    fn close_removes_an_empty_spool_and_keeps_one_with_messages() {
+        let root = tempfile::tempdir().unwrap();
+        Spool::open(root.path(), "empty").unwrap().close();
+        assert!(!root.path().join("empty").exists());
+
+        let spool = Spool::open(root.path(), "full").unwrap();
+        let file = spool.put(&crate::store::test_message("hello")).unwrap();
+        spool.close();
+        assert!(file.0.exists());
+        assert_eq!(spooled_files(&root.path().join("full")).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_gone_process_spool_is_moved_into_the_inbox_once() {
+        let (store, _db) = crate::store::test_store().await;
+        let root = tempfile::tempdir().unwrap();
+        let gone = Spool::open(root.path(), "gone").unwrap();
+        gone.put(&crate::store::test_message("first")).unwrap();
+        gone.put(&crate::store::test_message("second")).unwrap();
+        let live = Spool::open(root.path(), "live").unwrap();
+        live.put(&crate::store::test_message("mine")).unwrap();
+        let me = Spool::open(root.path(), "me").unwrap();
+
+        assert_eq!(me.adopt(&store).await.unwrap(), 0, "both owners are alive");
+        drop(gone); // the process dies: its lock goes with it
+        assert_eq!(me.adopt(&store).await.unwrap(), 2);
+        assert!(!root.path().join("gone").exists());
+        assert!(root.path().join("live").exists());
+        assert_eq!(me.adopt(&store).await.unwrap(), 0, "moved once");
+
+        let taken = store
+            .inbox_take_abandoned("me", &[switchboard_platform::Platform::Test])
+            .await
+            .unwrap();
+        let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();
+        assert_eq!(texts, ["first", "second"]);
+    }
+
+    #[test]
+    fn an_unreadable_file_is_set_aside() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("gone")).unwrap();
+        std::fs::write(
+            root.path().join("gone/00000000000000000000.json"),
+            b"{not json",
+        )
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (store, _db) = crate::store::test_store().await;
+            let me = Spool::open(root.path(), "me").unwrap();
+            assert_eq!(me.adopt(&store).await.unwrap(), 0);
+        });
+        assert!(root.path().join("gone/00000000000000000000.bad").exists());
+    }
+
+    #[test]
+    fn files_sort_in_the_order_they_were_put() {
+        let root = tempfile::tempdir().unwrap();
+        let spool = Spool::open(root.path(), "p").unwrap();
+        let paths: Vec<_> = (0..12)
+            .map(|_| spool.put(&crate::store::test_message("hello")).unwrap().0)
+            .collect();
+        assert_eq!(spooled_files(&root.path().join("p")).unwrap(), paths);
+        spool.remove(SpoolFile(paths[3].clone()));
+        assert_eq!(spooled_files(&root.path().join("p")).unwrap().len(), 11);
+    }
+}
