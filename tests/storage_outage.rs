@@ -57,13 +57,7 @@ async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
     // 5 s busy timeout — until the gateway says it holds the message.
     let db = h.data_dir().join("switchboard.db");
     let url = format!("sqlite://{}", db.display());
-    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
-        .await
-        .unwrap();
-    sqlx::query("BEGIN EXCLUSIVE")
-        .execute(&mut other)
-        .await
-        .unwrap();
+    let other = lock_sqlite(&url).await;
     h.channel.dm(1, "during the lock").await;
     let log = h
         .wait_for("the notice that the message is held", |l| {
@@ -71,8 +65,7 @@ async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
         })
         .await;
     assert!(!log.any_contains("echo: during the lock"));
-    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
-    drop(other);
+    unlock_sqlite(other).await;
 
     h.wait_for("the held message answered", |l| {
         l.has_text("echo: during the lock")
@@ -104,12 +97,42 @@ async fn a_message_sent_while_sqlite_is_locked_is_held_and_answered_after() {
     h.stop().await;
 }
 
+/// Another process's connection holding the write lock of the SQLite file at
+/// `url` until [`unlock_sqlite`].
+async fn lock_sqlite(url: &str) -> sqlx::SqliteConnection {
+    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    other
+}
+
+async fn unlock_sqlite(mut other: sqlx::SqliteConnection) {
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+}
+
 /// The messages waiting in the local spools under `data`.
 fn spooled(data: &Path) -> Vec<PathBuf> {
     files_under(&data.join("spool"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect()
+}
+
+/// Sends a message while storage is down and stops the gateway before
+/// storage comes back: the message is kept in the spool under `data`.
+async fn held_then_stopped(h: Harness, data: &Path) {
+    h.channel.dm(1, "kept across the restart").await;
+    h.wait_for("the notice that the message is held", |l| {
+        l.any_contains(HELD)
+    })
+    .await;
+    assert_eq!(spooled(data).len(), 1, "kept on disk, not only in memory");
+    h.stop().await;
+    assert_eq!(spooled(data).len(), 1, "still kept after the stop");
 }
 
 /// Restarts on `vars` and checks that the message spooled by the stopped
@@ -142,24 +165,9 @@ async fn a_message_held_while_sqlite_is_locked_survives_a_restart() {
     ];
     let h = Harness::with(&vars).await;
     echo(&h.llm);
-    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
-        .await
-        .unwrap();
-    sqlx::query("BEGIN EXCLUSIVE")
-        .execute(&mut other)
-        .await
-        .unwrap();
-    h.channel.dm(1, "kept across the restart").await;
-    h.wait_for("the notice that the message is held", |l| {
-        l.any_contains(HELD)
-    })
-    .await;
-    assert_eq!(spooled(&data).len(), 1, "kept on disk, not only in memory");
-    // The process stops before storage comes back.
-    h.stop().await;
-    assert_eq!(spooled(&data).len(), 1, "still kept after the stop");
-    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
-    drop(other);
+    let other = lock_sqlite(&url).await;
+    held_then_stopped(h, &data).await;
+    unlock_sqlite(other).await;
 
     spooled_message_is_answered_after_restart(&vars, &data).await;
 }
@@ -180,13 +188,7 @@ async fn a_message_held_during_a_postgres_outage_survives_a_restart() {
     let h = Harness::with(&vars).await;
     echo(&h.llm);
     proxy.cut();
-    h.channel.dm(1, "kept across the restart").await;
-    h.wait_for("the notice that the message is held", |l| {
-        l.any_contains(HELD)
-    })
-    .await;
-    assert_eq!(spooled(&data).len(), 1, "kept on disk, not only in memory");
-    h.stop().await;
+    held_then_stopped(h, &data).await;
     proxy.restore();
 
     spooled_message_is_answered_after_restart(&vars, &data).await;
