@@ -96,3 +96,31 @@ pub(crate) async fn session_when_stored(
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
+
+/// Runs `op` until storage answers it, with the same backoff as held inputs;
+/// `None` when the gateway shuts down first. For steps that must not be
+/// skipped, such as claiming a paused turn before its approved call runs.
+pub(crate) async fn until_stored<T, F, Fut>(inner: &Inner, what: &str, mut op: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, crate::store::StoreError>>,
+{
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match op().await {
+            Ok(value) => {
+                inner.storage.worked();
+                return Some(value);
+            }
+            Err(e) => {
+                inner.storage.failed();
+                tracing::error!(error = %e, retry_in = ?backoff, "storage unavailable; {what} waits for it");
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = inner.shutdown.cancelled() => return None,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}

@@ -1,5 +1,6 @@
 //! The gateway's side of a turn: approvals through the chat, background tasks.
 
+use super::hold;
 use super::session::{Awaiting, EditWaiter};
 use super::Inner;
 use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
@@ -128,17 +129,9 @@ impl TurnHost for GatewayHost {
             // expiry sweeper) took it first, this copy steps aside. An edit keeps
             // the row until the new arguments arrive, so a restart while waiting
             // for them resumes the wait.
-            if saved && decision != Decision::Edit {
-                match self.inner.store.claim_turn_state(&approval_id).await {
-                    Ok(Some(_)) => {}
-                    Ok(None) => {
-                        self.stop_expecting_edit();
-                        return ApprovalOutcome::Abandoned;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not claim the paused turn; continuing here")
-                    }
-                }
+            if saved && decision != Decision::Edit && !self.claim(&approval_id).await {
+                self.stop_expecting_edit();
+                return ApprovalOutcome::Abandoned;
             }
             match decision {
                 Decision::Allow | Decision::Always => {
@@ -209,14 +202,8 @@ impl GatewayHost {
                 return Err(ApprovalOutcome::Abandoned)
             }
         };
-        if stored {
-            match self.inner.store.claim_turn_state(approval_id).await {
-                Ok(Some(_)) => {}
-                Ok(None) => return Err(ApprovalOutcome::Abandoned),
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not claim the paused turn; continuing here")
-                }
-            }
+        if stored && !self.claim(approval_id).await {
+            return Err(ApprovalOutcome::Abandoned);
         }
         let Some(text) = text else {
             return Err(ApprovalOutcome::Expired);
@@ -302,6 +289,20 @@ impl GatewayHost {
             tx,
         });
         rx
+    }
+
+    /// Takes the stored paused turn for this process. False when another
+    /// process (or the expiry sweeper) took it, or the gateway stops first
+    /// (the row then stays for the next process): an approved call never runs
+    /// without its claim, so it runs at most once.
+    async fn claim(&self, approval_id: &str) -> bool {
+        let store = &self.inner.store;
+        hold::until_stored(&self.inner, "claiming a paused turn", || {
+            store.claim_turn_state(approval_id)
+        })
+        .await
+        .flatten()
+        .is_some()
     }
 
     fn stop_expecting_edit(&self) {

@@ -156,7 +156,8 @@ pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
 /// start-up and then every [`HOUSEKEEPING`]; the conditional update makes one
 /// process the teller).
 pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
-    let tasks = match inner.store.interrupt_abandoned_tasks().await {
+    let alive = inner.tasks.running_ids();
+    let tasks = match inner.store.interrupt_abandoned_tasks(&alive).await {
         Ok(t) => t,
         Err(e) => return tracing::warn!(error = %e, "could not check for interrupted tasks"),
     };

@@ -130,19 +130,33 @@ impl Inner {
         }
     }
 
-    /// A message's turn starts: where it was kept has done its job.
-    pub(crate) async fn taken(&self, kept: Kept) {
+    /// A message's turn is about to start: where it was kept has done its
+    /// job. False when the turn must not run here: another process took the
+    /// message over while this one could not renew its inbox lease.
+    pub(crate) async fn taken(&self, kept: Kept) -> bool {
         match kept {
             Kept::Inbox(id) => {
                 self.inbox_held.fetch_sub(1, Ordering::Relaxed);
-                if let Err(e) = self.store.inbox_remove(id).await {
-                    tracing::warn!(error = %e, "could not remove an inbox row");
+                match self.store.inbox_claim(&self.instance, id).await {
+                    Ok(true) => true,
+                    Ok(false) => {
+                        tracing::info!(id, "a queued message was taken over by another process; it answers it");
+                        false
+                    }
+                    Err(e) => {
+                        // Storage answered the session lookup just now; a
+                        // failure here is rare and the message is answered
+                        // rather than dropped (at worst twice).
+                        tracing::warn!(error = %e, "could not claim an inbox row");
+                        true
+                    }
                 }
             }
             Kept::Spool(file) => {
                 if let Some(spool) = &self.spool {
                     spool.remove(file);
                 }
+                true
             }
         }
     }

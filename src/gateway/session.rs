@@ -91,7 +91,9 @@ impl SessionHandle {
                             break;
                         }
                         if let Some(kept) = queued.kept {
-                            inner.taken(kept).await;
+                            if !inner.taken(kept).await {
+                                continue;
+                            }
                         }
                         turn::process(&inner, key, session, &awaiting, *input).await
                     }

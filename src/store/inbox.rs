@@ -62,6 +62,18 @@ impl Store {
         Ok(id)
     }
 
+    /// Takes `owner`'s row `id` out of the inbox as its turn starts. False
+    /// when the row is no longer `owner`'s (another process took it over
+    /// while this one could not renew its lease): that process answers it.
+    pub async fn inbox_claim(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM inbox WHERE id = $1 AND owner = $2")
+            .bind(id)
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Removes a message whose turn has started.
     pub async fn inbox_remove(&self, id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM inbox WHERE id = $1")
@@ -175,6 +187,21 @@ pub(crate) mod tests {
             attachments: Vec::new(),
             timestamp: chrono::Utc::now(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_row_taken_over_is_no_longer_its_first_owners_to_claim() {
+        let (store, _dir) = test_store().await;
+        let id = store.inbox_add("a", &message("one")).await.unwrap();
+        store.inbox_release("a").await.unwrap(); // a's lease lapses
+        let taken = store
+            .inbox_take_abandoned("b", &[Platform::Test])
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 1);
+        assert!(!store.inbox_claim("a", id).await.unwrap(), "b answers it");
+        assert!(store.inbox_claim("b", id).await.unwrap());
+        assert!(!store.inbox_claim("b", id).await.unwrap(), "once");
     }
 
     #[tokio::test]

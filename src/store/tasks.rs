@@ -167,7 +167,10 @@ impl Store {
         result: &str,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE tasks SET status = $1, result = $2, finished_at = $3 WHERE id = $4 AND finished_at IS NULL",
+            // An `interrupted` row may still be finished by its runner: another
+            // process judged it dead while its lease lapsed in an outage.
+            "UPDATE tasks SET status = $1, result = $2, finished_at = $3
+             WHERE id = $4 AND (finished_at IS NULL OR status = 'interrupted')",
         )
         .bind(status.as_str())
         .bind(result)
@@ -214,18 +217,31 @@ impl Store {
     }
 
     /// Marks tasks whose process died (lease expired while unfinished) as
-    /// interrupted and returns them, once: the update is conditional.
-    pub async fn interrupt_abandoned_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        let rows = sqlx::query(&format!(
+    /// interrupted and returns them, once: the update is conditional. `alive`
+    /// are the caller's own tasks: their leases may have lapsed during a
+    /// storage outage, but they still run.
+    pub async fn interrupt_abandoned_tasks(
+        &self,
+        alive: &[String],
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let spared = if alive.is_empty() {
+            String::new()
+        } else {
+            let placeholders: Vec<String> =
+                (0..alive.len()).map(|i| format!("${}", i + 3)).collect();
+            format!(" AND id NOT IN ({})", placeholders.join(", "))
+        };
+        let sql = format!(
             "UPDATE tasks SET status = 'interrupted', finished_at = $1,
                  result = 'interrupted: the gateway process running it stopped'
-             WHERE finished_at IS NULL AND lease_until < $2
+             WHERE finished_at IS NULL AND lease_until < $2{spared}
              RETURNING {COLUMNS}"
-        ))
-        .bind(now())
-        .bind(now())
-        .fetch_all(&self.pool)
-        .await?;
+        );
+        let mut query = sqlx::query(&sql).bind(now()).bind(now());
+        for id in alive {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(task_from_row).collect()
     }
 
@@ -312,4 +328,79 @@ fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
         created_at: dt(r.try_get("created_at")?),
         finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(dt),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::test_store;
+    use switchboard_platform::{ChatId, Platform};
+
+    fn task(id: &str) -> TaskRecord {
+        TaskRecord {
+            id: id.into(),
+            session_id: "s".into(),
+            tool_name: "slow".into(),
+            arguments: "{}".into(),
+            status: TaskStatus::Running,
+            stage: String::new(),
+            detail: String::new(),
+            percent: None,
+            result: None,
+            chat: ChatAddress {
+                platform: Platform::Test,
+                chat: ChatId(1),
+                thread: None,
+            },
+            status_message: None,
+            notify: TaskNotify::Done,
+            created_at: Utc::now(),
+            finished_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_lease_interrupts_only_tasks_nobody_here_runs() {
+        let (store, _dir) = test_store().await;
+        for id in ["mine", "theirs"] {
+            store.insert_task(&task(id)).await.unwrap();
+        }
+        // An outage: nobody could renew.
+        sqlx::query("UPDATE tasks SET lease_until = 0")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let interrupted = store
+            .interrupt_abandoned_tasks(&["mine".to_owned()])
+            .await
+            .unwrap();
+        let ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["theirs"]);
+        assert!(store.interrupt_abandoned_tasks(&[]).await.unwrap().iter().all(|t| t.id == "mine"));
+    }
+
+    #[tokio::test]
+    async fn the_runner_of_a_task_judged_interrupted_still_records_its_result() {
+        let (store, _dir) = test_store().await;
+        store.insert_task(&task("t")).await.unwrap();
+        sqlx::query("UPDATE tasks SET lease_until = 0")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(store.interrupt_abandoned_tasks(&[]).await.unwrap().len(), 1);
+        assert!(store
+            .finish_task("t", TaskStatus::Succeeded, "done after all")
+            .await
+            .unwrap());
+        let t = store.task("t").await.unwrap().unwrap();
+        assert_eq!(t.status, TaskStatus::Succeeded);
+        assert_eq!(t.result.as_deref(), Some("done after all"));
+        assert!(
+            !store
+                .finish_task("t", TaskStatus::Failed, "again")
+                .await
+                .unwrap(),
+            "a finished task stays finished"
+        );
+    }
 }

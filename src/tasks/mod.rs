@@ -265,10 +265,8 @@ impl TaskManager {
                 }
             };
         lease.abort();
+        self.record_result(&job.id, status, &result).await;
         self.running_lock().remove(&job.id);
-        if let Err(e) = self.store.finish_task(&job.id, status, &result).await {
-            tracing::error!(error = %e, task = %job.id, "could not record the task result");
-        }
         // The next queued task starts once this one's row says it ended.
         drop(permit);
         self.slots.release(&job.origin.session_id);
@@ -448,6 +446,30 @@ impl TaskManager {
                 None
             }
         }
+    }
+
+    /// Stores a finished task's result, retrying while storage is down (the
+    /// task stays this process's own meanwhile, so no sweeper calls it
+    /// interrupted); given up only at shutdown.
+    async fn record_result(&self, id: &str, status: TaskStatus, result: &str) {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let e = match self.store.finish_task(id, status, result).await {
+                Ok(_) => return,
+                Err(e) => e,
+            };
+            tracing::error!(error = %e, task = %id, retry_in = ?backoff, "could not record the task result");
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.shutdown.cancelled() => return,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+    }
+
+    /// The tasks this process runs (or has queued to run).
+    pub fn running_ids(&self) -> Vec<String> {
+        self.running_lock().keys().cloned().collect()
     }
 
     fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {

@@ -11,13 +11,18 @@ pub enum ScheduleError {
     Kind(String),
     #[error("invalid time {0:?}: use RFC 3339, e.g. 2026-12-24T09:00:00+01:00")]
     Time(String),
-    #[error("invalid interval {0:?}: use a number of seconds (at least 60)")]
+    #[error("invalid interval {0:?}: use a number of seconds from 60 to 315360000 (10 years)")]
     Interval(String),
     #[error("invalid cron expression {0:?}: {1}")]
     Cron(String, String),
     #[error("unknown time zone {0:?}")]
     Zone(String),
 }
+
+/// Interval bounds: a minute, and ten years (beyond, the time in ms would
+/// come near overflowing and no one means it).
+const MIN_INTERVAL_SECS: i64 = 60;
+const MAX_INTERVAL_SECS: i64 = 10 * 365 * 24 * 3600;
 
 /// The first occurrence strictly after `after_ms` (epoch ms), or `None` when
 /// the schedule has no more (a one-off in the past).
@@ -39,10 +44,13 @@ pub fn next_occurrence(
                 .trim()
                 .parse()
                 .map_err(|_| ScheduleError::Interval(spec.to_owned()))?;
-            if secs < 60 {
+            if !(MIN_INTERVAL_SECS..=MAX_INTERVAL_SECS).contains(&secs) {
                 return Err(ScheduleError::Interval(spec.to_owned()));
             }
-            Ok(Some(after_ms + secs * 1000))
+            after_ms
+                .checked_add(secs * 1000)
+                .map(Some)
+                .ok_or_else(|| ScheduleError::Interval(spec.to_owned()))
         }
         "cron" => {
             let tz = chrono_tz::Tz::from_str(timezone)
@@ -106,12 +114,18 @@ mod tests {
     }
 
     #[test]
-    fn intervals_need_a_minute_at_least() {
+    fn intervals_are_a_minute_to_ten_years() {
         assert_eq!(
             next_occurrence("every", "3600", "UTC", 1_000).unwrap(),
             Some(3_601_000)
         );
         assert!(next_occurrence("every", "5", "UTC", 0).is_err());
+        assert!(next_occurrence("every", "315360000", "UTC", 0).is_ok());
+        // Would overflow the time in ms and fire in a loop.
+        for huge in ["315360001", "9300000000000000", "-60"] {
+            assert!(next_occurrence("every", huge, "UTC", 0).is_err(), "{huge}");
+        }
+        assert!(next_occurrence("every", "3600", "UTC", i64::MAX - 10).is_err());
     }
 
     #[test]
