@@ -140,7 +140,10 @@ impl Inner {
                 match self.store.inbox_claim(&self.instance, id).await {
                     Ok(true) => true,
                     Ok(false) => {
-                        tracing::info!(id, "a queued message was taken over by another process; it answers it");
+                        tracing::info!(
+                            id,
+                            "a queued message was taken over by another process; it answers it"
+                        );
                         false
                     }
                     Err(e) => {

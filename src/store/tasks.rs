@@ -376,7 +376,12 @@ mod tests {
             .unwrap();
         let ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["theirs"]);
-        assert!(store.interrupt_abandoned_tasks(&[]).await.unwrap().iter().all(|t| t.id == "mine"));
+        assert!(store
+            .interrupt_abandoned_tasks(&[])
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t.id == "mine"));
     }
 
     #[tokio::test]
