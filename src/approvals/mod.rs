@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, ChatAddress, MessageRef, PlatformAdapter, PressAnswer, User,
+    ButtonPress, ChatAddress, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PressAnswer,
+    User,
 };
 use tokio::sync::oneshot;
 
@@ -271,7 +272,10 @@ impl Approvals {
         choice: Choice,
     ) -> bool {
         let mut orphaned = false;
-        let answer = match self.decide(id, &press.user, choice, None).await {
+        let answer = match self
+            .decide(id, press.chat.platform, &press.user, choice, None)
+            .await
+        {
             Ok(Ok((record, woke))) => {
                 orphaned = !woke;
                 PressAnswer::Update(card::final_card(&record))
@@ -290,63 +294,57 @@ impl Approvals {
         orphaned
     }
 
-    /// Decides by the text fallback `/approve <id> allow|always|edit|deny [reason]`.
-    /// Returns the reply for the chat (the card is updated too) and, like
-    /// [`Approvals::handle_press`], the approval id when a resume is needed.
+    /// Decides by the text fallback `/approve <id> allow|always|edit|deny [reason]`
+    /// typed on `platform`. The caller posts the reply and applies the card
+    /// update (both may wait on the platform's flood control, which must not
+    /// hold up the inbound path).
     pub async fn handle_text(
         &self,
-        adapter: &dyn PlatformAdapter,
+        platform: Platform,
         user: &User,
         id_prefix: &str,
         choice: Choice,
         reason: Option<String>,
-    ) -> (String, Option<String>) {
+    ) -> TextDecision {
+        let refused = |reply: String| TextDecision {
+            reply,
+            orphaned: None,
+            card: None,
+        };
         let id = match self.store.approval_by_prefix(id_prefix).await {
             Ok(Some(id)) => id,
-            Ok(None) => return (format!("No approval matches `{id_prefix}`."), None),
+            Ok(None) => return refused(format!("No approval matches `{id_prefix}`.")),
             Err(e) => {
                 tracing::error!(error = %e, "approval lookup failed");
-                return (
-                    "Could not look up that approval; please try again.".into(),
-                    None,
-                );
+                return refused("Could not look up that approval; please try again.".into());
             }
         };
         let prefix = reason.clone().filter(|_| choice == Choice::Always);
-        match self.decide(&id, user, choice, reason).await {
+        match self.decide(&id, platform, user, choice, reason).await {
             Ok(Ok((record, woke))) => {
-                if let Some(msg) = record.card_message {
-                    let card = card::final_card(&record);
-                    if let Err(e) = adapter
-                        .edit(
-                            &MessageRef {
-                                chat: record.chat,
-                                id: msg,
-                            },
-                            card,
-                        )
-                        .await
-                    {
-                        tracing::warn!(error = %e, "could not update the approval card");
-                    }
-                }
                 let scope = prefix
                     .map(|p| format!(" ({})", rules::describe_prefix(&p)))
                     .unwrap_or_default();
-                let reply = format!(
-                    "Recorded: {}{scope} for `{}`.",
-                    status_word(record.status),
-                    short_id(&record.id)
-                );
-                (reply, (!woke).then_some(id))
+                TextDecision {
+                    reply: format!(
+                        "Recorded: {}{scope} for `{}`.",
+                        status_word(record.status),
+                        short_id(&record.id)
+                    ),
+                    card: record.card_message.map(|msg| {
+                        let at = MessageRef {
+                            chat: record.chat,
+                            id: msg,
+                        };
+                        (at, card::final_card(&record))
+                    }),
+                    orphaned: (!woke).then_some(id),
+                }
             }
-            Ok(Err(refusal)) => (refusal, None),
+            Ok(Err(refusal)) => refused(refusal),
             Err(e) => {
                 tracing::error!(error = %e, "approval decision failed");
-                (
-                    "Something went wrong recording your decision; please try again.".into(),
-                    None,
-                )
+                refused("Something went wrong recording your decision; please try again.".into())
             }
         }
     }
@@ -356,6 +354,7 @@ impl Approvals {
     async fn decide(
         &self,
         id: &str,
+        platform: Platform,
         user: &User,
         choice: Choice,
         reason: Option<String>,
@@ -363,7 +362,9 @@ impl Approvals {
         let Some(record) = self.store.approval(id).await? else {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
-        if record.requester != user.id && !user.is_approver {
+        // User ids are per platform: the requester is who asked on that platform.
+        let is_requester = record.chat.platform == platform && record.requester == user.id;
+        if !is_requester && !user.is_approver {
             return Ok(Err(
                 "Only the person who asked, or a configured approver, can decide this.".into(),
             ));
@@ -403,14 +404,20 @@ impl Approvals {
             return Ok(Err("Already decided.".into()));
         };
         if let Some(pattern) = rule {
-            self.store
+            // The decision is recorded and stands: a rule that could not be
+            // stored only means the next call asks again.
+            if let Err(e) = self
+                .store
                 .add_rule(
                     decided.chat.platform,
                     decided.requester,
                     &decided.tool_name,
                     &pattern,
                 )
-                .await?;
+                .await
+            {
+                tracing::error!(error = %e, "could not store an always-allow rule; the decision stands");
+            }
         }
         self.store
             .record_event(
@@ -432,6 +439,18 @@ impl Approvals {
     }
 }
 
+/// The outcome of a typed `/approve`.
+#[derive(Debug)]
+pub struct TextDecision {
+    /// The answer for the chat it was typed in.
+    pub reply: String,
+    /// The decided approval, when no turn in this process waited for it (the
+    /// caller resumes it from its row).
+    pub orphaned: Option<String>,
+    /// The card to edit to its final state.
+    pub card: Option<(MessageRef, OutgoingMessage)>,
+}
+
 /// The decision a stored record carries.
 pub fn decision_of(record: &ApprovalRecord) -> Decision {
     match record.status {
@@ -451,5 +470,75 @@ fn status_word(status: ApprovalStatus) -> &'static str {
         ApprovalStatus::Expired => "expired",
         ApprovalStatus::Edited => "sent back for editing",
         ApprovalStatus::Pending => "pending",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{dt, now, test_store};
+    use switchboard_platform::{ChatId, UserId};
+
+    fn telegram_request(id: &str) -> ApprovalRecord {
+        let ts = now();
+        ApprovalRecord {
+            id: id.into(),
+            session_id: "s".into(),
+            tool_name: "exec_command".into(),
+            tool_display: "Run command".into(),
+            arguments: r#"{"command":"ls"}"#.into(),
+            summary: "ls".into(),
+            requester: UserId(1),
+            requester_name: "Ann".into(),
+            chat: ChatAddress::new(Platform::Telegram, ChatId(1), None),
+            card_message: None,
+            status: ApprovalStatus::Pending,
+            decided_by: None,
+            decided_by_name: None,
+            decided_at: None,
+            reason: None,
+            created_at: dt(ts),
+            expires_at: dt(ts + 600_000),
+        }
+    }
+
+    fn user(id: i64) -> User {
+        User {
+            id: UserId(id),
+            display_name: "someone".into(),
+            is_bot: false,
+            is_approver: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_same_user_id_on_another_platform_is_not_the_requester() {
+        let (store, _dir) = test_store().await;
+        let approvals = Approvals::new(
+            store.clone(),
+            Duration::from_secs(600),
+            Arc::new(crate::clock::SystemClock),
+        );
+        store
+            .insert_approval(&telegram_request("0123456789abcdef"))
+            .await
+            .unwrap();
+        let ann = user(1);
+        let typed =
+            |platform| approvals.handle_text(platform, &ann, "01234567", Choice::AllowOnce, None);
+        let refused = typed(Platform::Discord).await;
+        assert!(
+            refused.reply.contains("Only the person who asked"),
+            "{}",
+            refused.reply
+        );
+        assert!(refused.card.is_none() && refused.orphaned.is_none());
+        let decided = typed(Platform::Telegram).await;
+        assert!(
+            decided.reply.starts_with("Recorded: allowed once"),
+            "{}",
+            decided.reply
+        );
+        assert_eq!(decided.orphaned.as_deref(), Some("0123456789abcdef"));
     }
 }

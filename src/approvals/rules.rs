@@ -5,7 +5,11 @@
 //! A prefix rule allows a command that is the prefix or continues it after a
 //! space, and only a simple command: anything that could chain, substitute or
 //! redirect (`;`, `&`, `|`, `` ` ``, `$`, `<`, `>`, `(`, `)`, newlines) asks
-//! again, so `git status` never lets `git status; rm -rf ~` through.
+//! again, so `git status` never lets `git status; rm -rf ~` through. Nor may
+//! the continuation quote, escape, or pass an option that makes the program
+//! run something else (`git -c core.pager=…`, `find -exec`, `rsync -e`,
+//! `ssh -o ProxyCommand=…`): such a command asks again. The check errs on the
+//! side of asking (`grep -e` asks too); a rule is a convenience, not a hole.
 
 use serde_json::Value;
 
@@ -17,9 +21,20 @@ const MIN_PREFIX_CHARS: usize = 2;
 /// Programs that run whatever their arguments say: a prefix of one of these
 /// alone would allow any command, so it is refused (`git`, `cargo test` are fine).
 const RUNS_ANYTHING: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "fish", "env", "sudo", "doas", "su", "xargs", "eval", "exec",
-    "nohup", "timeout", "nice", "python", "python3", "perl", "ruby", "node", "deno", "php", "lua",
-    "awk", "find",
+    "sh", "bash", "zsh", "dash", "fish", "ksh", "mksh", "csh", "tcsh", "pwsh", "busybox", "env",
+    "sudo", "doas", "su", "xargs", "eval", "exec", "command", "builtin", "time", "nohup",
+    "timeout", "nice", "ionice", "stdbuf", "setsid", "chroot", "unshare", "nsenter", "strace",
+    "ltrace", "gdb", "watch", "script", "expect", "parallel", "python", "python3", "perl", "ruby",
+    "node", "deno", "bun", "php", "lua", "tclsh", "awk", "gawk", "find",
+];
+/// Continuation characters that quote or escape (hiding what a word is) or
+/// expand history (`!`).
+const QUOTING: &[char] = &['\'', '"', '\\', '!'];
+/// Words in an option of the continuation that make programs run something
+/// else: `--exec`, `-o ProxyCommand=…`, `-c core.pager=…`, `--upload-pack=…`.
+const RUNS_SOMETHING_ELSE: &[&str] = &[
+    "exec", "command", "config", "pager", "editor", "hook", "pack", "shell", "eval", "filter",
+    "askpass", "proxy",
 ];
 
 /// Whether a stored `pattern` allows a call with these (JSON) `arguments`.
@@ -43,7 +58,9 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
         return Err("That prefix is too short or contains shell control characters.".to_owned());
     }
     let first = prefix.split_whitespace().next().unwrap_or_default();
-    if RUNS_ANYTHING.contains(&first) {
+    // `/bin/sh` is `sh`.
+    let program = first.rsplit('/').next().unwrap_or(first);
+    if RUNS_ANYTHING.contains(&program) {
         return Err(format!(
             "`{first}` can run any command, so a rule for it would allow everything; approve these one at a time."
         ));
@@ -73,15 +90,35 @@ fn command_of(arguments: &str) -> Option<String> {
     args.get("command")?.as_str().map(|c| c.trim().to_owned())
 }
 
-/// `command` is `prefix`, or `prefix` followed by a space, and simple.
+/// `command` is `prefix`, or `prefix` followed by a space and a plain
+/// continuation, and simple.
 fn continues(command: &str, prefix: &str) -> bool {
     if command.contains(SHELL_CONTROL) {
         return false;
     }
     match command.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with(' '),
+        Some("") => true,
+        Some(rest) => rest.starts_with(' ') && plain_continuation(rest),
         None => false,
     }
+}
+
+/// No quoting, no escapes, and no option that would make the program run
+/// something else (`-c`/`-e` alone too: for many programs they take code).
+fn plain_continuation(rest: &str) -> bool {
+    if rest.contains(QUOTING) {
+        return false;
+    }
+    rest.split_whitespace().all(|word| {
+        let lower = word.to_ascii_lowercase();
+        if lower == "-c" || lower == "-e" {
+            return false;
+        }
+        // Options, and `key=value` words (`core.pager=id`, `ProxyCommand=id`).
+        let option_like = lower.starts_with('-') || lower.contains('=');
+        !(option_like && RUNS_SOMETHING_ELSE.iter().any(|w| lower.contains(w)))
+            && !lower.starts_with("-c") // `-ccore.pager=…` glued to its value
+    })
 }
 
 #[cfg(test)]
@@ -116,8 +153,28 @@ mod tests {
             "git log > /etc/passwd",
             "git status\nrm -rf ~",
             "echo git",
+            "git -c core.pager=id log",
+            "git -ccore.pager=id log",
+            "git -c alias.x=!id x",
+            "git --config-env=core.pager=X log",
+            "git log --exec-path=/tmp",
+            "git fetch --upload-pack=/tmp/x origin",
+            "git log 'quoted'",
+            "git log \\-c",
         ] {
             assert!(!allows(&p, &cmd(refused)), "{refused}");
+        }
+        let ssh = prefix_pattern("exec_command", &cmd("ssh build uptime"), "ssh build").unwrap();
+        assert!(allows(&ssh, &cmd("ssh build df -h")));
+        assert!(!allows(&ssh, &cmd("ssh build -o ProxyCommand=id x")));
+        let cargo = prefix_pattern("exec_command", &cmd("cargo test"), "cargo").unwrap();
+        for ok in [
+            "cargo test --workspace",
+            "cargo build --release -p x",
+            "cargo tree -e normal",
+        ] {
+            let allowed = allows(&cargo, &cmd(ok));
+            assert_eq!(allowed, !ok.contains(" -e "), "{ok}");
         }
         assert!(!allows(&p, "not json"));
         assert!(!allows(&p, &json!({ "path": "git" }).to_string()));
@@ -131,7 +188,18 @@ mod tests {
         assert!(prefix_pattern("exec_command", &args, "c").is_err());
         assert!(prefix_pattern("exec_command", &args, "cargo;").is_err());
         assert!(prefix_pattern("write_file", &args, "cargo").is_err());
-        for anything in ["sh", "bash -c", "env", "python3 -c", "xargs"] {
+        for anything in [
+            "sh",
+            "bash -c",
+            "env",
+            "python3 -c",
+            "xargs",
+            "/bin/sh",
+            "/usr/bin/env",
+            "busybox",
+            "command",
+            "time",
+        ] {
             let args = cmd(&format!("{anything} x"));
             assert!(
                 prefix_pattern("exec_command", &args, anything).is_err(),

@@ -369,7 +369,7 @@ impl Gateway {
         // Decided inline, before the next inbound message: an edit's new
         // arguments may follow right behind it.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
-            let text = approve_command(inner, adapter.as_ref(), &msg.user, &cmd.args).await;
+            let text = approve_command(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
         // Durable before it is queued: the platform already counts it as
@@ -486,7 +486,7 @@ pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
 /// card's buttons, under the same authorization. Returns the reply.
 async fn approve_command(
     inner: &Arc<Inner>,
-    adapter: &dyn PlatformAdapter,
+    adapter: &Arc<dyn PlatformAdapter>,
     user: &User,
     args: &[&str],
 ) -> String {
@@ -498,12 +498,22 @@ async fn approve_command(
         return USAGE.to_owned();
     };
     let reason = (!reason.is_empty()).then(|| reason.join(" "));
-    let (reply, orphaned) = inner
+    let decided = inner
         .approvals
-        .handle_text(adapter, user, id, choice, reason)
+        .handle_text(adapter.platform(), user, id, choice, reason)
         .await;
-    if let Some(approval_id) = orphaned {
+    if let Some((card, final_card)) = decided.card {
+        // The card may live on another platform than the command.
+        if let Some(adapter) = inner.adapter(card.chat.platform) {
+            tokio::spawn(async move {
+                if let Err(e) = adapter.edit(&card, final_card).await {
+                    tracing::warn!(error = %e, "could not update the approval card");
+                }
+            });
+        }
+    }
+    if let Some(approval_id) = decided.orphaned {
         queue_resume(inner, approval_id).await;
     }
-    reply
+    decided.reply
 }

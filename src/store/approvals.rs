@@ -176,14 +176,26 @@ impl Store {
         if prefix.len() < 8 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             return Ok(None);
         }
-        let rows = sqlx::query("SELECT id FROM approvals WHERE id LIKE $1 LIMIT 2")
-            .bind(format!("{prefix}%"))
-            .fetch_all(&self.pool)
-            .await?;
-        match rows.as_slice() {
-            [one] => Ok(Some(one.try_get("id")?)),
-            _ => Ok(None),
+        // A short id names the pending approval it was shown on, even when a
+        // decided one shares its prefix; one matching nothing pending names a
+        // decided one (answered "already decided").
+        for only_pending in [true, false] {
+            let sql = if only_pending {
+                "SELECT id FROM approvals WHERE id LIKE $1 AND status = 'pending' LIMIT 2"
+            } else {
+                "SELECT id FROM approvals WHERE id LIKE $1 LIMIT 2"
+            };
+            let rows = sqlx::query(sql)
+                .bind(format!("{prefix}%"))
+                .fetch_all(&self.pool)
+                .await?;
+            match rows.as_slice() {
+                [] => continue,
+                [one] => return Ok(Some(one.try_get("id")?)),
+                _ => return Ok(None),
+            }
         }
+        Ok(None)
     }
 
     /// Pending approvals whose deadline has passed.
@@ -420,6 +432,72 @@ mod tests {
         assert_eq!(
             store.approval("a1").await.unwrap().map(|r| r.status),
             Some(ApprovalStatus::Allowed)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_short_id_names_the_pending_approval_before_a_decided_one() {
+        let (store, _dir) = test_store().await;
+        store
+            .insert_approval(&record("abcdef01aaaa", 600))
+            .await
+            .unwrap();
+        store
+            .insert_approval(&record("abcdef01bbbb", 600))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.approval_by_prefix("abcdef01").await.unwrap(),
+            None,
+            "ambiguous"
+        );
+        store
+            .decide_approval(
+                "abcdef01aaaa",
+                ApprovalStatus::Denied,
+                Some(&ann()),
+                None,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .approval_by_prefix("ABCDEF01")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("abcdef01bbbb")
+        );
+        store
+            .decide_approval(
+                "abcdef01bbbb",
+                ApprovalStatus::Denied,
+                Some(&ann()),
+                None,
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.approval_by_prefix("abcdef01").await.unwrap(), None);
+        assert_eq!(
+            store
+                .approval_by_prefix("abcdef01a")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("abcdef01aaaa"),
+            "a decided one is still found (to be told it is decided)"
+        );
+        assert_eq!(
+            store.approval_by_prefix("abcdef0").await.unwrap(),
+            None,
+            "too short"
+        );
+        assert_eq!(
+            store.approval_by_prefix("abcdef0%").await.unwrap(),
+            None,
+            "not hex"
         );
     }
 
