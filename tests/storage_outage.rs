@@ -173,6 +173,46 @@ async fn a_message_held_while_sqlite_is_locked_survives_a_restart() {
 }
 
 #[tokio::test]
+async fn messages_still_in_flight_at_shutdown_are_kept_for_the_next_start() {
+    let shared = tempfile::tempdir().unwrap();
+    let data = shared.path().join("data");
+    let url = format!("sqlite://{}", data.join("switchboard.db").display());
+    let vars = [
+        ("DATA_DIR", data.to_str().unwrap()),
+        ("DATABASE_URL", url.as_str()),
+    ];
+    let h = Harness::with(&vars).await;
+    let other = lock_sqlite(&url).await;
+    // The first message holds the inbound loop (its inbox row waits out the
+    // busy timeout); the others wait in the channel from the adapter when the
+    // gateway is told to stop.
+    let said = ["one", "two", "three", "four", "five"];
+    for text in said {
+        h.channel.dm(1, text).await;
+    }
+    h.stop().await;
+    assert_eq!(spooled(&data).len(), said.len(), "every message kept");
+    unlock_sqlite(other).await;
+
+    let llm = FakeLlm::start().await;
+    echo(&llm);
+    let h = Harness::with_llm(&vars, llm).await;
+    let log = h
+        .wait_for("every kept message answered", |l| {
+            said.iter().all(|t| l.has_text(&format!("echo: {t}")))
+        })
+        .await;
+    let answers: Vec<String> = log
+        .texts()
+        .into_iter()
+        .filter(|t| t.starts_with("echo: "))
+        .collect();
+    let expected: Vec<String> = said.iter().map(|t| format!("echo: {t}")).collect();
+    assert_eq!(answers, expected, "once each, in order");
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_message_held_during_a_postgres_outage_survives_a_restart() {
     let Ok(admin) = std::env::var("TEST_DATABASE_URL") else {
         eprintln!("TEST_DATABASE_URL unset: the PostgreSQL restart test is skipped");

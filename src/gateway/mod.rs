@@ -273,6 +273,7 @@ impl Gateway {
                 Some(fired) = due.recv() => self.on_schedule_fired(fired),
             }
         }
+        self.keep_undelivered(&mut inbound).await;
         // What is still queued stays in the inbox for the next process, which
         // may take it at once.
         if let Err(e) = self.inner.store.inbox_release(&self.inner.instance).await {
@@ -280,6 +281,27 @@ impl Gateway {
         }
         if let Some(spool) = &self.inner.spool {
             spool.close();
+        }
+    }
+
+    /// At shutdown: messages the adapters already handed over (Telegram's
+    /// offset has moved past them) but the loop did not reach are checked and
+    /// kept like any other, for the next process. Presses are not kept: the
+    /// platform shows them as failed and the user presses again.
+    async fn keep_undelivered(&self, inbound: &mut mpsc::Receiver<Inbound>) {
+        inbound.close();
+        let mut kept = 0usize;
+        while let Some(event) = inbound.recv().await {
+            if let Inbound::Message(m) = event {
+                self.on_message(m).await;
+                kept += 1;
+            }
+        }
+        if kept > 0 {
+            tracing::info!(
+                count = kept,
+                "kept messages that arrived during shutdown for the next start"
+            );
         }
     }
 
