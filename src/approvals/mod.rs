@@ -196,6 +196,18 @@ impl Approvals {
         adapter: &dyn PlatformAdapter,
         pending: PendingApproval,
     ) -> Result<Decision, ApprovalError> {
+        let id = pending.id.clone();
+        let decision = self.wait_for(adapter, pending).await;
+        // A press that lost to the expiry puts its waiter back: drop it.
+        self.waiters_lock().remove(&id);
+        decision
+    }
+
+    async fn wait_for(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        pending: PendingApproval,
+    ) -> Result<Decision, ApprovalError> {
         let PendingApproval {
             id,
             card,
@@ -215,9 +227,12 @@ impl Approvals {
                     Err(_) => return self.expire(adapter, &id, Some(card)).await,
                 },
                 () = tokio::time::sleep(left.min(DB_POLL)) => match self.store.approval(&id).await {
+                    // Decided elsewhere — unless a press in this process is
+                    // writing it right now (it holds the waiter and wakes us).
                     Ok(Some(record)) if record.status != ApprovalStatus::Pending => {
-                        self.waiters_lock().remove(&id);
-                        return Ok(decision_of(&record));
+                        if self.waiters_lock().remove(&id).is_some() {
+                            return Ok(decision_of(&record));
+                        }
                     }
                     Ok(_) => {}
                     // A locked or briefly unreachable database must not end the
@@ -396,12 +411,25 @@ impl Approvals {
             Choice::Edit => ApprovalStatus::Edited,
             Choice::Deny => ApprovalStatus::Denied,
         };
-        let Some(decided) = self
+        // The local waiter is held while the decision is written, so the
+        // waiting turn's database poll cannot take it in between: the turn is
+        // woken here or not at all, and `woke` is exact.
+        let waiter = self.waiters_lock().remove(id);
+        let decided = self
             .store
             .decide_approval(id, status, Some(user), reason.as_deref(), self.clock.now())
-            .await?
-        else {
-            return Ok(Err("Already decided.".into()));
+            .await;
+        let decided = match decided {
+            Ok(Some(decided)) => decided,
+            failed => {
+                if let Some(waiter) = waiter {
+                    self.waiters_lock().insert(id.to_owned(), waiter);
+                }
+                return match failed {
+                    Err(e) => Err(e),
+                    _ => Ok(Err("Already decided.".into())),
+                };
+            }
         };
         if let Some(pattern) = rule {
             // The decision is recorded and stands: a rule that could not be
@@ -425,7 +453,7 @@ impl Approvals {
                 json!({ "id": id, "status": status.as_str(), "by": user.id.0 }),
             )
             .await;
-        let woke = match self.waiters_lock().remove(id) {
+        let woke = match waiter {
             Some(waiter) => waiter.send(decision_of(&decided)).is_ok(),
             None => false,
         };
