@@ -847,3 +847,228 @@ async fn run_ends_when_the_core_stops_listening() {
         .unwrap();
     assert!(result.is_ok(), "{result:?}");
 }
+
+/// The message ids the core received, per channel, in the order received.
+fn ids_by_channel(received: &[InboundMessage]) -> std::collections::HashMap<i64, Vec<u64>> {
+    let mut by_channel = std::collections::HashMap::<i64, Vec<u64>>::new();
+    for m in received {
+        by_channel
+            .entry(m.chat.chat.get())
+            .or_default()
+            .push(m.message_id.get() as u64);
+    }
+    by_channel
+}
+
+/// serenity hands every gateway event to a task of its own, so on a
+/// multi-thread runtime two back-to-back MESSAGE_CREATEs can reach the adapter
+/// in either order; the core must still see each channel's messages in the
+/// order Discord created them (snowflake order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn back_to_back_messages_reach_the_core_in_snowflake_order() {
+    let mut h = start().await;
+    // Look both channels up first, so only the gateway is in play below.
+    h.say(UserMessage::new(CHANNEL, ALICE, "warm up")).await;
+    h.say(UserMessage::new(OTHER_CHANNEL, BOB, "warm up")).await;
+    for round in 0..5 {
+        let mut sent = std::collections::HashMap::<i64, Vec<u64>>::new();
+        for i in 0..100 {
+            let (chat, user) = if i % 3 == 2 {
+                (OTHER_CHANNEL, BOB)
+            } else {
+                (CHANNEL, ALICE)
+            };
+            let id = h
+                .fake
+                .send_message(UserMessage::new(chat, user, format!("{round}-{i}")))
+                .expect("shard connected");
+            sent.entry(chat as i64).or_default().push(id);
+        }
+        let mut received = Vec::new();
+        for _ in 0..100 {
+            received.push(h.next_message().await);
+        }
+        // The fake mints increasing snowflakes, so sending order is id order.
+        let received = ids_by_channel(&received);
+        for (chat, ids) in &sent {
+            let got = &received[chat];
+            let misplaced = ids.iter().zip(got).filter(|(a, b)| a != b).count();
+            assert_eq!(got.len(), ids.len(), "round {round}: lost or duplicated");
+            assert_eq!(
+                misplaced, 0,
+                "round {round}: {misplaced} out of order in {chat}"
+            );
+        }
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_channel_lookup_is_tried_again() {
+    // No pause before asking again (its length is unit-tested on a paused clock).
+    let mut h = harness(FakeDiscordOptions::default(), |c| {
+        c.timings.lookup_retry = Duration::ZERO;
+    })
+    .await;
+    let thread = THREAD + 200;
+    h.fake.add_thread(thread, FREE_CHANNEL);
+    h.fake.fail_channel_lookups(thread, 1);
+    // Discord answered 500: this one message cannot know it is in a thread…
+    let first = h.say(UserMessage::new(thread, ALICE, "hello?")).await;
+    assert_eq!(first.chat, channel(thread), "the chat is right either way");
+    assert_eq!(first.chat_kind, ChatKind::Channel);
+    // …but the next one asks again and is answered as in a free thread.
+    let second = h.say(UserMessage::new(thread, ALICE, "anyone?")).await;
+    assert_eq!(
+        (second.chat_kind, second.addressed),
+        (ChatKind::Thread, Addressed::FreeChannel)
+    );
+    let lookups: Vec<u16> = h
+        .fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "GET" && c.path == format!("/channels/{thread}"))
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(lookups, [500, 200]);
+    // A successful look-up is remembered.
+    h.say(UserMessage::new(thread, ALICE, "again")).await;
+    assert_eq!(
+        h.fake.accepted("GET", &format!("/channels/{thread}")).len(),
+        1
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_rate_limited_command_registration_does_not_stall_channel_lookups() {
+    let mut h = start().await;
+    h.fake.rate_limit_commands(1, 60.0);
+    let register = {
+        let adapter = h.adapter.clone();
+        tokio::spawn(async move {
+            let commands = [switchboard_platform::CommandInfo::new(
+                "help",
+                "What I can do",
+            )];
+            adapter.set_commands(&commands).await
+        })
+    };
+    assert!(
+        h.fake
+            .wait_for(|f| f
+                .calls()
+                .iter()
+                .any(|c| c.method == "PUT" && c.status == 429))
+            .await,
+        "the registration was never refused"
+    );
+    let thread = THREAD + 300;
+    h.fake.add_thread(thread, FREE_CHANNEL);
+    let msg = h.say(UserMessage::new(thread, ALICE, "hi")).await;
+    assert_eq!(
+        (msg.chat_kind, msg.addressed),
+        (ChatKind::Thread, Addressed::FreeChannel),
+        "the look-up waited for the registration's 429"
+    );
+    register.abort();
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_callback_does_not_hold_up_another_press() {
+    // Discord's 3 s expiry; no deferral interferes.
+    let mut h = harness(FakeDiscordOptions::default(), |c| {
+        c.timings.defer_after = Duration::from_secs(2);
+        c.timings.callback_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let first = h
+        .adapter
+        .send(&channel(CHANNEL), card("First?", &["ap:21:allow"]))
+        .await
+        .unwrap();
+    let second = h
+        .adapter
+        .send(&channel(OTHER_CHANNEL), card("Second?", &["ap:22:allow"]))
+        .await
+        .unwrap();
+    h.fake.slow_next_callback(Duration::from_secs(10));
+    // Snowflakes minted in a fresh millisecond share their low bits.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    h.fake
+        .press(Press::new(first.id.get() as u64, "ap:21:allow", APPROVER))
+        .unwrap();
+    let slow = h.next_press().await;
+    let slow_answer = {
+        let adapter = h.adapter.clone();
+        tokio::spawn(async move { adapter.answer_press(&slow, PressAnswer::Ack).await })
+    };
+    assert!(h.fake.wait_for(|f| f.callbacks().len() == 1).await);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let quick_id = h
+        .fake
+        .press(Press::new(second.id.get() as u64, "ap:22:allow", APPROVER))
+        .unwrap();
+    let quick = h.next_press().await;
+    h.adapter
+        .answer_press(&quick, PressAnswer::Private("Decided.".into()))
+        .await
+        .expect("answered within Discord's 3 s");
+    assert!(h
+        .fake
+        .callbacks()
+        .iter()
+        .any(|c| c.interaction == quick_id && c.kind == 4));
+    // The slow one gives up instead of holding its interaction for 30 s.
+    let slow = tokio::time::timeout(Duration::from_secs(15), slow_answer)
+        .await
+        .expect("the slow callback gave up")
+        .unwrap();
+    assert!(matches!(slow, Err(PlatformError::Network(_))), "{slow:?}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn typing_lasts_until_the_last_turn_in_the_channel_ends() {
+    let h = harness(FakeDiscordOptions::default(), |c| {
+        c.timings.typing_interval = Duration::from_millis(40);
+    })
+    .await;
+    let chat = channel(CHANNEL);
+    // Alice's and Bob's turns run in the same channel.
+    h.adapter.activity(&chat, Activity::Typing).await.unwrap();
+    h.adapter.activity(&chat, Activity::Typing).await.unwrap();
+    assert!(h.fake.wait_for(|f| f.typing_calls(CHANNEL) >= 2).await);
+    // Alice's ends; Bob's still runs.
+    h.adapter.activity(&chat, Activity::Idle).await.unwrap();
+    let after_first = h.fake.typing_calls(CHANNEL);
+    assert!(
+        h.fake
+            .wait_for(|f| f.typing_calls(CHANNEL) >= after_first + 3)
+            .await,
+        "typing stopped while another turn still runs"
+    );
+    // Bob's ends too.
+    h.adapter.activity(&chat, Activity::Idle).await.unwrap();
+    let after_last = h.fake.typing_calls(CHANNEL);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        h.fake.typing_calls(CHANNEL) <= after_last + 1,
+        "typing continued after the last turn ended"
+    );
+    // A stray Idle is no debt: the next turn types, and its Idle stops it.
+    h.adapter.activity(&chat, Activity::Idle).await.unwrap();
+    h.adapter.activity(&chat, Activity::Typing).await.unwrap();
+    let before = h.fake.typing_calls(CHANNEL);
+    assert!(
+        h.fake
+            .wait_for(|f| f.typing_calls(CHANNEL) >= before + 2)
+            .await
+    );
+    h.adapter.activity(&chat, Activity::Idle).await.unwrap();
+    let stopped = h.fake.typing_calls(CHANNEL);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(h.fake.typing_calls(CHANNEL) <= stopped + 1);
+    h.stop().await;
+}

@@ -111,13 +111,14 @@ fn plain_continuation(rest: &str) -> bool {
     }
     rest.split_whitespace().all(|word| {
         let lower = word.to_ascii_lowercase();
-        if lower == "-c" || lower == "-e" {
+        // `-c`, also glued to its value (`-ccore.pager=…`), and `-e`.
+        if lower.starts_with("-c") || lower == "-e" {
             return false;
         }
         // Options, and `key=value` words (`core.pager=id`, `ProxyCommand=id`).
         let option_like = lower.starts_with('-') || lower.contains('=');
-        !(option_like && RUNS_SOMETHING_ELSE.iter().any(|w| lower.contains(w)))
-            && !lower.starts_with("-c") // `-ccore.pager=…` glued to its value
+        let runs_something_else = RUNS_SOMETHING_ELSE.iter().any(|w| lower.contains(w));
+        !(option_like && runs_something_else)
     })
 }
 

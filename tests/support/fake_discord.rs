@@ -161,6 +161,13 @@ pub(crate) struct Inner {
     pub refused_edits: std::collections::HashSet<u64>,
     /// The application's global commands, as the last bulk overwrite set them.
     pub commands: Vec<Value>,
+    /// `GET /channels/{id}` answers 500 this many more times, by channel.
+    pub lookup_failures: HashMap<u64, usize>,
+    /// Injected (non-global) 429s of the next command bulk overwrites.
+    pub command_429s: VecDeque<f64>,
+    /// Delays before the next interaction callbacks are answered (each is
+    /// carried out at once, only its answer is late: a slow network).
+    pub slow_callbacks: VecDeque<Duration>,
 }
 
 impl Inner {
@@ -394,6 +401,32 @@ impl FakeDiscord {
         inner
             .global_429s
             .extend(std::iter::repeat_n(retry_after, times));
+    }
+
+    /// The next `times` look-ups of `channel` (`GET /channels/{id}`) answer
+    /// 500, as Discord does in an outage.
+    pub fn fail_channel_lookups(&self, channel: u64, times: usize) {
+        *self
+            .shared
+            .lock()
+            .lookup_failures
+            .entry(channel)
+            .or_default() += times;
+    }
+
+    /// The next `times` command registrations (bulk overwrites) answer a
+    /// route 429 with `retry_after` seconds.
+    pub fn rate_limit_commands(&self, times: usize, retry_after: f64) {
+        let mut inner = self.shared.lock();
+        inner
+            .command_429s
+            .extend(std::iter::repeat_n(retry_after, times));
+    }
+
+    /// The next interaction callback is carried out at once but answered only
+    /// after `delay` (the response is slow, not the effect).
+    pub fn slow_next_callback(&self, delay: Duration) {
+        self.shared.lock().slow_callbacks.push_back(delay);
     }
 
     /// How many 429s the fake answered (injected and enforced).

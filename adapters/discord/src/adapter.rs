@@ -1,6 +1,7 @@
 //! [`DiscordAdapter`]: the platform contract on top of serenity's gateway and
 //! our paced REST client.
 
+use crate::channels::ChannelKinds;
 use crate::config::DiscordConfig;
 use crate::errors::DiscordError;
 use crate::gateway;
@@ -11,7 +12,7 @@ use crate::rest::Rest;
 use crate::slash::SlashMenu;
 use crate::typing::Typing;
 use async_trait::async_trait;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,8 +25,6 @@ use tokio_util::sync::CancellationToken;
 /// How many sent message ids are remembered to recognise replies to the bot
 /// when Discord omits `referenced_message`.
 const SENT_MEMORY: usize = 4096;
-/// Channel kinds cached before the cache is reset.
-const CHANNEL_CACHE: usize = 50_000;
 
 /// State shared by the adapter, the gateway handler and the background tasks.
 pub(crate) struct Shared {
@@ -35,8 +34,8 @@ pub(crate) struct Shared {
     pub typing: Arc<Typing>,
     pub bot_id: AtomicU64,
     pub slash: SlashMenu,
+    pub channels: ChannelKinds,
     sent: Mutex<(VecDeque<u64>, HashSet<u64>)>,
-    channels: Mutex<HashMap<u64, (u8, Option<u64>)>>,
 }
 
 impl Shared {
@@ -56,19 +55,6 @@ impl Shared {
     pub fn was_sent(&self, id: u64) -> bool {
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         sent.1.contains(&id)
-    }
-
-    pub fn cached_channel(&self, id: u64) -> Option<(u8, Option<u64>)> {
-        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        channels.get(&id).copied()
-    }
-
-    pub fn cache_channel(&self, id: u64, kind: u8, parent: Option<u64>) {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        if channels.len() >= CHANNEL_CACHE {
-            channels.clear();
-        }
-        channels.insert(id, (kind, parent));
     }
 }
 
@@ -109,9 +95,9 @@ impl DiscordAdapter {
             rest,
             bot_id: AtomicU64::new(me.id.get()),
             slash: SlashMenu::default(),
+            channels: ChannelKinds::new(timings.lookup_retry),
             config,
             sent: Mutex::new((VecDeque::new(), HashSet::new())),
-            channels: Mutex::new(HashMap::new()),
         });
         Ok(Self {
             shared,

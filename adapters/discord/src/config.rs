@@ -48,8 +48,17 @@ pub struct DiscordTimings {
     pub typing_max: Duration,
     /// Give up looking up a channel's kind after this long (then: plain channel).
     pub lookup_timeout: Duration,
+    /// After a failed channel look-up, messages of that channel count as a
+    /// plain channel for this long before the look-up is tried again.
+    pub lookup_retry: Duration,
     /// Interaction tokens stay usable this long (15 min on Discord).
     pub interaction_ttl: Duration,
+    /// An interaction callback not answered within this is given up (it must
+    /// reach Discord within 3 s of the press, so waiting longer buys nothing).
+    pub callback_timeout: Duration,
+    /// Gateway events wait this long so that each channel's events are
+    /// forwarded in the order Discord created them (see the gateway module).
+    pub reorder_window: Duration,
 }
 
 impl Default for DiscordTimings {
@@ -59,7 +68,10 @@ impl Default for DiscordTimings {
             typing_interval: Duration::from_secs(8),
             typing_max: Duration::from_secs(15 * 60),
             lookup_timeout: Duration::from_secs(5),
+            lookup_retry: Duration::from_secs(10),
             interaction_ttl: Duration::from_secs(15 * 60),
+            callback_timeout: Duration::from_secs(3),
+            reorder_window: Duration::from_millis(50),
         }
     }
 }

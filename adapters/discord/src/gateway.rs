@@ -1,13 +1,31 @@
-//! The gateway side: serenity shards → an ordered queue → normalized events in
-//! the core's sink.
+//! The gateway side: serenity shards → a queue → a per-channel reorder buffer
+//! → normalized events in the core's sink.
 //!
-//! serenity runs each event handler call in its own task, so the handler only
-//! enqueues; one pump task normalizes in arrival order (looking up and caching
+//! Order: serenity's shard runner reads events in order but hands each one to
+//! `tokio::spawn`: [`EventHandler`] calls, `RawEventHandler` calls and the
+//! framework alike (`client/dispatch.rs`; collectors run inline, but only from
+//! their registration, which itself happens in a spawned task after READY,
+//! and a restarted shard runner starts without them). On a multi-thread
+//! runtime those tasks reach our queue in any order — tokio even runs the
+//! last spawned task first — so arrival order is lost before our code runs.
+//! What survives is the snowflake: message and interaction ids start with the
+//! millisecond Discord created them, which is the order the user meant. So
+//! the pump holds each event for [`DiscordTimings::reorder_window`] (the skew
+//! between two handler tasks is scheduling latency, microseconds; the window
+//! leaves orders of magnitude more and is nothing next to a model's answer)
+//! and releases each channel's events in snowflake order ([`Reorder`]).
+//! Channels are independent, and each channel lives on a single shard.
+//!
+//! The pump then normalizes one event at a time (looking up and caching
 //! channel kinds, since MESSAGE_CREATE does not say whether it is a thread).
+//!
+//! [`DiscordTimings::reorder_window`]: crate::DiscordTimings::reorder_window
 
 use crate::adapter::Shared;
+use crate::channels::{Cached, Kind};
 use crate::errors::DiscordError;
 use crate::normalize::{self, Context, NotAPress, Place};
+use crate::order::Reorder;
 use crate::slash;
 use async_trait::async_trait;
 use serenity::client::{ClientBuilder, Context as SerenityContext, EventHandler};
@@ -22,9 +40,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{Inbound, InboundSink};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Events waiting for the pump, in arrival order.
+/// Events waiting for the pump.
 const QUEUE: usize = 1024;
 /// How long shards get to close cleanly on shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -36,7 +55,14 @@ pub(crate) fn intents() -> GatewayIntents {
         | GatewayIntents::MESSAGE_CONTENT
 }
 
-enum Queued {
+/// An event for the pump, with its channel and snowflake for ordering.
+struct Queued {
+    channel: u64,
+    id: u64,
+    event: Event,
+}
+
+enum Event {
     Message(Box<Message>),
     Inbound(Box<Inbound>),
 }
@@ -69,8 +95,13 @@ impl EventHandler for Handler {
         if message.author.bot {
             return;
         }
+        let queued = Queued {
+            channel: message.channel_id.get(),
+            id: message.id.get(),
+            event: Event::Message(Box::new(message)),
+        };
         // The queue only blocks when the core is far behind: back-pressure.
-        let _ = self.queue.send(Queued::Message(Box::new(message))).await;
+        let _ = self.queue.send(queued).await;
     }
 
     async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {
@@ -82,7 +113,7 @@ impl EventHandler for Handler {
         let shared = &self.shared;
         if let Some((id, kind, parent)) = normalize::interaction_channel(component.channel.as_ref())
         {
-            shared.cache_channel(id, kind, parent);
+            shared.channels.learned(id, (kind, parent));
         }
         let ctx = self.context();
         let handle = normalize::Handle {
@@ -94,10 +125,12 @@ impl EventHandler for Handler {
             Ok(press) => {
                 // The 3-second clock starts at receipt, not when the core sees it.
                 shared.interactions.received(handle);
-                let _ = self
-                    .queue
-                    .send(Queued::Inbound(Box::new(Inbound::ButtonPress(press))))
-                    .await;
+                let queued = Queued {
+                    channel: component.channel_id.get(),
+                    id: component.id.get(),
+                    event: Event::Inbound(Box::new(Inbound::ButtonPress(press))),
+                };
+                let _ = self.queue.send(queued).await;
             }
             Err(why) => {
                 if why == NotAPress::UnknownCustomId {
@@ -127,7 +160,7 @@ impl Handler {
     async fn slash_command(&self, command: &CommandInteraction) {
         let shared = &self.shared;
         if let Some((id, kind, parent)) = normalize::interaction_channel(command.channel.as_ref()) {
-            shared.cache_channel(id, kind, parent);
+            shared.channels.learned(id, (kind, parent));
         }
         let Some(message) = normalize::slash_command(command, &self.context()) else {
             tracing::debug!("ignoring a slash command with ids outside the contract");
@@ -141,8 +174,15 @@ impl Handler {
         {
             tracing::warn!(error = %e, command = %command.data.name, "could not answer a slash command");
         }
-        let inbound = Inbound::Message(message);
-        let _ = self.queue.send(Queued::Inbound(Box::new(inbound))).await;
+        // Queued only once answered, so the core's reply follows the echo; a
+        // callback slower than the reorder window lets newer messages of the
+        // channel go first (the command still arrives).
+        let queued = Queued {
+            channel: command.channel_id.get(),
+            id: command.id.get(),
+            event: Event::Inbound(Box::new(Inbound::Message(message))),
+        };
+        let _ = self.queue.send(queued).await;
     }
 }
 
@@ -200,30 +240,55 @@ fn finish<T>(pump: tokio::task::JoinHandle<()>, result: T) -> T {
     result
 }
 
+/// Moves events from the queue to the sink: each is held for the reorder
+/// window, then released per channel in snowflake order and normalized.
 async fn pump(
     mut queued: mpsc::Receiver<Queued>,
     shared: Arc<Shared>,
     sink: InboundSink,
     shutdown: CancellationToken,
 ) {
-    loop {
-        let next = tokio::select! {
-            next = queued.recv() => next,
-            () = shutdown.cancelled() => None,
+    let mut held = Reorder::new(shared.config.timings.reorder_window);
+    let mut open = true;
+    while open || !held.is_empty() {
+        let due = held.next_due();
+        tokio::select! {
+            next = queued.recv(), if open => match next {
+                Some(next) => held.hold(next.channel, next.id, next.event, Instant::now()),
+                None => open = false,
+            },
+            () = sleep_until(due), if due.is_some() => {}
+            () = shutdown.cancelled() => return,
+        }
+        // Whatever else is queued already takes part in this round's order.
+        while let Ok(next) = queued.try_recv() {
+            held.hold(next.channel, next.id, next.event, Instant::now());
+        }
+        let ready = if open {
+            held.release(Instant::now())
+        } else {
+            held.release_all()
         };
-        let inbound = match next {
-            None => break,
-            Some(Queued::Inbound(inbound)) => Some(*inbound),
-            Some(Queued::Message(message)) => normalize_message(&shared, &message)
-                .await
-                .map(Inbound::Message),
-        };
-        if let Some(inbound) = inbound {
+        for event in ready {
+            let inbound = match event {
+                Event::Inbound(inbound) => Some(*inbound),
+                Event::Message(message) => normalize_message(&shared, &message)
+                    .await
+                    .map(Inbound::Message),
+            };
+            let Some(inbound) = inbound else { continue };
             if sink.send(inbound).await.is_err() {
                 tracing::info!("inbound sink closed; Discord events are no longer forwarded");
-                break;
+                return;
             }
         }
+    }
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -252,33 +317,40 @@ async fn normalize_message(
 }
 
 /// A guild channel's kind and parent, from the cache or `GET /channels/{id}`.
-/// Failures count as a plain channel: the chat id is right either way.
-async fn channel_kind(shared: &Shared, channel: u64) -> (u8, Option<u64>) {
-    if let Some(known) = shared.cached_channel(channel) {
-        return known;
+/// A failed look-up counts as a plain channel (the chat id is right either
+/// way) and is tried again after [`DiscordTimings::lookup_retry`].
+///
+/// [`DiscordTimings::lookup_retry`]: crate::DiscordTimings::lookup_retry
+async fn channel_kind(shared: &Shared, channel: u64) -> Kind {
+    match shared.channels.get(channel) {
+        Cached::Known(kind) => return kind,
+        Cached::RecentlyFailed => return (0, None),
+        Cached::Unknown => {}
     }
     let looked_up = tokio::time::timeout(
         shared.config.timings.lookup_timeout,
         shared.rest.channel(channel),
     )
     .await;
-    let (kind, parent) = match looked_up {
+    let kind = match looked_up {
         Ok(Ok(info)) if info.is_thread() => (info.kind, info.parent_id.map(|p| p.get())),
         Ok(Ok(info)) => (info.kind, None),
         Ok(Err(e)) => {
-            tracing::debug!(channel, error = %e, "channel look-up failed; treating it as a channel");
-            (0, None)
+            tracing::debug!(channel, error = %e, "channel look-up failed; treating it as a channel for now");
+            shared.channels.failed(channel);
+            return (0, None);
         }
         Err(_) => {
             tracing::debug!(
                 channel,
-                "channel look-up timed out; treating it as a channel"
+                "channel look-up timed out; treating it as a channel for now"
             );
+            shared.channels.failed(channel);
             return (0, None);
         }
     };
-    shared.cache_channel(channel, kind, parent);
-    (kind, parent)
+    shared.channels.learned(channel, kind);
+    kind
 }
 
 fn gateway_error(shared: &Shared, e: serenity::Error) -> DiscordError {

@@ -16,11 +16,13 @@
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
+mod channels;
 mod config;
 mod errors;
 mod gateway;
 mod interactions;
 mod normalize;
+mod order;
 mod render;
 mod rest;
 mod slash;

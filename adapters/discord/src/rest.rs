@@ -19,13 +19,6 @@ use switchboard_platform::{Pacer, Retry, Secret};
 /// Longest pause a 429 may impose; a bogus `retry_after` must not stall us for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Lanes interaction calls are spread over; one interaction always uses the same.
-const INTERACTION_LANES: u64 = 16;
-
-fn interaction_lane(interaction: u64) -> Lane {
-    // The low 22 bits of a snowflake are worker, process and increment: well spread.
-    Lane::Interaction((interaction % INTERACTION_LANES) as u8)
-}
 
 /// What a call is paced by. Only channel messages count against the channel
 /// quota; everything counts against the bot quota.
@@ -35,11 +28,15 @@ pub(crate) enum Lane {
     Channel(u64),
     /// Typing in a channel: its own bucket on Discord.
     Typing(u64),
-    /// Interaction callbacks and webhook followups, spread over a few lanes
-    /// (one interaction's calls always share a lane, so they stay in order).
-    Interaction(u8),
-    /// Look-ups (current user, channel kinds) and command registration.
+    /// One interaction's callback and webhook followups: its calls stay in
+    /// order, and a slow or paused call never holds up another press (each
+    /// must be answered within 3 s). Lanes of finished interactions are idle
+    /// and swept by the pacer.
+    Interaction(u64),
+    /// Look-ups: the current user and channel kinds (the gateway waits on these).
     Lookup,
+    /// Slash-command registration: a long 429 on it must not stall look-ups.
+    Commands,
 }
 
 /// The bot's own user, from `GET /users/@me`.
@@ -89,6 +86,8 @@ pub(crate) struct Rest {
     token: Secret,
     proxy: Option<String>,
     pacer: Pacer<Lane>,
+    /// How long an interaction callback may take (Discord's 3 s apply).
+    callback_timeout: Duration,
 }
 
 impl Rest {
@@ -110,6 +109,7 @@ impl Rest {
                 _ => Vec::new(),
             })
             .with_unmetered(|lane: &Lane| matches!(lane, Lane::Interaction(_))),
+            callback_timeout: config.timings.callback_timeout,
         })
     }
 
@@ -198,11 +198,12 @@ impl Rest {
             interaction_id: InteractionId::from(nz(interaction)?),
             token,
         };
-        self.call(
-            interaction_lane(interaction),
+        self.call_within(
+            Lane::Interaction(interaction),
             LightMethod::Post,
             route,
             Some(body),
+            self.callback_timeout,
         )
         .await
         .map(drop)
@@ -221,7 +222,7 @@ impl Rest {
             token,
         };
         self.call(
-            interaction_lane(interaction),
+            Lane::Interaction(interaction),
             LightMethod::Post,
             route,
             Some(body),
@@ -244,7 +245,7 @@ impl Rest {
             token,
         };
         self.call(
-            interaction_lane(interaction),
+            Lane::Interaction(interaction),
             LightMethod::Patch,
             route,
             Some(body),
@@ -262,7 +263,7 @@ impl Rest {
         let route = Route::Commands {
             application_id: ApplicationId::from(nz(application)?),
         };
-        self.call(Lane::Lookup, LightMethod::Put, route, Some(commands))
+        self.call(Lane::Commands, LightMethod::Put, route, Some(commands))
             .await
             .map(drop)
     }
@@ -275,6 +276,19 @@ impl Rest {
         route: Route<'_>,
         body: Option<&Value>,
     ) -> Result<Value, RestError> {
+        self.call_within(lane, method, route, body, HTTP_TIMEOUT)
+            .await
+    }
+
+    /// [`Rest::call`] where each attempt gets `timeout` for its HTTP exchange.
+    async fn call_within(
+        &self,
+        lane: Lane,
+        method: LightMethod,
+        route: Route<'_>,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<Value, RestError> {
         let bytes = body
             .map(serde_json::to_vec)
             .transpose()
@@ -282,7 +296,7 @@ impl Rest {
         self.pacer
             .run(
                 &lane,
-                || self.once(method, route, bytes.clone()),
+                || self.once(method, route, bytes.clone(), timeout),
                 |e: &RestError| match e {
                     RestError::RateLimited { delay, global } => Retry::After {
                         delay: *delay,
@@ -299,11 +313,13 @@ impl Rest {
         method: LightMethod,
         route: Route<'_>,
         body: Option<Vec<u8>>,
+        timeout: Duration,
     ) -> Result<Value, RestError> {
         let request = Request::new(route, method)
             .body(body)
             .build(&self.client, self.auth.expose(), self.proxy.as_deref())
-            .map_err(|e| RestError::Invalid(self.scrub(&e.to_string())))?;
+            .map_err(|e| RestError::Invalid(self.scrub(&e.to_string())))?
+            .timeout(timeout);
         let response = request
             .send()
             .await
@@ -342,21 +358,39 @@ impl Rest {
 }
 
 /// Reads a 429: the body's float `retry_after` and `global`, else the headers.
+/// A value that is not a finite, non-negative number is skipped.
 fn rate_limited(body: Option<&ErrorBody>, headers: &reqwest::header::HeaderMap) -> RestError {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let usable = |s: &f64| s.is_finite() && *s >= 0.0;
     let seconds = body
         .and_then(|b| b.retry_after)
-        .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
-        .or_else(|| header("x-ratelimit-reset-after").and_then(|v| v.parse::<f64>().ok()))
-        .filter(|s| s.is_finite() && *s >= 0.0)
+        .filter(usable)
+        .or_else(|| {
+            header("retry-after")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(usable)
+        })
+        .or_else(|| {
+            header("x-ratelimit-reset-after")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(usable)
+        })
         .unwrap_or(1.0);
     let global = body.and_then(|b| b.global).unwrap_or(false)
         || header("x-ratelimit-global").is_some_and(|v| v.eq_ignore_ascii_case("true"))
         || header("x-ratelimit-scope").is_some_and(|v| v.eq_ignore_ascii_case("global"));
     RestError::RateLimited {
-        delay: Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER),
+        delay: retry_delay(seconds),
         global,
     }
+}
+
+/// `seconds` (finite, non-negative) as a pause of at most [`MAX_RETRY_AFTER`];
+/// clamped as a float first, since `Duration::from_secs_f64` panics on values
+/// beyond `Duration::MAX`.
+fn retry_delay(seconds: f64) -> Duration {
+    let capped = seconds.clamp(0.0, MAX_RETRY_AFTER.as_secs_f64());
+    Duration::try_from_secs_f64(capped).unwrap_or(MAX_RETRY_AFTER)
 }
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, RestError> {
@@ -435,6 +469,43 @@ mod tests {
             rate_limited(Some(&body), &HeaderMap::new()),
             RestError::RateLimited { delay, .. } if delay == MAX_RETRY_AFTER
         ));
+    }
+
+    #[test]
+    fn a_huge_or_bogus_retry_after_never_panics() {
+        let body = |retry_after: f64| ErrorBody {
+            code: None,
+            message: None,
+            retry_after: Some(retry_after),
+            global: None,
+        };
+        let delay = |error: RestError| match error {
+            RestError::RateLimited { delay, .. } => delay,
+            other => panic!("not a rate limit: {other:?}"),
+        };
+        let none = HeaderMap::new();
+        for huge in [1e20, 1e300, f64::MAX] {
+            assert_eq!(
+                delay(rate_limited(Some(&body(huge)), &none)),
+                MAX_RETRY_AFTER
+            );
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("1e30"));
+        assert_eq!(delay(rate_limited(None, &headers)), MAX_RETRY_AFTER);
+        // NaN, infinite or negative values are skipped for the next source.
+        headers.insert("retry-after", HeaderValue::from_static("2.5"));
+        for bogus in [f64::NAN, f64::INFINITY, -3.0] {
+            assert_eq!(
+                delay(rate_limited(Some(&body(bogus)), &headers)),
+                Duration::from_millis(2500)
+            );
+            assert_eq!(
+                delay(rate_limited(Some(&body(bogus)), &none)),
+                Duration::from_secs(1)
+            );
+        }
+        assert_eq!(retry_delay(0.0), Duration::ZERO);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Typing indicators: one renewal loop per channel from `Typing` until `Idle`.
+//! Typing indicators: one renewal loop per channel while any turn in it runs.
 
 use crate::rest::Rest;
 use std::collections::HashMap;
@@ -7,11 +7,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// A channel's typing loop and the turns it types for.
+struct Loop {
+    /// `Typing` calls not yet matched by an `Idle`.
+    turns: usize,
+    generation: u64,
+    token: CancellationToken,
+}
+
 /// Runs the typing loops. A Discord typing indicator lasts ~10 s or until the
 /// bot posts, so it is renewed every `interval` while a turn runs.
+///
+/// The indicator belongs to the channel, but turns belong to sessions (one per
+/// user), so several turns can run in one channel: each `Typing` counts one
+/// turn in, each `Idle` one out, and the loop stops when the last turn in the
+/// channel is idle. A stray `Idle` (no turn running) is ignored. When a loop
+/// ends by itself (`max` reached, typing refused) its count is dropped too,
+/// so a `Typing` that never got its `Idle` cannot keep a channel typing.
 pub(crate) struct Typing {
     rest: Arc<Rest>,
-    loops: Mutex<HashMap<u64, (u64, CancellationToken)>>,
+    loops: Mutex<HashMap<u64, Loop>>,
     next_generation: AtomicU64,
     interval: Duration,
     max: Duration,
@@ -35,16 +50,24 @@ impl Typing {
         }
     }
 
-    /// Starts typing in `channel` unless it already types.
+    /// A turn in `channel` started: types there unless it already does.
     pub fn start(self: &Arc<Self>, channel: u64) {
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let token = self.stop.child_token();
         {
             let mut loops = self.lock();
-            if loops.contains_key(&channel) {
+            if let Some(running) = loops.get_mut(&channel) {
+                running.turns += 1;
                 return;
             }
-            loops.insert(channel, (generation, token.clone()));
+            loops.insert(
+                channel,
+                Loop {
+                    turns: 1,
+                    generation,
+                    token: token.clone(),
+                },
+            );
         }
         let this = Arc::clone(self);
         tokio::spawn(async move {
@@ -67,20 +90,31 @@ impl Typing {
                 }
             }
             let mut loops = this.lock();
-            if loops.get(&channel).is_some_and(|(g, _)| *g == generation) {
+            if loops
+                .get(&channel)
+                .is_some_and(|l| l.generation == generation)
+            {
                 loops.remove(&channel);
             }
         });
     }
 
-    /// Stops typing in `channel` (the indicator fades by itself within seconds).
+    /// A turn in `channel` ended: stops typing there once no turn runs (the
+    /// indicator fades by itself within seconds).
     pub fn stop(&self, channel: u64) {
-        if let Some((_, token)) = self.lock().remove(&channel) {
-            token.cancel();
+        let mut loops = self.lock();
+        let Some(running) = loops.get_mut(&channel) else {
+            return;
+        };
+        running.turns = running.turns.saturating_sub(1);
+        if running.turns == 0 {
+            if let Some(ended) = loops.remove(&channel) {
+                ended.token.cancel();
+            }
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (u64, CancellationToken)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Loop>> {
         self.loops.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -50,7 +50,6 @@ async fn handle(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == format!("Bot {TOKEN}"));
-    let mut inner = shared.lock();
     let request = Request {
         method: &method,
         path: &path,
@@ -58,18 +57,10 @@ async fn handle(
         authorized,
         arrived,
     };
-    let (status, answer, extra_headers) = route(&shared, &mut inner, &request);
-    if status == 429 {
-        inner.rate_limited += 1;
+    let (status, answer, extra_headers, late) = answer(&shared, &request, body);
+    if let Some(late) = late {
+        tokio::time::sleep(late).await;
     }
-    inner.calls.push(Call {
-        method: method.to_string(),
-        path,
-        body,
-        status,
-        at: Instant::now(),
-    });
-    drop(inner);
     let mut response = if status == 204 {
         StatusCode::NO_CONTENT.into_response()
     } else {
@@ -85,6 +76,33 @@ async fn handle(
         }
     }
     response
+}
+
+/// Routes and records one request under the lock; also says how long its
+/// answer is held back (a slow interaction callback).
+fn answer(
+    shared: &Shared,
+    request: &Request<'_>,
+    body: Value,
+) -> (u16, Value, Vec<(&'static str, String)>, Option<Duration>) {
+    let mut inner = shared.lock();
+    let (status, answer, extra_headers) = route(shared, &mut inner, request);
+    if status == 429 {
+        inner.rate_limited += 1;
+    }
+    let segments: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
+    let late = match segments.as_slice() {
+        ["interactions", _, _, "callback"] => inner.slow_callbacks.pop_front(),
+        _ => None,
+    };
+    inner.calls.push(Call {
+        method: request.method.to_string(),
+        path: request.path.to_owned(),
+        body,
+        status,
+        at: Instant::now(),
+    });
+    (status, answer, extra_headers, late)
 }
 
 fn error(status: u16, code: u64, message: &str) -> Answer {
@@ -195,6 +213,12 @@ fn dispatch(
             "bot_public": false, "bot_require_code_grant": false, "verify_key": "00", "flags": 0,
         })),
         ("GET", ["channels", channel]) => {
+            if let Some(left) = id(channel).and_then(|c| inner.lookup_failures.get_mut(&c)) {
+                if *left > 0 {
+                    *left -= 1;
+                    return error(500, 0, "500: Internal Server Error");
+                }
+            }
             match id(channel).and_then(|c| inner.channels.get(&c).map(|ch| (c, *ch))) {
                 Some((c, ch)) => {
                     let name = format!("channel-{c}");
@@ -225,6 +249,9 @@ fn dispatch(
         ("PUT", ["applications", app, "commands"]) => {
             if *app != APP_ID.to_string() {
                 return error(403, 50001, "Missing Access");
+            }
+            if let Some(retry_after) = inner.command_429s.pop_front() {
+                return injected_429(retry_after, false);
             }
             match commands(body) {
                 Ok(list) => {
