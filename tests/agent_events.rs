@@ -17,7 +17,9 @@ use switchboard::agent::{
     Agent, AgentConfig, NobodyToAsk, RuntimeEvent, StopReason, TurnOutcome, TurnRequest,
     MAX_CONTEXT_MESSAGES,
 };
-use switchboard::llm::{EndpointConfig, Message, ModelInfo, OpenAiProvider};
+use switchboard::llm::{
+    EndpointConfig, FallbackProvider, Message, ModelInfo, OpenAiProvider, Provider,
+};
 use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
@@ -77,25 +79,7 @@ impl Rig {
     async fn new() -> Rig {
         let llm = FakeLlm::start().await;
         let config = EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None));
-        let provider = Arc::new(OpenAiProvider::new(config).unwrap());
-        let mut tools = ToolRegistry::new();
-        tools
-            .register(TestTool::named("lookup"))
-            .register(TestTool::named("explode"))
-            .register(TestTool::named("hang"));
-        let dir = tempfile::tempdir().unwrap();
-        let agent = Arc::new(Agent::new(
-            provider,
-            Arc::new(tools),
-            AgentConfig {
-                max_tool_rounds: 15,
-                system_prompt: "You are a test assistant.".into(),
-                data_dir: dir.path().to_path_buf(),
-                model_retries: 2,
-                tool_timeout: Duration::from_secs(1),
-                intents: switchboard::agent::IntentRules::builtin(),
-            },
-        ));
+        let (agent, dir) = agent_on(Arc::new(OpenAiProvider::new(config).unwrap()));
         Rig {
             llm,
             agent,
@@ -105,21 +89,49 @@ impl Rig {
 
     /// Runs one turn of `input` after `history`; every event, `done` last.
     async fn turn(&self, history: Vec<Message>, input: &str) -> Vec<RuntimeEvent> {
-        let mut rx = self.agent.run_turn(TurnRequest {
-            session_id: "s1".into(),
-            origin: None,
-            history,
-            input: Message::user(input),
-            host: Arc::new(NobodyToAsk),
-            cancel: CancellationToken::new(),
-            system_context: None,
-        });
-        let mut events = Vec::new();
-        while let Some(event) = rx.recv().await {
-            events.push(event);
-        }
-        events
+        turn(&self.agent, history, input).await
     }
+}
+
+/// The real agent with the test tools on `provider`, and its data dir.
+fn agent_on(provider: Arc<dyn Provider>) -> (Arc<Agent>, tempfile::TempDir) {
+    let mut tools = ToolRegistry::new();
+    tools
+        .register(TestTool::named("lookup"))
+        .register(TestTool::named("explode"))
+        .register(TestTool::named("hang"));
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Arc::new(Agent::new(
+        provider,
+        Arc::new(tools),
+        AgentConfig {
+            max_tool_rounds: 15,
+            system_prompt: "You are a test assistant.".into(),
+            data_dir: dir.path().to_path_buf(),
+            model_retries: 2,
+            tool_timeout: Duration::from_secs(1),
+            intents: switchboard::agent::IntentRules::builtin(),
+        },
+    ));
+    (agent, dir)
+}
+
+/// Runs one turn of `input` after `history`; every event, `done` last.
+async fn turn(agent: &Arc<Agent>, history: Vec<Message>, input: &str) -> Vec<RuntimeEvent> {
+    let mut rx = agent.run_turn(TurnRequest {
+        session_id: "s1".into(),
+        origin: None,
+        history,
+        input: Message::user(input),
+        host: Arc::new(NobodyToAsk),
+        cancel: CancellationToken::new(),
+        system_context: None,
+    });
+    let mut events = Vec::new();
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    events
 }
 
 /// The spec's name of an event.
@@ -368,6 +380,54 @@ async fn reasoning_streams_as_thinking_deltas_before_the_text() {
 }
 
 #[tokio::test]
+async fn a_host_that_refuses_reasoning_content_still_gets_the_tool_round() {
+    let rig = Rig::new().await;
+    // Groq and Cerebras refuse the property DeepSeek requires.
+    rig.llm.reject_message_fields(&["reasoning_content"]);
+    rig.llm.push(Reply::reasoning_then_tool_calls(
+        "I should look it up.",
+        [("c1", "lookup", json!({"code": "600519"}))],
+    ));
+    rig.llm.push(Reply::text("It closed at 1688."));
+    let events = rig.turn(Vec::new(), "how did 600519 do?").await;
+    let done = outcome(&events);
+    assert_eq!(
+        (done.stop.clone(), done.text.as_str()),
+        (StopReason::Answered, "It closed at 1688."),
+        "{events:?}"
+    );
+    let requests = rig.llm.requests().await;
+    assert_eq!(requests.len(), 3, "refused once, then sent without it");
+    assert_eq!(
+        messages(&requests[1])[2]["reasoning_content"],
+        "I should look it up."
+    );
+    assert!(!requests[2].to_string().contains("reasoning_content"));
+    assert!(tool_of(&requests[2], "c1").contains("1688.00"));
+
+    // The endpoint's refusal is remembered: the next round goes without it at once.
+    rig.llm.push(Reply::reasoning_then_tool_calls(
+        "Again.",
+        [("c2", "lookup", json!({"code": "000001"}))],
+    ));
+    rig.llm.push(Reply::text("Done."));
+    let events = rig.turn(Vec::new(), "and 000001?").await;
+    assert_eq!(outcome(&events).text, "Done.");
+    let requests = rig.llm.requests().await;
+    assert_eq!(requests.len(), 5);
+    assert!(!requests[4].to_string().contains("reasoning_content"));
+}
+
+/// The content of the tool message answering `call_id`.
+fn tool_of(request: &Value, call_id: &str) -> String {
+    messages(request)
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[tokio::test]
 async fn a_transient_server_error_is_retried_with_a_retry_event() {
     let rig = Rig::new().await;
     rig.llm.push(Reply::status(
@@ -438,4 +498,135 @@ async fn a_long_conversation_is_compacted_before_the_model_streams() {
         "{messages_after} < {messages_before}"
     );
     assert!(outcome(&events).compaction.is_some());
+}
+
+/// A fallback chain of two fake endpoints, the primary's window first.
+fn chain(
+    primary: &FakeLlm,
+    primary_window: u32,
+    fallback: &FakeLlm,
+    fallback_window: u32,
+    idle: Duration,
+) -> Arc<dyn Provider> {
+    let endpoint = |llm: &FakeLlm, name: &str, window| {
+        let config = EndpointConfig::new(llm.base_url(), ModelInfo::new(name, Some(window)))
+            .with_idle_timeout(idle);
+        Arc::new(OpenAiProvider::new(config).unwrap()) as Arc<dyn Provider>
+    };
+    Arc::new(FallbackProvider::new(
+        endpoint(primary, "big-model", primary_window),
+        vec![endpoint(fallback, "small-model", fallback_window)],
+    ))
+}
+
+#[tokio::test]
+async fn a_fallback_with_a_smaller_window_gets_a_request_that_fits_it() {
+    let (primary, fallback) = (FakeLlm::start().await, FakeLlm::start().await);
+    primary.push(Reply::status(
+        429,
+        error_body(
+            "Rate limit reached",
+            "requests",
+            Some("rate_limit_exceeded"),
+        ),
+    ));
+    fallback.set_context_window(16_000);
+    fallback.set_responder(|request| {
+        let system = messages(request)[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if system.starts_with("You compress") {
+            Reply::text(r#"{"summary": "The user and the assistant went through the notes."}"#)
+        } else {
+            Reply::text("Answered by the fallback.")
+        }
+    });
+    let provider = chain(&primary, 40_000, &fallback, 16_000, Duration::from_secs(10));
+    let (agent, _dir) = agent_on(provider);
+    // About 20K tokens: well within the primary's window (no compaction for
+    // it), beyond the fallback's.
+    let history: Vec<Message> = (0..24)
+        .map(|i| {
+            let text = format!("note {i}: {}", "word ".repeat(640));
+            if i % 2 == 0 {
+                Message::user(text)
+            } else {
+                Message::assistant(text)
+            }
+        })
+        .collect();
+    let events = turn(&agent, history, "and the last note?").await;
+    let done = outcome(&events);
+    assert_eq!(
+        (done.stop.clone(), done.text.as_str()),
+        (StopReason::Answered, "Answered by the fallback."),
+        "{:?}",
+        fallback
+            .requests()
+            .await
+            .last()
+            .map(support::fake_llm::prompt_tokens)
+    );
+    assert_eq!(primary.requests().await.len(), 1);
+    let seq = sequence(&events);
+    assert!(
+        seq.starts_with(&["model_start".into(), "retry".into(), "compaction".into()]),
+        "compacted for the fallback: {seq:?}"
+    );
+    let sent = fallback.requests().await;
+    assert!(!sent.is_empty());
+    for request in &sent {
+        assert!(support::fake_llm::prompt_tokens(request) <= 16_000);
+    }
+}
+
+#[tokio::test]
+async fn a_primary_that_stalls_after_its_headers_is_retried_on_the_fallback() {
+    let (primary, fallback) = (FakeLlm::start().await, FakeLlm::start().await);
+    // Headers, then silence past the idle timeout.
+    primary.push(Reply::chunks(Vec::new()).then_stall());
+    fallback.push(Reply::text("From the fallback."));
+    let provider = chain(
+        &primary,
+        64_000,
+        &fallback,
+        64_000,
+        Duration::from_millis(300),
+    );
+    let (agent, _dir) = agent_on(provider);
+    let events = turn(&agent, Vec::new(), "hello?").await;
+    assert_eq!(
+        sequence(&events),
+        ["model_start", "retry", "text_delta…", "usage", "done"]
+    );
+    let Some(RuntimeEvent::Retry { reason, .. }) = events
+        .iter()
+        .find(|e| matches!(e, RuntimeEvent::Retry { .. }))
+    else {
+        unreachable!()
+    };
+    assert!(reason.contains("sent nothing"), "{reason}");
+    assert_eq!(outcome(&events).text, "From the fallback.");
+    assert_eq!(
+        (
+            primary.requests().await.len(),
+            fallback.requests().await.len()
+        ),
+        (1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_single_endpoint_that_stalls_is_not_retried() {
+    let rig = Rig::new().await;
+    let llm = &rig.llm;
+    llm.push(Reply::chunks(Vec::new()).then_stall());
+    let config = EndpointConfig::new(llm.base_url(), ModelInfo::new("fake-model", None))
+        .with_idle_timeout(Duration::from_millis(300));
+    let (agent, _dir) = agent_on(Arc::new(OpenAiProvider::new(config).unwrap()));
+    let events = turn(&agent, Vec::new(), "hello?").await;
+    assert_eq!(sequence(&events), ["model_start", "done"]);
+    assert_eq!(outcome(&events).stop, StopReason::ModelError);
+    assert_eq!(llm.requests().await.len(), 1);
 }

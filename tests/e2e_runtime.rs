@@ -404,6 +404,69 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
 }
 
 #[tokio::test]
+async fn a_sub_agent_reads_the_sessions_stored_results_and_memories() {
+    let h = Harness::with(&[("MEMORY_ENABLED", "true")]).await;
+    // Over 50,000 chars: the parent's read is stored, only a preview kept.
+    let lines: Vec<String> = (0..900)
+        .map(|i| format!("line {i:04} {}", "x".repeat(60)))
+        .collect();
+    h.write(
+        "big.txt",
+        &format!("{}\nthe total is 4217\n", lines.join("\n")),
+    );
+    h.llm.push(Reply::tool_calls([
+        ("call_big", "read_file", json!({"path": "big.txt"})),
+        (
+            "call_mem",
+            "remember",
+            json!({"content": "The user reports figures in euros"}),
+        ),
+    ]));
+    h.llm.push(Reply::tool_calls([(
+        "call_d",
+        "delegate_to_analysis",
+        json!({"task": "Find the total at the end of stored result call_big; recall the user's currency."}),
+    )]));
+    // The sub-agent reads the tail of the parent's stored result and recalls.
+    h.llm.push(Reply::tool_calls([
+        (
+            "sub_1",
+            "read_stored_result",
+            json!({"call_id": "call_big", "offset": 60000}),
+        ),
+        ("sub_2", "recall", json!({"query": "euros"})),
+    ]));
+    h.llm.push(Reply::text("The total is 4217 euros."));
+    h.llm.push(Reply::text("4217 euros."));
+    h.channel.dm(1, "what is the total in big.txt?").await;
+    h.wait_for("the answer", |l| l.has_text("4217 euros."))
+        .await;
+
+    let requests = h.requests(5).await;
+    let preview = tool_result(&requests[1], "call_big");
+    assert!(preview.starts_with("[Large result:"), "{preview}");
+    assert!(tool_result(&requests[1], "call_mem").starts_with("Saved as memory #"));
+    let read = tool_result(&requests[3], "sub_1");
+    assert!(read.contains("the total is 4217"), "{read}");
+    let recalled = tool_result(&requests[3], "sub_2");
+    assert!(recalled.contains("euros"), "{recalled}");
+    // The sub-agent's trace is still its own.
+    let session = h.session(1, 1).await;
+    let traces = h.data_dir().join("scratchpad");
+    let names: Vec<String> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with("analysis") && n.contains(&session.to_string())),
+        "{names:?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_sub_agent_can_work_in_the_background_and_report_by_notification() {
     let h = Harness::start().await;
     h.llm.push(Reply::tool_calls([(

@@ -313,6 +313,38 @@ async fn extended_thinking_sends_its_signed_blocks_back_through_a_tool_loop() ->
 }
 
 #[tokio::test]
+async fn a_compacted_history_keeps_the_signed_thinking_first() -> anyhow::Result<()> {
+    let fake = FakeAnthropic::start().await;
+    let p = thinking_provider(&fake, 2048)?;
+    fake.push(Reply::thinking_then_tool_uses(
+        "The file will say. ",
+        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
+    ));
+    let (chunks, error) = run(&p, ask("what is in a.txt?")).await;
+    assert!(error.is_none(), "{error:?}");
+    let mut call = Message::assistant("");
+    call.tool_calls = support::provider::calls(&chunks);
+    call.signed_reasoning = signed(&chunks);
+    // Compaction folded the question: the kept tail starts at the signed
+    // call, right after the summary and its acknowledgement.
+    let mut messages =
+        switchboard::agent::summary_messages("The user asked what a.txt says.").to_vec();
+    messages.extend([call, Message::tool_result("toolu_1", "pelican")]);
+    fake.push(Reply::thinking("It said pelican. ", "Pelican."));
+    let request = ChatRequest {
+        messages,
+        ..ask("unused")
+    };
+    let (chunks, error) = run(&p, request).await;
+    assert!(error.is_none(), "{error:?} {:?}", fake.rejections());
+    assert_eq!(joined(&chunks, false), "Pelican.");
+    let sent = &fake.requests()[1];
+    assert_eq!(sent["thinking"]["type"], "enabled");
+    assert_eq!(sent["messages"][1]["content"][0]["type"], "thinking");
+    Ok(())
+}
+
+#[tokio::test]
 async fn redacted_thinking_is_kept_opaque() -> anyhow::Result<()> {
     let fake = FakeAnthropic::start().await;
     fake.push(Reply::redacted_thinking("Done."));

@@ -1,7 +1,9 @@
 //! A fallback of another protocol continues a turn the primary started: Gemini
 //! signs its tool call (the signature rides in the call id), then fails; the
 //! Anthropic fallback gets the same conversation — with ids it accepts — and
-//! answers. Both fakes are as strict as the real APIs about call ids.
+//! answers. Both fakes are as strict as the real APIs about call ids. And
+//! Anthropic's thinking does not follow the turn to an OpenAI-compatible
+//! fallback as `reasoning_content`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -10,6 +12,7 @@ use serde_json::json;
 use support::e2e::Harness;
 use support::fake_anthropic::{FakeAnthropic, Reply as AnthropicReply};
 use support::fake_gemini::{FakeGemini, Reply as GeminiReply};
+use support::fake_llm::{FakeLlm, Reply};
 
 #[tokio::test]
 async fn an_anthropic_fallback_finishes_a_turn_gemini_started() {
@@ -112,4 +115,53 @@ async fn a_gemini_fallback_accepts_a_call_another_model_made() {
         .find(|p| p.get("functionCall").is_some())
         .unwrap();
     assert_eq!(call["thoughtSignature"], "skip_thought_signature_validator");
+}
+
+#[tokio::test]
+async fn anthropic_thinking_is_not_sent_to_an_openai_fallback_as_reasoning_content() {
+    let anthropic = FakeAnthropic::start().await;
+    let llm = FakeLlm::start().await;
+    // A strict host: it refuses `reasoning_content` on messages.
+    llm.reject_message_fields(&["reasoning_content"]);
+    let llm_url = llm.base_url();
+    let h = Harness::with_llm(
+        &[
+            ("LLM_API", "anthropic"),
+            ("LLM_BASE_URL", &anthropic.base_url()),
+            ("LLM_MODEL", "claude-sonnet-4"),
+            ("LLM_THINKING_BUDGET", "2048"),
+            ("LLM_FALLBACK_1_API", "openai"),
+            ("LLM_FALLBACK_1_BASE_URL", &llm_url),
+            ("LLM_FALLBACK_1_MODEL", "fake-model"),
+        ],
+        llm,
+    )
+    .await;
+    h.write("a.txt", "the secret word is mango\n");
+    anthropic.push(AnthropicReply::thinking_then_tool_uses(
+        "The file will say. ",
+        [("toolu_01", "read_file", json!({"path": "a.txt"}))],
+    ));
+    for _ in 0..3 {
+        anthropic.push(AnthropicReply::status(
+            529,
+            "overloaded_error",
+            "Overloaded",
+        ));
+    }
+    h.llm.push(Reply::text("The word is mango."));
+
+    h.channel.dm(1, "what is in a.txt?").await;
+    h.wait_for("the fallback's answer", |l| {
+        l.has_text("The word is mango.")
+    })
+    .await;
+    h.idle().await;
+    let requests = h.llm.requests().await;
+    assert_eq!(requests.len(), 1, "sent once, and accepted");
+    assert!(
+        !requests[0].to_string().contains("reasoning_content"),
+        "{:#}",
+        requests[0]
+    );
 }

@@ -82,15 +82,7 @@ pub fn summary_messages(summary: &str) -> [Message; 2] {
     ]
 }
 
-/// The safety reserve of a window: min(max(16,384, 25%), 50%).
-pub fn reserve(window: usize) -> usize {
-    (window / 4).max(16_384).min(window / 2)
-}
-
-/// The estimate above which a request is compacted first.
-pub fn threshold(window: usize) -> usize {
-    window - reserve(window)
-}
+pub use crate::llm::{reserve, threshold};
 
 /// The conversation as the model sees it: a summary prefix, then the turn's
 /// messages from `folded` on.
@@ -130,7 +122,8 @@ pub fn tail_start(messages: &[Message], max_tokens: usize) -> usize {
 }
 
 /// The context to send: `messages` through `view`, compacted first when the
-/// request would exceed the threshold of the model's window.
+/// request would exceed the threshold of the window of the model the call
+/// goes to; and that window, which the request is sized for.
 pub(crate) async fn prepare(
     provider: &dyn Provider,
     host: &Arc<dyn TurnHost>,
@@ -139,17 +132,22 @@ pub(crate) async fn prepare(
     messages: &[Message],
     view: &mut ContextView,
     events: &mpsc::Sender<RuntimeEvent>,
-) -> Vec<Message> {
+) -> SizedContext {
+    // Read once: summarizing may fail over and change what `model()` says.
+    let sized_for = provider.model().context_window;
+    let window = sized_for as usize;
     let context = view.context(messages);
     let fixed = estimate_tokens(system)
         + tools
             .iter()
             .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
             .sum::<usize>();
-    let window = provider.model().context_window as usize;
     let prefix = view.prefix.len();
     let Some(start) = compaction_point(window, fixed, &context, prefix) else {
-        return context;
+        return SizedContext {
+            messages: context,
+            sized_for,
+        };
     };
     let originals = start - prefix;
     host.before_compaction(&messages[view.folded..view.folded + originals])
@@ -170,7 +168,16 @@ pub(crate) async fn prepare(
             messages_after: after.len(),
         })
         .await;
-    after
+    SizedContext {
+        messages: after,
+        sized_for,
+    }
+}
+
+/// A context ready to send, and the context window it was sized for.
+pub(crate) struct SizedContext {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) sized_for: u32,
 }
 
 /// Where the kept tail of `context` starts when a request of it (plus `fixed`
@@ -442,7 +449,9 @@ mod tests {
         let host: Arc<dyn TurnHost> = flushes.clone();
         let (tx, mut rx) = mpsc::channel(8);
         let mut view = ContextView::default();
-        let sent = prepare(&provider, &host, "system", &[], messages, &mut view, &tx).await;
+        let sent = prepare(&provider, &host, "system", &[], messages, &mut view, &tx)
+            .await
+            .messages;
         drop(tx);
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {

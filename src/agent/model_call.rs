@@ -11,35 +11,105 @@ use tokio::sync::mpsc;
 /// Between the texts of two rounds of one turn.
 pub(super) const ROUND_SEPARATOR: &str = "\n\n";
 
-/// One model call, streamed; retried on recoverable errors before any output.
+/// Times a call may come back for a request sized anew (bounds the loop
+/// when endpoints keep failing over to smaller windows).
+const MAX_RESIZES: u32 = 3;
+
+/// The retries left to one model call, across requests sized anew.
+pub(super) struct Retries {
+    max: u32,
+    attempt: u32,
+    /// A stalled stream was retried (only once).
+    timeout_retried: bool,
+    resized: u32,
+}
+
+impl Retries {
+    /// `max` retries of recoverable errors before any output.
+    pub(super) fn new(max: u32) -> Retries {
+        Retries {
+            max,
+            attempt: 0,
+            timeout_retried: false,
+            resized: 0,
+        }
+    }
+
+    /// How long to wait before retrying after `e`, or `None` when it is final.
+    fn next(&mut self, e: &ProviderError, provider: &dyn Provider) -> Option<Duration> {
+        if !e.is_recoverable() || self.attempt >= self.max {
+            return None;
+        }
+        let wait = match e {
+            ProviderError::RateLimited { retry_after } => retry_after
+                .unwrap_or(Duration::from_secs(2))
+                .min(Duration::from_secs(30)),
+            // A stalled endpoint would likely stall again, and the user has
+            // waited long already: retried only where the retry goes to
+            // another endpoint (the chain passed over the one that stalled),
+            // and once.
+            ProviderError::Timeout(_) if provider.has_fallbacks() && !self.timeout_retried => {
+                self.timeout_retried = true;
+                Duration::ZERO
+            }
+            ProviderError::Timeout(_) => return None,
+            _ => Duration::from_secs(u64::from(self.attempt + 1)),
+        };
+        self.attempt += 1;
+        Some(wait)
+    }
+
+    /// Whether the endpoint in front now has a smaller window than the
+    /// request was sized for (a fallback took over), so it must be sized anew.
+    fn resize(&mut self, provider: &dyn Provider, sized_for: u32) -> bool {
+        let due = provider.model().context_window < sized_for && self.resized < MAX_RESIZES;
+        self.resized += u32::from(due);
+        due
+    }
+}
+
+/// How a model call ended, short of failing.
+pub(super) enum Called {
+    Reply(ModelReply),
+    /// The request was sized for a larger window than the endpoint now in
+    /// front has: size it anew (compacting) and call again.
+    Resize,
+}
+
+/// One model call of `request`, sized for a window of `sized_for` tokens,
+/// streamed; retried on recoverable errors before any output.
 pub(super) async fn call_model(
     provider: &dyn Provider,
-    retries: u32,
+    retries: &mut Retries,
+    sized_for: u32,
     request: ChatRequest,
     tx: &mpsc::Sender<RuntimeEvent>,
     usage: &mut Usage,
     text_out: TextOut,
-) -> Result<ModelReply, ModelFailure> {
-    let mut attempt = 0;
+) -> Result<Called, ModelFailure> {
+    // Summarizing for compaction may have failed over already.
+    if retries.resize(provider, sized_for) {
+        return Ok(Called::Resize);
+    }
     loop {
         let mut reply = ModelReply::default();
         match stream_once(provider, request.clone(), tx, usage, &mut reply, text_out).await {
-            Ok(()) => return Ok(reply),
-            Err(e) if e.is_recoverable() && !reply.produced_output() && attempt < retries => {
-                attempt += 1;
-                let wait = match &e {
-                    ProviderError::RateLimited { retry_after } => retry_after
-                        .unwrap_or(Duration::from_secs(2))
-                        .min(Duration::from_secs(30)),
-                    ProviderError::Timeout(_) => return Err(ModelFailure::Provider(e)),
-                    _ => Duration::from_secs(u64::from(attempt)),
+            Ok(()) => return Ok(Called::Reply(reply)),
+            Err(e) if !reply.produced_output() => {
+                let Some(wait) = retries.next(&e, provider) else {
+                    return Err(ModelFailure::Provider(e));
                 };
                 let _ = tx
                     .send(RuntimeEvent::Retry {
-                        attempt,
+                        attempt: retries.attempt,
                         reason: e.to_string(),
                     })
                     .await;
+                // The endpoint that failed is passed over now; the next one
+                // needs no wait, only a request it can take.
+                if retries.resize(provider, sized_for) {
+                    return Ok(Called::Resize);
+                }
                 tokio::time::sleep(wait).await;
             }
             Err(e) => return Err(ModelFailure::Provider(e)),
@@ -73,6 +143,7 @@ async fn stream_once(
                 let _ = tx.send(RuntimeEvent::ThinkingDelta(t)).await;
             }
             Chunk::SignedReasoning(block) => reply.signed_reasoning.push(block),
+            Chunk::ReasoningContent(r) => reply.reasoning_content.push_str(&r),
             Chunk::ToolCalls(calls) => reply.tool_calls.extend(calls),
             Chunk::Usage(u) => {
                 usage.add(&u);
@@ -98,6 +169,9 @@ pub(super) enum TextOut {
 pub(super) struct ModelReply {
     pub(super) text: String,
     pub(super) thinking: String,
+    /// The reasoning to send back as `reasoning_content` (OpenAI-compatible
+    /// endpoints only; empty when another protocol thought).
+    pub(super) reasoning_content: String,
     pub(super) signed_reasoning: Vec<SignedReasoning>,
     pub(super) tool_calls: Vec<ToolCall>,
 }

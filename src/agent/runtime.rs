@@ -6,7 +6,7 @@ use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
 use super::intent::{self, IntentRules, Requirement};
 use super::intent_check::{IntentCheck, Verdict};
-use super::model_call::{call_model, ModelFailure, TextOut, ROUND_SEPARATOR};
+use super::model_call::{call_model, Called, ModelFailure, Retries, TextOut, ROUND_SEPARATOR};
 use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
@@ -54,7 +54,11 @@ pub struct ResumeRequest {
 
 /// What [`Agent::drive`] works on.
 struct Drive {
+    /// The session the tools act for (memory, stored results, schedules).
     session_id: String,
+    /// What the turn's trace is filed under: the session's id, or a
+    /// sub-agent's own (`{session}:{role}`).
+    trace_id: String,
     origin: Option<TurnOrigin>,
     messages: Vec<Message>,
     new_from: usize,
@@ -113,6 +117,27 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
+        let trace_id = request.session_id.clone();
+        self.start_turn(request, trace_id)
+    }
+
+    /// Runs a sub-agent's turn for the session of `request`: its tools act
+    /// for that session (its memories, its stored results), and its trace is
+    /// filed under `{session}:{role}`.
+    pub(crate) fn run_delegated(
+        self: &Arc<Self>,
+        request: TurnRequest,
+        role: &str,
+    ) -> mpsc::Receiver<RuntimeEvent> {
+        let trace_id = format!("{}:{role}", request.session_id);
+        self.start_turn(request, trace_id)
+    }
+
+    fn start_turn(
+        self: &Arc<Self>,
+        request: TurnRequest,
+        trace_id: String,
+    ) -> mpsc::Receiver<RuntimeEvent> {
         let TurnRequest {
             session_id,
             origin,
@@ -126,6 +151,7 @@ impl Agent {
         history.push(input);
         self.spawn(Drive {
             session_id,
+            trace_id,
             origin,
             messages: history,
             new_from,
@@ -151,6 +177,7 @@ impl Agent {
             cancel,
         } = request;
         self.spawn(Drive {
+            trace_id: session_id.clone(),
             session_id,
             origin,
             messages,
@@ -175,6 +202,7 @@ impl Agent {
     async fn drive(&self, d: Drive, tx: &mpsc::Sender<RuntimeEvent>) -> TurnOutcome {
         let Drive {
             session_id,
+            trace_id,
             origin,
             mut messages,
             new_from,
@@ -189,7 +217,7 @@ impl Agent {
         };
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
-        let mut pad = Scratchpad::open(&self.config.data_dir, &session_id, &turn_id);
+        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
         let input = messages
             .get(new_from)
             .map(|m| m.content.clone())
@@ -238,22 +266,6 @@ impl Agent {
                 Some((_, calls)) => calls,
                 None => {
                     let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
-                    let tools = self.tools.definitions();
-                    let context = compaction::prepare(
-                        self.provider.as_ref(),
-                        &host,
-                        &system,
-                        &tools,
-                        t.messages,
-                        &mut t.view,
-                        tx,
-                    )
-                    .await;
-                    let request = ChatRequest {
-                        system: system.clone(),
-                        messages: shrink_earlier_results(&context),
-                        tools,
-                    };
                     let text_out = if intents.holds_text() {
                         TextOut::Hold
                     } else if turn_text.is_empty() {
@@ -261,9 +273,36 @@ impl Agent {
                     } else {
                         TextOut::AfterText
                     };
-                    let reply = tokio::select! {
-                        r = call_model(self.provider.as_ref(), self.config.model_retries, request, tx, &mut t.usage, text_out) => r,
-                        () = cancel.cancelled() => Err(ModelFailure::Cancelled),
+                    let mut retries = Retries::new(self.config.model_retries);
+                    // Sized (compacted) for the window of the model the call
+                    // goes to, and sized anew when a fallback with a smaller
+                    // window takes over.
+                    let reply = loop {
+                        let tools = self.tools.definitions();
+                        let context = compaction::prepare(
+                            self.provider.as_ref(),
+                            &host,
+                            &system,
+                            &tools,
+                            t.messages,
+                            &mut t.view,
+                            tx,
+                        )
+                        .await;
+                        let request = ChatRequest {
+                            system: system.clone(),
+                            messages: shrink_earlier_results(&context.messages),
+                            tools,
+                        };
+                        let called = tokio::select! {
+                            r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, tx, &mut t.usage, text_out) => r,
+                            () = cancel.cancelled() => Err(ModelFailure::Cancelled),
+                        };
+                        match called {
+                            Ok(Called::Resize) => {}
+                            Ok(Called::Reply(reply)) => break Ok(reply),
+                            Err(failure) => break Err(failure),
+                        }
                     };
                     let mut reply = match reply {
                         Ok(r) => r,
@@ -284,7 +323,8 @@ impl Agent {
                         content: reply.text.clone(),
                         tool_calls: reply.tool_calls.clone(),
                         tool_call_id: None,
-                        reasoning: (!reply.thinking.is_empty()).then(|| reply.thinking.clone()),
+                        reasoning: (!reply.reasoning_content.is_empty())
+                            .then(|| std::mem::take(&mut reply.reasoning_content)),
                         signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
                     });
                     let last_round = round >= self.config.max_tool_rounds;

@@ -176,15 +176,18 @@ impl Tool for DelegateTool {
             .ok_or_else(|| {
                 ToolError::InvalidArguments("`task` (a non-empty string) is required".into())
             })?;
-        let mut events = self.agent.run_turn(TurnRequest {
-            session_id: format!("{}:{}", ctx.session_id, self.role.name),
+        // The sub-agent's tools act for the calling session (its memories, its
+        // stored results); only its trace is its own.
+        let request = TurnRequest {
+            session_id: ctx.session_id.clone(),
             origin: ctx.origin.clone(),
             history: Vec::new(),
             input: Message::user(task),
             host: Arc::new(NobodyToAsk),
             cancel: ctx.cancel.child_token(),
             system_context: None,
-        });
+        };
+        let mut events = self.agent.run_delegated(request, self.role.name);
         let mut steps = 0_usize;
         while let Some(event) = events.recv().await {
             match event {

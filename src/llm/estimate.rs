@@ -1,6 +1,6 @@
 //! Token estimates without a tokenizer: CJK-aware character weights.
 
-use super::types::{ChatRequest, Message};
+use super::types::{ChatRequest, Message, SignedReasoning};
 
 /// Per-message framing (role, separators) that every chat format adds.
 const MESSAGE_OVERHEAD: usize = 4;
@@ -46,7 +46,8 @@ pub fn estimate_tokens(text: &str) -> usize {
     dense + ascii.div_ceil(4) + other.div_ceil(2)
 }
 
-/// Estimated tokens of one message as sent: content, tool calls, reasoning.
+/// Estimated tokens of one message as sent: content, tool calls, reasoning
+/// (signed blocks too, though they go back only within their tool loop).
 pub fn estimate_message_tokens(message: &Message) -> usize {
     let calls: usize = message
         .tool_calls
@@ -54,7 +55,15 @@ pub fn estimate_message_tokens(message: &Message) -> usize {
         .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments) + MESSAGE_OVERHEAD)
         .sum();
     let reasoning = message.reasoning.as_deref().map_or(0, estimate_tokens);
-    MESSAGE_OVERHEAD + estimate_tokens(&message.content) + calls + reasoning
+    let signed: usize = message
+        .signed_reasoning
+        .iter()
+        .map(|block| match block {
+            SignedReasoning::Thinking { thinking, .. } => estimate_tokens(thinking),
+            SignedReasoning::RedactedThinking { data } => estimate_tokens(data),
+        })
+        .sum();
+    MESSAGE_OVERHEAD + estimate_tokens(&message.content) + calls + reasoning + signed
 }
 
 /// Estimated tokens of a whole request: system prompt, tool schemas, messages.

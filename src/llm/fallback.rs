@@ -1,9 +1,16 @@
 //! An ordered list of providers used as one: each call goes to the first one
 //! not cooling down after a recoverable failure (429, timeout, network, 5xx);
 //! configuration errors (bad key, unknown model, other 4xx) are returned as they
-//! are, since another endpoint would not make the request right. The model
-//! metadata (context window) is that of the provider that served last.
+//! are, since another endpoint would not make the request right.
+//!
+//! The model metadata (context window) is that of the provider the next call
+//! goes to first, so the runtime sizes its request for it. A request sized
+//! for a larger window than a fallback's is not sent there past that window's
+//! threshold (the API would refuse it as a configuration error); the call
+//! fails with the primary's recoverable error instead, and the runtime's
+//! retry sizes the request anew for the fallback now in front.
 
+use super::{estimate_request_tokens, threshold};
 use super::{ChatRequest, ChunkStream, ModelInfo, Provider, ProviderError};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -68,6 +75,21 @@ impl FallbackProvider {
         self.active.load(Ordering::Relaxed)
     }
 
+    /// The provider the next call goes to first: the first one not cooling
+    /// down, else the primary (see [`FallbackProvider::order`]).
+    fn first(&self) -> usize {
+        (0..self.chain.len())
+            .find(|&i| !self.health.is_cooling(i))
+            .unwrap_or(0)
+    }
+
+    /// Whether provider `i` cannot take a request sized for `sized_for`: its
+    /// window is smaller and the request does not fit it.
+    fn too_small(&self, i: usize, sized_for: u32, estimate: usize) -> bool {
+        let window = self.chain[i].model().context_window;
+        window < sized_for && estimate > threshold(window as usize)
+    }
+
     /// Providers to try, in order: the ready ones, then (all else failing) the
     /// cooling ones rather than none.
     fn order(&self) -> Vec<usize> {
@@ -80,12 +102,25 @@ impl FallbackProvider {
 #[async_trait]
 impl Provider for FallbackProvider {
     fn model(&self) -> &ModelInfo {
-        self.chain[self.active()].model()
+        self.chain[self.first()].model()
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
+        let order = self.order();
+        // The caller sized the request for the first provider's window.
+        let sized_for = self.chain[order[0]].model().context_window;
+        let estimate = estimate_request_tokens(&request);
         let mut last = None;
-        for i in self.order() {
+        for (n, i) in order.into_iter().enumerate() {
+            if n > 0 && self.too_small(i, sized_for, estimate) {
+                tracing::info!(
+                    provider = i,
+                    model = %self.chain[i].model().name,
+                    estimate,
+                    "request too large for this fallback's context window; passing it over"
+                );
+                continue;
+            }
             match self.chain[i].chat_stream(request.clone()).await {
                 Ok(stream) => {
                     if self.active.swap(i, Ordering::Relaxed) != i {
@@ -112,6 +147,10 @@ impl Provider for FallbackProvider {
             }
         }
         Err(last.unwrap_or_else(|| ProviderError::Network("no model endpoint answered".into())))
+    }
+
+    fn has_fallbacks(&self) -> bool {
+        self.chain.len() > 1
     }
 
     fn route(&self) -> Option<String> {
@@ -229,5 +268,30 @@ mod tests {
             matches!(e, ProviderError::Server { status: 503, .. }),
             "{e:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_too_large_for_a_smaller_fallback_is_not_sent_there() {
+        let primary = Scripted::new(
+            "claude-sonnet",
+            vec![Err(ProviderError::RateLimited { retry_after: None })],
+        );
+        let backup = Scripted::new("deepseek-chat", vec![Ok("sized anew")]);
+        let p = FallbackProvider::new(primary, vec![backup.clone() as Arc<dyn Provider>]);
+        assert_eq!(p.model().context_window, 200_000);
+        // ~100K tokens: sized for Claude's window, far over DeepSeek's.
+        let big = ChatRequest {
+            messages: vec![Message::user("word ".repeat(80_000))],
+            ..request()
+        };
+        let e = p.chat_stream(big).await.err();
+        assert!(
+            matches!(e, Some(ProviderError::RateLimited { .. })),
+            "{e:?}"
+        );
+        assert_eq!(backup.outcomes.lock().unwrap().len(), 1, "not sent");
+        // The window in front is now the fallback's: the caller sizes anew.
+        assert_eq!(p.model().context_window, 64_000);
+        assert_eq!(text(&p).await.unwrap(), "sized anew");
     }
 }

@@ -1,4 +1,5 @@
-//! Model metadata: context windows inferred from model names.
+//! Model metadata: context windows inferred from model names, and how much
+//! of a window a request may fill.
 
 /// What the runtime needs to know about the active model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +18,19 @@ impl ModelInfo {
             context_window,
         }
     }
+}
+
+/// The safety reserve of a window: min(max(16,384, 25%), 50%) (spec §7),
+/// room for the reply and for the estimate's error.
+pub fn reserve(window: usize) -> usize {
+    (window / 4).max(16_384).min(window / 2)
+}
+
+/// The estimated tokens above which a request no longer fits a window: the
+/// runtime compacts before it, and a fallback is not sent a request sized for
+/// a larger window past it.
+pub fn threshold(window: usize) -> usize {
+    window - reserve(window)
 }
 
 /// Context window inferred from a model name (spec §3); unknown models get 64K.

@@ -27,7 +27,7 @@ pub use estimate::{
 };
 pub use fallback::FallbackProvider;
 pub use gemini::GeminiProvider;
-pub use metadata::{context_window_for, ModelInfo};
+pub use metadata::{context_window_for, reserve, threshold, ModelInfo};
 pub use openai::OpenAiProvider;
 pub use types::{
     ChatRequest, Chunk, Message, Role, SignedReasoning, ToolCall, ToolDefinition, Usage,
@@ -42,7 +42,7 @@ pub type ChunkStream = BoxStream<'static, Result<Chunk, ProviderError>>;
 /// A chat model that streams.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
-    /// Metadata of the model in use (name, context window).
+    /// Metadata of the model the next call goes to (name, context window).
     fn model(&self) -> &ModelInfo;
 
     /// Starts one model call. Errors before the first chunk come back here,
@@ -53,5 +53,11 @@ pub trait Provider: Send + Sync + 'static {
     /// Which endpoint serves, when there is a choice (fallbacks); for `/model`.
     fn route(&self) -> Option<String> {
         None
+    }
+
+    /// Whether the retry of a failed call may go to another endpoint (a
+    /// fallback chain passes over the one that failed).
+    fn has_fallbacks(&self) -> bool {
+        false
     }
 }

@@ -27,13 +27,17 @@ enum OptionalParam {
     StreamOptions,
     ToolChoice,
     FrequencyPenalty,
+    /// Reasoning sent back on assistant messages (strict hosts such as Groq
+    /// and Cerebras refuse the property).
+    ReasoningContent,
 }
 
 impl OptionalParam {
-    const ALL: [OptionalParam; 3] = [
+    const ALL: [OptionalParam; 4] = [
         OptionalParam::StreamOptions,
         OptionalParam::ToolChoice,
         OptionalParam::FrequencyPenalty,
+        OptionalParam::ReasoningContent,
     ];
 
     fn name(self) -> &'static str {
@@ -41,13 +45,24 @@ impl OptionalParam {
             OptionalParam::StreamOptions => "stream_options",
             OptionalParam::ToolChoice => "tool_choice",
             OptionalParam::FrequencyPenalty => "frequency_penalty",
+            OptionalParam::ReasoningContent => "reasoning_content",
+        }
+    }
+
+    /// Whether `body` carries the parameter.
+    fn sent_in(self, body: &Value) -> bool {
+        match self {
+            OptionalParam::ReasoningContent => body["messages"]
+                .as_array()
+                .is_some_and(|messages| messages.iter().any(|m| m.get(self.name()).is_some())),
+            _ => body.get(self.name()).is_some(),
         }
     }
 }
 
 /// Parameters this endpoint has rejected; remembered for the provider's lifetime.
 #[derive(Debug, Default)]
-struct Rejected([AtomicBool; 3]);
+struct Rejected([AtomicBool; 4]);
 
 impl Rejected {
     fn flag(&self, param: OptionalParam) -> &AtomicBool {
@@ -94,6 +109,7 @@ impl OpenAiProvider {
                 .config
                 .frequency_penalty
                 .filter(|_| !self.rejected.contains(OptionalParam::FrequencyPenalty)),
+            reasoning_content: !self.rejected.contains(OptionalParam::ReasoningContent),
         }
     }
 
@@ -106,24 +122,19 @@ impl OpenAiProvider {
         http::send(request, self.config.idle_timeout).await
     }
 
-    /// The optional parameter a 400 complains about, if it was sent.
-    fn rejected_param(
-        &self,
-        status: u16,
-        body: &str,
-        sent: &RequestOptions,
-    ) -> Option<OptionalParam> {
+    /// The optional parameter a 400 complains about, if the request `sent` carried it.
+    fn rejected_param(status: u16, body: &str, sent: &Value) -> Option<OptionalParam> {
         if !matches!(status, 400 | 422) {
             return None;
         }
         let message = openai_error::body_message(body).to_ascii_lowercase();
+        // A host that needs the reasoning back (DeepSeek) names it too when
+        // it is missing somewhere; that is no reason to stop sending it.
+        let wants_more = message.contains("missing") || message.contains("required");
         OptionalParam::ALL.into_iter().find(|param| {
-            let was_sent = match param {
-                OptionalParam::StreamOptions => sent.stream_options,
-                OptionalParam::ToolChoice => sent.tool_choice,
-                OptionalParam::FrequencyPenalty => sent.frequency_penalty.is_some(),
-            };
-            was_sent && message.contains(param.name())
+            param.sent_in(sent)
+                && message.contains(param.name())
+                && !(*param == OptionalParam::ReasoningContent && wants_more)
         })
     }
 
@@ -147,7 +158,7 @@ impl OpenAiProvider {
             }
             let retry_after = openai_error::retry_after(response.headers());
             let text = http::body_text(response, self.config.idle_timeout).await;
-            if let Some(param) = self.rejected_param(status, &text, &options) {
+            if let Some(param) = Self::rejected_param(status, &text, &body) {
                 tracing::warn!(
                     endpoint = %self.endpoint,
                     parameter = param.name(),
@@ -234,24 +245,50 @@ mod tests {
     #[test]
     fn rejection_is_only_for_sent_params_named_in_a_400() -> Result<(), ProviderError> {
         let provider = OpenAiProvider::new(config("http://localhost/v1"))?;
-        let sent = provider.options();
-        let body =
-            r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#;
+        let mut assistant = crate::llm::Message::assistant("hmm");
+        assistant.reasoning = Some("thought".into());
+        let request = ChatRequest {
+            system: String::new(),
+            messages: vec![crate::llm::Message::user("go on"), assistant],
+            tools: Vec::new(),
+        };
+        let sent = request_body("m", &request, &provider.options());
+        let rejected = |status, message: &str| {
+            let body = serde_json::json!({"error": {"message": message}}).to_string();
+            OpenAiProvider::rejected_param(status, &body, &sent)
+        };
+        let unrecognized = "Unrecognized request argument supplied: stream_options";
         assert_eq!(
-            provider.rejected_param(400, body, &sent),
+            rejected(400, unrecognized),
             Some(OptionalParam::StreamOptions)
         );
-        assert_eq!(provider.rejected_param(500, body, &sent), None);
-        let unsent = RequestOptions {
-            stream_options: false,
-            ..sent
-        };
-        assert_eq!(provider.rejected_param(400, body, &unsent), None);
+        assert_eq!(rejected(500, unrecognized), None);
+        let unsent = request_body(
+            "m",
+            &request,
+            &RequestOptions {
+                stream_options: false,
+                ..provider.options()
+            },
+        );
+        let body = serde_json::json!({"error": {"message": unrecognized}}).to_string();
+        assert_eq!(OpenAiProvider::rejected_param(400, &body, &unsent), None);
         assert_eq!(
-            provider.rejected_param(400, "frequency_penalty", &sent),
+            rejected(400, "frequency_penalty"),
             None,
             "frequency_penalty is not sent unless configured"
         );
+        assert_eq!(
+            rejected(400, "tool_choice is not supported"),
+            None,
+            "tool_choice goes only with tools"
+        );
+        // Groq's wording for a property of a message.
+        let groq = "'messages.0' : for 'role:assistant' the following must be satisfied[('messages.0' : property 'reasoning_content' is unsupported)]";
+        assert_eq!(rejected(400, groq), Some(OptionalParam::ReasoningContent));
+        let deepseek =
+            "Missing `reasoning_content` field in the assistant message at message index 3";
+        assert_eq!(rejected(400, deepseek), None, "it wants more, not less");
         Ok(())
     }
 }

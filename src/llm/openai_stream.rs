@@ -1,7 +1,7 @@
 //! Decoding an OpenAI-compatible SSE response into [`Chunk`]s: tool-call fragments
-//! assembled by index, reasoning passed through, usage and in-stream errors.
+//! assembled by index (and id), reasoning passed through, usage and in-stream errors.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,6 +19,8 @@ pub(crate) struct StreamDecoder {
     text_filter: Option<ToolCallTextFilter>,
     /// The last usage seen; some servers repeat cumulative usage, so it is sent once.
     usage: Option<Usage>,
+    /// The reasoning so far, to be kept for sending back.
+    reasoning: String,
     saw_data: bool,
 }
 
@@ -28,6 +30,7 @@ impl StreamDecoder {
             calls: ToolCallAssembler::default(),
             text_filter: parse_tool_text.then(ToolCallTextFilter::new),
             usage: None,
+            reasoning: String::new(),
             saw_data: false,
         }
     }
@@ -61,6 +64,7 @@ impl StreamDecoder {
         if let Some(delta) = choice.delta {
             let thinking = delta.reasoning_content.or(delta.reasoning);
             if let Some(thinking) = thinking.filter(|t| !t.is_empty()) {
+                self.reasoning.push_str(&thinking);
                 out.push(Chunk::Thinking(thinking));
             }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
@@ -88,6 +92,9 @@ impl StreamDecoder {
             return Err(ProviderError::InvalidResponse(
                 "the response is not an event stream (no data events)".to_owned(),
             ));
+        }
+        if !self.reasoning.is_empty() {
+            out.push(Chunk::ReasoningContent(std::mem::take(&mut self.reasoning)));
         }
         let mut text_calls = Vec::new();
         if let Some(filter) = &mut self.text_filter {
@@ -129,33 +136,51 @@ impl SseDecoder for StreamDecoder {
     }
 }
 
-/// Tool-call fragments keyed by `index`.
+/// Tool-call fragments assembled into calls, in the order the calls began.
 #[derive(Debug, Default)]
 struct ToolCallAssembler {
-    calls: BTreeMap<u32, ToolCall>,
-    last: Option<u32>,
+    calls: Vec<ToolCall>,
+    /// The call each wire `index` currently feeds.
+    by_index: HashMap<u32, usize>,
+    /// The call the last fragment went to.
+    last: Option<usize>,
 }
 
 impl ToolCallAssembler {
     fn add(&mut self, fragment: WireToolCall) {
-        // Servers that omit `index` start a new call with each new id.
-        let index = fragment.index.unwrap_or_else(|| {
-            let new_id = fragment
-                .id
-                .as_deref()
-                .is_some_and(|id| !self.calls.values().any(|call| call.id == id));
-            match self.last {
-                Some(last) if !new_id => last,
-                _ => self.calls.keys().next_back().map_or(0, |k| k + 1),
-            }
-        });
-        self.last = Some(index);
-        let call = self.calls.entry(index).or_insert_with(|| ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-        });
-        if let Some(id) = fragment.id.filter(|id| !id.is_empty()) {
+        let id = fragment.id.filter(|id| !id.is_empty());
+        let at = match fragment.index {
+            Some(index) => match self.by_index.get(&index) {
+                // Another id at a used index is the next call: some proxies
+                // number every call 0.
+                Some(&at)
+                    if id.as_deref().is_none_or(|id| {
+                        self.calls[at].id.is_empty() || self.calls[at].id == id
+                    }) =>
+                {
+                    at
+                }
+                _ => {
+                    let at = self.open();
+                    self.by_index.insert(index, at);
+                    at
+                }
+            },
+            // Servers that omit `index` start a new call with each new id.
+            None => match id.as_deref() {
+                Some(id) => match self.calls.iter().position(|call| call.id == id) {
+                    Some(at) => at,
+                    None => self.open(),
+                },
+                None => match self.last {
+                    Some(last) => last,
+                    None => self.open(),
+                },
+            },
+        };
+        self.last = Some(at);
+        let call = &mut self.calls[at];
+        if let Some(id) = id {
             if call.id.is_empty() {
                 call.id = id;
             }
@@ -177,10 +202,21 @@ impl ToolCallAssembler {
         }
     }
 
+    /// Starts an empty call; returns its position.
+    fn open(&mut self) -> usize {
+        self.calls.push(ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        });
+        self.calls.len() - 1
+    }
+
     fn take(&mut self) -> Vec<ToolCall> {
         self.last = None;
+        self.by_index.clear();
         std::mem::take(&mut self.calls)
-            .into_values()
+            .into_iter()
             .filter(|call| !call.name.is_empty())
             .map(|mut call| {
                 if call.id.is_empty() {
@@ -321,6 +357,35 @@ mod tests {
     }
 
     #[test]
+    fn distinct_ids_at_one_index_are_distinct_calls() {
+        // Some proxies number every call 0; the new id marks the next call.
+        let events = [
+            call(0, Some("call_a"), Some("read_file"), ""),
+            call(0, None, None, "{\"path\": \"a\"}"),
+            call(0, Some("call_b"), Some("ls"), ""),
+            call(0, None, None, "{\"dir\": \"."),
+            // A repeat of the current id stays with its call.
+            call(0, Some("call_b"), None, "\"}"),
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#.to_owned(),
+        ];
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let chunks = decode(&events, false).map_err(|e| e.to_string());
+        let expected = vec![Chunk::ToolCalls(vec![
+            ToolCall {
+                id: "call_a".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path": "a"}"#.into(),
+            },
+            ToolCall {
+                id: "call_b".into(),
+                name: "ls".into(),
+                arguments: r#"{"dir": "."}"#.into(),
+            },
+        ])];
+        assert_eq!(chunks, Ok(expected));
+    }
+
+    #[test]
     fn missing_id_and_index_are_tolerated() -> Result<(), String> {
         let events = [
             r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":"{}"}}]}}]}"#,
@@ -347,11 +412,18 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"_call>{\"name\":\"ls\"}</tool_call>"}}]}"#,
         ];
         let chunks = decode(&events, true).map_err(|e| e.to_string());
-        let Ok([thinking1, thinking2, text, Chunk::ToolCalls(calls)]) = chunks.as_deref() else {
+        let Ok([thinking1, thinking2, text, reasoning, Chunk::ToolCalls(calls)]) =
+            chunks.as_deref()
+        else {
             return Err(format!("unexpected {chunks:?}"));
         };
         assert_eq!(thinking1, &Chunk::Thinking("hmm".into()));
         assert_eq!(thinking2, &Chunk::Thinking("!".into()));
+        assert_eq!(
+            reasoning,
+            &Chunk::ReasoningContent("hmm!".into()),
+            "the whole reasoning, to send back"
+        );
         assert_eq!(text, &Chunk::Text("Hi ".into()));
         assert_eq!(calls[0].name, "ls");
         Ok(())

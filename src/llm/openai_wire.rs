@@ -10,6 +10,8 @@ pub(crate) struct RequestOptions {
     pub(crate) stream_options: bool,
     pub(crate) tool_choice: bool,
     pub(crate) frequency_penalty: Option<f32>,
+    /// Send reasoning back as `reasoning_content` (where it belongs).
+    pub(crate) reasoning_content: bool,
 }
 
 /// The JSON body of a streaming chat-completions request.
@@ -31,7 +33,7 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest, options: &Request
             .messages
             .iter()
             .enumerate()
-            .map(|(i, m)| message(m, i >= current_turn)),
+            .map(|(i, m)| message(m, options.reasoning_content && i >= current_turn)),
     );
 
     let mut body = Map::new();
@@ -89,10 +91,12 @@ fn message(message: &Message, with_reasoning: bool) -> Value {
                 .collect();
             out.insert("tool_calls".into(), Value::Array(calls));
         }
+        // A message with Anthropic's signed thinking came from Anthropic: its
+        // reasoning (kept by older versions) is not this protocol's to echo.
         if let Some(reasoning) = message
             .reasoning
             .as_deref()
-            .filter(|r| with_reasoning && !r.is_empty())
+            .filter(|r| with_reasoning && !r.is_empty() && message.signed_reasoning.is_empty())
         {
             out.insert("reasoning_content".into(), Value::from(reasoning));
         }
@@ -125,6 +129,7 @@ mod tests {
         stream_options: true,
         tool_choice: true,
         frequency_penalty: None,
+        reasoning_content: true,
     };
 
     fn request(messages: Vec<Message>, tools: Vec<ToolDefinition>) -> ChatRequest {
@@ -194,5 +199,44 @@ mod tests {
         assert_eq!(body["tool_choice"], "auto");
         assert_eq!(body["frequency_penalty"], 0.5);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn reasoning_goes_back_only_where_it_belongs() {
+        let mut mine = Message::assistant("");
+        mine.tool_calls = vec![ToolCall {
+            id: "call_1".into(),
+            name: "ls".into(),
+            arguments: "{}".into(),
+        }];
+        mine.reasoning = Some("think".into());
+        let mut anthropic = mine.clone();
+        anthropic.tool_calls[0].id = "toolu_2".into();
+        anthropic.signed_reasoning = vec![crate::llm::SignedReasoning::Thinking {
+            thinking: "think".into(),
+            signature: "sig".into(),
+        }];
+        let req = request(
+            vec![
+                Message::user("q"),
+                mine,
+                Message::tool_result("call_1", "a"),
+                anthropic,
+                Message::tool_result("toolu_2", "b"),
+            ],
+            vec![],
+        );
+        let body = request_body("m", &req, &ALL);
+        assert_eq!(body["messages"][2]["reasoning_content"], "think");
+        assert!(
+            body["messages"][4].get("reasoning_content").is_none(),
+            "Anthropic's thinking is not echoed: {body:#}"
+        );
+        let without = RequestOptions {
+            reasoning_content: false,
+            ..ALL
+        };
+        let body = request_body("m", &req, &without);
+        assert!(!body.to_string().contains("reasoning_content"), "{body:#}");
     }
 }

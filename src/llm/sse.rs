@@ -56,6 +56,12 @@ pub(crate) fn chunk_stream<D: SseDecoder>(
         }
         Err(error) => Err(BodyError::Transport(error)),
     });
+    // Some proxies end the body without the blank line that ends the last
+    // event, which the parser would then discard as incomplete. An extra
+    // blank line after a complete event dispatches nothing.
+    let bytes = bytes.chain(futures::stream::once(async {
+        Ok(From::from(b"\n\n".as_slice()))
+    }));
     let state = State {
         events: bytes.eventsource().boxed(),
         decoder,
@@ -133,5 +139,56 @@ fn event_error(error: EventStreamError<BodyError>) -> ProviderError {
         EventStreamError::Parser(error) => {
             ProviderError::InvalidResponse(format!("the stream is not SSE: {error}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event's data as a text chunk.
+    struct Collect;
+
+    impl SseDecoder for Collect {
+        fn on_data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
+            out.push(Chunk::Text(data.to_owned()));
+            Ok(Step::Continue)
+        }
+
+        fn on_end(&mut self, _: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+            Ok(())
+        }
+    }
+
+    async fn events(body: &'static str) -> Vec<String> {
+        let response = reqwest::Response::from(axum::http::Response::new(body));
+        let chunks: Vec<_> = chunk_stream(response, Duration::from_secs(5), None, Collect)
+            .collect()
+            .await;
+        chunks
+            .into_iter()
+            .map(|c| match c {
+                Ok(Chunk::Text(t)) => t,
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_last_event_without_its_blank_line_is_still_read() {
+        assert_eq!(
+            events("data: one\n\ndata: two").await,
+            ["one", "two"],
+            "body ends mid-line"
+        );
+        assert_eq!(
+            events("data: one\r\n\r\ndata: two\r\n").await,
+            ["one", "two"]
+        );
+        assert_eq!(
+            events("data: one\n\ndata: two\n\n").await,
+            ["one", "two"],
+            "a terminated stream gains no empty event"
+        );
     }
 }

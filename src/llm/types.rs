@@ -60,8 +60,10 @@ pub struct Message {
     /// For `Role::Tool`: the call this result answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    /// Reasoning text of an assistant message (`reasoning_content`), sent back on
-    /// the next round for providers that require it.
+    /// Reasoning text of an assistant message as an OpenAI-compatible endpoint
+    /// sent it (`reasoning_content`), sent back on the next round for
+    /// endpoints that require it. Anthropic's and Gemini's thinking is not kept
+    /// here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// Reasoning blocks the provider signed (Anthropic extended thinking), in
@@ -153,6 +155,11 @@ pub enum Chunk {
     /// A complete signed reasoning block (after its `Thinking` deltas), to be
     /// kept with the assistant message.
     SignedReasoning(SignedReasoning),
+    /// The reply's whole reasoning as an OpenAI-compatible endpoint sent it
+    /// (`reasoning_content`), after its `Thinking` deltas: kept with the
+    /// assistant message to go back as `reasoning_content`. Other protocols'
+    /// thinking never goes back that way.
+    ReasoningContent(String),
     /// Complete tool calls (fragments already assembled by the provider).
     ToolCalls(Vec<ToolCall>),
     Usage(Usage),

@@ -61,6 +61,8 @@ struct ServerState {
     queue: VecDeque<Reply>,
     responder: Option<Responder>,
     rejected_params: Vec<String>,
+    rejected_message_fields: Vec<String>,
+    context_window: Option<u64>,
     api_key: Option<String>,
     requests: Vec<Value>,
     authorizations: Vec<Option<String>>,
@@ -133,6 +135,23 @@ impl FakeLlm {
         state
             .rejected_params
             .extend(params.iter().map(|p| (*p).to_owned()));
+    }
+
+    /// Answers 400 to any request whose messages carry one of these fields, in
+    /// Groq's words ("property 'reasoning_content' is unsupported"), like the
+    /// strict hosts (Groq, Cerebras) that refuse what OpenAI ignores.
+    pub fn reject_message_fields(&self, fields: &[&str]) {
+        let mut state = self.shared.lock();
+        state
+            .rejected_message_fields
+            .extend(fields.iter().map(|f| (*f).to_owned()));
+    }
+
+    /// Answers 400 `context_length_exceeded`, as OpenAI does, to a request
+    /// whose messages and tools come to more than `tokens` (counted as the
+    /// JSON text's length / 4, above the client's own estimate).
+    pub fn set_context_window(&self, tokens: u64) {
+        self.shared.lock().context_window = Some(tokens);
     }
 
     /// Answers 401 unless the request carries `Authorization: Bearer KEY`.
@@ -241,11 +260,16 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (api_key, rejected) = {
+    let (api_key, rejected, rejected_fields, window) = {
         let mut state = shared.lock();
         state.requests.push(request.clone());
         state.authorizations.push(authorization.clone());
-        (state.api_key.clone(), state.rejected_params.clone())
+        (
+            state.api_key.clone(),
+            state.rejected_params.clone(),
+            state.rejected_message_fields.clone(),
+            state.context_window,
+        )
     };
     shared.request_seen.notify_waiters();
 
@@ -268,6 +292,19 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
     if let Some(param) = rejected.iter().find(|p| request.get(p.as_str()).is_some()) {
         return invalid_request(&format!("Unrecognized request argument supplied: {param}"));
     }
+    if let Some(message) = unsupported_message_field(&request, &rejected_fields) {
+        return invalid_request(&message);
+    }
+    let tokens = prompt_tokens(&request);
+    if let Some(window) = window.filter(|w| tokens > *w) {
+        let message = format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages.");
+        let body = error_body(
+            &message,
+            "invalid_request_error",
+            Some("context_length_exceeded"),
+        );
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
 
     let (queued, responder) = {
         let mut state = shared.lock();
@@ -278,6 +315,25 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         Some(reply) => reply.into_response(&request, shared.shutdown.clone()),
         None => invalid_request("fake LLM: no scripted reply (queue empty and no responder set)"),
     }
+}
+
+/// The fake's token count of a request's prompt: its messages and tools as
+/// JSON text, four characters a token.
+pub fn prompt_tokens(request: &Value) -> u64 {
+    let text = request["messages"].to_string().len() + request["tools"].to_string().len();
+    text as u64 / 4
+}
+
+/// Groq's refusal of the first message carrying one of `fields`.
+fn unsupported_message_field(request: &Value, fields: &[String]) -> Option<String> {
+    let messages = request["messages"].as_array()?;
+    messages.iter().enumerate().find_map(|(i, message)| {
+        let field = fields.iter().find(|f| message.get(f.as_str()).is_some())?;
+        let role = message["role"].as_str().unwrap_or_default();
+        Some(format!(
+            "'messages.{i}' : for 'role:{role}' the following must be satisfied[('messages.{i}' : property '{field}' is unsupported)]"
+        ))
+    })
 }
 
 async fn models() -> Json<Value> {

@@ -129,12 +129,9 @@ fn messages(history: &[Message], loop_start: usize) -> Value {
     pair_tool_results(&mut turns);
     // Breakpoint 2 slides: the next call reads everything up to here from
     // cache. Thinking blocks cannot carry one.
-    let cacheable = turns.last_mut().and_then(|t| {
-        t.blocks
-            .iter_mut()
-            .rev()
-            .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
-    });
+    let cacheable = turns
+        .last_mut()
+        .and_then(|t| t.blocks.iter_mut().rev().find(|b| !is_reasoning(b)));
     if let Some(Value::Object(last)) = cacheable {
         last.insert("cache_control".into(), ephemeral());
     }
@@ -149,14 +146,33 @@ fn messages(history: &[Message], loop_start: usize) -> Value {
 }
 
 /// Appends blocks, merging into the previous turn when it is on the same side.
+/// A merged assistant turn keeps its reasoning blocks first: the API wants the
+/// loop's last assistant turn to start with its thinking (a compacted history
+/// puts the summary's acknowledgement right before a signed tool call).
 fn push(turns: &mut Vec<Turn>, side: Side, blocks: Vec<Value>) {
     if blocks.is_empty() {
         return;
     }
     match turns.last_mut() {
-        Some(last) if last.side == side => last.blocks.extend(blocks),
+        Some(last) if last.side == side => {
+            last.blocks.extend(blocks);
+            if side == Side::Assistant {
+                let (mut merged, rest): (Vec<Value>, Vec<Value>) =
+                    last.blocks.drain(..).partition(is_reasoning);
+                merged.extend(rest);
+                last.blocks = merged;
+            }
+        }
         _ => turns.push(Turn { side, blocks }),
     }
+}
+
+/// A thinking or redacted thinking block.
+fn is_reasoning(block: &Value) -> bool {
+    matches!(
+        block["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    )
 }
 
 fn blocks_of(message: &Message, with_reasoning: bool) -> (Side, Vec<Value>) {

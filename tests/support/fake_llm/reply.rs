@@ -99,11 +99,30 @@ impl Reply {
         A: Into<String>,
         B: Into<String>,
     {
-        let mut chunks = if text.is_empty() {
+        let chunks = if text.is_empty() {
             vec![chunk(json!({"role": "assistant", "content": null}), None)]
         } else {
             content_deltas("content", text)
         };
+        Self::after_chunks_tool_calls(chunks, calls)
+    }
+
+    /// `reasoning_content` deltas (a thinking model), then tool calls.
+    pub fn reasoning_then_tool_calls<I, A, B>(thinking: &str, calls: I) -> Self
+    where
+        I: IntoIterator<Item = (A, B, Value)>,
+        A: Into<String>,
+        B: Into<String>,
+    {
+        Self::after_chunks_tool_calls(content_deltas("reasoning_content", thinking), calls)
+    }
+
+    fn after_chunks_tool_calls<I, A, B>(mut chunks: Vec<Value>, calls: I) -> Self
+    where
+        I: IntoIterator<Item = (A, B, Value)>,
+        A: Into<String>,
+        B: Into<String>,
+    {
         for (index, (id, name, args)) in calls.into_iter().enumerate() {
             let (id, name) = (id.into(), name.into());
             chunks.push(chunk(

@@ -223,3 +223,22 @@ fn the_sliding_breakpoint_skips_thinking_blocks() {
     assert!(blocks[0].get("cache_control").is_none());
     assert_eq!(blocks[1]["cache_control"], json!({"type": "ephemeral"}));
 }
+
+#[test]
+fn a_kept_tail_merged_into_the_summary_acknowledgement_still_starts_with_thinking() {
+    // Compaction kept a tail that starts at a signed tool call; the summary's
+    // acknowledgement before it is on the same side and is merged into it.
+    let mut call = assistant_calls("", &[("toolu_1", "{}")]);
+    call.signed_reasoning = vec![signed("plan")];
+    let mut history = crate::agent::summary_messages("the user asked for a.txt").to_vec();
+    history.extend([call, Message::tool_result("toolu_1", "A")]);
+    let body = request_body("m", 10_000, Some(2048), &request(history, vec![]));
+    assert_eq!(body["thinking"]["budget_tokens"], 2048);
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    let kinds: Vec<&str> = messages[1]["content"]
+        .as_array()
+        .map(|blocks| blocks.iter().filter_map(|b| b["type"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(kinds, ["thinking", "text", "tool_use"]);
+}
