@@ -12,8 +12,8 @@ use std::time::Duration;
 use support::fake_telegram::{post_webhook, FakeTelegram, FakeUser, Where, BOT_ID, TOKEN};
 use switchboard_platform::{
     chunk_markdown, measure, ActionId, Activity, Addressed, Button, ButtonPress, ButtonStyle,
-    ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, MessageId, OutgoingMessage, Platform,
-    PlatformAdapter, PlatformError, PressAnswer, Quota, Secret, ThreadId,
+    ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, LengthUnit, MessageId, OutgoingMessage,
+    Platform, PlatformAdapter, PlatformError, PressAnswer, Quota, Secret, ThreadId,
 };
 use switchboard_telegram::{TelegramAdapter, TelegramConfig, TelegramLimits, WebhookConfig};
 use tokio::sync::mpsc;
@@ -183,6 +183,78 @@ async fn dms_groups_mentions_replies_and_topics_are_normalized() {
     assert_eq!(stored.thread_id, Some(77), "answer went to the same topic");
     assert_eq!(stored.reply_to, Some(m.message_id.0));
     r.stop().await;
+}
+
+#[tokio::test]
+async fn only_commands_for_this_bot_address_it_in_groups() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bob = FakeUser::new(905, "Bob");
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    let ours = r.adapter.bot_username().to_owned();
+    let group = Where::Group(-1005);
+    for (text, addressed, normalized) in [
+        (
+            "/etc/hosts is broken".to_owned(),
+            Addressed::NotAddressed,
+            "/etc/hosts is broken".to_owned(),
+        ),
+        ("/help".to_owned(), Addressed::Command, "/help".to_owned()),
+        (
+            format!("/help@{} tools", ours.to_uppercase()),
+            Addressed::Command,
+            "/help tools".to_owned(),
+        ),
+        (
+            "/help@otherbot".to_owned(),
+            Addressed::NotAddressed,
+            "/help@otherbot".to_owned(),
+        ),
+        (
+            "see /help".to_owned(),
+            Addressed::NotAddressed,
+            "see /help".to_owned(),
+        ),
+    ] {
+        fake.message(group, &bob, &text);
+        let m = r.next_message().await;
+        assert_eq!(
+            (m.addressed, m.text.as_str()),
+            (addressed, normalized.as_str()),
+            "{text:?}"
+        );
+    }
+    r.stop().await;
+}
+
+#[tokio::test]
+async fn the_fake_finds_bot_commands_where_telegram_does() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let bob = FakeUser::new(906, "Bob");
+    let commands = |text: &str| -> Vec<(u64, u64)> {
+        let update = fake.message_update(Where::Group(-1006), &bob, text);
+        update["message"]["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "bot_command")
+            .map(|e| (e["offset"].as_u64().unwrap(), e["length"].as_u64().unwrap()))
+            .collect()
+    };
+    let none: Vec<(u64, u64)> = Vec::new();
+    assert_eq!(commands("/etc/hosts is broken"), none);
+    assert_eq!(commands("/help"), [(0, 5)]);
+    assert_eq!(commands("/help@switchbot_test_bot now"), [(0, 24)]);
+    assert_eq!(commands("/help@otherbot"), [(0, 14)]);
+    assert_eq!(commands("/help, please"), [(0, 5)]);
+    assert_eq!(commands("😀 /start"), [(3, 6)]);
+    assert_eq!(commands("a/b /x/y /é /q@ab <br/> 1/2"), none);
+    assert_eq!(commands(&format!("/{}", "x".repeat(65))), none);
+    let mentions = fake.message_update(Where::Group(-1006), &bob, "(@switchbot_test_bot) a@b.c");
+    assert_eq!(
+        mentions["message"]["entities"],
+        serde_json::json!([{"type": "mention", "offset": 1, "length": 19}])
+    );
 }
 
 #[tokio::test]
@@ -447,6 +519,127 @@ async fn long_answers_with_emoji_and_cjk_fit_in_chunks() {
     r.stop().await;
 }
 
+/// Paragraphs each followed by a short list, as many as fit in `max` units
+/// of Markdown: every list gains a blank line once rendered.
+fn dense_lists(max: usize) -> (String, usize) {
+    let mut md = String::new();
+    for i in 0.. {
+        let block = format!("Step {i} of the plan\n- check {i}\n- fix {i}\n\n");
+        if measure(&md, LengthUnit::Utf16) + measure(&block, LengthUnit::Utf16) > max {
+            return (md, i);
+        }
+        md.push_str(&block);
+    }
+    unreachable!()
+}
+
+#[tokio::test]
+async fn answers_that_render_longer_than_their_markdown_are_delivered_whole() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(945, "Ann");
+    fake.ensure_chat(Where::Dm, &ann);
+    let r = Running::start(config(&fake, dir.path())).await;
+    let chat = addr(945, None);
+
+    // Just under the limit in Markdown, over it once rendered.
+    let (md, blocks) = dense_lists(4096);
+    assert!(measure(&md, LengthUnit::Utf16) > 4000);
+    assert_eq!(
+        chunk_markdown(&md, 4096, LengthUnit::Utf16).len(),
+        1,
+        "one chunk to the core"
+    );
+    let first = r
+        .adapter
+        .send(&chat, OutgoingMessage::text(md.clone()))
+        .await
+        .unwrap();
+    // And three times that, chunked by the core the usual way.
+    let (long, long_blocks) = dense_lists(3 * 4096);
+    for chunk in chunk_markdown(&long, 4096, LengthUnit::Utf16) {
+        r.adapter
+            .send(&chat, OutgoingMessage::text(chunk))
+            .await
+            .unwrap();
+    }
+
+    let sends = fake.calls_to("SendMessage");
+    assert!(sends.iter().all(|c| c.ok), "every message accepted");
+    assert!(sends.iter().all(|c| c.params["parse_mode"] == "HTML"));
+    let stored = fake.bot_messages(945);
+    assert!(stored.len() > 1 + 3, "cut again: {} messages", stored.len());
+    assert!(stored.iter().all(|m| m.text.encode_utf16().count() <= 4096));
+    assert!(first.id.0 >= 2, "the first answer went out in two messages");
+    let last_block = format!("fix {}", blocks - 1);
+    assert!(
+        fake.stored(945, first.id.0)
+            .unwrap()
+            .text
+            .ends_with(&last_block),
+        "send returns the message with the last piece"
+    );
+    let all = stored
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut at = 0;
+    for i in (0..blocks).chain(0..long_blocks) {
+        let needle = format!("Step {i} of the plan\n\n• check {i}\n• fix {i}");
+        let found = all[at..].find(&needle);
+        assert!(found.is_some(), "block {i} missing or out of order");
+        at += found.unwrap() + needle.len();
+    }
+    assert!(at > 0);
+    r.stop().await;
+}
+
+#[tokio::test]
+async fn an_edit_that_renders_too_long_goes_in_as_plain_text() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(946, "Ann");
+    fake.ensure_chat(Where::Dm, &ann);
+    let r = Running::start(config(&fake, dir.path())).await;
+    let draft = r
+        .adapter
+        .send(&addr(946, None), OutgoingMessage::text("thinking…"))
+        .await
+        .unwrap();
+    let (md, _) = dense_lists(4096);
+    r.adapter
+        .edit(&draft, OutgoingMessage::text(md.clone()))
+        .await
+        .unwrap();
+    let m = fake.stored(946, draft.id.0).unwrap();
+    assert_eq!(m.parse_mode, None);
+    assert_eq!(m.text.trim_end(), md.trim_end());
+    assert!(fake.calls_to("EditMessageText").iter().all(|c| c.ok));
+    r.stop().await;
+}
+
+#[tokio::test]
+async fn the_fake_counts_text_after_entity_parsing() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let ann = FakeUser::new(947, "Ann");
+    fake.ensure_chat(Where::Dm, &ann);
+    let send = |text: String| {
+        raw_call(
+            &fake,
+            "SendMessage",
+            serde_json::json!({"chat_id": 947, "text": text, "parse_mode": "HTML"}),
+        )
+    };
+    // 16,384 bytes of HTML, 4,096 units of text: accepted.
+    let (status, body) = send("&lt;".repeat(4096)).await;
+    assert_eq!(status, 200, "{body}");
+    // Tags do not count, but one unit over the limit is refused.
+    let (status, body) = send(format!("<b>{}</b>&amp;", "😀".repeat(2048))).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["description"], "Bad Request: message is too long");
+}
+
 #[tokio::test]
 async fn a_429_storm_on_one_chat_does_not_stop_another() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
@@ -577,6 +770,88 @@ async fn offset_persists_across_restarts() {
     assert_eq!(second.next_message().await.text, "new 1");
     let mut rx = second.stop().await;
     assert!(rx.try_recv().is_err(), "nothing re-delivered");
+}
+
+#[tokio::test]
+async fn a_restarted_update_id_sequence_is_followed() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(975, "Ann");
+    let offset_file = dir.path().join(format!("telegram-offset-{BOT_ID}"));
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    let before: Vec<_> = (0..3)
+        .map(|i| fake.message(Where::Dm, &ann, &format!("before {i}")))
+        .collect();
+    for i in 0..3 {
+        assert_eq!(r.next_message().await.text, format!("before {i}"));
+    }
+    assert!(fake.wait_until(WAIT, |f| f.pending_updates() == 0).await);
+    let polls_before = fake.calls_to("GetUpdates").len();
+
+    // A week without updates later, Telegram numbers them from a new random
+    // start, far below the offset the poller holds.
+    fake.restart_update_ids(5_000);
+    let after: Vec<_> = (0..3)
+        .map(|i| fake.message(Where::Dm, &ann, &format!("after {i}")))
+        .collect();
+    assert!(after[0].update_id < before[2].update_id);
+    for i in 0..3 {
+        assert_eq!(r.next_message().await.text, format!("after {i}"));
+    }
+    let later = fake.message(Where::Dm, &ann, "later");
+    assert_eq!(r.next_message().await.text, "later");
+    assert!(
+        fake.wait_until(WAIT, |f| f.pending_updates() == 0).await,
+        "an offset from the new sequence confirmed them"
+    );
+    // Each answer is followed by one more long poll (1 s here), no tight loop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let polls = fake.calls_to("GetUpdates").len() - polls_before;
+    assert!(polls <= 12, "{polls} getUpdates calls: the poller spins");
+    let saved = std::fs::read_to_string(&offset_file).unwrap();
+    assert_eq!(saved.trim(), later.update_id.to_string());
+    let mut rx = r.stop().await;
+    assert!(rx.try_recv().is_err(), "nothing forwarded twice");
+
+    // After a restart the persisted offset belongs to the new sequence.
+    let mut second = Running::start(config(&fake, dir.path())).await;
+    fake.message(Where::Dm, &ann, "after the restart");
+    assert_eq!(second.next_message().await.text, "after the restart");
+    let mut rx = second.stop().await;
+    assert!(rx.try_recv().is_err(), "nothing re-delivered");
+}
+
+#[tokio::test]
+async fn the_fake_follows_the_bot_apis_offset_rules() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let ann = FakeUser::new(976, "Ann");
+    let ids = |body: &serde_json::Value| -> Vec<i64> {
+        body["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["update_id"].as_i64().unwrap())
+            .collect()
+    };
+    let poll = |offset: i64| raw_call(&fake, "GetUpdates", serde_json::json!({"offset": offset}));
+    let a = fake.message(Where::Dm, &ann, "a").update_id;
+    let b = fake.message(Where::Dm, &ann, "b").update_id;
+    assert_eq!(ids(&poll(0).await.1), [a, b], "0: from the oldest");
+    assert_eq!(ids(&poll(a + 1).await.1), [b], "confirms a");
+    assert_eq!(ids(&poll(0).await.1), [b], "a is gone");
+    assert_eq!(ids(&poll(b + 1).await.1), Vec::<i64>::new());
+
+    fake.restart_update_ids(70);
+    let c = fake.message(Where::Dm, &ann, "c").update_id;
+    assert_eq!(c, 70);
+    // An offset from the old sequence is past the queue's end: Telegram answers
+    // from the oldest update and confirms nothing, however often it is asked.
+    assert_eq!(ids(&poll(b + 1).await.1), [c]);
+    assert_eq!(ids(&poll(b + 1).await.1), [c]);
+    assert_eq!(fake.pending_updates(), 1);
+    // Up to 10 past the next id still counts as an offset (and confirms).
+    assert_eq!(ids(&poll(c + 1).await.1), Vec::<i64>::new());
+    assert_eq!(fake.pending_updates(), 0);
 }
 
 #[tokio::test]

@@ -3,12 +3,17 @@
 //! names, the `{ok,result}` envelope, 401 for a wrong token, 4096 UTF-16 units
 //! of text after entity parsing, 64-byte `callback_data`, "can't parse
 //! entities" for bad HTML, "message is not modified", `setWebhook` only for
-//! HTTPS on ports 443/80/88/8443, `allowed_updates` honoured, injectable 429s,
-//! and Telegram's flood limits enforced by default (sliding windows, see
-//! [`PublishedLimits`]). It never answers 5xx (teloxide sleeps 10 s on those).
-//! Every call is recorded for assertions; helpers queue updates.
+//! HTTPS on ports 443/80/88/8443, `allowed_updates` honoured, `getUpdates`
+//! offsets read as the Bot API server reads them (an offset more than 10 past
+//! the queue's end, as after a restarted `update_id` sequence, confirms
+//! nothing and gets the oldest updates), `mention`/`bot_command` entities
+//! found as Telegram finds them, injectable 429s, and Telegram's flood limits
+//! enforced by default (sliding windows, see [`PublishedLimits`]). It never
+//! answers 5xx (teloxide sleeps 10 s on those). Every call is recorded for
+//! assertions; helpers queue updates.
 
 mod api;
+mod entities;
 mod html;
 mod limits;
 
@@ -253,12 +258,13 @@ impl FakeTelegram {
 
     // ----- updates -------------------------------------------------------
 
-    /// A text message (entities for `@mentions` and a leading `/command` added).
+    /// A text message, with the `mention` and `bot_command` entities Telegram
+    /// would attach.
     pub fn message(&self, at: Where, from: &FakeUser, text: &str) -> Pushed {
         self.push_message(
             at,
             from,
-            json!({"text": text, "entities": entities_for(text)}),
+            json!({"text": text, "entities": entities::find(text)}),
             None,
         )
     }
@@ -268,7 +274,7 @@ impl FakeTelegram {
         self.push_message(
             at,
             from,
-            json!({"text": text, "entities": entities_for(text)}),
+            json!({"text": text, "entities": entities::find(text)}),
             Some(reply_to),
         )
     }
@@ -279,7 +285,7 @@ impl FakeTelegram {
             "width": 640, "height": 480, "file_size": 4096}]});
         if let Some(c) = caption {
             body["caption"] = json!(c);
-            body["caption_entities"] = entities_for(c);
+            body["caption_entities"] = entities::find(c);
         }
         self.push_message(at, from, body, None)
     }
@@ -338,12 +344,23 @@ impl FakeTelegram {
         id
     }
 
+    /// Emulates Telegram restarting the `update_id` sequence: after a week
+    /// without updates it numbers the next ones from a new random value, which
+    /// may be below the bot's offset. Updates created from now on are numbered
+    /// from `start`. Telegram does this only once it holds no updates (it keeps
+    /// them 24 hours), so any still queued are dropped as expired.
+    pub fn restart_update_ids(&self, start: i64) {
+        let mut inner = self.shared.lock();
+        inner.updates.clear();
+        inner.next_update_id = start;
+    }
+
     /// Builds a message update without queuing it (for webhook deliveries).
     pub fn message_update(&self, at: Where, from: &FakeUser, text: &str) -> Value {
         let (update, _) = self.build_message(
             at,
             from,
-            json!({"text": text, "entities": entities_for(text)}),
+            json!({"text": text, "entities": entities::find(text)}),
             None,
         );
         update
@@ -593,43 +610,6 @@ fn add_thread(msg: &mut Value, thread: Option<i64>) {
         msg["message_thread_id"] = json!(t);
         msg["is_topic_message"] = json!(true);
     }
-}
-
-/// `mention` entities for `@names` and a `bot_command` for a leading `/cmd`.
-fn entities_for(text: &str) -> Value {
-    let mut out = Vec::new();
-    let mut offset16 = 0;
-    for word in split_keep_offsets(text) {
-        let len16 = word.encode_utf16().count();
-        let clean = word.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
-        let clean16 = clean.encode_utf16().count();
-        if clean.len() > 1 && clean.starts_with('@') {
-            out.push(json!({"type": "mention", "offset": offset16, "length": clean16}));
-        } else if offset16 == 0 && clean.starts_with('/') && clean.len() > 1 {
-            out.push(json!({"type": "bot_command", "offset": 0, "length": clean16}));
-        }
-        offset16 += len16;
-    }
-    Value::Array(out)
-}
-
-/// Splits into words and whitespace runs, keeping every byte.
-fn split_keep_offsets(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut in_space = None;
-    for (i, c) in text.char_indices() {
-        let space = c.is_whitespace();
-        if in_space.is_some_and(|s| s != space) {
-            out.push(&text[start..i]);
-            start = i;
-        }
-        in_space = Some(space);
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
 }
 
 fn message_json(m: &StoredMessage, chat: &Value) -> Value {

@@ -4,6 +4,7 @@
 use crate::activity::{typing_loop, Typing};
 use crate::config::TelegramConfig;
 use crate::errors::{startup_error, TelegramError};
+use crate::fit::{fits, fitting_chunks};
 use crate::normalize::{Action, BotIdentity, Normalizer};
 use crate::presses::{PendingPresses, Presses};
 use crate::send::{Outbound, MAX_TEXT_UTF16};
@@ -11,9 +12,8 @@ use async_trait::async_trait;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use switchboard_platform::{
-    chunk_markdown, measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo,
-    Inbound, InboundSink, LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
+    LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::Update;
@@ -219,11 +219,13 @@ impl PlatformAdapter for TelegramAdapter {
         to: &ChatAddress,
         message: OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
-        if measure(&message.text, LengthUnit::Utf16) <= MAX_TEXT_UTF16 {
+        if fits(&message.text, MAX_TEXT_UTF16) {
             return self.inner.out.send(to, &message).await;
         }
-        // The core chunks already; this guards against a caller that did not.
-        let chunks = chunk_markdown(&message.text, MAX_TEXT_UTF16, LengthUnit::Utf16);
+        // The core chunks on the Markdown, but Telegram counts the rendered
+        // text, which can be longer: such a chunk is cut again here (as is the
+        // text of a caller that did not chunk).
+        let chunks = fitting_chunks(&message.text, MAX_TEXT_UTF16);
         let last = chunks.len().saturating_sub(1);
         let mut sent = None;
         for (i, chunk) in chunks.into_iter().enumerate() {
@@ -241,6 +243,9 @@ impl PlatformAdapter for TelegramAdapter {
         sent.ok_or(PlatformError::Rejected("empty message".into()))
     }
 
+    /// Replaces the text (and keyboard). An edit cannot be cut in two, so
+    /// Markdown that fits but renders over Telegram's limit goes in as plain
+    /// text.
     async fn edit(
         &self,
         target: &MessageRef,

@@ -12,6 +12,7 @@ mod adapter;
 mod commands;
 mod config;
 mod errors;
+mod fit;
 mod normalize;
 mod offset;
 mod polling;

@@ -27,6 +27,15 @@ pub(crate) struct BotIdentity {
     pub username: String,
 }
 
+/// A command the message opens with.
+#[derive(Debug)]
+enum Command {
+    /// For us (`/cmd` or `/cmd@ourbot`): the text normalized to `/cmd args`.
+    Ours(String),
+    /// `/cmd@otherbot`.
+    OtherBot,
+}
+
 /// What to do with one update.
 #[derive(Debug)]
 pub(crate) enum Action {
@@ -131,15 +140,18 @@ impl Normalizer {
         entities: &[MessageEntity],
         reply_to_bot: bool,
     ) -> (Addressed, String) {
-        if let Some((addressed, normalized)) = self.command(text) {
-            let addressed = if kind == ChatKind::Dm && addressed {
-                Addressed::Dm
-            } else if addressed {
-                Addressed::Command
-            } else {
-                Addressed::NotAddressed
-            };
-            return (addressed, normalized);
+        match self.command(text, entities) {
+            Some(Command::Ours(normalized)) => {
+                let addressed = if kind == ChatKind::Dm {
+                    Addressed::Dm
+                } else {
+                    Addressed::Command
+                };
+                return (addressed, normalized);
+            }
+            // Explicitly meant for another bot, even in a reply to ours.
+            Some(Command::OtherBot) => return (Addressed::NotAddressed, text.trim().to_owned()),
+            None => {}
         }
         let mentions = self.bot_mentions(text, entities);
         let stripped = if mentions.is_empty() {
@@ -159,29 +171,35 @@ impl Normalizer {
         (addressed, stripped)
     }
 
-    /// `/cmd@bot args` → (`true`, `/cmd args`); `/cmd@otherbot` → (`false`, text);
-    /// `None` when the text is not a command.
-    fn command(&self, text: &str) -> Option<(bool, String)> {
-        let text = text.trim();
-        let first = text.split_whitespace().next()?;
-        let name = first.strip_prefix('/')?;
-        if name.is_empty() {
+    /// The command the text opens with, if any. Only a `bot_command` entity at
+    /// offset 0 makes one: Telegram creates those just for
+    /// `/[A-Za-z0-9_]+(@botname)?` standing alone, so "/etc/hosts is broken"
+    /// is no command. `/cmd@bot args` becomes `/cmd args`.
+    fn command(&self, text: &str, entities: &[MessageEntity]) -> Option<Command> {
+        let entity = entities
+            .iter()
+            .find(|e| e.offset == 0 && matches!(e.kind, MessageEntityKind::BotCommand))?;
+        let range = utf16_range(text, 0, entity.length)?;
+        let name = text[range.clone()].strip_prefix('/')?;
+        let (cmd, bot) = match name.split_once('@') {
+            Some((cmd, bot)) => (cmd, Some(bot)),
+            None => (name, None),
+        };
+        // Entities are untrusted input too: check the shape Telegram promises.
+        let word =
+            |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !word(cmd) || bot.is_some_and(|b| !word(b)) {
             return None;
         }
-        let rest = text[first.len()..].trim();
-        let (cmd, ours) = match name.split_once('@') {
-            Some((cmd, bot)) => (cmd, bot.eq_ignore_ascii_case(&self.me.username)),
-            None => (name, true),
-        };
-        if !ours {
-            return Some((false, text.to_owned()));
+        if bot.is_some_and(|b| !b.eq_ignore_ascii_case(&self.me.username)) {
+            return Some(Command::OtherBot);
         }
-        let normalized = if rest.is_empty() {
+        let rest = text[range.end..].trim();
+        Some(Command::Ours(if rest.is_empty() {
             format!("/{cmd}")
         } else {
             format!("/{cmd} {rest}")
-        };
-        Some((true, normalized))
+        }))
     }
 
     /// Byte ranges of `@botname` mentions (or text mentions of the bot).

@@ -125,35 +125,111 @@ fn group_chatter_is_forwarded_unaddressed() {
     assert_eq!(m.text, "mail @SwitchBotFan now");
 }
 
+/// A `bot_command` entity at offset 0 covering `len` UTF-16 units, as
+/// Telegram attaches to a message opening with a command.
+fn command_entity(len: usize) -> Value {
+    json!({"entities": [{"type": "bot_command", "offset": 0, "length": len}]})
+}
+
 #[test]
 fn commands_are_normalized() {
     let n = normalizer();
-    let group = |text: &str| {
+    let group = |text: &str, command_len: usize| {
         forwarded(n.update(&update(
             "message",
-            message(group_chat(-100, false), user(8, "Bob"), text, json!({})),
+            message(
+                group_chat(-100, false),
+                user(8, "Bob"),
+                text,
+                command_entity(command_len),
+            ),
         )))
     };
-    let m = group("/help@SwitchBot me");
+    let m = group("/help@SwitchBot me", 15);
     assert_eq!(
         (m.addressed, m.text.as_str()),
         (Addressed::Command, "/help me")
     );
-    let m = group("/clear");
+    let m = group("/help@switchbot", 15);
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Command, "/help")
+    );
+    let m = group("/clear", 6);
     assert_eq!(
         (m.addressed, m.text.as_str()),
         (Addressed::Command, "/clear")
     );
-    let m = group("/start@OtherBot");
+    let m = group("/start@OtherBot", 15);
     assert_eq!(
         (m.addressed, m.text.as_str()),
         (Addressed::NotAddressed, "/start@OtherBot")
     );
     let m = forwarded(n.update(&update(
         "message",
-        message(dm_chat(8), user(8, "Bob"), "/start@SwitchBot", json!({})),
+        message(
+            dm_chat(8),
+            user(8, "Bob"),
+            "/start@SwitchBot",
+            command_entity(16),
+        ),
     )));
     assert_eq!((m.addressed, m.text.as_str()), (Addressed::Dm, "/start"));
+}
+
+#[test]
+fn only_a_bot_command_entity_at_the_start_is_a_command() {
+    let n = normalizer();
+    let in_group = |text: &str, extra: Value| {
+        forwarded(n.update(&update(
+            "message",
+            message(group_chat(-100, false), user(8, "Bob"), text, extra),
+        )))
+    };
+    // A path is no command: Telegram attaches no `bot_command` entity to it.
+    let m = in_group("/etc/hosts is broken", json!({}));
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::NotAddressed, "/etc/hosts is broken")
+    );
+    // A command later in the text does not address the bot either.
+    let m = in_group(
+        "try /help",
+        json!({"entities": [{"type": "bot_command", "offset": 4, "length": 5}]}),
+    );
+    assert_eq!(m.addressed, Addressed::NotAddressed);
+    // An entity that does not cover a command's shape is not trusted.
+    let m = in_group("/etc/hosts", command_entity(10));
+    assert_eq!(m.addressed, Addressed::NotAddressed);
+    // Not a command, but still addressed by a mention.
+    let m = in_group(
+        "/etc/hosts @SwitchBot why?",
+        json!({"entities": [{"type": "mention", "offset": 11, "length": 10}]}),
+    );
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Mention, "/etc/hosts why?")
+    );
+    // ... or by a reply to the bot.
+    let bot_msg = json!({"message_id": 5, "date": 1_700_000_000,
+        "chat": group_chat(-100, false), "from": bot_user(), "text": "earlier"});
+    let m = in_group("/etc/hosts is broken", json!({"reply_to_message": bot_msg}));
+    assert_eq!(m.addressed, Addressed::ReplyToBot);
+    // Another bot's command stays unaddressed, even in a reply to ours.
+    let m = in_group(
+        "/help@OtherBot",
+        json!({"reply_to_message": bot_msg, "entities": [{"type": "bot_command", "offset": 0, "length": 14}]}),
+    );
+    assert_eq!(m.addressed, Addressed::NotAddressed);
+    // In a DM a path is just text.
+    let m = forwarded(n.update(&update(
+        "message",
+        message(dm_chat(8), user(8, "Bob"), "/etc/hosts?", json!({})),
+    )));
+    assert_eq!(
+        (m.addressed, m.text.as_str()),
+        (Addressed::Dm, "/etc/hosts?")
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! The long-poll offset on disk: the last update id forwarded to the core,
-//! written atomically (temp file + rename) so a restart neither repeats nor
-//! skips updates.
+//! The long-poll offset on disk: the last update id Telegram returned and the
+//! poller processed (forwarded to the core or skipped), written atomically
+//! (temp file + rename) so a restart neither repeats nor skips updates.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ impl OffsetStore {
         &self.path
     }
 
-    /// The last forwarded update id; `None` on first start. A corrupt file is
+    /// The last processed update id; `None` on first start. A corrupt file is
     /// reported and treated as absent (Telegram then resends what it holds).
     pub async fn load(&self) -> io::Result<Option<i64>> {
         match tokio::fs::read_to_string(&self.path).await {

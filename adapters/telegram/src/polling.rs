@@ -4,11 +4,20 @@
 //! Updates are fetched as JSON values and parsed one by one, so a single update
 //! teloxide cannot parse (or one missing fields) never blocks the batch, and
 //! the offset still moves past it.
+//!
+//! The offset follows the ids Telegram returns, not their size: after a week
+//! without updates Telegram restarts the `update_id` sequence at a random
+//! value, possibly below our offset, and answers an offset from the old
+//! sequence with the new updates until one from the new sequence confirms
+//! them. So every update Telegram returns is forwarded unless it is one of the
+//! last [`RECENT_IDS`] forwarded (a defensive dedupe), and the next offset is
+//! always the last returned id + 1.
 
 use crate::adapter::Inner;
 use crate::errors::scrubbed;
 use crate::offset::OffsetStore;
 use serde::Serialize;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{InboundSink, PlatformError};
@@ -22,6 +31,25 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
 const BATCH: u8 = 100;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How many forwarded update ids are remembered to drop a repeat.
+const RECENT_IDS: usize = 256;
+
+/// The last [`RECENT_IDS`] update ids forwarded, oldest first.
+#[derive(Debug, Default)]
+struct RecentIds(VecDeque<i64>);
+
+impl RecentIds {
+    fn contains(&self, id: i64) -> bool {
+        self.0.contains(&id)
+    }
+
+    fn insert(&mut self, id: i64) {
+        if self.0.len() == RECENT_IDS {
+            self.0.pop_front();
+        }
+        self.0.push_back(id);
+    }
+}
 
 /// `getUpdates` answered as raw JSON values.
 #[derive(Debug, Clone, Serialize)]
@@ -59,6 +87,7 @@ pub(crate) async fn poll(
             None
         }
     };
+    let mut recent = RecentIds::default();
     let mut backoff = Duration::from_millis(500);
     let timeout = inner.config.poll_timeout_secs.min(15);
     tracing::info!(offset = ?last, "Telegram long polling started");
@@ -85,21 +114,31 @@ pub(crate) async fn poll(
                         tracing::warn!("skipping an update without update_id");
                         continue;
                     };
-                    if last.is_some_and(|l| id <= l) {
-                        continue; // already forwarded
-                    }
-                    // teloxide's `Update` deserializes from text, not from a `Value`.
-                    match serde_json::from_str::<Update>(&value.to_string()) {
-                        Ok(update) => {
-                            tokio::select! {
-                                _ = shutdown.cancelled() => return Ok(()),
-                                sent = inner.dispatch(&update, sink) => sent?,
+                    if recent.contains(id) {
+                        tracing::debug!(update_id = id, "skipping an update already forwarded");
+                    } else {
+                        if let Some(previous) = last.filter(|l| id <= *l) {
+                            tracing::info!(
+                                update_id = id,
+                                previous,
+                                "Telegram restarted the update_id sequence"
+                            );
+                        }
+                        // teloxide's `Update` deserializes from text, not from a `Value`.
+                        match serde_json::from_str::<Update>(&value.to_string()) {
+                            Ok(update) => {
+                                tokio::select! {
+                                    _ = shutdown.cancelled() => return Ok(()),
+                                    sent = inner.dispatch(&update, sink) => sent?,
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(update_id = id, error = %e, "skipping a malformed Telegram update");
                             }
                         }
-                        Err(e) => {
-                            tracing::warn!(update_id = id, error = %e, "skipping a malformed Telegram update");
-                        }
+                        recent.insert(id);
                     }
+                    // Whatever it was, the next offset confirms it.
                     last = Some(id);
                     if let Err(e) = store.save(id).await {
                         tracing::error!(path = %store.path().display(), error = %e, "cannot persist the Telegram offset");
@@ -137,5 +176,23 @@ async fn prepare(inner: &Arc<Inner>) {
         Err(e) => {
             tracing::warn!(error = %scrubbed(&e, &inner.config.token), "getWebhookInfo failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_ids_remember_the_last_ones_only() {
+        let mut recent = RecentIds::default();
+        for id in 0..300 {
+            recent.insert(id);
+        }
+        assert!(!recent.contains(43), "forgotten");
+        assert!(recent.contains(44) && recent.contains(299));
+        recent.insert(7);
+        assert!(recent.contains(7) && !recent.contains(44));
+        assert_eq!(recent.0.len(), RECENT_IDS);
     }
 }

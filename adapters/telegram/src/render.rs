@@ -3,9 +3,13 @@
 //!
 //! Telegram's HTML is a small subset (`b i s u a code pre blockquote`) with
 //! nesting rules: nothing inside `code`/`pre`, no nested blockquotes, no `code`
-//! inside a link. The renderer never produces those, and the visible text it
-//! produces is never longer than the Markdown source, so a chunk that fits in
-//! Markdown fits after Telegram parses the entities.
+//! inside a link. The renderer never produces those.
+//!
+//! The visible text can be longer than the Markdown: a list right after a
+//! paragraph gains a blank line, lazily numbered lists (`1.` every item) are
+//! renumbered up to `10.`, `100.`, a rule after a paragraph gains a line. So a
+//! chunk that fits in Markdown may not fit once Telegram parses the entities:
+//! [`visible_len`] measures what Telegram counts, and `fit` cuts again.
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
@@ -31,6 +35,56 @@ pub(crate) fn has_no_visible_text(html: &str) -> bool {
         }
     }
     true
+}
+
+/// The text Telegram shows for `html` (and counts against its limits): tags
+/// stripped, character entities decoded.
+pub(crate) fn visible_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find(['<', '&']) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if rest.starts_with('<') {
+            rest = rest.find('>').map_or("", |end| &rest[end + 1..]);
+        } else {
+            let (c, used) = decode_entity(rest);
+            out.push(c);
+            rest = &rest[used..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`visible_text`]'s length in UTF-16 units, Telegram's unit for its limits.
+pub(crate) fn visible_len(html: &str) -> usize {
+    visible_text(html).encode_utf16().count()
+}
+
+/// The character an entity at the start of `s` stands for, and its length in
+/// bytes; an `&` that starts no entity is itself.
+fn decode_entity(s: &str) -> (char, usize) {
+    for (name, c) in [
+        ("&lt;", '<'),
+        ("&gt;", '>'),
+        ("&amp;", '&'),
+        ("&quot;", '"'),
+    ] {
+        if s.starts_with(name) {
+            return (c, name.len());
+        }
+    }
+    let numeric = s.strip_prefix("&#").and_then(|num| {
+        let end = num.find(';')?;
+        let digits = &num[..end];
+        let code = match digits.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => digits.parse().ok(),
+        };
+        Some((char::from_u32(code?)?, end + 3))
+    });
+    numeric.unwrap_or(('&', 1))
 }
 
 /// `&`, `<` and `>` as entities: the only characters Telegram's HTML requires escaping.
@@ -437,39 +491,26 @@ mod tests {
     }
 
     #[test]
-    fn visible_text_never_exceeds_the_source() {
-        let samples = [
-            "# H\n\n**b** _i_ [l](https://e.test) `c` ~~s~~",
-            "- a\n- b\n\n1. c\n2. d",
-            "```py\nprint('<&>')\n```",
-            "[rel](x/y) ![img](https://i.test/p.png) <https://a.test>",
-            "> q\n\n---\n\ntext",
-            "emoji 😀 and CJK 中文 & <",
-        ];
-        for md in samples {
-            let visible = visible_text(&html(md));
-            assert!(
-                visible.encode_utf16().count() <= md.encode_utf16().count(),
-                "{md:?} -> {visible:?}"
-            );
-        }
+    fn visible_text_is_what_telegram_counts() {
+        assert_eq!(
+            visible_text("<b>a &lt; b</b> &amp; <a href=\"https://e.test/?a=1&amp;b=&quot;\">&quot;x&quot;</a> &#65;&#x42; & c"),
+            "a < b & \"x\" AB & c"
+        );
+        assert_eq!(visible_len("<i>😀</i>&gt;"), 3, "UTF-16 units");
+        assert_eq!(visible_text("<pre>unclosed"), "unclosed");
     }
 
-    /// Strips tags and decodes the four entities, as Telegram does.
-    fn visible_text(html: &str) -> String {
-        let mut out = String::new();
-        let mut in_tag = false;
-        for c in html.chars() {
-            match c {
-                '<' => in_tag = true,
-                '>' if in_tag => in_tag = false,
-                c if !in_tag => out.push(c),
-                _ => {}
-            }
-        }
-        out.replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&quot;", "\"")
-            .replace("&amp;", "&")
+    #[test]
+    fn visible_text_can_outgrow_the_source() {
+        let grows = |md: &str, shown: &str| {
+            let visible = visible_text(&html(md));
+            assert_eq!(visible, shown, "{md:?}");
+            assert!(visible_len(&html(md)) > md.encode_utf16().count(), "{md:?}");
+        };
+        grows("text\n- a", "text\n\n• a");
+        grows("text\n***", "text\n\n———");
+        let lazy: String = (0..12).map(|_| "1. x\n").collect();
+        let renumbered: Vec<String> = (1..=12).map(|i| format!("{i}. x")).collect();
+        grows(&lazy, &renumbered.join("\n"));
     }
 }

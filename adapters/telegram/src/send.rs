@@ -4,7 +4,7 @@
 
 use crate::config::TelegramLimits;
 use crate::errors::{classify, is_not_modified, is_parse_error, scrubbed, to_platform};
-use crate::render::{has_no_visible_text, markdown_to_html};
+use crate::render::{has_no_visible_text, markdown_to_html, visible_len};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use switchboard_platform::{
     Button, ChatAddress, MessageId, MessageRef, OutgoingMessage, Pacer, PlatformError, Secret,
@@ -235,14 +235,25 @@ impl Outbound {
     }
 }
 
-/// The HTML to try first, and whether to go straight to plain text (markup
-/// without visible text, which Telegram refuses as an empty message).
+/// The HTML to try first, and whether to go straight to plain text: markup
+/// without visible text (Telegram refuses it as an empty message), or HTML
+/// whose visible text is over Telegram's limit while the Markdown is not (an
+/// edit cannot be cut in two; sends are cut so this does not happen).
 fn render(markdown: &str) -> Result<(String, AtomicBool), PlatformError> {
     if markdown.trim().is_empty() {
         return Err(PlatformError::Rejected("empty message text".into()));
     }
     let html = markdown_to_html(markdown);
-    let plain = AtomicBool::new(has_no_visible_text(&html));
+    let shown = visible_len(&html);
+    let too_long = shown > MAX_TEXT_UTF16;
+    if too_long {
+        tracing::info!(
+            rendered = shown,
+            max = MAX_TEXT_UTF16,
+            "the rendered text is over Telegram's limit; sending the Markdown as plain text"
+        );
+    }
+    let plain = AtomicBool::new(too_long || has_no_visible_text(&html));
     Ok((html, plain))
 }
 

@@ -168,6 +168,19 @@ fn check_webhook_url(url: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The first update id an offset asks for, as the Bot API server reads it
+/// (`do_get_updates` and `TQueue::get` in tdlib/telegram-bot-api): a negative
+/// offset counts from the queue's end; none, zero, or one more than 10 past
+/// the next update id (an offset from before a restarted `update_id`
+/// sequence) means "from the oldest update" and confirms nothing.
+fn first_wanted(offset: Option<i64>, next_update_id: i64) -> Option<i64> {
+    match offset? {
+        o if o < 0 => Some(next_update_id + o),
+        o if o == 0 || o > next_update_id + 10 => None,
+        o => Some(o),
+    }
+}
+
 async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
     set_allowed_updates(&mut shared.lock(), params)?;
     let offset = params["offset"].as_i64();
@@ -188,16 +201,13 @@ async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
                     retry_after: None,
                 });
             }
-            if let Some(offset) = offset {
+            if let Some(from) = first_wanted(offset, inner.next_update_id) {
                 // Confirming an offset forgets every older update.
-                while inner.updates.front().is_some_and(|(id, _)| *id < offset) {
-                    inner.updates.pop_front();
-                }
+                inner.updates.retain(|(id, _)| *id >= from);
             }
             let batch: Vec<Value> = inner
                 .updates
                 .iter()
-                .filter(|(id, _)| offset.is_none_or(|o| *id >= o))
                 .take(limit)
                 .map(|(_, u)| u.clone())
                 .collect();
