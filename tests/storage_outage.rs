@@ -154,35 +154,53 @@ async fn spooled_message_is_answered_after_restart(vars: &[(&str, &str)], data: 
     h.stop().await;
 }
 
+/// A data directory with its SQLite file, for gateways started one after
+/// another on it.
+struct SqliteDir {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    url: String,
+}
+
+impl SqliteDir {
+    fn new() -> SqliteDir {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let url = format!("sqlite://{}", data.join("switchboard.db").display());
+        SqliteDir {
+            _dir: dir,
+            data,
+            url,
+        }
+    }
+
+    fn vars(&self) -> [(&str, &str); 2] {
+        [
+            ("DATA_DIR", self.data.to_str().unwrap()),
+            ("DATABASE_URL", self.url.as_str()),
+        ]
+    }
+}
+
 #[tokio::test]
 async fn a_message_held_while_sqlite_is_locked_survives_a_restart() {
-    let shared = tempfile::tempdir().unwrap();
-    let data = shared.path().join("data");
-    let url = format!("sqlite://{}", data.join("switchboard.db").display());
-    let vars = [
-        ("DATA_DIR", data.to_str().unwrap()),
-        ("DATABASE_URL", url.as_str()),
-    ];
+    let disk = SqliteDir::new();
+    let (data, url, vars) = (&disk.data, &disk.url, disk.vars());
     let h = Harness::with(&vars).await;
     echo(&h.llm);
-    let other = lock_sqlite(&url).await;
-    held_then_stopped(h, &data).await;
+    let other = lock_sqlite(url).await;
+    held_then_stopped(h, data).await;
     unlock_sqlite(other).await;
 
-    spooled_message_is_answered_after_restart(&vars, &data).await;
+    spooled_message_is_answered_after_restart(&vars, data).await;
 }
 
 #[tokio::test]
 async fn messages_still_in_flight_at_shutdown_are_kept_for_the_next_start() {
-    let shared = tempfile::tempdir().unwrap();
-    let data = shared.path().join("data");
-    let url = format!("sqlite://{}", data.join("switchboard.db").display());
-    let vars = [
-        ("DATA_DIR", data.to_str().unwrap()),
-        ("DATABASE_URL", url.as_str()),
-    ];
+    let disk = SqliteDir::new();
+    let (data, url, vars) = (&disk.data, &disk.url, disk.vars());
     let h = Harness::with(&vars).await;
-    let other = lock_sqlite(&url).await;
+    let other = lock_sqlite(url).await;
     // The first message holds the inbound loop (its inbox row waits out the
     // busy timeout); the others wait in the channel from the adapter when the
     // gateway is told to stop.
@@ -191,7 +209,7 @@ async fn messages_still_in_flight_at_shutdown_are_kept_for_the_next_start() {
         h.channel.dm(1, text).await;
     }
     h.stop().await;
-    assert_eq!(spooled(&data).len(), said.len(), "every message kept");
+    assert_eq!(spooled(data).len(), said.len(), "every message kept");
     unlock_sqlite(other).await;
 
     let llm = FakeLlm::start().await;

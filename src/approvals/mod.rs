@@ -504,30 +504,13 @@ fn status_word(status: ApprovalStatus) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{dt, now, test_store};
+    use crate::store::test_store;
     use switchboard_platform::{ChatId, UserId};
 
     fn telegram_request(id: &str) -> ApprovalRecord {
-        let ts = now();
-        ApprovalRecord {
-            id: id.into(),
-            session_id: "s".into(),
-            tool_name: "exec_command".into(),
-            tool_display: "Run command".into(),
-            arguments: r#"{"command":"ls"}"#.into(),
-            summary: "ls".into(),
-            requester: UserId(1),
-            requester_name: "Ann".into(),
-            chat: ChatAddress::new(Platform::Telegram, ChatId(1), None),
-            card_message: None,
-            status: ApprovalStatus::Pending,
-            decided_by: None,
-            decided_by_name: None,
-            decided_at: None,
-            reason: None,
-            created_at: dt(ts),
-            expires_at: dt(ts + 600_000),
-        }
+        let mut record = crate::store::test_approval(id, 600);
+        record.chat = ChatAddress::new(Platform::Telegram, ChatId(1), None);
+        record
     }
 
     fn user(id: i64) -> User {

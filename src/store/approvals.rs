@@ -370,12 +370,14 @@ fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::test_store;
     use switchboard_platform::ChatId;
 
-    fn record(id: &str, ttl_secs: i64) -> ApprovalRecord {
+    /// A pending `exec_command ls` approval asked by user 1 on the test
+    /// platform, expiring in `ttl_secs`.
+    pub(crate) fn record(id: &str, ttl_secs: i64) -> ApprovalRecord {
         let ts = now();
         ApprovalRecord {
             id: id.into(),

@@ -218,6 +218,8 @@ pub(crate) fn dt(ms: i64) -> chrono::DateTime<chrono::Utc> {
 
 /// A direct message "text" from user 1 on the test platform.
 #[cfg(test)]
+pub(crate) use approvals::tests::record as test_approval;
+#[cfg(test)]
 pub(crate) use inbox::tests::message as test_message;
 
 #[cfg(test)]
