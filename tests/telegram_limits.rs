@@ -6,13 +6,14 @@
 
 mod support;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use support::fake_telegram::{
     FakeOptions, FakeTelegram, FakeUser, PublishedLimits, SlidingWindow, Where, Window, TOKEN,
 };
+use support::telegram_run::raw_call as call;
 use switchboard_platform::{
     ChatAddress, ChatId, OutgoingMessage, Pacer, Platform, PlatformAdapter, Secret,
 };
@@ -48,18 +49,6 @@ fn texts(fake: &FakeTelegram, chat: i64) -> Vec<String> {
         .into_iter()
         .map(|m| m.text)
         .collect()
-}
-
-/// Posts a Bot API call straight to the fake; returns (HTTP status, body).
-async fn call(fake: &FakeTelegram, method: &str, params: Value) -> (u16, Value) {
-    let url = format!("{}bot{TOKEN}/{method}", fake.api_url());
-    let response = reqwest::Client::new()
-        .post(url)
-        .json(&params)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap())
 }
 
 #[tokio::test(start_paused = true)]

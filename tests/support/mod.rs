@@ -13,4 +13,5 @@ pub mod postgres;
 pub mod provider;
 pub mod serve;
 pub mod tcp_proxy;
+pub mod telegram_run;
 pub mod test_channel;
