@@ -610,7 +610,7 @@ async fn a_429_storm_on_one_chat_does_not_stop_another() {
 }
 
 #[tokio::test]
-async fn typing_repeats_until_idle() {
+async fn typing_repeats_until_the_last_turn_in_the_chat_is_idle() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ann = FakeUser::new(985, "Ann");
@@ -629,6 +629,21 @@ async fn typing_repeats_until_idle() {
     r.adapter.activity(&chat, Activity::Typing).await.unwrap();
     assert!(
         fake.wait_until(WAIT, |f| f.calls_to("SendChatAction").len() >= 3)
+            .await
+    );
+    // Two turns in the topic (one loop): the first ending keeps it going.
+    r.adapter.activity(&chat, Activity::Idle).await.unwrap();
+    let before = fake.calls_to("SendChatAction").len();
+    assert!(
+        fake.wait_until(WAIT, |f| f.calls_to("SendChatAction").len() > before)
+            .await,
+        "still typing for the other turn"
+    );
+    // A command's answer in between ends no turn.
+    r.adapter.activity(&chat, Activity::Answered).await.unwrap();
+    let before = fake.calls_to("SendChatAction").len();
+    assert!(
+        fake.wait_until(WAIT, |f| f.calls_to("SendChatAction").len() > before)
             .await
     );
     r.adapter.activity(&chat, Activity::Idle).await.unwrap();

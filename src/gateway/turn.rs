@@ -412,5 +412,5 @@ pub(crate) async fn notify(
     if let Err(e) = send_text(adapter, chat, text, reply_to).await {
         tracing::warn!(error = %e, "could not send a reply");
     }
-    let _ = adapter.activity(chat, Activity::Idle).await;
+    let _ = adapter.activity(chat, Activity::Answered).await;
 }

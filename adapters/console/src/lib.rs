@@ -260,7 +260,7 @@ impl PlatformAdapter for ConsoleAdapter {
     }
 
     async fn activity(&self, _chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
-        if activity == Activity::Idle {
+        if matches!(activity, Activity::Idle | Activity::Answered) {
             self.screen().end_block();
             self.signal(Signal::Idle);
         }

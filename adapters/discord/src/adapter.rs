@@ -228,6 +228,8 @@ impl PlatformAdapter for DiscordAdapter {
         match activity {
             Activity::Typing => self.shared.typing.start(channel),
             Activity::Idle => self.shared.typing.stop(channel),
+            // Not a turn: another user's typing indicator keeps running.
+            Activity::Answered => {}
         }
         Ok(())
     }

@@ -71,4 +71,9 @@ pub enum Activity {
     Typing,
     /// The turn is over and the bot waits for the user.
     Idle,
+    /// A reply outside any turn (a command's answer, a notice) was sent. It
+    /// ends nothing: another user's turn in the same chat keeps its typing
+    /// indicator. A channel that paces its input by the bot's replies (the
+    /// console) takes it like `Idle`.
+    Answered,
 }

@@ -299,6 +299,8 @@ impl PlatformAdapter for TelegramAdapter {
         match activity {
             Activity::Typing => self.inner.start_typing(*chat),
             Activity::Idle => self.inner.typing.end(chat),
+            // Not a turn: another user's typing indicator keeps running.
+            Activity::Answered => {}
         }
         Ok(())
     }
