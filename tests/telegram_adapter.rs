@@ -709,3 +709,44 @@ async fn the_token_never_appears_in_errors() {
     assert!(!format!("{err} {err:?}").contains("AAtestTOKENsecret"));
     r.stop().await;
 }
+
+#[tokio::test]
+async fn a_group_upgraded_to_a_supergroup_is_followed() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(990, "Ann");
+    let old = fake.ensure_chat(Where::Group(-4100), &ann);
+    let r = Running::start(config(&fake, dir.path())).await;
+    let new = -1_004_100;
+    fake.upgrade_to_supergroup(old, new);
+
+    // A task notification for the old group reaches the new supergroup.
+    let sent = r
+        .adapter
+        .send(&addr(old, None), OutgoingMessage::text("task done"))
+        .await
+        .unwrap();
+    assert_eq!(
+        sent.chat.chat,
+        ChatId(new),
+        "the reference names the new chat"
+    );
+    let texts: Vec<_> = fake.bot_messages(new).into_iter().map(|m| m.text).collect();
+    assert_eq!(texts, ["task done"]);
+    // Later messages for the old id go straight there; edits follow the reference.
+    r.adapter
+        .send(&addr(old, None), OutgoingMessage::text("second"))
+        .await
+        .unwrap();
+    r.adapter
+        .edit(&sent, OutgoingMessage::text("task done (edited)"))
+        .await
+        .unwrap();
+    let sends = fake.calls_to("SendMessage");
+    assert_eq!(sends.len(), 3, "one refused by the old group, then two");
+    assert_eq!(sends[0].params["chat_id"], old);
+    assert!(sends[1..].iter().all(|c| c.params["chat_id"] == new));
+    let texts: Vec<_> = fake.bot_messages(new).into_iter().map(|m| m.text).collect();
+    assert_eq!(texts, ["task done (edited)", "second"]);
+    r.stop().await;
+}

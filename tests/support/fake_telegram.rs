@@ -153,6 +153,8 @@ struct Inner {
     messages: HashMap<(i64, i64), StoredMessage>,
     calls: Vec<Call>,
     inject_429: HashMap<i64, VecDeque<u32>>,
+    /// Groups upgraded to supergroups: old id → new id.
+    migrated: HashMap<i64, i64>,
     inject_parse_errors: HashMap<i64, usize>,
     limits: Option<limits::Limits>,
     open_callbacks: HashSet<String>,
@@ -219,6 +221,7 @@ impl FakeTelegram {
                 messages: HashMap::new(),
                 calls: Vec::new(),
                 inject_429: HashMap::new(),
+                migrated: HashMap::new(),
                 inject_parse_errors: HashMap::new(),
                 limits: options.enforce_limits.map(limits::Limits::new),
                 open_callbacks: HashSet::new(),
@@ -484,6 +487,25 @@ impl FakeTelegram {
     // ----- fault injection ----------------------------------------------
 
     /// The next `times` sends/edits to `chat_id` answer 429 with `retry_after`.
+    /// Upgrades the group `old` to the supergroup `new` (a negative id, as
+    /// `-100…`): from now on `old` refuses sends and chat actions with
+    /// `migrate_to_chat_id`, and `new` is a chat with the same members.
+    pub fn upgrade_to_supergroup(&self, old: i64, new: i64) {
+        let mut inner = self.shared.lock();
+        let chat = inner.chats.get(&old).expect("a known group");
+        let mut json = chat.json.clone();
+        json["id"] = json!(new);
+        json["type"] = json!("supergroup");
+        let copy = Chat {
+            json,
+            is_group: true,
+            threads: HashSet::new(),
+            next_message_id: 1,
+        };
+        inner.chats.insert(new, copy);
+        inner.migrated.insert(old, new);
+    }
+
     pub fn fail_with_429(&self, chat_id: i64, times: usize, retry_after: u32) {
         let mut inner = self.shared.lock();
         let queue = inner.inject_429.entry(chat_id).or_default();

@@ -5,7 +5,9 @@
 use crate::config::TelegramLimits;
 use crate::errors::{classify, is_not_modified, is_parse_error, scrubbed, to_platform};
 use crate::render::{has_no_visible_text, markdown_to_html, visible_len};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use switchboard_platform::{
     Button, ChatAddress, MessageId, MessageRef, OutgoingMessage, Pacer, PlatformError, Secret,
 };
@@ -31,6 +33,16 @@ pub(crate) struct Outbound {
     pacer: Pacer<i64>,
     /// 429s on calls outside the pacer (chat actions, callback answers).
     unpaced_429s: AtomicU64,
+    /// Groups upgraded to supergroups: old chat id → new chat id.
+    migrated: Mutex<HashMap<i64, i64>>,
+}
+
+/// A message made ready to send, whichever chat it goes to.
+struct Prepared {
+    /// The HTML, and whether to send the plain text instead.
+    rendered: (String, AtomicBool),
+    thread: Option<TgThreadId>,
+    reply: Option<TgMessageId>,
 }
 
 fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
@@ -59,6 +71,7 @@ impl Outbound {
             token,
             pacer,
             unpaced_429s: AtomicU64::new(0),
+            migrated: Mutex::new(HashMap::new()),
         }
     }
 
@@ -69,18 +82,61 @@ impl Outbound {
 
     /// Sends one message (text within Telegram's limit). HTML first; if
     /// Telegram cannot parse the entities, the same text goes out as plain text.
+    /// A group upgraded to a supergroup is followed: the message (and every
+    /// later one for the old id) goes to the new chat Telegram names.
     pub async fn send(
         &self,
         to: &ChatAddress,
         message: &OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
-        let (html, plain) = render(&message.text)?;
-        let thread = to
-            .thread
-            .map(|t| tg_message_id(MessageId(t.0)).map(TgThreadId))
-            .transpose()?;
-        let reply = message.reply_to.map(tg_message_id).transpose()?;
-        let (this, html, plain) = (self, &html, &plain);
+        let prepared = Prepared {
+            rendered: render(&message.text)?,
+            thread: to
+                .thread
+                .map(|t| tg_message_id(MessageId(t.0)).map(TgThreadId))
+                .transpose()?,
+            reply: message.reply_to.map(tg_message_id).transpose()?,
+        };
+        let to = self.current(to);
+        match self.send_to(&to, message, &prepared).await {
+            Err(RequestError::MigrateToChatId(new)) => {
+                tracing::info!(
+                    old = to.chat.0,
+                    new = new.0,
+                    "the group was upgraded to a supergroup; following it"
+                );
+                self.migrated_lock().insert(to.chat.0, new.0);
+                let to = self.current(&to);
+                self.send_to(&to, message, &prepared).await
+            }
+            sent => sent,
+        }
+        .map_err(|e| to_platform(&e, &self.token))
+    }
+
+    /// `to`, or the supergroup it was upgraded to.
+    fn current(&self, to: &ChatAddress) -> ChatAddress {
+        match self.migrated_lock().get(&to.chat.0) {
+            Some(&new) => ChatAddress {
+                chat: switchboard_platform::ChatId(new),
+                ..*to
+            },
+            None => *to,
+        }
+    }
+
+    fn migrated_lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
+        self.migrated.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn send_to(
+        &self,
+        to: &ChatAddress,
+        message: &OutgoingMessage,
+        prepared: &Prepared,
+    ) -> Result<MessageRef, RequestError> {
+        let (html, plain) = (&prepared.rendered.0, &prepared.rendered.1);
+        let (thread, reply, this) = (prepared.thread, prepared.reply, self);
         let sent = self
             .pacer
             .run(
@@ -100,8 +156,7 @@ impl Outbound {
                 },
                 classify,
             )
-            .await
-            .map_err(|e| to_platform(&e, &self.token))?;
+            .await?;
         Ok(MessageRef {
             chat: *to,
             id: MessageId(i64::from(sent.id.0)),
@@ -206,6 +261,7 @@ impl Outbound {
 
     /// One `sendChatAction typing`.
     pub async fn typing(&self, to: &ChatAddress) -> Result<(), PlatformError> {
+        let to = &self.current(to);
         let mut req = self
             .bot
             .send_chat_action(TgChatId(to.chat.0), ChatAction::Typing);

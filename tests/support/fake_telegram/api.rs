@@ -22,6 +22,8 @@ struct ApiError {
     code: u16,
     description: String,
     retry_after: Option<u32>,
+    /// Set when the group was upgraded to a supergroup.
+    migrate_to_chat_id: Option<i64>,
 }
 
 fn bad(description: impl Into<String>) -> ApiError {
@@ -29,6 +31,7 @@ fn bad(description: impl Into<String>) -> ApiError {
         code: 400,
         description: format!("Bad Request: {}", description.into()),
         retry_after: None,
+        migrate_to_chat_id: None,
     }
 }
 
@@ -39,6 +42,9 @@ fn envelope(result: &ApiResult) -> Response {
             let mut body = json!({"ok": false, "error_code": e.code, "description": e.description});
             if let Some(n) = e.retry_after {
                 body["parameters"] = json!({"retry_after": n});
+            }
+            if let Some(id) = e.migrate_to_chat_id {
+                body["parameters"] = json!({"migrate_to_chat_id": id});
             }
             let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::BAD_REQUEST);
             (status, Json(body)).into_response()
@@ -61,6 +67,7 @@ pub(super) async fn handle(
             code: 401,
             description: "Unauthorized".into(),
             retry_after: None,
+            migrate_to_chat_id: None,
         })
     } else if method.eq_ignore_ascii_case("getupdates") {
         get_updates(&shared, &params).await
@@ -199,6 +206,7 @@ async fn get_updates(shared: &Shared, params: &Value) -> ApiResult {
                     code: 409,
                     description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first".into(),
                     retry_after: None,
+        migrate_to_chat_id: None,
                 });
             }
             if let Some(from) = first_wanted(offset, inner.next_update_id) {
@@ -285,6 +293,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
         }
         "sendchataction" => {
             let chat = chat_id(p)?;
+            not_migrated(inner, chat)?;
             if !inner.chats.contains_key(&chat) {
                 return Err(bad("chat not found"));
             }
@@ -294,6 +303,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
             code: 404,
             description: "Not Found".into(),
             retry_after: None,
+            migrate_to_chat_id: None,
         }),
     }
 }
@@ -333,6 +343,18 @@ fn chat_id(p: &Value) -> Result<i64, ApiError> {
     p["chat_id"].as_i64().ok_or_else(|| bad("chat not found"))
 }
 
+/// A group upgraded to a supergroup takes no more messages or chat actions;
+/// Telegram names the new chat.
+fn not_migrated(inner: &Inner, chat: i64) -> Result<(), ApiError> {
+    match inner.migrated.get(&chat) {
+        Some(&new) => Err(ApiError {
+            migrate_to_chat_id: Some(new),
+            ..bad("group chat was upgraded to a supergroup chat")
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Injected 429s first, then the published limits when enforced.
 fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), ApiError> {
     let injected = inner
@@ -358,6 +380,7 @@ fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), Api
             code: 429,
             description: format!("Too Many Requests: retry after {n}"),
             retry_after: Some(n),
+            migrate_to_chat_id: None,
         }),
         None => Ok(()),
     }
@@ -416,6 +439,7 @@ fn check_markup(p: &Value) -> Result<Option<Value>, ApiError> {
 
 fn send_message(inner: &mut Inner, p: &Value, arrived: Instant) -> ApiResult {
     let chat = chat_id(p)?;
+    not_migrated(inner, chat)?;
     let Some(known) = inner.chats.get(&chat) else {
         return Err(bad("chat not found"));
     };
