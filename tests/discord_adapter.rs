@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 use support::fake_discord::{
-    FakeDiscord, FakeDiscordOptions, Press, UserMessage, BOT_ID, INTENTS, TOKEN,
+    FakeDiscord, FakeDiscordOptions, Press, UserMessage, BOT_ID, GUILD_ID, INTENTS, TOKEN,
 };
 use switchboard_discord::{DiscordAdapter, DiscordConfig, DiscordError};
 use switchboard_platform::{
@@ -28,6 +28,9 @@ const ALICE: u64 = 1_300_000_000_000_000_001;
 const BOB: u64 = 1_300_000_000_000_000_002;
 const APPROVER: u64 = 1_300_000_000_000_000_003;
 const APPROVER_ROLE: u64 = 1_400_000_000_000_000_001;
+/// The managed role Discord gives the bot when it joins a guild.
+const BOT_ROLE: u64 = 1_400_000_000_000_000_002;
+const MODS_ROLE: u64 = 1_400_000_000_000_000_003;
 
 struct Harness {
     fake: FakeDiscord,
@@ -938,6 +941,164 @@ async fn a_failed_channel_lookup_is_tried_again() {
         1
     );
     h.stop().await;
+}
+
+/// The statuses of the fake's answers to look-ups of the bot's member in the
+/// default guild, oldest first.
+fn member_lookups(fake: &FakeDiscord) -> Vec<u16> {
+    fake.calls()
+        .iter()
+        .filter(|c| {
+            c.method == "GET" && c.path.starts_with(&format!("/guilds/{GUILD_ID}/members/"))
+        })
+        .map(|c| c.status)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_mention_of_the_bots_role_is_a_mention() {
+    let mut h = start().await;
+    h.fake.give_bot_roles(GUILD_ID, &[BOT_ROLE]);
+    // Ordinary messages cost no look-up of the bot's roles.
+    let plain = h.say(UserMessage::new(CHANNEL, ALICE, "hello")).await;
+    assert_eq!(plain.addressed, Addressed::NotAddressed);
+    assert!(member_lookups(&h.fake).is_empty());
+
+    // "@switchboard" picked from autocomplete as the bot's managed role.
+    let by_role = h
+        .say(UserMessage::new(CHANNEL, ALICE, "what is 2+2?").mentioning_role(BOT_ROLE))
+        .await;
+    assert_eq!(by_role.addressed, Addressed::Mention);
+    assert_eq!(by_role.text, "what is 2+2?");
+    assert_eq!(
+        h.fake
+            .accepted("GET", &format!("/guilds/{GUILD_ID}/members/{BOT_ID}"))
+            .len(),
+        1
+    );
+
+    // In a thread too; the roles are remembered per guild.
+    let in_thread = h
+        .say(UserMessage::new(THREAD, BOB, "and 3+3?").mentioning_role(BOT_ROLE))
+        .await;
+    assert_eq!(
+        (
+            in_thread.addressed,
+            in_thread.chat_kind,
+            in_thread.text.as_str()
+        ),
+        (Addressed::Mention, ChatKind::Thread, "and 3+3?")
+    );
+    let both = h
+        .say(
+            UserMessage::new(CHANNEL, BOB, "twice")
+                .mentioning_role(BOT_ROLE)
+                .mentioning_bot(),
+        )
+        .await;
+    assert_eq!(
+        (both.addressed, both.text.as_str()),
+        (Addressed::Mention, "twice")
+    );
+    assert_eq!(member_lookups(&h.fake), [200]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_mention_of_another_role_is_not_addressed() {
+    let mut h = start().await;
+    h.fake.give_bot_roles(GUILD_ID, &[BOT_ROLE]);
+    let mods = h
+        .say(UserMessage::new(CHANNEL, ALICE, "please look").mentioning_role(MODS_ROLE))
+        .await;
+    assert_eq!(mods.addressed, Addressed::NotAddressed);
+    assert_eq!(mods.text, format!("<@&{MODS_ROLE}> please look"));
+    // In a free channel it is free talk, not a mention.
+    let free = h
+        .say(UserMessage::new(FREE_CHANNEL, ALICE, "hi mods").mentioning_role(MODS_ROLE))
+        .await;
+    assert_eq!(free.addressed, Addressed::FreeChannel);
+    // A user mention whose digits are the bot's role is someone else.
+    let user = h
+        .say(UserMessage::new(
+            CHANNEL,
+            ALICE,
+            format!("<@{BOT_ROLE}> hey"),
+        ))
+        .await;
+    assert_eq!(user.addressed, Addressed::NotAddressed);
+    assert_eq!(member_lookups(&h.fake), [200]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_member_lookup_is_tried_again() {
+    // No pause before asking again (its length is unit-tested on a paused clock).
+    let mut h = harness(FakeDiscordOptions::default(), |c| {
+        c.timings.lookup_retry = Duration::ZERO;
+    })
+    .await;
+    h.fake.give_bot_roles(GUILD_ID, &[BOT_ROLE]);
+    h.fake.fail_member_lookups(GUILD_ID, 1);
+    // Discord answered 500: this message is delivered, just not as a mention…
+    let first = h
+        .say(UserMessage::new(CHANNEL, ALICE, "hello?").mentioning_role(BOT_ROLE))
+        .await;
+    assert_eq!(first.addressed, Addressed::NotAddressed);
+    assert_eq!(first.text, format!("<@&{BOT_ROLE}> hello?"));
+    // …the pump goes on with other messages…
+    let mention = h
+        .say(UserMessage::new(CHANNEL, BOB, "still there?").mentioning_bot())
+        .await;
+    assert_eq!(mention.addressed, Addressed::Mention);
+    // …and the next role mention asks again.
+    let second = h
+        .say(UserMessage::new(CHANNEL, ALICE, "anyone?").mentioning_role(BOT_ROLE))
+        .await;
+    assert_eq!(
+        (second.addressed, second.text.as_str()),
+        (Addressed::Mention, "anyone?")
+    );
+    assert_eq!(member_lookups(&h.fake), [500, 200]);
+    // A successful look-up is remembered.
+    h.say(UserMessage::new(CHANNEL, ALICE, "again").mentioning_role(BOT_ROLE))
+        .await;
+    assert_eq!(member_lookups(&h.fake), [500, 200]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_fake_serves_the_bots_member_like_discord() {
+    let fake = FakeDiscord::start().await;
+    fake.add_text_channel(CHANNEL);
+    fake.give_bot_roles(GUILD_ID, &[BOT_ROLE]);
+    let client = reqwest::Client::new();
+    let get = |path: String, auth: bool| {
+        let mut request = client.get(format!("{}/api/v10{path}", fake.api_url));
+        if auth {
+            request = request.header("authorization", format!("Bot {TOKEN}"));
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let me = format!("/guilds/{GUILD_ID}/members/{BOT_ID}");
+    assert_eq!(get(me.clone(), false).await.0, 401);
+    let (status, member) = get(me, true).await;
+    assert_eq!(status, 200);
+    assert_eq!(member["roles"], serde_json::json!([BOT_ROLE.to_string()]));
+    assert_eq!(member["user"]["id"], BOT_ID.to_string());
+    assert!(member["joined_at"].is_string());
+    let (status, body) = get(format!("/guilds/{}/members/{BOT_ID}", GUILD_ID + 1), true).await;
+    assert_eq!((status, body["code"].as_u64()), (404, Some(10004)));
+    assert_eq!(body["message"], "Unknown Guild");
+    let (status, body) = get(format!("/guilds/{GUILD_ID}/members/{ALICE}"), true).await;
+    assert_eq!((status, body["code"].as_u64()), (404, Some(10007)));
+    // `@me` is only for PATCH (Modify Current Member) on Discord.
+    let (status, _) = get(format!("/guilds/{GUILD_ID}/members/@me"), true).await;
+    assert_eq!(status, 405);
 }
 
 #[tokio::test]

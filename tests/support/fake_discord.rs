@@ -4,11 +4,13 @@
 //! 5 s per channel, 50 requests per second per bot; see [`DiscordLimits`]),
 //! can inject 429s (per channel or global), records every REST call and
 //! dispatches MESSAGE_CREATE / INTERACTION_CREATE to the shard that owns them;
-//! a press is only dispatched for a button the message really carries.
+//! a press is only dispatched for a button the message really carries. The
+//! bot's guild member (with the roles a test gave it) is served as Discord does.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod events;
 mod gateway;
+mod guilds;
 mod limits;
 mod rest;
 
@@ -163,6 +165,10 @@ pub(crate) struct Inner {
     pub commands: Vec<Value>,
     /// `GET /channels/{id}` answers 500 this many more times, by channel.
     pub lookup_failures: HashMap<u64, usize>,
+    /// The bot's roles, by guild.
+    pub bot_roles: HashMap<u64, Vec<u64>>,
+    /// `GET /guilds/{id}/members/{user}` answers 500 this many more times, by guild.
+    pub member_failures: HashMap<u64, usize>,
     /// Injected (non-global) 429s of the next command bulk overwrites.
     pub command_429s: VecDeque<f64>,
     /// Delays before the next interaction callbacks are answered (each is

@@ -1,11 +1,11 @@
 //! [`DiscordAdapter`]: the platform contract on top of serenity's gateway and
 //! our paced REST client.
 
-use crate::channels::ChannelKinds;
 use crate::config::DiscordConfig;
 use crate::errors::DiscordError;
 use crate::gateway;
 use crate::interactions::Interactions;
+use crate::lookups::{BotRoles, ChannelKinds};
 use crate::normalize::Handle;
 use crate::render;
 use crate::rest::Rest;
@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub bot_id: AtomicU64,
     pub slash: SlashMenu,
     pub channels: ChannelKinds,
+    /// The bot's own roles per guild: a mention of one addresses the bot.
+    pub roles: BotRoles,
     sent: Mutex<(VecDeque<u64>, HashSet<u64>)>,
 }
 
@@ -96,6 +98,7 @@ impl DiscordAdapter {
             bot_id: AtomicU64::new(me.id.get()),
             slash: SlashMenu::default(),
             channels: ChannelKinds::new(timings.lookup_retry),
+            roles: BotRoles::new(timings.lookup_retry),
             config,
             sent: Mutex::new((VecDeque::new(), HashSet::new())),
         });

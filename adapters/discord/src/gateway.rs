@@ -17,13 +17,14 @@
 //! Channels are independent, and each channel lives on a single shard.
 //!
 //! The pump then normalizes one event at a time (looking up and caching
-//! channel kinds, since MESSAGE_CREATE does not say whether it is a thread).
+//! channel kinds, since MESSAGE_CREATE does not say whether it is a thread,
+//! and, for a message that mentions roles, the bot's own roles in the guild).
 //!
 //! [`DiscordTimings::reorder_window`]: crate::DiscordTimings::reorder_window
 
 use crate::adapter::Shared;
-use crate::channels::{Cached, Kind};
-use crate::errors::DiscordError;
+use crate::errors::{DiscordError, RestError};
+use crate::lookups::{Cached, Kind, Lookups, Roles};
 use crate::normalize::{self, Context, NotAPress, Place};
 use crate::order::Reorder;
 use crate::slash;
@@ -35,6 +36,7 @@ use serenity::model::application::{CommandInteraction, Interaction};
 use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,6 +151,7 @@ impl Handler {
         let config = &self.shared.config;
         Context {
             bot_id: self.shared.bot_id.load(Ordering::Relaxed),
+            bot_roles: &[],
             approvers: &config.approvers,
             approver_roles: &config.approver_roles,
             free_channels: &config.free_channels,
@@ -306,9 +309,17 @@ async fn normalize_message(
     } else {
         Place::Dm
     };
+    // Only a message that mentions roles costs a look-up of the bot's roles.
+    let own_roles = match message.guild_id {
+        Some(guild) if normalize::mentions_roles(message) => {
+            bot_roles(shared, guild.get(), bot_id).await
+        }
+        _ => Vec::new(),
+    };
     let config = &shared.config;
     let ctx = Context {
         bot_id,
+        bot_roles: &own_roles,
         approvers: &config.approvers,
         approver_roles: &config.approver_roles,
         free_channels: &config.free_channels,
@@ -322,35 +333,68 @@ async fn normalize_message(
 ///
 /// [`DiscordTimings::lookup_retry`]: crate::DiscordTimings::lookup_retry
 async fn channel_kind(shared: &Shared, channel: u64) -> Kind {
-    match shared.channels.get(channel) {
-        Cached::Known(kind) => return kind,
-        Cached::RecentlyFailed => return (0, None),
+    let look_up = async {
+        let info = shared.rest.channel(channel).await?;
+        let parent = info.parent_id.filter(|_| info.is_thread());
+        Ok((info.kind, parent.map(|p| p.get())))
+    };
+    cached(shared, &shared.channels, channel, "channel", look_up)
+        .await
+        .unwrap_or((0, None))
+}
+
+/// The bot's roles in `guild`, from the cache or its member object. A failed
+/// look-up counts as no roles (a role mention is then not addressed) and is
+/// tried again after [`DiscordTimings::lookup_retry`].
+///
+/// [`DiscordTimings::lookup_retry`]: crate::DiscordTimings::lookup_retry
+async fn bot_roles(shared: &Shared, guild: u64, bot_id: u64) -> Roles {
+    let look_up = async {
+        let member = shared.rest.bot_member(guild, bot_id).await?;
+        Ok(member.roles.iter().map(|r| r.get()).collect())
+    };
+    cached(shared, &shared.roles, guild, "bot role", look_up)
+        .await
+        .unwrap_or_default()
+}
+
+/// `cache`'s answer for `key`, else `look_up`'s (bounded by
+/// [`DiscordTimings::lookup_timeout`], remembered); `None` when the look-up
+/// failed now or a moment ago.
+///
+/// [`DiscordTimings::lookup_timeout`]: crate::DiscordTimings::lookup_timeout
+async fn cached<V, F>(
+    shared: &Shared,
+    cache: &Lookups<V>,
+    key: u64,
+    what: &str,
+    look_up: F,
+) -> Option<V>
+where
+    V: Clone,
+    F: Future<Output = Result<V, RestError>>,
+{
+    match cache.get(key) {
+        Cached::Known(value) => return Some(value),
+        Cached::RecentlyFailed => return None,
         Cached::Unknown => {}
     }
-    let looked_up = tokio::time::timeout(
-        shared.config.timings.lookup_timeout,
-        shared.rest.channel(channel),
-    )
-    .await;
-    let kind = match looked_up {
-        Ok(Ok(info)) if info.is_thread() => (info.kind, info.parent_id.map(|p| p.get())),
-        Ok(Ok(info)) => (info.kind, None),
+    match tokio::time::timeout(shared.config.timings.lookup_timeout, look_up).await {
+        Ok(Ok(value)) => {
+            cache.learned(key, value.clone());
+            Some(value)
+        }
         Ok(Err(e)) => {
-            tracing::debug!(channel, error = %e, "channel look-up failed; treating it as a channel for now");
-            shared.channels.failed(channel);
-            return (0, None);
+            tracing::debug!(key, error = %e, "{what} look-up failed; going on without it for now");
+            cache.failed(key);
+            None
         }
         Err(_) => {
-            tracing::debug!(
-                channel,
-                "channel look-up timed out; treating it as a channel for now"
-            );
-            shared.channels.failed(channel);
-            return (0, None);
+            tracing::debug!(key, "{what} look-up timed out; going on without it for now");
+            cache.failed(key);
+            None
         }
-    };
-    shared.channels.learned(channel, kind);
-    kind
+    }
 }
 
 fn gateway_error(shared: &Shared, e: serenity::Error) -> DiscordError {

@@ -2,9 +2,10 @@
 //! client behind the platform contract ([`switchboard_platform::PlatformAdapter`]).
 //!
 //! - Inbound: guild messages, thread messages and DMs become
-//!   [`switchboard_platform::InboundMessage`]s (bot mentions stripped, addressing
-//!   decided: DM, mention, reply to the bot, free channel, or not addressed); button
-//!   interactions become [`switchboard_platform::ButtonPress`]es. A thread is its own
+//!   [`switchboard_platform::InboundMessage`]s (mentions of the bot or of its own
+//!   role stripped, addressing decided: DM, mention, reply to the bot, free
+//!   channel, or not addressed); button interactions become
+//!   [`switchboard_platform::ButtonPress`]es. A thread is its own
 //!   chat: `ChatAddress.chat` is the thread's channel id (`thread` is `None`), so
 //!   answers stay in the thread. Outbound, a `ChatAddress` with `thread` set posts to
 //!   that thread.
@@ -16,11 +17,11 @@
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
-mod channels;
 mod config;
 mod errors;
 mod gateway;
 mod interactions;
+mod lookups;
 mod normalize;
 mod order;
 mod render;

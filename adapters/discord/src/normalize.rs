@@ -4,6 +4,9 @@
 //! Addressing: a thread is its own chat (`ChatAddress.chat` = the thread's
 //! channel id, `thread` = `None`, kind `Thread`), so answers stay in the thread
 //! and every thread gets its own sessions; a thread under a free channel is free.
+//!
+//! A mention of one of the bot's own roles (Discord's autocomplete often offers
+//! the bot's managed role for "@BotName") counts as a mention of the bot.
 
 use chrono::{DateTime, Utc};
 use serenity::model::application::{
@@ -22,6 +25,8 @@ use switchboard_platform::{
 /// Who the bot is and what the configuration says about users and channels.
 pub(crate) struct Context<'a> {
     pub bot_id: u64,
+    /// The bot's roles in the message's guild, when the message mentions roles.
+    pub bot_roles: &'a [u64],
     pub approvers: &'a HashSet<u64>,
     pub approver_roles: &'a HashSet<u64>,
     pub free_channels: &'a HashSet<u64>,
@@ -102,7 +107,16 @@ pub(crate) fn message(
         || mention_tokens(ctx.bot_id)
             .iter()
             .any(|t| msg.content.contains(t.as_str()));
-    let text = strip_mentions(&msg.content, ctx.bot_id);
+    let roles_mentioned: Vec<u64> = ctx
+        .bot_roles
+        .iter()
+        .copied()
+        .filter(|r| {
+            msg.mention_roles.iter().any(|m| m.get() == *r) || msg.content.contains(&role_token(*r))
+        })
+        .collect();
+    let mentioned = mentioned || !roles_mentioned.is_empty();
+    let text = strip_mentions(&msg.content, ctx.bot_id, &roles_mentioned);
     let attachments: Vec<Attachment> = msg
         .attachments
         .iter()
@@ -254,10 +268,20 @@ pub(crate) fn interaction_channel(
     ))
 }
 
-/// Removes `<@id>` and `<@!id>` mentions of the bot (with the space after them).
-pub(crate) fn strip_mentions(text: &str, bot_id: u64) -> String {
+/// Whether a guild message may mention a role: only then are the bot's roles
+/// worth a look-up.
+pub(crate) fn mentions_roles(msg: &Message) -> bool {
+    msg.guild_id.is_some() && (!msg.mention_roles.is_empty() || msg.content.contains("<@&"))
+}
+
+/// Removes `<@id>` and `<@!id>` mentions of the bot and `<@&role>` mentions of
+/// `roles` (with the space after them).
+pub(crate) fn strip_mentions(text: &str, bot_id: u64, roles: &[u64]) -> String {
     let mut out = text.to_owned();
-    for token in mention_tokens(bot_id) {
+    let tokens = mention_tokens(bot_id)
+        .into_iter()
+        .chain(roles.iter().map(|r| role_token(*r)));
+    for token in tokens {
         out = out.replace(&format!("{token} "), "").replace(&token, "");
     }
     out.trim().to_owned()
@@ -265,6 +289,10 @@ pub(crate) fn strip_mentions(text: &str, bot_id: u64) -> String {
 
 fn mention_tokens(bot_id: u64) -> [String; 2] {
     [format!("<@{bot_id}>"), format!("<@!{bot_id}>")]
+}
+
+fn role_token(role: u64) -> String {
+    format!("<@&{role}>")
 }
 
 fn user(
@@ -314,17 +342,27 @@ mod tests {
 
     #[test]
     fn mentions_are_stripped() {
-        assert_eq!(strip_mentions("<@42> hello there", 42), "hello there");
+        assert_eq!(strip_mentions("<@42> hello there", 42, &[]), "hello there");
         assert_eq!(
-            strip_mentions("hey <@!42>, what's up", 42),
+            strip_mentions("hey <@!42>, what's up", 42, &[]),
             "hey , what's up"
         );
-        assert_eq!(strip_mentions("<@43> hi", 42), "<@43> hi");
-        assert_eq!(strip_mentions("<@42>", 42), "");
+        assert_eq!(strip_mentions("<@43> hi", 42, &[]), "<@43> hi");
+        assert_eq!(strip_mentions("<@42>", 42, &[]), "");
         assert_eq!(
-            strip_mentions("<@42> look:\n```\n  indented\n```", 42),
+            strip_mentions("<@42> look:\n```\n  indented\n```", 42, &[]),
             "look:\n```\n  indented\n```"
         );
+    }
+
+    #[test]
+    fn role_mentions_of_the_bot_are_stripped() {
+        assert_eq!(strip_mentions("<@&7> hello", 42, &[7]), "hello");
+        assert_eq!(strip_mentions("hi <@&7>", 42, &[7]), "hi");
+        // Another role, or a user mention with the role's digits, stays.
+        assert_eq!(strip_mentions("<@&8> hello", 42, &[7]), "<@&8> hello");
+        assert_eq!(strip_mentions("<@7> hello", 42, &[7]), "<@7> hello");
+        assert_eq!(strip_mentions("<@&7> <@42> both", 42, &[7]), "both");
     }
 
     #[test]

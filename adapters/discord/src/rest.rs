@@ -11,7 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use serenity::http::{LightMethod, Request, Route};
-use serenity::model::id::{ApplicationId, ChannelId, InteractionId, MessageId, UserId};
+use serenity::model::id::{
+    ApplicationId, ChannelId, GuildId, InteractionId, MessageId, RoleId, UserId,
+};
 use std::num::NonZeroU64;
 use std::time::Duration;
 use switchboard_platform::{Pacer, Retry, Secret};
@@ -33,7 +35,8 @@ pub(crate) enum Lane {
     /// must be answered within 3 s). Lanes of finished interactions are idle
     /// and swept by the pacer.
     Interaction(u64),
-    /// Look-ups: the current user and channel kinds (the gateway waits on these).
+    /// Look-ups: the current user, channel kinds and the bot's roles (the
+    /// gateway waits on these).
     Lookup,
     /// Slash-command registration: a long 429 on it must not stall look-ups.
     Commands,
@@ -60,6 +63,12 @@ impl ChannelInfo {
     pub fn is_thread(&self) -> bool {
         matches!(self.kind, 10..=12)
     }
+}
+
+/// The bot's own guild member, from `GET /guilds/{guild}/members/{bot}`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BotMember {
+    pub roles: Vec<RoleId>,
 }
 
 #[derive(Deserialize)]
@@ -138,6 +147,18 @@ impl Rest {
         )
         .await
         .and_then(decode)
+    }
+
+    /// The bot's member object in `guild` (Get Guild Member with the bot's own
+    /// id: the documented read; `members/@me` is only for PATCH).
+    pub async fn bot_member(&self, guild: u64, bot: u64) -> Result<BotMember, RestError> {
+        let route = Route::GuildMember {
+            guild_id: GuildId::from(nz(guild)?),
+            user_id: UserId::from(nz(bot)?),
+        };
+        self.call(Lane::Lookup, LightMethod::Get, route, None)
+            .await
+            .and_then(decode)
     }
 
     /// Posts a message; returns its id.

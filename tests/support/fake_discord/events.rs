@@ -37,6 +37,13 @@ impl UserMessage {
         self
     }
 
+    /// Prefixes `<@&role>` (and, in a guild, lists the role in `mention_roles`),
+    /// as when autocomplete offers the bot's managed role for "@BotName".
+    pub fn mentioning_role(mut self, role: u64) -> Self {
+        self.content = format!("<@&{role}> {}", self.content);
+        self
+    }
+
     pub fn replying_to(mut self, message: u64) -> Self {
         self.reply_to = Some(message);
         self
@@ -118,6 +125,10 @@ impl FakeDiscord {
             msg["type"] = json!(19);
         }
         if channel.guild.is_some() {
+            msg["mention_roles"] = json!(mentioned_roles(&message.content)
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>());
             msg["member"] = json!({
                 "roles": message.roles.iter().map(u64::to_string).collect::<Vec<_>>(),
                 "joined_at": timestamp(),
@@ -231,6 +242,21 @@ fn mentioned_ids(content: &str) -> Vec<u64> {
                     ids.push(id);
                 }
             }
+        }
+    }
+    ids
+}
+
+/// Role ids in `<@&id>` mentions.
+fn mentioned_roles(content: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for (at, _) in content.match_indices("<@&") {
+        let rest = &content[at + 3..];
+        let id = rest
+            .find('>')
+            .and_then(|end| rest[..end].parse::<u64>().ok());
+        if let Some(id) = id.filter(|id| !ids.contains(id)) {
+            ids.push(id);
         }
     }
     ids

@@ -105,7 +105,7 @@ fn answer(
     (status, answer, extra_headers, late)
 }
 
-fn error(status: u16, code: u64, message: &str) -> Answer {
+pub(crate) fn error(status: u16, code: u64, message: &str) -> Answer {
     (
         status,
         json!({ "message": message, "code": code }),
@@ -234,6 +234,7 @@ fn dispatch(
                 None => error(404, 10003, "Unknown Channel"),
             }
         }
+        ("GET", ["guilds", guild, "members", user]) => super::guilds::member(inner, guild, user),
         ("POST", ["channels", channel, "messages"]) => match id(channel) {
             Some(c) if inner.channels.contains_key(&c) => create_message(inner, c, body),
             _ => error(404, 10003, "Unknown Channel"),

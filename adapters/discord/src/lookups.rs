@@ -1,5 +1,6 @@
-//! Channel kinds learned from look-ups and interactions; a failed look-up is
-//! remembered only briefly, so one network blip does not misfile a thread.
+//! Facts learned from REST look-ups (channel kinds, the bot's roles per
+//! guild); a failed look-up is remembered only briefly, so one network blip
+//! does not misfile a thread or miss a role mention for long.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -12,32 +13,43 @@ pub(crate) type Kind = (u8, Option<u64>);
 /// Entries kept before the cache is reset.
 const CAPACITY: usize = 50_000;
 
-#[derive(Debug, Clone, Copy)]
-enum Entry {
-    Known(Kind),
+/// The role ids the bot holds in a guild.
+pub(crate) type Roles = Vec<u64>;
+
+#[derive(Debug, Clone)]
+enum Entry<V> {
+    Known(V),
     /// The last look-up failed; do not ask again before `until`.
     Failed {
         until: Instant,
     },
 }
 
-/// What the cache says about a channel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cached {
-    Known(Kind),
-    /// A look-up failed a moment ago: treat it as a plain channel for now.
+/// What the cache says about a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cached<V> {
+    Known(V),
+    /// A look-up failed a moment ago: go on without it for now.
     RecentlyFailed,
     /// Look it up.
     Unknown,
 }
 
-/// The channel-kind cache shared by the gateway handler and the pump.
-pub(crate) struct ChannelKinds {
-    entries: Mutex<HashMap<u64, Entry>>,
+/// A look-up cache by snowflake, shared by the gateway handler and the pump.
+pub(crate) struct Lookups<V> {
+    entries: Mutex<HashMap<u64, Entry<V>>>,
     retry: Duration,
 }
 
-impl ChannelKinds {
+/// Channel kinds, by channel id.
+pub(crate) type ChannelKinds = Lookups<Kind>;
+/// The bot's roles, by guild id.
+pub(crate) type BotRoles = Lookups<Roles>;
+
+impl<V> Lookups<V>
+where
+    V: Clone,
+{
     /// `retry`: how long a failed look-up is not repeated.
     pub fn new(retry: Duration) -> Self {
         Self {
@@ -46,21 +58,21 @@ impl ChannelKinds {
         }
     }
 
-    pub fn get(&self, id: u64) -> Cached {
+    pub fn get(&self, id: u64) -> Cached<V> {
         match self.lock().get(&id) {
-            Some(Entry::Known(kind)) => Cached::Known(*kind),
+            Some(Entry::Known(value)) => Cached::Known(value.clone()),
             Some(Entry::Failed { until }) if Instant::now() < *until => Cached::RecentlyFailed,
             Some(Entry::Failed { .. }) | None => Cached::Unknown,
         }
     }
 
-    /// A look-up or an interaction told us the channel's kind.
-    pub fn learned(&self, id: u64, kind: Kind) {
-        self.insert(id, Entry::Known(kind));
+    /// A look-up (or, for a channel, an interaction) told us the answer.
+    pub fn learned(&self, id: u64, value: V) {
+        self.insert(id, Entry::Known(value));
     }
 
-    /// A look-up failed (network, 5xx, 429s, timeout): ask again after `retry`.
-    /// Never overrides a kind learned meanwhile.
+    /// A look-up failed (network, 4xx/5xx, 429s, timeout): ask again after
+    /// `retry`. Never overrides an answer learned meanwhile.
     pub fn failed(&self, id: u64) {
         if matches!(self.lock().get(&id), Some(Entry::Known(_))) {
             return;
@@ -69,7 +81,7 @@ impl ChannelKinds {
         self.insert(id, Entry::Failed { until });
     }
 
-    fn insert(&self, id: u64, entry: Entry) {
+    fn insert(&self, id: u64, entry: Entry<V>) {
         let mut entries = self.lock();
         if entries.len() >= CAPACITY && !entries.contains_key(&id) {
             entries.clear();
@@ -77,7 +89,7 @@ impl ChannelKinds {
         entries.insert(id, entry);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry<V>>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
