@@ -245,20 +245,27 @@ async fn usage_counts_cache_reads_and_writes_and_thinking_streams() -> anyhow::R
     Ok(())
 }
 
+/// The model's first answer to "what is in a.txt?" with thinking on: a signed
+/// thinking block and a `read_file` call, as the assistant message to send back.
+async fn signed_tool_call(fake: &FakeAnthropic, p: &AnthropicProvider) -> Message {
+    fake.push(Reply::thinking_then_tool_uses(
+        "The file will say. ",
+        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
+    ));
+    let (chunks, error) = run(p, ask("what is in a.txt?")).await;
+    assert!(error.is_none(), "{error:?}");
+    let mut call = Message::assistant("");
+    call.tool_calls = support::provider::calls(&chunks);
+    call.signed_reasoning = signed(&chunks);
+    call
+}
+
 #[tokio::test]
 async fn extended_thinking_sends_its_signed_blocks_back_through_a_tool_loop() -> anyhow::Result<()>
 {
     let fake = FakeAnthropic::start().await;
     let p = thinking_provider(&fake, 2048)?;
-    fake.push(Reply::thinking_then_tool_uses(
-        "The file will say. ",
-        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
-    ));
-    let (chunks, error) = run(&p, ask("what is in a.txt?")).await;
-    assert!(error.is_none(), "{error:?}");
-    let mut call = Message::assistant("");
-    call.tool_calls = support::provider::calls(&chunks);
-    call.signed_reasoning = signed(&chunks);
+    let call = signed_tool_call(&fake, &p).await;
     assert_eq!(call.signed_reasoning.len(), 1);
     let mut request = ask("what is in a.txt?");
     request.messages.push(call.clone());
@@ -316,15 +323,7 @@ async fn extended_thinking_sends_its_signed_blocks_back_through_a_tool_loop() ->
 async fn a_compacted_history_keeps_the_signed_thinking_first() -> anyhow::Result<()> {
     let fake = FakeAnthropic::start().await;
     let p = thinking_provider(&fake, 2048)?;
-    fake.push(Reply::thinking_then_tool_uses(
-        "The file will say. ",
-        [("toolu_1", "read_file", json!({"path": "a.txt"}))],
-    ));
-    let (chunks, error) = run(&p, ask("what is in a.txt?")).await;
-    assert!(error.is_none(), "{error:?}");
-    let mut call = Message::assistant("");
-    call.tool_calls = support::provider::calls(&chunks);
-    call.signed_reasoning = signed(&chunks);
+    let call = signed_tool_call(&fake, &p).await;
     // Compaction folded the question: the kept tail starts at the signed
     // call, right after the summary and its acknowledgement.
     let mut messages =

@@ -409,6 +409,14 @@ pub(crate) mod tests {
         }
     }
 
+    /// Ann denies approval `id`.
+    async fn deny(store: &Store, id: &str) -> Option<ApprovalRecord> {
+        store
+            .decide_approval(id, ApprovalStatus::Denied, Some(&ann()), None, Utc::now())
+            .await
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn first_decision_wins() {
         let (store, _dir) = test_store().await;
@@ -426,11 +434,7 @@ pub(crate) mod tests {
         let first = first.unwrap();
         assert_eq!(first.status, ApprovalStatus::Allowed);
         assert_eq!(first.decided_by_name.as_deref(), Some("Ann"));
-        let second = store
-            .decide_approval("a1", ApprovalStatus::Denied, Some(&ann()), None, Utc::now())
-            .await
-            .unwrap();
-        assert!(second.is_none());
+        assert!(deny(&store, "a1").await.is_none());
         assert_eq!(
             store.approval("a1").await.unwrap().map(|r| r.status),
             Some(ApprovalStatus::Allowed)
@@ -453,16 +457,7 @@ pub(crate) mod tests {
             None,
             "ambiguous"
         );
-        store
-            .decide_approval(
-                "abcdef01aaaa",
-                ApprovalStatus::Denied,
-                Some(&ann()),
-                None,
-                Utc::now(),
-            )
-            .await
-            .unwrap();
+        deny(&store, "abcdef01aaaa").await;
         assert_eq!(
             store
                 .approval_by_prefix("ABCDEF01")
@@ -471,16 +466,7 @@ pub(crate) mod tests {
                 .as_deref(),
             Some("abcdef01bbbb")
         );
-        store
-            .decide_approval(
-                "abcdef01bbbb",
-                ApprovalStatus::Denied,
-                Some(&ann()),
-                None,
-                Utc::now(),
-            )
-            .await
-            .unwrap();
+        deny(&store, "abcdef01bbbb").await;
         assert_eq!(store.approval_by_prefix("abcdef01").await.unwrap(), None);
         assert_eq!(
             store
