@@ -750,3 +750,32 @@ async fn a_group_upgraded_to_a_supergroup_is_followed() {
     assert_eq!(texts, ["task done (edited)", "second"]);
     r.stop().await;
 }
+
+#[tokio::test]
+async fn a_press_still_unanswered_at_shutdown_is_told_to_press_again() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(995, "Ann");
+    fake.ensure_chat(Where::Dm, &ann);
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    let sent = r
+        .adapter
+        .send(&addr(995, None), card("card", &["ok:1"]))
+        .await
+        .unwrap();
+    fake.callback(Where::Dm, &ann, sent.id.0, "ok:1");
+    r.next_press().await;
+    // The core never answers it: the adapter stops first.
+    r.stop().await;
+    assert!(
+        fake.wait_until(WAIT, |f| f.calls_to("AnswerCallbackQuery").len() == 1)
+            .await
+    );
+    let answer = &fake.calls_to("AnswerCallbackQuery")[0];
+    assert!(
+        answer.params["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("press again")),
+        "{answer:?}"
+    );
+}

@@ -11,6 +11,7 @@ use crate::send::{Outbound, MAX_TEXT_UTF16};
 use async_trait::async_trait;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
     LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
@@ -20,6 +21,9 @@ use teloxide::types::Update;
 use teloxide::Bot;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+/// The answer to a press still waiting when the adapter stops.
+const RESTARTING_NOTICE: &str = "The bot is restarting; please press again in a moment.";
 
 /// The Telegram side of Switchboard. Cheap to share: clone the `Arc` it lives in.
 pub struct TelegramAdapter {
@@ -164,7 +168,17 @@ impl Inner {
         let this = self.clone();
         tokio::spawn(async move {
             tokio::select! {
-                _ = this.stop.cancelled() => {}
+                // Stopping: the core will not answer it now; say so rather than
+                // leave the user's button spinning (best effort, briefly).
+                _ = this.stop.cancelled() => {
+                    if this.presses.take(&id) {
+                        let notice = Some(RESTARTING_NOTICE);
+                        let answer = this.out.answer_callback(&id, notice);
+                        if !matches!(tokio::time::timeout(Duration::from_secs(2), answer).await, Ok(Ok(()))) {
+                            tracing::debug!("could not answer a press at shutdown");
+                        }
+                    }
+                }
                 _ = tokio::time::sleep(this.config.press_answer_timeout) => {
                     if this.presses.take(&id) {
                         tracing::warn!("button press not answered by the core in time; answering it empty");
