@@ -2,9 +2,11 @@
 //! runtime → outbound.
 
 mod access;
+mod approve_cmd;
 mod commands;
 mod hold;
 mod host;
+mod kept;
 mod limiter;
 mod maintenance;
 mod memory;
@@ -21,7 +23,7 @@ pub use access::AccessPolicy;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 
 use crate::agent::Agent;
-use crate::approvals::{parse_action, Approvals, Choice};
+use crate::approvals::{parse_action, Approvals};
 use crate::busy::Busy;
 use crate::memory::{parse_feedback, Extractor, MemoryBook, MemoryConfig};
 use crate::metrics::Metrics;
@@ -29,17 +31,17 @@ use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
 pub use commands::COMMANDS;
+use kept::Kept;
 use limiter::{Limit, UserLimiter};
 use session::{SessionHandle, SessionInput};
-use spool::{Spool, SpoolFile};
+use spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, Inbound, InboundMessage, MessageId, Platform, PlatformAdapter, PressAnswer, User,
-    UserId,
+    ButtonPress, Inbound, InboundMessage, MessageId, Platform, PlatformAdapter, PressAnswer, UserId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -87,81 +89,9 @@ pub(crate) struct Inner {
     spool: Option<Spool>,
 }
 
-/// Where an accepted message is kept until its turn starts.
-#[derive(Debug)]
-pub(crate) enum Kept {
-    /// Its inbox row.
-    Inbox(i64),
-    /// Its file in this process's spool (storage was down).
-    Spool(SpoolFile),
-}
-
 impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
         self.adapters.get(&platform).cloned()
-    }
-
-    /// Keeps an accepted message across a restart: in the inbox, or in the
-    /// local spool while storage is down. `None` when neither worked (the
-    /// message is still handled, only not restart-proof).
-    async fn keep(&self, msg: &InboundMessage) -> Option<Kept> {
-        if !self.storage.is_down() {
-            match self.store.inbox_add(&self.instance, msg).await {
-                Ok(id) => {
-                    self.inbox_held.fetch_add(1, Ordering::Relaxed);
-                    return Some(Kept::Inbox(id));
-                }
-                Err(e) => {
-                    self.storage.failed();
-                    tracing::warn!(error = %e, "could not store an inbound message; spooling it locally");
-                }
-            }
-        }
-        let Some(spool) = &self.spool else {
-            tracing::warn!("storage is down and there is no spool; an inbound message will not survive a restart");
-            return None;
-        };
-        match spool.put(msg) {
-            Ok(file) => Some(Kept::Spool(file)),
-            Err(e) => {
-                tracing::error!(error = %e, "could not spool an inbound message; it will not survive a restart");
-                None
-            }
-        }
-    }
-
-    /// A message's turn is about to start: where it was kept has done its
-    /// job. False when the turn must not run here: another process took the
-    /// message over while this one could not renew its inbox lease.
-    pub(crate) async fn taken(&self, kept: Kept) -> bool {
-        match kept {
-            Kept::Inbox(id) => {
-                self.inbox_held.fetch_sub(1, Ordering::Relaxed);
-                match self.store.inbox_claim(&self.instance, id).await {
-                    Ok(true) => true,
-                    Ok(false) => {
-                        tracing::info!(
-                            id,
-                            "a queued message was taken over by another process; it answers it"
-                        );
-                        false
-                    }
-                    Err(e) => {
-                        // Storage answered the session lookup just now; a
-                        // failure here is rare and the message is answered
-                        // rather than dropped (at worst twice).
-                        tracing::warn!(error = %e, "could not claim an inbox row");
-                        true
-                    }
-                }
-            }
-            Kept::Spool(file) => {
-                if let Some(spool) = &self.spool {
-                    spool.remove(file);
-                }
-                true
-            }
-        }
     }
 }
 
@@ -391,7 +321,7 @@ impl Gateway {
         // Decided inline, before the next inbound message: an edit's new
         // arguments may follow right behind it.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
-            let text = approve_command(inner, &adapter, &msg.user, &cmd.args).await;
+            let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
         // Durable before it is queued: the platform already counts it as
@@ -502,40 +432,4 @@ pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),
     }
-}
-
-/// `/approve <id> allow|always|edit|deny [reason]`: the text fallback for the
-/// card's buttons, under the same authorization. Returns the reply.
-async fn approve_command(
-    inner: &Arc<Inner>,
-    adapter: &Arc<dyn PlatformAdapter>,
-    user: &User,
-    args: &[&str],
-) -> String {
-    const USAGE: &str = "Usage: /approve <id> allow|always|edit|deny [reason]";
-    let [id, word, reason @ ..] = args else {
-        return USAGE.to_owned();
-    };
-    let Some(choice) = Choice::from_word(word) else {
-        return USAGE.to_owned();
-    };
-    let reason = (!reason.is_empty()).then(|| reason.join(" "));
-    let decided = inner
-        .approvals
-        .handle_text(adapter.platform(), user, id, choice, reason)
-        .await;
-    if let Some((card, final_card)) = decided.card {
-        // The card may live on another platform than the command.
-        if let Some(adapter) = inner.adapter(card.chat.platform) {
-            tokio::spawn(async move {
-                if let Err(e) = adapter.edit(&card, final_card).await {
-                    tracing::warn!(error = %e, "could not update the approval card");
-                }
-            });
-        }
-    }
-    if let Some(approval_id) = decided.orphaned {
-        queue_resume(inner, approval_id).await;
-    }
-    decided.reply
 }

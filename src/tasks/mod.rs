@@ -13,7 +13,7 @@ use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
 use crate::store::{SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus, TurnOrigin};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
-use reporter::{renew_lease, report_progress};
+use reporter::{record_result, renew_lease, report_progress};
 use serde_json::{json, Value};
 use slots::{Slot, Slots};
 use std::collections::HashMap;
@@ -265,7 +265,7 @@ impl TaskManager {
                 }
             };
         lease.abort();
-        self.record_result(&job.id, status, &result).await;
+        record_result(&self.store, &self.shutdown, &job.id, status, &result).await;
         self.running_lock().remove(&job.id);
         // The next queued task starts once this one's row says it ended.
         drop(permit);
@@ -445,25 +445,6 @@ impl TaskManager {
                 tracing::warn!(error = %e, "could not post a task status message");
                 None
             }
-        }
-    }
-
-    /// Stores a finished task's result, retrying while storage is down (the
-    /// task stays this process's own meanwhile, so no sweeper calls it
-    /// interrupted); given up only at shutdown.
-    async fn record_result(&self, id: &str, status: TaskStatus, result: &str) {
-        let mut backoff = Duration::from_secs(1);
-        loop {
-            let e = match self.store.finish_task(id, status, result).await {
-                Ok(_) => return,
-                Err(e) => e,
-            };
-            tracing::error!(error = %e, task = %id, retry_in = ?backoff, "could not record the task result");
-            tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
-                () = self.shutdown.cancelled() => return,
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(30));
         }
     }
 

@@ -1,6 +1,6 @@
 //! What runs beside a background task: the lease renewal that marks it alive,
-//! and the reporter that mirrors its progress into its row, its status
-//! message and (with `notify: changes`) milestone messages.
+//! the reporter that mirrors its progress into its row, its status message and
+//! (with `notify: changes`) milestone messages, and the recording of its result.
 
 use super::progress;
 use crate::store::{Store, TaskStatus};
@@ -87,4 +87,29 @@ pub(super) async fn report_progress(
     }
     let last = rx.borrow().clone();
     last
+}
+
+/// Stores a finished task's result, retrying while storage is down (the task
+/// stays its process's own meanwhile, so no sweeper calls it interrupted);
+/// given up only at `shutdown`.
+pub(super) async fn record_result(
+    store: &Store,
+    shutdown: &CancellationToken,
+    id: &str,
+    status: TaskStatus,
+    result: &str,
+) {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let e = match store.finish_task(id, status, result).await {
+            Ok(_) => return,
+            Err(e) => e,
+        };
+        tracing::error!(error = %e, task = %id, retry_in = ?backoff, "could not record the task result");
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = shutdown.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
 }

@@ -1,0 +1,42 @@
+//! `/approve`, the typed fallback for an approval card's buttons.
+
+use super::{queue_resume, Inner};
+use crate::approvals::Choice;
+use std::sync::Arc;
+use switchboard_platform::{PlatformAdapter, User};
+
+/// `/approve <id> allow|always|edit|deny [reason]`: the text fallback for the
+/// card's buttons, under the same authorization. Returns the reply.
+pub(super) async fn run(
+    inner: &Arc<Inner>,
+    adapter: &Arc<dyn PlatformAdapter>,
+    user: &User,
+    args: &[&str],
+) -> String {
+    const USAGE: &str = "Usage: /approve <id> allow|always|edit|deny [reason]";
+    let [id, word, reason @ ..] = args else {
+        return USAGE.to_owned();
+    };
+    let Some(choice) = Choice::from_word(word) else {
+        return USAGE.to_owned();
+    };
+    let reason = (!reason.is_empty()).then(|| reason.join(" "));
+    let decided = inner
+        .approvals
+        .handle_text(adapter.platform(), user, id, choice, reason)
+        .await;
+    if let Some((card, final_card)) = decided.card {
+        // The card may live on another platform than the command.
+        if let Some(adapter) = inner.adapter(card.chat.platform) {
+            tokio::spawn(async move {
+                if let Err(e) = adapter.edit(&card, final_card).await {
+                    tracing::warn!(error = %e, "could not update the approval card");
+                }
+            });
+        }
+    }
+    if let Some(approval_id) = decided.orphaned {
+        queue_resume(inner, approval_id).await;
+    }
+    decided.reply
+}
