@@ -6,13 +6,9 @@
 use super::session::SessionInput;
 use super::turn::notify;
 use super::Inner;
-use crate::store::{SessionId, SessionKey};
+use crate::store::{Backoff, SessionId, SessionKey};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The first wait between attempts; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// After a storage failure, how long the inbound path skips what it can do
 /// without storage (the inbox row, asking about an admission it remembers)
@@ -54,7 +50,7 @@ pub(crate) async fn session_when_stored(
     key: &SessionKey,
     input: Option<&SessionInput>,
 ) -> Option<SessionId> {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::default();
     let mut told = false;
     loop {
         let e = match inner.store.session(key).await {
@@ -68,7 +64,7 @@ pub(crate) async fn session_when_stored(
             Err(e) => e,
         };
         inner.storage.failed();
-        tracing::error!(error = %e, retry_in = ?backoff, "storage unavailable; holding the session's input");
+        tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; holding the session's input");
         if !told {
             told = true;
             inner.metrics.inc(
@@ -89,11 +85,9 @@ pub(crate) async fn session_when_stored(
                 }
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = inner.shutdown.cancelled() => return None,
+        if !backoff.wait(&inner.shutdown).await {
+            return None;
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
@@ -105,7 +99,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, crate::store::StoreError>>,
 {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::default();
     loop {
         match op().await {
             Ok(value) => {
@@ -114,13 +108,11 @@ where
             }
             Err(e) => {
                 inner.storage.failed();
-                tracing::error!(error = %e, retry_in = ?backoff, "storage unavailable; {what} waits for it");
+                tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; {what} waits for it");
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = inner.shutdown.cancelled() => return None,
+        if !backoff.wait(&inner.shutdown).await {
+            return None;
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }

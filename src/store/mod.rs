@@ -2,6 +2,7 @@
 
 mod access;
 mod approvals;
+mod backoff;
 mod events;
 mod feedback;
 mod inbox;
@@ -18,6 +19,7 @@ mod usage;
 
 pub use access::{AdmittedUser, PairingCode};
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
+pub(crate) use backoff::Backoff;
 pub use events::SystemEvent;
 pub use feedback::{FeedbackRecord, Rated};
 pub use inbox::InboxEntry;

@@ -3,7 +3,7 @@
 //! (with `notify: changes`) milestone messages, and the recording of its result.
 
 use super::progress;
-use crate::store::{Store, TaskStatus};
+use crate::store::{Backoff, Store, TaskStatus};
 use crate::tools::Progress;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,17 +99,15 @@ pub(super) async fn record_result(
     status: TaskStatus,
     result: &str,
 ) {
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = Backoff::default();
     loop {
         let e = match store.finish_task(id, status, result).await {
             Ok(_) => return,
             Err(e) => e,
         };
-        tracing::error!(error = %e, task = %id, retry_in = ?backoff, "could not record the task result");
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = shutdown.cancelled() => return,
+        tracing::error!(error = %e, task = %id, retry_in = ?backoff.next_wait(), "could not record the task result");
+        if !backoff.wait(shutdown).await {
+            return;
         }
-        backoff = (backoff * 2).min(Duration::from_secs(30));
     }
 }
