@@ -588,3 +588,68 @@ async fn always_with_a_prefix_allows_simple_commands_that_start_with_it() {
 
     h.stop().await;
 }
+
+/// Issue 23 item 1: `always git` used to let `git log --output=… --format=…`
+/// (writes a script) and `git config core.fsmonitor sh` (runs it on the next
+/// `git status`) through without a card.
+#[tokio::test]
+async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
+    let h = Harness::start().await;
+    let card = exec_card(&h, "git status", "Clean.").await;
+    let short = card.approval_id()[..8].to_owned();
+
+    h.channel
+        .dm(1, &format!("/approve {short} always git"))
+        .await;
+    h.wait_for("the refusal", |l| {
+        l.any_contains("must name the whole command: `always git status`")
+    })
+    .await;
+    h.channel
+        .dm(1, &format!("/approve {short} always git status"))
+        .await;
+    h.wait_for("the confirmation and the answer", |l| {
+        l.any_contains("exactly the command `git status`") && l.has_text("Clean.")
+    })
+    .await;
+    h.idle().await;
+
+    let mut cards = 1;
+    for (n, attack) in [
+        "git log -1 --output=2 --format=echo%x20pwned%x3b%x20id%x20%x3e%x20OUT",
+        "git config core.fsmonitor sh",
+        "git diff HEAD --output=/tmp/sb-escape",
+        "git status --porcelain",
+        "git  status -c core.fsmonitor=sh",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        h.llm.push(Reply::tool_calls([(
+            format!("call_attack_{n}").as_str(),
+            "exec_command",
+            json!({ "command": attack }),
+        )]));
+        h.llm.push(Reply::text("Not run."));
+        h.channel.dm(1, "again").await;
+        cards += 1;
+        let log = h
+            .wait_for("a card for the attack", |l| l.cards_ever() == cards)
+            .await;
+        let Some(card) = log.card() else {
+            unreachable!()
+        };
+        if n < 2 {
+            // A command that writes config or files gets no rule, not even an exact one.
+            h.channel
+                .dm(1, &format!("/approve {} always", &card.approval_id()[..8]))
+                .await;
+            h.wait_for("the refusal", |l| l.any_contains("ask every time"))
+                .await;
+        }
+        h.channel.press(1, &card.action('n')).await;
+        h.idle().await;
+    }
+    assert!(!h.workspace().join("OUT").exists());
+    h.stop().await;
+}

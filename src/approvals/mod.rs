@@ -348,7 +348,10 @@ impl Approvals {
                     Err(refusal) => return Ok(Err(refusal)),
                 }
             }
-            (Choice::Always, None) => (Some(record.arguments.clone()), None),
+            (Choice::Always, None) => match rules::exact_pattern(&record.arguments) {
+                Ok(pattern) => (Some(pattern), None),
+                Err(refusal) => return Ok(Err(refusal)),
+            },
             (_, reason) => (None, reason),
         };
         let status = match choice {

@@ -1,15 +1,23 @@
 //! "Always allow" rule patterns: the exact arguments of the approved call, or
 //! — for `exec_command`, when the user names one with `/approve <id> always
-//! <prefix>` — a command prefix.
+//! <words>` — a command prefix.
 //!
-//! A prefix rule allows a command that is the prefix or continues it after a
-//! space, and only a simple command: anything that could chain, substitute or
-//! redirect (`;`, `&`, `|`, `` ` ``, `$`, `<`, `>`, `(`, `)`, newlines) asks
-//! again, so `git status` never lets `git status; rm -rf ~` through. Nor may
-//! the continuation quote, escape, or pass an option that makes the program
-//! run something else (`git -c core.pager=…`, `find -exec`, `rsync -e`,
-//! `ssh -o ProxyCommand=…`): such a command asks again. The check errs on the
-//! side of asking (`grep -e` asks too); a rule is a convenience, not a hole.
+//! Inspecting a command's words cannot make a prefix rule safe for programs
+//! with many ways to run other programs, write files or change their own
+//! configuration (`git log --output=… --format=…`, `git config
+//! core.fsmonitor`, `find -exec`, `tar --to-command`, `make`, `npm`, …). So a
+//! prefix covers further arguments only for the short list of read-only
+//! programs in [`OPEN_ENDED`] (`ls`, `cat`, `grep`, `df`, …); for every other
+//! program the rule must name the whole command and allows exactly that
+//! command (`always git status` allows `git status`, not `git status -- x`).
+//!
+//! Even then only a simple command rides on a rule: anything that could chain,
+//! substitute or redirect (`;`, `&`, `|`, `` ` ``, `$`, `<`, `>`, `(`, `)`,
+//! newlines) asks again, as does a continuation that quotes, escapes, or
+//! passes an option that runs something else or writes a file. Some commands
+//! never get a rule at all, not even for their exact arguments: a `config`
+//! write, an `--output`/`-o` option, and a `--format`/`--pretty` with `%`
+//! escapes always ask ([`always_asks`]).
 
 use serde_json::Value;
 
@@ -18,8 +26,46 @@ const PREFIX: &str = "prefix:";
 const COMMAND_TOOL: &str = "exec_command";
 const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '<', '>', '(', ')', '\n', '\r'];
 const MIN_PREFIX_CHARS: usize = 2;
-/// Programs that run whatever their arguments say: a prefix of one of these
-/// alone would allow any command, so it is refused (`git`, `cargo test` are fine).
+/// Read-only programs without options that run other programs or write
+/// files: a prefix of one of these may cover further arguments. Anything not
+/// listed (`git`, `ssh`, `find`, `tar`, `rsync`, `make`, `npm`, `cargo`,
+/// `python`, `sed`, `sort -o`, `rg --pre`, `tree -o`, …) only gets rules for
+/// a whole command.
+const OPEN_ENDED: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "du",
+    "df",
+    "free",
+    "uptime",
+    "pwd",
+    "whoami",
+    "id",
+    "uname",
+    "stat",
+    "diff",
+    "cmp",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "which",
+    "ps",
+    "echo",
+    "nproc",
+];
+/// Programs that run whatever their arguments say: a rule for one of these,
+/// even for a whole command, would be a rule for the command it runs.
 const RUNS_ANYTHING: &[&str] = &[
     "sh", "bash", "zsh", "dash", "fish", "ksh", "mksh", "csh", "tcsh", "pwsh", "busybox", "env",
     "sudo", "doas", "su", "xargs", "eval", "exec", "command", "builtin", "time", "nohup",
@@ -27,21 +73,36 @@ const RUNS_ANYTHING: &[&str] = &[
     "ltrace", "gdb", "watch", "script", "expect", "parallel", "python", "python3", "perl", "ruby",
     "node", "deno", "bun", "php", "lua", "tclsh", "awk", "gawk", "find",
 ];
-/// Continuation characters that quote or escape (hiding what a word is) or
-/// expand history (`!`).
+/// Characters that quote or escape (hiding what a word is) or expand
+/// history (`!`).
 const QUOTING: &[char] = &['\'', '"', '\\', '!'];
-/// Words in an option of the continuation that make programs run something
-/// else: `--exec`, `-o ProxyCommand=…`, `-c core.pager=…`, `--upload-pack=…`.
+/// Words in an option that make programs run something else: `--exec`,
+/// `-o ProxyCommand=…`, `-c core.pager=…`, `--upload-pack=…`.
 const RUNS_SOMETHING_ELSE: &[&str] = &[
     "exec", "command", "config", "pager", "editor", "hook", "pack", "shell", "eval", "filter",
-    "askpass", "proxy",
+    "askpass", "proxy", "output",
 ];
 
 /// Whether a stored `pattern` allows a call with these (JSON) `arguments`.
+/// Checked at use, not only when the rule was made, so a rule stored under
+/// looser checks cannot allow more than these do.
 pub fn allows(pattern: &str, arguments: &str) -> bool {
+    let command = command_of(arguments);
+    if command.as_deref().is_some_and(always_asks) {
+        return false;
+    }
     match pattern.strip_prefix(PREFIX) {
-        Some(prefix) => command_of(arguments).is_some_and(|c| continues(&c, prefix)),
+        Some(prefix) => command.is_some_and(|c| continues(&c, prefix)),
         None => pattern == arguments,
+    }
+}
+
+/// The pattern for "always allow exactly these arguments"; `Err` is the
+/// refusal for the user.
+pub fn exact_pattern(arguments: &str) -> Result<String, String> {
+    match command_of(arguments) {
+        Some(command) if always_asks(&command) => Err(always_asks_refusal()),
+        _ => Ok(arguments.to_owned()),
     }
 }
 
@@ -53,24 +114,36 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
             "A prefix rule is only possible for `{COMMAND_TOOL}`; use `always` alone to allow exactly these arguments."
         ));
     }
-    let prefix = prefix.trim();
+    let prefix = normalize(prefix);
     if prefix.chars().count() < MIN_PREFIX_CHARS || prefix.contains(SHELL_CONTROL) {
         return Err("That prefix is too short or contains shell control characters.".to_owned());
     }
-    let first = prefix.split_whitespace().next().unwrap_or_default();
-    // `/bin/sh` is `sh`.
-    let program = first.rsplit('/').next().unwrap_or(first);
-    if RUNS_ANYTHING.contains(&program) {
+    let first = prefix.split(' ').next().unwrap_or_default();
+    if RUNS_ANYTHING.contains(&program(&prefix)) {
         return Err(format!(
             "`{first}` can run any command, so a rule for it would allow everything; approve these one at a time."
         ));
     }
-    match command_of(arguments) {
-        Some(command) if continues(&command, prefix) => Ok(format!("{PREFIX}{prefix}")),
-        _ => Err(format!(
+    let Some(command) = command_of(arguments) else {
+        return Err(format!(
             "The command on this card does not start with `{prefix}`."
-        )),
+        ));
+    };
+    if always_asks(&command) {
+        return Err(always_asks_refusal());
     }
+    if continues(&command, &prefix) {
+        return Ok(format!("{PREFIX}{prefix}"));
+    }
+    let command = normalize(&command);
+    if command.starts_with(&prefix) && !open_ended(&prefix) {
+        return Err(format!(
+            "`{first}` has options that run other programs or write files, so a rule for it must name the whole command: `always {command}`."
+        ));
+    }
+    Err(format!(
+        "The command on this card does not start with `{prefix}`."
+    ))
 }
 
 /// How a pattern reads in `/approvals` listings.
@@ -82,33 +155,77 @@ pub fn describe(pattern: &str) -> String {
 }
 
 pub fn describe_prefix(prefix: &str) -> String {
-    format!("commands starting with `{}`", prefix.trim())
+    let prefix = normalize(prefix);
+    if open_ended(&prefix) {
+        format!("commands starting with `{prefix}`")
+    } else {
+        format!("exactly the command `{prefix}`")
+    }
 }
 
+/// Commands no rule may allow: they write configuration or files, or
+/// format output with escapes (how `git log --output=… --format=…` writes a
+/// script). Deciding them once is cheap; a standing rule is not.
+fn always_asks(command: &str) -> bool {
+    if open_ended(command) {
+        return false;
+    }
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    words.iter().skip(1).any(|w| {
+        w == "config"
+            || w == "-o"
+            || (w.starts_with("-o") && !w.starts_with("--"))
+            || w.starts_with("--output")
+            || ((w.starts_with("--format") || w.starts_with("--pretty")) && w.contains('%'))
+            || w.starts_with("of=")
+    })
+}
+
+fn always_asks_refusal() -> String {
+    "Commands that write configuration or files (`config`, `--output`, `-o`, formats with `%`) ask every time; allow this one once.".to_owned()
+}
+
+/// The program a command or prefix runs: `/usr/bin/git` is `git`.
+fn program(command: &str) -> &str {
+    let first = command.split_whitespace().next().unwrap_or_default();
+    first.rsplit('/').next().unwrap_or(first)
+}
+
+fn open_ended(prefix: &str) -> bool {
+    OPEN_ENDED.contains(&program(prefix))
+}
+
+/// Words joined by single spaces.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The command as it will run: newlines and tabs are not spaces to a shell.
 fn command_of(arguments: &str) -> Option<String> {
     let args: Value = serde_json::from_str(arguments).ok()?;
     args.get("command")?.as_str().map(|c| c.trim().to_owned())
 }
 
-/// `command` is `prefix`, or `prefix` followed by a space and a plain
-/// continuation, and simple.
+/// `command` is `prefix`, or — for an open-ended program — `prefix`
+/// followed by a space and a plain continuation, and simple.
 fn continues(command: &str, prefix: &str) -> bool {
-    if command.contains(SHELL_CONTROL) {
+    if command.contains(SHELL_CONTROL) || command.contains(QUOTING) {
         return false;
     }
-    match command.strip_prefix(prefix) {
+    let (command, prefix) = (normalize(command), normalize(prefix));
+    match command.strip_prefix(prefix.as_str()) {
         Some("") => true,
-        Some(rest) => rest.starts_with(' ') && plain_continuation(rest),
+        Some(rest) => open_ended(&prefix) && rest.starts_with(' ') && plain_continuation(rest),
         None => false,
     }
 }
 
-/// No quoting, no escapes, and no option that would make the program run
-/// something else (`-c`/`-e` alone too: for many programs they take code).
+/// No option that would make the program run something else (`-c`/`-e`
+/// alone too: for many programs they take code).
 fn plain_continuation(rest: &str) -> bool {
-    if rest.contains(QUOTING) {
-        return false;
-    }
     rest.split_whitespace().all(|word| {
         let lower = word.to_ascii_lowercase();
         // `-c`, also glued to its value (`-ccore.pager=…`), and `-e`.
@@ -138,54 +255,127 @@ mod tests {
     }
 
     #[test]
-    fn prefix_patterns_match_simple_continuations_only() {
-        let p = prefix_pattern("exec_command", &cmd("git status"), "git").unwrap();
-        assert_eq!(p, "prefix:git");
-        for ok in ["git", "git status", "git log --oneline -5", "  git diff  "] {
+    fn open_ended_prefixes_match_simple_continuations_only() {
+        let p = prefix_pattern("exec_command", &cmd("ls -la src"), "ls").unwrap();
+        assert_eq!(p, "prefix:ls");
+        for ok in ["ls", "ls -la", "ls --color=never src", "  ls   docs  "] {
             assert!(allows(&p, &cmd(ok)), "{ok}");
         }
         for refused in [
-            "gitk",
-            "git status; rm -rf ~",
-            "git log && curl evil",
-            "git log | sh",
-            "git $(rm -rf ~)",
-            "git `id`",
-            "git log > /etc/passwd",
-            "git status\nrm -rf ~",
-            "echo git",
-            "git -c core.pager=id log",
-            "git -ccore.pager=id log",
-            "git -c alias.x=!id x",
-            "git --config-env=core.pager=X log",
-            "git log --exec-path=/tmp",
-            "git fetch --upload-pack=/tmp/x origin",
-            "git log 'quoted'",
-            "git log \\-c",
+            "lsof",
+            "ls; rm -rf ~",
+            "ls && curl evil",
+            "ls | sh",
+            "ls $(rm -rf ~)",
+            "ls `id`",
+            "ls > /etc/passwd",
+            "ls\nrm -rf ~",
+            "ls\rrm -rf ~",
+            "echo ls",
+            "ls 'quoted'",
+            "ls \\-c",
+            "ls -c",
+            "ls --exec=x",
         ] {
-            assert!(!allows(&p, &cmd(refused)), "{refused}");
+            let refused = refused.replace("\\n", "\n").replace("\\r", "\r");
+            assert!(!allows(&p, &cmd(&refused)), "{refused}");
         }
-        let ssh = prefix_pattern("exec_command", &cmd("ssh build uptime"), "ssh build").unwrap();
-        assert!(allows(&ssh, &cmd("ssh build df -h")));
-        assert!(!allows(&ssh, &cmd("ssh build -o ProxyCommand=id x")));
-        let cargo = prefix_pattern("exec_command", &cmd("cargo test"), "cargo").unwrap();
-        for ok in [
-            "cargo test --workspace",
-            "cargo build --release -p x",
-            "cargo tree -e normal",
+        let grep = prefix_pattern("exec_command", &cmd("grep -rn TODO src"), "grep -rn").unwrap();
+        assert!(allows(&grep, &cmd("grep -rn FIXME docs")));
+        assert!(!allows(&grep, "not json"));
+        assert!(!allows(&grep, &json!({ "path": "grep -rn" }).to_string()));
+    }
+
+    /// The attack from issue 23: with `always git`, `git log --output=…
+    /// --format=…` wrote a script and `git config core.fsmonitor` ran it.
+    #[test]
+    fn programs_with_many_execution_paths_get_whole_command_rules_only() {
+        let refusal = prefix_pattern("exec_command", &cmd("git status"), "git").unwrap_err();
+        assert!(
+            refusal.contains("must name the whole command: `always git status`"),
+            "{refusal}"
+        );
+        // A rule stored before these checks allows only the bare program.
+        for stored in [
+            "prefix:git",
+            "prefix:git status",
+            "prefix:cargo",
+            "prefix:ssh build",
         ] {
-            let allowed = allows(&cargo, &cmd(ok));
-            assert_eq!(allowed, !ok.contains(" -e "), "{ok}");
+            for attack in [
+                "git log -1 --output=2 --format=echo%x20pwned%x3b%x20id%x20%x3e%x20OUT",
+                "git config core.fsmonitor sh",
+                "git status --short",
+                "git diff HEAD --output=/abs/path",
+                "git -c core.pager=id log",
+                "git fetch --upload-pack=/tmp/x origin",
+                "cargo test --config build.rustc-wrapper=/tmp/x",
+                "cargo run",
+                "ssh build -o ProxyCommand=id x",
+                "ssh build uptime",
+            ] {
+                assert!(!allows(stored, &cmd(attack)), "{stored} allowed {attack}");
+            }
         }
-        assert!(!allows(&p, "not json"));
-        assert!(!allows(&p, &json!({ "path": "git" }).to_string()));
+        let p = prefix_pattern("exec_command", &cmd("git  status"), "git status").unwrap();
+        assert_eq!(p, "prefix:git status");
+        assert!(allows(&p, &cmd("git status")));
+        assert!(allows(&p, &cmd(" git   status ")));
+        assert!(!allows(&p, &cmd("git status .")));
+        for program in [
+            "make", "npm", "tar", "rsync", "sed", "rg", "tree", "sort", "docker",
+        ] {
+            let c = format!("{program} x");
+            assert!(
+                prefix_pattern("exec_command", &cmd(&c), program).is_err(),
+                "{program}"
+            );
+            assert!(
+                prefix_pattern("exec_command", &cmd(&c), &c).is_ok(),
+                "{program}"
+            );
+        }
+        assert_eq!(
+            describe("prefix:git status"),
+            "exactly the command `git status`"
+        );
+        assert_eq!(describe("prefix:ls"), "commands starting with `ls`");
+    }
+
+    #[test]
+    fn config_writes_output_options_and_format_escapes_always_ask() {
+        for write in [
+            "git config core.fsmonitor sh",
+            "git log -1 --output=2 --format=echo%x20pwned",
+            "git log --pretty=format:%H%n",
+            "git diff HEAD --output=/abs/path",
+            "npm config set script-shell /tmp/x",
+            "curl -o /tmp/x https://example.com",
+            "curl -oout https://example.com",
+            "dd if=a of=/etc/passwd",
+        ] {
+            assert!(exact_pattern(&cmd(write)).is_err(), "{write}");
+            assert!(
+                prefix_pattern("exec_command", &cmd(write), write).is_err(),
+                "{write}"
+            );
+            assert!(
+                !allows(&cmd(write), &cmd(write)),
+                "a stored rule for {write}"
+            );
+        }
+        // Read-only programs keep their `-o` and `--format`: nothing to write.
+        assert!(exact_pattern(&cmd("ls -o")).is_ok());
+        assert!(exact_pattern(&cmd("git log --oneline -5")).is_ok());
+        assert!(exact_pattern(&json!({ "path": "config" }).to_string()).is_ok());
     }
 
     #[test]
     fn prefixes_must_fit_the_card_and_be_plain() {
         let args = cmd("cargo test --workspace");
-        assert!(prefix_pattern("exec_command", &args, "cargo test").is_ok());
-        assert!(prefix_pattern("exec_command", &args, "npm").is_err());
+        assert!(prefix_pattern("exec_command", &args, "cargo test --workspace").is_ok());
+        let other = prefix_pattern("exec_command", &args, "npm").unwrap_err();
+        assert!(other.contains("does not start with `npm`"), "{other}");
         assert!(prefix_pattern("exec_command", &args, "c").is_err());
         assert!(prefix_pattern("exec_command", &args, "cargo;").is_err());
         assert!(prefix_pattern("write_file", &args, "cargo").is_err());
@@ -207,9 +397,5 @@ mod tests {
                 "{anything}"
             );
         }
-        assert_eq!(
-            describe("prefix:cargo test"),
-            "commands starting with `cargo test`"
-        );
     }
 }
