@@ -653,3 +653,62 @@ async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
     assert!(!h.workspace().join("OUT").exists());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_press_carrying_a_cards_data_on_another_message_decides_nothing() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::text("Hello there."));
+    h.channel.dm(1, "hi").await;
+    let log = h
+        .wait_for("the greeting", |l| l.has_text("Hello there."))
+        .await;
+    let other = log
+        .messages
+        .values()
+        .find(|m| m.text == "Hello there.")
+        .map(|m| (m.chat, m.id, m.edits))
+        .unwrap();
+    let card = exec_card(&h, "touch forged.txt", "Ran it.").await;
+
+    // Approval C's data, pressed on the greeting: refused, and neither the
+    // greeting nor C's real card changes.
+    h.channel
+        .press_on(1, &card.action('y'), other.0, other.1)
+        .await;
+    let log = h.wait_for("the refusal", |l| !l.answers().is_empty()).await;
+    let (_, _, answer) = &log.answers()[0];
+    assert!(
+        matches!(answer, PressAnswer::Private(t) if t.contains("does not belong to this message")),
+        "{answer:?}"
+    );
+    assert_eq!(
+        (
+            &log.messages[&other.1 .0].text,
+            log.messages[&other.1 .0].edits
+        ),
+        (&"Hello there.".to_owned(), other.2),
+        "the other message is left alone"
+    );
+    let now = &log.messages[&card.id.0];
+    assert_eq!(
+        (&now.text, &now.actions, now.edits),
+        (&card.text, &card.actions, 0)
+    );
+    assert_eq!(
+        h.running
+            .store
+            .approval(&card.approval_id())
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ApprovalStatus::Pending
+    );
+    assert!(!h.workspace().join("forged.txt").exists());
+
+    // The card itself still works.
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Ran it.")).await;
+    assert!(h.workspace().join("forged.txt").exists());
+    h.stop().await;
+}

@@ -288,10 +288,15 @@ impl Approvals {
         choice: Choice,
     ) -> bool {
         let mut orphaned = false;
-        let answer = match self
-            .decide(id, press.chat.platform, &press.user, choice, None)
-            .await
-        {
+        let decided = match self.press_on_card(press, id).await {
+            Ok(None) => {
+                self.decide(id, press.chat.platform, &press.user, choice, None)
+                    .await
+            }
+            Ok(Some(refusal)) => Ok(Err(refusal)),
+            Err(e) => Err(e),
+        };
+        let answer = match decided {
             Ok(Ok((record, woke))) => {
                 orphaned = !woke;
                 PressAnswer::Update(card::final_card(&record))
@@ -308,6 +313,39 @@ impl Approvals {
             tracing::warn!(error = %e, "could not answer an approval press");
         }
         orphaned
+    }
+
+    /// A press decides only the card it was made on: the approval's own chat
+    /// and, once the card is sent, the card's own message. A press carrying
+    /// approval C's data on some other message is refused (and that message
+    /// is left alone), so C's real card keeps its buttons. `Some(text)` is the
+    /// refusal for the presser.
+    async fn press_on_card(
+        &self,
+        press: &ButtonPress,
+        id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(record) = self.store.approval(id).await? else {
+            return Ok(None); // `decide` says it is unknown
+        };
+        let same_chat =
+            press.chat.platform == record.chat.platform && press.chat.chat == record.chat.chat;
+        let same_message = match (&press.message, record.card_message) {
+            (Some(pressed), Some(card)) => {
+                pressed.id == card && pressed.chat.chat == record.chat.chat
+            }
+            // Not yet recorded (the press raced the card's own bookkeeping),
+            // or the platform does not say which message: the chat decides.
+            _ => true,
+        };
+        if same_chat && same_message {
+            return Ok(None);
+        }
+        tracing::warn!(
+            approval = id,
+            "press for an approval on a message that is not its card"
+        );
+        Ok(Some("This button does not belong to this message.".into()))
     }
 
     /// The shared decision path: the decided record and whether a waiting turn

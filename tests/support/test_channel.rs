@@ -446,6 +446,13 @@ impl TestChannel {
                 .map(|m| (m.chat, m.id))
         };
         let (chat, id) = carrier.unwrap_or_else(|| (dm_chat(user_id), MessageId(0)));
+        self.press_on(user_id, action, chat, id).await;
+    }
+
+    /// `user` presses a button carrying `action` on message `id` in `chat`,
+    /// whichever message that is (`MessageId(0)`: the platform does not say) —
+    /// what a modified client can send.
+    pub async fn press_on(&self, user_id: i64, action: &str, chat: ChatAddress, id: MessageId) {
         let kind = if chat.chat == ChatId(user_id) {
             ChatKind::Dm
         } else {
