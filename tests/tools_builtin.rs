@@ -66,6 +66,94 @@ async fn file_tools_refuse_escapes() {
 }
 
 #[tokio::test]
+async fn file_tools_refuse_hard_links_to_files_outside_the_workspace() {
+    let (dir, ws) = workspace();
+    let outside = dir.path().join("outside.txt");
+    std::fs::write(&outside, "top secret").unwrap();
+    std::fs::hard_link(&outside, ws.root().join("link.txt")).unwrap();
+
+    let read = ReadFileTool::new(ws.clone());
+    let write = WriteFileTool::new(ws.clone());
+    let err = call(&read, json!({ "path": "link.txt" }))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Forbidden(_)), "{err}");
+    assert!(err.for_model().contains("hard link"), "{}", err.for_model());
+    for append in [false, true] {
+        let err = call(
+            &write,
+            json!({ "path": "link.txt", "content": "pwned", "append": append }),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, ToolError::Forbidden(_)), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "top secret",
+        "a refused write neither truncates nor appends"
+    );
+
+    // Links whose every name is inside the workspace are ordinary files.
+    std::fs::create_dir(ws.root().join("sub")).unwrap();
+    std::fs::write(ws.root().join("a.txt"), "shared").unwrap();
+    std::fs::hard_link(ws.root().join("a.txt"), ws.root().join("sub/b.txt")).unwrap();
+    let text = call(&read, json!({ "path": "sub/b.txt" })).await.unwrap();
+    assert!(text.contains("shared"), "{text}");
+    call(&write, json!({ "path": "a.txt", "content": "changed" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("sub/b.txt")).unwrap(),
+        "changed"
+    );
+}
+
+#[tokio::test]
+async fn file_tools_refuse_a_fifo_at_once_instead_of_hanging() {
+    let (_dir, ws) = workspace();
+    let fifo = ws.root().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+
+    let read = ReadFileTool::new(ws.clone());
+    let write = WriteFileTool::new(ws.clone());
+    // A guard, not a timing assertion: before the fix these never returned.
+    let guard = Duration::from_secs(60);
+    let err = tokio::time::timeout(guard, call(&read, json!({ "path": "pipe" })))
+        .await
+        .expect("read_file on a FIFO must not block")
+        .unwrap_err();
+    assert!(
+        err.for_model().contains("not a regular file"),
+        "{}",
+        err.for_model()
+    );
+    let summary = tokio::time::timeout(
+        guard,
+        write.approval_summary(&json!({ "path": "pipe", "content": "x" })),
+    )
+    .await
+    .expect("a write card for a FIFO must not block");
+    assert!(summary.contains("pipe"), "{summary}");
+    let err = tokio::time::timeout(
+        guard,
+        call(&write, json!({ "path": "pipe", "content": "x" })),
+    )
+    .await
+    .expect("write_file on a FIFO must not block")
+    .unwrap_err();
+    assert!(
+        err.for_model().contains("not a regular file"),
+        "{}",
+        err.for_model()
+    );
+}
+
+#[tokio::test]
 async fn write_then_read_round_trip() {
     let (_dir, ws) = workspace();
     let write = WriteFileTool::new(ws.clone());

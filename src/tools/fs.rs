@@ -2,10 +2,11 @@
 
 use super::args::{parse_args, truncate_chars};
 use super::diff_summary::summarize;
+use super::fs_open::{open_checked, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io;
+use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -141,7 +142,7 @@ impl Workspace {
     }
 }
 
-fn io_failure(shown: &str, e: &io::Error) -> ToolError {
+pub(super) fn io_failure(shown: &str, e: &io::Error) -> ToolError {
     let message = match e.kind() {
         io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
         io::ErrorKind::PermissionDenied => format!("permission denied for `{shown}`"),
@@ -162,16 +163,17 @@ fn not_text_reason(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Reads an existing workspace file as text, or explains why it cannot.
-async fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
-    let meta = tokio::fs::metadata(path)
+/// Reads an existing workspace file as text, or explains why it cannot. Only
+/// regular files that live in the workspace are read ([`open_checked`]).
+async fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let (root, path, shown) = (ws.root.clone(), path.to_path_buf(), shown.to_owned());
+    tokio::task::spawn_blocking(move || read_text_blocking(&root, &path, &shown))
         .await
-        .map_err(|e| io_failure(shown, &e))?;
-    if meta.is_dir() {
-        return Err(ToolError::failed(format!(
-            "`{shown}` is a directory; read a file inside it (list it with exec_command `ls`)"
-        )));
-    }
+        .map_err(|e| ToolError::failed(format!("reading stopped: {e}")))?
+}
+
+fn read_text_blocking(root: &Path, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let (file, meta) = open_checked(root, path, shown, Access::Read)?;
     if meta.len() > MAX_READ_BYTES {
         return Err(ToolError::failed(format!(
             "`{shown}` is {} bytes, over the {} byte read_file limit; read parts of it with \
@@ -180,8 +182,10 @@ async fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
             MAX_READ_BYTES
         )));
     }
-    let bytes = tokio::fs::read(path)
-        .await
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // The file may grow after the check: never read past the limit.
+    file.take(MAX_READ_BYTES)
+        .read_to_end(&mut bytes)
         .map_err(|e| io_failure(shown, &e))?;
     if let Some(reason) = not_text_reason(&bytes) {
         return Err(ToolError::failed(format!(
@@ -260,7 +264,7 @@ impl Tool for ReadFileTool {
         }
         let path = self.ws.resolve(&args.path)?;
         let shown = self.ws.display(&path);
-        let text = read_text(&path, &shown).await?;
+        let text = read_text(&self.ws, &path, &shown).await?;
         number_lines(&text, &shown, offset, max_lines)
     }
 }
@@ -390,7 +394,7 @@ impl Tool for WriteFileTool {
         let shown = self.ws.display(&path);
         let body = match tokio::fs::metadata(&path).await {
             Err(_) => summarize(None, &args.content, args.append),
-            Ok(meta) => match read_text(&path, &shown).await {
+            Ok(meta) => match read_text(&self.ws, &path, &shown).await {
                 Ok(old) => summarize(Some(&old), &args.content, args.append),
                 Err(_) => format!(
                     "{} existing {}-byte file that is binary or too large to diff; new \
@@ -412,15 +416,19 @@ impl Tool for WriteFileTool {
                 .await
                 .map_err(|e| io_failure(&self.ws.display(parent), &e))?;
         }
-        let before = tokio::fs::metadata(&path).await.ok().map(|m| m.len());
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .append(args.append)
-            .truncate(!args.append)
-            .open(&path)
+        let before = tokio::fs::symlink_metadata(&path)
             .await
-            .map_err(|e| io_failure(&shown, &e))?;
+            .ok()
+            .map(|m| m.len());
+        let (root, target, file_shown) = (self.ws.root.clone(), path.clone(), shown.clone());
+        let access = Access::Write {
+            append: args.append,
+        };
+        let (file, _) =
+            tokio::task::spawn_blocking(move || open_checked(&root, &target, &file_shown, access))
+                .await
+                .map_err(|e| ToolError::failed(format!("writing stopped: {e}")))??;
+        let mut file = tokio::fs::File::from_std(file);
         file.write_all(args.content.as_bytes())
             .await
             .map_err(|e| io_failure(&shown, &e))?;

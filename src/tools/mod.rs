@@ -8,6 +8,7 @@ mod diff_summary;
 mod exec;
 mod exec_output;
 mod fs;
+mod fs_open;
 mod html_text;
 mod http_api;
 mod http_api_defs;
