@@ -22,6 +22,7 @@ mod presses;
 mod raw_json;
 mod render;
 mod send;
+mod utf16;
 mod webhook;
 
 pub use adapter::TelegramAdapter;
