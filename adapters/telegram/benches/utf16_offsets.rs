@@ -7,6 +7,8 @@
 //! adapters/telegram/benches/utf16_offsets.rs -o /tmp/utf16_offsets`.
 //! Env: BENCH_TEXT_BYTES (default 1,000,000), BENCH_ENTITIES (10,000).
 
+// Its unit tests compile here too (clippy --all-targets) but never run.
+#[allow(dead_code)]
 #[path = "../src/utf16.rs"]
 mod utf16;
 

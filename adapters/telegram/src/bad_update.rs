@@ -81,7 +81,10 @@ mod tests {
             "[".repeat(300),
             "]".repeat(300)
         );
-        assert_eq!(parse_update(&deep).err().and_then(|b| b.update_id), Some(42));
+        assert_eq!(
+            parse_update(&deep).err().and_then(|b| b.update_id),
+            Some(42)
+        );
         assert_eq!(
             parse_update(r#"{"message": {"text": "\ud800"}}"#)
                 .err()

@@ -30,7 +30,10 @@ struct Failure {
 }
 
 /// Calls `getUpdates` and returns each update's JSON text, in order.
-pub(crate) async fn get_updates(bot: &Bot, params: &GetUpdates) -> Result<Vec<String>, UpdatesError> {
+pub(crate) async fn get_updates(
+    bot: &Bot,
+    params: &GetUpdates,
+) -> Result<Vec<String>, UpdatesError> {
     let mut url = bot.api_url();
     url.path_segments_mut()
         .map_err(|()| UpdatesError::Envelope("the API URL cannot take a path"))?
@@ -69,9 +72,7 @@ fn split_answer(text: &str) -> Result<Vec<String>, UpdatesError> {
                 .map_err(|_| UpdatesError::Envelope("an error without a description"))?;
             Err(UpdatesError::Request(match failure.parameters {
                 Some(ResponseParameters::RetryAfter(after)) => RequestError::RetryAfter(after),
-                Some(ResponseParameters::MigrateToChatId(to)) => {
-                    RequestError::MigrateToChatId(to)
-                }
+                Some(ResponseParameters::MigrateToChatId(to)) => RequestError::MigrateToChatId(to),
                 None => RequestError::Api(failure.description),
             }))
         }
@@ -110,7 +111,13 @@ mod tests {
 
     #[test]
     fn unusable_answers_are_errors_without_the_body() {
-        for body in ["", "<html>502</html>", r#"{"result":[]}"#, r#"{"ok":true}"#, r#"{"ok":true,"result":[1,"#] {
+        for body in [
+            "",
+            "<html>502</html>",
+            r#"{"result":[]}"#,
+            r#"{"ok":true}"#,
+            r#"{"ok":true,"result":[1,"#,
+        ] {
             let e = split_answer(body).unwrap_err().to_string();
             assert!(e.starts_with("unusable getUpdates answer"), "{e}");
         }

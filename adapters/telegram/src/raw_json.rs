@@ -145,7 +145,10 @@ mod tests {
         assert_eq!(member(obj, "result"), Some(r#"[{"update_id": 5}]"#));
         assert_eq!(member(obj, "update_id"), None, "top level only");
         assert_eq!(member(obj, r#"k\"q"#), Some("1"));
-        assert_eq!(member(r#"{"update_id":12,"message":"\ud800"}"#, "update_id"), Some("12"));
+        assert_eq!(
+            member(r#"{"update_id":12,"message":"\ud800"}"#, "update_id"),
+            Some("12")
+        );
     }
 
     #[test]

@@ -124,7 +124,14 @@ mod tests {
 
     #[test]
     fn multibyte_text_maps_like_the_scan() {
-        for text in ["", "plain", "héllo wörld", "日本語 @bot", "😀😀x😀", "a\u{10FFFF}\u{7FF}\u{800}"] {
+        for text in [
+            "",
+            "plain",
+            "héllo wörld",
+            "日本語 @bot",
+            "😀😀x😀",
+            "a\u{10FFFF}\u{7FF}\u{800}",
+        ] {
             agree(text);
         }
     }
