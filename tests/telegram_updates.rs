@@ -277,3 +277,148 @@ async fn the_fake_honours_allowed_updates() {
     assert_eq!(fake.filtered_updates(), 4);
     r.stop().await;
 }
+
+/// Everything any test of this binary logs (tracing and the `log` crate),
+/// at trace level: the poisoned-update tests check what reached it.
+fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+    use std::sync::{Mutex, OnceLock};
+    static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        let writer = move || Capture(logs);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(writer)
+            .try_init();
+        logs
+    })
+}
+
+struct Capture(&'static std::sync::Mutex<Vec<u8>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logs_text() -> String {
+    String::from_utf8_lossy(&captured_logs().lock().unwrap()).into_owned()
+}
+
+/// A message update as JSON text (no `update_id`) whose text carries
+/// `marker` and then a lone surrogate escape, which no JSON parser accepts.
+fn lone_surrogate_update(fake: &FakeTelegram, from: &FakeUser, marker: &str) -> String {
+    let mut u = fake.message_update(Where::Dm, from, &format!("{marker} LONE"));
+    u.as_object_mut().unwrap().remove("update_id");
+    u.to_string().replace(" LONE", " \\ud800 and more")
+}
+
+/// A message update nested 200 deep in a field nobody reads (serde_json
+/// refuses more than 128 levels anywhere in a document).
+fn deeply_nested_update(fake: &FakeTelegram, from: &FakeUser, marker: &str) -> String {
+    let mut u = fake.message_update(Where::Dm, from, marker);
+    u.as_object_mut().unwrap().remove("update_id");
+    u["message"]["via_nowhere"] = "DEEP".into();
+    let deep = format!("{}\"{marker}\"{}", "[".repeat(200), "]".repeat(200));
+    u.to_string().replace("\"DEEP\"", &deep)
+}
+
+#[tokio::test]
+async fn a_poisoned_update_is_skipped_and_never_logged() {
+    captured_logs();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(991, "Ann");
+    fake.message(Where::Dm, &ann, "before");
+    let lone = fake.push_unparsed(&lone_surrogate_update(&fake, &ann, "PRIVATE-lone-7f3a"));
+    let deep = fake.push_unparsed(&deeply_nested_update(&fake, &ann, "PRIVATE-deep-9c1e"));
+    fake.message(Where::Dm, &ann, "after");
+
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    assert_eq!(r.next_message().await.text, "before");
+    assert_eq!(r.next_message().await.text, "after", "the batch went on");
+    assert!(
+        fake.wait_until(WAIT, |f| f.pending_updates() == 0).await,
+        "the offset moved past the poisoned updates"
+    );
+    assert_eq!(r.adapter.skipped_update_count(), 2);
+    let saved =
+        std::fs::read_to_string(dir.path().join(format!("telegram-offset-{BOT_ID}"))).unwrap();
+    assert!(saved.trim().parse::<i64>().unwrap() > deep);
+
+    // Later updates keep flowing, and a restart does not bring them back.
+    fake.message(Where::Dm, &ann, "later");
+    assert_eq!(r.next_message().await.text, "later");
+    let mut rx = r.stop().await;
+    assert!(rx.try_recv().is_err());
+    let mut again = Running::start(config(&fake, dir.path())).await;
+    fake.message(Where::Dm, &ann, "after the restart");
+    assert_eq!(again.next_message().await.text, "after the restart");
+    again.stop().await;
+
+    let logs = logs_text();
+    for id in [lone, deep] {
+        assert!(
+            logs.contains(&format!("update_id={id}")),
+            "skipped update {id} recorded by its id"
+        );
+    }
+    for secret in ["PRIVATE-lone", "PRIVATE-deep", "ud800"] {
+        assert!(!logs.contains(secret), "{secret} reached the logs");
+    }
+}
+
+#[tokio::test]
+async fn a_poisoned_webhook_update_is_skipped_and_never_logged() {
+    captured_logs();
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bob = FakeUser::new(992, "Bob");
+    let mut cfg = config(&fake, dir.path());
+    cfg.webhook = Some(WebhookConfig {
+        url: "https://bot.example.test/tg/hook".parse().unwrap(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret: Secret::new("hook-secret_2"),
+    });
+    let mut r = Running::start(cfg).await;
+    let local = tokio::time::timeout(WAIT, r.adapter.webhook_addr())
+        .await
+        .unwrap()
+        .unwrap();
+    let url = format!("http://{local}/tg/hook");
+    let with_id = |id: i64, object: String| format!("{{\"update_id\":{id},{}", &object[1..]);
+    let post = |body: String| post_webhook(&url, Some("hook-secret_2"), body);
+
+    let lone = with_id(
+        4_001,
+        lone_surrogate_update(&fake, &bob, "PRIVATE-hook-lone-2b7d"),
+    );
+    let deep = with_id(
+        4_002,
+        deeply_nested_update(&fake, &bob, "PRIVATE-hook-deep-5e0f"),
+    );
+    // Answered 200: Telegram would otherwise retry them forever.
+    assert_eq!(post(lone).await.unwrap(), 200);
+    assert_eq!(post(deep).await.unwrap(), 200);
+    let mut fine = fake.message_update(Where::Dm, &bob, "genuine");
+    fine["update_id"] = 4_003.into();
+    assert_eq!(post(fine.to_string()).await.unwrap(), 200);
+    assert_eq!(r.next_message().await.text, "genuine");
+    assert_eq!(r.adapter.skipped_update_count(), 2);
+    r.stop().await;
+
+    let logs = logs_text();
+    assert!(logs.contains("update_id=4001") && logs.contains("update_id=4002"));
+    for secret in ["PRIVATE-hook", "ud800"] {
+        assert!(!logs.contains(secret), "{secret} reached the logs");
+    }
+}

@@ -168,6 +168,9 @@ struct Inner {
     filtered_updates: usize,
     /// The menu of the last accepted `setMyCommands`: (command, description).
     commands: Vec<(String, String)>,
+    /// Updates served as given text instead of their queued JSON (see
+    /// [`FakeTelegram::push_unparsed`]).
+    unparsed: HashMap<i64, String>,
 }
 
 struct Shared {
@@ -231,6 +234,7 @@ impl FakeTelegram {
                 allowed_updates: Vec::new(),
                 filtered_updates: 0,
                 commands: Vec::new(),
+                unparsed: HashMap::new(),
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),
@@ -342,6 +346,25 @@ impl FakeTelegram {
         };
         inner.next_update_id = inner.next_update_id.max(id + 1);
         inner.updates.push_back((id, update));
+        drop(inner);
+        self.shared.updates_added.notify_waiters();
+        id
+    }
+
+    /// Queues an update served verbatim as `object` (JSON object text without
+    /// `update_id`, which the fake inserts), even text no JSON parser accepts:
+    /// a lone surrogate escape (`\ud800`), nesting past any depth limit. The
+    /// real Bot API has relayed such text. Returns the update id.
+    pub fn push_unparsed(&self, object: &str) -> i64 {
+        let body = object.trim_start();
+        let body = body.strip_prefix('{').unwrap_or(body).trim_start();
+        let mut inner = self.shared.lock();
+        let id = inner.next_update_id;
+        inner.next_update_id += 1;
+        let sep = if body.starts_with('}') { "" } else { "," };
+        let text = format!("{{\"update_id\":{id}{sep}{body}");
+        inner.unparsed.insert(id, text);
+        inner.updates.push_back((id, json!({"update_id": id})));
         drop(inner);
         self.shared.updates_added.notify_waiters();
         id

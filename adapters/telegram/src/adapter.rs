@@ -2,6 +2,7 @@
 //! the `PlatformAdapter` implementation.
 
 use crate::activity::{typing_loop, Typing};
+use crate::bad_update::SkippedUpdates;
 use crate::config::TelegramConfig;
 use crate::errors::{startup_error, TelegramError};
 use crate::fit::{fits, fitting_chunks};
@@ -42,6 +43,8 @@ pub(crate) struct Inner {
     /// Ends helper tasks (typing loops, press timeouts) when `run` ends.
     pub stop: CancellationToken,
     pub webhook_addr: watch::Sender<Option<SocketAddr>>,
+    /// Updates that did not parse, skipped.
+    pub skipped: SkippedUpdates,
 }
 
 impl TelegramAdapter {
@@ -85,6 +88,7 @@ impl TelegramAdapter {
             caps,
             stop: CancellationToken::new(),
             webhook_addr: watch::Sender::new(None),
+            skipped: SkippedUpdates::default(),
             me,
             bot,
             config,
@@ -97,6 +101,12 @@ impl TelegramAdapter {
     /// 429 answers received from Telegram so far (each was waited out and retried).
     pub fn rate_limited_count(&self) -> u64 {
         self.inner.out.rate_limited_count()
+    }
+
+    /// Updates skipped since start because they do not parse (each logged
+    /// by its `update_id` only; polling moves the offset past them).
+    pub fn skipped_update_count(&self) -> u64 {
+        self.inner.skipped.count()
     }
 
     /// The bot's numeric id, from `getMe`.

@@ -27,6 +27,18 @@ pub enum TelegramError {
     Bind { addr: String, detail: String },
 }
 
+/// Why a `getUpdates` answer brought no batch. Never carries the body: it
+/// holds the users' messages.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpdatesError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("unusable getUpdates answer: {0}")]
+    Shape(#[from] crate::raw_json::ScanError),
+    #[error("unusable getUpdates answer: {0}")]
+    Envelope(&'static str),
+}
+
 /// The full text of `e` and its sources, with the token removed. reqwest's
 /// errors carry the request URL, and Telegram's URLs carry the token.
 pub(crate) fn scrubbed(e: &RequestError, token: &Secret) -> String {

@@ -9,16 +9,20 @@
 
 mod activity;
 mod adapter;
+mod bad_update;
 mod commands;
 mod config;
 mod errors;
 mod fit;
+mod get_updates;
 mod normalize;
 mod offset;
 mod polling;
 mod presses;
+mod raw_json;
 mod render;
 mod send;
+mod utf16;
 mod webhook;
 
 pub use adapter::TelegramAdapter;

@@ -8,6 +8,7 @@
 //! - Media without caption gets a short "text only" note in DMs (and in groups
 //!   when it replies to the bot); unaddressed group media is ignored silently.
 
+use crate::utf16::{utf16_range, Utf16Index};
 use chrono::Utc;
 use std::collections::HashSet;
 use std::ops::Range;
@@ -205,10 +206,12 @@ impl Normalizer {
     /// Byte ranges of `@botname` mentions (or text mentions of the bot).
     fn bot_mentions(&self, text: &str, entities: &[MessageEntity]) -> Vec<Range<usize>> {
         let handle = format!("@{}", self.me.username);
+        // Mapped once: thousands of entities must not rescan the text each.
+        let index = (!entities.is_empty()).then(|| Utf16Index::new(text));
         let mut found: Vec<Range<usize>> = entities
             .iter()
             .filter_map(|e| {
-                let range = utf16_range(text, e.offset, e.length)?;
+                let range = index.as_ref()?.range(e.offset, e.length)?;
                 let ours = match &e.kind {
                     MessageEntityKind::Mention => text
                         .get(range.clone())
@@ -312,28 +315,6 @@ fn attachment(msg: &Message) -> Option<Attachment> {
         MediaKind::Sticker(s) => meta("sticker", None, s.sticker.file.size),
         _ => meta("other", None, u32::MAX),
     }
-}
-
-/// Converts a UTF-16 entity span to a byte range; `None` when it does not land
-/// on character boundaries inside `text` (entities are untrusted input).
-pub(crate) fn utf16_range(text: &str, offset: usize, length: usize) -> Option<Range<usize>> {
-    let end16 = offset.checked_add(length)?;
-    let (mut start, mut end) = (None, None);
-    let mut units = 0;
-    for (i, c) in text.char_indices().chain([(text.len(), '\0')]) {
-        if units == offset {
-            start = Some(i);
-        }
-        if units == end16 {
-            end = Some(i);
-            break;
-        }
-        if units > end16 {
-            break;
-        }
-        units += c.len_utf16();
-    }
-    Some(start?..end?)
 }
 
 /// Occurrences of `needle` not glued to other word characters, case-insensitive.

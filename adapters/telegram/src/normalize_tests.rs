@@ -354,6 +354,37 @@ fn utf16_ranges_are_checked() {
 }
 
 #[test]
+fn thousands_of_entities_map_to_the_right_text() {
+    // 3,000 mentions between surrogate pairs, each with a bogus twin that
+    // starts inside a pair, plus one past the end: the bogus ones are
+    // refused, every real mention is stripped.
+    let unit = "😀 @SwitchBot ";
+    let units = unit.encode_utf16().count();
+    let text = unit.repeat(3_000);
+    let mut entities: Vec<Value> = (0..3_000)
+        .flat_map(|i| {
+            [
+                json!({"type": "mention", "offset": i * units + 3, "length": 10}),
+                json!({"type": "mention", "offset": i * units + 1, "length": 10}),
+            ]
+        })
+        .collect();
+    entities.push(json!({"type": "mention", "offset": 3_000 * units, "length": 10}));
+    let m = forwarded(normalizer().update(&update(
+        "message",
+        message(
+            group_chat(-100, false),
+            user(5, "Bo"),
+            &text,
+            json!({ "entities": entities }),
+        ),
+    )));
+    assert_eq!(m.addressed, Addressed::Mention);
+    assert!(!m.text.contains('@'), "every mention stripped");
+    assert_eq!(m.text.matches('😀').count(), 3_000);
+}
+
+#[test]
 fn unparseable_updates_are_ignored() {
     let raw = json!({"update_id": 9, "message": {"garbage": true}}).to_string();
     let parsed: Result<Update, _> = serde_json::from_str(&raw);

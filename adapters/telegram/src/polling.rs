@@ -1,9 +1,10 @@
 //! Long polling: `getUpdates` with a persisted offset, updates forwarded in
 //! receive order, unparseable updates logged and skipped.
 //!
-//! Updates are fetched as JSON values and parsed one by one, so a single update
-//! teloxide cannot parse (or one missing fields) never blocks the batch, and
-//! the offset still moves past it.
+//! Updates are fetched as raw text and parsed one by one, so a single update
+//! that cannot be parsed (a lone surrogate, nesting past serde_json's limit,
+//! missing fields) never blocks the batch: it is counted and logged by its
+//! `update_id` only, and the offset still moves past it.
 //!
 //! The offset follows the ids Telegram returns, not their size: after a week
 //! without updates Telegram restarts the `update_id` sequence at a random
@@ -14,16 +15,15 @@
 //! always the last returned id + 1.
 
 use crate::adapter::Inner;
-use crate::errors::scrubbed;
+use crate::bad_update::parse_update;
+use crate::errors::{scrubbed, UpdatesError};
+use crate::get_updates::{get_updates, GetUpdates};
 use crate::offset::OffsetStore;
-use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{InboundSink, PlatformError};
 use teloxide::prelude::Requester;
-use teloxide::requests::{JsonRequest, Payload, Request};
-use teloxide::types::Update;
 use teloxide::RequestError;
 use tokio_util::sync::CancellationToken;
 
@@ -51,27 +51,6 @@ impl RecentIds {
     }
 }
 
-/// `getUpdates` answered as raw JSON values.
-#[derive(Debug, Clone, Serialize)]
-struct RawGetUpdates {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    offset: Option<i64>,
-    limit: u8,
-    timeout: u32,
-    allowed_updates: &'static [&'static str],
-}
-
-impl Payload for RawGetUpdates {
-    // Not `RawValue`: teloxide parses the envelope as an untagged enum, which
-    // buffers the content and cannot hand out raw JSON.
-    type Output = Vec<serde_json::Value>;
-    const NAME: &'static str = "GetUpdates";
-
-    fn timeout_hint(&self) -> Option<Duration> {
-        Some(Duration::from_secs(u64::from(self.timeout)))
-    }
-}
-
 /// Polls until `shutdown`. Only a closed sink ends it early.
 pub(crate) async fn poll(
     inner: &Arc<Inner>,
@@ -92,27 +71,29 @@ pub(crate) async fn poll(
     let timeout = inner.config.poll_timeout_secs.min(15);
     tracing::info!(offset = ?last, "Telegram long polling started");
     loop {
-        let request = JsonRequest::new(
-            inner.bot.clone(),
-            RawGetUpdates {
-                offset: last.map(|id| id + 1),
-                limit: BATCH,
-                timeout,
-                allowed_updates: ALLOWED_UPDATES,
-            },
-        );
+        let params = GetUpdates {
+            offset: last.map(|id| id + 1),
+            limit: BATCH,
+            timeout,
+            allowed_updates: ALLOWED_UPDATES,
+        };
         let answer = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            answer = request.send_ref() => answer,
+            answer = get_updates(&inner.bot, &params) => answer,
         };
         let pause = match answer {
-            Ok(values) => {
+            Ok(texts) => {
                 backoff = Duration::from_millis(500);
-                for value in values {
-                    let Some(id) = value.get("update_id").and_then(serde_json::Value::as_i64)
-                    else {
-                        tracing::warn!("skipping an update without update_id");
-                        continue;
+                for text in texts {
+                    let (id, update) = match parse_update(&text) {
+                        Ok(update) => (i64::from(update.id.0), Ok(update)),
+                        Err(bad) => match bad.update_id {
+                            Some(id) => (id, Err(bad)),
+                            None => {
+                                inner.skipped.record(bad, "getUpdates");
+                                continue;
+                            }
+                        },
                     };
                     if recent.contains(id) {
                         tracing::debug!(update_id = id, "skipping an update already forwarded");
@@ -124,17 +105,14 @@ pub(crate) async fn poll(
                                 "Telegram restarted the update_id sequence"
                             );
                         }
-                        // teloxide's `Update` deserializes from text, not from a `Value`.
-                        match serde_json::from_str::<Update>(&value.to_string()) {
+                        match update {
                             Ok(update) => {
                                 tokio::select! {
                                     _ = shutdown.cancelled() => return Ok(()),
                                     sent = inner.dispatch(&update, sink) => sent?,
                                 }
                             }
-                            Err(e) => {
-                                tracing::warn!(update_id = id, error = %e, "skipping a malformed Telegram update");
-                            }
+                            Err(bad) => inner.skipped.record(bad, "getUpdates"),
                         }
                         recent.insert(id);
                     }
@@ -146,9 +124,13 @@ pub(crate) async fn poll(
                 }
                 None
             }
-            Err(RequestError::RetryAfter(after)) => Some(after.duration()),
+            Err(UpdatesError::Request(RequestError::RetryAfter(after))) => Some(after.duration()),
             Err(e) => {
-                tracing::warn!(error = %scrubbed(&e, &inner.config.token), retry_in = ?backoff, "getUpdates failed");
+                let error = match &e {
+                    UpdatesError::Request(e) => scrubbed(e, &inner.config.token),
+                    other => other.to_string(),
+                };
+                tracing::warn!(%error, retry_in = ?backoff, "getUpdates failed");
                 let wait = backoff;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 Some(wait)

@@ -1,22 +1,38 @@
-//! Webhook mode: `setWebhook` with a secret token, then teloxide's axum
-//! webhook router (which answers 401 to a wrong `X-Telegram-Bot-Api-Secret-Token`)
-//! served on the configured address; updates are forwarded in arrival order.
+//! Webhook mode: `setWebhook` with a secret token, then an axum route on the
+//! configured address that answers 401 to a wrong
+//! `X-Telegram-Bot-Api-Secret-Token`; updates are forwarded in arrival order.
+//! A body that does not parse is answered 200 (Telegram would otherwise
+//! resend it forever), counted, and logged by its `update_id` only.
 //!
 //! The webhook is not deleted on shutdown: several instances may share it
 //! behind a load balancer, and one stopping must not cut off the others.
 
 use crate::adapter::Inner;
+use crate::bad_update::parse_update;
 use crate::config::WebhookConfig;
 use crate::errors::scrubbed;
-use futures::StreamExt;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use std::sync::Arc;
-use switchboard_platform::{InboundSink, PlatformError};
+use switchboard_platform::{InboundSink, PlatformError, Secret};
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::prelude::Requester;
-use teloxide::types::AllowedUpdate;
-use teloxide::update_listeners::webhooks::{axum_no_setup, Options};
-use teloxide::update_listeners::{AsUpdateStream, UpdateListener};
+use teloxide::types::{AllowedUpdate, Update};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// Updates received and not yet forwarded; a full queue holds Telegram's
+/// next delivery back.
+const QUEUE: usize = 64;
+
+/// What the route needs.
+#[derive(Clone)]
+struct Hook {
+    inner: Arc<Inner>,
+    secret: Secret,
+    updates: mpsc::Sender<Update>,
+}
 
 pub(crate) async fn serve(
     inner: &Arc<Inner>,
@@ -35,9 +51,19 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| PlatformError::Rejected(format!("setWebhook: {}", scrubbed(&e, token))))?;
 
-    let mut options = Options::new(hook.listen, hook.url.clone());
-    options.secret_token = Some(hook.secret.expose().to_owned());
-    let (mut listener, _stop_future, router) = axum_no_setup(options);
+    let (updates, mut received) = mpsc::channel(QUEUE);
+    let state = Hook {
+        inner: inner.clone(),
+        secret: hook.secret.clone(),
+        updates,
+    };
+    let path = match hook.url.path() {
+        "" => "/",
+        path => path,
+    };
+    let router = axum::Router::new()
+        .route(path, axum::routing::post(receive))
+        .with_state(state);
     let tcp = tokio::net::TcpListener::bind(hook.listen)
         .await
         .map_err(|e| {
@@ -60,14 +86,12 @@ pub(crate) async fn serve(
             .await
     });
 
-    let stop_listener = listener.stop_token();
-    let mut updates = std::pin::pin!(listener.as_stream());
     let result = loop {
         let next = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            next = updates.next() => next,
+            next = received.recv() => next,
         };
-        let Some(Ok(update)) = next else {
+        let Some(update) = next else {
             break Ok(());
         };
         let sent = tokio::select! {
@@ -78,7 +102,8 @@ pub(crate) async fn serve(
             break Err(e);
         }
     };
-    stop_listener.stop();
+    // Deliveries from now on are answered 503: Telegram keeps them.
+    received.close();
     stop_server.cancel();
     match server.await {
         Ok(Ok(())) => {}
@@ -86,4 +111,42 @@ pub(crate) async fn serve(
         Err(e) => tracing::warn!(error = %e, "webhook server task failed"),
     }
     result
+}
+
+/// One delivery from Telegram.
+async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let given = headers
+        .get("x-telegram-bot-api-secret-token")
+        .map(|v| v.as_bytes());
+    if !given.is_some_and(|given| same(given, hook.secret.expose().as_bytes())) {
+        return StatusCode::UNAUTHORIZED;
+    }
+    match parse_update(&String::from_utf8_lossy(&body)) {
+        Ok(update) => match hook.updates.send(update).await {
+            Ok(()) => StatusCode::OK,
+            Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+        },
+        Err(bad) => {
+            hook.inner.skipped.record(bad, "webhook");
+            StatusCode::OK
+        }
+    }
+}
+
+/// Compares secrets in time independent of where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same;
+
+    #[test]
+    fn secrets_compare_exactly() {
+        assert!(same(b"right-secret", b"right-secret"));
+        assert!(!same(b"right-secret", b"right-secreT"));
+        assert!(!same(b"right", b"right-secret"));
+        assert!(!same(b"", b"x"));
+    }
 }

@@ -89,7 +89,33 @@ pub(super) async fn handle(
     });
     drop(inner);
     shared.call_recorded.notify_waiters();
-    envelope(&result)
+    match &result {
+        Ok(Value::Array(batch)) if method.eq_ignore_ascii_case("getupdates") => {
+            updates_body(&shared.lock().unparsed, batch)
+        }
+        _ => envelope(&result),
+    }
+}
+
+/// The `getUpdates` answer written out by hand, so updates queued with
+/// [`super::FakeTelegram::push_unparsed`] go out as their exact text.
+fn updates_body(unparsed: &std::collections::HashMap<i64, String>, batch: &[Value]) -> Response {
+    let items: Vec<String> = batch
+        .iter()
+        .map(|u| {
+            u["update_id"]
+                .as_i64()
+                .and_then(|id| unparsed.get(&id).cloned())
+                .unwrap_or_else(|| u.to_string())
+        })
+        .collect();
+    let body = format!("{{\"ok\":true,\"result\":[{}]}}", items.join(","));
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// JSON bodies, or the multipart forms teloxide uses for `SetWebhook`.
