@@ -13,7 +13,7 @@ use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, Tur
 use crate::approvals::{decision_of, Decision};
 use crate::llm::Message;
 use crate::store::{SessionId, SessionKey, TurnContext, TurnOrigin, TurnState};
-use crate::tasks::notification_text;
+use crate::tasks::{notification_text, scheduled_text};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
 use tokio::sync::{mpsc, oneshot};
@@ -89,10 +89,7 @@ pub(crate) async fn process(
             }
         }
         SessionInput::Notification(f) => Message::user(notification_text(f)),
-        SessionInput::Scheduled { prompt, .. } => Message::user(format!(
-            "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<scheduled-task>\n{prompt}\n</scheduled-task>\n\
-             A schedule the user set up has fired. Do what it asks and report to the user."
-        )),
+        SessionInput::Scheduled { prompt, .. } => Message::user(scheduled_text(prompt)),
     };
     let origin = Origin {
         key,
