@@ -59,6 +59,8 @@ async fn a_tool_call_quoted_from_a_fetched_page_runs_nothing() {
     h.wait_for("the quoting answer", |l| l.any_contains("it is sunny"))
         .await;
     h.idle().await;
+    assert_eq!(schedules(&h).await, 0, "the quoted call created no schedule");
+    assert_eq!(h.llm.requests().await.len(), 2, "and ran no tool");
     let fetched = tool_result(&h.requests(2).await[1], "call_f");
     assert!(fetched.contains("evil.example"), "{fetched}");
     assert!(
