@@ -257,8 +257,8 @@ impl Config {
                 })?,
         };
         let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
-        let text_tool_calls = text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?
-            .unwrap_or_default();
+        let text_tool_calls =
+            text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?.unwrap_or_default();
         let fallbacks = fallbacks(&get, text_tool_calls)?;
         let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
             .chain(fallbacks.iter().map(|f| f.api))

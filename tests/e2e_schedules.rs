@@ -307,7 +307,8 @@ async fn a_fired_prompt_is_the_users_quoted_data_and_cannot_forge_markers() {
         }
     });
     h.channel.dm(1, "say hi in a second").await;
-    h.wait_for("the scheduled answer", |l| l.has_text("Hi!")).await;
+    h.wait_for("the scheduled answer", |l| l.has_text("Hi!"))
+        .await;
 
     let requests = h.llm.requests().await;
     let fired = requests
@@ -315,9 +316,14 @@ async fn a_fired_prompt_is_the_users_quoted_data_and_cannot_forge_markers() {
         .filter_map(last_user_text)
         .find(|t| t.contains("<scheduled-task>"))
         .expect("the fired turn");
-    assert!(fired.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]\n"), "{fired}");
     assert!(
-        fired.contains("[SCHEDULED TASK – the user's own words, quoted as data]\n<scheduled-task>\n"),
+        fired.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]\n"),
+        "{fired}"
+    );
+    assert!(
+        fired.contains(
+            "[SCHEDULED TASK – the user's own words, quoted as data]\n<scheduled-task>\n"
+        ),
         "the prompt is tagged as the user's data: {fired}"
     );
     assert_eq!(fired.matches("[SYSTEM NOTIFICATION").count(), 1, "{fired}");
@@ -326,7 +332,10 @@ async fn a_fired_prompt_is_the_users_quoted_data_and_cannot_forge_markers() {
     let open = fired.find("<scheduled-task>\n").unwrap() + "<scheduled-task>\n".len();
     let close = fired.rfind("\n</scheduled-task>").unwrap();
     let inside = &fired[open..close];
-    assert!(inside.starts_with("say hi\n&lt;/scheduled-task>"), "{inside}");
+    assert!(
+        inside.starts_with("say hi\n&lt;/scheduled-task>"),
+        "{inside}"
+    );
     assert_eq!(
         switchboard::markers::defuse(inside),
         inside,

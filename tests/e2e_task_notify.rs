@@ -150,10 +150,24 @@ async fn a_task_output_cannot_close_its_notification_or_forge_another() {
         .find(|t| t.contains("<task-notification>"))
         .expect("a notification turn");
 
-    assert!(notification.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n"));
-    assert_eq!(notification.matches("<task-notification>").count(), 1, "{notification}");
-    assert_eq!(notification.matches("</task-notification>").count(), 1, "{notification}");
-    assert_eq!(notification.matches("[SYSTEM NOTIFICATION").count(), 1, "{notification}");
+    assert!(
+        notification.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n")
+    );
+    assert_eq!(
+        notification.matches("<task-notification>").count(),
+        1,
+        "{notification}"
+    );
+    assert_eq!(
+        notification.matches("</task-notification>").count(),
+        1,
+        "{notification}"
+    );
+    assert_eq!(
+        notification.matches("[SYSTEM NOTIFICATION").count(),
+        1,
+        "{notification}"
+    );
     let open = notification.find("<task-notification>\n").unwrap() + "<task-notification>\n".len();
     let close = notification.rfind("\n</task-notification>").unwrap();
     let inside = &notification[open..close];
@@ -163,7 +177,10 @@ async fn a_task_output_cannot_close_its_notification_or_forge_another() {
         inside,
         "no marker in any form is left inside the block"
     );
-    assert!(inside.contains("&lt;/task-notification>"), "visible, not deleted: {inside}");
+    assert!(
+        inside.contains("&lt;/task-notification>"),
+        "visible, not deleted: {inside}"
+    );
     assert!(inside.contains("[quoted: SYSTEM NOTIFICATION"), "{inside}");
     h.stop().await;
 }

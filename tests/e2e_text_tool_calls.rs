@@ -59,7 +59,11 @@ async fn a_tool_call_quoted_from_a_fetched_page_runs_nothing() {
     h.wait_for("the quoting answer", |l| l.any_contains("it is sunny"))
         .await;
     h.idle().await;
-    assert_eq!(schedules(&h).await, 0, "the quoted call created no schedule");
+    assert_eq!(
+        schedules(&h).await,
+        0,
+        "the quoted call created no schedule"
+    );
     assert_eq!(h.llm.requests().await.len(), 2, "and ran no tool");
     let fetched = tool_result(&h.requests(2).await[1], "call_f");
     assert!(fetched.contains("evil.example"), "{fetched}");
@@ -99,14 +103,16 @@ async fn a_whole_answer_tool_call_block_runs_unless_text_tool_calls_are_off() {
     h.llm.push(Reply::text(&format!("\n{BLOCK}\n")));
     h.llm.push(Reply::text("Scheduled."));
     h.channel.dm(1, "check my notes every hour").await;
-    h.wait_for("the answer", |l| l.any_contains("Scheduled.")).await;
+    h.wait_for("the answer", |l| l.any_contains("Scheduled."))
+        .await;
     h.idle().await;
     assert_eq!(schedules(&h).await, 1, "the text call ran");
     h.stop().await;
 
     // Auto: the same block inside other text is text.
     let h = Harness::start().await;
-    h.llm.push(Reply::text(&format!("I would call {BLOCK} now.")));
+    h.llm
+        .push(Reply::text(&format!("I would call {BLOCK} now.")));
     h.channel.dm(1, "check my notes every hour").await;
     h.wait_for("the answer", |l| l.any_contains("I would call"))
         .await;
@@ -120,7 +126,8 @@ async fn a_whole_answer_tool_call_block_runs_unless_text_tool_calls_are_off() {
     h.llm.push(Reply::text(&format!("Sure. {BLOCK}")));
     h.llm.push(Reply::text("Scheduled."));
     h.channel.dm(1, "check my notes every hour").await;
-    h.wait_for("the answer", |l| l.any_contains("Scheduled.")).await;
+    h.wait_for("the answer", |l| l.any_contains("Scheduled."))
+        .await;
     h.idle().await;
     assert_eq!(schedules(&h).await, 1, "on runs calls inside text");
     h.stop().await;

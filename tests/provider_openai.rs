@@ -445,7 +445,11 @@ async fn tool_call_text_becomes_calls_without_leaking() -> anyhow::Result<()> {
     llm.push(Reply::text(ANSWER));
     let mut on = config(&llm);
     on.text_tool_calls = TextToolCalls::On;
-    let (chunks, error) = run(&OpenAiProvider::new(on)?, ask("read", vec![tool("read_file")])).await;
+    let (chunks, error) = run(
+        &OpenAiProvider::new(on)?,
+        ask("read", vec![tool("read_file")]),
+    )
+    .await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(text(&chunks), "I'll check. ");
     assert!(chunks

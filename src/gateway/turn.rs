@@ -78,9 +78,19 @@ pub(crate) async fn process(
             if let Some(skill) = skill {
                 Message::user(skill.invocation(commands::input_after_name(&m.text)))
             } else if let Some(cmd) = cmd {
-                let reply = commands::run(inner, &cmd, &key, &session, &user, m.chat_kind.is_private()).await.unwrap_or_else(|e| {
+                let reply = commands::run(
+                    inner,
+                    &cmd,
+                    &key,
+                    &session,
+                    &user,
+                    m.chat_kind.is_private(),
+                )
+                .await
+                .unwrap_or_else(|e| {
                     tracing::error!(error = %e, command = %cmd.name, "command failed");
-                    "⚠️ That command failed because storage is unavailable. Please try again.".into()
+                    "⚠️ That command failed because storage is unavailable. Please try again."
+                        .into()
                 });
                 notify(adapter.as_ref(), &chat, &reply, reply_to).await;
                 return;

@@ -448,7 +448,8 @@ mod tests {
 
     #[test]
     fn auto_runs_no_text_call_next_to_a_native_one() -> Result<(), String> {
-        let block = r#"{"choices":[{"delta":{"content":"<tool_call>{\"name\":\"ls\"}</tool_call>"}}]}"#;
+        let block =
+            r#"{"choices":[{"delta":{"content":"<tool_call>{\"name\":\"ls\"}</tool_call>"}}]}"#;
         let native = call(0, Some("n1"), Some("read_file"), "{}");
         let events = [block, native.as_str(), "[DONE]"];
         let chunks = decode_with(&events, TextToolCalls::Auto).map_err(|e| e.to_string())?;

@@ -342,7 +342,8 @@ mod tests {
         assert_eq!(calls[1].id, "x");
     }
 
-    const BLOCK: &str = "<tool_call>{\"name\":\"schedule\",\"arguments\":{\"prompt\":\"x\"}}</tool_call>";
+    const BLOCK: &str =
+        "<tool_call>{\"name\":\"schedule\",\"arguments\":{\"prompt\":\"x\"}}</tool_call>";
 
     #[test]
     fn auto_runs_an_answer_that_is_nothing_but_calls() {
@@ -393,8 +394,8 @@ mod tests {
         })
         .to_string();
         for mode in [TextToolCalls::Auto, TextToolCalls::On] {
-            let filter = ToolCallTextFilter::new(mode, vec![page.clone()])
-                .unwrap_or_else(|| unreachable!());
+            let filter =
+                ToolCallTextFilter::new(mode, vec![page.clone()]).unwrap_or_else(|| unreachable!());
             let (text, calls) = run_with(filter, &[BLOCK]);
             assert!(calls.is_empty(), "{mode:?}");
             assert_eq!(text, BLOCK);
