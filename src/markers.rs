@@ -2,12 +2,14 @@
 //! as one of them in text the gateway did not write (user messages, tool results,
 //! fetched pages, task output, memories, schedule prompts).
 //!
-//! Matching is done on a folded copy of the text — each character NFKC-normalized,
+//! Matching is done on a folded form of the text — each character NFKC-normalized,
 //! invisible and combining characters dropped, a few Cyrillic/Greek look-alikes
 //! mapped to Latin, lower-cased, whitespace, `-` and `_` removed — so
 //! `[System  Notification`, `<TASK-NOTIFICATION`, `<task\u{200b}-notification>`
-//! and `＜／task-notification＞` are all caught. The folded copy only finds the
-//! spans; the output is the original text with each span replaced by a visible,
+//! and `＜／task-notification＞` are all caught. Folding starts only at a
+//! character that folds to `<` or `[` and stops as soon as no marker can match,
+//! so the cost is one scan of the text. The folded form only finds the spans;
+//! the output is the original text with each span replaced by a visible,
 //! inert form (`&lt;task-notification`, `[quoted: SYSTEM NOTIFICATION`), so
 //! [`defuse`] is idempotent and text outside markers is left byte for byte.
 
@@ -55,37 +57,60 @@ pub fn defuse(text: &str) -> Cow<'_, str> {
     if !text.bytes().any(|b| b == b'<' || b == b'[' || b >= 0x80) {
         return Cow::Borrowed(text);
     }
-    let folded = Folded::new(text);
-    let keys = &*KEYS;
     let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out`
-    let mut at = 0; // folded bytes already searched
-    while let Some(offset) = folded.text[at..].find(['<', '[']) {
-        let pos = at + offset;
-        let rest = &folded.text[pos..];
-        let Some((key, marker)) = keys
-            .iter()
-            .filter(|(key, _)| rest.starts_with(key.as_str()))
-            .max_by_key(|(key, _)| key.len())
-        else {
-            at = pos + 1;
-            continue;
+    let mut at = 0;
+    let mut folded = String::new();
+    while let Some(c) = text[at..].chars().next() {
+        let found = if opens(c) {
+            marker_at(text, at, &mut folded)
+        } else {
+            None
         };
-        let start = folded.origin[pos];
-        let end = folded.origin_end(text, pos + key.len() - 1);
-        at = pos + key.len();
-        if start < copied {
-            continue; // part of a character already rewritten
+        match found {
+            Some((end, marker)) => {
+                out.push_str(&text[copied..at]);
+                out.push_str(&inert(marker));
+                copied = end;
+                at = end;
+            }
+            None => at += c.len_utf8(),
         }
-        out.push_str(&text[copied..start]);
-        out.push_str(&inert(marker));
-        copied = end;
     }
     if copied == 0 {
         return Cow::Borrowed(text);
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// The marker that starts at byte `at` of `text` (folded into `folded`), with
+/// the end of its span there. Folds only as far as some marker could still match.
+fn marker_at(text: &str, at: usize, folded: &mut String) -> Option<(usize, &'static str)> {
+    folded.clear();
+    let mut found = None;
+    for (offset, c) in text[at..].char_indices() {
+        let before = folded.len();
+        fold(c, folded);
+        if folded.len() == before {
+            continue; // dropped: whitespace, invisible, separator
+        }
+        let end = at + offset + c.len_utf8();
+        let mut open = false;
+        for (key, marker) in KEYS.iter() {
+            if key.starts_with(folded.as_str()) {
+                if key.len() == folded.len() {
+                    found = Some((end, *marker));
+                } else {
+                    open = true;
+                }
+            }
+        }
+        if !open {
+            break;
+        }
+    }
+    found
 }
 
 /// `content` inside `<tag>…</tag>`, defused so it can neither close the block
@@ -115,58 +140,59 @@ fn inert(marker: &str) -> String {
 static KEYS: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
     MARKERS
         .iter()
-        .map(|marker| (Folded::new(marker).text, *marker))
+        .map(|marker| {
+            let mut key = String::new();
+            marker.chars().for_each(|c| fold(c, &mut key));
+            (key, *marker)
+        })
         .collect()
 });
 
-/// A folded copy of a text and, for each of its bytes, where in the original
-/// the character it came from starts.
-struct Folded {
-    text: String,
-    origin: Vec<usize>,
+/// Whether `c` can start a marker: folds to `<` or `[` (checked against
+/// [`fold`] for every character of the first two planes in the tests).
+fn opens(c: char) -> bool {
+    matches!(
+        c,
+        '<' | '['
+            | '\u{02C2}'
+            | '\u{2039}'
+            | '\u{2329}'
+            | '\u{27E6}'
+            | '\u{27E8}'
+            | '\u{276E}'
+            | '\u{3008}'
+            | '\u{301A}'
+            | '\u{FE3F}'
+            | '\u{FE47}'
+            | '\u{FE64}'
+            | '\u{FF1C}'
+            | '\u{FF3B}'
+    )
 }
 
-impl Folded {
-    fn new(original: &str) -> Self {
-        let mut folded = Folded {
-            text: String::with_capacity(original.len()),
-            origin: Vec::with_capacity(original.len()),
-        };
-        for (at, c) in original.char_indices() {
-            if c.is_ascii() {
-                folded.push_ascii(at, c);
-            } else if !invisible(c) {
-                for d in std::iter::once(c).nfkc().map(look_alike) {
-                    if d.is_ascii() {
-                        folded.push_ascii(at, d);
-                    } else if !(d.is_whitespace() || invisible(d)) {
-                        for l in d.to_lowercase() {
-                            folded.push(at, l);
-                        }
-                    }
-                }
-            }
+/// Appends the folded form of `c`: NFKC, look-alikes mapped, lower case;
+/// nothing for whitespace, controls, invisible characters, `-` and `_`.
+fn fold(c: char, out: &mut String) {
+    if c.is_ascii() {
+        fold_ascii(c, out);
+        return;
+    }
+    if invisible(c) {
+        return;
+    }
+    for d in std::iter::once(c).nfkc().map(look_alike) {
+        if d.is_ascii() {
+            fold_ascii(d, out);
+        } else if !(d.is_whitespace() || invisible(d)) {
+            out.extend(d.to_lowercase());
         }
-        folded
     }
+}
 
-    /// Whitespace, controls, `-` and `_` only separate words: they are dropped.
-    fn push_ascii(&mut self, at: usize, c: char) {
-        if c.is_ascii_whitespace() || c.is_ascii_control() || c == '-' || c == '_' {
-            return;
-        }
-        self.push(at, c.to_ascii_lowercase());
-    }
-
-    fn push(&mut self, at: usize, c: char) {
-        self.text.push(c);
-        self.origin.resize(self.text.len(), at);
-    }
-
-    /// The end (exclusive) in `original` of the character folded byte `pos` came from.
-    fn origin_end(&self, original: &str, pos: usize) -> usize {
-        let start = self.origin[pos];
-        start + original[start..].chars().next().map_or(0, char::len_utf8)
+/// Whitespace, controls, `-` and `_` only separate words: they are dropped.
+fn fold_ascii(c: char, out: &mut String) {
+    if !(c.is_ascii_whitespace() || c.is_ascii_control() || c == '-' || c == '_') {
+        out.push(c.to_ascii_lowercase());
     }
 }
 
@@ -323,6 +349,19 @@ mod tests {
         assert_eq!(text.matches("</task-notification>").count(), 1);
         assert!(text.ends_with("</task-notification>"));
         assert!(!text.contains("[SYSTEM NOTIFICATION"));
+    }
+
+    #[test]
+    fn every_character_folding_to_an_opening_bracket_opens() {
+        let mut missed = Vec::new();
+        for c in (0..0x2_0000).filter_map(char::from_u32) {
+            let mut folded = String::new();
+            fold(c, &mut folded);
+            if folded.starts_with(['<', '[']) && !opens(c) {
+                missed.push(format!("U+{:04X}", c as u32));
+            }
+        }
+        assert!(missed.is_empty(), "add to `opens`: {missed:?}");
     }
 
     #[test]
