@@ -45,6 +45,9 @@ pub(crate) const MARKERS: &[&str] = &[
     "</relevant-memories",
     "<current-user-message",
     "</current-user-message",
+    // A skill's instructions around the user's input (`skills::Skill::invocation`).
+    "<skill",
+    "</skill",
     // Text tool calls of weak models (`llm::tool_call_text`).
     "<tool_call",
     "</tool_call",
@@ -293,6 +296,7 @@ mod tests {
             "<task notification>",
             "<TOOL_CALL>{}",
             "<tool-call>",
+            "</Skill >",
         ] {
             assert!(contains_marker(forged), "{forged:?}");
         }

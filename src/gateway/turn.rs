@@ -76,7 +76,8 @@ pub(crate) async fn process(
                 .filter(|cmd| !commands::is_builtin(&cmd.name))
                 .and_then(|cmd| skills.get(&cmd.name));
             if let Some(skill) = skill {
-                Message::user(skill.invocation(commands::input_after_name(&m.text)))
+                let input = text::user_text(commands::input_after_name(&m.text));
+                Message::user(skill.invocation(&input))
             } else if let Some(cmd) = cmd {
                 let reply = commands::run(
                     inner,
