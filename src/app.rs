@@ -82,12 +82,13 @@ impl Running {
 /// Builds the model provider from the config.
 pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     let llm = &config.llm;
-    let endpoint = |api, base_url: &str, model: &str, window, key: Option<&Secret>| {
+    let endpoint = |api, base_url: &str, model: &str, window, key: Option<&Secret>, text_calls| {
         let mut ec = EndpointConfig::new(base_url, ModelInfo::new(model, window))
             .with_idle_timeout(llm.idle_timeout);
         ec.frequency_penalty = llm.frequency_penalty;
         ec.max_output_tokens = llm.max_output_tokens;
         ec.thinking_budget = llm.thinking_budget;
+        ec.text_tool_calls = text_calls;
         if let Some(key) = key {
             ec = ec.with_api_key(key.clone());
         }
@@ -99,6 +100,7 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
         &llm.model,
         llm.context_window,
         llm.api_key.as_ref(),
+        llm.text_tool_calls,
     )?;
     if llm.fallbacks.is_empty() {
         return Ok(primary);
@@ -113,6 +115,7 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
                 &f.model,
                 f.context_window,
                 f.api_key.as_ref(),
+                f.text_tool_calls,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;

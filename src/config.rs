@@ -1,7 +1,7 @@
 //! Typed configuration from the environment (and `.env`), validated at start.
 
 use crate::gateway::AccessPolicy;
-use crate::llm::ApiKind;
+use crate::llm::{ApiKind, TextToolCalls};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -56,6 +56,9 @@ pub struct LlmConfig {
     /// Anthropic extended thinking, Gemini's thinking budget; unset or 0
     /// leaves the endpoint's default (Anthropic: no extended thinking).
     pub thinking_budget: Option<u32>,
+    /// When `<tool_call>` text in an answer runs as tool calls
+    /// (`LLM_TEXT_TOOL_CALLS`, default auto).
+    pub text_tool_calls: TextToolCalls,
     /// Endpoints tried in order when the one before fails recoverably
     /// (`LLM_FALLBACK_<n>_*`, n = 1..=3).
     pub fallbacks: Vec<FallbackEndpoint>,
@@ -69,16 +72,20 @@ pub struct FallbackEndpoint {
     pub api_key: Option<Secret>,
     pub model: String,
     pub context_window: Option<u32>,
+    /// `LLM_FALLBACK_<n>_TEXT_TOOL_CALLS`, else the primary's setting.
+    pub text_tool_calls: TextToolCalls,
 }
 
-/// The variables of fallback n: base URL, model, API key, context window, API.
-const FALLBACK_VARS: [[&str; 5]; 3] = [
+/// The variables of fallback n: base URL, model, API key, context window, API,
+/// text tool calls.
+const FALLBACK_VARS: [[&str; 6]; 3] = [
     [
         "LLM_FALLBACK_1_BASE_URL",
         "LLM_FALLBACK_1_MODEL",
         "LLM_FALLBACK_1_API_KEY",
         "LLM_FALLBACK_1_CONTEXT_WINDOW",
         "LLM_FALLBACK_1_API",
+        "LLM_FALLBACK_1_TEXT_TOOL_CALLS",
     ],
     [
         "LLM_FALLBACK_2_BASE_URL",
@@ -86,6 +93,7 @@ const FALLBACK_VARS: [[&str; 5]; 3] = [
         "LLM_FALLBACK_2_API_KEY",
         "LLM_FALLBACK_2_CONTEXT_WINDOW",
         "LLM_FALLBACK_2_API",
+        "LLM_FALLBACK_2_TEXT_TOOL_CALLS",
     ],
     [
         "LLM_FALLBACK_3_BASE_URL",
@@ -93,6 +101,7 @@ const FALLBACK_VARS: [[&str; 5]; 3] = [
         "LLM_FALLBACK_3_API_KEY",
         "LLM_FALLBACK_3_CONTEXT_WINDOW",
         "LLM_FALLBACK_3_API",
+        "LLM_FALLBACK_3_TEXT_TOOL_CALLS",
     ],
 ];
 
@@ -248,7 +257,9 @@ impl Config {
                 })?,
         };
         let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
-        let fallbacks = fallbacks(&get)?;
+        let text_tool_calls =
+            text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?.unwrap_or_default();
+        let fallbacks = fallbacks(&get, text_tool_calls)?;
         let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
             .chain(fallbacks.iter().map(|f| f.api))
             .any(|api| api == ApiKind::Anthropic);
@@ -268,6 +279,7 @@ impl Config {
                 frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
                 max_output_tokens,
                 thinking_budget,
+                text_tool_calls,
                 fallbacks,
             },
             database_url,
@@ -343,9 +355,12 @@ fn check_base_url(var: &'static str, raw: &str) -> Result<(), ConfigError> {
 
 /// `LLM_FALLBACK_1_*`, `LLM_FALLBACK_2_*`, ...: the first one without a base
 /// URL ends the list.
-fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoint>, ConfigError> {
+fn fallbacks(
+    get: &impl Fn(&str) -> Option<String>,
+    primary_text_tool_calls: TextToolCalls,
+) -> Result<Vec<FallbackEndpoint>, ConfigError> {
     let mut out = Vec::new();
-    for [url_var, model_var, key_var, window_var, api_var] in FALLBACK_VARS {
+    for [url_var, model_var, key_var, window_var, api_var, text_var] in FALLBACK_VARS {
         let Some(base_url) = get(url_var) else { break };
         check_base_url(url_var, &base_url)?;
         let model = get(model_var).ok_or(ConfigError::Missing {
@@ -358,6 +373,8 @@ fn fallbacks(get: &impl Fn(&str) -> Option<String>) -> Result<Vec<FallbackEndpoi
             api_key: get(key_var).map(Secret::new),
             model,
             context_window: number(get, window_var)?,
+            text_tool_calls: text_tool_calls(text_var, get(text_var))?
+                .unwrap_or(primary_text_tool_calls),
         });
     }
     Ok(out)
@@ -423,6 +440,23 @@ fn api_kind(var: &'static str, raw: Option<String>) -> Result<ApiKind, ConfigErr
         problem: format!("unknown API {raw:?}"),
         fix: "use openai (default; any OpenAI-compatible server), anthropic or gemini",
     })
+}
+
+/// `LLM_TEXT_TOOL_CALLS` (or a fallback's): auto, on or off; `None` when unset.
+fn text_tool_calls(
+    var: &'static str,
+    raw: Option<String>,
+) -> Result<Option<TextToolCalls>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    TextToolCalls::parse(&raw)
+        .map(Some)
+        .ok_or(ConfigError::Invalid {
+            var,
+            problem: format!("unknown setting {raw:?}"),
+            fix: "use auto (default: only an answer that is nothing but tool calls), on or off",
+        })
 }
 
 /// `LLM_FREQUENCY_PENALTY`: a number from -2.0 to 2.0 (OpenAI's range).
@@ -593,6 +627,30 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("LLM_FALLBACK_1_BASE_URL"), "{e}");
+    }
+
+    #[test]
+    fn text_tool_calls_default_to_auto_and_fallbacks_inherit() {
+        let base = [("LLM_BASE_URL", "http://x/v1"), ("LLM_MODEL", "m")];
+        let c = cfg(&base).unwrap();
+        assert_eq!(c.llm.text_tool_calls, TextToolCalls::Auto);
+        let mut vars = base.to_vec();
+        vars.extend([
+            ("LLM_TEXT_TOOL_CALLS", "off"),
+            ("LLM_FALLBACK_1_BASE_URL", "http://one/v1"),
+            ("LLM_FALLBACK_1_MODEL", "a"),
+            ("LLM_FALLBACK_2_BASE_URL", "http://two/v1"),
+            ("LLM_FALLBACK_2_MODEL", "b"),
+            ("LLM_FALLBACK_2_TEXT_TOOL_CALLS", "On"),
+        ]);
+        let c = cfg(&vars).unwrap();
+        assert_eq!(c.llm.text_tool_calls, TextToolCalls::Off);
+        let each: Vec<TextToolCalls> = c.llm.fallbacks.iter().map(|f| f.text_tool_calls).collect();
+        assert_eq!(each, [TextToolCalls::Off, TextToolCalls::On]);
+        let mut vars = base.to_vec();
+        vars.push(("LLM_TEXT_TOOL_CALLS", "sometimes"));
+        let e = cfg(&vars).unwrap_err().to_string();
+        assert!(e.contains("LLM_TEXT_TOOL_CALLS"), "{e}");
     }
 
     #[test]

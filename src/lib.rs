@@ -12,6 +12,7 @@ pub mod config;
 pub mod gateway;
 mod health;
 pub mod llm;
+pub mod markers;
 pub mod memory;
 pub mod metrics;
 pub mod portfolio;

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use switchboard::llm::{
     ChatRequest, Chunk, EndpointConfig, Message, ModelInfo, OpenAiProvider, ProviderError,
-    ToolCall, ToolDefinition, Usage,
+    TextToolCalls, ToolCall, ToolDefinition, Usage,
 };
 use switchboard_platform::Secret;
 
@@ -433,11 +433,23 @@ async fn network_failures_are_network_errors() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn tool_call_text_becomes_calls_without_leaking() -> anyhow::Result<()> {
+    const ANSWER: &str = "I'll check. <tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}</tool_call>";
     let llm = FakeLlm::start().await;
-    llm.push(Reply::text(
-        "I'll check. <tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}</tool_call>",
-    ));
+    // By default (auto) a call inside other text is text.
+    llm.push(Reply::text(ANSWER));
     let (chunks, error) = run(&provider(&llm)?, ask("read", vec![tool("read_file")])).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text(&chunks), ANSWER);
+    assert!(calls(&chunks).is_empty());
+
+    llm.push(Reply::text(ANSWER));
+    let mut on = config(&llm);
+    on.text_tool_calls = TextToolCalls::On;
+    let (chunks, error) = run(
+        &OpenAiProvider::new(on)?,
+        ask("read", vec![tool("read_file")]),
+    )
+    .await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(text(&chunks), "I'll check. ");
     assert!(chunks

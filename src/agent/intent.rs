@@ -13,7 +13,7 @@ use std::path::Path;
 pub const MAX_CORRECTIONS: usize = 2;
 
 /// Marks the corrective message as the gateway's, not the user's.
-const CORRECTION_MARK: &str = "[GATEWAY CHECK - NOT USER INPUT]";
+const CORRECTION_MARK: &str = crate::markers::GATEWAY_CHECK;
 
 /// Largest pattern accepted (compiled size is bounded too).
 const MAX_PATTERN_CHARS: usize = 2_000;

@@ -134,14 +134,16 @@ impl RoundRunner<'_> {
         }
     }
 
-    /// The tool message for a result (large results stored), traced.
+    /// The tool message for a result (large results stored), traced. Results
+    /// are data: gateway markers in them are defused.
     async fn to_message(&self, r: CallResult, pad: &mut Scratchpad) -> Message {
         {
             let content = match &r.outcome {
                 Ok(text) => {
-                    keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await
+                    let text = crate::markers::defuse(text).into_owned();
+                    keep_or_store(self.data_dir, self.session_id, &r.call.id, text).await
                 }
-                Err(e) => e.clone(),
+                Err(e) => crate::markers::defuse(e).into_owned(),
             };
             pad.record(
                 "tool_result",

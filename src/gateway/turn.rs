@@ -13,7 +13,7 @@ use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, Tur
 use crate::approvals::{decision_of, Decision};
 use crate::llm::Message;
 use crate::store::{SessionId, SessionKey, TurnContext, TurnOrigin, TurnState};
-use crate::tasks::notification_text;
+use crate::tasks::{notification_text, scheduled_text};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
 use tokio::sync::{mpsc, oneshot};
@@ -76,11 +76,22 @@ pub(crate) async fn process(
                 .filter(|cmd| !commands::is_builtin(&cmd.name))
                 .and_then(|cmd| skills.get(&cmd.name));
             if let Some(skill) = skill {
-                Message::user(skill.invocation(commands::input_after_name(&m.text)))
+                let input = text::user_text(commands::input_after_name(&m.text));
+                Message::user(skill.invocation(&input))
             } else if let Some(cmd) = cmd {
-                let reply = commands::run(inner, &cmd, &key, &session, &user, m.chat_kind.is_private()).await.unwrap_or_else(|e| {
+                let reply = commands::run(
+                    inner,
+                    &cmd,
+                    &key,
+                    &session,
+                    &user,
+                    m.chat_kind.is_private(),
+                )
+                .await
+                .unwrap_or_else(|e| {
                     tracing::error!(error = %e, command = %cmd.name, "command failed");
-                    "⚠️ That command failed because storage is unavailable. Please try again.".into()
+                    "⚠️ That command failed because storage is unavailable. Please try again."
+                        .into()
                 });
                 notify(adapter.as_ref(), &chat, &reply, reply_to).await;
                 return;
@@ -89,10 +100,7 @@ pub(crate) async fn process(
             }
         }
         SessionInput::Notification(f) => Message::user(notification_text(f)),
-        SessionInput::Scheduled { prompt, .. } => Message::user(format!(
-            "[SYSTEM NOTIFICATION - NOT USER INPUT]\n<scheduled-task>\n{prompt}\n</scheduled-task>\n\
-             A schedule the user set up has fired. Do what it asks and report to the user."
-        )),
+        SessionInput::Scheduled { prompt, .. } => Message::user(scheduled_text(prompt)),
     };
     let origin = Origin {
         key,

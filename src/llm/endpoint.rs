@@ -49,6 +49,37 @@ impl ApiKind {
     }
 }
 
+/// When `<tool_call>{…}</tool_call>` text in an answer is run as tool calls
+/// (`LLM_TEXT_TOOL_CALLS`), for weak models that write calls as text. Only the
+/// OpenAI-compatible protocol parses them. A block that repeats a tool result
+/// of the conversation (a quoted page, file or task output) never runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TextToolCalls {
+    /// Only when the model made no native tool calls and the blocks are the
+    /// whole answer (nothing but whitespace around them).
+    #[default]
+    Auto,
+    /// Blocks anywhere in the answer run (still never a quoted tool result).
+    On,
+    /// Never: the text stays text.
+    Off,
+}
+
+impl TextToolCalls {
+    /// The names accepted in `LLM_TEXT_TOOL_CALLS`.
+    pub const NAMES: &'static str = "auto (default), on or off";
+
+    /// Parses `auto`, `on` or `off` (case-insensitive).
+    pub fn parse(raw: &str) -> Option<TextToolCalls> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(TextToolCalls::Auto),
+            "on" => Some(TextToolCalls::On),
+            "off" => Some(TextToolCalls::Off),
+            _ => None,
+        }
+    }
+}
+
 /// Settings of one model endpoint, whatever protocol it speaks.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
@@ -72,6 +103,8 @@ pub struct EndpointConfig {
     /// Thinking tokens per call (Anthropic extended thinking, Gemini's
     /// `thinkingBudget`); `None` leaves the endpoint's default.
     pub thinking_budget: Option<u32>,
+    /// When text tool calls run (OpenAI-compatible endpoints only).
+    pub text_tool_calls: TextToolCalls,
 }
 
 impl EndpointConfig {
@@ -89,6 +122,7 @@ impl EndpointConfig {
             frequency_penalty: None,
             max_output_tokens: None,
             thinking_budget: None,
+            text_tool_calls: TextToolCalls::default(),
         }
     }
 
@@ -124,5 +158,7 @@ mod tests {
         }
         assert_eq!(ApiKind::parse(" Anthropic "), Some(ApiKind::Anthropic));
         assert_eq!(ApiKind::parse("claude"), None);
+        assert_eq!(TextToolCalls::parse(" OFF"), Some(TextToolCalls::Off));
+        assert_eq!(TextToolCalls::parse("yes"), None);
     }
 }

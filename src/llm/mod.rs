@@ -20,7 +20,7 @@ mod types;
 
 pub use anthropic::{AnthropicProvider, MIN_THINKING_BUDGET};
 pub use complete::complete;
-pub use endpoint::{connect, ApiKind, EndpointConfig};
+pub use endpoint::{connect, ApiKind, EndpointConfig, TextToolCalls};
 pub use error::ProviderError;
 pub use estimate::{
     estimate_message_tokens, estimate_request_tokens, estimate_tokens, is_unsegmented,

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use reqwest::header::AUTHORIZATION;
 use serde_json::Value;
 
-use super::endpoint::EndpointConfig;
+use super::endpoint::{EndpointConfig, TextToolCalls};
 use super::error::ProviderError;
 use super::http;
 use super::metadata::ModelInfo;
@@ -15,7 +15,7 @@ use super::openai_error;
 use super::openai_stream::StreamDecoder;
 use super::openai_wire::{request_body, RequestOptions};
 use super::sse;
-use super::types::ChatRequest;
+use super::types::{ChatRequest, Role};
 use super::{ChunkStream, Provider};
 
 /// The scheme of the `Authorization` header.
@@ -139,7 +139,12 @@ impl OpenAiProvider {
     }
 
     async fn start(&self, request: &ChatRequest) -> Result<ChunkStream, ProviderError> {
-        let parse_tool_text = !request.tools.is_empty();
+        // Without tools nothing can be called; text calls never repeat a tool result.
+        let text_calls = if request.tools.is_empty() {
+            TextToolCalls::Off
+        } else {
+            self.config.text_tool_calls
+        };
         // Each retry drops one more rejected parameter, so this ends.
         loop {
             let options = self.options();
@@ -154,7 +159,7 @@ impl OpenAiProvider {
             let response = self.send(&body).await?;
             let status = response.status().as_u16();
             if response.status().is_success() {
-                return self.success(response, parse_tool_text).await;
+                return self.success(response, text_calls, request).await;
             }
             let retry_after = openai_error::retry_after(response.headers());
             let text = http::body_text(response, self.config.idle_timeout).await;
@@ -175,7 +180,8 @@ impl OpenAiProvider {
     async fn success(
         &self,
         response: reqwest::Response,
-        parse_tool_text: bool,
+        text_calls: TextToolCalls,
+        request: &ChatRequest,
     ) -> Result<ChunkStream, ProviderError> {
         if http::is_json(&response) {
             let idle = self.config.idle_timeout;
@@ -187,9 +193,23 @@ impl OpenAiProvider {
             response,
             self.config.idle_timeout,
             self.config.api_key.clone(),
-            StreamDecoder::new(parse_tool_text),
+            StreamDecoder::new(text_calls, tool_results(request, text_calls)),
         ))
     }
+}
+
+/// The request's tool results, which a text tool call must not repeat (none
+/// needed when text calls are off).
+fn tool_results(request: &ChatRequest, text_calls: TextToolCalls) -> Vec<String> {
+    if text_calls == TextToolCalls::Off {
+        return Vec::new();
+    }
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.clone())
+        .collect()
 }
 
 #[async_trait]

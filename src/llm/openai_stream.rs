@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::endpoint::TextToolCalls;
 use super::error::ProviderError;
 use super::openai_error;
 use super::sse::{SseDecoder, Step};
@@ -22,16 +23,21 @@ pub(crate) struct StreamDecoder {
     /// The reasoning so far, to be kept for sending back.
     reasoning: String,
     saw_data: bool,
+    /// Whether the model made native tool calls (auto mode then runs no text ones).
+    native_calls: bool,
 }
 
 impl StreamDecoder {
-    pub(crate) fn new(parse_tool_text: bool) -> Self {
+    /// A decoder parsing text tool calls as `text_calls` allows; `results` are
+    /// the request's tool results, which a text call must not repeat.
+    pub(crate) fn new(text_calls: TextToolCalls, results: Vec<String>) -> Self {
         Self {
             calls: ToolCallAssembler::default(),
-            text_filter: parse_tool_text.then(ToolCallTextFilter::new),
+            text_filter: ToolCallTextFilter::new(text_calls, results),
             usage: None,
             reasoning: String::new(),
             saw_data: false,
+            native_calls: false,
         }
     }
 
@@ -97,8 +103,9 @@ impl StreamDecoder {
             out.push(Chunk::ReasoningContent(std::mem::take(&mut self.reasoning)));
         }
         let mut text_calls = Vec::new();
+        let native_calls = self.native_calls || !self.calls.calls.is_empty();
         if let Some(filter) = &mut self.text_filter {
-            let (rest, calls) = filter.finish();
+            let (rest, calls) = filter.finish(native_calls);
             if !rest.is_empty() {
                 out.push(Chunk::Text(rest));
             }
@@ -117,6 +124,7 @@ impl StreamDecoder {
     fn flush_calls(&mut self, out: &mut Vec<Chunk>) {
         let calls = self.calls.take();
         if !calls.is_empty() {
+            self.native_calls = true;
             out.push(Chunk::ToolCalls(calls));
         }
     }
@@ -298,7 +306,16 @@ mod tests {
     use super::*;
 
     fn decode(events: &[&str], parse_tool_text: bool) -> Result<Vec<Chunk>, ProviderError> {
-        let mut decoder = StreamDecoder::new(parse_tool_text);
+        let mode = if parse_tool_text {
+            TextToolCalls::On
+        } else {
+            TextToolCalls::Off
+        };
+        decode_with(events, mode)
+    }
+
+    fn decode_with(events: &[&str], mode: TextToolCalls) -> Result<Vec<Chunk>, ProviderError> {
+        let mut decoder = StreamDecoder::new(mode, Vec::new());
         let mut out = Vec::new();
         for event in events {
             if decoder.on_data(event, &mut out)? == Step::Done {
@@ -425,6 +442,28 @@ mod tests {
             "the whole reasoning, to send back"
         );
         assert_eq!(text, &Chunk::Text("Hi ".into()));
+        assert_eq!(calls[0].name, "ls");
+        Ok(())
+    }
+
+    #[test]
+    fn auto_runs_no_text_call_next_to_a_native_one() -> Result<(), String> {
+        let block =
+            r#"{"choices":[{"delta":{"content":"<tool_call>{\"name\":\"ls\"}</tool_call>"}}]}"#;
+        let native = call(0, Some("n1"), Some("read_file"), "{}");
+        let events = [block, native.as_str(), "[DONE]"];
+        let chunks = decode_with(&events, TextToolCalls::Auto).map_err(|e| e.to_string())?;
+        let [Chunk::Text(text), Chunk::ToolCalls(calls)] = chunks.as_slice() else {
+            return Err(format!("unexpected {chunks:?}"));
+        };
+        assert_eq!(text, r#"<tool_call>{"name":"ls"}</tool_call>"#);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "read_file");
+        // Alone, the same block is the answer's call.
+        let chunks = decode_with(&[block, "[DONE]"], TextToolCalls::Auto);
+        let Ok([Chunk::ToolCalls(calls)]) = chunks.as_deref() else {
+            return Err(format!("unexpected {chunks:?}"));
+        };
         assert_eq!(calls[0].name, "ls");
         Ok(())
     }

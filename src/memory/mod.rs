@@ -25,7 +25,7 @@ pub use feedback::{
     MAX_RULES,
 };
 pub use filter::{check_memory, check_secret, is_dynamic, Rejection};
-pub use inject::{defuse, rules_section, system_context, unwrap, wrap, MEMORY_NOTE};
+pub use inject::{rules_section, system_context, unwrap, wrap, MEMORY_NOTE};
 pub use recall::{
     memory_line, mixed_score, recall, recall_visible, recency, record_access, RecallHit,
     HALF_LIFE_DAYS,
