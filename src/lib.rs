@@ -15,6 +15,7 @@ pub mod llm;
 pub mod memory;
 pub mod metrics;
 pub mod portfolio;
+pub mod secrets;
 pub mod skills;
 pub mod store;
 pub mod tasks;
