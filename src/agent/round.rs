@@ -134,14 +134,17 @@ impl RoundRunner<'_> {
         }
     }
 
-    /// The tool message for a result (large results stored), traced.
+    /// The tool message for a result (large results stored), traced. Known
+    /// secrets are scrubbed first: a command printing the gateway's key shows
+    /// `[REDACTED]` to the model, the history, the trace and the chat.
     async fn to_message(&self, r: CallResult, pad: &mut Scratchpad) -> Message {
         {
             let content = match &r.outcome {
                 Ok(text) => {
-                    keep_or_store(self.data_dir, self.session_id, &r.call.id, text.clone()).await
+                    let text = crate::secrets::scrub(text).into_owned();
+                    keep_or_store(self.data_dir, self.session_id, &r.call.id, text).await
                 }
-                Err(e) => e.clone(),
+                Err(e) => crate::secrets::scrub(e).into_owned(),
             };
             pad.record(
                 "tool_result",
