@@ -82,8 +82,12 @@ pub async fn dispatch(
     let quiet = matches!(args.command, Command::Chat);
     init_tracing(config.log_format, quiet);
     match &sealed.problem {
-        None => tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable"),
-        Some(problem) => tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment"),
+        None => {
+            tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
+        }
+        Some(problem) => {
+            tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment")
+        }
     }
     match args.command {
         Command::Chat => chat(config).await,

@@ -178,8 +178,8 @@ const KEY: &str = "sk-live-PRINTED-71c3a09e55";
 const FALLBACK_KEY: &str = "sk-fallback-PRINTED-0d4e2b";
 
 #[tokio::test]
-async fn an_approved_command_printing_the_key_shows_redacted_to_the_model_history_traces_and_chat(
-) {
+async fn an_approved_command_printing_the_key_shows_redacted_to_the_model_history_traces_and_chat()
+{
     let llm = FakeLlm::start().await;
     let base = llm.base_url();
     let h = Harness::with_llm(
@@ -195,7 +195,9 @@ async fn an_approved_command_printing_the_key_shows_redacted_to_the_model_histor
     // What `tr '\0' '\n' < /proc/$PPID/environ` printed before the fix.
     h.write(
         "environ.txt",
-        &format!("LLM_MODEL=fake-model\nLLM_API_KEY={KEY}\nLLM_FALLBACK_1_API_KEY={FALLBACK_KEY}\n"),
+        &format!(
+            "LLM_MODEL=fake-model\nLLM_API_KEY={KEY}\nLLM_FALLBACK_1_API_KEY={FALLBACK_KEY}\n"
+        ),
     );
     h.llm.set_responder(|request| {
         let last = request["messages"]
@@ -269,7 +271,10 @@ async fn a_key_the_model_echoes_shows_redacted_in_the_chat_even_split_across_del
     let (head, tail) = key.split_at(10);
     h.llm.push(
         Reply::chunks(vec![
-            chunk(json!({"role": "assistant", "content": "Your key is "}), None),
+            chunk(
+                json!({"role": "assistant", "content": "Your key is "}),
+                None,
+            ),
             chunk(json!({"content": head}), None),
             chunk(json!({"content": tail}), None),
             chunk(json!({"content": " — keep it safe."}), Some("stop")),
@@ -311,7 +316,11 @@ fn open_dir() -> tempfile::TempDir {
 /// `switchboard chat` on piped `input`, with only `vars` (and `PATH`) set;
 /// as `nobody` when the test runs as root, since root may read any process's
 /// `/proc` files whatever it does. Returns (exit ok, stdout, stderr).
-async fn chat(dir: &std::path::Path, vars: &[(&str, String)], input: &str) -> (bool, String, String) {
+async fn chat(
+    dir: &std::path::Path,
+    vars: &[(&str, String)],
+    input: &str,
+) -> (bool, String, String) {
     let bin = env!("CARGO_BIN_EXE_switchboard");
     let mut cmd = if rustix::process::geteuid().is_root() {
         let mut c = Command::new("setpriv");
@@ -385,16 +394,19 @@ async fn the_password_in_llm_base_url_is_not_logged_even_at_trace_level() {
     let (ok, stdout, stderr) = chat(dir.path(), &vars, "hello\n").await;
 
     assert!(ok, "{stdout}\n{stderr}");
-    assert!(stdout.contains("Hello from the fallback."), "{stdout}\n{stderr}");
     assert!(
-        stderr.contains("sending chat request") && stderr.contains("operator:redacted@127.0.0.1"),
-        "trace logging was on and named the endpoint: {stderr}"
+        stdout.contains("Hello from the fallback."),
+        "{stdout}\n{stderr}"
     );
     for (what, text) in [("the logs", &stderr), ("the chat", &stdout)] {
         if let Some(line) = text.lines().find(|l| l.contains(password)) {
             panic!("the password reached {what}: {line}");
         }
     }
+    assert!(
+        stderr.contains("sending chat request") && stderr.contains("operator:redacted@127.0.0.1"),
+        "trace logging was on and named the endpoint: {stderr}"
+    );
 }
 
 #[tokio::test]

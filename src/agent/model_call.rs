@@ -162,7 +162,10 @@ async fn stream_once(
         }
     }
     for (rest, event) in [
-        (text_scrub.finish(), RuntimeEvent::TextDelta as fn(String) -> RuntimeEvent),
+        (
+            text_scrub.finish(),
+            RuntimeEvent::TextDelta as fn(String) -> RuntimeEvent,
+        ),
         (thinking_scrub.finish(), RuntimeEvent::ThinkingDelta),
     ] {
         if !rest.is_empty() {

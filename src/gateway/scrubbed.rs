@@ -40,7 +40,11 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.capabilities()
     }
 
-    async fn run(&self, sink: InboundSink, shutdown: CancellationToken) -> Result<(), PlatformError> {
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError> {
         self.inner.run(sink, shutdown).await
     }
 
@@ -52,7 +56,11 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.send(to, scrubbed(message)).await
     }
 
-    async fn edit(&self, target: &MessageRef, message: OutgoingMessage) -> Result<(), PlatformError> {
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError> {
         self.inner.edit(target, scrubbed(message)).await
     }
 

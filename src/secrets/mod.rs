@@ -8,8 +8,8 @@
 
 mod collect;
 mod log_writer;
-mod seal;
 mod scrubber;
+mod seal;
 mod stream;
 
 pub use collect::{from_config, from_vars, is_secret_name, shown_url, url_secrets};

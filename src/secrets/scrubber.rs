@@ -74,7 +74,9 @@ impl Scrubber {
 
     /// Whether `value` is one of the secrets.
     pub fn knows(&self, value: &str) -> bool {
-        self.values.binary_search_by(|v| v.as_str().cmp(value)).is_ok()
+        self.values
+            .binary_search_by(|v| v.as_str().cmp(value))
+            .is_ok()
     }
 
     /// `text` with every secret replaced by [`REDACTED`]; borrowed when none occurs.
