@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
-    Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink, MessageRef,
-    OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
+    MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -21,13 +21,35 @@ impl ScrubbedAdapter {
     }
 }
 
-/// `message` with its text and button labels scrubbed.
-fn scrubbed(mut message: OutgoingMessage) -> OutgoingMessage {
-    message.text = crate::secrets::scrub_string(message.text);
-    for button in message.buttons.iter_mut().flatten() {
-        button.label = crate::secrets::scrub_string(std::mem::take(&mut button.label));
+/// `text` cut to `max` units of the platform, the last one `…` when cut.
+fn fit(mut text: String, caps: &Capabilities) -> String {
+    if measure(&text, caps.length_unit) <= caps.max_message_len {
+        return text;
     }
-    message
+    while measure(&text, caps.length_unit) >= caps.max_message_len {
+        if text.pop().is_none() {
+            break;
+        }
+    }
+    text.push('…');
+    text
+}
+
+impl ScrubbedAdapter {
+    /// `message` with its text and button labels scrubbed. `[REDACTED]` can be
+    /// longer than the secret it replaces (secrets have at least 8 characters),
+    /// so a message planned to the limit is cut back to it.
+    fn scrubbed(&self, mut message: OutgoingMessage) -> OutgoingMessage {
+        let text = std::mem::take(&mut message.text);
+        message.text = match crate::secrets::scrub(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(clean) => fit(clean, self.inner.capabilities()),
+        };
+        for button in message.buttons.iter_mut().flatten() {
+            button.label = crate::secrets::scrub_string(std::mem::take(&mut button.label));
+        }
+        message
+    }
 }
 
 #[async_trait]
@@ -53,7 +75,7 @@ impl PlatformAdapter for ScrubbedAdapter {
         to: &ChatAddress,
         message: OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
-        self.inner.send(to, scrubbed(message)).await
+        self.inner.send(to, self.scrubbed(message)).await
     }
 
     async fn edit(
@@ -61,7 +83,7 @@ impl PlatformAdapter for ScrubbedAdapter {
         target: &MessageRef,
         message: OutgoingMessage,
     ) -> Result<(), PlatformError> {
-        self.inner.edit(target, scrubbed(message)).await
+        self.inner.edit(target, self.scrubbed(message)).await
     }
 
     async fn answer_press(
@@ -71,7 +93,7 @@ impl PlatformAdapter for ScrubbedAdapter {
     ) -> Result<(), PlatformError> {
         let answer = match answer {
             PressAnswer::Ack => PressAnswer::Ack,
-            PressAnswer::Update(message) => PressAnswer::Update(scrubbed(message)),
+            PressAnswer::Update(message) => PressAnswer::Update(self.scrubbed(message)),
             PressAnswer::Private(text) => PressAnswer::Private(crate::secrets::scrub_string(text)),
         };
         self.inner.answer_press(press, answer).await
@@ -90,5 +112,29 @@ impl PlatformAdapter for ScrubbedAdapter {
             })
             .collect();
         self.inner.set_commands(&commands).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use switchboard_platform::LengthUnit;
+
+    #[test]
+    fn a_scrubbed_message_longer_than_the_limit_is_cut_back_to_it() {
+        let caps = Capabilities {
+            max_message_len: 12,
+            length_unit: LengthUnit::Utf16,
+            can_edit: true,
+            buttons: true,
+            threads: false,
+            min_edit_interval: Duration::ZERO,
+            private_answers: false,
+        };
+        assert_eq!(fit("short".into(), &caps), "short");
+        let cut = fit("a [REDACTED] b c".into(), &caps);
+        assert_eq!(cut, "a [REDACTED…");
+        assert_eq!(measure(&cut, LengthUnit::Utf16), 12);
     }
 }

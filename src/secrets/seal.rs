@@ -40,6 +40,11 @@ pub fn seal_process(config: &Config) -> SealReport {
         let Some(name_text) = name.to_str() else {
             continue;
         };
+        // Proxy settings stay: HTTP clients read them when they are built,
+        // and their passwords are scrubbed like any other.
+        if name_text.to_ascii_uppercase().ends_with("_PROXY") {
+            continue;
+        }
         let holds_secret = super::is_secret_name(name_text)
             || value
                 .to_str()
