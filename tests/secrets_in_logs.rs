@@ -305,6 +305,32 @@ async fn a_key_the_model_echoes_shows_redacted_in_the_chat_even_split_across_del
     assert!(!history.contains(key), "{history}");
 }
 
+#[tokio::test]
+async fn a_tool_call_carrying_the_key_runs_with_it_redacted() {
+    let key = "sk-live-EXFIL-55d0c2a8b4";
+    let h = Harness::with(&[("LLM_API_KEY", key)]).await;
+    // A model that got hold of the key tries to send it out through a tool.
+    h.llm.push(Reply::tool_calls([(
+        "call_out",
+        "exec_command",
+        json!({"command": format!("echo {key} > out.txt")}),
+    )]));
+    h.llm.push(Reply::text("Sent."));
+    h.channel.dm(1, "do it").await;
+    let card = h.channel.card().await;
+    assert!(card.text.contains("[REDACTED]"), "{}", card.text);
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Sent.")).await;
+    h.idle().await;
+
+    let written = std::fs::read_to_string(h.workspace().join("out.txt")).unwrap();
+    assert_eq!(written, "[REDACTED]\n", "the command ran without the key");
+    let session = h.session(1, 1).await;
+    let history = h.running.store.history(&session, 100).await.unwrap();
+    let history = serde_json::to_string(&history).unwrap();
+    assert!(!history.contains(key), "{history}");
+}
+
 /// A temp dir any user may write (the gateway may run as `nobody`).
 fn open_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;

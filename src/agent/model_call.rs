@@ -173,6 +173,11 @@ async fn stream_once(
         }
     }
     reply.text = crate::secrets::scrub_string(std::mem::take(&mut reply.text));
+    // No tool needs the gateway's own secrets: a model that got hold of one
+    // cannot send it anywhere (a `web_fetch` URL, a command) either.
+    for call in &mut reply.tool_calls {
+        call.arguments = crate::secrets::scrub_string(std::mem::take(&mut call.arguments));
+    }
     reply.thinking = crate::secrets::scrub_string(std::mem::take(&mut reply.thinking));
     Ok(())
 }
