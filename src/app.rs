@@ -203,6 +203,14 @@ pub async fn start_with_clock(
     shutdown: CancellationToken,
     clock: Arc<dyn Clock>,
 ) -> Result<Running, RunError> {
+    // The binary registered them already (and more, from its environment);
+    // an embedding caller or a test gets the config's own.
+    crate::secrets::register(crate::secrets::from_config(config));
+    // Nothing posted to a chat carries a known secret.
+    let adapters: Vec<Arc<dyn PlatformAdapter>> = adapters
+        .into_iter()
+        .map(crate::gateway::ScrubbedAdapter::wrap)
+        .collect();
     let store = Store::open(&config.database_url).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();

@@ -72,10 +72,23 @@ enum ApprovalsAction {
     Revoke { id: String },
 }
 
-pub async fn dispatch(args: Args) -> anyhow::Result<ExitCode> {
-    let config = Config::from_env()?;
+/// Runs a command with `config`, read (and its secrets sealed away, see
+/// [`switchboard::secrets::seal_process`]) before the runtime started.
+pub async fn dispatch(
+    args: Args,
+    config: Config,
+    sealed: switchboard::secrets::SealReport,
+) -> anyhow::Result<ExitCode> {
     let quiet = matches!(args.command, Command::Chat);
     init_tracing(config.log_format, quiet);
+    match &sealed.problem {
+        None => {
+            tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
+        }
+        Some(problem) => {
+            tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment")
+        }
+    }
     match args.command {
         Command::Chat => chat(config).await,
         Command::Run => {
@@ -376,9 +389,10 @@ fn init_tracing(format: LogFormat, quiet: bool) {
             filter = filter.add_directive(d);
         }
     }
+    // Every line is scrubbed of the known secrets, whatever logged it.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(switchboard::secrets::ScrubbingWriter::new(std::io::stderr));
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),

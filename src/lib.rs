@@ -16,6 +16,7 @@ pub mod markers;
 pub mod memory;
 pub mod metrics;
 pub mod portfolio;
+pub mod secrets;
 pub mod skills;
 pub mod store;
 pub mod tasks;

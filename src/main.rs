@@ -1,4 +1,5 @@
-//! The `switchboard` binary: parse the CLI, load config, init tracing, call the library.
+//! The `switchboard` binary: parse the CLI, load config, seal the secrets away,
+//! init tracing, call the library.
 
 mod cli;
 mod cli_memory;
@@ -8,15 +9,36 @@ mod cli_tasks;
 
 use clap::Parser;
 use std::process::ExitCode;
+use switchboard::config::Config;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = cli::Args::parse();
-    match cli::dispatch(args).await {
-        Ok(code) => code,
+    let config = match Config::from_env() {
+        Ok(config) => config,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
         }
-    }
+    };
+    // Before the runtime starts any thread: the environment is changed here.
+    let sealed = switchboard::secrets::seal_process(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match cli::dispatch(args, config, sealed).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    })
 }

@@ -126,6 +126,10 @@ async fn stream_once(
     text_out: TextOut,
 ) -> Result<(), ProviderError> {
     let mut stream = provider.chat_stream(request).await?;
+    // A key the endpoint echoes is scrubbed before the chat sees any of it,
+    // even split across deltas (the start of a possible secret waits).
+    let mut text_scrub = crate::secrets::stream();
+    let mut thinking_scrub = crate::secrets::stream();
     while let Some(chunk) = stream.next().await {
         match chunk? {
             Chunk::Text(t) if text_out == TextOut::Hold => reply.text.push_str(&t),
@@ -136,11 +140,17 @@ async fn stream_once(
                         .await;
                 }
                 reply.text.push_str(&t);
-                let _ = tx.send(RuntimeEvent::TextDelta(t)).await;
+                let shown = text_scrub.push(&t);
+                if !shown.is_empty() {
+                    let _ = tx.send(RuntimeEvent::TextDelta(shown)).await;
+                }
             }
             Chunk::Thinking(t) => {
                 reply.thinking.push_str(&t);
-                let _ = tx.send(RuntimeEvent::ThinkingDelta(t)).await;
+                let shown = thinking_scrub.push(&t);
+                if !shown.is_empty() {
+                    let _ = tx.send(RuntimeEvent::ThinkingDelta(shown)).await;
+                }
             }
             Chunk::SignedReasoning(block) => reply.signed_reasoning.push(block),
             Chunk::ReasoningContent(r) => reply.reasoning_content.push_str(&r),
@@ -151,6 +161,24 @@ async fn stream_once(
             }
         }
     }
+    for (rest, event) in [
+        (
+            text_scrub.finish(),
+            RuntimeEvent::TextDelta as fn(String) -> RuntimeEvent,
+        ),
+        (thinking_scrub.finish(), RuntimeEvent::ThinkingDelta),
+    ] {
+        if !rest.is_empty() {
+            let _ = tx.send(event(rest)).await;
+        }
+    }
+    reply.text = crate::secrets::scrub_string(std::mem::take(&mut reply.text));
+    // No tool needs the gateway's own secrets: a model that got hold of one
+    // cannot send it anywhere (a `web_fetch` URL, a command) either.
+    for call in &mut reply.tool_calls {
+        call.arguments = crate::secrets::scrub_string(std::mem::take(&mut call.arguments));
+    }
+    reply.thinking = crate::secrets::scrub_string(std::mem::take(&mut reply.thinking));
     Ok(())
 }
 

@@ -134,16 +134,19 @@ impl RoundRunner<'_> {
         }
     }
 
-    /// The tool message for a result (large results stored), traced. Results
-    /// are data: gateway markers in them are defused.
+    /// The tool message for a result (large results stored), traced. Known
+    /// secrets are scrubbed first (a command printing the gateway's key shows
+    /// `[REDACTED]` to the model, the history, the trace and the chat), and
+    /// results are data: gateway markers in them are defused.
     async fn to_message(&self, r: CallResult, pad: &mut Scratchpad) -> Message {
         {
             let content = match &r.outcome {
                 Ok(text) => {
-                    let text = crate::markers::defuse(text).into_owned();
+                    let text = crate::secrets::scrub(text);
+                    let text = crate::markers::defuse(&text).into_owned();
                     keep_or_store(self.data_dir, self.session_id, &r.call.id, text).await
                 }
-                Err(e) => crate::markers::defuse(e).into_owned(),
+                Err(e) => crate::markers::defuse(&crate::secrets::scrub(e)).into_owned(),
             };
             pad.record(
                 "tool_result",

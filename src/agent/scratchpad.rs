@@ -1,4 +1,5 @@
-//! The scratchpad: one JSONL trace per turn under the data dir, secrets redacted.
+//! The scratchpad: one JSONL trace per turn under the data dir, secrets redacted
+//! (secret-looking fields, and every known secret value anywhere).
 
 use super::redact::redact;
 use serde_json::{json, Value};
@@ -46,7 +47,8 @@ impl Scratchpad {
             return;
         };
         let mut record = json!({ "at": chrono::Utc::now().to_rfc3339(), "type": kind });
-        if let (Some(obj), Value::Object(extra)) = (record.as_object_mut(), redact(&fields)) {
+        let fields = crate::secrets::scrub_value(&redact(&fields));
+        if let (Some(obj), Value::Object(extra)) = (record.as_object_mut(), fields) {
             obj.extend(extra);
         }
         let line = format!("{record}\n");

@@ -84,7 +84,7 @@ impl AnthropicProvider {
             request,
         );
         tracing::debug!(
-            endpoint = %self.endpoint,
+            endpoint = %crate::secrets::shown_url(&self.endpoint),
             model = %self.config.model.name,
             messages = request.messages.len(),
             tools = request.tools.len(),

@@ -149,7 +149,7 @@ impl GeminiProvider {
             let options = self.options();
             let body = request_body(request, &options);
             tracing::debug!(
-                endpoint = %self.endpoint,
+                endpoint = %crate::secrets::shown_url(&self.endpoint),
                 messages = request.messages.len(),
                 tools = request.tools.len(),
                 "sending Gemini request"
@@ -163,7 +163,7 @@ impl GeminiProvider {
             let text = http::body_text(response, self.config.idle_timeout).await;
             if let Some(param) = Self::rejected_param(status, &text, &options) {
                 tracing::warn!(
-                    endpoint = %self.endpoint,
+                    endpoint = %crate::secrets::shown_url(&self.endpoint),
                     parameter = param.name(),
                     "Gemini rejected an optional setting; retrying without it"
                 );

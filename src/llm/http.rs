@@ -82,7 +82,7 @@ pub(crate) async fn body_text(mut response: reqwest::Response, idle: Duration) -
 /// A failed call's error with the key scrubbed out, logged for the operator.
 pub(crate) fn failed(error: ProviderError, key: Option<&Secret>, endpoint: &str) -> ProviderError {
     let error = openai_error::scrub(error, key);
-    tracing::debug!(%endpoint, %error, "model request failed");
+    tracing::debug!(endpoint = %crate::secrets::shown_url(endpoint), %error, "model request failed");
     error
 }
 

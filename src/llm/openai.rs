@@ -150,7 +150,7 @@ impl OpenAiProvider {
             let options = self.options();
             let body = request_body(&self.config.model.name, request, &options);
             tracing::debug!(
-                endpoint = %self.endpoint,
+                endpoint = %crate::secrets::shown_url(&self.endpoint),
                 model = %self.config.model.name,
                 messages = request.messages.len(),
                 tools = request.tools.len(),
@@ -165,7 +165,7 @@ impl OpenAiProvider {
             let text = http::body_text(response, self.config.idle_timeout).await;
             if let Some(param) = Self::rejected_param(status, &text, &body) {
                 tracing::warn!(
-                    endpoint = %self.endpoint,
+                    endpoint = %crate::secrets::shown_url(&self.endpoint),
                     parameter = param.name(),
                     "endpoint rejected an optional parameter; retrying without it"
                 );

@@ -88,6 +88,10 @@ pub(crate) fn from_reqwest(error: &reqwest::Error) -> ProviderError {
         text.push_str(&cause.to_string());
         source = cause.source();
     }
+    // The request URL in the text keeps a base URL's password otherwise.
+    if let Some(url) = error.url().filter(|u| u.password().is_some()) {
+        text = text.replace(url.as_str(), &crate::secrets::shown_url(url.as_str()));
+    }
     // We parse bodies ourselves, so even reqwest's "decode" errors are the body
     // stream failing (e.g. the connection cut mid-chunk): a network problem.
     ProviderError::Network(text)

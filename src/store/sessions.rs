@@ -80,8 +80,9 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let ts = now();
         for m in messages {
-            let payload =
-                serde_json::to_string(m).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            // Known secrets never reach a history row, whoever produced the text.
+            let value = serde_json::to_value(m).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let payload = crate::secrets::scrub_value(&value).to_string();
             sqlx::query(
                 "INSERT INTO messages (session_id, payload, created_at) VALUES ($1, $2, $3)",
             )

@@ -412,7 +412,9 @@ impl TaskManager {
                 )
             }
         };
-        (status, result, last_progress)
+        // A background tool's result reaches the store, the notification and
+        // the model like a foreground one's: without known secrets.
+        (status, crate::secrets::scrub_string(result), last_progress)
     }
 
     async fn post_status(&self, job: &Job, status: TaskStatus) -> Option<MessageRef> {

@@ -1,0 +1,140 @@
+//! A platform adapter wrapper that scrubs known secrets from everything posted.
+
+use async_trait::async_trait;
+use std::sync::Arc;
+use switchboard_platform::{
+    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
+    MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Delegates every operation to the inner adapter, with the known secrets
+/// (see [`crate::secrets`]) replaced in the text of each message, edit, card,
+/// press answer and command description. Inbound events pass unchanged.
+pub struct ScrubbedAdapter {
+    inner: Arc<dyn PlatformAdapter>,
+}
+
+impl ScrubbedAdapter {
+    pub fn wrap(inner: Arc<dyn PlatformAdapter>) -> Arc<dyn PlatformAdapter> {
+        Arc::new(ScrubbedAdapter { inner })
+    }
+}
+
+/// `text` cut to `max` units of the platform, the last one `…` when cut.
+fn fit(mut text: String, caps: &Capabilities) -> String {
+    if measure(&text, caps.length_unit) <= caps.max_message_len {
+        return text;
+    }
+    while measure(&text, caps.length_unit) >= caps.max_message_len {
+        if text.pop().is_none() {
+            break;
+        }
+    }
+    text.push('…');
+    text
+}
+
+impl ScrubbedAdapter {
+    /// `message` with its text and button labels scrubbed. `[REDACTED]` can be
+    /// longer than the secret it replaces (secrets have at least 8 characters),
+    /// so a message planned to the limit is cut back to it.
+    fn scrubbed(&self, mut message: OutgoingMessage) -> OutgoingMessage {
+        let text = std::mem::take(&mut message.text);
+        message.text = match crate::secrets::scrub(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(clean) => fit(clean, self.inner.capabilities()),
+        };
+        for button in message.buttons.iter_mut().flatten() {
+            button.label = crate::secrets::scrub_string(std::mem::take(&mut button.label));
+        }
+        message
+    }
+}
+
+#[async_trait]
+impl PlatformAdapter for ScrubbedAdapter {
+    fn platform(&self) -> Platform {
+        self.inner.platform()
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn run(
+        &self,
+        sink: InboundSink,
+        shutdown: CancellationToken,
+    ) -> Result<(), PlatformError> {
+        self.inner.run(sink, shutdown).await
+    }
+
+    async fn send(
+        &self,
+        to: &ChatAddress,
+        message: OutgoingMessage,
+    ) -> Result<MessageRef, PlatformError> {
+        self.inner.send(to, self.scrubbed(message)).await
+    }
+
+    async fn edit(
+        &self,
+        target: &MessageRef,
+        message: OutgoingMessage,
+    ) -> Result<(), PlatformError> {
+        self.inner.edit(target, self.scrubbed(message)).await
+    }
+
+    async fn answer_press(
+        &self,
+        press: &ButtonPress,
+        answer: PressAnswer,
+    ) -> Result<(), PlatformError> {
+        let answer = match answer {
+            PressAnswer::Ack => PressAnswer::Ack,
+            PressAnswer::Update(message) => PressAnswer::Update(self.scrubbed(message)),
+            PressAnswer::Private(text) => PressAnswer::Private(crate::secrets::scrub_string(text)),
+        };
+        self.inner.answer_press(press, answer).await
+    }
+
+    async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
+        self.inner.activity(chat, activity).await
+    }
+
+    async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {
+        let commands: Vec<CommandInfo> = commands
+            .iter()
+            .map(|c| CommandInfo {
+                name: c.name.clone(),
+                description: crate::secrets::scrub(&c.description).into_owned(),
+            })
+            .collect();
+        self.inner.set_commands(&commands).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use switchboard_platform::LengthUnit;
+
+    #[test]
+    fn a_scrubbed_message_longer_than_the_limit_is_cut_back_to_it() {
+        let caps = Capabilities {
+            max_message_len: 12,
+            length_unit: LengthUnit::Utf16,
+            can_edit: true,
+            buttons: true,
+            threads: false,
+            min_edit_interval: Duration::ZERO,
+            private_answers: false,
+        };
+        assert_eq!(fit("short".into(), &caps), "short");
+        let cut = fit("a [REDACTED] b c".into(), &caps);
+        assert_eq!(cut, "a [REDACTED…");
+        assert_eq!(measure(&cut, LengthUnit::Utf16), 12);
+    }
+}

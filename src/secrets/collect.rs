@@ -1,0 +1,170 @@
+//! Which values are secrets: those of the configuration (tokens, keys, URL
+//! passwords) and of any `*_TOKEN`, `*_KEY`, `*_SECRET` or `*PASSWORD*` variable.
+
+use crate::config::Config;
+
+/// Every secret value of `config`: model keys (fallbacks too), bot tokens, the
+/// webhook secret, HTTP tool credentials, and the passwords of its URLs.
+pub fn from_config(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let keys = std::iter::once(&config.llm.api_key)
+        .chain(config.llm.fallbacks.iter().map(|f| &f.api_key))
+        .flatten();
+    out.extend(keys.map(|k| k.expose().to_owned()));
+    let urls = std::iter::once(&config.llm.base_url)
+        .chain(config.llm.fallbacks.iter().map(|f| &f.base_url))
+        .chain(std::iter::once(&config.database_url));
+    for url in urls {
+        out.extend(url_secrets(url));
+    }
+    if let Some(tg) = &config.platforms.telegram {
+        out.extend(token_parts(tg.token.expose()));
+        if let Some(hook) = &tg.webhook {
+            out.push(hook.secret.expose().to_owned());
+            out.extend(url_secrets(hook.url.as_str()));
+        }
+        if let Some(api) = &tg.api_url {
+            out.extend(url_secrets(api.as_str()));
+        }
+    }
+    if let Some(dc) = &config.platforms.discord {
+        out.push(dc.token.expose().to_owned());
+    }
+    for tool in &config.http_tools {
+        if let Some((_, secret)) = &tool.auth {
+            out.push(secret.expose().to_owned());
+        }
+        out.extend(url_secrets(&tool.url));
+    }
+    out
+}
+
+/// Whether a variable's name says it holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    ["_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PASS"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
+        || name.contains("PASSWORD")
+        || name.contains("SECRET")
+}
+
+/// The secret values among `(name, value)` variables: whole values of
+/// secret-named ones, and the passwords of URLs in any.
+pub fn from_vars<I>(vars: I) -> Vec<String>
+where
+    I: IntoIterator<Item = (String, String)>,
+{
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        let value = value.trim();
+        if is_secret_name(&name) {
+            out.extend(token_parts(value));
+        }
+        out.extend(url_secrets(value));
+    }
+    out
+}
+
+/// A token and, for `id:secret` bot tokens (Telegram), its secret part alone.
+fn token_parts(token: &str) -> Vec<String> {
+    let mut out = vec![token.to_owned()];
+    if let Some((_, secret)) = token.split_once(':') {
+        out.push(secret.to_owned());
+    }
+    out
+}
+
+/// For a URL with a password: the whole URL, `:password@` (distinctive even
+/// when the password is short) and the password itself.
+pub fn url_secrets(raw: &str) -> Vec<String> {
+    let Ok(url) = url::Url::parse(raw.trim()) else {
+        return Vec::new();
+    };
+    let Some(password) = url.password().filter(|p| !p.is_empty()) else {
+        return Vec::new();
+    };
+    let mut out = vec![raw.trim().to_owned(), url.to_string()];
+    out.push(format!(":{password}@"));
+    out.push(password.to_owned());
+    // The decoded form too, as a program printing it would show it.
+    if let Ok(decoded) = urlencoding_decode(password) {
+        out.push(decoded);
+    }
+    out
+}
+
+/// Percent-decodes a URL component.
+fn urlencoding_decode(raw: &str) -> Result<String, std::string::FromUtf8Error> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out)
+}
+
+/// `url` with its password replaced, for logs and messages.
+pub fn shown_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("redacted"));
+            u.to_string()
+        }
+        _ => raw.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_say_secret_are_secret_and_counts_are_not() {
+        for name in [
+            "TELEGRAM_BOT_TOKEN",
+            "LLM_API_KEY",
+            "TELEGRAM_WEBHOOK_SECRET",
+            "PGPASSWORD",
+            "SMTP_PASS",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["LLM_MAX_OUTPUT_TOKENS", "KEYBOARD", "LLM_MODEL", "PATH"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_url_password_is_found_in_every_form() {
+        let found = url_secrets("https://user:p%40ss-w0rd@llm.internal/v1");
+        assert!(found.contains(&"p%40ss-w0rd".to_owned()), "{found:?}");
+        assert!(found.contains(&"p@ss-w0rd".to_owned()), "{found:?}");
+        assert!(found.contains(&":p%40ss-w0rd@".to_owned()), "{found:?}");
+        assert!(url_secrets("sqlite://./data/x.db").is_empty());
+        assert_eq!(
+            shown_url("https://user:pw@llm.internal/v1"),
+            "https://user:redacted@llm.internal/v1"
+        );
+    }
+
+    #[test]
+    fn bot_tokens_count_with_and_without_their_id() {
+        let found = from_vars([("TELEGRAM_BOT_TOKEN".into(), "123456:ABCDEF-ghijkl".into())]);
+        assert_eq!(found, ["123456:ABCDEF-ghijkl", "ABCDEF-ghijkl"]);
+    }
+}
