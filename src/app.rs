@@ -210,6 +210,7 @@ pub async fn start_with_clock(
         shutdown.clone(),
         busy.clone(),
         config.max_background_tasks,
+        config.caps.max_tasks,
     );
     for p in &config.http_tool_problems {
         tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
