@@ -149,10 +149,10 @@ pub fn build_tools(
         .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
         .register(Arc::new(SkillTool::new(Arc::clone(skills))))
-        .register(Arc::new(ScheduleTool::new(
-            store.clone(),
-            config.timezone.clone(),
-        )));
+        .register(Arc::new(
+            ScheduleTool::new(store.clone(), config.timezone.clone())
+                .with_user_cap(config.caps.max_schedules),
+        ));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
