@@ -235,6 +235,7 @@ pub async fn start_with_clock(
         model_retries: 2,
         tool_timeout: DEFAULT_TOOL_TIMEOUT,
         intents: config.intents.clone(),
+        turn_deadline: config.caps.turn_deadline,
     };
     for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
         tools.register(tool);

@@ -603,3 +603,47 @@ async fn first_result(h: &Harness, id: &str) -> String {
         .map(|(_, result)| result)
         .unwrap_or_else(|| panic!("no result for {id}"))
 }
+
+/// Issue 23 item 8: a model stream that keeps sending content had no overall
+/// deadline (the idle timeout never fires while chunks arrive). The turn ends
+/// at `TURN_DEADLINE_SECS` (default 600 s) and the user is told. The stream
+/// sends one word a second for 2,000 s, on a paused clock that the test moves:
+/// started after the gateway (its SQLite pool waits on a thread, which a
+/// paused clock would skip past) and moved by hand while the test task keeps
+/// the runtime busy, so it never jumps on its own.
+#[tokio::test]
+async fn a_stream_that_keeps_sending_ends_at_the_turn_deadline_and_the_user_is_told() {
+    let h = Harness::start().await;
+    let endless = vec!["word"; 2_000].join(" ");
+    h.llm
+        .push(Reply::text(&endless).with_chunk_delay(Duration::from_secs(1)));
+    h.llm.push(Reply::text("a second model call must not happen"));
+    h.channel.dm(1, "tell me everything").await;
+    h.requests(1).await;
+    tokio::time::pause();
+    let began = tokio::time::Instant::now();
+    let told = loop {
+        if let Some(sent) = h.channel.log().find("time limit of 600 s") {
+            break sent.text.clone();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(2_000),
+            "the stream ran to its end without the turn stopping\n{}",
+            h.channel.log()
+        );
+        tokio::time::advance(Duration::from_millis(100)).await;
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::resume();
+    assert!(told.contains("TURN_DEADLINE_SECS"), "{told}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(590),
+        "stopped by the deadline, not before (on the test's clock)"
+    );
+    h.idle().await;
+    assert_eq!(h.llm.requests().await.len(), 1, "one model call, cut short");
+    assert_eq!(h.llm.remaining(), 1);
+    h.stop().await;
+}
