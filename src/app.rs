@@ -245,6 +245,7 @@ pub async fn start_with_clock(
         access_policy: config.access_policy,
         allowed_users: config.allowed_users.clone(),
         user_messages_per_minute: config.user_messages_per_minute,
+        approval_presses_per_minute: config.caps.approval_presses_per_minute,
         approval_timeout: config.approval_timeout,
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),
