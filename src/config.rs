@@ -569,6 +569,7 @@ mod tests {
         assert_eq!(c.max_tool_rounds, 15);
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
         assert_eq!(c.max_background_tasks, 3);
+        assert_eq!(c.caps, crate::caps::UserCaps::default());
         let roles: Vec<&str> = c.subagents.iter().map(|r| r.name).collect();
         assert_eq!(roles, ["research", "analysis"]);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));

@@ -617,7 +617,8 @@ async fn a_stream_that_keeps_sending_ends_at_the_turn_deadline_and_the_user_is_t
     let endless = vec!["word"; 2_000].join(" ");
     h.llm
         .push(Reply::text(&endless).with_chunk_delay(Duration::from_secs(1)));
-    h.llm.push(Reply::text("a second model call must not happen"));
+    h.llm
+        .push(Reply::text("a second model call must not happen"));
     h.channel.dm(1, "tell me everything").await;
     h.requests(1).await;
     tokio::time::pause();

@@ -298,7 +298,10 @@ async fn a_user_has_a_schedule_cap_across_forum_topics_and_chats() {
     // "make N in PLACE": one round asking for N hourly schedules; then a short
     // answer. Arguments stay short and distinct (the loop guard compares them).
     h.llm.set_responder(|request| {
-        let last = support::e2e::messages(request).last().cloned().unwrap_or_default();
+        let last = support::e2e::messages(request)
+            .last()
+            .cloned()
+            .unwrap_or_default();
         if last["role"] == "tool" {
             return Reply::text("done");
         }
@@ -364,7 +367,13 @@ async fn a_user_has_a_schedule_cap_across_forum_topics_and_chats() {
     // Another user in the same forum still has their own allowance.
     let before = h.llm.requests().await.len();
     h.channel
-        .message(user(2), topic(11), ChatKind::Group, Addressed::Mention, "make 1 in o")
+        .message(
+            user(2),
+            topic(11),
+            ChatKind::Group,
+            Addressed::Mention,
+            "make 1 in o",
+        )
         .await;
     let requests = h.requests(before + 2).await;
     assert!(tool_result(&requests[before + 1], "call_o_0").contains("schedule_id"));

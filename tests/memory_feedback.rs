@@ -279,7 +279,9 @@ async fn a_flood_of_feedback_presses_is_rate_limited_and_approvals_still_go_thro
 
     // Two messages used 2 of the 5: 3 presses go through, the rest are refused.
     for i in 0..100 {
-        h.channel.press(1, if i % 2 == 0 { &down } else { &up }).await;
+        h.channel
+            .press(1, if i % 2 == 0 { &down } else { &up })
+            .await;
     }
     let log = h
         .wait_for("every press answered", |l| l.answers().len() == 100)

@@ -259,7 +259,10 @@ impl RoundRunner<'_> {
             });
             let decided = self
                 .deadline
-                .excluding(self.host.approve(tool.spec(), call, &args, summary, checkpoint))
+                .excluding(
+                    self.host
+                        .approve(tool.spec(), call, &args, summary, checkpoint),
+                )
                 .await;
             match decided {
                 ApprovalOutcome::Allowed { arguments } => args = arguments,

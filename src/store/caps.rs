@@ -20,7 +20,8 @@ const COUNT_TASKS: &str = "SELECT COUNT(*) FROM tasks t JOIN sessions s ON s.id 
      WHERE s.platform = $1 AND s.user_id = $2 AND t.finished_at IS NULL";
 
 /// Active schedules of the user, across their sessions.
-const COUNT_SCHEDULES: &str = "SELECT COUNT(*) FROM schedules c JOIN sessions s ON s.id = c.session_id
+const COUNT_SCHEDULES: &str =
+    "SELECT COUNT(*) FROM schedules c JOIN sessions s ON s.id = c.session_id
      WHERE s.platform = $1 AND s.user_id = $2 AND c.active = 1";
 
 impl Store {
@@ -114,8 +115,17 @@ mod tests {
 
     #[test]
     fn lock_keys_are_stable_and_distinct() {
-        assert_eq!(lock_key("cap:tasks:telegram:1"), lock_key("cap:tasks:telegram:1"));
-        assert_ne!(lock_key("cap:tasks:telegram:1"), lock_key("cap:tasks:telegram:2"));
-        assert_ne!(lock_key("cap:tasks:telegram:1"), lock_key("cap:schedules:telegram:1"));
+        assert_eq!(
+            lock_key("cap:tasks:telegram:1"),
+            lock_key("cap:tasks:telegram:1")
+        );
+        assert_ne!(
+            lock_key("cap:tasks:telegram:1"),
+            lock_key("cap:tasks:telegram:2")
+        );
+        assert_ne!(
+            lock_key("cap:tasks:telegram:1"),
+            lock_key("cap:schedules:telegram:1")
+        );
     }
 }
