@@ -206,7 +206,8 @@ async fn bad_specs_are_refused_with_a_reason_for_the_model() {
 
 #[tokio::test]
 async fn a_conversation_has_a_schedule_cap() {
-    let h = Harness::start().await;
+    // Above the per-conversation cap, so that one is what stops the 21st.
+    let h = Harness::with(&[("MAX_SCHEDULES_PER_USER", "50")]).await;
     let calls: Vec<(String, &str, serde_json::Value)> = (0..21)
         .map(|i| {
             (
