@@ -64,6 +64,21 @@ impl Deadline {
     }
 }
 
+impl Deadline {
+    /// The turn's final text: what its finished rounds said, then the notice.
+    pub(crate) fn stop_text(&self, turn_text: &str) -> String {
+        if turn_text.trim().is_empty() {
+            self.notice()
+        } else {
+            format!(
+                "{turn_text}{}{}",
+                super::model_call::ROUND_SEPARATOR,
+                self.notice()
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

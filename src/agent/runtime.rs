@@ -477,13 +477,8 @@ impl TurnLog<'_> {
         turn_text: &str,
         deadline: &Deadline,
     ) -> TurnOutcome {
-        let notice = deadline.notice();
-        self.messages.push(Message::assistant(notice.clone()));
-        let text = if turn_text.trim().is_empty() {
-            notice
-        } else {
-            format!("{turn_text}{ROUND_SEPARATOR}{notice}")
-        };
+        self.messages.push(Message::assistant(deadline.notice()));
+        let text = deadline.stop_text(turn_text);
         self.finish(pad, text, StopReason::Deadline)
     }
 
