@@ -152,10 +152,10 @@ pub fn build_tools(
         .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
         .register(Arc::new(SkillTool::new(Arc::clone(skills))))
-        .register(Arc::new(ScheduleTool::new(
-            store.clone(),
-            config.timezone.clone(),
-        )));
+        .register(Arc::new(
+            ScheduleTool::new(store.clone(), config.timezone.clone())
+                .with_user_cap(config.caps.max_schedules),
+        ));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
@@ -221,6 +221,7 @@ pub async fn start_with_clock(
         shutdown.clone(),
         busy.clone(),
         config.max_background_tasks,
+        config.caps.max_tasks,
     );
     for p in &config.http_tool_problems {
         tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
@@ -245,6 +246,7 @@ pub async fn start_with_clock(
         model_retries: 2,
         tool_timeout: DEFAULT_TOOL_TIMEOUT,
         intents: config.intents.clone(),
+        turn_deadline: config.caps.turn_deadline,
     };
     for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
         tools.register(tool);
@@ -254,6 +256,7 @@ pub async fn start_with_clock(
         access_policy: config.access_policy,
         allowed_users: config.allowed_users.clone(),
         user_messages_per_minute: config.user_messages_per_minute,
+        approval_presses_per_minute: config.caps.approval_presses_per_minute,
         approval_timeout: config.approval_timeout,
         pairing_ttl: Duration::from_secs(3600),
         memory: config.memory.clone(),

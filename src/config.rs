@@ -131,6 +131,10 @@ pub struct Config {
     pub exec_timeout: Duration,
     /// Background tasks one conversation runs at once; more are queued.
     pub max_background_tasks: usize,
+    /// Per-user caps across chats: background tasks (`MAX_TASKS_PER_USER`),
+    /// schedules (`MAX_SCHEDULES_PER_USER`), turn time (`TURN_DEADLINE_SECS`)
+    /// and approval presses once rate-limited (`APPROVAL_PRESSES_PER_MINUTE`).
+    pub caps: crate::caps::UserCaps,
     /// Requests that must be answered from a tool: the built-in rules plus
     /// those of `INTENT_RULES_FILE`.
     pub intents: crate::agent::IntentRules,
@@ -299,6 +303,17 @@ impl Config {
             subagents: subagents(get("SUBAGENTS"))?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
+            caps: crate::caps::UserCaps {
+                max_tasks: number(&get, "MAX_TASKS_PER_USER")?
+                    .unwrap_or(crate::caps::DEFAULT_MAX_TASKS_PER_USER),
+                max_schedules: number(&get, "MAX_SCHEDULES_PER_USER")?
+                    .unwrap_or(crate::caps::DEFAULT_MAX_SCHEDULES_PER_USER),
+                turn_deadline: number(&get, "TURN_DEADLINE_SECS")?
+                    .map(Duration::from_secs)
+                    .unwrap_or(crate::caps::DEFAULT_TURN_DEADLINE),
+                approval_presses_per_minute: number(&get, "APPROVAL_PRESSES_PER_MINUTE")?
+                    .unwrap_or(crate::caps::DEFAULT_APPROVAL_PRESSES_PER_MINUTE),
+            },
             web_fetch_allow: get("WEB_FETCH_ALLOW")
                 .map(|v| {
                     v.split(',')
@@ -588,6 +603,7 @@ mod tests {
         assert_eq!(c.max_tool_rounds, 15);
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
         assert_eq!(c.max_background_tasks, 3);
+        assert_eq!(c.caps, crate::caps::UserCaps::default());
         let roles: Vec<&str> = c.subagents.iter().map(|r| r.name).collect();
         assert_eq!(roles, ["research", "analysis"]);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));

@@ -7,6 +7,7 @@ pub mod agent;
 mod app;
 pub mod approvals;
 mod busy;
+pub mod caps;
 pub mod clock;
 pub mod config;
 pub mod gateway;

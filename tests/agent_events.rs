@@ -111,6 +111,7 @@ fn agent_on(provider: Arc<dyn Provider>) -> (Arc<Agent>, tempfile::TempDir) {
             model_retries: 2,
             tool_timeout: Duration::from_secs(1),
             intents: switchboard::agent::IntentRules::builtin(),
+            turn_deadline: switchboard::caps::DEFAULT_TURN_DEADLINE,
         },
     ));
     (agent, dir)

@@ -988,3 +988,88 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
     a.stop().await;
     b.stop().await;
 }
+
+/// Issue 23 item 8: the per-user caps on background tasks and schedules are
+/// counted in the database, so two gateway processes (two pools) inserting at
+/// once for the same user across four chats admit exactly the cap.
+#[tokio::test]
+async fn per_user_caps_hold_across_two_processes_on_one_database() {
+    use switchboard::store::Admission;
+    let tomorrow = chrono::Utc::now().timestamp_millis() + 86_400_000;
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        let stores = [
+            Store::open(&db.url).await.unwrap(),
+            Store::open(&db.url).await.unwrap(),
+        ];
+        let mut sessions = Vec::new();
+        for chat in 1..=4 {
+            let key = SessionKey {
+                platform: Platform::Test,
+                chat: ChatId(chat),
+                thread: Some(switchboard_platform::ThreadId(chat * 10)),
+                user: UserId(7),
+            };
+            sessions.push(stores[0].session(&key).await.unwrap().0);
+        }
+        let attempts = (0..40).map(|i| {
+            let store = stores[i % 2].clone();
+            let session = sessions[i % 4].clone();
+            async move {
+                let task = TaskRecord {
+                    id: format!("{i:032x}"),
+                    session_id: session.clone(),
+                    tool_name: "delegate_to_research".into(),
+                    arguments: "{}".into(),
+                    status: TaskStatus::Running,
+                    stage: String::new(),
+                    detail: String::new(),
+                    percent: None,
+                    result: None,
+                    chat: dm_chat(7),
+                    status_message: None,
+                    notify: switchboard::store::TaskNotify::Done,
+                    created_at: chrono::Utc::now(),
+                    finished_at: None,
+                };
+                let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
+                plan.session_id = session;
+                let t = store
+                    .insert_task_within_cap(&task, Platform::Test, UserId(7), 5)
+                    .await
+                    .unwrap();
+                let s = store
+                    .insert_schedule_within_cap(&plan, Platform::Test, UserId(7), 3)
+                    .await
+                    .unwrap();
+                (t, s)
+            }
+        });
+        let outcomes = futures::future::join_all(attempts).await;
+        let tasks = outcomes
+            .iter()
+            .filter(|(t, _)| *t == Admission::Admitted)
+            .count();
+        let schedules = outcomes
+            .iter()
+            .filter(|(_, s)| *s == Admission::Admitted)
+            .count();
+        assert_eq!((tasks, schedules), (5, 3), "{}", db.url);
+        let mut stored = 0;
+        for session in &sessions {
+            stored += stores[1].session_tasks(session, 100).await.unwrap().len();
+        }
+        assert_eq!(stored, 5);
+        // Another user of the same chats is not affected.
+        let other = stores[1]
+            .insert_schedule_within_cap(
+                &schedule("other", tomorrow, "run_once", "p"),
+                Platform::Test,
+                UserId(8),
+                3,
+            )
+            .await
+            .unwrap();
+        assert_eq!(other, Admission::Admitted);
+    }
+}

@@ -509,3 +509,142 @@ async fn a_sub_agent_can_work_in_the_background_and_report_by_notification() {
     );
     h.stop().await;
 }
+
+/// Issue 23 item 8: one model round started 150 background sub-agents without
+/// approval. A user has at most `MAX_TASKS_PER_USER` (default 5) unfinished
+/// background tasks across all their chats; calls past it get a clear error
+/// and start nothing. Another user has their own allowance.
+#[tokio::test]
+async fn one_round_asking_for_150_background_sub_agents_starts_only_the_users_cap() {
+    // The sub-agents stall on their model call: they stay running.
+    let h = Harness::with(&[("LLM_IDLE_TIMEOUT_SECS", "300")]).await;
+    h.llm.set_responder(|request| {
+        let all = messages(request);
+        if all[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("You are an analyst")
+        {
+            return Reply::text("working on it").then_stall();
+        }
+        if all.last().is_some_and(|m| m["role"] == "tool") {
+            return Reply::text("Started what I could.");
+        }
+        let n = match last_user_text(request).unwrap_or_default().as_str() {
+            "start 150" => 150,
+            _ => 1,
+        };
+        let user = last_user_text(request).unwrap_or_default().len();
+        Reply::tool_calls((0..n).map(|i| {
+            (
+                format!("call_{user}_{i}"),
+                "delegate_to_analysis",
+                json!({"task": format!("t{i}"), "background": true}),
+            )
+        }))
+    });
+    h.channel.dm(1, "start 150").await;
+    h.wait_for("the answer", |l| l.has_text("Started what I could."))
+        .await;
+    let requests = h.llm.requests().await;
+    let main = requests
+        .iter()
+        .find(|r| tool_results(r).len() == 150)
+        .expect("the round's 150 results");
+    let results = tool_results(main);
+    let started = results
+        .iter()
+        .filter(|(_, r)| r.starts_with("Started background task"))
+        .count();
+    let refused = results
+        .iter()
+        .filter(|(_, r)| r.contains("the limit is 5 per user") && r.contains("not started"))
+        .count();
+    assert_eq!((started, refused), (5, 145), "{results:#?}");
+    let session = h.session(1, 1).await;
+    let tasks = h
+        .running
+        .store
+        .session_tasks(&session.to_string(), 500)
+        .await
+        .unwrap();
+    assert_eq!(tasks.len(), 5, "only the admitted tasks were recorded");
+
+    // The same user in a group: still at the cap (it is per user, not per chat).
+    h.channel
+        .group(1, 900, switchboard_platform::Addressed::Mention, "one more")
+        .await;
+    h.wait_for("the group answer", |l| {
+        l.count_containing("Started what I could.") == 2
+    })
+    .await;
+    let more = first_result(&h, "call_8_0").await;
+    assert!(more.contains("the limit is 5 per user"), "{more}");
+
+    // Another user is not held back by user 1's tasks.
+    h.channel.dm(2, "go").await;
+    h.wait_for("user 2's answer", |l| {
+        l.count_containing("Started what I could.") == 3
+    })
+    .await;
+    let other = first_result(&h, "call_2_0").await;
+    assert!(other.starts_with("Started background task"), "{other}");
+    h.stop().await;
+}
+
+/// The result of tool call `id` in whichever request carried it.
+async fn first_result(h: &Harness, id: &str) -> String {
+    h.llm
+        .requests()
+        .await
+        .iter()
+        .flat_map(tool_results)
+        .find(|(call, _)| call == id)
+        .map(|(_, result)| result)
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+/// Issue 23 item 8: a model stream that keeps sending content had no overall
+/// deadline (the idle timeout never fires while chunks arrive). The turn ends
+/// at `TURN_DEADLINE_SECS` (default 600 s) and the user is told. The stream
+/// sends one word a second for 2,000 s, on a paused clock that the test moves:
+/// started after the gateway (its SQLite pool waits on a thread, which a
+/// paused clock would skip past) and moved by hand while the test task keeps
+/// the runtime busy, so it never jumps on its own.
+#[tokio::test]
+async fn a_stream_that_keeps_sending_ends_at_the_turn_deadline_and_the_user_is_told() {
+    let h = Harness::start().await;
+    let endless = vec!["word"; 2_000].join(" ");
+    h.llm
+        .push(Reply::text(&endless).with_chunk_delay(Duration::from_secs(1)));
+    h.llm
+        .push(Reply::text("a second model call must not happen"));
+    h.channel.dm(1, "tell me everything").await;
+    h.requests(1).await;
+    tokio::time::pause();
+    let began = tokio::time::Instant::now();
+    let told = loop {
+        if let Some(sent) = h.channel.log().find("time limit of 600 s") {
+            break sent.text.clone();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(2_000),
+            "the stream ran to its end without the turn stopping\n{}",
+            h.channel.log()
+        );
+        tokio::time::advance(Duration::from_millis(100)).await;
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::resume();
+    assert!(told.contains("TURN_DEADLINE_SECS"), "{told}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(590),
+        "stopped by the deadline, not before (on the test's clock)"
+    );
+    h.idle().await;
+    assert_eq!(h.llm.requests().await.len(), 1, "one model call, cut short");
+    assert_eq!(h.llm.remaining(), 1);
+    h.stop().await;
+}

@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::json;
-use support::e2e::{tool_result, Harness};
+use support::e2e::{tool_result, tool_results, Harness};
 use support::fake_llm::{last_user_text, Reply};
 use switchboard_platform::Addressed;
 
@@ -206,7 +206,8 @@ async fn bad_specs_are_refused_with_a_reason_for_the_model() {
 
 #[tokio::test]
 async fn a_conversation_has_a_schedule_cap() {
-    let h = Harness::start().await;
+    // Above the per-conversation cap, so that one is what stops the 21st.
+    let h = Harness::with(&[("MAX_SCHEDULES_PER_USER", "50")]).await;
     let calls: Vec<(String, &str, serde_json::Value)> = (0..21)
         .map(|i| {
             (
@@ -341,5 +342,99 @@ async fn a_fired_prompt_is_the_users_quoted_data_and_cannot_forge_markers() {
         inside,
         "no marker in any form is left inside the block"
     );
+    h.stop().await;
+}
+
+/// Issue 23 item 8: schedules were capped per conversation only, so forum
+/// topics (each its own conversation) multiplied them. The cap is per user,
+/// across topics, groups and the DM; other users are not affected.
+#[tokio::test]
+async fn a_user_has_a_schedule_cap_across_forum_topics_and_chats() {
+    use support::test_channel::user;
+    use switchboard_platform::{ChatAddress, ChatId, ChatKind, Platform, ThreadId};
+
+    let h = Harness::start().await;
+    // "make N in PLACE": one round asking for N hourly schedules; then a short
+    // answer. Arguments stay short and distinct (the loop guard compares them).
+    h.llm.set_responder(|request| {
+        let last = support::e2e::messages(request)
+            .last()
+            .cloned()
+            .unwrap_or_default();
+        if last["role"] == "tool" {
+            return Reply::text("done");
+        }
+        let text = last_user_text(request).unwrap_or_default();
+        let (n, place) = text
+            .strip_prefix("make ")
+            .and_then(|rest| rest.split_once(" in "))
+            .map(|(n, place)| (n.parse::<usize>().unwrap(), place.to_owned()))
+            .unwrap_or((0, String::new()));
+        Reply::tool_calls((0..n).map(|i| {
+            (
+                format!("call_{place}_{i}"),
+                "schedule",
+                json!({ "kind": "every", "spec": "3600", "prompt": format!("{place}{i}") }),
+            )
+        }))
+    });
+    let topic = |t: i64| ChatAddress::new(Platform::Test, ChatId(-100_700), Some(ThreadId(t)));
+    let mut results = Vec::new();
+    for (at, place, kind) in [
+        (topic(11), "t", ChatKind::Group),
+        (topic(12), "u", ChatKind::Group),
+        (
+            ChatAddress::new(Platform::Test, ChatId(-100_800), None),
+            "g",
+            ChatKind::Group,
+        ),
+        (
+            ChatAddress::new(Platform::Test, ChatId(1), None),
+            "dm",
+            ChatKind::Dm,
+        ),
+    ] {
+        let before = h.llm.requests().await.len();
+        let addressed = if kind == ChatKind::Dm {
+            Addressed::Dm
+        } else {
+            Addressed::Mention
+        };
+        h.channel
+            .message(user(1), at, kind, addressed, &format!("make 4 in {place}"))
+            .await;
+        let requests = h.requests(before + 2).await;
+        h.idle().await;
+        results.extend(tool_results(&requests[before + 1]));
+    }
+    let created = results
+        .iter()
+        .filter(|(_, r)| r.contains("schedule_id"))
+        .count();
+    let refused: Vec<&(String, String)> = results
+        .iter()
+        .filter(|(_, r)| r.contains("the limit is 10 per user"))
+        .collect();
+    assert_eq!(results.len(), 16, "{results:#?}");
+    assert_eq!(created, 10, "the default cap of 10 per user: {results:#?}");
+    assert_eq!(refused.len(), 6, "{results:#?}");
+    assert!(
+        refused.iter().all(|(id, _)| !id.starts_with("call_t_")),
+        "the first ones were created"
+    );
+
+    // Another user in the same forum still has their own allowance.
+    let before = h.llm.requests().await.len();
+    h.channel
+        .message(
+            user(2),
+            topic(11),
+            ChatKind::Group,
+            Addressed::Mention,
+            "make 1 in o",
+        )
+        .await;
+    let requests = h.requests(before + 2).await;
+    assert!(tool_result(&requests[before + 1], "call_o_0").contains("schedule_id"));
     h.stop().await;
 }

@@ -244,3 +244,71 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
         );
     }
 }
+
+/// Issue 23 item 8: button presses bypassed the per-user rate limit (100
+/// feedback presses caused 23 model calls). Feedback presses share the message
+/// limit (`USER_MESSAGES_PER_MINUTE`, 5 here) and those beyond it get a short
+/// "slow down" and start nothing; approval presses have their own allowance, so
+/// the card the user's turn waits on can still be decided.
+#[tokio::test]
+async fn a_flood_of_feedback_presses_is_rate_limited_and_approvals_still_go_through() {
+    let h = harness(&[("USER_MESSAGES_PER_MINUTE", "5")], &None).await;
+    h.llm.set_responder(|req| {
+        let last = messages(req).last().cloned().unwrap_or_default();
+        if is_distill(req) {
+            Reply::text(r#"{"rules": ["Be brief."]}"#)
+        } else if last["role"] == "tool" {
+            Reply::text("Wrote it.")
+        } else if last["content"] == "write it" {
+            Reply::tool_calls([(
+                "call_w",
+                "write_file",
+                serde_json::json!({"path": "out.txt", "content": "done\n"}),
+            )])
+        } else {
+            Reply::text("Here is an answer.")
+        }
+    });
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the answer", |l| l.any_contains("Here is an answer."))
+        .await;
+    h.idle().await;
+    let (up, down) = feedback_actions(&h, "Here is an answer.");
+    h.channel.dm(1, "write it").await;
+    let card = h.channel.card().await;
+
+    // Two messages used 2 of the 5: 3 presses go through, the rest are refused.
+    for i in 0..100 {
+        h.channel
+            .press(1, if i % 2 == 0 { &down } else { &up })
+            .await;
+    }
+    let log = h
+        .wait_for("every press answered", |l| l.answers().len() == 100)
+        .await;
+    let slowed = log
+        .answers()
+        .iter()
+        .filter(|(_, _, a)| matches!(a, PressAnswer::Private(t) if t.starts_with("Slow down")))
+        .count();
+    assert!(slowed >= 95, "{slowed} of 100 presses were limited");
+
+    // The approval still goes through.
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the approved answer", |l| l.has_text("Wrote it."))
+        .await;
+    h.idle().await;
+    assert_eq!(
+        std::fs::read_to_string(h.workspace().join("out.txt")).unwrap(),
+        "done\n"
+    );
+    let distills = h
+        .llm
+        .requests()
+        .await
+        .iter()
+        .filter(|r| is_distill(r))
+        .count();
+    assert!(distills <= 5, "{distills} model calls from presses");
+    h.stop().await;
+}

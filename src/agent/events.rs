@@ -17,6 +17,9 @@ pub enum StopReason {
     Cancelled,
     /// Another process resumed this turn; nothing is to be posted or saved here.
     Handover,
+    /// `TURN_DEADLINE_SECS` reached (streaming and tools included); `Done::text`
+    /// tells the user.
+    Deadline,
 }
 
 impl StopReason {
@@ -29,6 +32,7 @@ impl StopReason {
             StopReason::ModelError => "model_error",
             StopReason::Cancelled => "cancelled",
             StopReason::Handover => "handover",
+            StopReason::Deadline => "deadline",
         }
     }
 }

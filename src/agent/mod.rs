@@ -1,6 +1,7 @@
 //! The agent runtime: one turn of the ReAct loop, its events, guards and traces.
 
 mod compaction;
+mod deadline;
 mod doom_loop;
 mod events;
 mod host;

@@ -1,6 +1,7 @@
 //! One tool round: validate calls, guard against loops, approve, then run safe
 //! calls in parallel (at most 5) and the others serially, in the model's order.
 
+use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::RuntimeEvent;
 use super::host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
@@ -36,6 +37,8 @@ pub(crate) struct RoundRunner<'a> {
     pub system_context: Option<&'a str>,
     /// See [`super::AgentConfig::tool_timeout`].
     pub tool_timeout: Duration,
+    /// The turn's deadline: a running tool is stopped when it passes.
+    pub deadline: &'a Deadline,
 }
 
 /// What a round produced.
@@ -259,7 +262,14 @@ impl RoundRunner<'_> {
                 round: 0,
                 system_context: None,
             });
-            match self.host.approve(tool.spec(), call, &args, summary, checkpoint).await {
+            let decided = self
+                .deadline
+                .excluding(
+                    self.host
+                        .approve(tool.spec(), call, &args, summary, checkpoint),
+                )
+                .await;
+            match decided {
                 ApprovalOutcome::Allowed { arguments } => args = arguments,
                 ApprovalOutcome::Denied { reason } => {
                     return Ok(Err(match reason {
@@ -314,11 +324,23 @@ impl RoundRunner<'_> {
         // to stop (its cancel token) and dropped.
         let cancel = ctx.cancel.clone();
         let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
-        let finished = match progress_rx {
-            None => tokio::time::timeout(self.tool_timeout, &mut running)
-                .await
-                .ok(),
-            Some(rx) => self.forward_progress(call, &mut running, rx).await,
+        let waited = tokio::select! {
+            finished = async {
+                match progress_rx {
+                    None => tokio::time::timeout(self.tool_timeout, &mut running).await.ok(),
+                    Some(rx) => self.forward_progress(call, &mut running, rx).await,
+                }
+            } => Some(finished),
+            () = self.deadline.reached() => None,
+        };
+        let Some(finished) = waited else {
+            cancel.cancel();
+            running.abort();
+            tracing::warn!(tool = %call.name, "tool stopped at the turn deadline");
+            return Ok(Err(
+                "error: the turn reached its time limit (TURN_DEADLINE_SECS) and this call was stopped."
+                    .into(),
+            ));
         };
         let Some(joined) = finished else {
             cancel.cancel();

@@ -1,6 +1,7 @@
 //! The turn loop: stream the model, run tool rounds, feed observations back, stop.
 
 use super::compaction::{self, ContextView};
+use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::TurnHost;
@@ -33,6 +34,9 @@ pub struct AgentConfig {
     pub tool_timeout: Duration,
     /// Requests that must be answered from a tool (the intent guard).
     pub intents: IntentRules,
+    /// The longest one turn may take, streaming and tools included, approval
+    /// waits excluded (`TURN_DEADLINE_SECS`).
+    pub turn_deadline: Duration,
 }
 
 /// [`AgentConfig::tool_timeout`] by default: above `exec_command`'s 600 s cap.
@@ -217,6 +221,7 @@ impl Agent {
         };
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let started = Instant::now();
+        let deadline = Deadline::start(self.config.turn_deadline);
         let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
         let input = messages
             .get(new_from)
@@ -256,6 +261,7 @@ impl Agent {
             origin: origin.as_ref(),
             system_context: system_context.as_deref(),
             tool_timeout: self.config.tool_timeout,
+            deadline: &deadline,
         };
 
         let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
@@ -265,6 +271,9 @@ impl Agent {
             let calls = match pending.take() {
                 Some((_, calls)) => calls,
                 None => {
+                    if deadline.passed() {
+                        return t.stop_at_deadline(&mut pad, &turn_text, &deadline);
+                    }
                     let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
                     let text_out = if intents.holds_text() {
                         TextOut::Hold
@@ -294,9 +303,14 @@ impl Agent {
                             messages: shrink_earlier_results(&context.messages),
                             tools,
                         };
+                        // A stream that never ends stops at the deadline.
                         let called = tokio::select! {
-                            r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, tx, &mut t.usage, text_out) => r,
-                            () = cancel.cancelled() => Err(ModelFailure::Cancelled),
+                            r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, tx, &mut t.usage, text_out) => Some(r),
+                            () = cancel.cancelled() => Some(Err(ModelFailure::Cancelled)),
+                            () = deadline.reached() => None,
+                        };
+                        let Some(called) = called else {
+                            return t.stop_at_deadline(&mut pad, &turn_text, &deadline);
                         };
                         match called {
                             Ok(Called::Resize) => {}
@@ -455,6 +469,19 @@ struct TurnLog<'a> {
 }
 
 impl TurnLog<'_> {
+    /// Ends the turn at its deadline, telling the user (after what the
+    /// finished rounds said).
+    fn stop_at_deadline(
+        &mut self,
+        pad: &mut Scratchpad,
+        turn_text: &str,
+        deadline: &Deadline,
+    ) -> TurnOutcome {
+        self.messages.push(Message::assistant(deadline.notice()));
+        let text = deadline.stop_text(turn_text);
+        self.finish(pad, text, StopReason::Deadline)
+    }
+
     fn finish(&mut self, pad: &mut Scratchpad, text: String, stop: StopReason) -> TurnOutcome {
         pad.record(
             "final",

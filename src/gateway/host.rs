@@ -7,7 +7,7 @@ use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
 use crate::approvals::{ApprovalRequest, Decision, Opened};
 use crate::llm::{Message, ToolCall};
 use crate::store::{SessionKey, TurnContext, TurnOrigin, TurnState};
-use crate::tasks::TaskOrigin;
+use crate::tasks::{StartError, TaskOrigin};
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -170,9 +170,12 @@ impl TurnHost for GatewayHost {
             .tasks
             .start(tool, call, arguments, origin)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "could not start a background task");
-                "the task store is unavailable".to_owned()
+            .map_err(|e| match e {
+                StartError::UserCap { .. } => e.to_string(),
+                StartError::Store(e) => {
+                    tracing::error!(error = %e, "could not start a background task");
+                    "the task store is unavailable".to_owned()
+                }
             })
     }
 

@@ -41,6 +41,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             }
             keep_inbox(&inner).await;
             inner.limiter.prune();
+            inner.approval_presses.prune();
         }
         expire_due_approvals(&inner).await;
         // Wake for the next occurrence on time rather than on a fixed tick;

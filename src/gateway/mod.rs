@@ -14,6 +14,7 @@ mod memory_cmd;
 mod menu;
 mod outbound;
 mod scrubbed;
+mod press_limit;
 mod session;
 mod spool;
 mod tasks_cmd;
@@ -35,6 +36,7 @@ pub use commands::COMMANDS;
 use kept::Kept;
 use limiter::{Limit, UserLimiter};
 pub use scrubbed::ScrubbedAdapter;
+use press_limit::PressKind;
 use session::{SessionHandle, SessionInput};
 use spool::Spool;
 use std::collections::{HashMap, HashSet};
@@ -54,6 +56,9 @@ pub struct GatewaySettings {
     pub access_policy: AccessPolicy,
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
     pub user_messages_per_minute: u32,
+    /// Approval presses a user may make a minute (`APPROVAL_PRESSES_PER_MINUTE`),
+    /// apart from the message limit that feedback presses share.
+    pub approval_presses_per_minute: u32,
     pub approval_timeout: Duration,
     pub pairing_ttl: Duration,
     pub memory: MemoryConfig,
@@ -77,6 +82,8 @@ pub(crate) struct Inner {
     adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
     access: AccessControl,
     limiter: UserLimiter,
+    /// Approval presses' own allowance (see [`press_limit`]).
+    approval_presses: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
@@ -155,6 +162,7 @@ impl Gateway {
                     .unwrap_or(chrono::Duration::hours(1)),
             ),
             limiter: UserLimiter::new(settings.user_messages_per_minute),
+            approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
             sessions: Mutex::new(HashMap::new()),
             busy,
             metrics,
@@ -341,6 +349,11 @@ impl Gateway {
             };
             match parse_action(&press.action) {
                 Some((id, choice)) => {
+                    if !press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Approval)
+                        .await
+                    {
+                        return;
+                    }
                     if inner
                         .approvals
                         .handle_press(adapter.as_ref(), &press, &id, choice)
@@ -352,7 +365,11 @@ impl Gateway {
                     }
                 }
                 None if parse_feedback(&press.action).is_some() => {
-                    memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
+                    if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback)
+                        .await
+                    {
+                        memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
+                    }
                 }
                 None => {
                     tracing::info!(action = %press.action, "press on an unknown button");

@@ -3,6 +3,7 @@
 mod access;
 mod approvals;
 mod backoff;
+mod caps;
 mod events;
 mod feedback;
 mod inbox;
@@ -20,6 +21,7 @@ mod usage;
 pub use access::{AdmittedUser, PairingCode};
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub(crate) use backoff::Backoff;
+pub use caps::Admission;
 pub use events::SystemEvent;
 pub use feedback::{FeedbackRecord, Rated};
 pub use inbox::InboxEntry;

@@ -47,24 +47,7 @@ const COLUMNS: &str =
 
 impl Store {
     pub async fn insert_schedule(&self, s: &ScheduleRecord) -> Result<(), StoreError> {
-        let origin =
-            serde_json::to_string(&s.origin).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        sqlx::query(
-            "INSERT INTO schedules (id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, active, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)",
-        )
-        .bind(&s.id)
-        .bind(&s.session_id)
-        .bind(origin)
-        .bind(&s.kind)
-        .bind(&s.spec)
-        .bind(&s.timezone)
-        .bind(&s.prompt)
-        .bind(&s.missed)
-        .bind(s.next_run_at)
-        .bind(super::now())
-        .execute(&self.pool)
-        .await?;
+        insert_schedule_query(s)?.execute(&self.pool).await?;
         Ok(())
     }
 
@@ -226,4 +209,26 @@ fn schedule_from_row(r: &sqlx::any::AnyRow) -> Result<ScheduleRecord, StoreError
         fired_count: r.try_get("fired_count")?,
         active: r.try_get::<i64, _>("active")? == 1,
     })
+}
+
+/// The insert of a new schedule row (also run inside a capped transaction).
+pub(super) fn insert_schedule_query(
+    s: &ScheduleRecord,
+) -> Result<sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments<'static>>, StoreError> {
+    let origin =
+        serde_json::to_string(&s.origin).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(sqlx::query(
+        "INSERT INTO schedules (id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, active, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)",
+    )
+    .bind(s.id.clone())
+    .bind(s.session_id.clone())
+    .bind(origin)
+    .bind(s.kind.clone())
+    .bind(s.spec.clone())
+    .bind(s.timezone.clone())
+    .bind(s.prompt.clone())
+    .bind(s.missed.clone())
+    .bind(s.next_run_at)
+    .bind(super::now()))
 }

@@ -107,23 +107,7 @@ pub(crate) const LEASE_MS: i64 = 60_000;
 
 impl Store {
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
-        let chat =
-            serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        sqlx::query(
-            "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(&t.id)
-        .bind(&t.session_id)
-        .bind(&t.tool_name)
-        .bind(&t.arguments)
-        .bind(t.status.as_str())
-        .bind(chat)
-        .bind(ms(t.created_at))
-        .bind(t.notify.as_str())
-        .bind(now() + LEASE_MS)
-        .execute(&self.pool)
-        .await?;
+        insert_task_query(t)?.execute(&self.pool).await?;
         Ok(())
     }
 
@@ -328,6 +312,26 @@ fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
         created_at: dt(r.try_get("created_at")?),
         finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(dt),
     })
+}
+
+/// The insert of a new task row (also run inside a capped transaction).
+pub(super) fn insert_task_query(
+    t: &TaskRecord,
+) -> Result<sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments<'static>>, StoreError> {
+    let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(sqlx::query(
+        "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(t.id.clone())
+    .bind(t.session_id.clone())
+    .bind(t.tool_name.clone())
+    .bind(t.arguments.clone())
+    .bind(t.status.as_str())
+    .bind(chat)
+    .bind(ms(t.created_at))
+    .bind(t.notify.as_str())
+    .bind(now() + LEASE_MS))
 }
 
 #[cfg(test)]

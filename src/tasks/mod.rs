@@ -2,11 +2,13 @@
 //! status message, record the outcome, and hand the result back to the gateway
 //! as a system notification for the originating session.
 
+mod admission;
 mod progress;
 mod reporter;
 mod schedule;
 mod slots;
 
+pub use admission::StartError;
 pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
 use crate::busy::{Busy, BusyGuard};
@@ -94,6 +96,8 @@ pub struct TaskManager {
     finished: mpsc::Sender<TaskFinished>,
     running: Mutex<HashMap<String, CancellationToken>>,
     slots: Slots,
+    /// Unfinished tasks one user may have across all chats (`MAX_TASKS_PER_USER`).
+    per_user: usize,
     shutdown: CancellationToken,
     busy: Busy,
 }
@@ -105,12 +109,14 @@ impl TaskManager {
         shutdown: CancellationToken,
         busy: Busy,
         per_session: usize,
+        per_user: usize,
     ) -> Arc<TaskManager> {
         Arc::new(TaskManager {
             store,
             finished,
             running: Mutex::new(HashMap::new()),
             slots: Slots::new(per_session),
+            per_user: per_user.max(1),
             shutdown,
             busy,
         })
@@ -119,13 +125,14 @@ impl TaskManager {
     /// Records the task and starts it, or queues it behind the conversation's
     /// running tasks; returns the task id at once. The call's optional
     /// `notify` argument (`done`, `changes`, `silent`) sets who hears about it.
+    /// Refused, and nothing recorded, when the user is at `MAX_TASKS_PER_USER`.
     pub async fn start(
         self: &Arc<Self>,
         tool: Arc<dyn Tool>,
         call: &ToolCall,
         args: Value,
         origin: TaskOrigin,
-    ) -> Result<String, StoreError> {
+    ) -> Result<String, StartError> {
         let notify = args
             .get("notify")
             .and_then(Value::as_str)
@@ -153,7 +160,7 @@ impl TaskManager {
             created_at: chrono::Utc::now(),
             finished_at: None,
         };
-        if let Err(e) = self.store.insert_task(&record).await {
+        if let Err(e) = admission::admit(&self.store, &record, &origin, self.per_user).await {
             drop(slot);
             self.slots.release(&origin.session_id);
             return Err(e);

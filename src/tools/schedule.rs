@@ -1,7 +1,7 @@
 //! `schedule` and `cancel_task`: future work on the user's behalf, and stopping it.
 
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::store::{ScheduleRecord, Store};
+use crate::store::{Admission, ScheduleRecord, Store};
 use crate::tasks::{first_occurrence, Cancelled, TaskManager};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,6 +15,8 @@ pub struct ScheduleTool {
     spec: ToolSpec,
     store: Store,
     timezone: String,
+    /// Active schedules one user may have across all chats and topics.
+    per_user: usize,
 }
 
 #[derive(Deserialize)]
@@ -57,7 +59,15 @@ impl ScheduleTool {
             },
             store,
             timezone,
+            per_user: crate::caps::DEFAULT_MAX_SCHEDULES_PER_USER,
         }
+    }
+
+    /// Caps the active schedules of one user across all their chats and
+    /// topics (`MAX_SCHEDULES_PER_USER`).
+    pub fn with_user_cap(mut self, per_user: usize) -> ScheduleTool {
+        self.per_user = per_user.max(1);
+        self
     }
 }
 
@@ -116,13 +126,22 @@ impl Tool for ScheduleTool {
             fired_count: 0,
             active: true,
         };
-        self.store
-            .insert_schedule(&record)
+        let (platform, user) = (record.origin.key.platform, record.origin.key.user);
+        let admitted = self
+            .store
+            .insert_schedule_within_cap(&record, platform, user, self.per_user)
             .await
             .map_err(|e| ToolError::Failed {
                 message: "could not store the schedule".into(),
                 diagnostics: Some(e.to_string()),
             })?;
+        if let Admission::Full(held) = admitted {
+            return Err(ToolError::Forbidden(format!(
+                "you already have {held} active schedules (the limit is {} per user, across all chats and topics); \
+                 this one was not created. Cancel one first",
+                self.per_user
+            )));
+        }
         let when = chrono::DateTime::from_timestamp_millis(next)
             .map(|t| t.to_rfc3339())
             .unwrap_or_default();
