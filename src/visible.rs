@@ -92,14 +92,17 @@ fn flush_blank_lines(out: &mut Visible, n: usize) {
 fn push_line(out: &mut Visible, line: &str) {
     let line_has_ascii_letter = line.chars().any(|c| c.is_ascii_alphabetic());
     let chars: Vec<char> = line.chars().collect();
+    let blank = |c: &char| *c == ' ' || *c == '\t';
+    // Whether the current word holds ASCII letters or digits (computed once
+    // per word, so a long word stays linear).
+    let mut word_has_ascii = false;
+    // Whether the previous characters are a black flag and its tags.
+    let mut in_flag = false;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        if c == ' ' || c == '\t' {
-            let run = chars[i..]
-                .iter()
-                .take_while(|&&c| c == ' ' || c == '\t')
-                .count();
+        if blank(&c) {
+            let run = chars[i..].iter().take_while(|c| blank(c)).count();
             if run > MAX_BLANK_RUN {
                 out.text.push_str(&format!("⟨{run} spaces⟩"));
                 out.collapsed += 1;
@@ -109,20 +112,27 @@ fn push_line(out: &mut Visible, line: &str) {
             i += run;
             continue;
         }
-        let word = word_around(&chars, i);
+        if i == 0 || blank(&chars[i - 1]) {
+            word_has_ascii = chars[i..]
+                .iter()
+                .take_while(|c| !blank(c))
+                .any(char::is_ascii_alphanumeric);
+        }
         let prev = i.checked_sub(1).map(|p| chars[p]);
         let next = chars.get(i + 1).copied();
-        let escape = match class(c) {
+        let kind = class(c);
+        let escape = match kind {
             Class::Plain => false,
             Class::Hidden => true,
-            Class::LookAlike => word.iter().any(char::is_ascii_alphanumeric),
+            Class::LookAlike => word_has_ascii,
             Class::RightToLeft => line_has_ascii_letter,
             Class::Joiner => !(prev.is_some_and(pictographic) && next.is_some_and(pictographic)),
             Class::Selector => {
                 prev.is_none_or(|p| p.is_ascii() || matches!(class(p), Class::Selector))
             }
-            Class::Tag => !in_flag_tag_sequence(&chars[..i]),
+            Class::Tag => !in_flag,
         };
+        in_flag = c == '\u{1F3F4}' || (in_flag && kind == Class::Tag);
         if escape {
             out.text.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
             out.escaped += 1;
@@ -131,27 +141,6 @@ fn push_line(out: &mut Visible, line: &str) {
         }
         i += 1;
     }
-}
-
-/// The word (run of non-blank characters) holding `chars[i]`.
-fn word_around(chars: &[char], i: usize) -> &[char] {
-    let blank = |c: &char| *c == ' ' || *c == '\t';
-    let start = chars[..i].iter().rposition(blank).map_or(0, |p| p + 1);
-    let end = chars[i..]
-        .iter()
-        .position(blank)
-        .map_or(chars.len(), |p| i + p);
-    &chars[start..end]
-}
-
-/// Whether the tag characters before position `i` follow a black flag
-/// (the subdivision flags 🏴󠁧󠁢󠁳󠁣󠁴󠁿 are the one legitimate use of tags).
-fn in_flag_tag_sequence(before: &[char]) -> bool {
-    let start = before
-        .iter()
-        .rposition(|c| !matches!(class(*c), Class::Tag))
-        .map(|p| before[p]);
-    start == Some('\u{1F3F4}')
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
