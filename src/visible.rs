@@ -332,6 +332,14 @@ mod tests {
     }
 
     #[test]
+    fn rule_listings_are_shown_like_cards() {
+        assert_eq!(
+            crate::approvals::describe_rule("prefix:ls \u{202e}x"),
+            "commands starting with `ls ⟨U+202E⟩x`"
+        );
+    }
+
+    #[test]
     fn a_literal_escape_cannot_pass_for_one() {
         let v = visible("⟨U+0020⟩");
         assert_eq!(v.text, "⟨U+27E8⟩U+0020⟨U+27E9⟩");
