@@ -614,7 +614,6 @@ async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
     .await;
     h.idle().await;
 
-    let mut cards = 1;
     for (n, attack) in [
         "git log -1 --output=2 --format=echo%x20pwned%x3b%x20id%x20%x3e%x20OUT",
         "git config core.fsmonitor sh",
@@ -632,7 +631,7 @@ async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
         )]));
         h.llm.push(Reply::text("Not run."));
         h.channel.dm(1, "again").await;
-        cards += 1;
+        let cards = n + 2;
         let log = h
             .wait_for("a card for the attack", |l| l.cards_ever() == cards)
             .await;
