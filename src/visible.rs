@@ -54,6 +54,16 @@ const MAX_BLANK_LINES: usize = 2;
 /// on lines that also hold ASCII letters, so nothing on such a line can be
 /// reordered.
 pub(crate) fn visible(text: &str) -> Visible {
+    escape(text, false)
+}
+
+/// [`visible`] for a shell command: every look-alike and right-to-left
+/// letter is escaped, wherever it stands (`echo ѕаfe` shows `⟨U+0455⟩`).
+pub(crate) fn visible_command(text: &str) -> Visible {
+    escape(text, true)
+}
+
+fn escape(text: &str, strict: bool) -> Visible {
     let mut out = Visible {
         text: String::with_capacity(text.len()),
         escaped: 0,
@@ -69,7 +79,7 @@ pub(crate) fn visible(text: &str) -> Visible {
         }
         flush_blank_lines(&mut out, blank_lines);
         blank_lines = 0;
-        push_line(&mut out, line);
+        push_line(&mut out, line, strict);
         if !last {
             out.text.push('\n');
         }
@@ -89,7 +99,7 @@ fn flush_blank_lines(out: &mut Visible, n: usize) {
     }
 }
 
-fn push_line(out: &mut Visible, line: &str) {
+fn push_line(out: &mut Visible, line: &str, strict: bool) {
     let line_has_ascii_letter = line.chars().any(|c| c.is_ascii_alphabetic());
     let chars: Vec<char> = line.chars().collect();
     let blank = |c: &char| *c == ' ' || *c == '\t';
@@ -124,8 +134,8 @@ fn push_line(out: &mut Visible, line: &str) {
         let escape = match kind {
             Class::Plain => false,
             Class::Hidden => true,
-            Class::LookAlike => word_has_ascii,
-            Class::RightToLeft => line_has_ascii_letter,
+            Class::LookAlike => strict || word_has_ascii,
+            Class::RightToLeft => strict || line_has_ascii_letter,
             Class::Joiner => !(prev.is_some_and(pictographic) && next.is_some_and(pictographic)),
             Class::Selector => {
                 prev.is_none_or(|p| p.is_ascii() || matches!(class(p), Class::Selector))
@@ -290,6 +300,18 @@ mod tests {
         // A minus sign posing as a hyphen; a no-break space posing as a space.
         assert_eq!(visible("rm \u{2212}rf").text, "rm ⟨U+2212⟩rf");
         assert_eq!(visible("a\u{a0}b").text, "a⟨U+00A0⟩b");
+    }
+
+    #[test]
+    fn commands_escape_every_look_alike() {
+        let v = visible_command("$ echo ѕаfe; echo привет\n\u{5d0}");
+        assert_eq!(
+            v.text,
+            "$ echo ⟨U+0455⟩⟨U+0430⟩fe; echo ⟨U+043F⟩⟨U+0440⟩⟨U+0438⟩⟨U+0432⟩⟨U+0435⟩⟨U+0442⟩\n⟨U+05D0⟩"
+        );
+        assert_eq!(v.escaped, 9);
+        // Accented Latin and emoji are not look-alikes.
+        assert_eq!(visible_command("echo café 👋").escaped, 0);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
 use crate::store::{ApprovalRecord, ApprovalStatus};
-use crate::visible::visible;
+use crate::visible::{visible, visible_command};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
 
 /// A choice on an approval card; its short code travels in the action id.
@@ -86,7 +86,11 @@ fn body(record: &ApprovalRecord) -> String {
     // Shown as it will run: hidden, bidi and look-alike characters escaped
     // and counted (see `visible`), so the text cannot pass for another.
     let requester = visible(&record.requester_name);
-    let mut summary = visible(&record.summary);
+    let mut summary = if record.tool_name == "exec_command" {
+        visible_command(&record.summary)
+    } else {
+        visible(&record.summary)
+    };
     summary.escaped += requester.escaped;
     format!(
         "**{}** (`{}`) requested by {}\n{}```\n{}\n```\nid `{}`",
