@@ -23,6 +23,7 @@ pub mod store;
 pub mod tasks;
 mod text;
 pub mod tools;
+mod visible;
 pub mod wiring;
 
 pub use app::{

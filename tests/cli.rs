@@ -431,6 +431,48 @@ async fn chat_denies_a_pending_card_at_end_of_input_and_exits() {
     assert!(!env.workspace().join("never.txt").exists());
 }
 
+#[tokio::test]
+async fn chat_prints_carriage_returns_and_escape_sequences_inert() {
+    // Raw on a terminal, `\r` and the erase sequence leave only `$ echo SAFE`
+    // on the card's line, and OSC 52 writes the operator's clipboard.
+    const COMMAND: &str = "touch X #\r\x1b[2K$ echo SAFE\x1b]52;c;cm0gLXJmIH4=\x07";
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|request| {
+        if last_message(request)["role"] == "tool" {
+            // The model's answer repeats the command as it was.
+            Reply::text(&format!("Not run: {COMMAND}"))
+        } else {
+            Reply::tool_calls([("call_1", "exec_command", json!({ "command": COMMAND }))])
+        }
+    });
+    let env = Env::new(&llm.base_url()).set("APPROVAL_TIMEOUT", "60");
+    let mut chat = env.spawn(&["chat"]);
+    chat.write("please run it\nn\n").await;
+    chat.close_stdin();
+    let done = chat.finish().await;
+
+    assert_eq!(done.code(), Some(0), "{done}");
+    assert!(done.stdout.contains("Denied"), "{done}");
+    assert!(!env.workspace().join("X").exists(), "{done}");
+    let out = &done.stdout;
+    assert!(
+        out.contains("$ touch X #⟨U+000D⟩⟨U+001B⟩[2K$ echo SAFE⟨U+001B⟩]52;c;"),
+        "{done}"
+    );
+    assert!(
+        out.contains("⚠ hidden, control or look-alike characters shown as ⟨U+…⟩: 4"),
+        "{done}"
+    );
+    assert!(
+        out.contains("Not run: touch X #␍␛[2K$ echo SAFE␛]52;c;cm0gLXJmIH4=␇"),
+        "{done}"
+    );
+    assert!(
+        !out.contains('\r') && !out.contains('\x1b') && !out.contains('\x07'),
+        "{out:?}"
+    );
+}
+
 // ---------------------------------------------------------------- operator commands
 
 #[tokio::test]

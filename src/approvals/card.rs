@@ -1,6 +1,7 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
 use crate::store::{ApprovalRecord, ApprovalStatus};
+use crate::visible::{visible, visible_command};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
 
 /// A choice on an approval card; its short code travels in the action id.
@@ -82,12 +83,22 @@ pub fn short_id(id: &str) -> &str {
 }
 
 fn body(record: &ApprovalRecord) -> String {
+    // Shown as it will run: hidden, bidi and look-alike characters escaped
+    // and counted (see `visible`), so the text cannot pass for another.
+    let requester = visible(&record.requester_name);
+    let mut summary = if record.tool_name == "exec_command" {
+        visible_command(&record.summary)
+    } else {
+        visible(&record.summary)
+    };
+    summary.escaped += requester.escaped;
     format!(
-        "**{}** (`{}`) requested by {}\n```\n{}\n```\nid `{}`",
+        "**{}** (`{}`) requested by {}\n{}```\n{}\n```\nid `{}`",
         record.tool_display,
         record.tool_name,
-        record.requester_name,
-        record.summary.replace("```", "ʼʼʼ"),
+        requester.text,
+        summary.warning(),
+        summary.text.replace("```", "ʼʼʼ"),
         short_id(&record.id)
     )
 }
@@ -139,7 +150,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
             let reason = record
                 .reason
                 .as_deref()
-                .map(|r| format!(" — {r}"))
+                .map(|r| format!(" — {}", visible(r).text))
                 .unwrap_or_default();
             format!("⛔ **Denied**{who}{when}{reason}")
         }

@@ -19,6 +19,7 @@
 //! write, an `--output`/`-o` option, and a `--format`/`--pretty` with `%`
 //! escapes always ask ([`always_asks`]).
 
+use crate::visible::visible;
 use serde_json::Value;
 
 const PREFIX: &str = "prefix:";
@@ -150,16 +151,18 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
 pub fn describe(pattern: &str) -> String {
     match pattern.strip_prefix(PREFIX) {
         Some(prefix) => describe_prefix(prefix),
-        None => format!("exactly `{pattern}`"),
+        None => format!("exactly `{}`", visible(pattern).text),
     }
 }
 
 pub fn describe_prefix(prefix: &str) -> String {
     let prefix = normalize(prefix);
+    // Shown like a card: a rule cannot pass for another either.
+    let shown = visible(&prefix).text;
     if open_ended(&prefix) {
-        format!("commands starting with `{prefix}`")
+        format!("commands starting with `{shown}`")
     } else {
-        format!("exactly the command `{prefix}`")
+        format!("exactly the command `{shown}`")
     }
 }
 

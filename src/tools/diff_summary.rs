@@ -1,7 +1,5 @@
 //! A short line-diff summary of a pending file write, for the approval card.
 
-use super::args::truncate_chars;
-
 /// How many changed lines the summary shows before "… more".
 const MAX_SHOWN: usize = 16;
 /// Width of a shown line.
@@ -46,11 +44,41 @@ fn push_preview(out: &mut String, lines: &[&str], first_line_no: usize) {
     }
     out.push_str(&format!("@@ line {first_line_no}\n"));
     for line in lines.iter().take(MAX_SHOWN) {
-        out.push_str(&format!("+ {}\n", truncate_chars(line, LINE_CHARS)));
+        push_line(out, '+', line);
     }
     if lines.len() > MAX_SHOWN {
-        out.push_str(&format!("… {} more lines\n", lines.len() - MAX_SHOWN));
+        let rest = &lines[MAX_SHOWN..];
+        out.push_str(&format!(
+            "… {} more lines ({} characters) not shown\n",
+            thousands(rest.len()),
+            thousands(rest.iter().map(|l| l.chars().count() + 1).sum())
+        ));
     }
+}
+
+/// One shown line, cut at `LINE_CHARS` with the cut part counted.
+fn push_line(out: &mut String, sign: char, line: &str) {
+    match line.char_indices().nth(LINE_CHARS) {
+        Some((idx, _)) => out.push_str(&format!(
+            "{sign} {}… ({} more characters not shown)\n",
+            &line[..idx],
+            thousands(line[idx..].chars().count())
+        )),
+        None => out.push_str(&format!("{sign} {line}\n")),
+    }
+}
+
+/// `1204` as `1,204`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +116,7 @@ fn replace_summary(old: &[&str], new: &[&str], old_bytes: usize, new_bytes: usiz
     let mut shown = 0;
     let mut in_hunk = false;
     let mut new_no = prefix; // lines of the new file before the current op
-    for op in &ops {
+    for (i, op) in ops.iter().enumerate() {
         match op {
             Op::Keep => {
                 in_hunk = false;
@@ -97,7 +125,19 @@ fn replace_summary(old: &[&str], new: &[&str], old_bytes: usize, new_bytes: usiz
             }
             _ if shown == MAX_SHOWN => {
                 let rest = added + removed - shown;
-                out.push_str(&format!("… {rest} more changed lines\n"));
+                let chars: usize = ops[i..]
+                    .iter()
+                    .map(|op| match op {
+                        Op::Remove(i) => old_mid[*i].chars().count() + 1,
+                        Op::Add(j) => new_mid[*j].chars().count() + 1,
+                        Op::Keep => 0,
+                    })
+                    .sum();
+                out.push_str(&format!(
+                    "… {} more changed lines ({} characters) not shown\n",
+                    thousands(rest),
+                    thousands(chars)
+                ));
                 break;
             }
             _ => {}
@@ -107,11 +147,9 @@ fn replace_summary(old: &[&str], new: &[&str], old_bytes: usize, new_bytes: usiz
             in_hunk = true;
         }
         match op {
-            Op::Remove(i) => {
-                out.push_str(&format!("- {}\n", truncate_chars(old_mid[*i], LINE_CHARS)))
-            }
+            Op::Remove(i) => push_line(&mut out, '-', old_mid[*i]),
             Op::Add(j) => {
-                out.push_str(&format!("+ {}\n", truncate_chars(new_mid[*j], LINE_CHARS)));
+                push_line(&mut out, '+', new_mid[*j]);
                 new_no += 1;
             }
             Op::Keep => {}
@@ -207,8 +245,36 @@ mod tests {
         let new: String = (0..100).map(|i| format!("{i}\n")).collect();
         let s = summarize(Some("old\n"), &new, false);
         assert!(s.contains("changes: +100 −1 lines"), "{s}");
-        assert!(s.contains("… 85 more changed lines"), "{s}");
+        assert!(
+            s.contains("… 85 more changed lines (255 characters) not shown"),
+            "{s}"
+        );
         assert!(s.lines().count() < 25, "{s}");
+    }
+
+    #[test]
+    fn hidden_lines_and_characters_are_counted() {
+        let long = format!("echo SAFE{}", "x".repeat(200));
+        let new: String = std::iter::once(long.clone())
+            .chain((1..=20).map(|i| format!("line {i:02}")))
+            .map(|l| l + "\n")
+            .collect();
+        let s = summarize(None, &new, false);
+        assert!(
+            s.contains(&format!(
+                "+ {}… (49 more characters not shown)\n",
+                &long[..160]
+            )),
+            "{s}"
+        );
+        // Lines 17..=21 of the file (line 16..=20 of the list): 5 × "line NN\n".
+        assert!(
+            s.contains("… 5 more lines (40 characters) not shown\n"),
+            "{s}"
+        );
+        assert_eq!(thousands(1_204), "1,204");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! card still waiting is denied (nobody is left to answer it), so the turn
 //! ends and the process can exit.
 
+mod inert;
 mod render;
 mod style;
 

@@ -1,5 +1,6 @@
 //! What the console prints: streamed text as suffixes, cards with key hints.
 
+use crate::inert::inert;
 use crate::style::Styler;
 use std::io::Write;
 use switchboard_platform::{ActionId, Button, MessageId, OutgoingMessage};
@@ -162,17 +163,19 @@ impl<W: Write> Screen<W> {
         }
     }
 
-    /// Message text: styled a line at a time on a terminal.
+    /// Message text: styled a line at a time on a terminal, never with the
+    /// text's own control characters (see `inert`).
     fn write_md(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
+        let shown = inert(text);
         match &mut self.styler {
             Some(styler) => {
-                let styled = styler.feed(text);
+                let styled = styler.feed(&shown);
                 self.emit(&styled);
             }
-            None => self.emit(text),
+            None => self.emit(&shown),
         }
         self.mid_line = !text.ends_with('\n');
     }
@@ -186,7 +189,8 @@ impl<W: Write> Screen<W> {
         if let Some(pending) = self.styler.as_mut().map(Styler::flush) {
             self.emit(&pending);
         }
-        self.emit(text);
+        // Notices and button labels carry text from the core too.
+        self.emit(&inert(text));
         self.mid_line = !text.ends_with('\n');
     }
 
@@ -250,6 +254,43 @@ mod tests {
             plain, "Hi there\n• a\nRun this?\n[y] Ly   [n] Ln\n",
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_card_with_terminal_controls_prints_inert() {
+        for styled in [false, true] {
+            let mut s = if styled {
+                Screen::styled(Vec::new())
+            } else {
+                Screen::new(Vec::new())
+            };
+            let card = "Run?\n```\n$ touch X #\r$ echo SAFE\n$ a\x1b[2K\x1b[1Gb\x1b]52;c;cm0gLXJm\x07 \u{9b}2J\n```";
+            s.print_new(&text(card).with_buttons(approval_buttons(6)));
+            s.print_notice("press \x1b]52;c;eA==\x07");
+            let out = String::from_utf8(s.out).unwrap();
+            assert!(out.contains("$ touch X #␍$ echo SAFE"), "{out:?}");
+            assert!(
+                out.contains("a␛[2K␛[1Gb␛]52;c;cm0gLXJm␇ ⟨U+009B⟩2J"),
+                "{out:?}"
+            );
+            assert!(out.contains("press ␛]52;c;eA==␇"), "{out:?}");
+            assert!(!out.contains('\r') && !out.contains('\x07'), "{out:?}");
+            assert!(
+                !out.contains("\x1b]") && !out.contains("\x1b[2K"),
+                "{out:?}"
+            );
+            assert!(!out.contains('\u{9b}'), "{out:?}");
+        }
+        // Markdown entities decode to controls on a terminal: inert too.
+        let mut s = Screen::styled(Vec::new());
+        s.print_new(&text("see &#27;]52;c;eA==&#7; [x](&#27;[2J) `&#13;`\n"));
+        let out = String::from_utf8(s.out).unwrap();
+        assert!(out.contains("see ␛]52;c;eA==␇"), "{out:?}");
+        assert!(
+            !out.contains("\x1b]") && !out.contains("\x1b[2J"),
+            "{out:?}"
+        );
+        assert!(!out.contains('\x07'), "{out:?}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! shown in one colour. Only used on a terminal: piped output stays the exact
 //! text (scripts read it), and `NO_COLOR` turns it off.
 
+use crate::inert::inert;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 const BOLD: &str = "\x1b[1m";
@@ -105,7 +106,7 @@ fn style_line(line: &str) -> String {
                 },
                 Tag::Link { dest_url, .. } => {
                     out.push_str(UNDERLINE);
-                    link.push(dest_url.to_string());
+                    link.push(inert(&dest_url).into_owned());
                 }
                 Tag::CodeBlock(_) => out.push_str(CODE),
                 _ => {}
@@ -127,9 +128,10 @@ fn style_line(line: &str) -> String {
                 TagEnd::CodeBlock => out.push_str(NOT_CODE),
                 _ => {}
             },
-            Event::Text(t) => out.push_str(t.trim_end_matches('\n')),
-            Event::Code(t) => out.push_str(&format!("{CODE}{t}{NOT_CODE}")),
-            Event::Html(t) | Event::InlineHtml(t) => out.push_str(&t),
+            // Entities (`&#27;`) decode to controls: made inert again.
+            Event::Text(t) => out.push_str(&inert(t.trim_end_matches('\n'))),
+            Event::Code(t) => out.push_str(&format!("{CODE}{}{NOT_CODE}", inert(&t))),
+            Event::Html(t) | Event::InlineHtml(t) => out.push_str(&inert(&t)),
             Event::SoftBreak | Event::HardBreak => out.push(' '),
             Event::Rule => out.push_str(&format!("{DIM}────────{NOT_BOLD}")),
             _ => {}
