@@ -13,7 +13,7 @@ use support::e2e::{files_under, messages, tool_results, Harness};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::tcp_proxy::TcpProxy;
-use switchboard_platform::{Platform, UserId};
+use switchboard_platform::{Activity, Platform, UserId};
 
 const HELD: &str = "My storage is unavailable right now";
 
@@ -469,6 +469,19 @@ async fn a_gateway_started_on_a_read_only_database_recovers_once_it_is_writable(
     h.stop().await;
 }
 
+/// Whether an answer containing `text` was given and its turn is over (the
+/// chat went idle after it: the exchange was saved or held by then).
+fn turn_over(log: &support::test_channel::Log, text: &str) -> bool {
+    log.any_contains(text)
+        && matches!(
+            log.ops.last(),
+            Some(support::test_channel::Op::Activity {
+                activity: Activity::Idle,
+                ..
+            })
+        )
+}
+
 /// Answers "echo: …" and, when asked `trigger`, turns the database read-only
 /// just before answering: the turn ran, its exchange cannot be saved. The
 /// files are made writable again when the returned slot is emptied.
@@ -503,7 +516,7 @@ async fn an_answer_given_while_the_database_turns_read_only_is_saved_when_it_is_
     h.channel.dm(1, "during").await;
     let log = h
         .wait_for("the answer given while read-only", |l| {
-            l.any_contains("echo: during")
+            turn_over(l, "echo: during")
         })
         .await;
     let Some(files) = read_only.lock().unwrap().take() else {
@@ -548,7 +561,7 @@ async fn an_answer_still_unsaved_at_shutdown_is_saved_by_the_next_start() {
     h.idle().await;
     h.channel.dm(1, "during").await;
     h.wait_for("the answer given while read-only", |l| {
-        l.any_contains("echo: during")
+        turn_over(l, "echo: during")
     })
     .await;
     let Some(files) = read_only.lock().unwrap().take() else {
