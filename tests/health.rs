@@ -92,7 +92,9 @@ async fn a_database_file_deleted_under_the_gateway_turns_health_red() {
         .await;
     h.idle().await;
     let health = || async {
-        let r = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
+        let r = reqwest::get(format!("http://{addr}/healthz"))
+            .await
+            .unwrap();
         let status = r.status();
         (status, r.json::<serde_json::Value>().await.unwrap())
     };

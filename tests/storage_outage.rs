@@ -396,10 +396,7 @@ fn chattr(flag: &str, paths: &[PathBuf]) -> bool {
 /// The database file and its write-ahead log under `data`. Not the shared
 /// memory file: it is mapped, and an immutable mapped file faults the process.
 fn db_files(data: &Path) -> Vec<PathBuf> {
-    vec![
-        data.join("switchboard.db"),
-        data.join("switchboard.db-wal"),
-    ]
+    vec![data.join("switchboard.db"), data.join("switchboard.db-wal")]
 }
 
 /// Makes the files read-only until dropped (also when the test fails, so the

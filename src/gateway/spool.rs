@@ -272,7 +272,12 @@ mod tests {
         let file = spool.put(&crate::store::test_message("hello")).unwrap();
         spool.close();
         assert!(file.0.exists());
-        assert_eq!(spooled_files(&root.path().join("full"), MESSAGE).unwrap().len(), 1);
+        assert_eq!(
+            spooled_files(&root.path().join("full"), MESSAGE)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -329,8 +334,16 @@ mod tests {
         let paths: Vec<_> = (0..12)
             .map(|_| spool.put(&crate::store::test_message("hello")).unwrap().0)
             .collect();
-        assert_eq!(spooled_files(&root.path().join("p"), MESSAGE).unwrap(), paths);
+        assert_eq!(
+            spooled_files(&root.path().join("p"), MESSAGE).unwrap(),
+            paths
+        );
         spool.remove(SpoolFile(paths[3].clone()));
-        assert_eq!(spooled_files(&root.path().join("p"), MESSAGE).unwrap().len(), 11);
+        assert_eq!(
+            spooled_files(&root.path().join("p"), MESSAGE)
+                .unwrap()
+                .len(),
+            11
+        );
     }
 }

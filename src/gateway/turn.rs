@@ -346,13 +346,8 @@ async fn deliver(
     memory::restore_input(&mut outcome, &turn_memory);
     // Held, not dropped, when storage fails: saved once it is back (below,
     // after the answer is delivered), or by the next start.
-    let held = exchange::save_or_hold(
-        inner,
-        o.chat.platform,
-        &o.session,
-        &outcome.new_messages,
-    )
-    .await;
+    let held =
+        exchange::save_or_hold(inner, o.chat.platform, &o.session, &outcome.new_messages).await;
     match &held {
         None => memory::after_turn(inner, &o.session, &turn_memory, &outcome).await,
         Some(held) if !held.restart_proof() => {

@@ -57,6 +57,11 @@ impl DbFile {
         })
     }
 
+    /// Whether the path still leads to the file opened.
+    pub(crate) fn is_in_place(&self) -> bool {
+        self.state() == FileState::Present
+    }
+
     fn state(&self) -> FileState {
         match file_id(&self.path) {
             Ok(Some(id)) if id == self.id => FileState::Present,
@@ -143,5 +148,58 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `.rescued-` copies next to `db`.
+    fn copies(db: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(db.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".rescued-"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_replaced_file_is_noticed_and_the_live_data_copied_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let store = Store::open(&format!("sqlite://{}", db.display()))
+            .await
+            .unwrap();
+        store
+            .record_event("before.swap", serde_json::json!({}))
+            .await;
+        assert_eq!(store.check_file().await, FileState::Present);
+
+        let other = dir.path().join("other.db");
+        std::fs::write(&other, b"").unwrap();
+        std::fs::rename(&other, &db).unwrap();
+        assert_eq!(store.check_file().await, FileState::Replaced);
+        assert_eq!(store.check_file().await, FileState::Replaced);
+        let copies = copies(&db);
+        assert_eq!(copies.len(), 1, "{copies:?}");
+
+        let copy = Store::open(&format!("sqlite://{}", copies[0].display()))
+            .await
+            .unwrap();
+        let kinds: Vec<String> = copy
+            .events(10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert!(kinds.iter().any(|k| k == "before.swap"), "{kinds:?}");
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_has_no_file_to_watch() {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        assert_eq!(store.check_file().await, FileState::Present);
     }
 }

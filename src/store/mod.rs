@@ -215,8 +215,13 @@ impl Store {
     /// replaced by fresh ones as they are next used. A SQLite connection opened
     /// while the file was read-only stays read-only after the permissions
     /// return; a fresh one can write.
+    ///
+    /// Not while the file was deleted or replaced: the open connections are
+    /// then the only way to the live data (see [`Store::check_file`]).
     pub fn recover(&self) {
-        self.recycle.mark();
+        if self.file.as_ref().is_none_or(|f| f.is_in_place()) {
+            self.recycle.mark();
+        }
     }
 
     pub async fn close(&self) {
