@@ -535,6 +535,12 @@ async fn an_answer_given_while_the_database_turns_read_only_is_saved_when_it_is_
         requests.last().unwrap(),
         &["before", "echo: before", "during", "echo: during", "after"],
     );
+    // The late save is in the audit log for the operator.
+    let events = h.running.store.events(50).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "error.storage"),
+        "{events:?}"
+    );
     h.stop().await;
 }
 

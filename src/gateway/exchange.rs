@@ -16,6 +16,8 @@ pub(crate) struct HeldExchange {
     messages: Vec<Message>,
     /// Its copy in the spool; `None` when it could not be written.
     file: Option<SpoolFile>,
+    /// Why the first attempt failed (for the audit log).
+    reason: String,
 }
 
 /// Saves `messages` to `session`'s history; when storage fails, keeps them in
@@ -51,6 +53,7 @@ pub(crate) async fn save_or_hold(
         session: session.clone(),
         messages: messages.to_vec(),
         file,
+        reason: e.to_string(),
     })
 }
 
@@ -58,6 +61,11 @@ impl HeldExchange {
     /// Whether a stop before storage is back loses it.
     pub(crate) fn restart_proof(&self) -> bool {
         self.file.is_some()
+    }
+
+    /// Why saving failed at first.
+    pub(crate) fn reason(&self) -> &str {
+        &self.reason
     }
 
     /// Retries with backoff until saved (true); false when the gateway stops

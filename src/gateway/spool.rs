@@ -306,6 +306,32 @@ mod tests {
         assert_eq!(texts, ["first", "second"]);
     }
 
+    #[tokio::test]
+    async fn a_gone_process_exchange_is_saved_to_its_history_once() {
+        use crate::llm::Message;
+        let (store, _db) = crate::store::test_store().await;
+        let key = crate::store::SessionKey {
+            platform: switchboard_platform::Platform::Test,
+            chat: switchboard_platform::ChatId(1),
+            thread: None,
+            user: switchboard_platform::UserId(1),
+        };
+        let session = store.session(&key).await.unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let gone = Spool::open(root.path(), "gone").unwrap();
+        let exchange = [Message::user("question"), Message::assistant("answer")];
+        gone.put_exchange(&session, &exchange).unwrap();
+        let me = Spool::open(root.path(), "me").unwrap();
+        drop(gone);
+
+        assert_eq!(me.adopt(&store).await.unwrap(), 0, "no message moved");
+        assert_eq!(me.adopt(&store).await.unwrap(), 0);
+        assert!(!root.path().join("gone").exists());
+        let history = store.history(&session, 10).await.unwrap();
+        let texts: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["question", "answer"], "saved once");
+    }
+
     #[test]
     fn an_unreadable_file_is_set_aside() {
         let root = tempfile::tempdir().unwrap();

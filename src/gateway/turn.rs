@@ -390,7 +390,9 @@ async fn deliver(
     let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
     // The session's next input waits until this exchange is in its history.
     if let Some(held) = held {
+        let reason = format!("saved late: {}", held.reason());
         if held.save_when_back(inner).await {
+            audit_error(inner, o, "error.storage", &reason).await;
             memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
         }
     }
