@@ -104,11 +104,14 @@ async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
                 "Accepted messages waiting for their session (all processes).",
                 c.queued_messages,
             );
+            // A file deleted or replaced under the gateway still answers,
+            // but a restart would not find this data: not up.
+            let in_place = p.store.check_file().await == FileState::Present;
             gauge(
                 &mut out,
                 "switchboard_database_up",
-                "Whether the database answered this scrape.",
-                1,
+                "Whether the database answered this scrape (and its file is the one opened).",
+                i64::from(in_place),
             );
         }
         Err(e) => {
@@ -116,7 +119,7 @@ async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
             gauge(
                 &mut out,
                 "switchboard_database_up",
-                "Whether the database answered this scrape.",
+                "Whether the database answered this scrape (and its file is the one opened).",
                 0,
             );
         }

@@ -137,5 +137,15 @@ async fn a_database_file_deleted_under_the_gateway_turns_health_red() {
     );
     // Still red on the next check, and the copy is made once.
     assert_eq!(health().await.0, 503);
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.lines().any(|l| l == "switchboard_database_up 0"),
+        "{metrics}"
+    );
     h.stop().await;
 }
