@@ -1,9 +1,10 @@
-//! `HEALTH_LISTEN`: `GET /healthz` (the database answers; 503 otherwise) and
+//! `HEALTH_LISTEN`: `GET /healthz` (the database answers and its file is the
+//! one opened — not deleted or replaced under the gateway; 503 otherwise) and
 //! `GET /metrics` (Prometheus text) for load balancers and monitoring.
 
 use crate::busy::Busy;
 use crate::metrics::{gauge, Metrics};
-use crate::store::Store;
+use crate::store::{FileState, Store};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -50,6 +51,10 @@ pub(crate) async fn serve(
 }
 
 async fn healthz(State(p): State<Probe>) -> impl IntoResponse {
+    let file = p.store.check_file().await;
+    if file != FileState::Present {
+        return unavailable(file.as_str());
+    }
     match tokio::time::timeout(DB_CHECK, p.store.ping()).await {
         Ok(Ok(())) => (
             StatusCode::OK,
@@ -99,11 +104,14 @@ async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
                 "Accepted messages waiting for their session (all processes).",
                 c.queued_messages,
             );
+            // A file deleted or replaced under the gateway still answers,
+            // but a restart would not find this data: not up.
+            let in_place = p.store.check_file().await == FileState::Present;
             gauge(
                 &mut out,
                 "switchboard_database_up",
-                "Whether the database answered this scrape.",
-                1,
+                "Whether the database answered this scrape (and its file is the one opened).",
+                i64::from(in_place),
             );
         }
         Err(e) => {
@@ -111,7 +119,7 @@ async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
             gauge(
                 &mut out,
                 "switchboard_database_up",
-                "Whether the database answered this scrape.",
+                "Whether the database answered this scrape (and its file is the one opened).",
                 0,
             );
         }

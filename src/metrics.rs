@@ -30,6 +30,10 @@ const HELP: &[(&str, &str)] = &[
         "switchboard_inputs_held_total",
         "Session inputs held back because storage was unavailable (answered once it is back), by platform.",
     ),
+    (
+        "switchboard_exchanges_held_total",
+        "Answered exchanges whose saving to history failed and was held (spooled, saved once storage is back), by platform.",
+    ),
 ];
 
 impl Metrics {

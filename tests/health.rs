@@ -81,3 +81,71 @@ async fn a_bad_health_address_is_a_clear_config_error() {
     .to_string();
     assert!(err.contains("HEALTH_LISTEN"), "{err}");
 }
+
+#[tokio::test]
+async fn a_database_file_deleted_under_the_gateway_turns_health_red() {
+    let h = Harness::with(&[("HEALTH_LISTEN", "127.0.0.1:0")]).await;
+    let addr = h.running.health_addr.expect("the endpoint is bound");
+    h.llm.push(Reply::text("Remember this."));
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the answer", |l| l.has_text("Remember this."))
+        .await;
+    h.idle().await;
+    let health = || async {
+        let r = reqwest::get(format!("http://{addr}/healthz"))
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json::<serde_json::Value>().await.unwrap())
+    };
+    assert_eq!(health().await.0, 200);
+
+    // `rm switchboard.db*` while the gateway runs.
+    let data = h.data_dir();
+    for name in ["switchboard.db", "switchboard.db-wal", "switchboard.db-shm"] {
+        let _ = std::fs::remove_file(data.join(name));
+    }
+    let (status, body) = health().await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["database"], "deleted", "{body}");
+
+    // The live data was copied next to the deleted file: the conversation
+    // survives a restart on the copy.
+    let copies: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("switchboard.db.rescued-")
+        })
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let url = format!("sqlite://{}?mode=ro", copies[0].display());
+    let mut copy = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let saved: Vec<String> = sqlx::query_scalar("SELECT payload FROM messages ORDER BY id")
+        .fetch_all(&mut copy)
+        .await
+        .unwrap();
+    assert!(
+        saved.iter().any(|m| m.contains("hello"))
+            && saved.iter().any(|m| m.contains("Remember this.")),
+        "{saved:?}"
+    );
+    // Still red on the next check, and the copy is made once.
+    assert_eq!(health().await.0, 503);
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.lines().any(|l| l == "switchboard_database_up 0"),
+        "{metrics}"
+    );
+    h.stop().await;
+}

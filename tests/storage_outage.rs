@@ -13,7 +13,7 @@ use support::e2e::{files_under, messages, tool_results, Harness};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::tcp_proxy::TcpProxy;
-use switchboard_platform::{Platform, UserId};
+use switchboard_platform::{Activity, Platform, UserId};
 
 const HELD: &str = "My storage is unavailable right now";
 
@@ -374,5 +374,225 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
             "after the outage",
         ],
     );
+    h.stop().await;
+}
+
+/// Sets (`+i`) or clears (`-i`) the immutable attribute of the existing
+/// `paths`: the database turns read-only even for root, which ignores
+/// permission bits. False when `chattr` is unavailable or refused (a
+/// filesystem without the attribute); the caller then skips.
+fn chattr(flag: &str, paths: &[PathBuf]) -> bool {
+    let existing: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
+    if existing.is_empty() {
+        return true;
+    }
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .args(existing)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The database file and its write-ahead log under `data`. Not the shared
+/// memory file: it is mapped, and an immutable mapped file faults the process.
+fn db_files(data: &Path) -> Vec<PathBuf> {
+    vec![data.join("switchboard.db"), data.join("switchboard.db-wal")]
+}
+
+/// Makes the files read-only until dropped (also when the test fails, so the
+/// temporary directory can be removed).
+struct ReadOnly(Vec<PathBuf>);
+
+impl ReadOnly {
+    /// `None` (the test is skipped) when the attribute cannot be set here.
+    fn set(data: &Path) -> Option<ReadOnly> {
+        let files = db_files(data);
+        if chattr("+i", &files) {
+            Some(ReadOnly(files))
+        } else {
+            eprintln!("chattr +i is unavailable here (needs root on ext4 or similar): the read-only database test is skipped");
+            None
+        }
+    }
+
+    fn clear(self) {}
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        chattr("-i", &self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_gateway_started_on_a_read_only_database_recovers_once_it_is_writable() {
+    let disk = SqliteDir::new();
+    let vars = disk.vars();
+    let h = Harness::with(&vars).await;
+    echo(&h.llm);
+    h.channel.dm(1, "before").await;
+    h.wait_for("the first answer", |l| l.has_text("echo: before"))
+        .await;
+    h.idle().await;
+    h.stop().await;
+
+    let Some(read_only) = ReadOnly::set(&disk.data) else {
+        return;
+    };
+    let h = Harness::with(&vars).await;
+    echo(&h.llm);
+    h.channel.dm(1, "while read-only").await;
+    let log = h
+        .wait_for("the notice that the message is held", |l| {
+            l.any_contains(HELD)
+        })
+        .await;
+    assert!(!log.any_contains("echo: while read-only"));
+
+    // The operator fixes the permissions; no restart.
+    read_only.clear();
+    h.wait_for("the held message answered", |l| {
+        l.has_text("echo: while read-only")
+    })
+    .await;
+    h.channel.dm(1, "after").await;
+    h.wait_for("the next answer", |l| l.has_text("echo: after"))
+        .await;
+    let requests = h.llm.requests().await;
+    assert_in_history(
+        requests.last().unwrap(),
+        &["before", "echo: before", "while read-only", "after"],
+    );
+    h.stop().await;
+}
+
+/// Whether an answer containing `text` was given and its turn is over (the
+/// chat went idle after it: the exchange was saved or held by then).
+fn turn_over(log: &support::test_channel::Log, text: &str) -> bool {
+    log.any_contains(text)
+        && matches!(
+            log.ops.last(),
+            Some(support::test_channel::Op::Activity {
+                activity: Activity::Idle,
+                ..
+            })
+        )
+}
+
+/// Answers "echo: …" and, when asked `trigger`, turns the database read-only
+/// just before answering: the turn ran, its exchange cannot be saved. The
+/// files are made writable again when the returned slot is emptied.
+fn read_only_during(
+    llm: &FakeLlm,
+    data: &Path,
+    trigger: &'static str,
+) -> std::sync::Arc<std::sync::Mutex<Option<ReadOnly>>> {
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (data, held) = (data.to_owned(), std::sync::Arc::clone(&slot));
+    llm.set_responder(move |request| {
+        let said = last_user_text(request).unwrap_or_default();
+        if said == trigger {
+            *held.lock().unwrap() = ReadOnly::set(&data);
+        }
+        Reply::text(&format!("echo: {said}"))
+    });
+    slot
+}
+
+#[tokio::test]
+async fn an_answer_given_while_the_database_turns_read_only_is_saved_when_it_is_back() {
+    let disk = SqliteDir::new();
+    let vars = disk.vars();
+    let h = Harness::with(&vars).await;
+    let read_only = read_only_during(&h.llm, &disk.data, "during");
+    h.channel.dm(1, "before").await;
+    h.wait_for("the first answer", |l| l.has_text("echo: before"))
+        .await;
+    h.idle().await;
+
+    h.channel.dm(1, "during").await;
+    let log = h
+        .wait_for("the answer given while read-only", |l| {
+            turn_over(l, "echo: during")
+        })
+        .await;
+    let Some(files) = read_only.lock().unwrap().take() else {
+        h.stop().await;
+        return;
+    };
+    assert!(
+        !log.any_contains("couldn't save"),
+        "the exchange is held, not given up: {:#?}",
+        log.texts()
+    );
+    files.clear();
+
+    h.channel.dm(1, "after").await;
+    h.wait_for("the next answer", |l| l.has_text("echo: after"))
+        .await;
+    let requests = h.llm.requests().await;
+    assert_in_history(
+        requests.last().unwrap(),
+        &["before", "echo: before", "during", "echo: during", "after"],
+    );
+    // The late save is in the audit log for the operator.
+    let events = h.running.store.events(50).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "error.storage"),
+        "{events:?}"
+    );
+    h.stop().await;
+}
+
+/// The exchanges waiting in the local spools under `data`.
+fn spooled_exchanges(data: &Path) -> Vec<PathBuf> {
+    files_under(&data.join("spool"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "exchange"))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_still_unsaved_at_shutdown_is_saved_by_the_next_start() {
+    let disk = SqliteDir::new();
+    let vars = disk.vars();
+    let h = Harness::with(&vars).await;
+    let read_only = read_only_during(&h.llm, &disk.data, "during");
+    h.channel.dm(1, "before").await;
+    h.wait_for("the first answer", |l| l.has_text("echo: before"))
+        .await;
+    h.idle().await;
+    h.channel.dm(1, "during").await;
+    h.wait_for("the answer given while read-only", |l| {
+        turn_over(l, "echo: during")
+    })
+    .await;
+    let Some(files) = read_only.lock().unwrap().take() else {
+        h.stop().await;
+        return;
+    };
+    assert_eq!(
+        spooled_exchanges(&disk.data).len(),
+        1,
+        "kept on disk, not only in memory"
+    );
+    h.stop().await;
+    assert_eq!(spooled_exchanges(&disk.data).len(), 1, "still kept");
+    files.clear();
+
+    let llm = FakeLlm::start().await;
+    echo(&llm);
+    let h = Harness::with_llm(&vars, llm).await;
+    h.channel.dm(1, "after").await;
+    h.wait_for("the answer after the restart", |l| {
+        l.has_text("echo: after")
+    })
+    .await;
+    let requests = h.llm.requests().await;
+    assert_in_history(
+        requests.last().unwrap(),
+        &["before", "echo: before", "during", "echo: during", "after"],
+    );
+    assert!(spooled_exchanges(&disk.data).is_empty());
     h.stop().await;
 }

@@ -64,6 +64,9 @@ pub(crate) async fn session_when_stored(
             Err(e) => e,
         };
         inner.storage.failed();
+        // The next attempt runs on fresh connections (one opened read-only
+        // stays so after the file is writable again).
+        inner.store.recover();
         tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; holding the session's input");
         if !told {
             told = true;
@@ -108,6 +111,7 @@ where
             }
             Err(e) => {
                 inner.storage.failed();
+                inner.store.recover();
                 tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; {what} waits for it");
             }
         }

@@ -42,6 +42,9 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             keep_inbox(&inner).await;
             inner.limiter.prune();
             inner.approval_presses.prune();
+            // Tells the operator (and copies the live data) when the database
+            // file was deleted or replaced under the gateway.
+            inner.store.check_file().await;
         }
         expire_due_approvals(&inner).await;
         // Wake for the next occurrence on time rather than on a fixed tick;

@@ -4,6 +4,7 @@
 mod access;
 mod approve_cmd;
 mod commands;
+mod exchange;
 mod hold;
 mod host;
 mod kept;

@@ -1,9 +1,12 @@
 //! The local spool: accepted messages that could not be stored in the inbox
 //! (storage outage) are written as one JSON file each under
-//! `DATA_DIR/spool/<process>/`, and removed when their turn starts. A process
+//! `DATA_DIR/spool/<process>/`, and removed when their turn starts; answered
+//! exchanges that could not be saved to history, as one `.exchange` file each,
+//! removed once saved. A process
 //! crash or restart during the outage then loses nothing: the next process on
 //! this data directory moves the files of processes that are gone into the
-//! inbox, where they are taken like any abandoned message.
+//! inbox, where they are taken like any abandoned message (exchanges go
+//! into their session's history first: they happened before).
 //!
 //! Each process holds an exclusive lock on its own spool directory for its
 //! whole life; a directory whose lock can be taken belongs to a process that
@@ -18,9 +21,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use switchboard_platform::InboundMessage;
 
-use crate::store::{Store, StoreError};
+use crate::llm::Message;
+use crate::store::{SessionId, Store, StoreError};
 
 const LOCK_FILE: &str = ".lock";
+/// Extension of a spooled inbound message.
+const MESSAGE: &str = "json";
+/// Extension of a spooled answered exchange.
+const EXCHANGE: &str = "exchange";
 
 /// One spooled message on disk.
 #[derive(Debug, Serialize, Deserialize)]
@@ -28,6 +36,13 @@ struct Spooled {
     /// When the message was accepted (ms since the epoch).
     received_at: i64,
     message: InboundMessage,
+}
+
+/// One answered exchange on disk, for its session's history.
+#[derive(Debug, Serialize, Deserialize)]
+struct SpooledExchange {
+    session_id: String,
+    messages: Vec<Message>,
 }
 
 /// This process's spool directory, locked while the process lives.
@@ -69,16 +84,36 @@ impl Spool {
 
     /// Writes `message` durably (written, synced, then renamed into place).
     pub(crate) fn put(&self, message: &InboundMessage) -> io::Result<SpoolFile> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
         let body = serde_json::to_vec(&Spooled {
             received_at: crate::store::now(),
             message: message.clone(),
         })
         .map_err(io::Error::other)?;
-        let path = self.dir.join(format!("{n:020}.json"));
+        self.write(&body, MESSAGE)
+    }
+
+    /// Writes an answered exchange of `session` durably, until it is saved.
+    pub(crate) fn put_exchange(
+        &self,
+        session: &SessionId,
+        messages: &[Message],
+    ) -> io::Result<SpoolFile> {
+        let body = serde_json::to_vec(&SpooledExchange {
+            session_id: session.0.clone(),
+            messages: messages.to_vec(),
+        })
+        .map_err(io::Error::other)?;
+        self.write(&body, EXCHANGE)
+    }
+
+    fn write(&self, body: &[u8], extension: &str) -> io::Result<SpoolFile> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        // Recreated if a clean stop emptied it meanwhile.
+        fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(format!("{n:020}.{extension}"));
         let partial = path.with_extension("partial");
         let mut file = File::create(&partial)?;
-        file.write_all(&body)?;
+        file.write_all(body)?;
         file.sync_all()?;
         fs::rename(&partial, &path)?;
         Ok(SpoolFile(path))
@@ -91,8 +126,9 @@ impl Spool {
         }
     }
 
-    /// Moves the messages of spools whose process is gone into the inbox,
-    /// released for any process to take; returns how many were moved. Stops at
+    /// Saves the exchanges and moves the messages of spools whose process is
+    /// gone into the inbox, released for any process to take; returns how
+    /// many messages were moved. Stops at
     /// the first storage error (the rest stay for the next attempt).
     pub(crate) async fn adopt(&self, store: &Store) -> Result<usize, AdoptError> {
         let io_err = |path: &Path| {
@@ -137,7 +173,8 @@ impl Spool {
     /// At a clean shutdown: removes the directory when nothing is left in it,
     /// and unlocks it either way so the next process can take what is left.
     pub(crate) fn close(&self) {
-        if spooled_files(&self.dir).is_ok_and(|files| files.is_empty()) {
+        let empty = |ext| spooled_files(&self.dir, ext).is_ok_and(|f| f.is_empty());
+        if empty(MESSAGE) && empty(EXCHANGE) {
             let _ = fs::remove_file(self.dir.join(LOCK_FILE));
             let _ = fs::remove_dir(&self.dir);
         }
@@ -150,23 +187,27 @@ impl Spool {
 /// Moves every message of `dir` (oldest first) into the inbox as `owner`'s,
 /// released.
 async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, AdoptError> {
-    let files = spooled_files(dir).map_err(|source| AdoptError::Io {
+    let io_err = |source| AdoptError::Io {
         path: dir.to_owned(),
         source,
-    })?;
+    };
     let mut moved = 0;
+    for path in spooled_files(dir, EXCHANGE).map_err(io_err)? {
+        let Some(exchange) = read::<SpooledExchange>(&path) else {
+            continue;
+        };
+        store
+            .append_messages(&SessionId(exchange.session_id), &exchange.messages)
+            .await?;
+        if let Err(e) = fs::remove_file(&path) {
+            tracing::warn!(path = %path.display(), error = %e, "could not remove a saved spooled exchange");
+        }
+        tracing::info!("saved an answered exchange a stopped process could not save");
+    }
+    let files = spooled_files(dir, MESSAGE).map_err(io_err)?;
     for path in files {
-        let spooled = match fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<Spooled>(&b).map_err(|e| e.to_string()))
-        {
-            Ok(spooled) => spooled,
-            Err(e) => {
-                // Kept aside for the operator rather than retried forever.
-                tracing::error!(path = %path.display(), error = %e, "unreadable spooled message set aside");
-                let _ = fs::rename(&path, path.with_extension("bad"));
-                continue;
-            }
+        let Some(spooled) = read::<Spooled>(&path) else {
+            continue;
         };
         store
             .inbox_restore(owner, &spooled.message, spooled.received_at)
@@ -179,13 +220,29 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
     Ok(moved)
 }
 
-/// The complete message files of `dir`, oldest first (names are zero-padded
-/// sequence numbers).
-fn spooled_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+/// The spooled record at `path`; `None` when unreadable, then set aside
+/// (`.bad`) for the operator rather than retried forever.
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    match fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice::<T>(&b).map_err(|e| e.to_string()))
+    {
+        Ok(record) => Some(record),
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "unreadable spooled file set aside");
+            let _ = fs::rename(path, path.with_extension("bad"));
+            None
+        }
+    }
+}
+
+/// The complete files of `dir` with this extension, oldest first (names are
+/// zero-padded sequence numbers).
+fn spooled_files(dir: &Path, extension: &str) -> io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "json") {
+        if path.extension().is_some_and(|e| e == extension) {
             files.push(path);
         }
     }
@@ -215,7 +272,12 @@ mod tests {
         let file = spool.put(&crate::store::test_message("hello")).unwrap();
         spool.close();
         assert!(file.0.exists());
-        assert_eq!(spooled_files(&root.path().join("full")).unwrap().len(), 1);
+        assert_eq!(
+            spooled_files(&root.path().join("full"), MESSAGE)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -242,6 +304,32 @@ mod tests {
             .unwrap();
         let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();
         assert_eq!(texts, ["first", "second"]);
+    }
+
+    #[tokio::test]
+    async fn a_gone_process_exchange_is_saved_to_its_history_once() {
+        use crate::llm::Message;
+        let (store, _db) = crate::store::test_store().await;
+        let key = crate::store::SessionKey {
+            platform: switchboard_platform::Platform::Test,
+            chat: switchboard_platform::ChatId(1),
+            thread: None,
+            user: switchboard_platform::UserId(1),
+        };
+        let session = store.session(&key).await.unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let gone = Spool::open(root.path(), "gone").unwrap();
+        let exchange = [Message::user("question"), Message::assistant("answer")];
+        gone.put_exchange(&session, &exchange).unwrap();
+        let me = Spool::open(root.path(), "me").unwrap();
+        drop(gone);
+
+        assert_eq!(me.adopt(&store).await.unwrap(), 0, "no message moved");
+        assert_eq!(me.adopt(&store).await.unwrap(), 0);
+        assert!(!root.path().join("gone").exists());
+        let history = store.history(&session, 10).await.unwrap();
+        let texts: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["question", "answer"], "saved once");
     }
 
     #[test]
@@ -272,8 +360,16 @@ mod tests {
         let paths: Vec<_> = (0..12)
             .map(|_| spool.put(&crate::store::test_message("hello")).unwrap().0)
             .collect();
-        assert_eq!(spooled_files(&root.path().join("p")).unwrap(), paths);
+        assert_eq!(
+            spooled_files(&root.path().join("p"), MESSAGE).unwrap(),
+            paths
+        );
         spool.remove(SpoolFile(paths[3].clone()));
-        assert_eq!(spooled_files(&root.path().join("p")).unwrap().len(), 11);
+        assert_eq!(
+            spooled_files(&root.path().join("p"), MESSAGE)
+                .unwrap()
+                .len(),
+            11
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! originating chat, persist the exchange.
 
 use super::commands;
+use super::exchange;
 use super::host::{GatewayHost, Predecided};
 use super::memory;
 use super::outbound::{send_text, ReplyStream};
@@ -351,16 +352,16 @@ async fn deliver(
     }
     let mut final_text = outcome.text.clone();
     memory::restore_input(&mut outcome, &turn_memory);
-    if let Err(e) = inner
-        .store
-        .append_messages(&o.session, &outcome.new_messages)
-        .await
-    {
-        tracing::error!(error = %e, "could not save the conversation");
-        audit_error(inner, o, "error.storage", &e.to_string()).await;
-        final_text.push_str("\n\n_(I couldn't save this exchange; I may not remember it.)_");
-    } else {
-        memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
+    // Held, not dropped, when storage fails: saved once it is back (below,
+    // after the answer is delivered), or by the next start.
+    let held =
+        exchange::save_or_hold(inner, o.chat.platform, &o.session, &outcome.new_messages).await;
+    match &held {
+        None => memory::after_turn(inner, &o.session, &turn_memory, &outcome).await,
+        Some(held) if !held.restart_proof() => {
+            final_text.push_str("\n\n_(I couldn't save this exchange yet; I may not remember it if I restart before my storage is back.)_");
+        }
+        Some(_) => {}
     }
     if outcome.stop == StopReason::WaitingForUser {
         let question = outcome.new_messages.last().map(|m| m.content.as_str());
@@ -395,6 +396,14 @@ async fn deliver(
         audit_error(inner, o, "error.delivery", &e.to_string()).await;
     }
     let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
+    // The session's next input waits until this exchange is in its history.
+    if let Some(held) = held {
+        let reason = format!("saved late: {}", held.reason());
+        if held.save_when_back(inner).await {
+            audit_error(inner, o, "error.storage", &reason).await;
+            memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
+        }
+    }
 }
 
 /// Records a failed turn in the audit log (`switchboard events`). `message` is

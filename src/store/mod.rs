@@ -6,10 +6,12 @@ mod backoff;
 mod caps;
 mod events;
 mod feedback;
+mod file_watch;
 mod inbox;
 mod memories;
 mod memory_fts;
 mod portfolio;
+mod recycle;
 mod schedules;
 mod session_state;
 mod sessions;
@@ -24,6 +26,7 @@ pub(crate) use backoff::Backoff;
 pub use caps::Admission;
 pub use events::SystemEvent;
 pub use feedback::{FeedbackRecord, Rated};
+pub use file_watch::FileState;
 pub use inbox::InboxEntry;
 pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use portfolio::{PortfolioError, TradeRecord};
@@ -34,9 +37,12 @@ pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
 pub use turns::{TurnContext, TurnOrigin, TurnState};
 
+use file_watch::DbFile;
+use recycle::Recycle;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Executor};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A persistence failure.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +78,10 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Which pooled connections [`Store::recover`] retired.
+    recycle: Arc<Recycle>,
+    /// The SQLite file as opened (none for PostgreSQL or in memory).
+    file: Option<Arc<DbFile>>,
 }
 
 impl Store {
@@ -85,8 +95,14 @@ impl Store {
     /// Opens without migrating (for `switchboard migrate` and `doctor`).
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
+        let recycle = Arc::new(Recycle::default());
+        let retired = Arc::clone(&recycle);
+        let options = AnyPoolOptions::new().before_acquire(move |_conn, meta| {
+            let keep = !retired.is_stale(meta.age);
+            Box::pin(async move { Ok(keep) })
+        });
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let pool = AnyPoolOptions::new()
+            let pool = options
                 .max_connections(10)
                 // As long as SQLite's busy timeout: an outage costs a message
                 // seconds, not minutes, before it is held.
@@ -100,6 +116,8 @@ impl Store {
             return Ok(Store {
                 pool,
                 backend: Backend::Postgres,
+                recycle,
+                file: None,
             });
         }
         let Some(path) = sqlite_path(url) else {
@@ -112,12 +130,22 @@ impl Store {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         }
+        let in_memory = path.as_os_str().is_empty();
         let url = if url.contains('?') {
             url.to_owned()
-        } else {
+        } else if in_memory {
             format!("{url}?mode=rwc")
+        } else {
+            // Created once here; the pool's connections only open it, so a
+            // file deleted under the gateway is not silently recreated empty.
+            let created = format!("{url}?mode=rwc");
+            let conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&created)
+                .await
+                .map_err(|e| open_err(e.to_string()))?;
+            let _ = sqlx::Connection::close(conn).await;
+            format!("{url}?mode=rw")
         };
-        let pool = AnyPoolOptions::new()
+        let pool = options
             .max_connections(8)
             // A local file cannot drop a connection: skip the ping before each query.
             .test_before_acquire(false)
@@ -133,9 +161,16 @@ impl Store {
             .connect(&url)
             .await
             .map_err(|e| open_err(e.to_string()))?;
+        let file = if in_memory {
+            None
+        } else {
+            DbFile::remember(&path).map(Arc::new)
+        };
         Ok(Store {
             pool,
             backend: Backend::Sqlite,
+            recycle,
+            file,
         })
     }
 
@@ -176,6 +211,19 @@ impl Store {
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    /// After a storage failure that may persist: the connections open now are
+    /// replaced by fresh ones as they are next used. A SQLite connection opened
+    /// while the file was read-only stays read-only after the permissions
+    /// return; a fresh one can write.
+    ///
+    /// Not while the file was deleted or replaced: the open connections are
+    /// then the only way to the live data (see [`Store::check_file`]).
+    pub fn recover(&self) {
+        if self.file.as_ref().is_none_or(|f| f.is_in_place()) {
+            self.recycle.mark();
+        }
     }
 
     pub async fn close(&self) {
