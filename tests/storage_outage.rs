@@ -343,7 +343,16 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
             .iter()
             .any(|(id, result)| id == "call_1" && result.contains("survived-the-outage"))
     });
-    assert!(ran, "the command ran after the outage");
+    assert!(
+        ran,
+        "the command ran after the outage: {:?}",
+        h.llm
+            .requests()
+            .await
+            .iter()
+            .flat_map(tool_results)
+            .collect::<Vec<_>>()
+    );
     h.channel.dm(1, "after the outage").await;
     let log = h
         .wait_for("the answer after the outage", |l| {

@@ -166,15 +166,21 @@ impl Approvals {
                 return Err(ApprovalError::Card(e.to_string()));
             }
         };
-        self.store
-            .set_approval_card(&record.id, card_ref.id)
-            .await?;
+        // The card is shown and the approval stored: a storage failure now
+        // must not take the card back. Without its message id the card is
+        // still decided by presses in its chat, by `/approve`, and edited by
+        // this process, which holds the card's reference.
+        if let Err(e) = self.store.set_approval_card(&record.id, card_ref.id).await {
+            tracing::warn!(error = %e, "could not record an approval card's message; the card stays valid");
+        }
         // A text decision (`/approve`) may have landed between the card showing
         // and its id being stored, when nobody could edit it: finish it now.
         if let Some(decided) = self
             .store
             .approval(&record.id)
-            .await?
+            .await
+            .ok()
+            .flatten()
             .filter(|r| r.status != ApprovalStatus::Pending)
         {
             if let Err(e) = adapter.edit(&card_ref, card::final_card(&decided)).await {

@@ -174,7 +174,11 @@ impl Tool for ExecTool {
             program: "sh".into(),
             args: vec!["-c".into(), args.command.clone().into()],
             stdin: None,
-            label: format!("$ {}", truncate_chars(&args.command, 100)),
+            // Shown in the chat's progress line: escaped like the card was.
+            label: format!(
+                "$ {}",
+                truncate_chars(&crate::visible::visible_command(&args.command).text, 100)
+            ),
             what: "command",
             timeout_hint: format!(
                 "If it needs longer, pass a larger timeout_secs (up to {}s), or set background: \
