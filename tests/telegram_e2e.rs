@@ -687,10 +687,11 @@ async fn malformed_updates_and_forged_presses_are_ignored() {
         texts.iter().any(|t| t.contains("no longer valid")),
         "{texts:?}"
     );
+    // Eve's press is in her own chat, not on the card: refused as such.
     assert!(
         texts
             .iter()
-            .any(|t| t.contains("Only the person who asked")),
+            .any(|t| t.contains("does not belong to this message")),
         "{texts:?}"
     );
     assert_eq!(
