@@ -113,6 +113,7 @@ impl DiscordAdapter {
                 // Edits share the channel's quota: faster ones would only queue.
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
+                max_upload_bytes: crate::rest::MAX_UPLOAD_BYTES,
             },
             stop,
         })

@@ -19,6 +19,7 @@ mod polling;
 mod presses;
 mod render;
 mod send;
+mod upload;
 mod webhook;
 
 pub use adapter::TelegramAdapter;
