@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
     Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound,
-    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform,
-    PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
+    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage,
+    Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
-    LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::Update;
