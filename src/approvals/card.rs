@@ -1,5 +1,6 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
+use super::card_layout::{clip_name, Shown};
 use crate::store::{ApprovalRecord, ApprovalStatus};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
 
@@ -81,13 +82,17 @@ pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
+/// What the card says of the call: who asked for what, the summary (its
+/// start only when long, see [`Shown`]) and the id.
 fn body(record: &ApprovalRecord) -> String {
+    let shown = Shown::of(&record.tool_name, &record.summary);
     format!(
-        "**{}** (`{}`) requested by {}\n```\n{}\n```\nid `{}`",
-        record.tool_display,
-        record.tool_name,
-        record.requester_name,
-        record.summary.replace("```", "ʼʼʼ"),
+        "**{}** (`{}`) requested by {}\n```\n{}\n```{}\nid `{}`",
+        clip_name(&record.tool_display),
+        clip_name(&record.tool_name),
+        clip_name(&record.requester_name),
+        shown.text().replace("```", "ʼʼʼ"),
+        shown.note(),
         short_id(&record.id)
     )
 }
@@ -126,7 +131,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
     let who = record
         .decided_by_name
         .as_deref()
-        .map(|n| format!(" by {n}"))
+        .map(|n| format!(" by {}", clip_name(n)))
         .unwrap_or_default();
     let when = record
         .decided_at
@@ -139,7 +144,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
             let reason = record
                 .reason
                 .as_deref()
-                .map(|r| format!(" — {r}"))
+                .map(|r| format!(" — {}", clip_name(r)))
                 .unwrap_or_default();
             format!("⛔ **Denied**{who}{when}{reason}")
         }
