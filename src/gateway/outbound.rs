@@ -87,7 +87,12 @@ impl ReplyStream {
         }
         let started = *self.started.get_or_insert_with(Instant::now);
         let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
-        // Streaming stops at the first chunk's limit; the rest is posted at the end.
+        // Streaming stops at the first chunk's limit; the rest is posted at the
+        // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
+        // measuring, which for a long answer would cost time quadratic in its size.
+        if !due || self.text.len() > self.caps.max_message_len.saturating_mul(4) {
+            return;
+        }
         let text = self.display();
         let fits = measure(&text, self.caps.length_unit) <= self.caps.max_message_len;
         if due && fits && !text.trim().is_empty() {
