@@ -98,14 +98,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     const CT: &str = "multipart/form-data; boundary=XyZ";
 
     #[test]
     fn a_well_formed_form_parses() {
         let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"chat_id\"\r\n\r\n42\r\n--XyZ\r\nContent-Disposition: form-data; name=\"document\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhi\r\nthere\r\n--XyZ--\r\n";
-        let parts = parse(CT, body).unwrap();
+        let parts = super::parse(CT, body).unwrap();
         assert_eq!(parts.len(), 2);
         assert_eq!(parts[0].text(), Some("42"));
         assert_eq!(parts[1].filename.as_deref(), Some("a.txt"));
@@ -115,16 +113,18 @@ mod tests {
     #[test]
     fn malformed_forms_are_refused() {
         let good = b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--XyZ--";
-        assert!(parse(CT, good).is_ok());
-        assert!(parse("application/json", good).is_err());
-        assert!(parse("multipart/form-data", good).is_err());
-        assert!(parse(
+        assert!(super::parse(CT, good).is_ok());
+        assert!(super::parse("application/json", good).is_err());
+        assert!(super::parse("multipart/form-data", good).is_err());
+        assert!(super::parse(
             CT,
             b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1"
         )
         .is_err());
-        assert!(parse(CT, b"--XyZ\r\nContent-Type: text/plain\r\n\r\n1\r\n--XyZ--").is_err());
-        assert!(parse(
+        assert!(
+            super::parse(CT, b"--XyZ\r\nContent-Type: text/plain\r\n\r\n1\r\n--XyZ--").is_err()
+        );
+        assert!(super::parse(
             CT,
             b"--XyZ\r\nContent-Disposition: form-data\r\n\r\n1\r\n--XyZ--"
         )

@@ -79,12 +79,11 @@ async fn handle(
     let (status, answer, extra_headers, late) = answer(&shared, &request, body);
     if let Some(files) = upload {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        match (status, method.as_str(), segments.as_slice()) {
-            (200, "POST", ["channels", channel, "messages"]) => {
-                let channel = channel.parse::<u64>().unwrap_or_default();
-                super::uploads::record(&mut shared.lock(), channel, &answer, files);
-            }
-            _ => {}
+        if let (200, "POST", ["channels", channel, "messages"]) =
+            (status, method.as_str(), segments.as_slice())
+        {
+            let channel = channel.parse::<u64>().unwrap_or_default();
+            super::uploads::record(&mut shared.lock(), channel, &answer, files);
         }
     }
     if let Some(late) = late {
