@@ -72,7 +72,7 @@ mod tests {
             head.contains("the full answer is attached as answer.md"),
             "{head}"
         );
-        assert!(head.contains("88,890 characters"), "{head}");
+        assert!(head.contains("98,890 characters"), "{head}");
     }
 
     #[test]
