@@ -797,7 +797,15 @@ async fn a_huge_answer_goes_as_one_file_and_a_short_head() {
     let docs = e.tg.documents(900);
     assert_eq!(docs.len(), 1);
     assert_eq!(docs[0].file_name, "answer.md");
-    assert_eq!(docs[0].text(), answer, "the file holds the whole answer");
+    // Whole; a note may follow (e.g. when the exchange could not be saved).
+    let got = docs[0].text();
+    assert!(
+        got.starts_with(&answer),
+        "the file holds the whole answer: {} of {} bytes, ends {:?}",
+        got.len(),
+        answer.len(),
+        &got[got.len().saturating_sub(200)..]
+    );
     let texts: Vec<StoredMessage> =
         e.tg.bot_messages(900)
             .into_iter()
