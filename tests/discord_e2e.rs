@@ -648,3 +648,94 @@ async fn malformed_payloads_and_unknown_buttons_are_ignored() {
     assert_eq!(e.discord.resumes(), 0, "...without even a resume");
     e.stop().await;
 }
+
+/// Issue 23 item 2 on Discord: a 50,000-character command is one card message
+/// with its buttons plus `command.txt` (multipart `files[0]` + `payload_json`);
+/// the decision updates the card within Discord's 2,000 characters.
+#[tokio::test]
+async fn a_long_command_card_is_one_message_with_the_full_text_attached() {
+    let e = E2e::start().await;
+    let command = format!("echo {}; rm -rf data", "a".repeat(50_000));
+    e.llm.push(exec("call_1", json!({ "command": command })));
+    e.llm.push(Reply::text("Not run."));
+    e.say(UserMessage::new(CHANNEL, ALICE, "run the long one").mentioning_bot());
+    let card = e.wait_card(CHANNEL).await;
+    e.wait("the attached command", |d| !d.uploads(CHANNEL).is_empty())
+        .await;
+    let msgs = e.discord.bot_messages(CHANNEL);
+    assert_eq!(msgs.len(), 2, "one card and one file: {msgs:#?}");
+    assert_eq!(
+        message_id(&msgs[0]),
+        message_id(&card),
+        "buttons on the first message"
+    );
+    let content = card["content"].as_str().unwrap();
+    assert!(content.contains("attached as command.txt"), "{content}");
+    assert!(!content.contains("rm -rf data"));
+    let uploads = e.discord.uploads(CHANNEL);
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].filename, "command.txt");
+    assert!(uploads[0].text().contains(&command));
+
+    let deny = custom_ids(&card)
+        .into_iter()
+        .find(|id| id.ends_with(":n"))
+        .unwrap();
+    e.discord
+        .press(Press::new(message_id(&card), deny, ALICE))
+        .unwrap();
+    let (kind, data) = e.wait_callback(1).await;
+    assert_eq!(kind, 7, "decided in the interaction response");
+    assert_eq!(data["components"], json!([]));
+    e.wait_text(CHANNEL, "Not run.").await;
+    let decided = e.discord.message(message_id(&card)).unwrap();
+    assert!(custom_ids(&decided).is_empty(), "the buttons are gone");
+    assert!(decided["content"].as_str().unwrap().contains("Denied"));
+    e.stop().await;
+}
+
+/// Issue 23 item 8 on Discord: a 5 MB answer is `answer.md` plus a short head.
+#[tokio::test]
+async fn a_huge_answer_goes_as_one_file_and_a_short_head() {
+    use support::fake_llm::chunk;
+    let e = E2e::start().await;
+    let line = "All work and no play makes Jack a dull boy. ".repeat(2);
+    let answer: String = line.repeat(5_000_000 / line.len() + 1);
+    // In 100 kB deltas: word-sized ones would make a million SSE events.
+    let mut chunks: Vec<Value> = answer
+        .as_bytes()
+        .chunks(100_000)
+        .map(|c| chunk(json!({ "content": std::str::from_utf8(c).unwrap() }), None))
+        .collect();
+    chunks[0]["choices"][0]["delta"]["role"] = json!("assistant");
+    chunks.push(chunk(json!({}), Some("stop")));
+    e.llm.push(Reply::chunks(chunks));
+    e.say(UserMessage::new(CHANNEL, ALICE, "write a lot").mentioning_bot());
+    e.wait("the attached answer", |d| !d.uploads(CHANNEL).is_empty())
+        .await;
+    e.quiet().await;
+    let uploads = e.discord.uploads(CHANNEL);
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].filename, "answer.md");
+    let got = uploads[0].text();
+    // Whole; a note may follow (e.g. when the exchange could not be saved).
+    assert!(
+        got.starts_with(&answer),
+        "the file holds the whole answer: {} of {} bytes, ends {:?}",
+        got.len(),
+        answer.len(),
+        &got[got.len().saturating_sub(200)..]
+    );
+    let texts: Vec<String> = texts(&e.discord, CHANNEL)
+        .into_iter()
+        .filter(|t| t != "Full answer")
+        .collect();
+    assert!(texts.len() <= 2, "{} text messages", texts.len());
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("the full answer is attached as answer.md")),
+        "{texts:?}"
+    );
+    e.stop().await;
+}

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
-use support::fake_llm::{last_user_text, FakeLlm, Reply, FAKE_MODEL};
+use support::fake_llm::{chunk, last_user_text, FakeLlm, Reply, FAKE_MODEL};
 use support::fake_telegram::{FakeTelegram, FakeUser, StoredMessage, Where, TOKEN};
 use switchboard::Config;
 use switchboard_platform::{chunk_markdown, LengthUnit, PlatformAdapter, Quota, Secret};
@@ -708,5 +708,116 @@ async fn malformed_updates_and_forged_presses_are_ignored() {
         t.bot_messages(901).iter().any(|m| m.text == "Still here.")
     })
     .await;
+    e.stop().await;
+}
+
+/// Issue 23 item 2: a 50,000-character command used to become a 16-message
+/// card (the payload buried mid-way) whose final edit failed with "message
+/// too long", leaving live buttons. Now: one card message with the buttons,
+/// the full text as `command.txt`, and the decided edit succeeds.
+#[tokio::test]
+async fn a_long_command_card_is_one_message_with_the_full_text_attached() {
+    let e = E2e::start(|_| {}).await;
+    let command = format!("echo {}; rm -rf data", "a".repeat(50_000));
+    e.llm.push(Reply::tool_calls([(
+        "call_1",
+        "exec_command",
+        json!({ "command": command }),
+    )]));
+    e.llm.push(Reply::text("Not run."));
+    e.tg.message(Where::Dm, &ann(), "run the long one");
+    e.wait("the card and its attachment", |t| {
+        !t.documents(900).is_empty() && t.bot_messages(900).iter().any(|m| m.reply_markup.is_some())
+    })
+    .await;
+    let msgs = e.tg.bot_messages(900);
+    assert_eq!(msgs.len(), 2, "one card and one document: {msgs:#?}");
+    let card = e.card(900).unwrap();
+    assert_eq!(
+        card.message_id, msgs[0].message_id,
+        "the buttons are on the first message"
+    );
+    assert!(card.reply_markup.is_some());
+    assert!(
+        card.text.contains("The command is 50,"),
+        "the card says the size: {}",
+        card.text
+    );
+    assert!(
+        card.text.contains("attached as command.txt"),
+        "{}",
+        card.text
+    );
+    assert!(
+        !card.text.contains("rm -rf data"),
+        "only the start is shown"
+    );
+    let docs = e.tg.documents(900);
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].file_name, "command.txt");
+    assert!(
+        docs[0].text().contains(&command),
+        "the file holds the whole command"
+    );
+
+    e.tg.callback(Where::Dm, &ann(), card.message_id, &button(&card, ":n"));
+    e.llm.wait_for_requests(2).await;
+    e.answered(900, 3).await;
+    let decided = e.tg.stored(900, card.message_id).unwrap();
+    assert!(decided.reply_markup.is_none(), "the buttons are gone");
+    assert!(decided.text.contains("Denied"), "{}", decided.text);
+    assert!(
+        e.tg.calls_to("EditMessageText").iter().all(|c| c.ok),
+        "every edit of the card succeeded"
+    );
+    e.stop().await;
+}
+
+/// Issue 23 item 8: a 5 MB answer used to become ~1,220 messages. Now it goes
+/// as `answer.md` with a short head in the chat.
+#[tokio::test]
+async fn a_huge_answer_goes_as_one_file_and_a_short_head() {
+    let e = E2e::start(|_| {}).await;
+    let line = "All work and no play makes Jack a dull boy. ".repeat(2);
+    let answer: String = line.repeat(5_000_000 / line.len() + 1);
+    // In 100 kB deltas: word-sized ones would make a million SSE events.
+    let mut chunks: Vec<Value> = answer
+        .as_bytes()
+        .chunks(100_000)
+        .map(|c| chunk(json!({ "content": std::str::from_utf8(c).unwrap() }), None))
+        .collect();
+    chunks[0]["choices"][0]["delta"]["role"] = json!("assistant");
+    chunks.push(chunk(json!({}), Some("stop")));
+    e.llm.push(Reply::chunks(chunks));
+    e.tg.message(Where::Dm, &ann(), "write a lot");
+    e.wait("the attached answer", |t| !t.documents(900).is_empty())
+        .await;
+    if let Some(r) = &e.running {
+        tokio::time::timeout(WAIT, r.idle()).await.unwrap();
+    }
+    let docs = e.tg.documents(900);
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].file_name, "answer.md");
+    // Whole; a note may follow (e.g. when the exchange could not be saved).
+    let got = docs[0].text();
+    assert!(
+        got.starts_with(&answer),
+        "the file holds the whole answer: {} of {} bytes, ends {:?}",
+        got.len(),
+        answer.len(),
+        &got[got.len().saturating_sub(200)..]
+    );
+    let texts: Vec<StoredMessage> =
+        e.tg.bot_messages(900)
+            .into_iter()
+            .filter(|m| m.message_id != docs[0].message_id)
+            .collect();
+    assert!(texts.len() <= 2, "{} text messages", texts.len());
+    assert!(
+        texts
+            .iter()
+            .any(|m| m.text.contains("the full answer is attached as answer.md")),
+        "{texts:#?}"
+    );
     e.stop().await;
 }

@@ -1,5 +1,6 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
+use super::card_layout::{clip_name, Shown};
 use crate::store::{ApprovalRecord, ApprovalStatus};
 use crate::visible::{visible, visible_command};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
@@ -82,9 +83,12 @@ pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
+/// What the card says of the call: who asked for what, the summary (its
+/// start only when long, see [`Shown`]) and the id.
 fn body(record: &ApprovalRecord) -> String {
     // Shown as it will run: hidden, bidi and look-alike characters escaped
-    // and counted (see `visible`), so the text cannot pass for another.
+    // and counted (see `visible`), so the text cannot pass for another; the
+    // length limits count what the card shows.
     let requester = visible(&record.requester_name);
     let mut summary = if record.tool_name == "exec_command" {
         visible_command(&record.summary)
@@ -92,13 +96,15 @@ fn body(record: &ApprovalRecord) -> String {
         visible(&record.summary)
     };
     summary.escaped += requester.escaped;
+    let shown = Shown::of(&record.tool_name, &summary.text);
     format!(
-        "**{}** (`{}`) requested by {}\n{}```\n{}\n```\nid `{}`",
-        record.tool_display,
-        record.tool_name,
-        requester.text,
+        "**{}** (`{}`) requested by {}\n{}```\n{}\n```{}\nid `{}`",
+        clip_name(&record.tool_display),
+        clip_name(&record.tool_name),
+        clip_name(&requester.text),
         summary.warning(),
-        summary.text.replace("```", "ʼʼʼ"),
+        shown.text().replace("```", "ʼʼʼ"),
+        shown.note(),
         short_id(&record.id)
     )
 }
@@ -137,7 +143,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
     let who = record
         .decided_by_name
         .as_deref()
-        .map(|n| format!(" by {n}"))
+        .map(|n| format!(" by {}", clip_name(n)))
         .unwrap_or_default();
     let when = record
         .decided_at
@@ -150,7 +156,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
             let reason = record
                 .reason
                 .as_deref()
-                .map(|r| format!(" — {}", visible(r).text))
+                .map(|r| format!(" — {}", clip_name(&visible(r).text)))
                 .unwrap_or_default();
             format!("⛔ **Denied**{who}{when}{reason}")
         }

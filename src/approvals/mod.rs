@@ -2,10 +2,12 @@
 //! wins), "always allow" rules, expiry, and answering the buttons.
 
 mod card;
+mod card_layout;
 mod rules;
 mod text;
 
 pub use card::{action_id, parse_action, short_id, Choice};
+pub use card_layout::{grouped as grouped_count, CARD_SHOWN_CHARS};
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
 
@@ -16,7 +18,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, ChatAddress, MessageRef, Platform, PlatformAdapter, PressAnswer, User,
+    ButtonPress, ChatAddress, MessageRef, OutgoingFile, Platform, PlatformAdapter, PressAnswer,
+    User,
 };
 use tokio::sync::oneshot;
 
@@ -51,6 +54,23 @@ pub struct ApprovalRequest<'a> {
     pub tool_display: &'a str,
     pub arguments: &'a Value,
     pub summary: String,
+}
+
+/// Sends the full summary as a file when the card shows only its start. Best
+/// effort: the card (and its decision) stands without it.
+async fn attach_full_text(adapter: &dyn PlatformAdapter, record: &ApprovalRecord) {
+    let Some(name) = card_layout::Shown::of(&record.tool_name, &record.summary).file_name() else {
+        return;
+    };
+    let file = OutgoingFile::document(record.chat, name, record.summary.clone().into_bytes())
+        .with_caption(format!(
+            "Full text of approval {} ({} characters)",
+            short_id(&record.id),
+            card_layout::grouped(record.summary.chars().count())
+        ));
+    if let Err(e) = adapter.send_file(file).await {
+        tracing::warn!(error = %e, "could not attach the full text of an approval card");
+    }
 }
 
 /// How often a waiting turn checks the database for a decision made elsewhere.
@@ -173,6 +193,7 @@ impl Approvals {
         if let Err(e) = self.store.set_approval_card(&record.id, card_ref.id).await {
             tracing::warn!(error = %e, "could not record an approval card's message; the card stays valid");
         }
+        attach_full_text(adapter, &record).await;
         // A text decision (`/approve`) may have landed between the card showing
         // and its id being stored, when nobody could edit it: finish it now.
         if let Some(decided) = self

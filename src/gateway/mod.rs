@@ -2,6 +2,8 @@
 //! runtime → outbound.
 
 mod access;
+mod answer_file;
+pub use answer_file::ANSWER_MAX_CHARS;
 mod approve_cmd;
 mod commands;
 mod exchange;

@@ -6,6 +6,7 @@
 //! quota, which in a Telegram group (20 messages a minute) is what limits
 //! throughput. The typing indicator covers the wait.
 
+use super::answer_file;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
@@ -86,7 +87,12 @@ impl ReplyStream {
         }
         let started = *self.started.get_or_insert_with(Instant::now);
         let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
-        // Streaming stops at the first chunk's limit; the rest is posted at the end.
+        // Streaming stops at the first chunk's limit; the rest is posted at the
+        // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
+        // measuring, which for a long answer would cost time quadratic in its size.
+        if !due || self.text.len() > self.caps.max_message_len.saturating_mul(4) {
+            return;
+        }
         let text = self.display();
         let fits = measure(&text, self.caps.length_unit) <= self.caps.max_message_len;
         if due && fits && !text.trim().is_empty() {
@@ -151,15 +157,20 @@ impl ReplyStream {
 
     /// Posts the final answer: the draft is edited to the first chunk, the rest
     /// are sent in order. Returns the message refs of the answer.
-    pub(crate) async fn finish(
-        mut self,
-        final_text: &str,
-    ) -> Result<Vec<MessageRef>, PlatformError> {
+    pub(crate) async fn finish(self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
         let text = if final_text.trim().is_empty() {
             "(no answer)"
         } else {
             final_text
         };
+        if answer_file::too_long(text) {
+            return self.finish_as_file(text).await;
+        }
+        self.post(text).await
+    }
+
+    /// Posts `text` chunked: the draft becomes the first chunk.
+    async fn post(mut self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
         let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
         let last = chunks.len().saturating_sub(1);
         let mut refs = Vec::with_capacity(chunks.len());
@@ -186,6 +197,22 @@ impl ReplyStream {
                         .with_buttons(buttons);
                     refs.push(self.adapter.send(&self.chat, message).await?);
                 }
+            }
+        }
+        Ok(refs)
+    }
+
+    /// An over-long answer: its head in the chat (the draft edited to it, or a
+    /// new message), with the buttons, then the whole answer as a file.
+    async fn finish_as_file(self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        let (adapter, chat) = (self.adapter.clone(), self.chat);
+        let mut refs = self.post(&answer_file::head(text)).await?;
+        match adapter.send_file(answer_file::file(chat, text)).await {
+            Ok(r) => refs.push(r),
+            Err(e) => {
+                tracing::warn!(error = %e, chars = text.chars().count(), "could not attach a long answer");
+                let notice = format!("_(The full answer could not be attached: {e}.)_");
+                refs.push(adapter.send(&chat, OutgoingMessage::text(notice)).await?);
             }
         }
         Ok(refs)

@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
     measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
-    MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
+    PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +51,18 @@ impl ScrubbedAdapter {
         }
         message
     }
+}
+
+/// `file` with its caption scrubbed and, when it is text (an `answer.md`, a
+/// `command.txt`), its content too; binary content passes unchanged.
+fn scrubbed_file(mut file: OutgoingFile) -> OutgoingFile {
+    file.caption = file.caption.map(crate::secrets::scrub_string);
+    if let Ok(text) = std::str::from_utf8(&file.bytes) {
+        if let std::borrow::Cow::Owned(clean) = crate::secrets::scrub(text) {
+            file.bytes = clean.into_bytes();
+        }
+    }
+    file
 }
 
 #[async_trait]
@@ -99,6 +112,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.answer_press(press, answer).await
     }
 
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        self.inner.send_file(scrubbed_file(file)).await
+    }
+
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
         self.inner.activity(chat, activity).await
     }
@@ -131,10 +148,27 @@ mod tests {
             threads: false,
             min_edit_interval: Duration::ZERO,
             private_answers: false,
+            max_upload_bytes: 0,
         };
         assert_eq!(fit("short".into(), &caps), "short");
         let cut = fit("a [REDACTED] b c".into(), &caps);
         assert_eq!(cut, "a [REDACTED…");
         assert_eq!(measure(&cut, LengthUnit::Utf16), 12);
+    }
+
+    #[test]
+    fn a_text_file_and_its_caption_are_scrubbed_and_binary_passes() {
+        let secret = "sk-file-test-5b1d9e0c7a";
+        crate::secrets::register([secret]);
+        let to = ChatAddress::new(Platform::Test, switchboard_platform::ChatId(1), None);
+        let file = OutgoingFile::document(to, "answer.md", format!("key: {secret}").into_bytes())
+            .with_caption(format!("caption {secret}"));
+        let clean = scrubbed_file(file);
+        assert_eq!(clean.bytes, b"key: [REDACTED]");
+        assert_eq!(clean.caption.as_deref(), Some("caption [REDACTED]"));
+        let mut binary = secret.as_bytes().to_vec();
+        binary.push(0xff);
+        let file = OutgoingFile::document(to, "x.bin", binary.clone());
+        assert_eq!(scrubbed_file(file).bytes, binary);
     }
 }

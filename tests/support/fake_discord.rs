@@ -13,11 +13,14 @@ mod gateway;
 mod guilds;
 mod limits;
 mod rest;
+mod uploads;
 
 #[allow(unused_imports)] // not every test crate presses buttons
 pub use events::{Press, UserMessage};
 #[allow(unused_imports)] // only the rate-limit tests scale the limits
 pub use limits::{DiscordLimits, Rate};
+#[allow(unused_imports)] // only the upload tests read files
+pub use uploads::{Upload, MAX_UPLOAD_BYTES};
 
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -174,6 +177,8 @@ pub(crate) struct Inner {
     /// Delays before the next interaction callbacks are answered (each is
     /// carried out at once, only its answer is late: a slow network).
     pub slow_callbacks: VecDeque<Duration>,
+    /// Files the bot attached to its messages, in order.
+    pub uploads: Vec<Upload>,
 }
 
 impl Inner {
@@ -291,7 +296,9 @@ impl FakeDiscord {
             gateway_url: gateway_url.clone(),
             inner: Mutex::new(inner),
         });
-        let router = rest::router(shared.clone());
+        let router = rest::router(shared.clone()).layer(axum::extract::DefaultBodyLimit::max(
+            MAX_UPLOAD_BYTES + (2 << 20),
+        ));
         let rest_task = tokio::spawn(async move {
             let _ = axum::serve(rest_listener, router).await;
         });
@@ -478,6 +485,17 @@ impl FakeDiscord {
         inner.messages.insert(id, msg);
         inner.order.push(id);
         id
+    }
+
+    /// The files the bot attached to messages in `channel`, oldest first.
+    pub fn uploads(&self, channel: u64) -> Vec<Upload> {
+        let inner = self.shared.lock();
+        inner
+            .uploads
+            .iter()
+            .filter(|u| u.channel == channel)
+            .cloned()
+            .collect()
     }
 
     pub fn calls(&self) -> Vec<Call> {

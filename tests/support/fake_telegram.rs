@@ -13,10 +13,12 @@
 //! assertions; helpers queue updates.
 
 mod api;
+mod documents;
 mod entities;
 mod html;
 mod limits;
 
+pub use documents::{StoredDocument, MAX_DOCUMENT_BYTES};
 pub use html::Entity;
 #[allow(unused_imports)] // only the flood-control tests use the windows
 pub use limits::{PublishedLimits, SlidingWindow, Window};
@@ -171,6 +173,8 @@ struct Inner {
     /// Updates served as given text instead of their queued JSON (see
     /// [`FakeTelegram::push_unparsed`]).
     unparsed: HashMap<i64, String>,
+    /// Documents the bot sent, in order.
+    documents: Vec<StoredDocument>,
 }
 
 struct Shared {
@@ -235,12 +239,17 @@ impl FakeTelegram {
                 filtered_updates: 0,
                 commands: Vec::new(),
                 unparsed: HashMap::new(),
+                documents: Vec::new(),
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),
         });
         let app = Router::new()
             .route("/{bot}/{method}", any(api::handle))
+            // Uploads reach 50 MB; the fake refuses larger ones itself.
+            .layer(axum::extract::DefaultBodyLimit::max(
+                MAX_DOCUMENT_BYTES + (1 << 20),
+            ))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -574,6 +583,17 @@ impl FakeTelegram {
             .collect();
         out.sort_by_key(|m| m.message_id);
         out
+    }
+
+    /// The documents the bot sent to `chat_id`, in order.
+    pub fn documents(&self, chat_id: i64) -> Vec<StoredDocument> {
+        let inner = self.shared.lock();
+        inner
+            .documents
+            .iter()
+            .filter(|d| d.chat_id == chat_id)
+            .cloned()
+            .collect()
     }
 
     pub fn stored(&self, chat_id: i64, message_id: i64) -> Option<StoredMessage> {

@@ -9,6 +9,7 @@ pub mod fake_discord;
 pub mod fake_gemini;
 pub mod fake_llm;
 pub mod fake_telegram;
+pub mod multipart;
 pub mod postgres;
 pub mod provider;
 pub mod serve;

@@ -289,6 +289,7 @@ impl TestChannel {
             threads: false,
             min_edit_interval: Duration::ZERO,
             private_answers: true,
+            max_upload_bytes: 50 << 20,
         })
     }
 

@@ -10,18 +10,20 @@
 //! ends and the process can exit.
 
 mod inert;
+mod outbox;
 mod render;
 mod style;
 
 use async_trait::async_trait;
+use outbox::Outbox;
 use render::Screen;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
     Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound,
-    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform,
-    PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
+    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage,
+    Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -43,6 +45,7 @@ pub struct ConsoleAdapter {
     signals_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Signal>>,
     lockstep: bool,
     user: User,
+    outbox: Outbox,
 }
 
 impl ConsoleAdapter {
@@ -69,6 +72,7 @@ impl ConsoleAdapter {
                 threads: false,
                 min_edit_interval: Duration::ZERO,
                 private_answers: true,
+                max_upload_bytes: crate::outbox::MAX_FILE_BYTES,
             },
             screen: Mutex::new(if styled {
                 Screen::styled(out)
@@ -78,6 +82,7 @@ impl ConsoleAdapter {
             signals_tx,
             signals_rx: tokio::sync::Mutex::new(signals_rx),
             lockstep,
+            outbox: Outbox::new(Outbox::default_dir()),
             user: User {
                 id: UserId(0),
                 display_name: "you".into(),
@@ -235,6 +240,14 @@ impl PlatformAdapter for ConsoleAdapter {
             self.signal(Signal::CardShown);
         }
         Ok(MessageRef { chat: *to, id })
+    }
+
+    /// Writes the file into the outbox and prints its path.
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        let path = self.outbox.write(&file).await?;
+        let caption = file.caption.as_deref().unwrap_or_default();
+        let id = self.screen().print_file(caption, &path);
+        Ok(MessageRef { chat: file.to, id })
     }
 
     async fn edit(

@@ -122,6 +122,22 @@ impl<W: Write> Screen<W> {
         self.mid_line = false;
     }
 
+    /// A file written to the outbox: its caption, then its path.
+    pub(crate) fn print_file(&mut self, caption: &str, path: &std::path::Path) -> MessageId {
+        let id = MessageId(self.next_id);
+        self.next_id += 1;
+        self.break_line();
+        self.reset_style();
+        if !caption.is_empty() {
+            self.write_md(caption);
+            self.break_line();
+        }
+        self.write(&format!("📎 file saved to {}\n", path.display()));
+        self.mid_line = false;
+        self.last = None;
+        id
+    }
+
     /// A line of the console's own (not from the agent).
     pub(crate) fn print_notice_line(&mut self, text: &str) {
         self.break_line();

@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
     Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink, LengthUnit,
-    MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
+    PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -113,6 +114,7 @@ impl DiscordAdapter {
                 // Edits share the channel's quota: faster ones would only queue.
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
+                max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
             },
             stop,
         })
@@ -198,6 +200,18 @@ impl PlatformAdapter for DiscordAdapter {
             .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;
         Ok(MessageRef {
             chat: *to,
+            id: MessageId(id),
+        })
+    }
+
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        let channel = channel_of(&file.to)?;
+        let id = self.shared.rest.create_file_message(channel, &file).await?;
+        self.shared.remember_sent(id);
+        let id = i64::try_from(id)
+            .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;
+        Ok(MessageRef {
+            chat: file.to,
             id: MessageId(id),
         })
     }

@@ -28,6 +28,7 @@ mod render;
 mod rest;
 mod slash;
 mod typing;
+mod upload;
 
 pub use adapter::DiscordAdapter;
 pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings, RATE_MARGIN};

@@ -20,7 +20,7 @@ use switchboard_platform::{Pacer, Retry, Secret};
 
 /// Longest pause a 429 may impose; a bogus `retry_after` must not stall us for hours.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
-const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a call is paced by. Only channel messages count against the channel
 /// quota; everything counts against the bot quota.
@@ -72,8 +72,8 @@ pub(crate) struct BotMember {
 }
 
 #[derive(Deserialize)]
-struct Created {
-    id: MessageId,
+pub(crate) struct Created {
+    pub id: MessageId,
 }
 
 #[derive(Deserialize)]
@@ -94,7 +94,7 @@ pub(crate) struct Rest {
     auth: Secret,
     token: Secret,
     proxy: Option<String>,
-    pacer: Pacer<Lane>,
+    pub(crate) pacer: Pacer<Lane>,
     /// How long an interaction callback may take (Discord's 3 s apply).
     callback_timeout: Duration,
 }
@@ -336,8 +336,18 @@ impl Rest {
         body: Option<Vec<u8>>,
         timeout: Duration,
     ) -> Result<Value, RestError> {
-        let request = Request::new(route, method)
-            .body(body)
+        self.exchange(Request::new(route, method).body(body), timeout)
+            .await
+    }
+
+    /// Sends one built request (JSON or multipart) and reads Discord's answer.
+    pub(crate) async fn exchange(
+        &self,
+        request: Request<'_>,
+        timeout: Duration,
+    ) -> Result<Value, RestError> {
+        let name = route_name(request.route_ref());
+        let request = request
             .build(&self.client, self.auth.expose(), self.proxy.as_deref())
             .map_err(|e| RestError::Invalid(self.scrub(&e.to_string())))?
             .timeout(timeout);
@@ -356,7 +366,7 @@ impl Rest {
                 return Ok(Value::Null);
             }
             return serde_json::from_slice(&bytes)
-                .map_err(|e| RestError::Decode(format!("{} answered {e}", route_name(&route))));
+                .map_err(|e| RestError::Decode(format!("{name} answered {e}")));
         }
         let error: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
         if status.as_u16() == 429 {
@@ -414,7 +424,7 @@ fn retry_delay(seconds: f64) -> Duration {
     Duration::try_from_secs_f64(capped).unwrap_or(MAX_RETRY_AFTER)
 }
 
-fn decode<T: DeserializeOwned>(value: Value) -> Result<T, RestError> {
+pub(crate) fn decode<T: DeserializeOwned>(value: Value) -> Result<T, RestError> {
     serde_json::from_value(value).map_err(|e| RestError::Decode(e.to_string()))
 }
 

@@ -1,5 +1,6 @@
 //! The adapter trait, its declared capabilities and its error type.
 
+use crate::file::OutgoingFile;
 use crate::ids::{ChatAddress, MessageRef, Platform};
 use crate::inbound::{ButtonPress, Inbound};
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
@@ -34,6 +35,8 @@ pub struct Capabilities {
     pub min_edit_interval: Duration,
     /// Whether a press can be answered privately (ephemeral / callback toast).
     pub private_answers: bool,
+    /// The largest file [`PlatformAdapter::send_file`] accepts, in bytes.
+    pub max_upload_bytes: usize,
 }
 
 /// A slash command the gateway answers, for the platform's command menu.
@@ -107,6 +110,8 @@ pub enum PlatformError {
     Network(String),
     #[error("the adapter is shutting down")]
     Closed,
+    #[error("the platform cannot {0}")]
+    Unsupported(&'static str),
 }
 
 /// A chat platform as the core sees it.
@@ -146,6 +151,13 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         press: &ButtonPress,
         answer: PressAnswer,
     ) -> Result<(), PlatformError>;
+
+    /// Sends a file (at most `capabilities().max_upload_bytes`) with its
+    /// caption. The default refuses: adapters that can upload override it.
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        let _ = file;
+        Err(PlatformError::Unsupported("send files"))
+    }
 
     /// Shows what the bot is doing. Best effort.
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError>;

@@ -6,6 +6,7 @@
 
 mod adapter;
 mod chunk;
+mod file;
 mod ids;
 mod inbound;
 mod outbound;
@@ -16,6 +17,7 @@ pub use adapter::{
     Capabilities, CommandInfo, InboundSink, LengthUnit, PlatformAdapter, PlatformError,
 };
 pub use chunk::{chunk_markdown, measure};
+pub use file::{FileKind, OutgoingFile};
 /// Re-exported so adapters build quotas without naming governor themselves.
 pub use governor::Quota;
 pub use ids::{

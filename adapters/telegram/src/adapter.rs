@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
-    LengthUnit, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer,
+    LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::Update;
@@ -79,6 +80,7 @@ impl TelegramAdapter {
             // A chat's quota would hold faster edits back anyway.
             min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
+            max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
         };
         let inner = Inner {
             normalizer: Normalizer::new(me.clone(), config.approvers.clone()),
@@ -283,6 +285,10 @@ impl PlatformAdapter for TelegramAdapter {
             });
         }
         self.inner.out.edit(target, &message).await
+    }
+
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        self.inner.out.send_file(&file).await
     }
 
     async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {

@@ -22,6 +22,7 @@ mod presses;
 mod raw_json;
 mod render;
 mod send;
+mod upload;
 mod utf16;
 mod webhook;
 

@@ -27,10 +27,10 @@ pub(crate) const MAX_TEXT_UTF16: usize = 4096;
 const MAX_CALLBACK_TEXT: usize = 200;
 
 pub(crate) struct Outbound {
-    bot: Bot,
-    token: Secret,
+    pub(crate) bot: Bot,
+    pub(crate) token: Secret,
     /// Keyed by chat id: Telegram's limits are per chat, whatever the topic.
-    pacer: Pacer<i64>,
+    pub(crate) pacer: Pacer<i64>,
     /// 429s on calls outside the pacer (chat actions, callback answers).
     unpaced_429s: AtomicU64,
     /// Groups upgraded to supergroups: old chat id → new chat id.
@@ -45,7 +45,7 @@ struct Prepared {
     reply: Option<TgMessageId>,
 }
 
-fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
+pub(crate) fn tg_message_id(id: MessageId) -> Result<TgMessageId, PlatformError> {
     i32::try_from(id.0)
         .map(TgMessageId)
         .map_err(|_| PlatformError::NotFound)
@@ -115,7 +115,7 @@ impl Outbound {
     }
 
     /// `to`, or the supergroup it was upgraded to.
-    fn current(&self, to: &ChatAddress) -> ChatAddress {
+    pub(crate) fn current(&self, to: &ChatAddress) -> ChatAddress {
         match self.migrated_lock().get(&to.chat.0) {
             Some(&new) => ChatAddress {
                 chat: switchboard_platform::ChatId(new),

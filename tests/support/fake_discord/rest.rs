@@ -38,7 +38,26 @@ async fn handle(
         .strip_prefix("/api/v10")
         .unwrap_or(uri.path())
         .to_owned();
-    let parsed: Option<Value> = if body.is_empty() {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut upload = None;
+    let parsed: Option<Value> = if super::uploads::is_multipart(content_type) {
+        match super::uploads::read(content_type, &body) {
+            Ok(form) => {
+                upload = Some(form.files);
+                Some(form.payload)
+            }
+            Err((status, answer, _)) => {
+                return (
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                    axum::Json(answer),
+                )
+                    .into_response();
+            }
+        }
+    } else if body.is_empty() {
         Some(Value::Null)
     } else {
         serde_json::from_slice(&body).ok()
@@ -58,6 +77,15 @@ async fn handle(
         arrived,
     };
     let (status, answer, extra_headers, late) = answer(&shared, &request, body);
+    if let Some(files) = upload {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if let (200, "POST", ["channels", channel, "messages"]) =
+            (status, method.as_str(), segments.as_slice())
+        {
+            let channel = channel.parse::<u64>().unwrap_or_default();
+            super::uploads::record(&mut shared.lock(), channel, &answer, files);
+        }
+    }
     if let Some(late) = late {
         tokio::time::sleep(late).await;
     }

@@ -18,15 +18,15 @@ use tokio::time::Instant;
 
 type ApiResult = Result<Value, ApiError>;
 
-struct ApiError {
-    code: u16,
-    description: String,
-    retry_after: Option<u32>,
+pub(super) struct ApiError {
+    pub(super) code: u16,
+    pub(super) description: String,
+    pub(super) retry_after: Option<u32>,
     /// Set when the group was upgraded to a supergroup.
-    migrate_to_chat_id: Option<i64>,
+    pub(super) migrate_to_chat_id: Option<i64>,
 }
 
-fn bad(description: impl Into<String>) -> ApiError {
+pub(super) fn bad(description: impl Into<String>) -> ApiError {
     ApiError {
         code: 400,
         description: format!("Bad Request: {}", description.into()),
@@ -60,7 +60,17 @@ pub(super) async fn handle(
 ) -> Response {
     // Flood limits count arrivals, before any queueing on the fake's lock.
     let arrived = tokio::time::Instant::now();
-    let params = parse_params(&headers, &body);
+    let is_document = method.eq_ignore_ascii_case("senddocument");
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let params = if is_document {
+        super::documents::params(&content_type, &body)
+    } else {
+        parse_params(&headers, &body)
+    };
     let token_ok = bot.strip_prefix("bot") == Some(shared.lock().token.as_str());
     let result = if !token_ok {
         Err(ApiError {
@@ -69,6 +79,8 @@ pub(super) async fn handle(
             retry_after: None,
             migrate_to_chat_id: None,
         })
+    } else if is_document {
+        super::documents::send_document(&mut shared.lock(), &content_type, &body, arrived)
     } else if method.eq_ignore_ascii_case("getupdates") {
         get_updates(&shared, &params).await
     } else {
@@ -365,13 +377,13 @@ fn bot_commands(p: &Value) -> Result<Vec<(String, String)>, ApiError> {
         .collect()
 }
 
-fn chat_id(p: &Value) -> Result<i64, ApiError> {
+pub(super) fn chat_id(p: &Value) -> Result<i64, ApiError> {
     p["chat_id"].as_i64().ok_or_else(|| bad("chat not found"))
 }
 
 /// A group upgraded to a supergroup takes no more messages or chat actions;
 /// Telegram names the new chat.
-fn not_migrated(inner: &Inner, chat: i64) -> Result<(), ApiError> {
+pub(super) fn not_migrated(inner: &Inner, chat: i64) -> Result<(), ApiError> {
     match inner.migrated.get(&chat) {
         Some(&new) => Err(ApiError {
             migrate_to_chat_id: Some(new),
@@ -382,7 +394,7 @@ fn not_migrated(inner: &Inner, chat: i64) -> Result<(), ApiError> {
 }
 
 /// Injected 429s first, then the published limits when enforced.
-fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), ApiError> {
+pub(super) fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), ApiError> {
     let injected = inner
         .inject_429
         .get_mut(&chat)

@@ -1,0 +1,80 @@
+//! Files: `POST /channels/{id}/messages` as multipart (`files[0]` and
+//! `payload_json`), built by serenity and paced on the channel's lane.
+
+use crate::errors::RestError;
+use crate::rest::{decode, nz, Created, Lane, Rest, HTTP_TIMEOUT};
+use serde_json::json;
+use serenity::builder::CreateAttachment;
+use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
+use serenity::model::id::ChannelId;
+use switchboard_platform::{OutgoingFile, Retry};
+
+/// Discord's default limit on the files of one message (servers without boosts).
+pub(crate) const MAX_UPLOAD_BYTES: usize = 10 << 20;
+/// Discord's limit on message content, in characters.
+const MAX_CONTENT_CHARS: usize = 2000;
+
+impl Rest {
+    /// Posts `file` as the one attachment of a new message whose content is the
+    /// caption; returns the message id.
+    pub async fn create_file_message(
+        &self,
+        channel: u64,
+        file: &OutgoingFile,
+    ) -> Result<u64, RestError> {
+        if file.bytes.len() > MAX_UPLOAD_BYTES {
+            return Err(RestError::Invalid(format!(
+                "a file of {} bytes is over Discord's {MAX_UPLOAD_BYTES}",
+                file.bytes.len()
+            )));
+        }
+        let channel_id = ChannelId::from(nz(channel)?);
+        let caption = file.caption.as_deref().map(clip).unwrap_or_default();
+        let payload = json!({
+            "content": caption,
+            "attachments": [{ "id": 0, "filename": file.name }],
+            // A caption is text from the agent: never a ping.
+            "allowed_mentions": { "parse": [] },
+        })
+        .to_string();
+        let multipart = Multipart {
+            upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(
+                file.bytes.clone(),
+                file.name.clone(),
+            )]),
+            fields: Vec::new(),
+            payload_json: Some(payload),
+        };
+        let created: Created = self
+            .pacer
+            .run(
+                &Lane::Channel(channel),
+                || {
+                    let request =
+                        Request::new(Route::ChannelMessages { channel_id }, LightMethod::Post)
+                            .multipart(Some(multipart.clone()));
+                    self.exchange(request, HTTP_TIMEOUT)
+                },
+                |e: &RestError| match e {
+                    RestError::RateLimited { delay, global } => Retry::After {
+                        delay: *delay,
+                        global: *global,
+                    },
+                    _ => Retry::No,
+                },
+            )
+            .await
+            .and_then(decode)?;
+        Ok(created.id.get())
+    }
+}
+
+/// A caption within Discord's content limit, `…` at the end when cut.
+fn clip(caption: &str) -> String {
+    if caption.chars().count() <= MAX_CONTENT_CHARS {
+        return caption.to_owned();
+    }
+    let mut clipped: String = caption.chars().take(MAX_CONTENT_CHARS - 1).collect();
+    clipped.push('…');
+    clipped
+}
