@@ -6,6 +6,7 @@ mod rules;
 mod text;
 
 pub use card::{action_id, parse_action, short_id, Choice};
+pub(crate) use card::pending_card;
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
 

@@ -2,6 +2,7 @@
 //! runtime → outbound.
 
 mod access;
+mod approvals_cmd;
 mod approve_cmd;
 mod commands;
 mod exchange;
@@ -15,6 +16,7 @@ mod memory_cmd;
 mod menu;
 mod outbound;
 mod press_limit;
+mod reshow;
 mod scrubbed;
 mod session;
 mod spool;
@@ -193,6 +195,7 @@ impl Gateway {
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
         maintenance::announce_interrupted_tasks(&self.inner).await;
+        reshow::console_cards(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;
         maintenance::take_abandoned_inbox(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);

@@ -20,4 +20,14 @@ impl Store {
         .await?;
         rows.iter().map(approval_from_row).collect()
     }
+
+    /// Forgets which message shows an approval's card (a press anywhere in
+    /// its chat decides it) while the card is shown again.
+    pub async fn forget_approval_card(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET card_message_id = NULL WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
 }
