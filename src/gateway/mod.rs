@@ -338,6 +338,17 @@ impl Gateway {
             let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
+        // Answered inline too: a card waits most visibly while its turn holds
+        // the session's queue.
+        if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approvals") {
+            let text = approvals_cmd::run(inner, &cmd, &key)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "could not list approvals");
+                    "⚠️ I can't read the approvals right now (storage unavailable).".into()
+                });
+            return reply(text, Some(msg.message_id));
+        }
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.
         let guard = inner.busy.enter();
