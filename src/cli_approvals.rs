@@ -51,6 +51,12 @@ fn print_pending(a: &ApprovalRecord) {
 /// (escape sequences, carriage returns) shown as `�`, never run.
 fn inert(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() && c != '\n' { '\u{fffd}' } else { c })
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
         .collect()
 }

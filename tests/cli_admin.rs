@@ -109,7 +109,10 @@ async fn admin_commands_run_without_a_model_configured() {
             && model.stdout.contains("LLM_BASE_URL and LLM_MODEL not set"),
         "{model}"
     );
-    assert!(!model.stdout.contains("invalid"), "no placeholder shown\n{model}");
+    assert!(
+        !model.stdout.contains("invalid"),
+        "no placeholder shown\n{model}"
+    );
     // The commands that do call the model still say what is missing.
     let chat = env.run(&["chat"]).await;
     assert_eq!(chat.code, Some(1), "{chat}");
@@ -191,7 +194,10 @@ async fn approvals_pending_lists_the_open_cards_of_every_chat_only() {
         "{first}"
     );
     assert!(out.stdout.contains("rm -rf build"), "{out}");
-    assert!(line("bbbbbbbb").contains("discord chat 222 thread 333"), "{out}");
+    assert!(
+        line("bbbbbbbb").contains("discord chat 222 thread 333"),
+        "{out}"
+    );
     assert!(
         !out.stdout.contains('\u{1b}') && out.stdout.contains("\u{fffd}[2Jhi"),
         "a summary's escape sequence is printed inert\n{out}"

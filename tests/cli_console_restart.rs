@@ -84,7 +84,11 @@ impl Chat {
             }
         })
         .await;
-        assert!(found.is_ok(), "stdout never showed {needle:?}:\n{}", self.output());
+        assert!(
+            found.is_ok(),
+            "stdout never showed {needle:?}:\n{}",
+            self.output()
+        );
     }
 }
 

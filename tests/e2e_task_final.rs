@@ -52,7 +52,9 @@ async fn tasks_line(h: &Harness, id: &str) -> String {
     h.channel.dm(1, "/tasks").await;
     let log = h
         .wait_for("the /tasks list", |l| {
-            l.texts().iter().any(|t| t.contains(&format!("`{short}`")) && t.contains("**Background tasks**"))
+            l.texts()
+                .iter()
+                .any(|t| t.contains(&format!("`{short}`")) && t.contains("**Background tasks**"))
         })
         .await;
     let list = log
@@ -61,10 +63,7 @@ async fn tasks_line(h: &Harness, id: &str) -> String {
         .rev()
         .find(|t| t.contains("**Background tasks**"))
         .unwrap();
-    list.lines()
-        .find(|l| l.contains(short))
-        .unwrap()
-        .to_owned()
+    list.lines().find(|l| l.contains(short)).unwrap().to_owned()
 }
 
 #[tokio::test]

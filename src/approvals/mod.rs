@@ -5,8 +5,8 @@ mod card;
 mod rules;
 mod text;
 
-pub use card::{action_id, parse_action, short_id, Choice};
 pub(crate) use card::pending_card;
+pub use card::{action_id, parse_action, short_id, Choice};
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
 

@@ -26,11 +26,16 @@ pub(crate) async fn run(
         .await?
         .into_iter()
         .filter(|a| {
-            a.chat.platform == key.platform && a.chat.chat == key.chat && a.chat.thread == key.thread
+            a.chat.platform == key.platform
+                && a.chat.chat == key.chat
+                && a.chat.thread == key.thread
         })
         .collect();
     if !pending.is_empty() {
-        out.push("**Waiting for a decision** (the card's buttons, or `/approve <id> allow|deny`)".to_owned());
+        out.push(
+            "**Waiting for a decision** (the card's buttons, or `/approve <id> allow|deny`)"
+                .to_owned(),
+        );
         out.extend(pending.iter().map(pending_line));
     }
     let rules = inner.store.rules(key.platform, key.user).await?;
@@ -53,7 +58,9 @@ pub(crate) async fn run(
 /// `` `ab12cd34` Run command (exec_command) for Ann, until 12:30 UTC: `ls` ``
 fn pending_line(a: &ApprovalRecord) -> String {
     // Shown as the card shows it: nothing hidden, nothing that closes the code span.
-    let summary = visible(&a.summary.replace('\n', " ")).text.replace('`', "ʼ");
+    let summary = visible(&a.summary.replace('\n', " "))
+        .text
+        .replace('`', "ʼ");
     format!(
         "`{}` {} ({}) for {}, until {}: `{}`",
         short_id(&a.id),

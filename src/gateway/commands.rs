@@ -48,7 +48,7 @@ const MENU: &[(&str, &str)] = &[
     ("clear", "Forget this conversation"),
     ("memory", "What I remember about you"),
     ("tasks", "Background tasks and schedules here"),
-    ("approvals", "Cards waiting here and your \"always allow\" rules"),
+    ("approvals", "Waiting cards and your rules"),
     ("usage", "Today's token usage"),
     ("model", "The model in use"),
     ("whoami", "Your ids as the gateway sees them"),

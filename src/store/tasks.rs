@@ -437,10 +437,17 @@ mod tests {
             .await
             .unwrap();
         let ok = store.task("ok").await.unwrap().unwrap();
-        assert_eq!((ok.stage.as_str(), ok.detail.as_str(), ok.percent), ("succeeded", "", Some(100)));
+        assert_eq!(
+            (ok.stage.as_str(), ok.detail.as_str(), ok.percent),
+            ("succeeded", "", Some(100))
+        );
         let stopped = store.task("stopped").await.unwrap().unwrap();
         assert_eq!(
-            (stopped.stage.as_str(), stopped.detail.as_str(), stopped.percent),
+            (
+                stopped.stage.as_str(),
+                stopped.detail.as_str(),
+                stopped.percent
+            ),
             ("cancelled", "", Some(66)),
             "a task stopped early keeps the percentage it reached"
         );
