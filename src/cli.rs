@@ -36,7 +36,7 @@ enum Command {
         #[command(subcommand)]
         action: crate::cli_pair::PairAction,
     },
-    /// List or revoke "always allow" rules.
+    /// List or revoke "always allow" rules, or list the cards still pending.
     Approvals {
         #[command(subcommand)]
         action: ApprovalsAction,
@@ -68,8 +68,18 @@ enum Command {
 enum ApprovalsAction {
     /// List every rule.
     List,
+    /// List the approval cards still waiting for a decision, in every chat.
+    Pending,
     /// Revoke a rule by id (or its first 6+ characters).
     Revoke { id: String },
+}
+
+impl Args {
+    /// Whether the command talks to the model and so needs `LLM_BASE_URL`
+    /// and `LLM_MODEL`; the admin commands only read the database.
+    pub fn needs_model(&self) -> bool {
+        matches!(self.command, Command::Chat | Command::Run | Command::Doctor)
+    }
 }
 
 /// Runs a command with `config`, read (and its secrets sealed away, see
@@ -113,6 +123,9 @@ pub async fn dispatch(
         }
         Command::Doctor => doctor(config).await,
         Command::Pair { action } => crate::cli_pair::run(&config.database_url, action).await,
+        Command::Approvals {
+            action: ApprovalsAction::Pending,
+        } => crate::cli_approvals::pending(&config.database_url).await,
         Command::Approvals { action } => {
             let store = Store::open(&config.database_url).await?;
             match action {
@@ -132,6 +145,7 @@ pub async fn dispatch(
                         );
                     }
                 }
+                ApprovalsAction::Pending => {}
                 ApprovalsAction::Revoke { id } => {
                     if !store.revoke_any_rule(id.trim()).await? {
                         anyhow::bail!(

@@ -9,6 +9,14 @@ use switchboard::store::redact_url;
 
 /// Prints what the gateway would use, without calling the endpoint (`doctor` does).
 pub fn run(config: &Config) -> ExitCode {
+    let unset = crate::cli_config::unset_model_vars(config);
+    if !unset.is_empty() {
+        println!("No model is configured: {} not set.", unset.join(" and "));
+        println!(
+            "Set LLM_BASE_URL and LLM_MODEL (see .env.example), then `switchboard doctor` checks the endpoint answers."
+        );
+        return ExitCode::SUCCESS;
+    }
     let llm = &config.llm;
     let info = ModelInfo::new(llm.model.clone(), llm.context_window);
     let source = match llm.context_window {

@@ -60,7 +60,9 @@ fn print_task(t: &TaskRecord) {
 /// `40% stage: detail`, or whichever parts the task reported.
 fn progress(t: &TaskRecord) -> String {
     let mut out = t.percent.map(|p| format!("{p}%")).unwrap_or_default();
-    for (sep, part) in [(" ", t.stage.trim()), (": ", t.detail.trim())] {
+    // A finished task's stage is its status, already shown.
+    let stage = Some(t.stage.trim()).filter(|s| *s != t.status.as_str());
+    for (sep, part) in [(" ", stage.unwrap_or_default()), (": ", t.detail.trim())] {
         if part.is_empty() {
             continue;
         }

@@ -2,6 +2,8 @@
 //! init tracing, call the library.
 
 mod cli;
+mod cli_approvals;
+mod cli_config;
 mod cli_memory;
 mod cli_model;
 mod cli_pair;
@@ -9,11 +11,10 @@ mod cli_tasks;
 
 use clap::Parser;
 use std::process::ExitCode;
-use switchboard::config::Config;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
-    let config = match Config::from_env() {
+    let config = match cli_config::load(args.needs_model()) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("error: {e}");

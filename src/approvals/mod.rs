@@ -6,6 +6,7 @@ mod card_layout;
 mod rules;
 mod text;
 
+pub(crate) use card::pending_card;
 pub use card::{action_id, parse_action, short_id, Choice};
 pub use card_layout::{grouped as grouped_count, CARD_SHOWN_CHARS};
 pub use rules::describe as describe_rule;

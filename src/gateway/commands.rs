@@ -1,7 +1,6 @@
 //! Slash commands answered by the gateway itself, before the agent.
 
 use super::Inner;
-use crate::approvals::short_id;
 use crate::store::{SessionId, SessionKey, StoreError};
 use switchboard_platform::{CommandInfo, User};
 
@@ -49,7 +48,7 @@ const MENU: &[(&str, &str)] = &[
     ("clear", "Forget this conversation"),
     ("memory", "What I remember about you"),
     ("tasks", "Background tasks and schedules here"),
-    ("approvals", "Your \"always allow\" rules"),
+    ("approvals", "Waiting cards and your rules"),
     ("usage", "Today's token usage"),
     ("model", "The model in use"),
     ("whoami", "Your ids as the gateway sees them"),
@@ -88,7 +87,7 @@ const HELP: &str = "**Commands**\n\
 /whoami — your ids as the gateway sees them\n\
 /model — the model in use\n\
 /tasks — background tasks and schedules here; `/tasks cancel <id>`\n\
-/approvals — your \"always allow\" rules; `/approvals revoke <id>`\n\
+/approvals — cards waiting here and your \"always allow\" rules; `/approvals revoke <id>`\n\
 /approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
 /skills — the skills you can run with `/name <input>`\n\
 Anything else goes to the agent.";
@@ -145,7 +144,7 @@ pub(crate) async fn run(
             )
         }
         "tasks" => super::tasks_cmd::run(inner, cmd, session).await?,
-        "approvals" => approvals(inner, cmd, key).await?,
+        "approvals" => super::approvals_cmd::run(inner, cmd, key).await?,
         "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
         "skills" => {
             let skills = inner.skills.book();
@@ -160,48 +159,6 @@ pub(crate) async fn run(
         }
         other => format!("Unknown command /{other}. Try /help."),
     })
-}
-
-async fn approvals(
-    inner: &Inner,
-    cmd: &Command<'_>,
-    key: &SessionKey,
-) -> Result<String, StoreError> {
-    if let ["revoke", id] = cmd.args.as_slice() {
-        return Ok(
-            if inner.store.revoke_rule(key.platform, key.user, id).await? {
-                let detail = serde_json::json!({
-                    "id": id, "platform": key.platform.as_str(), "user": key.user.0,
-                });
-                inner
-                    .store
-                    .record_event("approval.rule_revoked", detail)
-                    .await;
-                format!("Revoked rule `{id}`. That action will ask again.")
-            } else {
-                format!("No rule `{id}` of yours (give at least 6 characters of the id).")
-            },
-        );
-    }
-    let rules = inner.store.rules(key.platform, key.user).await?;
-    if rules.is_empty() {
-        return Ok("You have no \"always allow\" rules.".into());
-    }
-    let lines: Vec<String> = rules
-        .iter()
-        .map(|r| {
-            format!(
-                "`{}` {}: {}",
-                short_id(&r.id),
-                r.tool_name,
-                crate::approvals::describe_rule(&r.pattern)
-            )
-        })
-        .collect();
-    Ok(format!(
-        "**Always-allow rules** (revoke with `/approvals revoke <id>`)\n{}",
-        lines.join("\n")
-    ))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod access;
 mod answer_file;
 pub use answer_file::ANSWER_MAX_CHARS;
+mod approvals_cmd;
 mod approve_cmd;
 mod commands;
 mod exchange;
@@ -17,6 +18,7 @@ mod memory_cmd;
 mod menu;
 mod outbound;
 mod press_limit;
+mod reshow;
 mod scrubbed;
 mod session;
 mod spool;
@@ -195,6 +197,7 @@ impl Gateway {
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
         maintenance::announce_interrupted_tasks(&self.inner).await;
+        reshow::console_cards(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;
         maintenance::take_abandoned_inbox(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
@@ -335,6 +338,17 @@ impl Gateway {
         // arguments may follow right behind it.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
             let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
+            return reply(text, Some(msg.message_id));
+        }
+        // Answered inline too: a card waits most visibly while its turn holds
+        // the session's queue.
+        if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approvals") {
+            let text = approvals_cmd::run(inner, &cmd, &key)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "could not list approvals");
+                    "⚠️ I can't read the approvals right now (storage unavailable).".into()
+                });
             return reply(text, Some(msg.message_id));
         }
         // Durable before it is queued: the platform already counts it as

@@ -74,7 +74,7 @@ pub struct ApprovalRule {
     pub pattern: String,
 }
 
-const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name, chat, card_message_id, status,
+pub(super) const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name, chat, card_message_id, status,
     decided_by, decided_by_name, decided_at, reason, created_at, expires_at";
 
 impl Store {
@@ -341,7 +341,7 @@ impl Store {
     }
 }
 
-fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError> {
+pub(super) fn approval_from_row(r: &sqlx::any::AnyRow) -> Result<ApprovalRecord, StoreError> {
     let status: String = r.try_get("status")?;
     let chat: String = r.try_get("chat")?;
     Ok(ApprovalRecord {

@@ -2,6 +2,7 @@
 
 mod access;
 mod approvals;
+mod approvals_pending;
 mod backoff;
 mod caps;
 mod events;

@@ -143,7 +143,10 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a task finished unless it already is. Returns whether this call finished it.
+    /// Marks a task finished unless it already is. Returns whether this call
+    /// finished it. Its stage becomes the final status and its detail is
+    /// cleared (the last progress line is stale); a success is at 100 %, any
+    /// other end keeps the percentage it reached.
     pub async fn finish_task(
         &self,
         id: &str,
@@ -153,13 +156,15 @@ impl Store {
         let done = sqlx::query(
             // An `interrupted` row may still be finished by its runner: another
             // process judged it dead while its lease lapsed in an outage.
-            "UPDATE tasks SET status = $1, result = $2, finished_at = $3
+            "UPDATE tasks SET status = $1, result = $2, finished_at = $3,
+                 stage = $1, detail = '', percent = COALESCE($5, percent)
              WHERE id = $4 AND (finished_at IS NULL OR status = 'interrupted')",
         )
         .bind(status.as_str())
         .bind(result)
         .bind(now())
         .bind(id)
+        .bind((status == TaskStatus::Succeeded).then_some(100_i64))
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -217,7 +222,8 @@ impl Store {
         };
         let sql = format!(
             "UPDATE tasks SET status = 'interrupted', finished_at = $1,
-                 result = 'interrupted: the gateway process running it stopped'
+                 result = 'interrupted: the gateway process running it stopped',
+                 stage = 'interrupted', detail = ''
              WHERE finished_at IS NULL AND lease_until < $2{spared}
              RETURNING {COLUMNS}"
         );
@@ -410,6 +416,40 @@ mod tests {
                 .await
                 .unwrap(),
             "a finished task stays finished"
+        );
+    }
+    #[tokio::test]
+    async fn a_finished_task_keeps_its_final_stage_not_its_last_progress() {
+        let (store, _dir) = test_store().await;
+        for id in ["ok", "stopped"] {
+            store.insert_task(&task(id)).await.unwrap();
+            store
+                .update_task_progress(id, TaskStatus::Running, "running", "step 2 of 3", Some(66))
+                .await
+                .unwrap();
+        }
+        store
+            .finish_task("ok", TaskStatus::Succeeded, "done")
+            .await
+            .unwrap();
+        store
+            .finish_task("stopped", TaskStatus::Cancelled, "cancelled")
+            .await
+            .unwrap();
+        let ok = store.task("ok").await.unwrap().unwrap();
+        assert_eq!(
+            (ok.stage.as_str(), ok.detail.as_str(), ok.percent),
+            ("succeeded", "", Some(100))
+        );
+        let stopped = store.task("stopped").await.unwrap().unwrap();
+        assert_eq!(
+            (
+                stopped.stage.as_str(),
+                stopped.detail.as_str(),
+                stopped.percent
+            ),
+            ("cancelled", "", Some(66)),
+            "a task stopped early keeps the percentage it reached"
         );
     }
 }

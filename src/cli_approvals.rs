@@ -1,0 +1,62 @@
+//! `switchboard approvals pending`: the approval cards still waiting for a decision.
+
+use std::process::ExitCode;
+
+use switchboard::approvals::short_id;
+use switchboard::store::{ApprovalRecord, Store};
+
+/// Characters of an action's summary shown.
+const SUMMARY_PREVIEW: usize = 100;
+
+/// Prints every pending approval not yet expired, oldest first.
+pub async fn pending(database_url: &str) -> anyhow::Result<ExitCode> {
+    let store = Store::open(database_url).await?;
+    let pending = store.pending_approvals(chrono::Utc::now()).await?;
+    if pending.is_empty() {
+        println!("No approvals are waiting for a decision.");
+    }
+    for a in &pending {
+        print_pending(a);
+    }
+    if !pending.is_empty() {
+        println!("Decide in the chat: the card's buttons, or /approve <id> allow|deny there.");
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_pending(a: &ApprovalRecord) {
+    let thread = a
+        .chat
+        .thread
+        .map(|t| format!(" thread {t}"))
+        .unwrap_or_default();
+    println!(
+        "{}  {} chat {}{thread}  {}  requested by {} (user {})  expires {}",
+        short_id(&a.id),
+        a.chat.platform,
+        a.chat.chat,
+        a.tool_name,
+        inert(&a.requester_name),
+        a.requester,
+        a.expires_at.format("%Y-%m-%d %H:%M:%S UTC"),
+    );
+    println!(
+        "          {}",
+        crate::cli_tasks::preview(&inert(&a.summary), SUMMARY_PREVIEW)
+    );
+}
+
+/// Text from a chat printed on the operator's terminal: control characters
+/// (escape sequences, carriage returns) shown as `�`, never run.
+fn inert(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,49 @@
+//! Reading the configuration for a command: the admin commands (`pair`,
+//! `events`, `tasks`, `approvals`, `memory`, `migrate`, `model`) never call the
+//! model, so they run without `LLM_BASE_URL` / `LLM_MODEL`.
+
+use switchboard::config::{Config, ConfigError};
+
+/// Stands in for an unset `LLM_BASE_URL` in a command that never calls the
+/// model (`.invalid` is a reserved name: nothing could ever answer there).
+const UNSET_BASE_URL: &str = "http://llm-base-url-unset.invalid/v1";
+/// Stands in for an unset `LLM_MODEL` likewise.
+const UNSET_MODEL: &str = "<LLM_MODEL unset>";
+
+/// The configuration of the environment (and `.env`). Without `needs_model`,
+/// a missing `LLM_BASE_URL` or `LLM_MODEL` is no error: placeholders stand in
+/// (see [`unset_model_vars`]); every other variable is checked as usual.
+pub fn load(needs_model: bool) -> Result<Config, ConfigError> {
+    match Config::from_env() {
+        Err(ConfigError::Missing { var, .. })
+            if !needs_model && matches!(var, "LLM_BASE_URL" | "LLM_MODEL") =>
+        {
+            // `from_env` has loaded `.env` into the environment already.
+            Config::from_lookup(|k| {
+                let set = std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+                set.or_else(|| placeholder(k).map(str::to_owned))
+            })
+        }
+        other => other,
+    }
+}
+
+fn placeholder(var: &str) -> Option<&'static str> {
+    match var {
+        "LLM_BASE_URL" => Some(UNSET_BASE_URL),
+        "LLM_MODEL" => Some(UNSET_MODEL),
+        _ => None,
+    }
+}
+
+/// The model variables a command without the model ran without.
+pub fn unset_model_vars(config: &Config) -> Vec<&'static str> {
+    let mut unset = Vec::new();
+    if config.llm.base_url == UNSET_BASE_URL {
+        unset.push("LLM_BASE_URL");
+    }
+    if config.llm.model == UNSET_MODEL {
+        unset.push("LLM_MODEL");
+    }
+    unset
+}
