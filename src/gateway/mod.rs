@@ -14,6 +14,7 @@ mod memory;
 mod memory_cmd;
 mod menu;
 mod outbound;
+mod pairing_notice;
 mod press_limit;
 mod scrubbed;
 mod session;
