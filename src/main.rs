@@ -2,18 +2,18 @@
 //! init tracing, call the library.
 
 mod cli;
+mod cli_global;
+mod cli_logs;
 mod cli_memory;
 mod cli_model;
 mod cli_pair;
 mod cli_tasks;
 
-use clap::Parser;
 use std::process::ExitCode;
-use switchboard::config::Config;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
-    let config = match Config::from_env() {
+    let args = cli_global::parse();
+    let config = match args.global.load_config() {
         Ok(config) => config,
         Err(e) => {
             eprintln!("error: {e}");
