@@ -389,7 +389,12 @@ const SECRET_SAFE: &[&str] = &[
 /// warnings only so the conversation stays readable.
 fn init_tracing(format: LogFormat, quiet: bool, target: crate::cli_logs::LogTarget) {
     use tracing_subscriber::EnvFilter;
-    let default = if quiet { "warn" } else { "info,sqlx=warn" };
+    // serenity's own info lines are internals in debug formatting (`ShardInfo { id: ShardId(0), .. }`).
+    let default = if quiet {
+        "warn"
+    } else {
+        "info,sqlx=warn,serenity=warn"
+    };
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     for directive in SECRET_SAFE {
         if let Ok(d) = directive.parse() {
