@@ -317,3 +317,71 @@ async fn run_prints_the_discord_invite_url_at_start() {
     .await;
     no_ansi_nor_debug(&run.stderr());
 }
+
+// ---------------------------------------------------------------- chat on a terminal
+
+/// `chat` on a pseudo-terminal (util-linux `script`), where stderr is the
+/// screen the conversation is on: a warning at start (a skill file without
+/// front matter) goes to `DATA_DIR/chat.log`, not into the transcript.
+#[tokio::test]
+async fn chat_on_a_terminal_writes_warnings_to_the_log_file_not_the_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("broken.md"), "no front matter here\n").unwrap();
+    let mut vars = base_vars(dir.path());
+    vars.push(("SKILLS_DIR", skills.display().to_string()));
+    let command = format!("{} chat", env!("CARGO_BIN_EXE_switchboard"));
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("util-linux `script` runs");
+    let transcript = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stdout.take().unwrap();
+    let sink = transcript.clone();
+    let reader = tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let log = dir.path().join("data").join("chat.log");
+    let warned = tokio::time::timeout(HANG, async {
+        loop {
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            if logged.contains("skill skipped") || transcript.lock().unwrap().contains("skill skipped") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(warned.is_ok(), "no warning anywhere:\n{}", transcript.lock().unwrap());
+    // Ctrl-D at the prompt: end of input on the terminal.
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"\x04").await.unwrap();
+    let status = tokio::time::timeout(HANG, child.wait()).await;
+    let _ = tokio::time::timeout(HANG, reader).await;
+    let transcript = transcript.lock().unwrap().clone();
+    assert!(status.is_ok(), "chat did not end on Ctrl-D:\n{transcript}");
+    assert!(
+        !transcript.contains("skill skipped") && !transcript.contains("WARN"),
+        "a warning in the chat transcript:\n{transcript}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("skill skipped") && logged.contains("broken.md"), "{logged}");
+    assert!(!logged.contains('\u{1b}'), "ANSI codes in the log file:\n{logged}");
+}
