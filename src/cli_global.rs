@@ -61,7 +61,8 @@ fn load_env_file(path: &Path) -> Result<(), GlobalError> {
 }
 
 /// What every subcommand's `--help` ends with.
-const ENV_HELP: &str = "Configuration: environment variables, or a .env file in the current directory \
+const ENV_HELP: &str =
+    "Configuration: environment variables, or a .env file in the current directory \
 (--env-file FILE reads another). .env.example lists every variable with a comment; README.md \
 (Configuration) has them with their defaults.";
 

@@ -107,7 +107,12 @@ async fn every_subcommand_help_lists_its_options_and_points_to_the_variables() {
         let out = output(binary(dir.path(), &[], args)).await;
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        for needle in ["--env-file <FILE>", "--data-dir <DIR>", ".env.example", "DATA_DIR"] {
+        for needle in [
+            "--env-file <FILE>",
+            "--data-dir <DIR>",
+            ".env.example",
+            "DATA_DIR",
+        ] {
             assert!(
                 stdout.contains(needle),
                 "{args:?} --help lacks {needle:?}:\n{stdout}"
@@ -142,7 +147,13 @@ async fn env_file_and_data_dir_flags_choose_the_configuration_and_the_state() {
     let migrate = output(binary(
         dir.path(),
         &vars,
-        &["--env-file", &env_file_arg, "--data-dir", &state_arg, "migrate"],
+        &[
+            "--env-file",
+            &env_file_arg,
+            "--data-dir",
+            &state_arg,
+            "migrate",
+        ],
     ))
     .await;
     assert!(
@@ -151,8 +162,14 @@ async fn env_file_and_data_dir_flags_choose_the_configuration_and_the_state() {
         text(&migrate.stdout),
         text(&migrate.stderr)
     );
-    assert!(state.join("switchboard.db").is_file(), "the database is in --data-dir");
-    assert!(!elsewhere.exists(), "DATA_DIR from the environment lost to --data-dir");
+    assert!(
+        state.join("switchboard.db").is_file(),
+        "the database is in --data-dir"
+    );
+    assert!(
+        !elsewhere.exists(),
+        "DATA_DIR from the environment lost to --data-dir"
+    );
     assert!(text(&migrate.stdout).contains(&state_arg));
 
     // The flag after the subcommand works too, and the file's model is used.
@@ -230,7 +247,11 @@ impl Gateway {
             }
         })
         .await;
-        assert!(found.is_ok(), "the log never showed {needle:?}:\n{}", self.stderr());
+        assert!(
+            found.is_ok(),
+            "the log never showed {needle:?}:\n{}",
+            self.stderr()
+        );
     }
 }
 
@@ -245,7 +266,10 @@ fn base_vars(dir: &Path) -> Vec<(&'static str, String)> {
 
 fn no_ansi_nor_debug(log: &str) {
     assert!(!log.contains('\u{1b}'), "ANSI codes in a piped log:\n{log}");
-    assert!(!log.contains("Some("), "debug formatting in the log:\n{log}");
+    assert!(
+        !log.contains("Some("),
+        "debug formatting in the log:\n{log}"
+    );
 }
 
 #[tokio::test]
@@ -256,13 +280,17 @@ async fn run_logs_the_pairing_code_and_tells_the_user_when_the_operator_approves
     vars.push(("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()));
     vars.push(("TELEGRAM_API_URL", telegram.api_url()));
     let mut run = Gateway::spawn(dir.path(), &vars);
-    run.wait_for_log(&format!("https://t.me/{BOT_USERNAME}")).await;
+    run.wait_for_log(&format!("https://t.me/{BOT_USERNAME}"))
+        .await;
 
     let ann = FakeUser::new(4242, "Ann");
     telegram.message(Where::Dm, &ann, "hello?");
     assert!(
         telegram
-            .wait_until(HANG, |t| t.bot_messages(4242).iter().any(|m| m.text.contains("pairing code")))
+            .wait_until(HANG, |t| t
+                .bot_messages(4242)
+                .iter()
+                .any(|m| m.text.contains("pairing code")))
             .await,
         "Ann got no pairing code:\n{}",
         run.stderr()
@@ -270,11 +298,16 @@ async fn run_logs_the_pairing_code_and_tells_the_user_when_the_operator_approves
     let told = telegram.bot_messages(4242)[0].text.clone();
     let code = told
         .split_whitespace()
-        .find(|w| w.len() == 8 && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        .find(|w| {
+            w.len() == 8
+                && w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
         .unwrap_or_else(|| panic!("no code in {told:?}"))
         .to_owned();
     // The operator learns the code from the log, not only from `pair list`.
-    run.wait_for_log(&format!("switchboard pair approve {code}")).await;
+    run.wait_for_log(&format!("switchboard pair approve {code}"))
+        .await;
     let line = run
         .stderr()
         .lines()
@@ -287,7 +320,10 @@ async fn run_logs_the_pairing_code_and_tells_the_user_when_the_operator_approves
     assert!(approve.status.success(), "{}", text(&approve.stderr));
     assert!(
         telegram
-            .wait_until(HANG, |t| t.bot_messages(4242).iter().any(|m| m.text.contains("approved")))
+            .wait_until(HANG, |t| t
+                .bot_messages(4242)
+                .iter()
+                .any(|m| m.text.contains("approved")))
             .await,
         "Ann was never told of the approval:\n{}",
         run.stderr()
@@ -362,17 +398,25 @@ async fn chat_on_a_terminal_writes_warnings_to_the_log_file_not_the_transcript()
     let warned = tokio::time::timeout(HANG, async {
         loop {
             let logged = std::fs::read_to_string(&log).unwrap_or_default();
-            if logged.contains("skill skipped") || transcript.lock().unwrap().contains("skill skipped") {
+            if logged.contains("skill skipped")
+                || transcript.lock().unwrap().contains("skill skipped")
+            {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
     .await;
-    assert!(warned.is_ok(), "no warning anywhere:\n{}", transcript.lock().unwrap());
+    assert!(
+        warned.is_ok(),
+        "no warning anywhere:\n{}",
+        transcript.lock().unwrap()
+    );
     // Ctrl-D at the prompt: end of input on the terminal.
     let mut stdin = child.stdin.take().unwrap();
-    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"\x04").await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"\x04")
+        .await
+        .unwrap();
     let status = tokio::time::timeout(HANG, child.wait()).await;
     let _ = tokio::time::timeout(HANG, reader).await;
     let transcript = transcript.lock().unwrap().clone();
@@ -382,6 +426,12 @@ async fn chat_on_a_terminal_writes_warnings_to_the_log_file_not_the_transcript()
         "a warning in the chat transcript:\n{transcript}"
     );
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("skill skipped") && logged.contains("broken.md"), "{logged}");
-    assert!(!logged.contains('\u{1b}'), "ANSI codes in the log file:\n{logged}");
+    assert!(
+        logged.contains("skill skipped") && logged.contains("broken.md"),
+        "{logged}"
+    );
+    assert!(
+        !logged.contains('\u{1b}'),
+        "ANSI codes in the log file:\n{logged}"
+    );
 }

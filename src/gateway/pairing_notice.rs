@@ -30,7 +30,10 @@ pub(crate) async fn announce_approved_pairings(inner: &Inner) {
                 }
             }
             let to = ChatAddress::new(*platform, pairing.chat, None);
-            match adapter.send(&to, OutgoingMessage::text(APPROVED_NOTICE)).await {
+            match adapter
+                .send(&to, OutgoingMessage::text(APPROVED_NOTICE))
+                .await
+            {
                 Ok(_) => tracing::info!(
                     platform = %platform,
                     user = %pairing.user,
