@@ -138,7 +138,7 @@ impl AccessControl {
                     tracing::info!(
                         platform = %platform,
                         user = %msg.user.id,
-                        name = %msg.user.display_name,
+                        name = ?msg.user.display_name,
                         code = %code.code,
                         "pairing requested: admit with `switchboard pair approve {}`",
                         code.code
