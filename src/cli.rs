@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 pub struct Args {
+    #[command(flatten)]
+    pub global: crate::cli_global::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -90,7 +92,11 @@ pub async fn dispatch(
     sealed: switchboard::secrets::SealReport,
 ) -> anyhow::Result<ExitCode> {
     let quiet = matches!(args.command, Command::Chat);
-    init_tracing(config.log_format, quiet);
+    init_tracing(
+        config.log_format,
+        quiet,
+        crate::cli_logs::target(quiet, &config.data_dir),
+    );
     match &sealed.problem {
         None => {
             tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
@@ -393,10 +399,16 @@ const SECRET_SAFE: &[&str] = &[
     "h2=info",
 ];
 
-/// Logs go to stderr; `chat` defaults to warnings only so the conversation stays readable.
-fn init_tracing(format: LogFormat, quiet: bool) {
+/// Logs go to `target` (see [`crate::cli_logs::target`]); `chat` defaults to
+/// warnings only so the conversation stays readable.
+fn init_tracing(format: LogFormat, quiet: bool, target: crate::cli_logs::LogTarget) {
     use tracing_subscriber::EnvFilter;
-    let default = if quiet { "warn" } else { "info,sqlx=warn" };
+    // serenity's own info lines are internals in debug formatting (`ShardInfo { id: ShardId(0), .. }`).
+    let default = if quiet {
+        "warn"
+    } else {
+        "info,sqlx=warn,serenity=warn"
+    };
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     for directive in SECRET_SAFE {
         if let Ok(d) = directive.parse() {
@@ -406,7 +418,8 @@ fn init_tracing(format: LogFormat, quiet: bool) {
     // Every line is scrubbed of the known secrets, whatever logged it.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(switchboard::secrets::ScrubbingWriter::new(std::io::stderr));
+        .with_ansi(target.ansi)
+        .with_writer(switchboard::secrets::ScrubbingWriter::new(target.writer));
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),

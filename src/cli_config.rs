@@ -13,8 +13,15 @@ const UNSET_MODEL: &str = "<LLM_MODEL unset>";
 /// The configuration of the environment (and `.env`). Without `needs_model`,
 /// a missing `LLM_BASE_URL` or `LLM_MODEL` is no error: placeholders stand in
 /// (see [`unset_model_vars`]); every other variable is checked as usual.
-pub fn load(needs_model: bool) -> Result<Config, ConfigError> {
-    match Config::from_env() {
+/// `read_dotenv`: whether `./.env` is read (not when `--env-file` named
+/// another file, already loaded into the environment).
+pub fn load(needs_model: bool, read_dotenv: bool) -> Result<Config, ConfigError> {
+    let first = if read_dotenv {
+        Config::from_env()
+    } else {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    };
+    match first {
         Err(ConfigError::Missing { var, .. })
             if !needs_model && matches!(var, "LLM_BASE_URL" | "LLM_MODEL") =>
         {

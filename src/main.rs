@@ -4,17 +4,18 @@
 mod cli;
 mod cli_approvals;
 mod cli_config;
+mod cli_global;
+mod cli_logs;
 mod cli_memory;
 mod cli_model;
 mod cli_pair;
 mod cli_tasks;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
-    let config = match cli_config::load(args.needs_model()) {
+    let args = cli_global::parse();
+    let config = match args.global.load_config(args.needs_model()) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("error: {e}");

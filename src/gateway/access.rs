@@ -131,6 +131,18 @@ impl AccessControl {
                     store
                         .record_event("pairing.requested", json!({ "platform": platform.as_str(), "user": msg.user.id.0, "code": code.code }))
                         .await;
+                    // Where to tell them once the operator approves.
+                    if let Err(e) = store.set_pairing_chat(&code.code, msg.chat.chat).await {
+                        tracing::warn!(error = %e, code = %code.code, "could not record the chat of a pairing request; the user will not be told of the approval");
+                    }
+                    tracing::info!(
+                        platform = %platform,
+                        user = %msg.user.id,
+                        name = ?msg.user.display_name,
+                        code = %code.code,
+                        "pairing requested: admit with `switchboard pair approve {}`",
+                        code.code
+                    );
                 }
                 Ok(Access::Refuse(format!(
                     "Hi! I don't know you yet. Your pairing code is **{}** (valid until {} UTC).\n\

@@ -36,6 +36,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         if last_housekeeping.elapsed() >= HOUSEKEEPING {
             last_housekeeping = tokio::time::Instant::now();
             announce_interrupted_tasks(&inner).await;
+            super::pairing_notice::announce_approved_pairings(&inner).await;
             if let Err(e) = inner.tasks.apply_cancel_requests().await {
                 tracing::warn!(error = %e, "could not look for task cancel requests");
             }

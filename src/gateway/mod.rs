@@ -17,6 +17,7 @@ mod memory;
 mod memory_cmd;
 mod menu;
 mod outbound;
+mod pairing_notice;
 mod press_limit;
 mod reshow;
 mod scrubbed;

@@ -80,10 +80,16 @@ impl EventHandler for Handler {
         self.shared
             .bot_id
             .store(ready.user.id.get(), Ordering::Relaxed);
-        self.shared
-            .slash
-            .know_application(ready.application.id.get());
+        let application = ready.application.id.get();
+        let first = self.shared.slash.know_application(application);
         tracing::info!(shard = ctx.shard_id.0, "Discord gateway ready");
+        if first {
+            tracing::info!(
+                bot = %ready.user.name,
+                "invite the bot to a server: {}",
+                crate::invite::invite_url(application)
+            );
+        }
         if let Err(e) = self.shared.slash.publish(&self.shared.rest).await {
             tracing::warn!(error = %e, "could not register the slash commands; typed commands still work");
         }

@@ -21,6 +21,7 @@ mod config;
 mod errors;
 mod gateway;
 mod interactions;
+mod invite;
 mod lookups;
 mod normalize;
 mod order;

@@ -40,8 +40,9 @@ impl SlashMenu {
         *self.wanted.lock().unwrap_or_else(|p| p.into_inner()) = Some(body(commands));
     }
 
-    pub fn know_application(&self, id: u64) {
-        self.application.store(id, Ordering::Relaxed);
+    /// Whether `id` is new to this process (the first READY, not a reconnect).
+    pub fn know_application(&self, id: u64) -> bool {
+        self.application.swap(id, Ordering::Relaxed) != id
     }
 
     /// Registers the wanted commands (a bulk overwrite) once both the menu

@@ -70,7 +70,12 @@ impl TelegramAdapter {
                 path: config.state_dir.display().to_string(),
                 detail: e.to_string(),
             })?;
-        tracing::info!(bot_id = me.id, username = %me.username, "connected to Telegram");
+        tracing::info!(
+            bot_id = me.id,
+            username = %me.username,
+            "connected to Telegram; users write to the bot at https://t.me/{}",
+            me.username
+        );
         let caps = Capabilities {
             max_message_len: MAX_TEXT_UTF16,
             length_unit: LengthUnit::Utf16,

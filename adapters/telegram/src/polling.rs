@@ -69,7 +69,10 @@ pub(crate) async fn poll(
     let mut recent = RecentIds::default();
     let mut backoff = Duration::from_millis(500);
     let timeout = inner.config.poll_timeout_secs.min(15);
-    tracing::info!(offset = ?last, "Telegram long polling started");
+    match last {
+        Some(offset) => tracing::info!(offset, "Telegram long polling started"),
+        None => tracing::info!("Telegram long polling started (no update seen yet)"),
+    }
     loop {
         let params = GetUpdates {
             offset: last.map(|id| id + 1),
