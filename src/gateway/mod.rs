@@ -13,6 +13,7 @@ mod maintenance;
 mod memory;
 mod memory_cmd;
 mod menu;
+mod model_error;
 mod outbound;
 mod press_limit;
 mod scrubbed;
