@@ -2,6 +2,7 @@
 //! init tracing, call the library.
 
 mod cli;
+mod cli_doctor;
 mod cli_memory;
 mod cli_model;
 mod cli_pair;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let data_dir_hint = cli_doctor::data_dir_hint(&config);
     // Before the runtime starts any thread: the environment is changed here.
     let sealed = switchboard::secrets::seal_process(&config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -37,6 +39,9 @@ fn main() -> ExitCode {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");
+                if let Some(hint) = data_dir_hint(&e) {
+                    eprintln!("{hint}");
+                }
                 ExitCode::FAILURE
             }
         }

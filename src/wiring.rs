@@ -53,6 +53,45 @@ impl PlatformConfigs {
     }
 }
 
+/// The outcome of checking one platform's bot token (`switchboard doctor`).
+#[derive(Debug)]
+pub struct TokenCheck {
+    /// "Telegram" or "Discord".
+    pub platform: &'static str,
+    /// The variable holding the token.
+    pub var: &'static str,
+    /// The bot's user name, or why the platform refused or could not be asked
+    /// (never containing the token).
+    pub result: Result<String, String>,
+}
+
+impl PlatformConfigs {
+    /// Asks each enabled platform who the bot is (`getMe`, `GET /users/@me`)
+    /// at its configured API URL, without starting any adapter.
+    pub async fn check_tokens(&self) -> Vec<TokenCheck> {
+        let mut out = Vec::new();
+        if let Some(config) = &self.telegram {
+            out.push(TokenCheck {
+                platform: "Telegram",
+                var: "TELEGRAM_BOT_TOKEN",
+                result: switchboard_telegram::check_token(config)
+                    .await
+                    .map_err(|e| e.to_string()),
+            });
+        }
+        if let Some(config) = &self.discord {
+            out.push(TokenCheck {
+                platform: "Discord",
+                var: "DISCORD_BOT_TOKEN",
+                result: switchboard_discord::check_token(config)
+                    .await
+                    .map_err(|e| e.to_string()),
+            });
+        }
+        out
+    }
+}
+
 /// Which variables enable which platform (for `switchboard run` without any).
 pub const PLATFORM_HELP: &str = "No chat platform is configured. Set TELEGRAM_BOT_TOKEN to enable Telegram, \
 DISCORD_BOT_TOKEN to enable Discord (see .env.example), or use `switchboard chat` for a local console.";

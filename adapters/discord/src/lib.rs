@@ -17,6 +17,7 @@
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
+mod check;
 mod config;
 mod errors;
 mod gateway;
@@ -30,5 +31,6 @@ mod slash;
 mod typing;
 
 pub use adapter::DiscordAdapter;
+pub use check::check_token;
 pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings, RATE_MARGIN};
 pub use errors::DiscordError;

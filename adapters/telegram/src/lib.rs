@@ -10,6 +10,7 @@
 mod activity;
 mod adapter;
 mod bad_update;
+mod check;
 mod commands;
 mod config;
 mod errors;
@@ -26,6 +27,7 @@ mod utf16;
 mod webhook;
 
 pub use adapter::TelegramAdapter;
+pub use check::check_token;
 pub use config::{
     TelegramConfig, TelegramConfigError, TelegramLimits, WebhookConfig, DEFAULT_API_URL,
     LIMIT_MARGIN,
