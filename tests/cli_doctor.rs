@@ -77,6 +77,12 @@ impl Env {
         self
     }
 
+    /// Sets `var` to `rel` inside the temp home.
+    fn set_path(self, var: &str, rel: &str) -> Env {
+        let path = self.path(rel);
+        self.set(var, &path)
+    }
+
     fn path(&self, rel: &str) -> String {
         self.dir.path().join(rel).display().to_string()
     }
@@ -150,11 +156,11 @@ async fn doctor_lists_every_problem_each_naming_its_variable_and_fails() {
     // DATA_DIR is a file; WORKSPACE_DIR would have to be created below one.
     std::fs::write(env.path("not-a-dir"), "x").unwrap();
     let env = env
-        .set("DATA_DIR", &env.path("not-a-dir"))
-        .set("WORKSPACE_DIR", &env.path("not-a-dir/ws"))
-        .set("SKILLS_DIR", &env.path("my-skills"))
-        .set("SCRIPT_TOOLS_DIR", &env.path("my-scripts"))
-        .set("HTTP_TOOLS_FILE", &env.path("http-tools.json"))
+        .set_path("DATA_DIR", "not-a-dir")
+        .set_path("WORKSPACE_DIR", "not-a-dir/ws")
+        .set_path("SKILLS_DIR", "my-skills")
+        .set_path("SCRIPT_TOOLS_DIR", "my-scripts")
+        .set_path("HTTP_TOOLS_FILE", "http-tools.json")
         .set("TELEGRAM_BOT_TOKEN", "7000001:AAwrongTOKEN_wrong-wrong")
         .set("TELEGRAM_API_URL", &telegram.api_url())
         .set("DISCORD_BOT_TOKEN", "wrong-discord.bot-token.999")
@@ -209,9 +215,9 @@ async fn doctor_accepts_working_bot_tokens_and_existing_paths() {
     std::fs::create_dir(env.path("my-scripts")).unwrap();
     std::fs::write(env.path("http-tools.json"), r#"{"tools": []}"#).unwrap();
     let env = env
-        .set("SKILLS_DIR", &env.path("my-skills"))
-        .set("SCRIPT_TOOLS_DIR", &env.path("my-scripts"))
-        .set("HTTP_TOOLS_FILE", &env.path("http-tools.json"))
+        .set_path("SKILLS_DIR", "my-skills")
+        .set_path("SCRIPT_TOOLS_DIR", "my-scripts")
+        .set_path("HTTP_TOOLS_FILE", "http-tools.json")
         .set("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
         .set("TELEGRAM_API_URL", &telegram.api_url())
         .set("DISCORD_BOT_TOKEN", DISCORD_TOKEN)
@@ -328,7 +334,7 @@ async fn an_unusable_data_dir_is_named_by_chat_and_the_admin_commands() {
     let llm = FakeLlm::start().await;
     let env = Env::new(&llm.base_url());
     std::fs::write(env.path("data-file"), "x").unwrap();
-    let env = env.set("DATA_DIR", &env.path("data-file"));
+    let env = env.set_path("DATA_DIR", "data-file");
     let chat = env.run_with(&["chat"], "hello\n").await;
     assert_ne!(chat.code, Some(0), "{chat}");
     assert!(chat.stderr.contains("DATA_DIR"), "{chat}");
