@@ -148,14 +148,7 @@ async fn platforms(r: &mut Report, config: &Config) {
     };
     for check in checks {
         match check.result {
-            Ok(name) if check.platform == "Telegram" => r.ok(&format!(
-                "Telegram accepts {} (bot @{name})",
-                check.var
-            )),
-            Ok(name) => r.ok(&format!(
-                "{} accepts {} (bot {name})",
-                check.platform, check.var
-            )),
+            Ok(who) => r.ok(&format!("{} accepts {} ({who})", check.platform, check.var)),
             Err(e) => r.fail(&format!("{} ({}): {e}", check.platform, check.var)),
         }
     }

@@ -42,7 +42,13 @@ pub fn check_writable_dir(var: &'static str, path: &Path) -> Result<(), PathProb
             "is not a directory".into(),
             FIX_WRITABLE,
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // Missing, or below a file: what matters is where it would be created.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             let (ancestor, meta) = nearest_existing(path).ok_or_else(|| {
                 problem(var, path, "has no existing parent".into(), FIX_WRITABLE)
             })?;

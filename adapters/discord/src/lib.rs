@@ -17,7 +17,6 @@
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
-mod check;
 mod config;
 mod errors;
 mod gateway;
@@ -31,6 +30,5 @@ mod slash;
 mod typing;
 
 pub use adapter::DiscordAdapter;
-pub use check::check_token;
 pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings, RATE_MARGIN};
 pub use errors::DiscordError;

@@ -10,7 +10,6 @@
 mod activity;
 mod adapter;
 mod bad_update;
-mod check;
 mod commands;
 mod config;
 mod errors;
@@ -27,7 +26,6 @@ mod utf16;
 mod webhook;
 
 pub use adapter::TelegramAdapter;
-pub use check::check_token;
 pub use config::{
     TelegramConfig, TelegramConfigError, TelegramLimits, WebhookConfig, DEFAULT_API_URL,
     LIMIT_MARGIN,
