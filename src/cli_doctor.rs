@@ -143,7 +143,9 @@ async fn model(r: &mut Report, label: &str, endpoint: &Config) {
 async fn platforms(r: &mut Report, config: &Config) {
     let checks = tokio::time::timeout(CHECK_TIMEOUT, config.platforms.check_tokens()).await;
     let Ok(checks) = checks else {
-        r.fail("chat platforms: no answer within 90 s (TELEGRAM_API_URL / DISCORD_API_URL reachable?)");
+        r.fail(
+            "chat platforms: no answer within 90 s (TELEGRAM_API_URL / DISCORD_API_URL reachable?)",
+        );
         return;
     };
     for check in checks {
@@ -172,7 +174,11 @@ fn http_tools(r: &mut Report, config: &Config) {
     for p in &config.http_tool_problems {
         // "*": the whole file is unusable, not one tool.
         if p.tool == "*" {
-            r.fail(&format!("HTTP_TOOLS_FILE ({}): {}", p.file.display(), p.problem));
+            r.fail(&format!(
+                "HTTP_TOOLS_FILE ({}): {}",
+                p.file.display(),
+                p.problem
+            ));
         } else {
             r.note(&format!(
                 "HTTP tool {} in {} skipped: {}",
@@ -210,7 +216,8 @@ fn script_tools(r: &mut Report, config: &Config) {
 
 fn skills(r: &mut Report, config: &Config) {
     let dir = &config.skills_dir;
-    if let Err(problem) = dirs::check_existing_dir("SKILLS_DIR", dir) {
+    let found = dirs::check_existing_dir("SKILLS_DIR", dir);
+    if let Err(problem) = &found {
         // The default directory is optional; one set on purpose must exist.
         if dir == Path::new("./skills") && !dir.exists() {
             r.note(&format!(
@@ -222,14 +229,21 @@ fn skills(r: &mut Report, config: &Config) {
         }
     }
     let (skills, problems) = switchboard::load_skills(config);
+    let source = match found {
+        Ok(()) => dir.display().to_string(),
+        Err(_) => "built-in only".to_owned(),
+    };
     r.ok(&format!(
-        "{} skills ({}): {}",
+        "{} skills ({source}): {}",
         skills.len(),
-        dir.display(),
         names(skills.iter().map(|s| s.name.as_str()))
     ));
     for p in problems {
-        r.note(&format!("skill {} skipped: {}", p.path.display(), p.problem));
+        r.note(&format!(
+            "skill {} skipped: {}",
+            p.path.display(),
+            p.problem
+        ));
     }
 }
 

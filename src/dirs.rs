@@ -49,9 +49,8 @@ pub fn check_writable_dir(var: &'static str, path: &Path) -> Result<(), PathProb
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
             ) =>
         {
-            let (ancestor, meta) = nearest_existing(path).ok_or_else(|| {
-                problem(var, path, "has no existing parent".into(), FIX_WRITABLE)
-            })?;
+            let (ancestor, meta) = nearest_existing(path)
+                .ok_or_else(|| problem(var, path, "has no existing parent".into(), FIX_WRITABLE))?;
             if !meta.is_dir() {
                 return Err(problem(
                     var,
@@ -92,14 +91,9 @@ pub fn ensure_writable_dir(var: &'static str, path: &Path) -> Result<(), PathPro
 /// `SCRIPT_TOOLS_DIR`).
 pub fn check_existing_dir(var: &'static str, path: &Path) -> Result<(), PathProblem> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => std::fs::read_dir(path).map(|_| ()).map_err(|e| {
-            problem(
-                var,
-                path,
-                format!("cannot be read: {e}"),
-                FIX_EXISTING_DIR,
-            )
-        }),
+        Ok(meta) if meta.is_dir() => std::fs::read_dir(path)
+            .map(|_| ())
+            .map_err(|e| problem(var, path, format!("cannot be read: {e}"), FIX_EXISTING_DIR)),
         Ok(_) => Err(problem(
             var,
             path,
@@ -113,14 +107,9 @@ pub fn check_existing_dir(var: &'static str, path: &Path) -> Result<(), PathProb
 /// A file that must already exist and be readable (`HTTP_TOOLS_FILE`).
 pub fn check_existing_file(var: &'static str, path: &Path) -> Result<(), PathProblem> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => std::fs::File::open(path).map(|_| ()).map_err(|e| {
-            problem(
-                var,
-                path,
-                format!("cannot be read: {e}"),
-                FIX_EXISTING_FILE,
-            )
-        }),
+        Ok(meta) if meta.is_file() => std::fs::File::open(path)
+            .map(|_| ())
+            .map_err(|e| problem(var, path, format!("cannot be read: {e}"), FIX_EXISTING_FILE)),
         Ok(_) => Err(problem(
             var,
             path,

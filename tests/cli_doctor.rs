@@ -133,9 +133,8 @@ fn dead_port() -> u16 {
 /// An HTTP server answering every request like Ollama does a path it does not
 /// serve: 404 with the bare text `404 page not found`.
 async fn plain_404_server() -> (String, tokio::task::JoinHandle<()>) {
-    let app = axum::Router::new().fallback(|| async {
-        (axum::http::StatusCode::NOT_FOUND, "404 page not found")
-    });
+    let app = axum::Router::new()
+        .fallback(|| async { (axum::http::StatusCode::NOT_FOUND, "404 page not found") });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
@@ -187,12 +186,22 @@ async fn doctor_lists_every_problem_each_naming_its_variable_and_fails() {
     assert_eq!(llm.requests().await.len(), 1);
     // Each token was checked at the configured API URL, and not leaked.
     assert!(
-        telegram.calls().iter().any(|c| c.method.eq_ignore_ascii_case("getMe")),
+        telegram
+            .calls()
+            .iter()
+            .any(|c| c.method.eq_ignore_ascii_case("getMe")),
         "{:?}",
-        telegram.calls().iter().map(|c| &c.method).collect::<Vec<_>>()
+        telegram
+            .calls()
+            .iter()
+            .map(|c| &c.method)
+            .collect::<Vec<_>>()
     );
     assert!(
-        discord.calls().iter().any(|c| c.path.ends_with("/users/@me")),
+        discord
+            .calls()
+            .iter()
+            .any(|c| c.path.ends_with("/users/@me")),
         "{:?}",
         discord.calls().iter().map(|c| &c.path).collect::<Vec<_>>()
     );
@@ -315,7 +324,10 @@ async fn the_console_names_an_unreachable_endpoint_and_the_audit_log_keeps_the_c
     assert_eq!(done.code, Some(0), "{done}");
     let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
     assert!(done.stdout.contains("can't be reached"), "{done}");
-    assert!(done.stdout.contains(&url), "the console names the URL\n{done}");
+    assert!(
+        done.stdout.contains(&url),
+        "the console names the URL\n{done}"
+    );
     assert!(done.stdout.contains("switchboard doctor"), "{done}");
     let events = env.run(&["events"]).await;
     let line = events

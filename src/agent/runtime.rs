@@ -323,7 +323,10 @@ impl Agent {
                         Err(failure) => {
                             let (text, stop) = failure.explain();
                             let cause = failure.cause();
-                            pad.record("error", json!({ "round": round, "error": text, "cause": cause }));
+                            pad.record(
+                                "error",
+                                json!({ "round": round, "error": text, "cause": cause }),
+                            );
                             let mut outcome = t.finish(&mut pad, text, stop);
                             outcome.error = cause;
                             return outcome;

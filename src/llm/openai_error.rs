@@ -28,10 +28,9 @@ pub(crate) fn from_status(status: u16, body: &str, retry_after: Option<Duration>
 pub(crate) fn not_found(endpoint: &str, base_url: &str, body: &str) -> ProviderError {
     let shown = crate::secrets::shown_url(endpoint);
     let base = crate::secrets::shown_url(base_url.trim().trim_end_matches('/'));
-    let versioned = base
-        .rsplit('/')
-        .next()
-        .is_some_and(|last| last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit()));
+    let versioned = base.rsplit('/').next().is_some_and(|last| {
+        last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit())
+    });
     let hint = if versioned {
         "check the base URL and that the endpoint serves this model".to_owned()
     } else {
@@ -39,7 +38,10 @@ pub(crate) fn not_found(endpoint: &str, base_url: &str, body: &str) -> ProviderE
     };
     ProviderError::Config {
         status: 404,
-        message: format!("POST {shown} was not found ({}); {hint}", body_message(body)),
+        message: format!(
+            "POST {shown} was not found ({}); {hint}",
+            body_message(body)
+        ),
     }
 }
 
@@ -252,9 +254,16 @@ mod tests {
         )
         .to_string();
         assert!(!versioned.contains("/v1/v1"), "{versioned}");
-        assert!(versioned.contains("model \"llama9\" not found"), "{versioned}");
-        let keyed = not_found("http://h/chat/completions?key=sk-q-123", "http://h?key=sk-q-123", "")
-            .to_string();
+        assert!(
+            versioned.contains("model \"llama9\" not found"),
+            "{versioned}"
+        );
+        let keyed = not_found(
+            "http://h/chat/completions?key=sk-q-123",
+            "http://h?key=sk-q-123",
+            "",
+        )
+        .to_string();
         assert!(!keyed.contains("sk-q-123"), "{keyed}");
         assert!(!not_found("http://h/x", "http://h", "").is_recoverable());
     }

@@ -90,21 +90,27 @@ mod tests {
             "https://generativelanguage.googleapis.com/v1beta?alt=sse&key=AIzaSy-secret-123",
         );
         assert!(!shown.contains("AIzaSy-secret-123"), "{shown}");
-        assert!(shown.contains("alt=sse") && shown.contains("key=redacted"), "{shown}");
+        assert!(
+            shown.contains("alt=sse") && shown.contains("key=redacted"),
+            "{shown}"
+        );
         let shown = shown_url("http://h/v1?Api_Key=abc%2Fdef&x=1");
         assert!(!shown.contains("abc"), "{shown}");
         assert!(shown.contains("x=1"), "{shown}");
         // Nothing to hide: the text is left exactly as given.
-        for plain in ["http://localhost:11434", "not a url", "http://h/v1?keyboard=1"] {
+        for plain in [
+            "http://localhost:11434",
+            "not a url",
+            "http://h/v1?keyboard=1",
+        ] {
             assert_eq!(shown_url(plain), plain);
         }
     }
 
     #[test]
     fn query_secrets_are_found_raw_and_decoded() {
-        let url = url::Url::parse("http://h/v1?key=a%2Bb&token=tok-123&q=x").unwrap_or_else(
-            |_| unreachable!("a valid URL"),
-        );
+        let url = url::Url::parse("http://h/v1?key=a%2Bb&token=tok-123&q=x")
+            .unwrap_or_else(|_| unreachable!("a valid URL"));
         let found = query_secrets(&url);
         assert!(found.contains(&"a%2Bb".to_owned()), "{found:?}");
         assert!(found.contains(&"a+b".to_owned()), "{found:?}");
