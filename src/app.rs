@@ -37,6 +37,9 @@ pub enum RunError {
     Workspace { path: String, reason: String },
     #[error("{0}")]
     NoPlatforms(&'static str),
+    /// A directory of the configuration (`DATA_DIR`) cannot be used.
+    #[error(transparent)]
+    Path(#[from] crate::dirs::PathProblem),
     #[error("a platform adapter failed to start: {0}")]
     Platform(String),
     #[error("cannot listen on HEALTH_LISTEN={addr}: {reason}; choose a free address or unset it")]
@@ -211,6 +214,9 @@ pub async fn start_with_clock(
         .into_iter()
         .map(crate::gateway::ScrubbedAdapter::wrap)
         .collect();
+    // Before the store: the default database lives in DATA_DIR, and an
+    // unusable DATA_DIR should be named as such.
+    crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
     let store = Store::open(&config.database_url).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
@@ -336,6 +342,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     if config.platforms.is_empty() {
         return Err(RunError::NoPlatforms(crate::wiring::PLATFORM_HELP));
     }
+    // The adapters keep their state in DATA_DIR too.
+    crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
     let adapters = config
         .platforms
         .connect()

@@ -1,13 +1,10 @@
-//! Command-line interface: `chat`, `run`, `migrate`, `doctor`, `pair`, `approvals`,
-//! `events`; `tasks`, `memory` and `model` live in `cli_*.rs`.
+//! Command-line interface: `chat`, `run`, `migrate`, `pair`, `approvals`,
+//! `events`; `doctor`, `tasks`, `memory` and `model` live in `cli_*.rs`.
 
 use clap::{Parser, Subcommand};
-use futures::StreamExt;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
 use switchboard::config::{Config, LogFormat};
-use switchboard::llm::{ChatRequest, Chunk, Message, Provider};
 use switchboard::store::{self, Store};
 use switchboard_console::ConsoleAdapter;
 use switchboard_platform::PlatformAdapter;
@@ -127,7 +124,7 @@ pub async fn dispatch(
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Doctor => doctor(config).await,
+        Command::Doctor => crate::cli_doctor::run(config).await,
         Command::Pair { action } => crate::cli_pair::run(&config.database_url, action).await,
         Command::Approvals {
             action: ApprovalsAction::Pending,
@@ -218,147 +215,6 @@ async fn chat(config: Config) -> anyhow::Result<ExitCode> {
 async fn wait_console_done(running: &switchboard::Running, shutdown: &CancellationToken) {
     running.adapters_done().await;
     let _ = shutdown;
-}
-
-async fn doctor(config: Config) -> anyhow::Result<ExitCode> {
-    let mut ok = true;
-    println!(
-        "✔ configuration loaded (model {}, endpoint {})",
-        config.llm.model,
-        store::redact_url(&config.llm.base_url)
-    );
-    match Store::open(&config.database_url).await {
-        Ok(store) => match store.ping().await {
-            Ok(()) => println!(
-                "✔ database {} reachable, migrations applied",
-                store::redact_url(&config.database_url)
-            ),
-            Err(e) => {
-                ok = false;
-                println!("✘ database: {e}");
-            }
-        },
-        Err(e) => {
-            ok = false;
-            println!("✘ database: {e}");
-        }
-    }
-    for (label, endpoint) in endpoints(&config) {
-        let provider = switchboard::build_provider(&endpoint)?;
-        match probe(provider.as_ref()).await {
-            Ok(()) => println!(
-                "✔ {label} answers ({} · {} · context window {})",
-                endpoint.llm.model,
-                store::redact_url(&endpoint.llm.base_url),
-                provider.model().context_window
-            ),
-            Err(problem) => {
-                ok = false;
-                println!("✘ {label} ({}): {problem}", endpoint.llm.model);
-            }
-        }
-    }
-    if !config.http_tools.is_empty() {
-        println!(
-            "✔ {} HTTP API tools: {}",
-            config.http_tools.len(),
-            config
-                .http_tools
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    for p in &config.http_tool_problems {
-        println!(
-            "• HTTP tool {} in {} skipped: {}",
-            p.tool,
-            p.file.display(),
-            p.problem
-        );
-    }
-    if !config.script_tools.is_empty() {
-        println!(
-            "✔ {} script tools: {}",
-            config.script_tools.len(),
-            config
-                .script_tools
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    for p in &config.script_tool_problems {
-        println!(
-            "• script tool {} skipped: {}",
-            p.manifest.display(),
-            p.problem
-        );
-    }
-    let (skills, problems) = switchboard::load_skills(&config);
-    println!(
-        "✔ {} skills ({}): {}",
-        skills.len(),
-        config.skills_dir.display(),
-        skills
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    for p in problems {
-        println!("• skill {} skipped: {}", p.path.display(), p.problem);
-    }
-    if config.platforms.is_empty() {
-        println!("• no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-/// The primary model endpoint and each fallback, as a config of its own.
-fn endpoints(config: &Config) -> Vec<(String, Config)> {
-    let mut primary = config.clone();
-    primary.llm.fallbacks.clear();
-    let mut out = vec![("model endpoint".to_owned(), primary.clone())];
-    for (i, f) in config.llm.fallbacks.iter().enumerate() {
-        let mut c = primary.clone();
-        c.llm.api = f.api;
-        c.llm.base_url = f.base_url.clone();
-        c.llm.model = f.model.clone();
-        c.llm.api_key = f.api_key.clone();
-        c.llm.context_window = f.context_window;
-        out.push((format!("fallback {}", i + 1), c));
-    }
-    out
-}
-
-/// One tiny model call: the endpoint answers something within 90 s.
-async fn probe(provider: &dyn Provider) -> Result<(), String> {
-    let request = ChatRequest {
-        system: "You are a health check. Reply with OK.".into(),
-        messages: vec![Message::user("ping")],
-        tools: Vec::new(),
-    };
-    let call = async {
-        let mut stream = provider.chat_stream(request).await?;
-        while let Some(chunk) = stream.next().await {
-            if let Chunk::Text(_) | Chunk::ToolCalls(_) | Chunk::Thinking(_) = chunk? {
-                return Ok(());
-            }
-        }
-        Ok::<(), switchboard::llm::ProviderError>(())
-    };
-    match tokio::time::timeout(Duration::from_secs(90), call).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("no answer within 90 s".into()),
-    }
 }
 
 /// Cancelled on Ctrl-C or SIGTERM.

@@ -122,6 +122,9 @@ pub struct Config {
     /// manifests that could not be used.
     pub script_tools: Vec<crate::tools::ScriptToolDef>,
     pub script_tool_problems: Vec<crate::tools::ScriptToolProblem>,
+    /// `HTTP_TOOLS_FILE` and `SCRIPT_TOOLS_DIR` as set (`doctor` checks they exist).
+    pub http_tools_file: Option<PathBuf>,
+    pub script_tools_dir: Option<PathBuf>,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -294,6 +297,8 @@ impl Config {
             http_tool_problems,
             script_tools,
             script_tool_problems,
+            http_tools_file: get("HTTP_TOOLS_FILE").map(PathBuf::from),
+            script_tools_dir: get("SCRIPT_TOOLS_DIR").map(PathBuf::from),
             access_policy,
             allowed_users,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),

@@ -10,6 +10,7 @@ mod busy;
 pub mod caps;
 pub mod clock;
 pub mod config;
+pub mod dirs;
 pub mod gateway;
 mod health;
 pub mod llm;

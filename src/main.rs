@@ -4,6 +4,7 @@
 mod cli;
 mod cli_approvals;
 mod cli_config;
+mod cli_doctor;
 mod cli_global;
 mod cli_logs;
 mod cli_memory;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let data_dir_hint = cli_doctor::data_dir_hint(&config);
     // Before the runtime starts any thread: the environment is changed here.
     let sealed = switchboard::secrets::seal_process(&config);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -39,6 +41,9 @@ fn main() -> ExitCode {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");
+                if let Some(hint) = data_dir_hint(&e) {
+                    eprintln!("{hint}");
+                }
                 ExitCode::FAILURE
             }
         }

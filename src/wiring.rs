@@ -53,6 +53,52 @@ impl PlatformConfigs {
     }
 }
 
+/// The outcome of checking one platform's bot token (`switchboard doctor`).
+#[derive(Debug)]
+pub struct TokenCheck {
+    /// "Telegram" or "Discord".
+    pub platform: &'static str,
+    /// The variable holding the token.
+    pub var: &'static str,
+    /// Who the bot is (`bot @name`, `bot id N`), or why the platform refused
+    /// or could not be asked (never containing the token).
+    pub result: Result<String, String>,
+}
+
+impl PlatformConfigs {
+    /// Asks each enabled platform who the bot is (`getMe`, `GET /users/@me`)
+    /// at its configured API URL. The adapters are connected and dropped
+    /// without running: no update is fetched, no gateway session opened.
+    pub async fn check_tokens(&self) -> Vec<TokenCheck> {
+        let mut out = Vec::new();
+        if let Some(config) = &self.telegram {
+            // Connecting also creates the adapter's state directory; a check
+            // leaves DATA_DIR alone (doctor checks it on its own).
+            let mut config = config.clone();
+            config.state_dir = std::env::temp_dir();
+            out.push(TokenCheck {
+                platform: "Telegram",
+                var: "TELEGRAM_BOT_TOKEN",
+                result: TelegramAdapter::connect(config)
+                    .await
+                    .map(|a| format!("bot @{}", a.bot_username()))
+                    .map_err(|e| e.to_string()),
+            });
+        }
+        if let Some(config) = &self.discord {
+            out.push(TokenCheck {
+                platform: "Discord",
+                var: "DISCORD_BOT_TOKEN",
+                result: DiscordAdapter::connect(config.clone())
+                    .await
+                    .map(|a| format!("bot id {}", a.bot_user_id()))
+                    .map_err(|e| e.to_string()),
+            });
+        }
+        out
+    }
+}
+
 /// Which variables enable which platform (for `switchboard run` without any).
 pub const PLATFORM_HELP: &str = "No chat platform is configured. Set TELEGRAM_BOT_TOKEN to enable Telegram, \
 DISCORD_BOT_TOKEN to enable Discord (see .env.example), or use `switchboard chat` for a local console.";

@@ -95,4 +95,7 @@ pub struct TurnOutcome {
     pub intent_unmet: bool,
     /// Set when compaction folded part of the conversation into a summary.
     pub compaction: Option<super::compaction::Compacted>,
+    /// Why the model call failed (`StopReason::ModelError`), for the operator:
+    /// the endpoint's error with secrets removed.
+    pub error: Option<String>,
 }

@@ -219,6 +219,15 @@ pub(super) enum ModelFailure {
 }
 
 impl ModelFailure {
+    /// The provider's error for the operator (audit log, console), scrubbed
+    /// of known secrets; `None` when the turn was cancelled.
+    pub(super) fn cause(&self) -> Option<String> {
+        match self {
+            ModelFailure::Cancelled => None,
+            ModelFailure::Provider(e) => Some(crate::secrets::scrub_string(e.to_string())),
+        }
+    }
+
     /// The message the user sees, without internals or secrets.
     pub(super) fn explain(&self) -> (String, StopReason) {
         let text = match self {

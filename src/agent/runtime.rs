@@ -322,8 +322,14 @@ impl Agent {
                         Ok(r) => r,
                         Err(failure) => {
                             let (text, stop) = failure.explain();
-                            pad.record("error", json!({ "round": round, "error": text }));
-                            return t.finish(&mut pad, text, stop);
+                            let cause = failure.cause();
+                            pad.record(
+                                "error",
+                                json!({ "round": round, "error": text, "cause": cause }),
+                            );
+                            let mut outcome = t.finish(&mut pad, text, stop);
+                            outcome.error = cause;
+                            return outcome;
                         }
                     };
                     if !reply.thinking.is_empty() {
@@ -508,6 +514,7 @@ impl TurnLog<'_> {
             intent_corrections: self.intent_corrections,
             intent_unmet: self.intent_unmet,
             compaction,
+            error: None,
         }
     }
 }

@@ -16,6 +16,7 @@ mod maintenance;
 mod memory;
 mod memory_cmd;
 mod menu;
+mod model_error;
 mod outbound;
 mod pairing_notice;
 mod press_limit;

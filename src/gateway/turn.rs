@@ -347,10 +347,12 @@ async fn deliver(
         let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
         return;
     }
-    if outcome.stop == StopReason::ModelError {
-        audit_error(inner, o, "error.model", &outcome.text).await;
-    }
     let mut final_text = outcome.text.clone();
+    if outcome.stop == StopReason::ModelError {
+        let cause = outcome.error.as_deref();
+        audit_error_with(inner, o, "error.model", &outcome.text, cause).await;
+        final_text = super::model_error::shown_text(o.chat.platform, &final_text, cause);
+    }
     memory::restore_input(&mut outcome, &turn_memory);
     // Held, not dropped, when storage fails: saved once it is back (below,
     // after the answer is delivered), or by the next start.
@@ -409,13 +411,28 @@ async fn deliver(
 /// Records a failed turn in the audit log (`switchboard events`). `message` is
 /// already safe to show: the user-facing text, or an error scrubbed of secrets.
 async fn audit_error(inner: &Inner, o: &Origin, kind: &str, message: &str) {
-    let detail = serde_json::json!({
+    audit_error_with(inner, o, kind, message, None).await;
+}
+
+/// [`audit_error`] with the underlying `cause` (scrubbed), kept whole enough
+/// to tell a wrong URL from a down server.
+async fn audit_error_with(
+    inner: &Inner,
+    o: &Origin,
+    kind: &str,
+    message: &str,
+    cause: Option<&str>,
+) {
+    let mut detail = serde_json::json!({
         "platform": o.key.platform.as_str(),
         "chat": o.chat.chat.0,
         "user": o.user.id.0,
         "session": o.session.0,
         "message": crate::text::clip(message, 300),
     });
+    if let Some(cause) = cause {
+        detail["cause"] = serde_json::Value::from(crate::text::clip(cause, 1000));
+    }
     inner.store.record_event(kind, detail).await;
 }
 

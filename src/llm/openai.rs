@@ -172,6 +172,13 @@ impl OpenAiProvider {
                 self.rejected.insert(param);
                 continue;
             }
+            if status == 404 {
+                return Err(openai_error::not_found(
+                    &self.endpoint,
+                    &self.config.base_url,
+                    &text,
+                ));
+            }
             return Err(openai_error::from_status(status, &text, retry_after));
         }
     }

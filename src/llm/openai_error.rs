@@ -22,6 +22,29 @@ pub(crate) fn from_status(status: u16, body: &str, retry_after: Option<Duration>
     }
 }
 
+/// A 404 from `endpoint`: which URL was asked and, when the base URL has no
+/// version segment, the `/v1` it probably lacks (Ollama's own 404 body says
+/// only "404 page not found").
+pub(crate) fn not_found(endpoint: &str, base_url: &str, body: &str) -> ProviderError {
+    let shown = crate::secrets::shown_url(endpoint);
+    let base = crate::secrets::shown_url(base_url.trim().trim_end_matches('/'));
+    let versioned = base.rsplit('/').next().is_some_and(|last| {
+        last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit())
+    });
+    let hint = if versioned {
+        "check the base URL and that the endpoint serves this model".to_owned()
+    } else {
+        format!("OpenAI-compatible servers (Ollama, vLLM, llama.cpp) answer under /v1: set the base URL (LLM_BASE_URL, or the fallback's) to {base}/v1")
+    };
+    ProviderError::Config {
+        status: 404,
+        message: format!(
+            "POST {shown} was not found ({}); {hint}",
+            body_message(body)
+        ),
+    }
+}
+
 /// Classifies an `{"error": …}` object found in a stream or a 200 JSON body.
 pub(crate) fn from_error_object(error: &Value) -> ProviderError {
     let message = match error {
@@ -89,8 +112,12 @@ pub(crate) fn from_reqwest(error: &reqwest::Error) -> ProviderError {
         source = cause.source();
     }
     // The request URL in the text keeps a base URL's password otherwise.
-    if let Some(url) = error.url().filter(|u| u.password().is_some()) {
-        text = text.replace(url.as_str(), &crate::secrets::shown_url(url.as_str()));
+    // So does a `?key=` in it.
+    if let Some(url) = error.url() {
+        let shown = crate::secrets::shown_url(url.as_str());
+        if shown != url.as_str() {
+            text = text.replace(url.as_str(), &shown);
+        }
     }
     // We parse bodies ourselves, so even reqwest's "decode" errors are the body
     // stream failing (e.g. the connection cut mid-chunk): a network problem.
@@ -203,6 +230,42 @@ mod tests {
         ));
         let bad = json!({"message": "no such model", "type": "invalid_request_error"});
         assert!(!from_error_object(&bad).is_recoverable());
+    }
+
+    #[test]
+    fn a_404_names_the_url_and_suggests_the_v1_suffix_only_when_missing() {
+        let bare = not_found(
+            "http://localhost:11434/chat/completions",
+            "http://localhost:11434/",
+            "404 page not found",
+        )
+        .to_string();
+        assert!(bare.contains("HTTP 404"), "{bare}");
+        assert!(
+            bare.contains("POST http://localhost:11434/chat/completions"),
+            "{bare}"
+        );
+        assert!(bare.contains("404 page not found"), "{bare}");
+        assert!(bare.contains("to http://localhost:11434/v1"), "{bare}");
+        let versioned = not_found(
+            "http://localhost:11434/v1/chat/completions",
+            "http://localhost:11434/v1",
+            r#"{"error":{"message":"model \"llama9\" not found"}}"#,
+        )
+        .to_string();
+        assert!(!versioned.contains("/v1/v1"), "{versioned}");
+        assert!(
+            versioned.contains("model \"llama9\" not found"),
+            "{versioned}"
+        );
+        let keyed = not_found(
+            "http://h/chat/completions?key=sk-q-123",
+            "http://h?key=sk-q-123",
+            "",
+        )
+        .to_string();
+        assert!(!keyed.contains("sk-q-123"), "{keyed}");
+        assert!(!not_found("http://h/x", "http://h", "").is_recoverable());
     }
 
     #[test]

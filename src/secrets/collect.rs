@@ -76,15 +76,18 @@ fn token_parts(token: &str) -> Vec<String> {
 }
 
 /// For a URL with a password: the whole URL, `:password@` (distinctive even
-/// when the password is short) and the password itself.
+/// when the password is short) and the password itself; and the values of
+/// its credential query parameters (`?key=`).
 pub fn url_secrets(raw: &str) -> Vec<String> {
     let Ok(url) = url::Url::parse(raw.trim()) else {
         return Vec::new();
     };
+    let query = super::url_redact::query_secrets(&url);
     let Some(password) = url.password().filter(|p| !p.is_empty()) else {
-        return Vec::new();
+        return query;
     };
     let mut out = vec![raw.trim().to_owned(), url.to_string()];
+    out.extend(query);
     out.push(format!(":{password}@"));
     out.push(password.to_owned());
     // The decoded form too, as a program printing it would show it.
@@ -118,20 +121,10 @@ fn urlencoding_decode(raw: &str) -> Result<String, std::string::FromUtf8Error> {
     String::from_utf8(out)
 }
 
-/// `url` with its password replaced, for logs and messages.
-pub fn shown_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("redacted"));
-            u.to_string()
-        }
-        _ => raw.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::shown_url;
 
     #[test]
     fn names_that_say_secret_are_secret_and_counts_are_not() {

@@ -11,12 +11,14 @@ mod log_writer;
 mod scrubber;
 mod seal;
 mod stream;
+mod url_redact;
 
-pub use collect::{from_config, from_vars, is_secret_name, shown_url, url_secrets};
+pub use collect::{from_config, from_vars, is_secret_name, url_secrets};
 pub use log_writer::ScrubbingWriter;
 pub use scrubber::{Scrubber, MIN_SECRET_LEN, REDACTED};
 pub use seal::{seal_process, SealReport};
 pub use stream::StreamScrubber;
+pub use url_redact::shown_url;
 
 use serde_json::Value;
 use std::borrow::Cow;

@@ -234,15 +234,9 @@ impl Store {
     }
 }
 
-/// A URL without its password, for messages and output.
+/// A URL without its password or credential query values, for messages and output.
 pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("redacted"));
-            u.to_string()
-        }
-        _ => url.to_owned(),
-    }
+    crate::secrets::shown_url(url)
 }
 
 /// The file path of a `sqlite:` URL (`sqlite://rel/path.db`, `sqlite:///abs.db`, `sqlite::memory:`).
