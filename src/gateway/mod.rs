@@ -18,6 +18,7 @@ mod press_limit;
 mod scrubbed;
 mod session;
 mod spool;
+mod stop;
 mod tasks_cmd;
 mod text;
 mod turn;
@@ -334,6 +335,15 @@ impl Gateway {
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
             let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
+        }
+        // `/stop` cancels the turn running now; it must not queue behind it.
+        if commands::parse(&msg.text).is_some_and(|c| c.name == "stop") {
+            let stopped = self.session_if_exists(&key).is_some_and(|h| h.stop());
+            if !stopped {
+                reply(stop::NOTHING_TO_STOP.to_owned(), Some(msg.message_id));
+            }
+            // A stopped turn answers for itself ("Cancelled.") and goes idle.
+            return;
         }
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.

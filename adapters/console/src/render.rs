@@ -16,6 +16,8 @@ pub(crate) struct Screen<W: Write> {
     /// The message carrying `card`, so an edit of it (decided by `/approve`,
     /// or expired) can retire the buttons.
     card_id: Option<MessageId>,
+    /// The card decided last: shown once as one line, later edits of it are not shown.
+    decided: Option<MessageId>,
     mid_line: bool,
     /// Markdown styling of message text (a terminal only).
     styler: Option<Styler>,
@@ -29,6 +31,7 @@ impl<W: Write> Screen<W> {
             last: None,
             card: Vec::new(),
             card_id: None,
+            decided: None,
             mid_line: false,
             styler: None,
         }
@@ -74,18 +77,21 @@ impl<W: Write> Screen<W> {
     }
 
     pub(crate) fn print_edit(&mut self, id: MessageId, m: &OutgoingMessage) {
+        if self.decided == Some(id) && m.buttons.is_empty() {
+            // Its decision is on screen already.
+            return;
+        }
         if self.card_id == Some(id) {
             // The pending card changed elsewhere (a `/approve` decision or
             // expiry): show its new state; without buttons it takes no keys.
-            self.card.clear();
-            self.card_id = None;
-            self.break_line();
-            self.reset_style();
-            self.write_md(&m.text);
             if m.buttons.is_empty() {
-                self.write("\n");
-                self.last = None;
+                self.print_card_update(m);
             } else {
+                self.card.clear();
+                self.card_id = None;
+                self.break_line();
+                self.reset_style();
+                self.write_md(&m.text);
                 self.show_card(id, m);
             }
             return;
@@ -106,12 +112,15 @@ impl<W: Write> Screen<W> {
         }
     }
 
+    /// The pending card was decided: its first line (the decision) only,
+    /// since the card itself is on screen above.
     pub(crate) fn print_card_update(&mut self, m: &OutgoingMessage) {
         self.card.clear();
-        self.card_id = None;
+        self.decided = self.card_id.take();
         self.break_line();
         self.reset_style();
-        self.write_md(&format!("{}\n", m.text));
+        let head = m.text.lines().next().unwrap_or_default();
+        self.write_md(&format!("{head}\n"));
         self.mid_line = false;
         self.last = None;
     }
@@ -128,7 +137,13 @@ impl<W: Write> Screen<W> {
         self.write(&format!("{text}\n"));
     }
 
+    /// The buttons of the card waiting for an answer (empty: none).
+    pub(crate) fn card_buttons(&self) -> &[Button] {
+        &self.card
+    }
+
     /// The action of the pending card's button with shortcut `key`.
+    #[cfg(test)]
     pub(crate) fn card_action(&self, key: char) -> Option<ActionId> {
         self.card
             .iter()
