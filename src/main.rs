@@ -2,6 +2,7 @@
 //! init tracing, call the library.
 
 mod cli;
+mod cli_chat;
 mod cli_memory;
 mod cli_model;
 mod cli_pair;

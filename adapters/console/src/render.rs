@@ -3,7 +3,7 @@
 use crate::inert::inert;
 use crate::style::Styler;
 use std::io::Write;
-use switchboard_platform::{ActionId, Button, MessageId, OutgoingMessage};
+use switchboard_platform::{Button, MessageId, OutgoingMessage};
 
 /// The terminal's state: what was printed last, and the card waiting for a key.
 pub(crate) struct Screen<W: Write> {
@@ -144,7 +144,7 @@ impl<W: Write> Screen<W> {
 
     /// The action of the pending card's button with shortcut `key`.
     #[cfg(test)]
-    pub(crate) fn card_action(&self, key: char) -> Option<ActionId> {
+    pub(crate) fn card_action(&self, key: char) -> Option<switchboard_platform::ActionId> {
         self.card
             .iter()
             .find(|b| b.shortcut == Some(key.to_ascii_lowercase()))
@@ -224,7 +224,7 @@ impl<W: Write> Screen<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_platform::ButtonStyle;
+    use switchboard_platform::{ActionId, ButtonStyle};
 
     fn text(s: &str) -> OutgoingMessage {
         OutgoingMessage::text(s)
