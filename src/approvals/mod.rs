@@ -2,10 +2,12 @@
 //! wins), "always allow" rules, expiry, and answering the buttons.
 
 mod card;
+mod edit;
 mod rules;
 mod text;
 
 pub use card::{action_id, parse_action, short_id, Choice};
+pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
 
