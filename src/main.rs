@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli::dispatch(args, config, sealed).await {
             Ok(code) => code,
             Err(e) => {
@@ -41,5 +41,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    // Everything has finished; a read of a terminal's stdin (the console's,
+    // after `/exit` or Ctrl-C) never ends by itself and must not hold the exit.
+    runtime.shutdown_background();
+    code
 }

@@ -2,3 +2,4 @@
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod piped;
+pub mod tty;
