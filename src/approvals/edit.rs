@@ -64,7 +64,7 @@ fn shown(text: &str) -> String {
     let one_line: String = text
         .chars()
         .map(|c| match c {
-            '`' => 'ʼ',
+            '`' => '\'',
             '\n' | '\r' => ' ',
             c => c,
         })
@@ -106,7 +106,7 @@ mod tests {
     fn the_prompt_shows_the_current_arguments_and_what_to_type() {
         let p = prompt(r#"{"command":"ls `x`\nrm y"}"#);
         assert!(
-            p.contains("the new command as plain text (now `ls ʼxʼ rm y`)"),
+            p.contains("the new command as plain text (now `ls 'x' rm y`)"),
             "{p}"
         );
         let p = prompt(r#"{"path":"a.txt","content":"hi"}"#);
