@@ -51,7 +51,8 @@ async fn a_card_takes_words_in_any_case_and_reprompts_on_anything_else() {
 
     assert_eq!(done.status.code(), Some(0), "{done}");
     assert!(
-        done.stdout.contains("The card is waiting for an answer: y/yes/allow/once/1 (allow once)"),
+        done.stdout
+            .contains("The card is waiting for an answer: y/yes/allow/once/1 (allow once)"),
         "`ok` is re-prompted\n{done}"
     );
     assert_eq!(
@@ -90,7 +91,10 @@ async fn a_card_takes_the_number_of_its_button() {
     let done = env.chat("please run it\n4\n").await;
     assert_eq!(done.status.code(), Some(0), "{done}");
     assert!(done.stdout.contains("Denied"), "{done}");
-    assert!(!done.stdout.contains("end of input"), "`4` denied it\n{done}");
+    assert!(
+        !done.stdout.contains("end of input"),
+        "`4` denied it\n{done}"
+    );
     assert!(!env.workspace().join("never.txt").exists());
 }
 
@@ -135,10 +139,7 @@ async fn an_edit_shows_what_to_type_and_a_bad_one_reopens_the_card() {
             .contains(r#"a JSON object like `{"content":"first","path":"a.txt"}`"#),
         "the edit prompt shows the current arguments\n{done}"
     );
-    assert!(
-        done.stdout.contains("The card is open again."),
-        "{done}"
-    );
+    assert!(done.stdout.contains("The card is open again."), "{done}");
     assert_eq!(
         std::fs::read_to_string(env.workspace().join("b.txt")).unwrap_or_default(),
         "edited",
@@ -159,7 +160,10 @@ async fn an_edit_of_a_command_is_the_new_command_as_text() {
             .contains("the new command as plain text (now `echo original`)"),
         "{done}"
     );
-    assert!(done.stdout.contains("Tool said:") && done.stdout.contains("edited"), "{done}");
+    assert!(
+        done.stdout.contains("Tool said:") && done.stdout.contains("edited"),
+        "{done}"
+    );
 }
 
 #[tokio::test]
@@ -183,9 +187,13 @@ async fn stop_with_nothing_running_says_so() {
     let env = Env::new(&llm.base_url());
     let done = env.chat("/stop\n/help\n").await;
     assert_eq!(done.status.code(), Some(0), "{done}");
-    assert!(done.stdout.contains("Nothing is running to stop."), "{done}");
     assert!(
-        done.stdout.contains("Ctrl-C twice, Ctrl-D, /exit or /quit quits"),
+        done.stdout.contains("Nothing is running to stop."),
+        "{done}"
+    );
+    assert!(
+        done.stdout
+            .contains("Ctrl-C twice, Ctrl-D, /exit or /quit quits"),
         "/help in the console says how to quit\n{done}"
     );
     assert!(llm.requests().await.is_empty());

@@ -50,7 +50,10 @@ async fn ctrl_c_stops_the_answer_and_twice_at_the_prompt_quits() {
         // The model is answering (on a terminal a partial line may not show yet).
         let start = std::time::Instant::now();
         while !asked.load(Ordering::SeqCst) {
-            assert!(start.elapsed() < console::piped::HANG, "the model was never asked");
+            assert!(
+                start.elapsed() < console::piped::HANG,
+                "the model was never asked"
+            );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         pane.key("C-c");
@@ -68,7 +71,12 @@ async fn ctrl_c_stops_the_answer_and_twice_at_the_prompt_quits() {
     .await
     .unwrap();
     drop(pane);
-    let said: Vec<String> = llm.requests().await.iter().filter_map(last_user_text).collect();
+    let said: Vec<String> = llm
+        .requests()
+        .await
+        .iter()
+        .filter_map(last_user_text)
+        .collect();
     assert!(said.contains(&"again".to_owned()), "{said:?}");
 }
 

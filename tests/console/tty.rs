@@ -50,7 +50,16 @@ impl Pane {
         let status = Command::new("tmux")
             .arg("-S")
             .arg(&socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "50"])
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "50",
+            ])
             .arg(format!("bash {}", script_path.display()))
             .status()
             .unwrap();

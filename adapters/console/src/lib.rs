@@ -258,7 +258,11 @@ impl ConsoleAdapter {
         if is_stop(line) {
             return self.deny_card(io, "(stopping: denying the approval)").await;
         }
-        if line.trim_start().to_ascii_lowercase().starts_with("/approve ") {
+        if line
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("/approve ")
+        {
             self.drain_signals();
             self.send_text(line, io).await?;
             return self.wait_for(&[Signal::Idle, Signal::CardShown], io).await;

@@ -364,13 +364,17 @@ mod tests {
     #[test]
     fn a_decided_card_is_one_line_printed_once() {
         let mut s = Screen::new(Vec::new());
-        let card = s.print_new(&text("🔐 Approval needed\n```\nls\n```").with_buttons(approval_buttons(8)));
+        let card = s
+            .print_new(&text("🔐 Approval needed\n```\nls\n```").with_buttons(approval_buttons(8)));
         let decided = "✅ Allowed once by you\n```\nls\n```";
         // The press is answered with the final card, and the core edits it too.
         s.print_card_update(&text(decided));
         s.print_edit(card, &text(decided));
         let out = String::from_utf8(s.out).unwrap();
-        assert!(out.ends_with("[y] Ly   [n] Ln\n✅ Allowed once by you\n"), "{out:?}");
+        assert!(
+            out.ends_with("[y] Ly   [n] Ln\n✅ Allowed once by you\n"),
+            "{out:?}"
+        );
         assert_eq!(out.matches("ls\n").count(), 1, "{out:?}");
     }
 
