@@ -2,12 +2,9 @@
 //! `events`; `doctor`, `tasks`, `memory` and `model` live in `cli_*.rs`.
 
 use clap::{Parser, Subcommand};
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use switchboard::config::{Config, LogFormat};
 use switchboard::store::{self, Store};
-use switchboard_console::ConsoleAdapter;
-use switchboard_platform::PlatformAdapter;
 use tokio_util::sync::CancellationToken;
 
 /// Switchboard: a self-hosted gateway between an LLM agent and chat platforms.
@@ -103,7 +100,7 @@ pub async fn dispatch(
         }
     }
     match args.command {
-        Command::Chat => chat(config).await,
+        Command::Chat => crate::cli_chat::run(config).await,
         Command::Run => {
             let shutdown = shutdown_on_signal();
             match switchboard::run(config, shutdown).await {
@@ -183,42 +180,8 @@ pub async fn dispatch(
     }
 }
 
-async fn chat(config: Config) -> anyhow::Result<ExitCode> {
-    let interactive = std::io::stdin().is_terminal();
-    let shutdown = shutdown_on_signal();
-    let console = ConsoleAdapter::stdio(!interactive);
-    if interactive {
-        println!(
-            "Switchboard chat · model {} · /help for commands · Ctrl-D to quit",
-            config.llm.model
-        );
-    }
-    let adapters: Vec<std::sync::Arc<dyn PlatformAdapter>> = vec![console];
-    let running = switchboard::start(&config, adapters, shutdown.clone()).await?;
-    // The console adapter ends at end of input; finish queued work and
-    // background tasks (their notifications are part of the conversation).
-    let store = running.store.clone();
-    tokio::select! {
-        () = async {
-            wait_console_done(&running, &shutdown).await;
-            running.idle().await;
-        } => {}
-        () = shutdown.cancelled() => {}
-    }
-    shutdown.cancel();
-    running.wait().await;
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Resolves when the console stops reading input (EOF) — i.e. when its adapter task ends.
-async fn wait_console_done(running: &switchboard::Running, shutdown: &CancellationToken) {
-    running.adapters_done().await;
-    let _ = shutdown;
-}
-
 /// Cancelled on Ctrl-C or SIGTERM.
-fn shutdown_on_signal() -> CancellationToken {
+pub(crate) fn shutdown_on_signal() -> CancellationToken {
     let token = CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cli_approvals;
+mod cli_chat;
 mod cli_config;
 mod cli_doctor;
 mod cli_global;
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli::dispatch(args, config, sealed).await {
             Ok(code) => code,
             Err(e) => {
@@ -47,5 +48,9 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    // Everything has finished; a read of a terminal's stdin (the console's,
+    // after `/exit` or Ctrl-C) never ends by itself and must not hold the exit.
+    runtime.shutdown_background();
+    code
 }

@@ -164,7 +164,10 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
             "⌛ **Expired** without a decision (treated as denied)".to_owned()
         }
         ApprovalStatus::Edited => {
-            format!("✏️ **Editing**{who}{when}: send the new arguments as your next message")
+            format!(
+                "✏️ **Editing**{who}{when}: {}",
+                super::edit::prompt(&record.arguments)
+            )
         }
         ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
     };

@@ -3,12 +3,14 @@
 
 mod card;
 mod card_layout;
+mod edit;
 mod rules;
 mod text;
 
 pub(crate) use card::pending_card;
 pub use card::{action_id, parse_action, short_id, Choice};
 pub use card_layout::{grouped as grouped_count, CARD_SHOWN_CHARS};
+pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
 

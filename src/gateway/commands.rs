@@ -2,7 +2,7 @@
 
 use super::Inner;
 use crate::store::{SessionId, SessionKey, StoreError};
-use switchboard_platform::{CommandInfo, User};
+use switchboard_platform::{CommandInfo, Platform, User};
 
 /// A parsed `/command args`.
 #[derive(Debug, PartialEq, Eq)]
@@ -39,12 +39,14 @@ pub const COMMANDS: &[&str] = &[
     "approve",
     "memory",
     "skills",
+    "stop",
 ];
 
 /// The gateway's commands as a platform's command menu lists them (`/start`
 /// is Telegram's own, `/approve` is typed from a card's text).
 const MENU: &[(&str, &str)] = &[
     ("help", "What I can do and the commands"),
+    ("stop", "Stop the answer in progress"),
     ("clear", "Forget this conversation"),
     ("memory", "What I remember about you"),
     ("tasks", "Background tasks and schedules here"),
@@ -81,6 +83,7 @@ pub(crate) fn input_after_name(text: &str) -> &str {
 
 const HELP: &str = "**Commands**\n\
 /help — this list\n\
+/stop — stop the answer in progress (queued messages still get theirs)\n\
 /clear — forget this conversation's history, task state and execution state\n\
 /memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`\n\
 /usage — today's token usage\n\
@@ -91,6 +94,13 @@ const HELP: &str = "**Commands**\n\
 /approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
 /skills — the skills you can run with `/name <input>`\n\
 Anything else goes to the agent.";
+
+/// What `/help` adds in `switchboard chat`: the console's own keys and words.
+const CONSOLE_HELP: &str = "\n\n**In this console**\n\
+A card takes `y`, `yes`, `allow` or `1` (allow once), `a`, `always` or `2`, \
+`e`, `edit` or `3`, and `n`, `no`, `deny` or `4`, in any case.\n\
+Ctrl-C stops the answer in progress (like /stop; at a card it denies).\n\
+At the prompt, Ctrl-C twice, Ctrl-D, /exit or /quit quits.";
 
 /// Runs a command for a session and returns the reply.
 pub(crate) async fn run(
@@ -103,6 +113,7 @@ pub(crate) async fn run(
 ) -> Result<String, StoreError> {
     let store = &inner.store;
     Ok(match cmd.name.as_str() {
+        "help" | "start" if key.platform == Platform::Console => format!("{HELP}{CONSOLE_HELP}"),
         "help" | "start" => HELP.to_owned(),
         "clear" => {
             let n = store.clear_history(session).await?;
@@ -157,6 +168,8 @@ pub(crate) async fn run(
                 )
             }
         }
+        // Handled before the queue; reaching here it found nothing running.
+        "stop" => super::stop::NOTHING_TO_STOP.to_owned(),
         other => format!("Unknown command /{other}. Try /help."),
     })
 }

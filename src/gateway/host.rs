@@ -4,7 +4,7 @@ use super::hold;
 use super::session::{Awaiting, EditWaiter};
 use super::Inner;
 use crate::agent::{ApprovalOutcome, TurnCheckpoint, TurnHost};
-use crate::approvals::{ApprovalRequest, Decision, Opened};
+use crate::approvals::{edited_arguments, ApprovalRequest, Decision, Opened};
 use crate::llm::{Message, ToolCall};
 use crate::store::{SessionKey, TurnContext, TurnOrigin, TurnState};
 use crate::tasks::{StartError, TaskOrigin};
@@ -211,15 +211,17 @@ impl GatewayHost {
         let Some(text) = text else {
             return Err(ApprovalOutcome::Expired);
         };
-        let Some(new_args) = edited_arguments(args, &text) else {
-            self.say("I couldn't use that as new arguments (send a JSON object, or the new command text). The action was not run.")
-                .await;
-            return Err(ApprovalOutcome::Denied {
-                reason: Some("the edit could not be parsed".into()),
-            });
-        };
         let Some(tool) = self.inner.agent.tools().get(&call.name) else {
             return Err(ApprovalOutcome::Unavailable);
+        };
+        let Some(new_args) = edited_arguments(args, &text) else {
+            // The card opens again as it was: another edit, or a decision.
+            self.say(&format!(
+                "I couldn't use that as new arguments; {}. The card is open again.",
+                crate::approvals::edit_prompt(&args.to_string())
+            ))
+            .await;
+            return Ok((args.clone(), tool.approval_summary(args).await));
         };
         let summary = tool.approval_summary(&new_args).await;
         Ok((new_args, summary))
@@ -333,42 +335,5 @@ impl GatewayHost {
         {
             tracing::warn!(error = %e, "could not send a notice");
         }
-    }
-}
-
-/// New arguments from an edit: a JSON object replaces them; plain text
-/// replaces the `command` of a command-like tool.
-fn edited_arguments(old: &Value, text: &str) -> Option<Value> {
-    let text = text.trim();
-    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-        return Some(v);
-    }
-    let mut new = old.clone();
-    match new.get_mut("command") {
-        Some(slot @ Value::String(_)) if !text.is_empty() => {
-            *slot = Value::String(text.to_owned());
-            Some(new)
-        }
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn edits_replace_json_or_the_command() {
-        let old = json!({"command": "rm -rf build", "timeout_secs": 5});
-        assert_eq!(
-            edited_arguments(&old, "ls build"),
-            Some(json!({"command": "ls build", "timeout_secs": 5}))
-        );
-        assert_eq!(
-            edited_arguments(&old, r#"{"command":"ls"}"#),
-            Some(json!({"command": "ls"}))
-        );
-        assert_eq!(edited_arguments(&json!({"path": "a"}), "b"), None);
     }
 }

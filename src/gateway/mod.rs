@@ -24,6 +24,7 @@ mod reshow;
 mod scrubbed;
 mod session;
 mod spool;
+mod stop;
 mod tasks_cmd;
 mod text;
 mod turn;
@@ -352,6 +353,15 @@ impl Gateway {
                     "⚠️ I can't read the approvals right now (storage unavailable).".into()
                 });
             return reply(text, Some(msg.message_id));
+        }
+        // `/stop` cancels the turn running now; it must not queue behind it.
+        if commands::parse(&msg.text).is_some_and(|c| c.name == "stop") {
+            let stopped = self.session_if_exists(&key).is_some_and(|h| h.stop());
+            if !stopped {
+                reply(stop::NOTHING_TO_STOP.to_owned(), Some(msg.message_id));
+            }
+            // A stopped turn answers for itself ("Cancelled.") and goes idle.
+            return;
         }
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.

@@ -1,6 +1,7 @@
 //! Session workers: one turn at a time per session, later inputs queued in order.
 
 use super::hold;
+use super::stop::RunningTurn;
 use super::turn;
 use super::{Inner, Kept};
 use crate::busy::BusyGuard;
@@ -56,6 +57,7 @@ pub(crate) type Awaiting = Arc<Mutex<Option<EditWaiter>>>;
 pub(crate) struct SessionHandle {
     tx: mpsc::UnboundedSender<Queued>,
     pub(crate) awaiting: Awaiting,
+    running: RunningTurn,
 }
 
 impl SessionHandle {
@@ -63,9 +65,11 @@ impl SessionHandle {
     pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
         let awaiting: Awaiting = Arc::new(Mutex::new(None));
+        let running = RunningTurn::default();
         let handle = SessionHandle {
             tx,
             awaiting: Arc::clone(&awaiting),
+            running: running.clone(),
         };
         tokio::spawn(async move {
             loop {
@@ -95,7 +99,9 @@ impl SessionHandle {
                                 continue;
                             }
                         }
-                        turn::process(&inner, key, session, &awaiting, *input).await
+                        let cancel = running.begin(&inner.shutdown);
+                        turn::process(&inner, key, session, &awaiting, *input, cancel).await;
+                        running.end();
                     }
                     Work::Resume { approval_id, edit } => {
                         // A decided approval must not be lost to an outage
@@ -106,7 +112,9 @@ impl SessionHandle {
                         {
                             break;
                         }
-                        turn::resume(&inner, &awaiting, &approval_id, edit).await
+                        let cancel = running.begin(&inner.shutdown);
+                        turn::resume(&inner, &awaiting, &approval_id, edit, cancel).await;
+                        running.end();
                     }
                 }
             }
@@ -161,6 +169,11 @@ impl SessionHandle {
                 _guard: guard,
             })
             .is_ok()
+    }
+
+    /// Cancels the turn this session runs now (`/stop`); false when none runs.
+    pub(crate) fn stop(&self) -> bool {
+        self.running.stop()
     }
 
     /// The approval whose edit the paused turn of this session would take.

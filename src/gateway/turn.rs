@@ -18,6 +18,7 @@ use crate::tasks::{notification_text, scheduled_text};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 /// How many live (not compacted) past messages a turn loads at most: twice
 /// the count at which the context is compacted anyway, so compaction — not
@@ -54,6 +55,7 @@ pub(crate) async fn process(
     session: SessionId,
     awaiting: &Awaiting,
     input: SessionInput,
+    cancel: CancellationToken,
 ) {
     let (chat, kind, user, reply_to) = match &input {
         SessionInput::Message(m) => (m.chat, m.chat_kind, m.user.clone(), Some(m.message_id)),
@@ -146,7 +148,7 @@ pub(crate) async fn process(
         history,
         input: Message::user(wrapped),
         host,
-        cancel: inner.shutdown.child_token(),
+        cancel,
         system_context,
     });
     deliver(inner, &origin, events, turn_memory).await;
@@ -186,6 +188,7 @@ pub(crate) async fn resume(
     awaiting: &Awaiting,
     approval_id: &str,
     edit: Option<oneshot::Receiver<String>>,
+    cancel: CancellationToken,
 ) {
     let decision = match inner.store.approval(approval_id).await {
         Ok(Some(record)) => decision_of(&record),
@@ -266,7 +269,7 @@ pub(crate) async fn resume(
         round,
         system_context,
         host,
-        cancel: inner.shutdown.child_token(),
+        cancel,
     });
     deliver(inner, &origin, events, turn_memory).await;
 }

@@ -2,13 +2,21 @@
 //!
 //! Lines typed (or piped) on stdin become inbound messages; answers stream to
 //! stdout, as styled Markdown on a terminal and as the exact text otherwise.
-//! An approval card's buttons are answered with their one-key shortcuts
-//! (y/a/e/n). The console reads in lock-step: the next line is read (and on a
-//! terminal the next `> ` prompt shown) only once the previous one was answered
-//! or a card waits for a key, so scripts work without a TTY. At end of input a
-//! card still waiting is denied (nobody is left to answer it), so the turn
-//! ends and the process can exit.
+//! An approval card is answered with a button's key, number or word (`y`,
+//! `1`, `yes`, `allow`, `always`, `edit`, `no`, `deny`, in any case); any other
+//! line while a card is open is not sent anywhere: the console says what it
+//! takes and keeps reading. The console reads in lock-step: the next line is
+//! read (and on a terminal the next `> ` prompt shown) only once the previous
+//! one was answered or a card waits for an answer, so scripts work without a
+//! TTY. At end of piped input a card still waiting is denied (nobody is left
+//! to answer it), so the turn ends and the process can exit.
+//!
+//! Ctrl-C ([`ConsoleAdapter::interrupt`]) stops the answer in progress
+//! (`/stop`) or denies an open card; at the prompt, a second Ctrl-C in a row,
+//! `/exit`, `/quit` or end of input on a terminal (Ctrl-D) quits at once
+//! ([`ConsoleAdapter::quit_requested`]).
 
+mod answer;
 mod inert;
 mod outbox;
 mod render;
@@ -46,6 +54,26 @@ pub struct ConsoleAdapter {
     lockstep: bool,
     user: User,
     outbox: Outbox,
+    interrupts_tx: mpsc::UnboundedSender<()>,
+    interrupts_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
+    quit: CancellationToken,
+}
+
+/// What the reader got while waiting at the prompt.
+enum Read {
+    Line(Option<String>),
+    Interrupt,
+}
+
+/// Typed at the prompt: leave the console at once.
+fn is_quit(line: &str) -> bool {
+    let word = line.trim().to_ascii_lowercase();
+    word == "/exit" || word == "/quit"
+}
+
+/// Typed at the prompt: stop the answer in progress (or deny an open card).
+fn is_stop(line: &str) -> bool {
+    line.trim().eq_ignore_ascii_case("/stop")
 }
 
 impl ConsoleAdapter {
@@ -63,6 +91,7 @@ impl ConsoleAdapter {
 
     fn build(out: Box<dyn Write + Send>, lockstep: bool, styled: bool) -> Arc<ConsoleAdapter> {
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
+        let (interrupts_tx, interrupts_rx) = mpsc::unbounded_channel();
         Arc::new(ConsoleAdapter {
             caps: Capabilities {
                 max_message_len: 100_000,
@@ -89,7 +118,23 @@ impl ConsoleAdapter {
                 is_bot: false,
                 is_approver: true,
             },
+            interrupts_tx,
+            interrupts_rx: tokio::sync::Mutex::new(interrupts_rx),
+            quit: CancellationToken::new(),
         })
+    }
+
+    /// Ctrl-C: stops the answer in progress (as `/stop` does) or denies the
+    /// open card; at the prompt it asks for a second one, which quits.
+    pub fn interrupt(&self) {
+        let _ = self.interrupts_tx.send(());
+    }
+
+    /// Cancelled when the user quits (`/exit`, `/quit`, Ctrl-C twice at the
+    /// prompt, Ctrl-D on a terminal): the process should stop now, without
+    /// waiting for background work.
+    pub fn quit_requested(&self) -> CancellationToken {
+        self.quit.clone()
     }
 
     /// The console's one chat.
@@ -107,17 +152,26 @@ impl ConsoleAdapter {
 
     /// Waits until one of `wanted` arrives: the next line is read (and, on a
     /// terminal, the next prompt shown) once the answer is complete or a card
-    /// waits for a key.
-    async fn wait_for(&self, wanted: &[Signal], shutdown: &CancellationToken) {
+    /// waits for an answer. Ctrl-C meanwhile stops the answer (`/stop`).
+    async fn wait_for(&self, wanted: &[Signal], io: &mut Io<'_>) -> Result<(), PlatformError> {
         let mut rx = self.signals_rx.lock().await;
         loop {
             tokio::select! {
                 s = rx.recv() => match s {
-                    Some(s) if wanted.contains(&s) => return,
+                    Some(s) if wanted.contains(&s) => return Ok(()),
                     Some(_) => continue,
-                    None => return,
+                    None => return Ok(()),
                 },
-                () = shutdown.cancelled() => return,
+                Some(()) = io.interrupts.recv() => {
+                    // Pressing `n` needs the signals too: deny after this wait.
+                    if !self.screen().card_buttons().is_empty() {
+                        drop(rx);
+                        return self.deny_card(io, "(interrupted: denying the approval)").await;
+                    }
+                    self.screen().print_notice_line("(interrupted: stopping the answer)");
+                    self.send_text("/stop", io).await?;
+                },
+                () = io.shutdown.cancelled() => return Ok(()),
             }
         }
     }
@@ -128,42 +182,108 @@ impl ConsoleAdapter {
         }
     }
 
-    /// At end of input nobody can answer a pending card any more: deny it, so
-    /// the paused turn ends now instead of when the card expires.
-    async fn deny_pending_card(
-        &self,
-        sink: &InboundSink,
-        shutdown: &CancellationToken,
-    ) -> Result<(), PlatformError> {
+    /// Denies the open card (Ctrl-C, `/stop`, or end of input when nobody is
+    /// left to answer it), so the paused turn ends now instead of when the
+    /// card expires.
+    async fn deny_card(&self, io: &mut Io<'_>, notice: &str) -> Result<(), PlatformError> {
         let Some(press) = self.press_for("n") else {
             return Ok(());
         };
-        self.screen()
-            .print_notice_line("(end of input: denying the pending approval)");
+        self.screen().print_notice_line(notice);
+        Box::pin(self.press(press, io)).await
+    }
+
+    /// Sends a press and waits until it is answered and, unless it asked for
+    /// an edit (the next line is the edit), until the turn goes on.
+    async fn press(&self, press: ButtonPress, io: &mut Io<'_>) -> Result<(), PlatformError> {
+        let is_edit = press.action.as_str().ends_with(":e");
         self.drain_signals();
-        sink.send(Inbound::ButtonPress(press))
+        io.sink
+            .send(Inbound::ButtonPress(press))
             .await
             .map_err(|_| PlatformError::Closed)?;
-        self.wait_for(&[Signal::PressAnswered], shutdown).await;
+        self.wait_for(&[Signal::PressAnswered], io).await?;
+        if !is_edit {
+            self.wait_for(&[Signal::Idle, Signal::CardShown], io)
+                .await?;
+        }
         Ok(())
     }
 
+    /// Sends `text` as the user's message, without waiting for the answer.
+    async fn send_text(&self, text: &str, io: &mut Io<'_>) -> Result<(), PlatformError> {
+        let msg = InboundMessage {
+            chat: Self::chat(),
+            chat_kind: ChatKind::Dm,
+            user: self.user.clone(),
+            message_id: MessageId(io.next_id),
+            text: text.to_owned(),
+            reply_to: None,
+            addressed: Addressed::Dm,
+            attachments: Vec::new(),
+            timestamp: chrono::Utc::now(),
+        };
+        io.next_id += 1;
+        io.sink
+            .send(Inbound::Message(msg))
+            .await
+            .map_err(|_| PlatformError::Closed)
+    }
+
+    /// The press `line` makes on the open card, if it answers it.
     fn press_for(&self, line: &str) -> Option<ButtonPress> {
-        let key = line.trim().chars().next()?;
-        if line.trim().chars().count() != 1 {
-            return None;
-        }
-        let action = self.screen().card_action(key)?;
+        let screen = self.screen();
+        let button = answer::chosen(screen.card_buttons(), line)?;
         Some(ButtonPress {
             chat: Self::chat(),
             chat_kind: ChatKind::Dm,
             user: self.user.clone(),
-            action,
+            action: button.action.clone(),
             message: None,
-            handle: PressHandle(format!("console-{key}")),
+            handle: PressHandle(format!("console-{}", button.action)),
             timestamp: chrono::Utc::now(),
         })
     }
+
+    /// Leaves now; the shell's prompt comes back on a line of its own.
+    fn quit_now(&self, mid_line: bool) -> Result<(), PlatformError> {
+        if mid_line && !self.lockstep {
+            self.screen().print_notice_line("");
+        }
+        self.quit.cancel();
+        Ok(())
+    }
+
+    /// One line typed while a card is open: its answer, `/stop` (deny), an
+    /// `/approve` for the gateway, or a reminder of what the card takes.
+    async fn at_card(&self, line: &str, io: &mut Io<'_>) -> Result<(), PlatformError> {
+        if let Some(press) = self.press_for(line) {
+            return self.press(press, io).await;
+        }
+        if is_stop(line) {
+            return self.deny_card(io, "(stopping: denying the approval)").await;
+        }
+        if line
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("/approve ")
+        {
+            self.drain_signals();
+            self.send_text(line, io).await?;
+            return self.wait_for(&[Signal::Idle, Signal::CardShown], io).await;
+        }
+        let help = answer::help(self.screen().card_buttons());
+        self.screen().print_notice_line(&help);
+        Ok(())
+    }
+}
+
+/// The reader's side of a running console: where lines go and what stops it.
+struct Io<'a> {
+    sink: &'a InboundSink,
+    shutdown: &'a CancellationToken,
+    interrupts: &'a mut mpsc::UnboundedReceiver<()>,
+    next_id: i64,
 }
 
 #[async_trait]
@@ -182,50 +302,62 @@ impl PlatformAdapter for ConsoleAdapter {
         shutdown: CancellationToken,
     ) -> Result<(), PlatformError> {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        let mut next_id = 1_i64;
+        let mut interrupts = self.interrupts_rx.lock().await;
+        let mut io = Io {
+            sink: &sink,
+            shutdown: &shutdown,
+            interrupts: &mut interrupts,
+            next_id: 1,
+        };
+        // One Ctrl-C at the prompt: the next one quits.
+        let mut quit_armed = false;
         loop {
             self.screen().prompt(!self.lockstep);
-            let line = tokio::select! {
-                l = lines.next_line() => l.map_err(|e| PlatformError::Network(format!("stdin: {e}")))?,
+            let read = tokio::select! {
+                l = lines.next_line() => Read::Line(l.map_err(|e| PlatformError::Network(format!("stdin: {e}")))?),
+                Some(()) = io.interrupts.recv() => Read::Interrupt,
                 () = shutdown.cancelled() => return Ok(()),
             };
-            let Some(line) = line else {
-                self.deny_pending_card(&sink, &shutdown).await?;
-                return Ok(());
+            let line = match read {
+                Read::Interrupt if !self.screen().card_buttons().is_empty() => {
+                    self.deny_card(&mut io, "\n(interrupted: denying the approval)")
+                        .await?;
+                    continue;
+                }
+                Read::Interrupt if quit_armed => return self.quit_now(true),
+                Read::Interrupt => {
+                    quit_armed = true;
+                    if !self.lockstep {
+                        self.screen().print_notice_line("");
+                    }
+                    self.screen()
+                        .print_notice_line("(Ctrl-C again, Ctrl-D, /exit or /quit to quit)");
+                    continue;
+                }
+                // Ctrl-D on a terminal: the user is leaving.
+                Read::Line(None) if !self.lockstep => return self.quit_now(true),
+                Read::Line(None) => {
+                    self.deny_card(&mut io, "(end of input: denying the pending approval)")
+                        .await?;
+                    return Ok(());
+                }
+                Read::Line(Some(line)) => line,
             };
+            quit_armed = false;
             if line.trim().is_empty() {
                 continue;
             }
-            self.drain_signals();
-            if let Some(press) = self.press_for(&line) {
-                let is_edit = line.trim() == "e";
-                sink.send(Inbound::ButtonPress(press))
-                    .await
-                    .map_err(|_| PlatformError::Closed)?;
-                self.wait_for(&[Signal::PressAnswered], &shutdown).await;
-                if !is_edit {
-                    self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown)
-                        .await;
-                }
+            if is_quit(&line) {
+                return self.quit_now(false);
+            }
+            if !self.screen().card_buttons().is_empty() {
+                self.at_card(&line, &mut io).await?;
                 continue;
             }
-            let msg = InboundMessage {
-                chat: Self::chat(),
-                chat_kind: ChatKind::Dm,
-                user: self.user.clone(),
-                message_id: MessageId(next_id),
-                text: line,
-                reply_to: None,
-                addressed: Addressed::Dm,
-                attachments: Vec::new(),
-                timestamp: chrono::Utc::now(),
-            };
-            next_id += 1;
-            sink.send(Inbound::Message(msg))
-                .await
-                .map_err(|_| PlatformError::Closed)?;
-            self.wait_for(&[Signal::Idle, Signal::CardShown], &shutdown)
-                .await;
+            self.drain_signals();
+            self.send_text(&line, &mut io).await?;
+            self.wait_for(&[Signal::Idle, Signal::CardShown], &mut io)
+                .await?;
         }
     }
 

@@ -3,7 +3,7 @@
 use crate::inert::inert;
 use crate::style::Styler;
 use std::io::Write;
-use switchboard_platform::{ActionId, Button, MessageId, OutgoingMessage};
+use switchboard_platform::{Button, MessageId, OutgoingMessage};
 
 /// The terminal's state: what was printed last, and the card waiting for a key.
 pub(crate) struct Screen<W: Write> {
@@ -16,6 +16,8 @@ pub(crate) struct Screen<W: Write> {
     /// The message carrying `card`, so an edit of it (decided by `/approve`,
     /// or expired) can retire the buttons.
     card_id: Option<MessageId>,
+    /// The card decided last: shown once as one line, later edits of it are not shown.
+    decided: Option<MessageId>,
     mid_line: bool,
     /// Markdown styling of message text (a terminal only).
     styler: Option<Styler>,
@@ -29,6 +31,7 @@ impl<W: Write> Screen<W> {
             last: None,
             card: Vec::new(),
             card_id: None,
+            decided: None,
             mid_line: false,
             styler: None,
         }
@@ -74,18 +77,21 @@ impl<W: Write> Screen<W> {
     }
 
     pub(crate) fn print_edit(&mut self, id: MessageId, m: &OutgoingMessage) {
+        if self.decided == Some(id) && m.buttons.is_empty() {
+            // Its decision is on screen already.
+            return;
+        }
         if self.card_id == Some(id) {
             // The pending card changed elsewhere (a `/approve` decision or
             // expiry): show its new state; without buttons it takes no keys.
-            self.card.clear();
-            self.card_id = None;
-            self.break_line();
-            self.reset_style();
-            self.write_md(&m.text);
             if m.buttons.is_empty() {
-                self.write("\n");
-                self.last = None;
+                self.print_card_update(m);
             } else {
+                self.card.clear();
+                self.card_id = None;
+                self.break_line();
+                self.reset_style();
+                self.write_md(&m.text);
                 self.show_card(id, m);
             }
             return;
@@ -106,12 +112,15 @@ impl<W: Write> Screen<W> {
         }
     }
 
+    /// The pending card was decided: its first line (the decision) only,
+    /// since the card itself is on screen above.
     pub(crate) fn print_card_update(&mut self, m: &OutgoingMessage) {
         self.card.clear();
-        self.card_id = None;
+        self.decided = self.card_id.take();
         self.break_line();
         self.reset_style();
-        self.write_md(&format!("{}\n", m.text));
+        let head = m.text.lines().next().unwrap_or_default();
+        self.write_md(&format!("{head}\n"));
         self.mid_line = false;
         self.last = None;
     }
@@ -144,8 +153,14 @@ impl<W: Write> Screen<W> {
         self.write(&format!("{text}\n"));
     }
 
+    /// The buttons of the card waiting for an answer (empty: none).
+    pub(crate) fn card_buttons(&self) -> &[Button] {
+        &self.card
+    }
+
     /// The action of the pending card's button with shortcut `key`.
-    pub(crate) fn card_action(&self, key: char) -> Option<ActionId> {
+    #[cfg(test)]
+    pub(crate) fn card_action(&self, key: char) -> Option<switchboard_platform::ActionId> {
         self.card
             .iter()
             .find(|b| b.shortcut == Some(key.to_ascii_lowercase()))
@@ -225,7 +240,7 @@ impl<W: Write> Screen<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_platform::ButtonStyle;
+    use switchboard_platform::{ActionId, ButtonStyle};
 
     fn text(s: &str) -> OutgoingMessage {
         OutgoingMessage::text(s)
@@ -360,6 +375,23 @@ mod tests {
             out.ends_with("Expired: `ls` was not run.\nOK, skipped.\n"),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_decided_card_is_one_line_printed_once() {
+        let mut s = Screen::new(Vec::new());
+        let card = s
+            .print_new(&text("🔐 Approval needed\n```\nls\n```").with_buttons(approval_buttons(8)));
+        let decided = "✅ Allowed once by you\n```\nls\n```";
+        // The press is answered with the final card, and the core edits it too.
+        s.print_card_update(&text(decided));
+        s.print_edit(card, &text(decided));
+        let out = String::from_utf8(s.out).unwrap();
+        assert!(
+            out.ends_with("[y] Ly   [n] Ln\n✅ Allowed once by you\n"),
+            "{out:?}"
+        );
+        assert_eq!(out.matches("ls\n").count(), 1, "{out:?}");
     }
 
     #[test]
