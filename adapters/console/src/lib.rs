@@ -20,7 +20,9 @@ mod answer;
 mod inert;
 mod outbox;
 mod render;
+mod spinner;
 mod style;
+mod terminal;
 
 use async_trait::async_trait;
 use outbox::Outbox;
@@ -48,7 +50,11 @@ enum Signal {
 /// The console channel.
 pub struct ConsoleAdapter {
     caps: Capabilities,
-    screen: Mutex<Screen<Box<dyn Write + Send>>>,
+    screen: Arc<Mutex<Screen<Box<dyn Write + Send>>>>,
+    /// A turn runs: the spinner turns (a live terminal only).
+    working: Arc<std::sync::atomic::AtomicBool>,
+    /// Partial lines and the spinner are shown (a terminal).
+    live: bool,
     signals_tx: mpsc::UnboundedSender<Signal>,
     signals_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Signal>>,
     lockstep: bool,
@@ -81,15 +87,22 @@ impl ConsoleAdapter {
     /// are shown as styled Markdown when stdout is a terminal.
     pub fn stdio(lockstep: bool) -> Arc<ConsoleAdapter> {
         let styled = style::Styler::wanted(std::io::stdout().is_terminal());
-        Self::build(Box::new(std::io::stdout()), lockstep, styled)
+        let live = styled.then(terminal::width);
+        Self::build(Box::new(std::io::stdout()), lockstep, styled, live)
     }
 
     /// A console writing the exact text to `out` (no styling).
     pub fn with_output(out: Box<dyn Write + Send>, lockstep: bool) -> Arc<ConsoleAdapter> {
-        Self::build(out, lockstep, false)
+        Self::build(out, lockstep, false, None)
     }
 
-    fn build(out: Box<dyn Write + Send>, lockstep: bool, styled: bool) -> Arc<ConsoleAdapter> {
+    /// `live`: the terminal's width, to stream partial lines and spin.
+    fn build(
+        out: Box<dyn Write + Send>,
+        lockstep: bool,
+        styled: bool,
+        live: Option<usize>,
+    ) -> Arc<ConsoleAdapter> {
         let (signals_tx, signals_rx) = mpsc::unbounded_channel();
         let (interrupts_tx, interrupts_rx) = mpsc::unbounded_channel();
         Arc::new(ConsoleAdapter {
@@ -103,11 +116,13 @@ impl ConsoleAdapter {
                 private_answers: true,
                 max_upload_bytes: crate::outbox::MAX_FILE_BYTES,
             },
-            screen: Mutex::new(if styled {
-                Screen::styled(out)
-            } else {
-                Screen::new(out)
-            }),
+            screen: Arc::new(Mutex::new(match live {
+                Some(width) => Screen::live(out, width),
+                None if styled => Screen::styled(out),
+                None => Screen::new(out),
+            })),
+            working: Arc::default(),
+            live: live.is_some(),
             signals_tx,
             signals_rx: tokio::sync::Mutex::new(signals_rx),
             lockstep,
@@ -301,6 +316,13 @@ impl PlatformAdapter for ConsoleAdapter {
         sink: InboundSink,
         shutdown: CancellationToken,
     ) -> Result<(), PlatformError> {
+        if self.live {
+            spinner::start(
+                Arc::clone(&self.screen),
+                Arc::clone(&self.working),
+                shutdown.clone(),
+            );
+        }
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         let mut interrupts = self.interrupts_rx.lock().await;
         let mut io = Io {
@@ -406,6 +428,12 @@ impl PlatformAdapter for ConsoleAdapter {
     }
 
     async fn activity(&self, _chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
+        let working = activity == Activity::Typing;
+        self.working
+            .store(working, std::sync::atomic::Ordering::Relaxed);
+        if !working {
+            self.screen().stop_spinner();
+        }
         if matches!(activity, Activity::Idle | Activity::Answered) {
             self.screen().end_block();
             self.signal(Signal::Idle);

@@ -21,7 +21,12 @@ pub(crate) struct Screen<W: Write> {
     mid_line: bool,
     /// Markdown styling of message text (a terminal only).
     styler: Option<Styler>,
+    /// The spinner's frame on screen while the bot works (a live terminal only).
+    spinner: Option<usize>,
 }
+
+/// Frames of the spinner shown while the model thinks or a tool runs.
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 impl<W: Write> Screen<W> {
     pub(crate) fn new(out: W) -> Self {
@@ -34,6 +39,43 @@ impl<W: Write> Screen<W> {
             decided: None,
             mid_line: false,
             styler: None,
+            spinner: None,
+        }
+    }
+
+    /// A styled screen on a terminal `width` columns wide: partial lines are
+    /// shown as they stream and a spinner shows while the bot works.
+    pub(crate) fn live(out: W, width: usize) -> Self {
+        Screen {
+            styler: Some(Styler::live(width)),
+            ..Screen::new(out)
+        }
+    }
+
+    /// The bot works (a turn runs): show the spinner, or advance it. Only
+    /// on a live terminal, and only at the start of a line.
+    pub(crate) fn spin(&mut self) {
+        if !self.styler.as_ref().is_some_and(Styler::is_live) {
+            return;
+        }
+        let frame = match self.spinner {
+            Some(f) => (f + 1) % SPINNER.len(),
+            None if self.mid_line => return,
+            None => 0,
+        };
+        self.spinner = Some(frame);
+        let _ = write!(self.out, "\r{} ", SPINNER[frame]);
+        let _ = self.out.flush();
+    }
+
+    /// The turn is over: no spinner.
+    pub(crate) fn stop_spinner(&mut self) {
+        self.clear_spinner();
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner.take().is_some() {
+            let _ = self.out.write_all(b"\r\x1b[2K");
         }
     }
 
@@ -202,6 +244,10 @@ impl<W: Write> Screen<W> {
         }
         let shown = inert(text);
         match &mut self.styler {
+            Some(styler) if styler.is_live() => {
+                let styled = styler.feed_live(&shown);
+                self.emit(&styled);
+            }
             Some(styler) => {
                 let styled = styler.feed(&shown);
                 self.emit(&styled);
@@ -229,6 +275,7 @@ impl<W: Write> Screen<W> {
         if text.is_empty() {
             return;
         }
+        self.clear_spinner();
         // A closed stdout (e.g. `| head`) must not crash the gateway.
         let _ = self
             .out
@@ -420,5 +467,57 @@ mod tests {
         );
         let out = String::from_utf8(s.out).unwrap();
         assert!(out.contains("Run `ls -la`?\n[y] Ly   [n] Ln\n"), "{out:?}");
+    }
+
+    #[test]
+    fn a_live_terminal_shows_partial_lines_then_restyles_them() {
+        let mut s = Screen::live(Vec::new(), 80);
+        let id = s.print_new(&text("**Hi** th"));
+        // The unfinished line is on screen at once, as plain text.
+        assert_eq!(String::from_utf8_lossy(&s.out), "**Hi** th");
+        s.print_edit(id, &text("**Hi** there"));
+        assert_eq!(String::from_utf8_lossy(&s.out), "**Hi** there");
+        // Completed: erased and printed again styled; the next part live.
+        s.print_edit(id, &text("**Hi** there\nmo"));
+        s.end_block();
+        let out = String::from_utf8(s.out).unwrap();
+        assert_eq!(
+            out, "**Hi** there\r\x1b[2K\x1b[1mHi\x1b[22m there\nmo\r\x1b[2Kmo\n",
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_wrapped_partial_line_is_erased_on_every_row() {
+        let mut s = Screen::live(Vec::new(), 10);
+        let id = s.print_new(&text("abcdefghijklmnopqrstuvwxy"));
+        s.print_edit(id, &text("abcdefghijklmnopqrstuvwxyz\n"));
+        let out = String::from_utf8(s.out).unwrap();
+        // 25 columns on a 10-column terminal: three rows to erase.
+        assert_eq!(
+            out,
+            "abcdefghijklmnopqrstuvwxy\r\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2Kabcdefghijklmnopqrstuvwxyz\n",
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn the_spinner_turns_and_goes_before_the_answer() {
+        let mut s = Screen::live(Vec::new(), 80);
+        s.spin();
+        s.spin();
+        let id = s.print_new(&text("ok"));
+        s.print_edit(id, &text("ok, done\n"));
+        s.spin();
+        s.stop_spinner();
+        let out = String::from_utf8(s.out).unwrap();
+        assert_eq!(
+            out, "\r⠋ \r⠙ \r\x1b[2Kok\r\x1b[2Kok, done\n\r⠋ \r\x1b[2K",
+            "{out:?}"
+        );
+        // Piped or plain styled output never spins.
+        let mut plain = Screen::styled(Vec::new());
+        plain.spin();
+        assert!(plain.out.is_empty());
     }
 }

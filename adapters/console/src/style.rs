@@ -25,8 +25,17 @@ const NOT_CODE: &str = "\x1b[39m";
 pub(crate) struct Styler {
     /// The current line so far (not printed yet).
     partial: String,
+    /// Bytes of `partial` already shown unstyled (live streaming).
+    shown: usize,
+    /// Terminal columns, to know how many rows a shown partial line covers.
+    width: usize,
     in_fence: bool,
 }
+
+/// Erases the terminal row the cursor is on and returns to its start.
+const ERASE_ROW: &str = "\r\x1b[2K";
+/// Moves one row up and erases it.
+const ERASE_ROW_ABOVE: &str = "\x1b[1A\x1b[2K";
 
 impl Styler {
     /// Whether stdout should be styled: a terminal, colours not refused.
@@ -51,18 +60,68 @@ impl Styler {
         out
     }
 
-    /// The styled unfinished line (no `\n`), now printed.
+    /// A styler for a terminal `width` columns wide that shows partial lines.
+    pub(crate) fn live(width: usize) -> Self {
+        Styler {
+            width: width.max(1),
+            ..Styler::default()
+        }
+    }
+
+    /// Whether partial lines are shown as they stream.
+    pub(crate) fn is_live(&self) -> bool {
+        self.width > 0
+    }
+
+    /// Adds streamed text; returns what to print now: the unfinished line's
+    /// new part as plain text at once, and each line that completes erased
+    /// and printed again styled.
+    pub(crate) fn feed_live(&mut self, text: &str) -> String {
+        let erase = self.erase_shown();
+        let shown_before = self.shown;
+        let completed = self.feed(text);
+        let mut out = String::new();
+        if completed.is_empty() {
+            out.push_str(&self.partial[shown_before..]);
+        } else {
+            out.push_str(&erase);
+            out.push_str(&completed);
+            out.push_str(&self.partial);
+        }
+        self.shown = self.partial.len();
+        out
+    }
+
+    /// What erases the unstyled partial line on screen (its rows), if any.
+    fn erase_shown(&self) -> String {
+        if self.shown == 0 || !self.is_live() {
+            return String::new();
+        }
+        let cols = self.partial[..self.shown].chars().count();
+        let rows = cols.saturating_sub(1) / self.width + 1;
+        let mut out = String::from(ERASE_ROW);
+        for _ in 1..rows {
+            out.push_str(ERASE_ROW_ABOVE);
+        }
+        out
+    }
+
+    /// The styled unfinished line (no `\n`), now printed (replacing its
+    /// unstyled form when it was shown live).
     pub(crate) fn flush(&mut self) -> String {
         if self.partial.is_empty() {
             return String::new();
         }
+        let erase = self.erase_shown();
+        self.shown = 0;
         let partial = std::mem::take(&mut self.partial);
-        self.line(&partial)
+        erase + &self.line(&partial)
     }
 
     /// A new message starts: no code block is open.
     pub(crate) fn reset(&mut self) {
         self.partial.clear();
+        self.shown = 0;
         self.in_fence = false;
     }
 
