@@ -340,6 +340,8 @@ impl PlatformAdapter for ConsoleAdapter {
                 Some(()) = io.interrupts.recv() => Read::Interrupt,
                 () = shutdown.cancelled() => return Ok(()),
             };
+            // Enter moved the cursor past the prompt: output goes below it.
+            self.screen().input_taken();
             let line = match read {
                 Read::Interrupt if !self.screen().card_buttons().is_empty() => {
                     self.deny_card(&mut io, "\n(interrupted: denying the approval)")
@@ -389,7 +391,14 @@ impl PlatformAdapter for ConsoleAdapter {
         message: OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
         let has_card = !message.buttons.is_empty();
-        let id = self.screen().print_new(&message);
+        let id = {
+            let mut screen = self.screen();
+            let id = screen.print_new(&message);
+            if !has_card {
+                screen.restore_prompt();
+            }
+            id
+        };
         if has_card {
             self.signal(Signal::CardShown);
         }
@@ -409,7 +418,9 @@ impl PlatformAdapter for ConsoleAdapter {
         target: &MessageRef,
         message: OutgoingMessage,
     ) -> Result<(), PlatformError> {
-        self.screen().print_edit(target.id, &message);
+        let mut screen = self.screen();
+        screen.print_edit(target.id, &message);
+        screen.restore_prompt();
         Ok(())
     }
 

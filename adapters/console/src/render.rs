@@ -23,6 +23,13 @@ pub(crate) struct Screen<W: Write> {
     styler: Option<Styler>,
     /// The spinner's frame on screen while the bot works (a live terminal only).
     spinner: Option<usize>,
+    /// The prompt is the last thing on a live terminal: output erases it
+    /// first and [`Screen::restore_prompt`] shows it again below.
+    prompt_shown: bool,
+    reprompt: bool,
+    /// The message shown as the one status line just above the cursor (a
+    /// live terminal), so its next edit replaces that line.
+    status: Option<MessageId>,
 }
 
 /// Frames of the spinner shown while the model thinks or a tool runs.
@@ -40,6 +47,9 @@ impl<W: Write> Screen<W> {
             mid_line: false,
             styler: None,
             spinner: None,
+            prompt_shown: false,
+            reprompt: false,
+            status: None,
         }
     }
 
@@ -138,6 +148,12 @@ impl<W: Write> Screen<W> {
             }
             return;
         }
+        let extends_last = matches!(&self.last, Some((last_id, shown)) if *last_id == id && m.text.starts_with(shown.as_str()));
+        if self.is_live() && !extends_last {
+            // Progress of a background task: one line, replaced in place.
+            self.print_status(id, &m.text);
+            return;
+        }
         match &self.last {
             Some((last_id, shown)) if *last_id == id && m.text.starts_with(shown.as_str()) => {
                 let suffix = m.text[shown.len()..].to_owned();
@@ -152,6 +168,62 @@ impl<W: Write> Screen<W> {
                 self.last = Some((id, m.text.clone()));
             }
         }
+    }
+
+    fn is_live(&self) -> bool {
+        self.styler.as_ref().is_some_and(Styler::is_live)
+    }
+
+    /// `text` as the one status line of message `id`: replaces that line
+    /// when it is still the last one (above the prompt), else starts it.
+    fn print_status(&mut self, id: MessageId, text: &str) {
+        let width = self.styler.as_ref().map_or(80, Styler::width);
+        let line = status_line(&inert(text), width);
+        let replace = self.status == Some(id) && !self.mid_line;
+        self.clear_spinner();
+        self.hide_prompt();
+        if replace {
+            self.raw("\x1b[1A\x1b[2K");
+        } else {
+            self.break_line();
+            self.reset_style();
+        }
+        self.raw(&format!("{line}\n"));
+        self.mid_line = false;
+        self.last = None;
+        self.status = Some(id);
+    }
+
+    /// After output that arrived at the prompt: the prompt again, below it.
+    pub(crate) fn restore_prompt(&mut self) {
+        if self.reprompt {
+            self.reprompt = false;
+            self.break_line();
+            self.raw("> ");
+            self.prompt_shown = true;
+        }
+    }
+
+    /// A line was typed at the prompt: the cursor is on a fresh line.
+    pub(crate) fn input_taken(&mut self) {
+        self.prompt_shown = false;
+        self.reprompt = false;
+    }
+
+    fn hide_prompt(&mut self) {
+        if self.prompt_shown {
+            self.prompt_shown = false;
+            self.reprompt = true;
+            self.raw("\r\x1b[2K");
+        }
+    }
+
+    /// Written as is, without touching what the screen tracks.
+    fn raw(&mut self, text: &str) {
+        let _ = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush());
     }
 
     /// The pending card was decided: its first line (the decision) only,
@@ -220,6 +292,8 @@ impl<W: Write> Screen<W> {
             self.break_line();
             self.write("> ");
             self.mid_line = false;
+            self.prompt_shown = self.is_live();
+            self.reprompt = false;
         }
     }
 
@@ -276,12 +350,31 @@ impl<W: Write> Screen<W> {
             return;
         }
         self.clear_spinner();
+        self.hide_prompt();
+        self.status = None;
         // A closed stdout (e.g. `| head`) must not crash the gateway.
         let _ = self
             .out
             .write_all(text.as_bytes())
             .and_then(|()| self.out.flush());
     }
+}
+
+/// `text` on one row of a `width`-column terminal: its lines joined, clipped.
+fn status_line(text: &str, width: usize) -> String {
+    let joined = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let max = width.saturating_sub(1).max(1);
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let mut clipped: String = joined.chars().take(max.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
 }
 
 #[cfg(test)]
@@ -519,5 +612,50 @@ mod tests {
         let mut plain = Screen::styled(Vec::new());
         plain.spin();
         assert!(plain.out.is_empty());
+    }
+
+    #[test]
+    fn background_progress_is_one_line_replaced_in_place_above_the_prompt() {
+        let mut s = Screen::live(Vec::new(), 60);
+        s.prompt(true);
+        let status = s.print_new(&text("⏳ Background task `ab12` · sleep · queued\n[░░░░] 0%"));
+        s.restore_prompt();
+        for step in 1..=20 {
+            s.print_edit(
+                status,
+                &text(&format!("⏳ Background task `ab12` · sleep · step {step}\n[██░░] {step}%\nworking")),
+            );
+            s.restore_prompt();
+        }
+        s.print_new(&text("✅ Background task `ab12` finished."));
+        s.restore_prompt();
+        let out = String::from_utf8(s.out).unwrap();
+        // 20 updates: 20 newlines (each replacing the last), not 60.
+        let status_rows = out.matches("step ").count();
+        assert_eq!(status_rows, 20, "{out:?}");
+        // The first block (two lines), then one row per update, then the end.
+        assert_eq!(out.matches('\n').count(), 2 + 20 + 1, "{out:?}");
+        assert_eq!(out.matches("\x1b[1A\x1b[2K").count(), 19, "{out:?}");
+        // Each update is one row within the width, never after the prompt.
+        assert!(!out.contains("> ⏳") && !out.contains("> ✅"), "{out:?}");
+        assert!(
+            out.contains("⏳ Background task `ab12` · sleep · step 20 · [██░░] 20% · …\n"),
+            "{out:?}"
+        );
+        // The prompt comes back after the task's notification.
+        assert!(out.ends_with("ab12\x1b[39m finished.\n> "), "{out:?}");
+    }
+
+    #[test]
+    fn an_answer_after_a_typed_line_is_not_interrupted_by_the_prompt() {
+        let mut s = Screen::live(Vec::new(), 60);
+        s.prompt(true);
+        s.input_taken();
+        let id = s.print_new(&text("Hel"));
+        s.restore_prompt();
+        s.print_edit(id, &text("Hello\n"));
+        s.restore_prompt();
+        let out = String::from_utf8(s.out).unwrap();
+        assert_eq!(out, "> Hel\r\x1b[2KHello\n", "{out:?}");
     }
 }

@@ -68,6 +68,11 @@ impl Styler {
         }
     }
 
+    /// The terminal's columns (0: not a live terminal).
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
+
     /// Whether partial lines are shown as they stream.
     pub(crate) fn is_live(&self) -> bool {
         self.width > 0
