@@ -53,7 +53,11 @@ async fn twenty_progress_updates_are_one_line_not_sixty() {
         assert!(rows <= 2, "{rows} progress rows:\n{screen}");
         assert!(!screen.contains("> ⏳"), "{screen}");
         // The prompt is back, on its own line, after the notification.
-        assert_eq!(screen.lines().last().map(str::trim_end), Some(">"), "{screen}");
+        assert_eq!(
+            screen.lines().last().map(str::trim_end),
+            Some(">"),
+            "{screen}"
+        );
     })
     .await
     .unwrap();

@@ -65,7 +65,8 @@ impl<W: Write> Screen<W> {
     /// The bot works (a turn runs): show the spinner, or advance it. Only
     /// on a live terminal, and only at the start of a line.
     pub(crate) fn spin(&mut self) {
-        if !self.styler.as_ref().is_some_and(Styler::is_live) {
+        // Not while a card waits for an answer typed on this line.
+        if !self.is_live() || !self.card.is_empty() {
             return;
         }
         let frame = match self.spinner {
@@ -618,12 +619,16 @@ mod tests {
     fn background_progress_is_one_line_replaced_in_place_above_the_prompt() {
         let mut s = Screen::live(Vec::new(), 60);
         s.prompt(true);
-        let status = s.print_new(&text("⏳ Background task `ab12` · sleep · queued\n[░░░░] 0%"));
+        let status = s.print_new(&text(
+            "⏳ Background task `ab12` · sleep · queued\n[░░░░] 0%",
+        ));
         s.restore_prompt();
         for step in 1..=20 {
             s.print_edit(
                 status,
-                &text(&format!("⏳ Background task `ab12` · sleep · step {step}\n[██░░] {step}%\nworking")),
+                &text(&format!(
+                    "⏳ Background task `ab12` · sleep · step {step}\n[██░░] {step}%\nworking"
+                )),
             );
             s.restore_prompt();
         }
