@@ -663,4 +663,13 @@ mod tests {
         let out = String::from_utf8(s.out).unwrap();
         assert_eq!(out, "> Hel\r\x1b[2KHello\n", "{out:?}");
     }
+
+    #[test]
+    fn no_spinner_while_a_card_waits_for_its_answer() {
+        let mut s = Screen::live(Vec::new(), 80);
+        s.print_new(&text("Run `ls`?").with_buttons(approval_buttons(9)));
+        let before = s.out.len();
+        s.spin();
+        assert_eq!(s.out.len(), before, "{:?}", String::from_utf8_lossy(&s.out));
+    }
 }
