@@ -77,10 +77,10 @@ impl Shown {
             } => format!(
                 "\n⚠️ Only the start is shown ({} of {} characters, {} lines). The {noun} is {} \
                  characters; the full text is attached as {file_name}. Read it before you decide.",
-                grouped(start.chars().count()),
-                grouped(*total_chars),
-                grouped(*total_lines),
-                grouped(*total_chars),
+                crate::text::grouped(start.chars().count()),
+                crate::text::grouped(*total_chars),
+                crate::text::grouped(*total_lines),
+                crate::text::grouped(*total_chars),
             ),
         }
     }
@@ -117,19 +117,6 @@ fn start_of(summary: &str) -> String {
 fn finish(mut out: String) -> String {
     out.truncate(out.trim_end().len());
     out.push_str(" …");
-    out
-}
-
-/// `48213` → `48,213`.
-pub fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
     out
 }
 
@@ -193,10 +180,10 @@ mod tests {
 
     #[test]
     fn numbers_are_grouped_and_names_clipped() {
-        assert_eq!(grouped(7), "7");
-        assert_eq!(grouped(1_000), "1,000");
-        assert_eq!(grouped(48_213), "48,213");
-        assert_eq!(grouped(5_000_000), "5,000,000");
+        assert_eq!(crate::text::grouped(7), "7");
+        assert_eq!(crate::text::grouped(1_000), "1,000");
+        assert_eq!(crate::text::grouped(48_213), "48,213");
+        assert_eq!(crate::text::grouped(5_000_000), "5,000,000");
         assert_eq!(clip_name("bob"), "bob");
         assert_eq!(clip_name(&"n".repeat(500)).chars().count(), CARD_NAME_CHARS);
     }

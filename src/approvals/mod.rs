@@ -9,7 +9,7 @@ mod text;
 
 pub(crate) use card::pending_card;
 pub use card::{action_id, parse_action, short_id, Choice};
-pub use card_layout::{grouped as grouped_count, CARD_SHOWN_CHARS};
+pub use card_layout::CARD_SHOWN_CHARS;
 pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;
 pub use text::TextDecision;
@@ -69,7 +69,7 @@ async fn attach_full_text(adapter: &dyn PlatformAdapter, record: &ApprovalRecord
         .with_caption(format!(
             "Full text of approval {} ({} characters)",
             short_id(&record.id),
-            card_layout::grouped(record.summary.chars().count())
+            crate::text::grouped(record.summary.chars().count())
         ));
     if let Err(e) = adapter.send_file(file).await {
         tracing::warn!(error = %e, "could not attach the full text of an approval card");

@@ -41,7 +41,7 @@ pub(crate) fn head(text: &str) -> String {
     }
     format!(
         "{head}\n\n📎 _The answer is {} characters; the full answer is attached as {ANSWER_FILE}._",
-        crate::approvals::grouped_count(text.chars().count())
+        crate::text::grouped(text.chars().count())
     )
 }
 

@@ -50,8 +50,8 @@ fn push_preview(out: &mut String, lines: &[&str], first_line_no: usize) {
         let rest = &lines[MAX_SHOWN..];
         out.push_str(&format!(
             "… {} more lines ({} characters) not shown\n",
-            thousands(rest.len()),
-            thousands(rest.iter().map(|l| l.chars().count() + 1).sum())
+            crate::text::grouped(rest.len()),
+            crate::text::grouped(rest.iter().map(|l| l.chars().count() + 1).sum())
         ));
     }
 }
@@ -62,23 +62,10 @@ fn push_line(out: &mut String, sign: char, line: &str) {
         Some((idx, _)) => out.push_str(&format!(
             "{sign} {}… ({} more characters not shown)\n",
             &line[..idx],
-            thousands(line[idx..].chars().count())
+            crate::text::grouped(line[idx..].chars().count())
         )),
         None => out.push_str(&format!("{sign} {line}\n")),
     }
-}
-
-/// `1204` as `1,204`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,8 +122,8 @@ fn replace_summary(old: &[&str], new: &[&str], old_bytes: usize, new_bytes: usiz
                     .sum();
                 out.push_str(&format!(
                     "… {} more changed lines ({} characters) not shown\n",
-                    thousands(rest),
-                    thousands(chars)
+                    crate::text::grouped(rest),
+                    crate::text::grouped(chars)
                 ));
                 break;
             }
@@ -272,9 +259,9 @@ mod tests {
             s.contains("… 5 more lines (40 characters) not shown\n"),
             "{s}"
         );
-        assert_eq!(thousands(1_204), "1,204");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(crate::text::grouped(1_204), "1,204");
+        assert_eq!(crate::text::grouped(999), "999");
+        assert_eq!(crate::text::grouped(1_000_000), "1,000,000");
     }
 
     #[test]
