@@ -19,6 +19,11 @@
 //!    and of the turn start (the scheduled turn's request reaching the fake LLM,
 //!    − due); occurrences fired more than once (must be 0) or never (must be 0);
 //!    time until the last answer reached its chat.
+//! 3. The cost of open approval cards: one gateway process (SQLite), idle for
+//!    20 s, then 1,000 users each get a card (their turns pause on it) and the
+//!    process idles again for 20 s with all 1,000 open. Resident memory
+//!    (`VmRSS`) and CPU time (`utime + stime`, 10 ms ticks) of this process
+//!    (the gateway runs in it) in both idle windows.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/stats.rs"]
@@ -43,7 +48,7 @@ use stats::{ms, pct};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, Log, TestChannel};
-use switchboard::store::{ScheduleRecord, SessionKey, TurnOrigin};
+use switchboard::store::{Conversation, ScheduleRecord, SessionKey};
 use switchboard::Running;
 use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
 use tokio::sync::mpsc;
@@ -97,6 +102,92 @@ async fn main() {
             schedules_under_load(name, &url, dir.path(), processes).await;
         }
     }
+
+    println!();
+    println!("3. {CARDS} open approval cards (SQLite, one process)");
+    open_cards(dir.path()).await;
+}
+
+// ---------------------------------------------------------------------------
+// 3. Open cards
+
+const CARDS: i64 = 1_000;
+const IDLE_WINDOW: Duration = Duration::from_secs(20);
+
+/// This process's resident memory, in MB.
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// CPU time this process has used (user + system), in ms.
+fn cpu_ms() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat(5): 12 and 13 here.
+    (ticks(11) + ticks(12)) * 10
+}
+
+/// Idle cost over `IDLE_WINDOW`: (RSS at its end in MB, CPU ms per second).
+async fn idle_cost() -> (f64, f64) {
+    let before = cpu_ms();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let used = cpu_ms().saturating_sub(before);
+    (rss_mb(), used as f64 / IDLE_WINDOW.as_secs_f64())
+}
+
+async fn open_cards(dir: &Path) {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| {
+        Reply::tool_calls(vec![(
+            "call_wait",
+            "exec_command",
+            json!({ "command": "true" }),
+        )])
+    });
+    let url = format!("sqlite://{}", dir.join("cards/switchboard.db").display());
+    let a = Instance::start(&llm, &url, dir).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss_idle, cpu_idle) = idle_cost().await;
+    for id in 0..CARDS {
+        a.channel.dm(30_000 + id, "run it").await;
+    }
+    let cards = |l: &Log| {
+        l.messages
+            .values()
+            .filter(|m| m.actions.iter().any(|a| a.starts_with("ap:")))
+            .count() as i64
+    };
+    let shown = Instant::now();
+    // In steps: each wait has the test channel's own limit.
+    for step in 1..=10 {
+        a.channel
+            .wait_for("the cards", |l| cards(l) >= CARDS * step / 10)
+            .await;
+    }
+    let opened = shown.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss_open, cpu_open) = idle_cost().await;
+    println!("   idle:                RSS {rss_idle:6.1} MB, CPU {cpu_idle:5.2} ms/s");
+    println!(
+        "   {CARDS} cards open:      RSS {rss_open:6.1} MB, CPU {cpu_open:5.2} ms/s (all shown {} ms after the first message)",
+        opened.as_millis()
+    );
+    a.stop().await;
 }
 
 // ---------------------------------------------------------------------------
@@ -320,7 +411,7 @@ fn job_schedule(job: i64, due_ms: i64) -> ScheduleRecord {
     ScheduleRecord {
         id: format!("bench-{job:05}"),
         session_id: format!("bench-session-{job}"),
-        origin: TurnOrigin {
+        origin: Conversation {
             key,
             chat: dm_chat(id),
             kind: ChatKind::Dm,

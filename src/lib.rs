@@ -11,6 +11,7 @@ pub mod caps;
 pub mod clock;
 pub mod config;
 pub mod dirs;
+pub mod domain;
 pub mod gateway;
 mod health;
 pub mod llm;

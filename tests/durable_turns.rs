@@ -16,8 +16,8 @@ use support::test_channel::{dm_chat, user, TestChannel};
 use switchboard::clock::{Clock, ManualClock, SystemClock};
 use switchboard::memory::{terms, MEMORY_NOTE};
 use switchboard::store::{
-    MemoryKind, MemoryOwner, NewMemory, OccurrencePlan, ScheduleRecord, SessionKey, Store,
-    TaskRecord, TaskStatus, TurnOrigin,
+    Conversation, MemoryKind, MemoryOwner, NewMemory, OccurrencePlan, ScheduleRecord, SessionKey,
+    Store, TaskRecord, TaskStatus,
 };
 use switchboard::{Config, Running};
 use switchboard_platform::{Capabilities, ChatId, ChatKind, Platform, PlatformAdapter, UserId};
@@ -599,7 +599,7 @@ fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord
     ScheduleRecord {
         id: id.into(),
         session_id: "sched-session".into(),
-        origin: TurnOrigin {
+        origin: Conversation {
             key,
             chat: dm_chat(1),
             kind: ChatKind::Dm,

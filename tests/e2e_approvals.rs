@@ -710,3 +710,60 @@ async fn a_press_carrying_a_cards_data_on_another_message_decides_nothing() {
     assert!(h.workspace().join("forged.txt").exists());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn an_edit_nobody_sends_expires_like_a_card() {
+    // "Edit" is a waiting state held by the paused turn's row: the expiry
+    // sweeper ends it after APPROVAL_TIMEOUT, and the turn resumes with that.
+    let clock = Arc::new(ManualClock::default());
+    let h = Harness::with_clock(&[("APPROVAL_TIMEOUT", "600")], clock.clone()).await;
+    let card = exec_card(&h, "touch never.txt", "The edit never came.").await;
+    h.channel.press(1, &card.action('e')).await;
+    h.wait_for("the edit prompt", |l| !l.answers().is_empty())
+        .await;
+
+    clock.advance(Duration::from_secs(601));
+    h.wait_for("the answer", |l| l.has_text("The edit never came."))
+        .await;
+    let result = tool_result(&h.requests(2).await[1], "call_exec");
+    assert!(result.contains("approval expired"), "{result}");
+    let record = h
+        .running
+        .store
+        .approval(&card.approval_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.status, ApprovalStatus::Expired);
+    assert!(!h.workspace().join("never.txt").exists());
+    // The session is not waiting for an edit any more: this is a message.
+    h.llm.push(Reply::text("Just a message."));
+    h.channel.dm(1, "echo late").await;
+    h.wait_for("a plain answer", |l| l.has_text("Just a message."))
+        .await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_edited_more_than_three_times_is_denied() {
+    let h = Harness::start().await;
+    let mut card = exec_card(&h, "echo 0", "Too many edits; I stopped.").await;
+    for edit in 1..=3 {
+        h.channel.press(1, &card.action('e')).await;
+        h.wait_for("the edit prompt", |l| l.answers().len() >= edit)
+            .await;
+        h.channel.dm(1, &format!("echo {edit}")).await;
+        let next = h.channel.next_card(card.id).await;
+        assert_pending_card(&next, &format!("echo {edit}"));
+        card = next;
+    }
+    h.channel.press(1, &card.action('e')).await;
+    h.wait_for("the edit prompt", |l| l.answers().len() >= 4)
+        .await;
+    h.channel.dm(1, "echo 4").await;
+    h.wait_for("the answer", |l| l.has_text("Too many edits; I stopped."))
+        .await;
+    let result = tool_result(&h.requests(2).await[1], "call_exec");
+    assert!(result.contains("too many edits"), "{result}");
+    h.stop().await;
+}

@@ -51,40 +51,49 @@ async fn a_transient_server_error_is_retried_and_a_refusal_is_explained() {
 }
 
 #[tokio::test]
-async fn a_message_sent_while_a_card_waits_is_answered_after_the_turn() {
+async fn a_message_sent_while_a_card_waits_is_answered_at_once() {
+    // The turn ended at its card (it is a row now): the session takes the
+    // next message at once, as a message (not as an edit), and the card still
+    // resumes the paused turn afterwards.
     let h = Harness::start().await;
     h.llm.set_responder(|request| {
-        Reply::text(&format!(
-            "echo: {}",
-            last_user_text(request).unwrap_or_default()
-        ))
+        let last = &request["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        if last["role"] == "tool" {
+            return Reply::text("The command ran.");
+        }
+        let said = last_user_text(request).unwrap_or_default();
+        if said.contains("run it") {
+            return Reply::tool_calls([(
+                "call_exec",
+                "exec_command",
+                json!({"command": "echo ok"}),
+            )]);
+        }
+        Reply::text(&format!("echo: {said}"))
     });
-    h.llm.push(Reply::tool_calls([(
-        "call_exec",
-        "exec_command",
-        json!({"command": "echo ok"}),
-    )]));
-    h.llm.push(Reply::text("The command ran."));
     h.channel.dm(1, "run it").await;
     let card = h.channel.card().await;
     h.channel.dm(1, "are you there?").await;
+    h.wait_for("the second message answered while the card waits", |l| {
+        l.has_text("echo: are you there?")
+    })
+    .await;
+    assert!(!h.channel.log().has_text("The command ran."));
     h.channel.press(1, &card.action('y')).await;
-    h.wait_for("both answers", |l| l.has_text("echo: are you there?"))
-        .await;
+    h.wait_for("the paused turn's answer", |l| {
+        l.has_text("The command ran.")
+    })
+    .await;
     h.idle().await;
 
-    let log = h.channel.log();
-    let texts = log.texts_in(1);
-    let ran = texts.iter().position(|t| t == "The command ran.").unwrap();
-    let echoed = texts
-        .iter()
-        .position(|t| t == "echo: are you there?")
-        .unwrap();
-    assert!(
-        ran < echoed,
-        "queued behind the turn, not taken as an edit: {texts:?}"
-    );
-    let result = tool_result(&h.requests(2).await[1], "call_exec");
+    let requests = h.llm.requests().await;
+    let resumed = requests.last().unwrap();
+    let result = tool_result(resumed, "call_exec");
     assert!(result.ends_with("output:\nok\n"), "{result}");
     h.stop().await;
 }

@@ -565,7 +565,7 @@ async fn one_round_asking_for_150_background_sub_agents_starts_only_the_users_ca
     let tasks = h
         .running
         .store
-        .session_tasks(&session.to_string(), 500)
+        .session_tasks(session.as_str(), 500)
         .await
         .unwrap();
     assert_eq!(tasks.len(), 5, "only the admitted tasks were recorded");

@@ -373,7 +373,7 @@ pub fn clip_words(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{ApprovalOutcome, TurnCheckpoint};
+    use crate::agent::{Asked, TurnCheckpoint};
     use crate::llm::{ChatRequest, Chunk, ChunkStream, ModelInfo, ProviderError, ToolCall};
     use crate::tools::{Tool, ToolSpec};
     use std::sync::Mutex;
@@ -411,15 +411,15 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TurnHost for Flushes {
-        async fn approve(
+        async fn request_approval(
             &self,
             _: &ToolSpec,
             _: &ToolCall,
             _: &Value,
             _: String,
             _: TurnCheckpoint,
-        ) -> ApprovalOutcome {
-            ApprovalOutcome::Unavailable
+        ) -> Asked {
+            Asked::Unavailable
         }
 
         async fn start_background(

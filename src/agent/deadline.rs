@@ -1,15 +1,14 @@
 //! The turn deadline (`TURN_DEADLINE_SECS`): the total time one turn may take,
-//! model streaming and tools included. Time spent waiting for a person to
-//! decide an approval does not count (it has its own `APPROVAL_TIMEOUT`).
+//! model streaming and tools included. A turn paused on an approval has ended:
+//! waiting for the decision does not count (it has its own `APPROVAL_TIMEOUT`),
+//! and the resumed turn starts a deadline of its own.
 //! On tokio's clock, so tests run it on a paused one.
 
-use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
 pub(crate) struct Deadline {
-    at: Mutex<Instant>,
+    at: Instant,
     budget: Duration,
 }
 
@@ -17,41 +16,18 @@ impl Deadline {
     /// A deadline `budget` from now.
     pub(crate) fn start(budget: Duration) -> Deadline {
         Deadline {
-            at: Mutex::new(Instant::now() + budget),
+            at: Instant::now() + budget,
             budget,
         }
     }
 
-    fn at(&self) -> Instant {
-        *self.at.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     pub(crate) fn passed(&self) -> bool {
-        Instant::now() >= self.at()
+        Instant::now() >= self.at
     }
 
-    /// Resolves once the deadline has passed (following any extension).
+    /// Resolves once the deadline has passed.
     pub(crate) async fn reached(&self) {
-        loop {
-            let at = self.at();
-            tokio::time::sleep_until(at).await;
-            if Instant::now() >= self.at() {
-                return;
-            }
-        }
-    }
-
-    /// Runs `wait` (a person's decision) with the clock stopped: the deadline
-    /// moves on by however long it took.
-    pub(crate) async fn excluding<F>(&self, wait: F) -> F::Output
-    where
-        F: Future,
-    {
-        let began = Instant::now();
-        let out = wait.await;
-        let waited = began.elapsed();
-        *self.at.lock().unwrap_or_else(|p| p.into_inner()) += waited;
-        out
+        tokio::time::sleep_until(self.at).await;
     }
 
     /// What the user is told when the turn stops here.
@@ -84,14 +60,10 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn passes_at_its_budget_and_an_approval_wait_does_not_count() {
+    async fn passes_at_its_budget() {
         let d = Deadline::start(Duration::from_secs(10));
-        tokio::time::advance(Duration::from_secs(6)).await;
+        tokio::time::advance(Duration::from_secs(9)).await;
         assert!(!d.passed());
-        d.excluding(tokio::time::sleep(Duration::from_secs(100)))
-            .await;
-        tokio::time::advance(Duration::from_secs(3)).await;
-        assert!(!d.passed(), "the 100 s approval wait is not counted");
         let began = Instant::now();
         d.reached().await;
         assert_eq!(began.elapsed(), Duration::from_secs(1));

@@ -15,8 +15,9 @@ pub enum StopReason {
     /// The model call failed; `Done::text` explains it to the user.
     ModelError,
     Cancelled,
-    /// Another process resumed this turn; nothing is to be posted or saved here.
-    Handover,
+    /// A call waits for a decision ([`TurnOutcome::pause`]): the turn is
+    /// stored, not finished; `Done::text` is what it said so far.
+    Paused,
     /// `TURN_DEADLINE_SECS` reached (streaming and tools included); `Done::text`
     /// tells the user.
     Deadline,
@@ -31,7 +32,7 @@ impl StopReason {
             StopReason::MaxRounds => "max_rounds",
             StopReason::ModelError => "model_error",
             StopReason::Cancelled => "cancelled",
-            StopReason::Handover => "handover",
+            StopReason::Paused => "paused",
             StopReason::Deadline => "deadline",
         }
     }
@@ -98,4 +99,6 @@ pub struct TurnOutcome {
     /// Why the model call failed (`StopReason::ModelError`), for the operator:
     /// the endpoint's error with secrets removed.
     pub error: Option<String>,
+    /// What the turn waits for (`StopReason::Paused`).
+    pub pause: Option<super::host::Pause>,
 }

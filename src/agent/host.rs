@@ -1,4 +1,5 @@
-//! What a turn needs from its surroundings: approvals and background submission.
+//! What a turn needs from its surroundings: asking for approvals, background
+//! submission, a memory flush before compaction.
 
 use crate::llm::{Message, ToolCall};
 use crate::tools::{Tool, ToolSpec};
@@ -6,10 +7,30 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// The decision on a tool call that needs approval.
+/// What became of a request for a decision on a call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ApprovalOutcome {
-    /// Run it, with these arguments (the user may have edited them).
+pub enum Asked {
+    /// A stored "always" rule allows it: run it now.
+    Allowed,
+    /// The card is recorded and the checkpoint stored: the turn ends here and
+    /// is resumed, in any process, once the approval is decided.
+    Paused(String),
+    /// There is no way to ask anyone (no confirm channel, or nowhere to keep
+    /// the paused turn).
+    Unavailable,
+}
+
+/// Why a turn stopped before its answer: it waits for something outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pause {
+    /// The approval with this id; deciding it resumes the turn.
+    Approval(String),
+}
+
+/// The decision a resumed turn brings for the call it paused on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// Run it, with these arguments (those on the card).
     Allowed {
         arguments: Value,
     },
@@ -17,11 +38,10 @@ pub enum ApprovalOutcome {
         reason: Option<String>,
     },
     Expired,
-    /// There is no way to ask anyone (no confirm channel).
-    Unavailable,
-    /// Another process (or a restart) resumed this turn from its stored state;
-    /// this copy must stop without answering.
-    Abandoned,
+    /// Sent back for editing and edited: ask again with these arguments.
+    AskAgain {
+        arguments: Value,
+    },
 }
 
 /// Everything needed to resume a turn paused on an approval, possibly in
@@ -43,15 +63,17 @@ pub struct TurnCheckpoint {
 /// and the platform.
 #[async_trait]
 pub trait TurnHost: Send + Sync + 'static {
-    /// Asks for (or finds a stored rule for) a decision on `call`. Waits.
-    async fn approve(
+    /// Applies a stored rule, or records an approval for `call` (with these
+    /// `arguments`) and stores `checkpoint` so the turn can pause. Never waits
+    /// for the decision.
+    async fn request_approval(
         &self,
         spec: &ToolSpec,
         call: &ToolCall,
         arguments: &Value,
         summary: String,
         checkpoint: TurnCheckpoint,
-    ) -> ApprovalOutcome;
+    ) -> Asked;
 
     /// Starts `tool` as a background task; returns its task id at once.
     async fn start_background(

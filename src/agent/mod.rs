@@ -20,7 +20,7 @@ pub use compaction::{
     tail_start, threshold, transcript, Compacted, FoldedHead, MAX_CONTEXT_MESSAGES, SUMMARY_MARK,
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
-pub use host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
+pub use host::{Asked, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
 pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};

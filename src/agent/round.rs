@@ -4,24 +4,29 @@
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::RuntimeEvent;
-use super::host::{ApprovalOutcome, TurnCheckpoint, TurnHost};
+use super::host::{Asked, Resolution, TurnCheckpoint, TurnHost};
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, ToolCall};
-use crate::store::TurnOrigin;
+use crate::store::Conversation;
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 const MAX_PARALLEL: usize = 5;
 
-/// The turn was resumed elsewhere.
-struct Abandoned;
+/// What the model is told when a call needs approval and nobody can be asked.
+const NOBODY_TO_ASK: &str =
+    "error: this action needs the user's approval and none can be requested here. \
+     Use ask_user to explain what you want to do first.";
+
+/// The call needs a decision: the turn pauses on this approval.
+struct Paused(String);
 
 pub(crate) struct RoundRunner<'a> {
     pub tools: &'a ToolRegistry,
@@ -32,21 +37,24 @@ pub(crate) struct RoundRunner<'a> {
     pub events: &'a mpsc::Sender<RuntimeEvent>,
     /// Index of the turn's input in the conversation (for checkpoints).
     pub new_from: usize,
-    pub origin: Option<&'a TurnOrigin>,
+    pub origin: Option<&'a Conversation>,
     /// Carried into checkpoints, so a resumed turn sees the same system prompt.
     pub system_context: Option<&'a str>,
     /// See [`super::AgentConfig::tool_timeout`].
     pub tool_timeout: Duration,
     /// The turn's deadline: a running tool is stopped when it passes.
     pub deadline: &'a Deadline,
+    /// A resumed turn's decision for the call it paused on (by call id),
+    /// taken once.
+    pub resolved: Mutex<Option<(String, Resolution)>>,
 }
 
 /// What a round produced.
 pub(crate) struct RoundOutput {
     /// One tool message per call, in call order.
     pub messages: Vec<Message>,
-    /// The turn was resumed elsewhere; stop without answering.
-    pub abandoned: bool,
+    /// A call awaits this approval: the turn pauses (its checkpoint is stored).
+    pub paused: Option<String>,
 }
 
 /// A call checked and ready to run, or already failed.
@@ -78,7 +86,7 @@ struct CallResult {
     call: ToolCall,
     outcome: Result<String, String>,
     duration: Duration,
-    abandoned: bool,
+    paused: Option<String>,
 }
 
 impl RoundRunner<'_> {
@@ -122,10 +130,10 @@ impl RoundRunner<'_> {
                     system_context: self.system_context.map(str::to_owned),
                 };
                 let r = self.execute(first, Some(checkpoint)).await;
-                if r.abandoned {
+                if r.paused.is_some() {
                     return RoundOutput {
                         messages,
-                        abandoned: true,
+                        paused: r.paused,
                     };
                 }
                 messages.push(self.to_message(r, pad).await);
@@ -133,7 +141,7 @@ impl RoundRunner<'_> {
         }
         RoundOutput {
             messages,
-            abandoned: false,
+            paused: None,
         }
     }
 
@@ -206,12 +214,12 @@ impl RoundRunner<'_> {
                     })
                     .await;
                 match self.approve_and_run(&call, tool, args, checkpoint).await {
-                    Err(Abandoned) => {
+                    Err(Paused(approval)) => {
                         return CallResult {
                             call,
                             outcome: Err(String::new()),
                             duration: started.elapsed(),
-                            abandoned: true,
+                            paused: Some(approval),
                         }
                     }
                     Ok(outcome) => (call, outcome),
@@ -237,55 +245,51 @@ impl RoundRunner<'_> {
             call,
             outcome,
             duration,
-            abandoned: false,
+            paused: None,
         }
     }
 
-    /// Asks for approval when the tool needs it, then runs the call (or starts
-    /// it in the background). `Err(Abandoned)` when the turn was resumed elsewhere.
+    /// Asks for approval when the tool needs it (or applies the decision a
+    /// resumed turn brings), then runs the call (or starts it in the
+    /// background). `Err(Paused)` when the turn must wait for a decision.
     async fn approve_and_run(
         &self,
         call: &ToolCall,
         tool: Arc<dyn Tool>,
         mut args: Value,
         checkpoint: Option<TurnCheckpoint>,
-    ) -> Result<Result<String, String>, Abandoned> {
+    ) -> Result<Result<String, String>, Paused> {
         if let Err(e) = tool.validate(&args) {
             return Ok(Err(e.for_model()));
         }
         if tool.spec().requires_approval {
-            let summary = tool.approval_summary(&args).await;
-            let checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
-                messages: Vec::new(),
-                new_from: 0,
-                remaining: vec![call.clone()],
-                round: 0,
-                system_context: None,
-            });
-            let decided = self
-                .deadline
-                .excluding(
-                    self.host
-                        .approve(tool.spec(), call, &args, summary, checkpoint),
-                )
-                .await;
+            let decided = match self.take_resolution(&call.id) {
+                Some(Resolution::AskAgain { arguments }) => {
+                    args = arguments;
+                    None
+                }
+                other => other,
+            };
+            let decided = match decided {
+                Some(decided) => decided,
+                None => match self.ask(call, &tool, &args, checkpoint).await? {
+                    Some(decided) => decided,
+                    None => return Ok(Err(NOBODY_TO_ASK.into())),
+                },
+            };
             match decided {
-                ApprovalOutcome::Allowed { arguments } => args = arguments,
-                ApprovalOutcome::Denied { reason } => {
+                Resolution::Allowed { arguments } => args = arguments,
+                Resolution::Denied { reason } => {
                     return Ok(Err(match reason {
                         Some(r) => format!("error: the user denied this action. Reason: {r}"),
                         None => "error: the user denied this action. Do not retry it; ask what they want instead.".into(),
                     }))
                 }
-                ApprovalOutcome::Expired => {
+                Resolution::Expired => {
                     return Ok(Err("error: approval expired without an answer, so the action was not run (treated as denied).".into()))
                 }
-                ApprovalOutcome::Unavailable => {
-                    return Ok(Err("error: this action needs the user's approval and none can be requested here. \
-                                Use ask_user to explain what you want to do first."
-                        .into()))
-                }
-                ApprovalOutcome::Abandoned => return Err(Abandoned),
+                // Taken above: asking again is asking.
+                Resolution::AskAgain { .. } => return Ok(Err(NOBODY_TO_ASK.into())),
             }
         }
         if tool.runs_in_background(&args) {
@@ -359,6 +363,49 @@ impl RoundRunner<'_> {
                 Err("error: the tool crashed; the operator has the details.".into())
             }
         })
+    }
+
+    /// The decision a resumed turn brought for `call_id`, once.
+    fn take_resolution(&self, call_id: &str) -> Option<Resolution> {
+        let mut slot = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some((id, _)) if id == call_id => slot.take().map(|(_, r)| r),
+            _ => None,
+        }
+    }
+
+    /// Asks the host for a decision on `call` with `args`: allowed by a rule,
+    /// nobody to ask (`None`), or the turn pauses (`Err`).
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        tool: &Arc<dyn Tool>,
+        args: &Value,
+        checkpoint: Option<TurnCheckpoint>,
+    ) -> Result<Option<Resolution>, Paused> {
+        let summary = tool.approval_summary(args).await;
+        let mut checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
+            messages: Vec::new(),
+            new_from: 0,
+            remaining: vec![call.clone()],
+            round: 0,
+            system_context: None,
+        });
+        // The stored call carries exactly the arguments on the card (after edits).
+        if let Some(first) = checkpoint.remaining.first_mut() {
+            first.arguments = args.to_string();
+        }
+        match self
+            .host
+            .request_approval(tool.spec(), call, args, summary, checkpoint)
+            .await
+        {
+            Asked::Allowed => Ok(Some(Resolution::Allowed {
+                arguments: args.clone(),
+            })),
+            Asked::Paused(approval) => Err(Paused(approval)),
+            Asked::Unavailable => Ok(None),
+        }
     }
 
     /// Waits for a tool (at most the tool timeout; `None` past it) while

@@ -4,7 +4,7 @@ use super::compaction::{self, ContextView};
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
-use super::host::TurnHost;
+use super::host::{Pause, Resolution, TurnHost};
 use super::intent::{self, IntentRules, Requirement};
 use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{call_model, Called, ModelFailure, Retries, TextOut, ROUND_SEPARATOR};
@@ -12,7 +12,7 @@ use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use crate::llm::{ChatRequest, Message, Provider, Role, ToolCall, Usage};
-use crate::store::TurnOrigin;
+use crate::store::Conversation;
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
@@ -45,13 +45,15 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(900);
 /// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
 pub struct ResumeRequest {
     pub session_id: String,
-    pub origin: Option<TurnOrigin>,
+    pub origin: Option<Conversation>,
     pub messages: Vec<Message>,
     pub new_from: usize,
     pub remaining: Vec<ToolCall>,
     /// The round the turn paused in; the round limit counts on from it.
     pub round: usize,
     pub system_context: Option<String>,
+    /// The decision for the first of `remaining`, the call the turn paused on.
+    pub resolution: Resolution,
     pub host: Arc<dyn TurnHost>,
     pub cancel: CancellationToken,
 }
@@ -63,11 +65,13 @@ struct Drive {
     /// What the turn's trace is filed under: the session's id, or a
     /// sub-agent's own (`{session}:{role}`).
     trace_id: String,
-    origin: Option<TurnOrigin>,
+    origin: Option<Conversation>,
     messages: Vec<Message>,
     new_from: usize,
     /// A resumed turn's unfinished round: its number and the calls left.
     pending: Option<(usize, Vec<ToolCall>)>,
+    /// A resumed turn's decision for the call it paused on (by call id).
+    resolved: Option<(String, Resolution)>,
     host: Arc<dyn TurnHost>,
     cancel: CancellationToken,
     system_context: Option<String>,
@@ -77,7 +81,7 @@ struct Drive {
 pub struct TurnRequest {
     pub session_id: String,
     /// The chat and user the turn serves (tools such as `schedule` need it).
-    pub origin: Option<TurnOrigin>,
+    pub origin: Option<Conversation>,
     pub history: Vec<Message>,
     pub input: Message,
     pub host: Arc<dyn TurnHost>,
@@ -160,6 +164,7 @@ impl Agent {
             messages: history,
             new_from,
             pending: None,
+            resolved: None,
             host,
             cancel,
             system_context,
@@ -177,9 +182,11 @@ impl Agent {
             remaining,
             round,
             system_context,
+            resolution,
             host,
             cancel,
         } = request;
+        let resolved = remaining.first().map(|call| (call.id.clone(), resolution));
         self.spawn(Drive {
             trace_id: session_id.clone(),
             session_id,
@@ -187,6 +194,7 @@ impl Agent {
             messages,
             new_from,
             pending: Some((round.max(1), remaining)),
+            resolved,
             host,
             cancel,
             system_context,
@@ -211,6 +219,7 @@ impl Agent {
             mut messages,
             new_from,
             mut pending,
+            resolved,
             host,
             cancel,
             system_context,
@@ -262,6 +271,7 @@ impl Agent {
             system_context: system_context.as_deref(),
             tool_timeout: self.config.tool_timeout,
             deadline: &deadline,
+            resolved: std::sync::Mutex::new(resolved),
         };
 
         let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
@@ -399,9 +409,13 @@ impl Agent {
             let output = runner
                 .run(round, t.messages, &calls, &mut guard, &mut pad)
                 .await;
-            if output.abandoned {
-                pad.record("handover", json!({ "round": round }));
-                return t.finish(&mut pad, String::new(), StopReason::Handover);
+            if let Some(approval) = output.paused {
+                // The checkpoint is stored: the turn ends here and the
+                // decision resumes it.
+                pad.record("paused", json!({ "round": round, "approval": approval }));
+                let mut outcome = t.finish(&mut pad, turn_text, StopReason::Paused);
+                outcome.pause = Some(Pause::Approval(approval));
+                return outcome;
             }
             t.messages.extend(output.messages);
             if cancel.is_cancelled() {
@@ -515,6 +529,7 @@ impl TurnLog<'_> {
             intent_unmet: self.intent_unmet,
             compaction,
             error: None,
+            pause: None,
         }
     }
 }

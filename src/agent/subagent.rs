@@ -6,9 +6,7 @@
 //! the user sees the card. Tools outside the role's subset do not exist for it
 //! (a call to one is refused like an unknown tool). Sub-agents cannot delegate.
 
-use super::{
-    Agent, AgentConfig, ApprovalOutcome, RuntimeEvent, TurnCheckpoint, TurnHost, TurnRequest,
-};
+use super::{Agent, AgentConfig, Asked, RuntimeEvent, TurnCheckpoint, TurnHost, TurnRequest};
 use crate::llm::{Message, Provider, ToolCall};
 use crate::store::Store;
 use crate::tools::{Progress, Tool, ToolContext, ToolError, ToolRegistry, ToolSpec};
@@ -243,15 +241,15 @@ pub struct NobodyToAsk;
 
 #[async_trait]
 impl TurnHost for NobodyToAsk {
-    async fn approve(
+    async fn request_approval(
         &self,
         _spec: &ToolSpec,
         _call: &ToolCall,
         _arguments: &Value,
         _summary: String,
         _checkpoint: TurnCheckpoint,
-    ) -> ApprovalOutcome {
-        ApprovalOutcome::Unavailable
+    ) -> Asked {
+        Asked::Unavailable
     }
 
     async fn start_background(

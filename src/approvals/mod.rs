@@ -17,14 +17,12 @@ pub use text::TextDecision;
 use crate::clock::Clock;
 use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
     ButtonPress, ChatAddress, MessageRef, OutgoingFile, Platform, PlatformAdapter, PressAnswer,
     User,
 };
-use tokio::sync::oneshot;
 
 /// What the requester (or an approver) decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +45,8 @@ pub enum ApprovalError {
 
 /// Everything needed to ask for one approval.
 pub struct ApprovalRequest<'a> {
-    /// The approval's id, a simple (hex) UUID chosen by the caller so it can get
-    /// ready for the decision before the card is shown.
+    /// The approval's id, a simple (hex) UUID chosen by the caller (the paused
+    /// turn's row is stored under it).
     pub id: String,
     pub session_id: &'a str,
     pub requester: &'a User,
@@ -76,31 +74,12 @@ async fn attach_full_text(adapter: &dyn PlatformAdapter, record: &ApprovalRecord
     }
 }
 
-/// How often a waiting turn checks the database for a decision made elsewhere.
-const DB_POLL: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The result of [`Approvals::open`].
-pub enum Opened {
-    /// A stored "always" rule allows it; no card was shown.
-    Ruled,
-    Pending(PendingApproval),
-}
-
-/// An approval whose card is shown, waiting for a decision.
-pub struct PendingApproval {
-    pub id: String,
-    pub card: MessageRef,
-    expires_at: chrono::DateTime<chrono::Utc>,
-    rx: oneshot::Receiver<Decision>,
-}
-
-/// The approvals service. Decisions live in the database; the waiters here are
-/// the in-process cache that wakes the paused turn.
+/// The approvals service: every decision lives in the database, taken by one
+/// conditional update (the first wins), and any process resumes the turn.
 pub struct Approvals {
     store: Store,
     timeout: Duration,
     clock: Arc<dyn Clock>,
-    waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
 }
 
 impl Approvals {
@@ -109,7 +88,6 @@ impl Approvals {
             store,
             timeout,
             clock,
-            waiters: Mutex::new(HashMap::new()),
         }
     }
 
@@ -118,36 +96,47 @@ impl Approvals {
         self.clock.now()
     }
 
-    /// Applies a stored "always" rule, or records the approval and shows its
-    /// card. Waiting is a separate step so the caller can persist the paused
-    /// turn in between.
-    pub async fn open(
+    /// How long a card (and an edit it was sent back for) waits.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether a stored "always" rule of the requester allows `arguments`
+    /// (audited when one does).
+    pub async fn ruled(
         &self,
-        adapter: &dyn PlatformAdapter,
-        req: ApprovalRequest<'_>,
-    ) -> Result<Opened, ApprovalError> {
-        let platform = req.chat.platform;
-        let arguments = req.arguments.to_string();
+        platform: Platform,
+        requester: &User,
+        tool_name: &str,
+        arguments: &Value,
+    ) -> Result<bool, ApprovalError> {
+        let arguments = arguments.to_string();
         let patterns = self
             .store
-            .rule_patterns(platform, req.requester.id, req.tool_name)
+            .rule_patterns(platform, requester.id, tool_name)
             .await?;
-        if patterns.iter().any(|p| rules::allows(p, &arguments)) {
-            self.store
-                .record_event(
-                    "approval.rule_applied",
-                    json!({ "tool": req.tool_name, "user": req.requester.id.0 }),
-                )
-                .await;
-            return Ok(Opened::Ruled);
+        if !patterns.iter().any(|p| rules::allows(p, &arguments)) {
+            return Ok(false);
         }
+        self.store
+            .record_event(
+                "approval.rule_applied",
+                json!({ "tool": tool_name, "user": requester.id.0 }),
+            )
+            .await;
+        Ok(true)
+    }
+
+    /// Records a pending approval; its card is shown by [`Approvals::show`]
+    /// once the paused turn is stored.
+    pub async fn record(&self, req: ApprovalRequest<'_>) -> Result<ApprovalRecord, ApprovalError> {
         let now = self.clock.now();
         let record = ApprovalRecord {
             id: req.id,
             session_id: req.session_id.to_owned(),
             tool_name: req.tool_name.to_owned(),
             tool_display: req.tool_display.to_owned(),
-            arguments,
+            arguments: req.arguments.to_string(),
             summary: req.summary,
             requester: req.requester.id,
             requester_name: req.requester.display_name.clone(),
@@ -169,13 +158,20 @@ impl Approvals {
                 json!({ "id": record.id, "tool": record.tool_name, "user": record.requester.0 }),
             )
             .await;
-        let (tx, rx) = oneshot::channel();
-        self.waiters_lock().insert(record.id.clone(), tx);
-        let card = card::pending_card(&record, self.timeout);
-        let card_ref = match adapter.send(&req.chat, card).await {
+        Ok(record)
+    }
+
+    /// Shows the card of a recorded approval in its chat. A card that cannot
+    /// be shown is denied ("card not delivered"): the caller resumes the turn.
+    pub async fn show(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        record: &ApprovalRecord,
+    ) -> Result<MessageRef, ApprovalError> {
+        let card = card::pending_card(record, self.timeout);
+        let card_ref = match adapter.send(&record.chat, card).await {
             Ok(r) => r,
             Err(e) => {
-                self.waiters_lock().remove(&record.id);
                 let _ = self
                     .store
                     .decide_approval(
@@ -191,12 +187,11 @@ impl Approvals {
         };
         // The card is shown and the approval stored: a storage failure now
         // must not take the card back. Without its message id the card is
-        // still decided by presses in its chat, by `/approve`, and edited by
-        // this process, which holds the card's reference.
+        // still decided by presses in its chat and by `/approve`.
         if let Err(e) = self.store.set_approval_card(&record.id, card_ref.id).await {
             tracing::warn!(error = %e, "could not record an approval card's message; the card stays valid");
         }
-        attach_full_text(adapter, &record).await;
+        attach_full_text(adapter, record).await;
         // A text decision (`/approve`) may have landed between the card showing
         // and its id being stored, when nobody could edit it: finish it now.
         if let Some(decided) = self
@@ -211,113 +206,44 @@ impl Approvals {
                 tracing::warn!(error = %e, "could not update an approval card decided early");
             }
         }
-        Ok(Opened::Pending(PendingApproval {
-            id: record.id,
-            card: card_ref,
-            expires_at: record.expires_at,
-            rx,
-        }))
+        Ok(card_ref)
     }
 
-    /// Waits for the decision: woken at once by a press in this process, and
-    /// polling the database for decisions made by other processes. Expires it
-    /// when the deadline (by the approvals' clock) passes.
-    pub async fn wait(
-        &self,
-        adapter: &dyn PlatformAdapter,
-        pending: PendingApproval,
-    ) -> Result<Decision, ApprovalError> {
-        let id = pending.id.clone();
-        let decision = self.wait_for(adapter, pending).await;
-        // A press that lost to the expiry puts its waiter back: drop it.
-        self.waiters_lock().remove(&id);
-        decision
-    }
-
-    async fn wait_for(
-        &self,
-        adapter: &dyn PlatformAdapter,
-        pending: PendingApproval,
-    ) -> Result<Decision, ApprovalError> {
-        let PendingApproval {
-            id,
-            card,
-            expires_at,
-            mut rx,
-        } = pending;
-        loop {
-            let left = (expires_at - self.clock.now())
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            if left.is_zero() {
-                return self.expire(adapter, &id, Some(card)).await;
-            }
-            tokio::select! {
-                decided = &mut rx => match decided {
-                    Ok(decision) => return Ok(decision),
-                    Err(_) => return self.expire(adapter, &id, Some(card)).await,
-                },
-                () = tokio::time::sleep(left.min(DB_POLL)) => match self.store.approval(&id).await {
-                    // Decided elsewhere — unless a press in this process is
-                    // writing it right now (it holds the waiter and wakes us).
-                    Ok(Some(record)) if record.status != ApprovalStatus::Pending => {
-                        if self.waiters_lock().remove(&id).is_some() {
-                            return Ok(decision_of(&record));
-                        }
-                    }
-                    Ok(_) => {}
-                    // A locked or briefly unreachable database must not end the
-                    // wait: the card stays valid and a local press still wakes us.
-                    Err(e) => tracing::warn!(error = %e, approval = %id, "could not poll an approval; still waiting"),
-                },
-            }
-        }
-    }
-
-    /// The waiter's deadline passed: expire it unless a decision won the race.
+    /// Expires `id` if it is still pending (the sweeper, in any process),
+    /// marking its card. Returns whether this call expired it.
     pub(crate) async fn expire(
         &self,
         adapter: &dyn PlatformAdapter,
         id: &str,
         card_ref: Option<MessageRef>,
-    ) -> Result<Decision, ApprovalError> {
-        self.waiters_lock().remove(id);
-        match self.store.expire_approval(id, self.clock.now()).await? {
-            Some(record) => {
-                self.store
-                    .record_event("approval.expired", json!({ "id": id }))
-                    .await;
-                // No card reference: the process died between showing the
-                // card and storing its id. The decision still stands.
-                if let Some(card_ref) = card_ref {
-                    let card = card::final_card(&record);
-                    if let Err(e) = adapter.edit(&card_ref, card).await {
-                        tracing::warn!(error = %e, "could not mark the approval card expired");
-                    }
-                }
-                Ok(Decision::Expired)
+    ) -> Result<bool, ApprovalError> {
+        let Some(record) = self.store.expire_approval(id, self.clock.now()).await? else {
+            return Ok(false);
+        };
+        self.store
+            .record_event("approval.expired", json!({ "id": id }))
+            .await;
+        // No card reference: the process died between showing the card and
+        // storing its id. The decision still stands.
+        if let Some(card_ref) = card_ref {
+            if let Err(e) = adapter.edit(&card_ref, card::final_card(&record)).await {
+                tracing::warn!(error = %e, "could not mark the approval card expired");
             }
-            None => Ok(self
-                .store
-                .approval(id)
-                .await?
-                .map_or(Decision::Expired, |r| decision_of(&r))),
         }
+        Ok(true)
     }
 
     /// Handles a press on an approval button: authorizes the presser, records
-    /// the decision, updates the card and wakes the waiting turn. Every press is
-    /// answered.
-    /// Returns `true` when the decision was recorded but no turn in this process
-    /// waits for it — the caller resumes the paused turn from its stored state.
+    /// the decision and updates the card. Every press is answered. Returns the
+    /// decided approval: the caller resumes its paused turn.
     pub async fn handle_press(
         &self,
         adapter: &dyn PlatformAdapter,
         press: &ButtonPress,
         id: &str,
         choice: Choice,
-    ) -> bool {
-        let mut orphaned = false;
+    ) -> Option<ApprovalRecord> {
+        let mut recorded = None;
         let decided = match self.press_on_card(press, id).await {
             Ok(None) => {
                 self.decide(id, press.chat.platform, &press.user, choice, None)
@@ -327,9 +253,10 @@ impl Approvals {
             Err(e) => Err(e),
         };
         let answer = match decided {
-            Ok(Ok((record, woke))) => {
-                orphaned = !woke;
-                PressAnswer::Update(card::final_card(&record))
+            Ok(Ok(record)) => {
+                let answer = PressAnswer::Update(card::final_card(&record));
+                recorded = Some(record);
+                answer
             }
             Ok(Err(refusal)) => PressAnswer::Private(refusal),
             Err(e) => {
@@ -342,7 +269,7 @@ impl Approvals {
         if let Err(e) = adapter.answer_press(press, answer).await {
             tracing::warn!(error = %e, "could not answer an approval press");
         }
-        orphaned
+        recorded
     }
 
     /// A press decides only the card it was made on: the approval's own chat
@@ -378,8 +305,8 @@ impl Approvals {
         Ok(Some("This button does not belong to this message.".into()))
     }
 
-    /// The shared decision path: the decided record and whether a waiting turn
-    /// in this process was woken. `Ok(Err(text))` is a refusal for the presser.
+    /// The shared decision path: the decided record, or `Ok(Err(text))`, a
+    /// refusal for the presser.
     pub(crate) async fn decide(
         &self,
         id: &str,
@@ -387,7 +314,7 @@ impl Approvals {
         user: &User,
         choice: Choice,
         reason: Option<String>,
-    ) -> Result<Result<(ApprovalRecord, bool), String>, StoreError> {
+    ) -> Result<Result<ApprovalRecord, String>, StoreError> {
         let Some(record) = self.store.approval(id).await? else {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
@@ -428,25 +355,12 @@ impl Approvals {
             Choice::Edit => ApprovalStatus::Edited,
             Choice::Deny => ApprovalStatus::Denied,
         };
-        // The local waiter is held while the decision is written, so the
-        // waiting turn's database poll cannot take it in between: the turn is
-        // woken here or not at all, and `woke` is exact.
-        let waiter = self.waiters_lock().remove(id);
         let decided = self
             .store
             .decide_approval(id, status, Some(user), reason.as_deref(), self.clock.now())
-            .await;
-        let decided = match decided {
-            Ok(Some(decided)) => decided,
-            failed => {
-                if let Some(waiter) = waiter {
-                    self.waiters_lock().insert(id.to_owned(), waiter);
-                }
-                return match failed {
-                    Err(e) => Err(e),
-                    _ => Ok(Err("Already decided.".into())),
-                };
-            }
+            .await?;
+        let Some(decided) = decided else {
+            return Ok(Err("Already decided.".into()));
         };
         if let Some(pattern) = rule {
             // The decision is recorded and stands: a rule that could not be
@@ -470,17 +384,7 @@ impl Approvals {
                 json!({ "id": id, "status": status.as_str(), "by": user.id.0 }),
             )
             .await;
-        let woke = match waiter {
-            Some(waiter) => waiter.send(decision_of(&decided)).is_ok(),
-            None => false,
-        };
-        Ok(Ok((decided, woke)))
-    }
-
-    fn waiters_lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
-        self.waiters.lock().unwrap_or_else(|p| p.into_inner())
+        Ok(Ok(decided))
     }
 }
 
@@ -548,13 +452,13 @@ mod tests {
             "{}",
             refused.reply
         );
-        assert!(refused.card.is_none() && refused.orphaned.is_none());
+        assert!(refused.card.is_none() && refused.resume.is_none());
         let decided = typed(Platform::Telegram).await;
         assert!(
             decided.reply.starts_with("Recorded: allowed once"),
             "{}",
             decided.reply
         );
-        assert_eq!(decided.orphaned.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(decided.resume.as_deref(), Some("0123456789abcdef"));
     }
 }

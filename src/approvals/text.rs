@@ -2,6 +2,7 @@
 //! its short id, from any chat, under the buttons' authorization.
 
 use super::{card, rules, short_id, status_word, Approvals, Choice};
+use crate::store::ApprovalStatus;
 use switchboard_platform::{MessageRef, OutgoingMessage, Platform, User};
 
 /// The outcome of a typed `/approve`.
@@ -9,9 +10,9 @@ use switchboard_platform::{MessageRef, OutgoingMessage, Platform, User};
 pub struct TextDecision {
     /// The answer for the chat it was typed in.
     pub reply: String,
-    /// The decided approval, when no turn in this process waited for it (the
-    /// caller resumes it from its row).
-    pub orphaned: Option<String>,
+    /// The decided approval whose paused turn the caller resumes (none for an
+    /// edit: the requester's next message resumes it).
+    pub resume: Option<String>,
     /// The card to edit to its final state.
     pub card: Option<(MessageRef, OutgoingMessage)>,
 }
@@ -31,7 +32,7 @@ impl Approvals {
     ) -> TextDecision {
         let refused = |reply: String| TextDecision {
             reply,
-            orphaned: None,
+            resume: None,
             card: None,
         };
         let id = match self.store.approval_by_prefix(id_prefix).await {
@@ -44,7 +45,7 @@ impl Approvals {
         };
         let prefix = reason.clone().filter(|_| choice == Choice::Always);
         match self.decide(&id, platform, user, choice, reason).await {
-            Ok(Ok((record, woke))) => {
+            Ok(Ok(record)) => {
                 let scope = prefix
                     .map(|p| format!(" ({})", rules::describe_prefix(&p)))
                     .unwrap_or_default();
@@ -61,7 +62,7 @@ impl Approvals {
                         };
                         (at, card::final_card(&record))
                     }),
-                    orphaned: (!woke).then_some(id),
+                    resume: (record.status != ApprovalStatus::Edited).then_some(id),
                 }
             }
             Ok(Err(refusal)) => refused(refusal),

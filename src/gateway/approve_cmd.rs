@@ -35,7 +35,7 @@ pub(super) async fn run(
             });
         }
     }
-    if let Some(approval_id) = decided.orphaned {
+    if let Some(approval_id) = decided.resume {
         queue_resume(inner, approval_id).await;
     }
     decided.reply

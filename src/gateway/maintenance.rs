@@ -3,7 +3,7 @@
 //! dead process left behind.
 
 use super::Inner;
-use crate::store::{OccurrencePlan, ScheduleRecord, StoreError, TaskNotify, TurnOrigin};
+use crate::store::{Conversation, OccurrencePlan, ScheduleRecord, StoreError, TaskNotify};
 use crate::tasks::next_occurrence;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,7 @@ const HOUSEKEEPING: Duration = Duration::from_secs(5);
 
 /// A schedule occurrence this process claimed.
 pub(crate) struct Fired {
-    pub origin: TurnOrigin,
+    pub origin: Conversation,
     pub prompt: String,
 }
 
@@ -70,9 +70,11 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
     }
 }
 
-/// Approvals past their deadline whose waiting turn is gone (restart, dead
-/// process): mark expired, update the card, resume the turn with a denial.
+/// Approvals past their deadline: mark expired, update the card, resume the
+/// turn with the expiry (read as a denial). Edits nobody sent within the
+/// approval timeout expire the same way.
 async fn expire_due_approvals(inner: &Arc<Inner>) {
+    expire_stale_edits(inner).await;
     let due = match inner.store.due_approvals(inner.approvals.now()).await {
         Ok(d) => d,
         Err(e) => return tracing::warn!(error = %e, "could not list due approvals"),
@@ -85,15 +87,35 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
             chat: record.chat,
             id,
         });
-        if let Err(e) = inner
+        match inner
             .approvals
             .expire(adapter.as_ref(), &record.id, card)
             .await
         {
-            tracing::warn!(error = %e, "could not expire an approval");
-            continue;
+            Ok(true) => super::queue_resume(inner, record.id).await,
+            // Decided meanwhile: whoever decided resumes it.
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not expire an approval"),
         }
-        super::queue_resume(inner, record.id).await;
+    }
+}
+
+/// Approvals sent back for editing whose new arguments never came.
+async fn expire_stale_edits(inner: &Arc<Inner>) {
+    let timeout = chrono::Duration::from_std(inner.approvals.timeout())
+        .unwrap_or(chrono::Duration::minutes(10));
+    let cutoff = (inner.approvals.now() - timeout).timestamp_millis();
+    match inner.store.expire_stale_edits(cutoff).await {
+        Ok(ids) => {
+            for id in ids {
+                inner
+                    .store
+                    .record_event("approval.expired", serde_json::json!({ "id": id }))
+                    .await;
+                super::queue_resume(inner, id).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not expire edits nobody sent"),
     }
 }
 

@@ -185,7 +185,7 @@ pub(crate) async fn after_turn(
             save_doc(inner, session, StateDoc::Task, &task).await;
         }
     }
-    if !inner.memory.book().config().enabled || outcome.stop == StopReason::Handover {
+    if !inner.memory.book().config().enabled || outcome.stop == StopReason::Paused {
         return;
     }
     let previous_json = match &memory.state {

@@ -85,7 +85,6 @@ pub(crate) struct Inner {
     pub tasks: Arc<TaskManager>,
     /// Long-term memory of the users, with the agent's provider for extraction.
     pub memory: Extractor,
-    pub approval_timeout: Duration,
     pub shutdown: CancellationToken,
     adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
     access: AccessControl,
@@ -160,7 +159,6 @@ impl Gateway {
             store,
             agent,
             tasks,
-            approval_timeout: settings.approval_timeout,
             shutdown,
             adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
             access: AccessControl::new(
@@ -269,18 +267,8 @@ impl Gateway {
             thread: msg.chat.thread,
             user: msg.user.id,
         };
-        // A paused turn whose approval was sent back for editing takes this
-        // user's next message as the new arguments.
-        if let Some(handle) = self.session_if_exists(&key) {
-            if let Some(approval_id) = handle.awaited_approval() {
-                let editing = matches!(inner.store.approval(&approval_id).await, Ok(Some(r)) if r.status == ApprovalStatus::Edited);
-                if editing && handle.deliver_awaited(&approval_id, &msg.text) {
-                    return;
-                }
-            }
-        }
         // Unaddressed group chatter is ignored, unless it answers this user's
-        // pending `ask_user` question.
+        // pending `ask_user` question or is the edit of an approval card.
         if !msg.addressed.is_addressed() && !inner.store.is_waiting(&key).await.unwrap_or(false) {
             return;
         }
@@ -329,7 +317,6 @@ impl Gateway {
                 Limit::Silent => return,
             }
         }
-        // Decisions must not wait behind the very turn they unblock.
         // Only text is read: media without a caption gets a short note.
         if msg.text.trim().is_empty() {
             if !msg.attachments.is_empty() {
@@ -337,14 +324,15 @@ impl Gateway {
             }
             return;
         }
-        // Decided inline, before the next inbound message: an edit's new
-        // arguments may follow right behind it.
+        // Decided inline: a decision is quick and may be for a card of
+        // another session (an approver's), so it does not queue behind this
+        // session's turn; an edit's new arguments right behind it then find
+        // the approval already sent back.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
             let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
-        // Answered inline too: a card waits most visibly while its turn holds
-        // the session's queue.
+        // Answered inline too: a read of the cards, not a turn.
         if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approvals") {
             let text = approvals_cmd::run(inner, &cmd, &key)
                 .await
@@ -383,13 +371,13 @@ impl Gateway {
                     {
                         return;
                     }
-                    if inner
+                    let decided = inner
                         .approvals
                         .handle_press(adapter.as_ref(), &press, &id, choice)
-                        .await
-                    {
-                        // Decided, but no turn here waits for it (restart, or the
-                        // turn lives in another process): resume it from its row.
+                        .await;
+                    // The paused turn resumes from its row; an edit waits
+                    // for the requester's next message instead.
+                    if decided.is_some_and(|r| r.status != ApprovalStatus::Edited) {
                         queue_resume(&inner, id).await;
                     }
                 }
@@ -472,10 +460,10 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
 /// behind whatever that session is doing: one turn at a time per session,
 /// resumed turns included. Nothing happens when no paused turn is stored.
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
-    match inner.store.paused_turn_route(&approval_id).await {
-        Ok(Some((origin, edited))) => {
+    match inner.store.paused_turn_origin(&approval_id).await {
+        Ok(Some(origin)) => {
             let guard = inner.busy.enter();
-            session_worker(inner, origin.key).enqueue_resume(approval_id, edited, guard);
+            session_worker(inner, origin.key).enqueue_resume(approval_id, guard);
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),

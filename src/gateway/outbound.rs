@@ -128,11 +128,11 @@ impl ReplyStream {
         }
     }
 
-    /// Settles what the chat shows when the turn is continued elsewhere
-    /// (another process, or the next start), which answers in a new message:
-    /// the text said so far is posted in full, and a "⏳" status line under it
-    /// — which would read as work still going on here — is dropped.
-    pub(crate) async fn abandon(mut self) {
+    /// Settles what the chat shows when the turn pauses (it answers in a new
+    /// message once resumed, in this process or another): the text said so
+    /// far is posted in full, and a "⏳" status line under it — which would
+    /// read as work still going on — is dropped.
+    pub(crate) async fn settle(mut self) {
         self.final_buttons.clear();
         let said = self.text.trim_end().to_owned();
         let result = if !said.trim().is_empty() {
@@ -146,7 +146,7 @@ impl ReplyStream {
             Ok(())
         };
         if let Err(e) = result {
-            tracing::debug!(error = %e, "could not settle the draft of a turn continued elsewhere");
+            tracing::debug!(error = %e, "could not settle the draft of a paused turn");
         }
     }
 

@@ -5,11 +5,11 @@ use super::stop::RunningTurn;
 use super::turn;
 use super::{Inner, Kept};
 use crate::busy::BusyGuard;
-use crate::store::{SessionKey, TurnOrigin};
+use crate::store::{Conversation, SessionKey};
 use crate::tasks::TaskFinished;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use switchboard_platform::InboundMessage;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// What a session works on.
 pub(crate) enum SessionInput {
@@ -17,7 +17,7 @@ pub(crate) enum SessionInput {
     Notification(TaskFinished),
     /// A schedule fired: run its prompt in the owner's session.
     Scheduled {
-        origin: TurnOrigin,
+        origin: Conversation,
         prompt: String,
     },
 }
@@ -25,12 +25,10 @@ pub(crate) enum SessionInput {
 /// What a session worker runs: an input, or a paused turn to resume.
 enum Work {
     Input(Box<SessionInput>),
-    /// The turn paused on this approval was decided with nobody waiting for
-    /// it here (restart, another process, the expiry sweeper). For an edit,
-    /// `edit` receives the requester's next message, armed when this was queued.
+    /// The approval this turn paused on was decided (a press, `/approve`, the
+    /// expiry sweeper — in this process or, after a restart, another).
     Resume {
         approval_id: String,
-        edit: Option<oneshot::Receiver<String>>,
     },
 }
 
@@ -41,22 +39,10 @@ struct Queued {
     _guard: BusyGuard,
 }
 
-/// A paused turn that takes the requester's next message as the new arguments
-/// of `approval_id` once that approval is sent back for editing.
-pub(crate) struct EditWaiter {
-    pub approval_id: String,
-    pub tx: oneshot::Sender<String>,
-}
-
-/// Armed while the turn waits for the decision, so an edit typed right after
-/// the press reaches the turn instead of queueing behind it.
-pub(crate) type Awaiting = Arc<Mutex<Option<EditWaiter>>>;
-
 /// The dispatcher's handle on a session worker.
 #[derive(Clone)]
 pub(crate) struct SessionHandle {
     tx: mpsc::UnboundedSender<Queued>,
-    pub(crate) awaiting: Awaiting,
     running: RunningTurn,
 }
 
@@ -64,11 +50,9 @@ impl SessionHandle {
     /// Starts the worker for `key`.
     pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
-        let awaiting: Awaiting = Arc::new(Mutex::new(None));
         let running = RunningTurn::default();
         let handle = SessionHandle {
             tx,
-            awaiting: Arc::clone(&awaiting),
             running: running.clone(),
         };
         tokio::spawn(async move {
@@ -100,10 +84,10 @@ impl SessionHandle {
                             }
                         }
                         let cancel = running.begin(&inner.shutdown);
-                        turn::process(&inner, key, session, &awaiting, *input, cancel).await;
+                        turn::process(&inner, key, session, *input, cancel).await;
                         running.end();
                     }
-                    Work::Resume { approval_id, edit } => {
+                    Work::Resume { approval_id } => {
                         // A decided approval must not be lost to an outage
                         // either: its paused turn resumes once storage is back.
                         if hold::session_when_stored(&inner, &key, None)
@@ -113,7 +97,7 @@ impl SessionHandle {
                             break;
                         }
                         let cancel = running.begin(&inner.shutdown);
-                        turn::resume(&inner, &awaiting, &approval_id, edit, cancel).await;
+                        turn::resume(&inner, &approval_id, None, cancel).await;
                         running.end();
                     }
                 }
@@ -141,24 +125,9 @@ impl SessionHandle {
         )
     }
 
-    /// Queues the resumption of the turn paused on `approval_id`. When it was
-    /// sent back for editing, the requester's next message is taken for it from
-    /// now on, even while the session is still busy before the resumption.
-    pub(crate) fn enqueue_resume(
-        &self,
-        approval_id: String,
-        edited: bool,
-        guard: BusyGuard,
-    ) -> bool {
-        let edit = edited.then(|| {
-            let (tx, rx) = oneshot::channel();
-            *self.awaiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(EditWaiter {
-                approval_id: approval_id.clone(),
-                tx,
-            });
-            rx
-        });
-        self.send(Work::Resume { approval_id, edit }, None, guard)
+    /// Queues the resumption of the turn paused on `approval_id`.
+    pub(crate) fn enqueue_resume(&self, approval_id: String, guard: BusyGuard) -> bool {
+        self.send(Work::Resume { approval_id }, None, guard)
     }
 
     fn send(&self, work: Work, kept: Option<Kept>, guard: BusyGuard) -> bool {
@@ -174,27 +143,5 @@ impl SessionHandle {
     /// Cancels the turn this session runs now (`/stop`); false when none runs.
     pub(crate) fn stop(&self) -> bool {
         self.running.stop()
-    }
-
-    /// The approval whose edit the paused turn of this session would take.
-    pub(crate) fn awaited_approval(&self) -> Option<String> {
-        self.awaiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|w| w.approval_id.clone())
-    }
-
-    /// Hands `text` to the paused turn waiting for an edit of `approval_id`.
-    /// Returns false when none waits for it.
-    pub(crate) fn deliver_awaited(&self, approval_id: &str, text: &str) -> bool {
-        let mut slot = self.awaiting.lock().unwrap_or_else(|p| p.into_inner());
-        match slot.take() {
-            Some(w) if w.approval_id == approval_id => w.tx.send(text.to_owned()).is_ok(),
-            other => {
-                *slot = other;
-                false
-            }
-        }
     }
 }

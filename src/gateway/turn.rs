@@ -4,21 +4,27 @@
 
 use super::commands;
 use super::exchange;
-use super::host::{GatewayHost, Predecided};
+use super::host::GatewayHost;
 use super::memory;
 use super::outbound::{send_text, ReplyStream};
-use super::session::{Awaiting, SessionInput};
+use super::session::SessionInput;
 use super::text;
 use super::Inner;
-use crate::agent::{ApprovalOutcome, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
-use crate::approvals::{decision_of, Decision};
-use crate::llm::Message;
-use crate::store::{SessionId, SessionKey, TurnContext, TurnOrigin, TurnState};
+use crate::agent::{Resolution, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
+use crate::approvals::{decision_of, edited_arguments, Decision};
+use crate::llm::{Message, ToolCall};
+use crate::store::{Conversation, SessionId, SessionKey, TurnContext, TurnState};
 use crate::tasks::{notification_text, scheduled_text};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{Activity, ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
-use tokio::sync::{mpsc, oneshot};
+use switchboard_platform::{
+    Activity, ChatAddress, ChatKind, MessageId, OutgoingMessage, PlatformAdapter, User,
+};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// How often one call may be sent back for editing before it is denied.
+const MAX_EDITS: u32 = 3;
 
 /// How many live (not compacted) past messages a turn loads at most: twice
 /// the count at which the context is compacted anyway, so compaction — not
@@ -37,8 +43,8 @@ struct Origin {
 }
 
 impl Origin {
-    fn turn_origin(&self) -> TurnOrigin {
-        TurnOrigin {
+    fn turn_origin(&self) -> Conversation {
+        Conversation {
             key: self.key,
             chat: self.chat,
             kind: self.kind,
@@ -53,10 +59,20 @@ pub(crate) async fn process(
     inner: &Arc<Inner>,
     key: SessionKey,
     session: SessionId,
-    awaiting: &Awaiting,
     input: SessionInput,
     cancel: CancellationToken,
 ) {
+    // A turn paused on an approval sent back for editing takes the
+    // requester's next message in this session as the new arguments.
+    if let SessionInput::Message(m) = &input {
+        match inner.store.awaited_edit(&session.0).await {
+            Ok(Some(approval_id)) => {
+                return resume(inner, &approval_id, Some(m.text.clone()), cancel).await
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "could not look for an awaited edit"),
+        }
+    }
     let (chat, kind, user, reply_to) = match &input {
         SessionInput::Message(m) => (m.chat, m.chat_kind, m.user.clone(), Some(m.message_id)),
         SessionInput::Notification(f) => {
@@ -141,17 +157,17 @@ pub(crate) async fn process(
         history_ids: turn_memory.history_ids.clone(),
         ..TurnContext::default()
     };
-    let host = host(inner, &origin, awaiting, None, context);
+    let host = host(inner, &origin, context);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
         origin: Some(origin.turn_origin()),
         history,
         input: Message::user(wrapped),
-        host,
+        host: Arc::clone(&host) as _,
         cancel,
         system_context,
     });
-    deliver(inner, &origin, events, turn_memory).await;
+    deliver(inner, &origin, &host, events, turn_memory).await;
 }
 
 /// What the model is told the user said: the text, a note on attachments, and
@@ -179,35 +195,43 @@ async fn user_message(
     }
 }
 
-/// Resumes a turn paused on `approval_id` if nobody else has: claims its row,
-/// applies the recorded decision to the waiting call and continues the turn,
-/// answering in the original chat. Runs in the session's worker (queued by
-/// [`super::queue_resume`]), so it never overlaps another turn of the session.
+/// Resumes the turn paused on `approval_id` if nobody else has: claims its
+/// row, applies the recorded decision to the waiting call and continues the
+/// turn, answering in the original chat. `edit` is the requester's message
+/// for an approval sent back for editing (without it such a turn keeps
+/// waiting). Runs in the session's worker, so it never overlaps another turn
+/// of the session.
 pub(crate) async fn resume(
     inner: &Arc<Inner>,
-    awaiting: &Awaiting,
     approval_id: &str,
-    edit: Option<oneshot::Receiver<String>>,
+    edit: Option<String>,
     cancel: CancellationToken,
 ) {
+    let editing = matches!(
+        inner.store.approval(approval_id).await,
+        Ok(Some(r)) if decision_of(&r) == Decision::Edit
+    );
+    if editing && edit.is_none() {
+        return;
+    }
+    // A decided approval must not be lost to an outage: the claim waits for
+    // storage (the row stays for the next process if the gateway stops first).
+    let store = &inner.store;
+    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || {
+        store.claim_turn_state(approval_id)
+    })
+    .await;
+    let Some(Some(state)) = claimed else {
+        return;
+    };
+    // Read after the claim: an edit nobody sent may have expired meanwhile.
     let decision = match inner.store.approval(approval_id).await {
         Ok(Some(record)) => decision_of(&record),
         Ok(None) => Decision::Expired,
         Err(e) => {
-            return tracing::error!(error = %e, "could not read the approval of a paused turn")
+            tracing::error!(error = %e, "could not read the approval of a paused turn");
+            Decision::Expired
         }
-    };
-    // An edit leaves the row in place until the new arguments arrive (whoever
-    // receives them claims it); every other decision is claimed now.
-    let state = if decision == Decision::Edit {
-        inner.store.paused_turn(approval_id).await
-    } else {
-        inner.store.claim_turn_state(approval_id).await
-    };
-    let state = match state {
-        Ok(Some(state)) => state,
-        Ok(None) => return,
-        Err(e) => return tracing::error!(error = %e, "could not take a paused turn"),
     };
     let TurnState {
         session_id,
@@ -215,7 +239,7 @@ pub(crate) async fn resume(
         messages,
         new_from,
         remaining,
-        context,
+        mut context,
         ..
     } = state;
     let Some(adapter) = inner.adapter(origin.chat.platform) else {
@@ -224,21 +248,6 @@ pub(crate) async fn resume(
     let Some(first) = remaining.first() else {
         return;
     };
-    let outcome = match decision {
-        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
-            Ok(arguments) => Predecided::Outcome(ApprovalOutcome::Allowed { arguments }),
-            Err(_) => Predecided::Outcome(ApprovalOutcome::Denied {
-                reason: Some("stored arguments unreadable".into()),
-            }),
-        },
-        Decision::Deny(reason) => Predecided::Outcome(ApprovalOutcome::Denied { reason }),
-        Decision::Expired => Predecided::Outcome(ApprovalOutcome::Expired),
-        Decision::Edit => Predecided::Edit {
-            approval_id: approval_id.to_owned(),
-            text: edit,
-        },
-    };
-    tracing::info!(approval = approval_id, "resuming a paused turn");
     let origin = Origin {
         key: origin.key,
         chat: origin.chat,
@@ -248,14 +257,31 @@ pub(crate) async fn resume(
         adapter,
         session: SessionId(session_id),
     };
+    let resolution = match decision {
+        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
+            Ok(arguments) => Resolution::Allowed { arguments },
+            Err(_) => Resolution::Denied {
+                reason: Some("stored arguments unreadable".into()),
+            },
+        },
+        Decision::Deny(reason) => Resolution::Denied { reason },
+        Decision::Expired => Resolution::Expired,
+        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
+            reason: Some("too many edits".into()),
+        },
+        Decision::Edit => {
+            context.edits += 1;
+            edited(&origin, first, edit.as_deref().unwrap_or_default()).await
+        }
+    };
+    tracing::info!(approval = approval_id, "resuming a paused turn");
     let turn_memory = memory::TurnMemory {
         plain_input: context.plain_input.clone(),
         history_ids: context.history_ids.clone(),
         state: None,
     };
     let (round, system_context) = (context.round, context.system_context.clone());
-    let predecided = Some((first.id.clone(), outcome));
-    let host = host(inner, &origin, awaiting, predecided, context);
+    let host = host(inner, &origin, context);
     let _ = origin
         .adapter
         .activity(&origin.chat, Activity::Typing)
@@ -268,19 +294,33 @@ pub(crate) async fn resume(
         remaining,
         round,
         system_context,
-        host,
+        resolution,
+        host: Arc::clone(&host) as _,
         cancel,
     });
-    deliver(inner, &origin, events, turn_memory).await;
+    deliver(inner, &origin, &host, events, turn_memory).await;
 }
 
-fn host(
-    inner: &Arc<Inner>,
-    o: &Origin,
-    awaiting: &Awaiting,
-    predecided: Option<(String, Predecided)>,
-    context: TurnContext,
-) -> Arc<GatewayHost> {
+/// The new arguments `text` gives the call sent back for editing: a new card
+/// is asked for with them, or — when they are unusable — with the old ones
+/// again, after saying so.
+async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
+    let old: Value =
+        serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::Object(Default::default()));
+    if let Some(arguments) = edited_arguments(&old, text) {
+        return Resolution::AskAgain { arguments };
+    }
+    let notice = format!(
+        "I couldn't use that as new arguments; {}. The card is open again.",
+        crate::approvals::edit_prompt(&old.to_string())
+    );
+    if let Err(e) = o.adapter.send(&o.chat, OutgoingMessage::text(notice)).await {
+        tracing::warn!(error = %e, "could not send a notice");
+    }
+    Resolution::AskAgain { arguments: old }
+}
+
+fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
         key: o.key,
@@ -289,10 +329,9 @@ fn host(
         kind: o.kind,
         user: o.user.clone(),
         adapter: Arc::clone(&o.adapter),
-        awaiting: Arc::clone(awaiting),
         reply_to: o.reply_to,
-        predecided: Mutex::new(predecided),
         context,
+        paused: Mutex::new(None),
     })
 }
 
@@ -300,6 +339,7 @@ fn host(
 async fn deliver(
     inner: &Arc<Inner>,
     o: &Origin,
+    host: &GatewayHost,
     mut events: mpsc::Receiver<RuntimeEvent>,
     turn_memory: memory::TurnMemory,
 ) {
@@ -344,11 +384,8 @@ async fn deliver(
             &[("platform", o.chat.platform.as_str()), ("outcome", result)],
         );
     }
-    if outcome.stop == StopReason::Handover {
-        // Another process (or the next start) resumes this turn and answers it.
-        reply.abandon().await;
-        let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
-        return;
+    if outcome.stop == StopReason::Paused {
+        return pause(inner, o, host, reply, &outcome).await;
     }
     let mut final_text = outcome.text.clone();
     if outcome.stop == StopReason::ModelError {
@@ -409,6 +446,38 @@ async fn deliver(
             memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
         }
     }
+}
+
+/// A turn paused on an approval: what it said so far is settled in the chat
+/// (the rest of the answer follows in a new message once it resumes), its
+/// usage counted, and then the card shown — the session is free for its next
+/// input at once. A card that cannot be shown is denied, and the turn resumes
+/// with that.
+async fn pause(
+    inner: &Arc<Inner>,
+    o: &Origin,
+    host: &GatewayHost,
+    reply: ReplyStream,
+    outcome: &crate::agent::TurnOutcome,
+) {
+    reply.settle().await;
+    if let Err(e) = inner
+        .store
+        .add_usage(o.key.platform, o.key.user, &outcome.usage, 0)
+        .await
+    {
+        tracing::warn!(error = %e, "could not record usage");
+    }
+    match host.take_paused() {
+        Some(record) => {
+            if let Err(e) = inner.approvals.show(o.adapter.as_ref(), &record).await {
+                tracing::warn!(error = %e, "approval card not shown; the call is denied");
+                super::queue_resume(inner, record.id).await;
+            }
+        }
+        None => tracing::error!("a turn paused without an approval to show"),
+    }
+    let _ = o.adapter.activity(&o.chat, Activity::Paused).await;
 }
 
 /// Records a failed turn in the audit log (`switchboard events`). `message` is

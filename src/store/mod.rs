@@ -22,6 +22,7 @@ mod tasks;
 mod turns;
 mod usage;
 
+pub use crate::domain::Conversation;
 pub use access::{AdmittedUser, PairingCode};
 pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
 pub(crate) use backoff::Backoff;
@@ -38,7 +39,7 @@ pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
-pub use turns::{TurnContext, TurnOrigin, TurnState};
+pub use turns::{TurnContext, TurnState};
 
 use file_watch::DbFile;
 use recycle::Recycle;

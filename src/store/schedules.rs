@@ -2,8 +2,8 @@
 //! gateway processes (a conditional update on the occurrence's due time, under
 //! `FOR UPDATE SKIP LOCKED` on PostgreSQL).
 
-use super::turns::TurnOrigin;
 use super::{Backend, Store, StoreError};
+use crate::domain::Conversation;
 use sqlx::Row;
 
 /// A stored schedule.
@@ -11,7 +11,7 @@ use sqlx::Row;
 pub struct ScheduleRecord {
     pub id: String,
     pub session_id: String,
-    pub origin: TurnOrigin,
+    pub origin: Conversation,
     pub kind: String,
     pub spec: String,
     pub timezone: String,

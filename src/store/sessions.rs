@@ -1,30 +1,9 @@
 //! Sessions (platform + chat + thread + user) and their persisted chat history.
 
 use super::{now, Store, StoreError};
+pub use crate::domain::{SessionId, SessionKey};
 use crate::llm::Message;
-use serde::{Deserialize, Serialize};
 use sqlx::Row;
-use switchboard_platform::{ChatId, Platform, ThreadId, UserId};
-
-/// A conversation: one user in one chat (and thread). A DM is its own session;
-/// in groups every user has their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SessionKey {
-    pub platform: Platform,
-    pub chat: ChatId,
-    pub thread: Option<ThreadId>,
-    pub user: UserId,
-}
-
-/// The database id of a session.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SessionId(pub String);
-
-impl std::fmt::Display for SessionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 impl Store {
     /// The session for `key`, created on first use.
@@ -110,6 +89,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_store;
+    use switchboard_platform::{ChatId, Platform, ThreadId, UserId};
 
     fn key(user: i64, thread: Option<i64>) -> SessionKey {
         SessionKey {

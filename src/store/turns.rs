@@ -1,27 +1,10 @@
 //! Paused turns as rows, and sessions waiting for an `ask_user` answer.
 
 use super::{SessionKey, Store, StoreError};
+use crate::domain::Conversation;
 use crate::llm::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
-use switchboard_platform::{ChatAddress, ChatKind, MessageId, User};
-
-/// Where a paused turn came from; its answer goes back there.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TurnOrigin {
-    pub key: SessionKey,
-    pub chat: ChatAddress,
-    /// A direct message or a shared chat; rows written before this was kept
-    /// read as shared, the cautious choice for what memory may show.
-    #[serde(default = "shared")]
-    pub kind: ChatKind,
-    pub user: User,
-    pub reply_to: Option<MessageId>,
-}
-
-fn shared() -> ChatKind {
-    ChatKind::Group
-}
 
 /// A turn paused on an approval.
 #[derive(Debug, Clone)]
@@ -29,7 +12,7 @@ pub struct TurnState {
     pub id: String,
     pub session_id: String,
     pub approval_id: String,
-    pub origin: TurnOrigin,
+    pub origin: Conversation,
     /// The conversation so far, including this round's completed results.
     pub messages: Vec<Message>,
     /// Index of the turn's first message (its input) in `messages`.
@@ -52,6 +35,8 @@ pub struct TurnContext {
     pub plain_input: Option<String>,
     /// Row ids of the history the turn was given (`None`: summary messages).
     pub history_ids: Option<Vec<Option<i64>>>,
+    /// How often the call it paused on was sent back for editing.
+    pub edits: u32,
 }
 
 fn json<T: Serialize>(v: &T) -> Result<String, StoreError> {
@@ -120,46 +105,60 @@ impl Store {
         row.as_ref().map(turn_from_row).transpose()
     }
 
-    /// Reads the paused turn waiting for `approval_id` without taking it.
-    pub async fn paused_turn(&self, approval_id: &str) -> Result<Option<TurnState>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {TURN_COLUMNS} FROM turn_states WHERE approval_id = $1"
-        ))
-        .bind(approval_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(turn_from_row).transpose()
-    }
-
-    /// Where the turn paused on `approval_id` belongs, and whether that approval
-    /// was sent back for editing — without claiming it (to queue its
-    /// resumption in the right session). One indexed read.
-    pub async fn paused_turn_route(
+    /// Where the turn paused on `approval_id` belongs, without claiming it (to
+    /// queue its resumption in the right session). One indexed read.
+    pub async fn paused_turn_origin(
         &self,
         approval_id: &str,
-    ) -> Result<Option<(TurnOrigin, bool)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT t.origin, a.status FROM turn_states t
-             LEFT JOIN approvals a ON a.id = t.approval_id
-             WHERE t.approval_id = $1",
-        )
-        .bind(approval_id)
-        .fetch_optional(&self.pool)
-        .await?;
+    ) -> Result<Option<Conversation>, StoreError> {
+        let row = sqlx::query("SELECT origin FROM turn_states WHERE approval_id = $1")
+            .bind(approval_id)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(r) = row else { return Ok(None) };
         let origin: String = r.try_get("origin")?;
-        let status: Option<String> = r.try_get("status")?;
-        Ok(Some((
-            parse("turn origin", &origin)?,
-            status.as_deref() == Some("edited"),
-        )))
+        Ok(Some(parse("turn origin", &origin)?))
+    }
+
+    /// The approval of `session` sent back for editing whose paused turn waits
+    /// for the requester's next message (the new arguments).
+    pub async fn awaited_edit(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id
+             WHERE t.session_id = $1 AND a.status = 'edited' LIMIT 1",
+        )
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| r.try_get("approval_id"))
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Expires the edits nobody sent (approvals sent back for editing before
+    /// `cutoff` whose turn still waits), returning their ids: their turns
+    /// resume with the expiry. The conditional update makes one process the
+    /// expirer.
+    pub async fn expire_stale_edits(&self, cutoff: i64) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "UPDATE approvals SET status = 'expired'
+             WHERE status = 'edited' AND decided_at <= $1
+               AND id IN (SELECT approval_id FROM turn_states)
+             RETURNING id",
+        )
+        .bind(cutoff)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
 
     /// Approvals already decided (or expired) whose paused turn nobody claimed —
-    /// the process that should have resumed it died in between.
+    /// the process that should have resumed it died in between. An edit waits
+    /// for the requester's message instead.
     pub async fn orphaned_turns(&self) -> Result<Vec<String>, StoreError> {
         let rows = sqlx::query(
-            "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id WHERE a.status <> 'pending'",
+            "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id
+             WHERE a.status NOT IN ('pending', 'edited')",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -214,11 +213,14 @@ impl Store {
         Ok((done.rows_affected() == 1).then_some(question))
     }
 
-    /// Whether the session waits for an answer (without taking it).
+    /// Whether the session waits for the user: the answer to a question, or
+    /// the edit of an approval (without taking it).
     pub async fn is_waiting(&self, key: &SessionKey) -> Result<bool, StoreError> {
         let row = sqlx::query(
-            "SELECT 1 FROM sessions WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4
-             AND waiting_question IS NOT NULL",
+            "SELECT 1 FROM sessions s WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4
+             AND (waiting_question IS NOT NULL OR EXISTS (
+                 SELECT 1 FROM turn_states t JOIN approvals a ON a.id = t.approval_id
+                 WHERE t.session_id = s.id AND a.status = 'edited'))",
         )
         .bind(key.platform.as_str())
         .bind(key.chat.0)
@@ -234,10 +236,10 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::test_store;
-    use switchboard_platform::{ChatId, Platform, UserId};
+    use switchboard_platform::{ChatAddress, ChatId, ChatKind, MessageId, Platform, User, UserId};
 
-    fn origin() -> TurnOrigin {
-        TurnOrigin {
+    fn origin() -> Conversation {
+        Conversation {
             key: SessionKey {
                 platform: Platform::Test,
                 chat: ChatId(1),
@@ -276,6 +278,7 @@ mod tests {
                 system_context: Some("rules".into()),
                 plain_input: Some("hi".into()),
                 history_ids: Some(vec![Some(1), None]),
+                edits: 0,
             },
         };
         store.save_turn_state(&state).await.unwrap();

@@ -13,7 +13,9 @@ pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
-use crate::store::{SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus, TurnOrigin};
+use crate::store::{
+    Conversation, SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus,
+};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use reporter::{record_result, renew_lease, report_progress};
 use serde_json::{json, Value};
@@ -380,7 +382,7 @@ impl TaskManager {
             cancel: job.cancel.clone(),
             progress: ProgressSink::new(tx),
             session_id: job.origin.session_id.clone(),
-            origin: Some(TurnOrigin {
+            origin: Some(Conversation {
                 key: job.origin.key,
                 chat: job.origin.chat,
                 kind: job.origin.kind,

@@ -244,7 +244,7 @@ impl PlatformAdapter for DiscordAdapter {
         let channel = channel_of(chat)?;
         match activity {
             Activity::Typing => self.shared.typing.start(channel),
-            Activity::Idle => self.shared.typing.stop(channel),
+            Activity::Idle | Activity::Paused => self.shared.typing.stop(channel),
             // Not a turn: another user's typing indicator keeps running.
             Activity::Answered => {}
         }

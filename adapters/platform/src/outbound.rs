@@ -71,6 +71,10 @@ pub enum Activity {
     Typing,
     /// The turn is over and the bot waits for the user.
     Idle,
+    /// The turn paused at an approval card it just showed: typing ends, and
+    /// the card is what the user answers. A channel that paces its input by
+    /// the bot's replies (the console) already took the card as its cue.
+    Paused,
     /// A reply outside any turn (a command's answer, a notice) was sent. It
     /// ends nothing: another user's turn in the same chat keeps its typing
     /// indicator. A channel that paces its input by the bot's replies (the

@@ -333,7 +333,7 @@ impl PlatformAdapter for TelegramAdapter {
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
         match activity {
             Activity::Typing => self.inner.start_typing(*chat),
-            Activity::Idle => self.inner.typing.end(chat),
+            Activity::Idle | Activity::Paused => self.inner.typing.end(chat),
             // Not a turn: another user's typing indicator keeps running.
             Activity::Answered => {}
         }
