@@ -10,11 +10,11 @@ use crate::memory::MemoryBook;
 use crate::metrics::Metrics;
 use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
 use crate::store::{Store, StoreError};
-use crate::tasks::TaskManager;
+use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
-    memory_tools, portfolio_tools, AskUserTool, CancelTaskTool, CheckTasksTool, ExecConfig,
-    ExecTool, HttpApiTool, ReadFileTool, ReadStoredResultTool, ScheduleTool, ScriptTool, SkillTool,
-    ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
+    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
+    ReadFileTool, ReadStoredResultTool, ScriptTool, SkillTool, ToolRegistry, WebFetchConfig,
+    WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -208,7 +208,7 @@ pub async fn start_with_clock(
 ) -> Result<Running, RunError> {
     // The binary registered them already (and more, from its environment);
     // an embedding caller or a test gets the config's own.
-    crate::secrets::register(crate::secrets::from_config(config));
+    crate::secrets::register(config.secret_values());
     // Nothing posted to a chat carries a known secret.
     let adapters: Vec<Arc<dyn PlatformAdapter>> = adapters
         .into_iter()

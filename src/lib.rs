@@ -12,6 +12,7 @@ pub mod clock;
 pub mod config;
 pub mod dirs;
 pub mod domain;
+pub mod env;
 pub mod gateway;
 mod health;
 pub mod llm;

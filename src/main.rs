@@ -2,21 +2,11 @@
 //! init tracing, call the library.
 
 mod cli;
-mod cli_approvals;
-mod cli_chat;
-mod cli_config;
-mod cli_doctor;
-mod cli_global;
-mod cli_logs;
-mod cli_memory;
-mod cli_model;
-mod cli_pair;
-mod cli_tasks;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli_global::parse();
+    let args = cli::global::parse();
     let config = match args.global.load_config(args.needs_model()) {
         Ok(config) => config,
         Err(e) => {
@@ -24,9 +14,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let data_dir_hint = cli_doctor::data_dir_hint(&config);
+    let data_dir_hint = cli::doctor::data_dir_hint(&config);
     // Before the runtime starts any thread: the environment is changed here.
-    let sealed = switchboard::secrets::seal_process(&config);
+    let sealed = switchboard::secrets::seal_process(config.secret_values());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

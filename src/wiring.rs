@@ -1,7 +1,7 @@
 //! The only place in the core that names platform adapter crates: reading their
 //! configuration and connecting them.
 
-use crate::config::ConfigError;
+use crate::env::ConfigError;
 use std::path::Path;
 use std::sync::Arc;
 use switchboard_discord::{DiscordAdapter, DiscordConfig};

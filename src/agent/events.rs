@@ -1,42 +1,8 @@
 //! Runtime events: what a turn emits to the channel, the console, tests and traces.
 
+pub use crate::domain::StopReason;
 use crate::llm::{Message, ToolCall, Usage};
 use std::time::Duration;
-
-/// Why a turn ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model answered without further tool calls.
-    Answered,
-    /// The model asked the user a question (`ask_user`) and waits.
-    WaitingForUser,
-    /// `MAX_TOOL_ROUNDS` reached.
-    MaxRounds,
-    /// The model call failed; `Done::text` explains it to the user.
-    ModelError,
-    Cancelled,
-    /// A call waits for a decision ([`TurnOutcome::pause`]): the turn is
-    /// stored, not finished; `Done::text` is what it said so far.
-    Paused,
-    /// `TURN_DEADLINE_SECS` reached (streaming and tools included); `Done::text`
-    /// tells the user.
-    Deadline,
-}
-
-impl StopReason {
-    /// A stable snake_case name (metrics labels, logs).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            StopReason::Answered => "answered",
-            StopReason::WaitingForUser => "waiting_for_user",
-            StopReason::MaxRounds => "max_rounds",
-            StopReason::ModelError => "model_error",
-            StopReason::Cancelled => "cancelled",
-            StopReason::Paused => "paused",
-            StopReason::Deadline => "deadline",
-        }
-    }
-}
 
 /// One event of a running turn, in order.
 #[derive(Debug, Clone)]
@@ -100,5 +66,5 @@ pub struct TurnOutcome {
     /// the endpoint's error with secrets removed.
     pub error: Option<String>,
     /// What the turn waits for (`StopReason::Paused`).
-    pub pause: Option<super::host::Pause>,
+    pub pause: Option<crate::domain::Pause>,
 }

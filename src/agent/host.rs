@@ -1,6 +1,7 @@
 //! What a turn needs from its surroundings: asking for approvals, background
 //! submission, a memory flush before compaction.
 
+pub use crate::domain::Pause;
 use crate::llm::{Message, ToolCall};
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
@@ -18,13 +19,6 @@ pub enum Asked {
     /// There is no way to ask anyone (no confirm channel, or nowhere to keep
     /// the paused turn).
     Unavailable,
-}
-
-/// Why a turn stopped before its answer: it waits for something outside it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pause {
-    /// The approval with this id; deciding it resumes the turn.
-    Approval(String),
 }
 
 /// The decision a resumed turn brings for the call it paused on.

@@ -4,6 +4,8 @@
 
 mod conversation;
 mod ids;
+mod turn;
 
 pub use conversation::{Conversation, SessionKey};
 pub use ids::{short_id, ApprovalId, ScheduleId, SessionId, TaskId, TurnId};
+pub use turn::{Pause, StopReason};

@@ -1,6 +1,6 @@
 //! Memory settings (`MEMORY_*`, `FEEDBACK_BUTTONS`), read with the rest of the config.
 
-use crate::config::{flag, ConfigError};
+use crate::env::{flag, ConfigError};
 use crate::store::MemoryKind;
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 
 use super::filter::is_dynamic;
 use super::model::clip;
-use crate::agent::StopReason;
+use crate::domain::StopReason;
 use crate::llm::{Message, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,43 +1,6 @@
-//! Which values are secrets: those of the configuration (tokens, keys, URL
-//! passwords) and of any `*_TOKEN`, `*_KEY`, `*_SECRET` or `*PASSWORD*` variable.
-
-use crate::config::Config;
-
-/// Every secret value of `config`: model keys (fallbacks too), bot tokens, the
-/// webhook secret, HTTP tool credentials, and the passwords of its URLs.
-pub fn from_config(config: &Config) -> Vec<String> {
-    let mut out = Vec::new();
-    let keys = std::iter::once(&config.llm.api_key)
-        .chain(config.llm.fallbacks.iter().map(|f| &f.api_key))
-        .flatten();
-    out.extend(keys.map(|k| k.expose().to_owned()));
-    let urls = std::iter::once(&config.llm.base_url)
-        .chain(config.llm.fallbacks.iter().map(|f| &f.base_url))
-        .chain(std::iter::once(&config.database_url));
-    for url in urls {
-        out.extend(url_secrets(url));
-    }
-    if let Some(tg) = &config.platforms.telegram {
-        out.extend(token_parts(tg.token.expose()));
-        if let Some(hook) = &tg.webhook {
-            out.push(hook.secret.expose().to_owned());
-            out.extend(url_secrets(hook.url.as_str()));
-        }
-        if let Some(api) = &tg.api_url {
-            out.extend(url_secrets(api.as_str()));
-        }
-    }
-    if let Some(dc) = &config.platforms.discord {
-        out.push(dc.token.expose().to_owned());
-    }
-    for tool in &config.http_tools {
-        if let Some((_, secret)) = &tool.auth {
-            out.push(secret.expose().to_owned());
-        }
-        out.extend(url_secrets(&tool.url));
-    }
-    out
-}
+//! Which values are secrets: those of any `*_TOKEN`, `*_KEY`, `*_SECRET` or
+//! `*PASSWORD*` variable, and the passwords in URLs. (The configuration's own
+//! are listed by `Config::secret_values`.)
 
 /// Whether a variable's name says it holds a secret.
 pub fn is_secret_name(name: &str) -> bool {
@@ -67,7 +30,7 @@ where
 }
 
 /// A token and, for `id:secret` bot tokens (Telegram), its secret part alone.
-fn token_parts(token: &str) -> Vec<String> {
+pub fn token_parts(token: &str) -> Vec<String> {
     let mut out = vec![token.to_owned()];
     if let Some((_, secret)) = token.split_once(':') {
         out.push(secret.to_owned());

@@ -13,7 +13,7 @@ mod seal;
 mod stream;
 mod url_redact;
 
-pub use collect::{from_config, from_vars, is_secret_name, url_secrets};
+pub use collect::{from_vars, is_secret_name, token_parts, url_secrets};
 pub use log_writer::ScrubbingWriter;
 pub use scrubber::{Scrubber, MIN_SECRET_LEN, REDACTED};
 pub use seal::{seal_process, SealReport};

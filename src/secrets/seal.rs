@@ -1,8 +1,6 @@
 //! Keeping secrets out of reach of the programs the agent runs: out of the
 //! environment, and (on Linux) out of `/proc/<pid>/environ` and `/proc/<pid>/mem`.
 
-use crate::config::Config;
-
 /// What [`seal_process`] did, for a log line at start.
 #[derive(Debug, Clone, Default)]
 pub struct SealReport {
@@ -14,7 +12,8 @@ pub struct SealReport {
     pub problem: Option<String>,
 }
 
-/// Registers the secrets of `config` and of the environment, removes every
+/// Registers `secrets` (the configuration's, see `Config::secret_values`) and
+/// those of the environment, removes every
 /// variable holding one from the environment, and marks the process
 /// non-dumpable.
 ///
@@ -28,8 +27,8 @@ pub struct SealReport {
 /// readable only by root (with `CAP_SYS_PTRACE`), so a program running under
 /// the gateway's own non-root user cannot read them. A gateway running as
 /// root gives no such protection to children that also run as root.
-pub fn seal_process(config: &Config) -> SealReport {
-    super::register(super::from_config(config));
+pub fn seal_process(secrets: Vec<String>) -> SealReport {
+    super::register(secrets);
     let vars: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();

@@ -7,9 +7,11 @@ mod progress;
 mod reporter;
 mod schedule;
 mod slots;
+mod tools;
 
 pub use admission::StartError;
 pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
+pub use tools::{CancelTaskTool, ScheduleTool};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;

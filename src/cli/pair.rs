@@ -7,7 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 use switchboard::store::Store;
 
-use crate::cli_memory::OwnerArgs;
+use crate::cli::memory::OwnerArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum PairAction {

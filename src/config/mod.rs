@@ -7,24 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use switchboard_platform::{Platform, Secret, UserId};
 
-/// A configuration problem, naming the variable and how to fix it.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{var} is not set: {fix}")]
-    Missing {
-        var: &'static str,
-        fix: &'static str,
-    },
-    #[error("{var} is invalid ({problem}): {fix}")]
-    Invalid {
-        var: &'static str,
-        problem: String,
-        fix: &'static str,
-    },
-    /// A platform adapter's own variables (its message names them).
-    #[error("{0}")]
-    Platform(String),
-}
+mod secrets;
+
+pub use crate::env::{flag, ConfigError};
 
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,26 +413,6 @@ fn thinking_budget(
         });
     }
     Ok(Some(budget))
-}
-
-/// A boolean variable: true/false, yes/no, on/off, 1/0; `None` when unset.
-pub(crate) fn flag(
-    get: &dyn Fn(&str) -> Option<String>,
-    var: &'static str,
-) -> Result<Option<bool>, ConfigError> {
-    match get(var).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(None),
-        Some(v) if v.is_empty() => Ok(None),
-        Some(v) => match v.as_str() {
-            "1" | "true" | "yes" | "on" => Ok(Some(true)),
-            "0" | "false" | "no" | "off" => Ok(Some(false)),
-            _ => Err(ConfigError::Invalid {
-                var,
-                problem: format!("{v:?} is not a boolean"),
-                fix: "use true or false",
-            }),
-        },
-    }
 }
 
 /// `LLM_API` (or a fallback's `_API`): the protocol, OpenAI-compatible when unset.

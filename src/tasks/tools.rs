@@ -1,8 +1,9 @@
-//! `schedule` and `cancel_task`: future work on the user's behalf, and stopping it.
+//! `schedule` and `cancel_task`: future work on the user's behalf, and
+//! stopping it — the tools over the task manager, kept with it.
 
-use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
+use super::{first_occurrence, Cancelled, TaskManager};
 use crate::store::{Admission, ScheduleRecord, Store};
-use crate::tasks::{first_occurrence, Cancelled, TaskManager};
+use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -43,7 +43,7 @@ fn print_pending(a: &ApprovalRecord) {
     );
     println!(
         "          {}",
-        crate::cli_tasks::preview(&inert(&a.summary), SUMMARY_PREVIEW)
+        crate::cli::tasks::preview(&inert(&a.summary), SUMMARY_PREVIEW)
     );
 }
 

@@ -1,5 +1,16 @@
 //! Command-line interface: `chat`, `run`, `migrate`, `pair`, `approvals`,
-//! `events`; `doctor`, `tasks`, `memory` and `model` live in `cli_*.rs`.
+//! `events`; `doctor`, `tasks`, `memory` and `model` live in the files beside this one.
+
+pub(crate) mod approvals;
+pub(crate) mod chat;
+pub(crate) mod config;
+pub(crate) mod doctor;
+pub(crate) mod global;
+pub(crate) mod logs;
+pub(crate) mod memory;
+pub(crate) mod model;
+pub(crate) mod pair;
+pub(crate) mod tasks;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -12,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 #[command(version, about)]
 pub struct Args {
     #[command(flatten)]
-    pub global: crate::cli_global::GlobalArgs,
+    pub global: crate::cli::global::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,7 +41,7 @@ enum Command {
     /// Pairing requests from unknown users, and who is admitted.
     Pair {
         #[command(subcommand)]
-        action: crate::cli_pair::PairAction,
+        action: crate::cli::pair::PairAction,
     },
     /// List or revoke "always allow" rules, or list the cards still pending.
     Approvals {
@@ -54,7 +65,7 @@ enum Command {
     /// List or forget one user's long-term memories.
     Memory {
         #[command(subcommand)]
-        action: crate::cli_memory::MemoryAction,
+        action: crate::cli::memory::MemoryAction,
     },
     /// Show the configured model, endpoint and context window (no network call).
     Model,
@@ -89,7 +100,7 @@ pub async fn dispatch(
     init_tracing(
         config.log_format,
         quiet,
-        crate::cli_logs::target(quiet, &config.data_dir),
+        crate::cli::logs::target(quiet, &config.data_dir),
     );
     match &sealed.problem {
         None => {
@@ -100,7 +111,7 @@ pub async fn dispatch(
         }
     }
     match args.command {
-        Command::Chat => crate::cli_chat::run(config).await,
+        Command::Chat => crate::cli::chat::run(config).await,
         Command::Run => {
             let shutdown = shutdown_on_signal();
             match switchboard::run(config, shutdown).await {
@@ -121,11 +132,11 @@ pub async fn dispatch(
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Doctor => crate::cli_doctor::run(config).await,
-        Command::Pair { action } => crate::cli_pair::run(&config.database_url, action).await,
+        Command::Doctor => crate::cli::doctor::run(config).await,
+        Command::Pair { action } => crate::cli::pair::run(&config.database_url, action).await,
         Command::Approvals {
             action: ApprovalsAction::Pending,
-        } => crate::cli_approvals::pending(&config.database_url).await,
+        } => crate::cli::approvals::pending(&config.database_url).await,
         Command::Approvals { action } => {
             let store = Store::open(&config.database_url).await?;
             match action {
@@ -173,10 +184,10 @@ pub async fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::Tasks { limit, status } => {
-            crate::cli_tasks::run(&config.database_url, limit, status.as_deref()).await
+            crate::cli::tasks::run(&config.database_url, limit, status.as_deref()).await
         }
-        Command::Memory { action } => crate::cli_memory::run(&config.database_url, action).await,
-        Command::Model => Ok(crate::cli_model::run(&config)),
+        Command::Memory { action } => crate::cli::memory::run(&config.database_url, action).await,
+        Command::Model => Ok(crate::cli::model::run(&config)),
     }
 }
 
@@ -218,9 +229,9 @@ const SECRET_SAFE: &[&str] = &[
     "h2=info",
 ];
 
-/// Logs go to `target` (see [`crate::cli_logs::target`]); `chat` defaults to
+/// Logs go to `target` (see [`crate::cli::logs::target`]); `chat` defaults to
 /// warnings only so the conversation stays readable.
-fn init_tracing(format: LogFormat, quiet: bool, target: crate::cli_logs::LogTarget) {
+fn init_tracing(format: LogFormat, quiet: bool, target: crate::cli::logs::LogTarget) {
     use tracing_subscriber::EnvFilter;
     // serenity's own info lines are internals in debug formatting (`ShardInfo { id: ShardId(0), .. }`).
     let default = if quiet {

@@ -34,7 +34,7 @@ impl GlobalArgs {
     /// it changes the process environment.
     /// The configuration, read from `--env-file` (else `./.env`) and the
     /// environment. Commands that never call the model (`needs_model` false)
-    /// run without `LLM_BASE_URL`/`LLM_MODEL` (see [`crate::cli_config`]).
+    /// run without `LLM_BASE_URL`/`LLM_MODEL` (see [`crate::cli::config`]).
     pub fn load_config(&self, needs_model: bool) -> Result<Config, GlobalError> {
         if let Some(dir) = &self.data_dir {
             // The flag beats DATA_DIR from the environment and from the file.
@@ -43,7 +43,7 @@ impl GlobalArgs {
         if let Some(path) = &self.env_file {
             load_env_file(path)?;
         }
-        Ok(crate::cli_config::load(
+        Ok(crate::cli::config::load(
             needs_model,
             self.env_file.is_none(),
         )?)

@@ -151,7 +151,7 @@ async fn forget(store: &Store, owner: MemoryOwner, id: i64) -> anyhow::Result<()
         "Forgot {} #{id} of {}: {}",
         memory.kind.as_str(),
         who(owner),
-        crate::cli_tasks::preview(&memory.content, 80)
+        crate::cli::tasks::preview(&memory.content, 80)
     );
     Ok(())
 }

@@ -9,7 +9,7 @@ use switchboard::store::redact_url;
 
 /// Prints what the gateway would use, without calling the endpoint (`doctor` does).
 pub fn run(config: &Config) -> ExitCode {
-    let unset = crate::cli_config::unset_model_vars(config);
+    let unset = crate::cli::config::unset_model_vars(config);
     if !unset.is_empty() {
         println!("No model is configured: {} not set.", unset.join(" and "));
         println!(

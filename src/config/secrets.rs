@@ -1,0 +1,43 @@
+//! The configuration's secret values, registered for scrubbing at start.
+
+use super::Config;
+use crate::secrets::{token_parts, url_secrets};
+
+impl Config {
+    /// Every secret value of `config`: model keys (fallbacks too), bot tokens, the
+    /// webhook secret, HTTP tool credentials, and the passwords of its URLs.
+    pub fn secret_values(&self) -> Vec<String> {
+        let config = self;
+        let mut out = Vec::new();
+        let keys = std::iter::once(&config.llm.api_key)
+            .chain(config.llm.fallbacks.iter().map(|f| &f.api_key))
+            .flatten();
+        out.extend(keys.map(|k| k.expose().to_owned()));
+        let urls = std::iter::once(&config.llm.base_url)
+            .chain(config.llm.fallbacks.iter().map(|f| &f.base_url))
+            .chain(std::iter::once(&config.database_url));
+        for url in urls {
+            out.extend(url_secrets(url));
+        }
+        if let Some(tg) = &config.platforms.telegram {
+            out.extend(token_parts(tg.token.expose()));
+            if let Some(hook) = &tg.webhook {
+                out.push(hook.secret.expose().to_owned());
+                out.extend(url_secrets(hook.url.as_str()));
+            }
+            if let Some(api) = &tg.api_url {
+                out.extend(url_secrets(api.as_str()));
+            }
+        }
+        if let Some(dc) = &config.platforms.discord {
+            out.push(dc.token.expose().to_owned());
+        }
+        for tool in &config.http_tools {
+            if let Some((_, secret)) = &tool.auth {
+                out.push(secret.expose().to_owned());
+            }
+            out.extend(url_secrets(&tool.url));
+        }
+        out
+    }
+}
