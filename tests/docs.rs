@@ -7,7 +7,8 @@ use std::path::Path;
 
 /// The files that read the environment.
 const CONFIG_SOURCES: &[&str] = &[
-    "src/config.rs",
+    "src/config/mod.rs",
+    "src/config/files.rs",
     "src/memory/config.rs",
     "adapters/telegram/src/config.rs",
     "adapters/discord/src/config.rs",

@@ -7,7 +7,9 @@ use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::{Pause, Resolution, TurnHost};
 use super::intent::{self, IntentRules, Requirement};
 use super::intent_check::{IntentCheck, Verdict};
-use super::model_call::{call_model, Called, ModelFailure, Retries, TextOut, ROUND_SEPARATOR};
+use super::model_call::{
+    call_model, Called, ModelFailure, ModelReply, Retries, TextOut, ROUND_SEPARATOR,
+};
 use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
@@ -224,13 +226,8 @@ impl Agent {
             cancel,
             system_context,
         } = d;
-        let system = match &system_context {
-            Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
-            None => self.config.system_prompt.clone(),
-        };
-        let turn_id = uuid::Uuid::new_v4().simple().to_string();
-        let started = Instant::now();
         let deadline = Deadline::start(self.config.turn_deadline);
+        let turn_id = uuid::Uuid::new_v4().simple().to_string();
         let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
         let input = messages
             .get(new_from)
@@ -240,25 +237,35 @@ impl Agent {
             "init",
             json!({ "session": session_id, "model": self.provider.model().name, "input": input, "resumed": pending.is_some() }),
         );
-        let mut t = TurnLog {
-            messages: &mut messages,
-            new_from,
-            usage: Usage::default(),
-            rounds: 0,
-            started,
-            view: ContextView::default(),
-            intent_corrections: 0,
-            intent_unmet: false,
-        };
-        // Text of every round, joined by blank lines: what the user saw stream.
-        let mut turn_text = String::new();
-        let mut guard = DoomLoopGuard::default();
-        let mut intents = IntentCheck::for_turn(
+        let intents = IntentCheck::for_turn(
             &self.config.intents,
-            t.messages.get(new_from),
+            messages.get(new_from),
             pending.is_some(),
             |name| self.tools.get(name).is_some(),
         );
+        let mut turn = Turn {
+            log: TurnLog {
+                messages: &mut messages,
+                new_from,
+                usage: Usage::default(),
+                rounds: 0,
+                started: Instant::now(),
+                view: ContextView::default(),
+                intent_corrections: 0,
+                intent_unmet: false,
+            },
+            pad,
+            text: String::new(),
+            intents,
+            system: match &system_context {
+                Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
+                None => self.config.system_prompt.clone(),
+            },
+            host: &host,
+            cancel: &cancel,
+            deadline: &deadline,
+            tx,
+        };
         let runner = RoundRunner {
             tools: &self.tools,
             host: &host,
@@ -273,170 +280,239 @@ impl Agent {
             deadline: &deadline,
             resolved: std::sync::Mutex::new(resolved),
         };
-
+        let mut guard = DoomLoopGuard::default();
         let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
         for round in first_round..=self.config.max_tool_rounds {
-            t.rounds = round;
+            turn.log.rounds = round;
             // A resumed turn first finishes the round it paused in.
             let calls = match pending.take() {
                 Some((_, calls)) => calls,
-                None => {
-                    if deadline.passed() {
-                        return t.stop_at_deadline(&mut pad, &turn_text, &deadline);
-                    }
-                    let _ = tx.send(RuntimeEvent::ModelStart { round }).await;
-                    let text_out = if intents.holds_text() {
-                        TextOut::Hold
-                    } else if turn_text.is_empty() {
-                        TextOut::Stream
-                    } else {
-                        TextOut::AfterText
-                    };
-                    let mut retries = Retries::new(self.config.model_retries);
-                    // Sized (compacted) for the window of the model the call
-                    // goes to, and sized anew when a fallback with a smaller
-                    // window takes over.
-                    let reply = loop {
-                        let tools = self.tools.definitions();
-                        let context = compaction::prepare(
-                            self.provider.as_ref(),
-                            &host,
-                            &system,
-                            &tools,
-                            t.messages,
-                            &mut t.view,
-                            tx,
-                        )
-                        .await;
-                        let request = ChatRequest {
-                            system: system.clone(),
-                            messages: shrink_earlier_results(&context.messages),
-                            tools,
-                        };
-                        // A stream that never ends stops at the deadline.
-                        let called = tokio::select! {
-                            r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, tx, &mut t.usage, text_out) => Some(r),
-                            () = cancel.cancelled() => Some(Err(ModelFailure::Cancelled)),
-                            () = deadline.reached() => None,
-                        };
-                        let Some(called) = called else {
-                            return t.stop_at_deadline(&mut pad, &turn_text, &deadline);
-                        };
-                        match called {
-                            Ok(Called::Resize) => {}
-                            Ok(Called::Reply(reply)) => break Ok(reply),
-                            Err(failure) => break Err(failure),
-                        }
-                    };
-                    let mut reply = match reply {
-                        Ok(r) => r,
-                        Err(failure) => {
-                            let (text, stop) = failure.explain();
-                            let cause = failure.cause();
-                            pad.record(
-                                "error",
-                                json!({ "round": round, "error": text, "cause": cause }),
-                            );
-                            let mut outcome = t.finish(&mut pad, text, stop);
-                            outcome.error = cause;
-                            return outcome;
-                        }
-                    };
-                    if !reply.thinking.is_empty() {
-                        pad.record(
-                            "thinking",
-                            json!({ "round": round, "text": reply.thinking }),
-                        );
-                    }
-                    t.messages.push(Message {
-                        role: Role::Assistant,
-                        content: reply.text.clone(),
-                        tool_calls: reply.tool_calls.clone(),
-                        tool_call_id: None,
-                        reasoning: (!reply.reasoning_content.is_empty())
-                            .then(|| std::mem::take(&mut reply.reasoning_content)),
-                        signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
-                    });
-                    let last_round = round >= self.config.max_tool_rounds;
-                    let mut warning = None;
-                    match intents.after_reply(t.messages, last_round) {
-                        Verdict::Fine => {}
-                        Verdict::Correct(missing) => {
-                            pad.record(
-                                "intent_correction",
-                                json!({ "round": round, "missing": names(&missing), "answer": reply.text }),
-                            );
-                            t.intent_corrections += 1;
-                            continue;
-                        }
-                        Verdict::Unmet(missing) => {
-                            pad.record(
-                                "intent_unmet",
-                                json!({ "round": round, "missing": names(&missing) }),
-                            );
-                            t.intent_unmet = true;
-                            warning = Some(intent::warning(&missing));
-                        }
-                    }
-                    if !reply.text.is_empty() {
-                        if text_out == TextOut::Hold && !reply.tool_calls.is_empty() {
-                            // Held back while it might be refused; it leads
-                            // to the tool, so the chat can show it now.
-                            let shown = if turn_text.is_empty() {
-                                reply.text.clone()
-                            } else {
-                                format!("{ROUND_SEPARATOR}{}", reply.text)
-                            };
-                            let _ = tx.send(RuntimeEvent::TextDelta(shown)).await;
-                        }
-                        if !turn_text.is_empty() {
-                            turn_text.push_str(ROUND_SEPARATOR);
-                        }
-                        turn_text.push_str(&reply.text);
-                    }
-                    if let Some(warning) = warning {
-                        turn_text = format!("{warning}{turn_text}");
-                    }
-                    if reply.tool_calls.is_empty() {
-                        return t.finish(&mut pad, turn_text, StopReason::Answered);
-                    }
-                    let _ = tx
-                        .send(RuntimeEvent::ToolCalls(reply.tool_calls.clone()))
-                        .await;
-                    reply.tool_calls
-                }
+                None => match self.model_round(round, &mut turn).await {
+                    Next::Calls(calls) => calls,
+                    Next::Again => continue,
+                    Next::Done(outcome) => return *outcome,
+                },
             };
             let output = runner
-                .run(round, t.messages, &calls, &mut guard, &mut pad)
+                .run(round, turn.log.messages, &calls, &mut guard, &mut turn.pad)
                 .await;
             if let Some(approval) = output.paused {
                 // The checkpoint is stored: the turn ends here and the
                 // decision resumes it.
-                pad.record("paused", json!({ "round": round, "approval": approval }));
-                let mut outcome = t.finish(&mut pad, turn_text, StopReason::Paused);
+                turn.pad
+                    .record("paused", json!({ "round": round, "approval": approval }));
+                let text = std::mem::take(&mut turn.text);
+                let mut outcome = turn.finish(text, StopReason::Paused);
                 outcome.pause = Some(Pause::Approval(approval));
                 return outcome;
             }
-            t.messages.extend(output.messages);
+            turn.log.messages.extend(output.messages);
             if cancel.is_cancelled() {
-                return t.finish(&mut pad, "Cancelled.".into(), StopReason::Cancelled);
+                return turn.finish("Cancelled.".into(), StopReason::Cancelled);
             }
             if let Some(question) = asked_question(&calls) {
-                t.messages.push(Message::assistant(question.clone()));
-                let text = if turn_text.trim().is_empty() {
+                turn.log.messages.push(Message::assistant(question.clone()));
+                let text = if turn.text.trim().is_empty() {
                     question
                 } else {
-                    format!("{turn_text}{ROUND_SEPARATOR}{question}")
+                    format!("{}{ROUND_SEPARATOR}{question}", turn.text)
                 };
-                return t.finish(&mut pad, text, StopReason::WaitingForUser);
+                return turn.finish(text, StopReason::WaitingForUser);
             }
         }
         let text = format!(
             "I stopped after {} tool rounds without reaching an answer. Tell me how to continue, or narrow the request.",
             self.config.max_tool_rounds
         );
-        t.messages.push(Message::assistant(text.clone()));
-        t.finish(&mut pad, text, StopReason::MaxRounds)
+        turn.log.messages.push(Message::assistant(text.clone()));
+        turn.finish(text, StopReason::MaxRounds)
+    }
+
+    /// One model call of the turn and what the reply asks for next: tool
+    /// calls, another call (the intent guard sent the answer back), or the
+    /// end of the turn (an answer, a failure, the deadline).
+    async fn model_round(&self, round: usize, turn: &mut Turn<'_>) -> Next {
+        if turn.deadline.passed() {
+            return Next::done(turn.stop_at_deadline());
+        }
+        let _ = turn.tx.send(RuntimeEvent::ModelStart { round }).await;
+        let text_out = if turn.intents.holds_text() {
+            TextOut::Hold
+        } else if turn.text.is_empty() {
+            TextOut::Stream
+        } else {
+            TextOut::AfterText
+        };
+        let mut reply = match self.call_sized(turn, text_out).await {
+            Some(Ok(reply)) => reply,
+            Some(Err(failure)) => {
+                let (text, stop) = failure.explain();
+                let cause = failure.cause();
+                turn.pad.record(
+                    "error",
+                    json!({ "round": round, "error": text, "cause": cause }),
+                );
+                let mut outcome = turn.finish(text, stop);
+                outcome.error = cause;
+                return Next::done(outcome);
+            }
+            None => return Next::done(turn.stop_at_deadline()),
+        };
+        if !reply.thinking.is_empty() {
+            turn.pad.record(
+                "thinking",
+                json!({ "round": round, "text": reply.thinking }),
+            );
+        }
+        turn.log.messages.push(Message {
+            role: Role::Assistant,
+            content: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+            tool_call_id: None,
+            reasoning: (!reply.reasoning_content.is_empty())
+                .then(|| std::mem::take(&mut reply.reasoning_content)),
+            signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
+        });
+        let last_round = round >= self.config.max_tool_rounds;
+        let mut warning = None;
+        match turn.intents.after_reply(turn.log.messages, last_round) {
+            Verdict::Fine => {}
+            Verdict::Correct(missing) => {
+                turn.pad.record(
+                    "intent_correction",
+                    json!({ "round": round, "missing": names(&missing), "answer": reply.text }),
+                );
+                turn.log.intent_corrections += 1;
+                return Next::Again;
+            }
+            Verdict::Unmet(missing) => {
+                turn.pad.record(
+                    "intent_unmet",
+                    json!({ "round": round, "missing": names(&missing) }),
+                );
+                turn.log.intent_unmet = true;
+                warning = Some(intent::warning(&missing));
+            }
+        }
+        turn.add_text(
+            &reply.text,
+            text_out == TextOut::Hold && !reply.tool_calls.is_empty(),
+        )
+        .await;
+        if let Some(warning) = warning {
+            turn.text = format!("{warning}{}", turn.text);
+        }
+        if reply.tool_calls.is_empty() {
+            let text = std::mem::take(&mut turn.text);
+            return Next::done(turn.finish(text, StopReason::Answered));
+        }
+        let _ = turn
+            .tx
+            .send(RuntimeEvent::ToolCalls(reply.tool_calls.clone()))
+            .await;
+        Next::Calls(reply.tool_calls)
+    }
+
+    /// Calls the model with the conversation sized (compacted) for the window
+    /// of the model the call goes to — sized anew when a fallback with a
+    /// smaller window takes over. `None` when the deadline passed first.
+    async fn call_sized(
+        &self,
+        turn: &mut Turn<'_>,
+        text_out: TextOut,
+    ) -> Option<Result<ModelReply, ModelFailure>> {
+        let mut retries = Retries::new(self.config.model_retries);
+        loop {
+            let tools = self.tools.definitions();
+            let context = compaction::prepare(
+                self.provider.as_ref(),
+                turn.host,
+                &turn.system,
+                &tools,
+                turn.log.messages,
+                &mut turn.log.view,
+                turn.tx,
+            )
+            .await;
+            let request = ChatRequest {
+                system: turn.system.clone(),
+                messages: shrink_earlier_results(&context.messages),
+                tools,
+            };
+            // A stream that never ends stops at the deadline.
+            let called = tokio::select! {
+                r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, turn.tx, &mut turn.log.usage, text_out) => r,
+                () = turn.cancel.cancelled() => Err(ModelFailure::Cancelled),
+                () = turn.deadline.reached() => return None,
+            };
+            match called {
+                Ok(Called::Resize) => {}
+                Ok(Called::Reply(reply)) => return Some(Ok(reply)),
+                Err(failure) => return Some(Err(failure)),
+            }
+        }
+    }
+}
+
+/// What a model round asks for next.
+enum Next {
+    Calls(Vec<ToolCall>),
+    /// The intent guard sent the answer back: call the model again.
+    Again,
+    Done(Box<TurnOutcome>),
+}
+
+impl Next {
+    fn done(outcome: TurnOutcome) -> Next {
+        Next::Done(Box::new(outcome))
+    }
+}
+
+/// What the steps of one turn share.
+struct Turn<'a> {
+    log: TurnLog<'a>,
+    pad: Scratchpad,
+    /// Text of every round, joined by blank lines: what the user saw stream.
+    text: String,
+    intents: IntentCheck,
+    /// The base system prompt and the turn's additions.
+    system: String,
+    host: &'a Arc<dyn TurnHost>,
+    cancel: &'a CancellationToken,
+    deadline: &'a Deadline,
+    tx: &'a mpsc::Sender<RuntimeEvent>,
+}
+
+impl Turn<'_> {
+    /// Adds a round's text to the turn's; `show` sends text that was held
+    /// back while it might be refused (it leads to a tool, so the chat can
+    /// show it now).
+    async fn add_text(&mut self, said: &str, show: bool) {
+        if said.is_empty() {
+            return;
+        }
+        if show {
+            let shown = if self.text.is_empty() {
+                said.to_owned()
+            } else {
+                format!("{ROUND_SEPARATOR}{said}")
+            };
+            let _ = self.tx.send(RuntimeEvent::TextDelta(shown)).await;
+        }
+        if !self.text.is_empty() {
+            self.text.push_str(ROUND_SEPARATOR);
+        }
+        self.text.push_str(said);
+    }
+
+    fn finish(&mut self, text: String, stop: StopReason) -> TurnOutcome {
+        self.log.finish(&mut self.pad, text, stop)
+    }
+
+    fn stop_at_deadline(&mut self) -> TurnOutcome {
+        let text = std::mem::take(&mut self.text);
+        self.log
+            .stop_at_deadline(&mut self.pad, &text, self.deadline)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
 use super::card_layout::{clip_name, Shown};
+use crate::domain::short_id;
 use crate::store::{ApprovalRecord, ApprovalStatus};
 use crate::visible::{visible, visible_command};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
@@ -76,11 +77,6 @@ pub fn parse_action(action: &ActionId) -> Option<(String, Choice)> {
         .into_iter()
         .find(|c| code.len() == 1 && code.starts_with(c.code()))?;
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| (id.to_owned(), choice))
-}
-
-/// The short id shown on cards and accepted by `/approve`.
-pub fn short_id(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
 }
 
 /// What the card says of the call: who asked for what, the summary (its

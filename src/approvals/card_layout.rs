@@ -125,9 +125,7 @@ pub fn clip_name(text: &str) -> String {
     if text.chars().count() <= CARD_NAME_CHARS {
         return text.to_owned();
     }
-    let mut clipped: String = text.chars().take(CARD_NAME_CHARS - 1).collect();
-    clipped.push('…');
-    clipped
+    crate::text::clip(text, CARD_NAME_CHARS - 1)
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ mod edit;
 mod rules;
 mod text;
 
+pub use crate::domain::short_id;
 pub(crate) use card::pending_card;
-pub use card::{action_id, parse_action, short_id, Choice};
+pub use card::{action_id, parse_action, Choice};
 pub use card_layout::CARD_SHOWN_CHARS;
 pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;

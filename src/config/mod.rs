@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 use switchboard_platform::{Platform, Secret, UserId};
 
+mod files;
 mod secrets;
+
+/// Reads one variable, trimmed; `None` when unset or empty.
+type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 pub use crate::env::{flag, ConfigError};
 
@@ -223,65 +227,19 @@ impl Config {
             })?),
         };
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
-        let (http_tools, http_tool_problems) = match get("HTTP_TOOLS_FILE") {
-            Some(path) => crate::tools::load_http_tools(
-                std::path::Path::new(&path),
-                crate::tools::BUILTIN_TOOLS,
-                get,
-            ),
-            None => (Vec::new(), Vec::new()),
-        };
-        let (script_tools, script_tool_problems) = match get("SCRIPT_TOOLS_DIR") {
-            Some(dir) => {
-                let mut taken: Vec<&str> = crate::tools::BUILTIN_TOOLS.to_vec();
-                taken.extend(http_tools.iter().map(|t| t.name.as_str()));
-                crate::tools::load_script_tools(std::path::Path::new(&dir), &taken)
-            }
-            None => (Vec::new(), Vec::new()),
-        };
-        let intents = match get("INTENT_RULES_FILE") {
-            None => crate::agent::IntentRules::builtin(),
-            Some(path) => crate::agent::IntentRules::with_file(std::path::Path::new(&path))
-                .map_err(|e| ConfigError::Invalid {
-                    var: "INTENT_RULES_FILE",
-                    problem: e.to_string(),
-                    fix: "fix the file: a JSON list like [{\"pattern\": \"(?i)\\\\bweather\\\\b\", \"tool\": \"get_weather\"}], or unset it",
-                })?,
-        };
-        let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
-        let text_tool_calls =
-            text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?.unwrap_or_default();
-        let fallbacks = fallbacks(&get, text_tool_calls)?;
-        let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
-            .chain(fallbacks.iter().map(|f| f.api))
-            .any(|api| api == ApiKind::Anthropic);
-        let thinking_budget = thinking_budget(&get, max_output_tokens, anthropic)?;
+        let files = files::load(&get)?;
         Ok(Config {
-            intents,
+            intents: files.intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
-            llm: LlmConfig {
-                api: api_kind("LLM_API", get("LLM_API"))?,
-                base_url,
-                api_key: get("LLM_API_KEY").map(Secret::new),
-                model,
-                context_window: number(&get, "LLM_CONTEXT_WINDOW")?,
-                idle_timeout: Duration::from_secs(
-                    number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60),
-                ),
-                frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
-                max_output_tokens,
-                thinking_budget,
-                text_tool_calls,
-                fallbacks,
-            },
+            llm: llm(&get, base_url, model)?,
             database_url,
             data_dir,
             workspace_dir,
             skills_dir: PathBuf::from(get("SKILLS_DIR").unwrap_or_else(|| "./skills".into())),
-            http_tools,
-            http_tool_problems,
-            script_tools,
-            script_tool_problems,
+            http_tools: files.http_tools,
+            http_tool_problems: files.http_tool_problems,
+            script_tools: files.script_tools,
+            script_tool_problems: files.script_tool_problems,
             http_tools_file: get("HTTP_TOOLS_FILE").map(PathBuf::from),
             script_tools_dir: get("SCRIPT_TOOLS_DIR").map(PathBuf::from),
             access_policy,
@@ -293,17 +251,7 @@ impl Config {
             subagents: subagents(get("SUBAGENTS"))?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
-            caps: crate::caps::UserCaps {
-                max_tasks: number(&get, "MAX_TASKS_PER_USER")?
-                    .unwrap_or(crate::caps::DEFAULT_MAX_TASKS_PER_USER),
-                max_schedules: number(&get, "MAX_SCHEDULES_PER_USER")?
-                    .unwrap_or(crate::caps::DEFAULT_MAX_SCHEDULES_PER_USER),
-                turn_deadline: number(&get, "TURN_DEADLINE_SECS")?
-                    .map(Duration::from_secs)
-                    .unwrap_or(crate::caps::DEFAULT_TURN_DEADLINE),
-                approval_presses_per_minute: number(&get, "APPROVAL_PRESSES_PER_MINUTE")?
-                    .unwrap_or(crate::caps::DEFAULT_APPROVAL_PRESSES_PER_MINUTE),
-            },
+            caps: caps(&get)?,
             web_fetch_allow: get("WEB_FETCH_ALLOW")
                 .map(|v| {
                     v.split(',')
@@ -320,6 +268,46 @@ impl Config {
             platforms,
         })
     }
+}
+
+/// The model endpoint (`LLM_*`) and its fallbacks.
+fn llm(get: &Lookup<'_>, base_url: String, model: String) -> Result<LlmConfig, ConfigError> {
+    let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
+    let text_tool_calls =
+        text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?.unwrap_or_default();
+    let fallbacks = fallbacks(&get, text_tool_calls)?;
+    let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
+        .chain(fallbacks.iter().map(|f| f.api))
+        .any(|api| api == ApiKind::Anthropic);
+    let thinking_budget = thinking_budget(&get, max_output_tokens, anthropic)?;
+    Ok(LlmConfig {
+        api: api_kind("LLM_API", get("LLM_API"))?,
+        base_url,
+        api_key: get("LLM_API_KEY").map(Secret::new),
+        model,
+        context_window: number(&get, "LLM_CONTEXT_WINDOW")?,
+        idle_timeout: Duration::from_secs(number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60)),
+        frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
+        max_output_tokens,
+        thinking_budget,
+        text_tool_calls,
+        fallbacks,
+    })
+}
+
+/// The per-user caps.
+fn caps(get: &Lookup<'_>) -> Result<crate::caps::UserCaps, ConfigError> {
+    Ok(crate::caps::UserCaps {
+        max_tasks: number(&get, "MAX_TASKS_PER_USER")?
+            .unwrap_or(crate::caps::DEFAULT_MAX_TASKS_PER_USER),
+        max_schedules: number(&get, "MAX_SCHEDULES_PER_USER")?
+            .unwrap_or(crate::caps::DEFAULT_MAX_SCHEDULES_PER_USER),
+        turn_deadline: number(&get, "TURN_DEADLINE_SECS")?
+            .map(Duration::from_secs)
+            .unwrap_or(crate::caps::DEFAULT_TURN_DEADLINE),
+        approval_presses_per_minute: number(&get, "APPROVAL_PRESSES_PER_MINUTE")?
+            .unwrap_or(crate::caps::DEFAULT_APPROVAL_PRESSES_PER_MINUTE),
+    })
 }
 
 /// `SUBAGENTS`: role names, comma-separated; `none` for no sub-agents.

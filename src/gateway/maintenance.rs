@@ -200,7 +200,7 @@ pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
         let Some(adapter) = inner.adapter(task.chat.platform) else {
             continue;
         };
-        let short = task.id.get(..8).unwrap_or(&task.id);
+        let short = crate::domain::short_id(&task.id);
         let text = format!(
             "⚠️ Background task `{short}` ({}) was interrupted: the gateway stopped while it ran. Ask me to run it again if you still need it.",
             task.tool_name

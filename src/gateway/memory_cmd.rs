@@ -195,6 +195,7 @@ async fn source_excerpt(
     Ok(format!("\n{}", lines[skip..].join("\n")))
 }
 
+/// `s` on one line, clipped.
 fn clip(s: &str, max: usize) -> String {
     crate::text::clip(&s.replace('\n', " "), max)
 }

@@ -182,10 +182,7 @@ pub(crate) fn scrub(error: ProviderError, key: Option<&Secret>) -> ProviderError
 }
 
 pub(crate) fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    crate::text::clip(text, MAX_MESSAGE_CHARS)
 }
 
 #[cfg(test)]

@@ -86,10 +86,6 @@ struct Job {
     guard: BusyGuard,
 }
 
-fn short_id(id: &str) -> String {
-    id.get(..8).unwrap_or(id).to_owned()
-}
-
 /// Background tasks a conversation runs at once by default
 /// (`MAX_BACKGROUND_TASKS`); more wait in line as `queued`.
 pub const DEFAULT_TASKS_PER_SESSION: usize = 3;
@@ -179,7 +175,7 @@ impl TaskManager {
         self.running_lock().insert(id.clone(), cancel.clone());
         let job = Job {
             id: id.clone(),
-            short: short_id(&id),
+            short: crate::domain::short_id(&id).to_owned(),
             tool_name: call.name.clone(),
             tool,
             args,
@@ -311,7 +307,7 @@ impl TaskManager {
             task_id: job.id,
             tool_name: job.tool_name,
             status,
-            result: clip(&result, NOTIFICATION_RESULT_CHARS),
+            result: cut_for_model(&result, NOTIFICATION_RESULT_CHARS),
             origin: job.origin,
             guard: job.guard,
         };
@@ -471,7 +467,8 @@ impl TaskManager {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters for the model, saying where the rest is.
+fn cut_for_model(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {

@@ -33,14 +33,6 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Shortens `s` to at most `max` chars, appending `…` when cut.
-pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((idx, _)) => format!("{}…", &s[..idx]),
-        None => s.to_string(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -75,7 +67,7 @@ mod tests {
 
     #[test]
     fn truncation_respects_char_boundaries() {
-        assert_eq!(truncate_chars("héllo", 2), "hé…");
-        assert_eq!(truncate_chars("hi", 2), "hi");
+        assert_eq!(crate::text::clip("héllo", 2), "hé…");
+        assert_eq!(crate::text::clip("hi", 2), "hi");
     }
 }

@@ -1,6 +1,6 @@
 //! exec_command: runs a shell command in the workspace, bounded in time and output.
 
-use super::args::{parse_args, truncate_chars};
+use super::args::parse_args;
 use super::process::{run_process, Launch};
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use serde::Deserialize;
@@ -177,7 +177,7 @@ impl Tool for ExecTool {
             // Shown in the chat's progress line: escaped like the card was.
             label: format!(
                 "$ {}",
-                truncate_chars(&crate::visible::visible_command(&args.command).text, 100)
+                crate::text::clip(&crate::visible::visible_command(&args.command).text, 100)
             ),
             what: "command",
             timeout_hint: format!(

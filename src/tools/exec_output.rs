@@ -1,6 +1,5 @@
 //! Bounded capture of command output (head + tail) and progress parsed from it.
 
-use super::args::truncate_chars;
 use std::collections::VecDeque;
 
 /// Keeps the first and last bytes of a stream within a budget, counting the rest.
@@ -136,7 +135,7 @@ impl ProgressTracker {
     /// The last non-empty line (ANSI escapes removed, shortened) and percentage.
     pub(crate) fn current(&self) -> (String, Option<u8>) {
         let text = String::from_utf8_lossy(&strip_ansi(&self.last_line)).into_owned();
-        (truncate_chars(text.trim(), DETAIL_CHARS), self.percent)
+        (crate::text::clip(text.trim(), DETAIL_CHARS), self.percent)
     }
 }
 

@@ -1,6 +1,6 @@
 //! read_file / write_file, confined to the workspace directory.
 
-use super::args::{parse_args, truncate_chars};
+use super::args::parse_args;
 use super::diff_summary::summarize;
 use super::fs_open::{open_checked, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
@@ -296,7 +296,7 @@ fn number_lines(
             out.push_str(&format!(
                 "{:>6}\t{} [line truncated: {count} chars]\n",
                 idx + 1,
-                truncate_chars(line, MAX_LINE_CHARS)
+                crate::text::clip(line, MAX_LINE_CHARS)
             ));
         } else {
             out.push_str(&format!("{:>6}\t{line}\n", idx + 1));
