@@ -1,0 +1,14 @@
+//! The Telegram and Discord adapters against the fake Telegram Bot API and Discord (REST and gateway).
+//!
+//! One test binary for the area; each module was a test binary of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod discord_adapter;
+mod discord_e2e;
+mod discord_limits;
+mod telegram_adapter;
+mod telegram_e2e;
+mod telegram_limits;
+mod telegram_updates;
