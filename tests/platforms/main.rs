@@ -1,6 +1,10 @@
 //! The Telegram and Discord adapters against the fake Telegram Bot API and Discord (REST and gateway).
 //!
 //! One test binary for the area; each module was a test binary of its own.
+//!
+//! `telegram_updates` installs this process's tracing subscriber (it captures
+//! everything logged, to check what reached the logs). Nothing else here may
+//! install one: `support::e2e::Harness` does, so its users live in other binaries.
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -1,6 +1,9 @@
 //! The tools: the built-in ones, HTTP and scripts.
 //!
 //! One test binary for the area; each module was a test binary of its own.
+//!
+//! `tools_builtin::exec_environment_is_cleared` sets `FAKE_SECRET_FOR_TEST` in
+//! this process's environment; no test here may rely on that variable's absence.
 
 #[path = "../support/mod.rs"]
 mod support;
