@@ -19,9 +19,7 @@
 //! from the queue ([`FakeAnthropic::push`]), else the responder, else a 400
 //! "no scripted reply" so a test fails visibly.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -30,13 +28,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::Value;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
+use super::serve::model::{self, Script};
 use super::serve::Served;
 
 mod reply;
-mod sse;
 mod validate;
 
 #[allow(unused_imports)]
@@ -46,49 +42,31 @@ use validate::validate;
 /// The API version the fake accepts in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";
 
-type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
-
 /// The fake server. Dropping it stops the server and releases stalled streams.
 pub struct FakeAnthropic {
     served: Served,
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    state: Mutex<ServerState>,
-    shutdown: CancellationToken,
-    request_seen: Notify,
-}
+type Shared = model::Shared<ServerState>;
 
 #[derive(Default)]
 struct ServerState {
-    queue: VecDeque<Reply>,
-    responder: Option<Responder>,
+    script: Script<Reply>,
     api_key: Option<String>,
     requests: Vec<Value>,
     headers: Vec<HeaderMap>,
     rejections: Vec<String>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, ServerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 impl FakeAnthropic {
     /// Starts the server on 127.0.0.1 with an ephemeral port.
     pub async fn start() -> Self {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(ServerState::default()),
-            shutdown: CancellationToken::new(),
-            request_seen: Notify::new(),
-        });
+        let shared = Shared::new();
         let app = Router::new()
             .route("/v1/messages", post(messages))
-            .fallback(unknown_route)
-            .with_state(shared.clone());
-        let served = Served::loopback(app, shared.shutdown.clone(), "fake Anthropic").await;
+            .fallback(unknown_route);
+        let served = shared.serve_loopback(app, "fake Anthropic").await;
         Self { served, shared }
     }
 
@@ -99,7 +77,7 @@ impl FakeAnthropic {
 
     /// Queues a reply; each valid request takes the oldest one.
     pub fn push(&self, reply: Reply) {
-        self.shared.lock().queue.push_back(reply);
+        self.shared.lock().script.push(reply);
     }
 
     /// Answers valid requests when the queue is empty.
@@ -107,7 +85,7 @@ impl FakeAnthropic {
     where
         F: Fn(&Value) -> Reply + Send + Sync + 'static,
     {
-        self.shared.lock().responder = Some(Arc::new(responder));
+        self.shared.lock().script.set_responder(responder);
     }
 
     /// Answers 401 unless the request carries `x-api-key: KEY`.
@@ -132,20 +110,14 @@ impl FakeAnthropic {
 
     /// Waits (up to 10 s) until at least `n` requests were recorded; returns them.
     pub async fn wait_for_requests(&self, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let notified = self.shared.request_seen.notified();
-            let requests = self.requests();
-            if requests.len() >= n || tokio::time::Instant::now() >= deadline {
-                return requests;
-            }
-            let _ = tokio::time::timeout_at(deadline, notified).await;
-        }
+        self.shared
+            .wait_for_requests(n, |state| state.requests.clone())
+            .await
     }
 
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
-        self.shared.lock().queue.len()
+        self.shared.lock().script.remaining()
     }
 }
 
@@ -173,7 +145,7 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
         state.headers.push(headers.clone());
         state.api_key.clone()
     };
-    shared.request_seen.notify_waiters();
+    shared.request_seen();
 
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(key) = api_key {
@@ -237,11 +209,7 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
         );
     }
 
-    let (queued, responder) = {
-        let mut state = shared.lock();
-        (state.queue.pop_front(), state.responder.clone())
-    };
-    match queued.or_else(|| responder.map(|respond| respond(&request))) {
+    match shared.next_reply(|state| &mut state.script, &request) {
         Some(reply) => reply.into_response(&request, shared.shutdown.clone()),
         None => {
             let message = "fake Anthropic: no scripted reply (queue empty and no responder set)";

@@ -14,9 +14,8 @@
 //! from the queue, else from the responder, else a 400 "fake Gemini: no scripted
 //! reply" so a test fails visibly.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -24,9 +23,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
+use super::serve::model::{self, Script};
 use super::serve::Served;
 
 mod reply;
@@ -34,8 +32,6 @@ mod validate;
 
 #[allow(unused_imports)]
 pub use reply::{error_body, Reply};
-
-type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 /// One request as received.
 #[derive(Debug, Clone)]
@@ -55,16 +51,11 @@ pub struct FakeGemini {
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    state: Mutex<ServerState>,
-    shutdown: CancellationToken,
-    request_seen: Notify,
-}
+type Shared = model::Shared<ServerState>;
 
 #[derive(Default)]
 struct ServerState {
-    queue: VecDeque<Reply>,
-    responder: Option<Responder>,
+    script: Script<Reply>,
     api_key: Option<String>,
     /// Rejected `generationConfig` fields and the message to answer with.
     rejected: Vec<(String, String)>,
@@ -73,22 +64,12 @@ struct ServerState {
     received: Vec<Received>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, ServerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 impl FakeGemini {
     /// Starts the server on 127.0.0.1 with an ephemeral port.
     pub async fn start() -> Self {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(ServerState::default()),
-            shutdown: CancellationToken::new(),
-            request_seen: Notify::new(),
-        });
-        let app = Router::new().fallback(handle).with_state(shared.clone());
-        let served = Served::loopback(app, shared.shutdown.clone(), "fake Gemini").await;
+        let shared = Shared::new();
+        let app = Router::new().fallback(handle);
+        let served = shared.serve_loopback(app, "fake Gemini").await;
         Self { served, shared }
     }
 
@@ -99,7 +80,7 @@ impl FakeGemini {
 
     /// Queues a reply; each valid request takes the oldest one.
     pub fn push(&self, reply: Reply) {
-        self.shared.lock().queue.push_back(reply);
+        self.shared.lock().script.push(reply);
     }
 
     /// Answers requests when the queue is empty.
@@ -107,7 +88,7 @@ impl FakeGemini {
     where
         F: Fn(&Value) -> Reply + Send + Sync + 'static,
     {
-        self.shared.lock().responder = Some(Arc::new(responder));
+        self.shared.lock().script.set_responder(responder);
     }
 
     /// Requires this key (`x-goog-api-key` header or `?key=`): none is a 403
@@ -146,20 +127,13 @@ impl FakeGemini {
 
     /// Waits (up to 10 s) until at least `n` requests were recorded; returns them.
     pub async fn wait_for_requests(&self, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let notified = self.shared.request_seen.notified();
-            let requests = self.requests();
-            if requests.len() >= n || tokio::time::Instant::now() >= deadline {
-                return requests;
-            }
-            let _ = tokio::time::timeout_at(deadline, notified).await;
-        }
+        let bodies = |state: &ServerState| state.received.iter().map(|r| r.body.clone()).collect();
+        self.shared.wait_for_requests(n, bodies).await
     }
 
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
-        self.shared.lock().queue.len()
+        self.shared.lock().script.remaining()
     }
 }
 
@@ -217,7 +191,7 @@ async fn handle(
         });
         (state.api_key.clone(), state.rejected.clone())
     };
-    shared.request_seen.notify_waiters();
+    shared.request_seen();
 
     if let Some(expected) = expected_key {
         match header_key.or(url_key) {
@@ -248,11 +222,7 @@ async fn handle(
     if let Err(message) = check_signatures(&shared, &request) {
         return invalid(&message);
     }
-    let (queued, responder) = {
-        let mut state = shared.lock();
-        (state.queue.pop_front(), state.responder.clone())
-    };
-    let Some(mut reply) = queued.or_else(|| responder.map(|respond| respond(&request))) else {
+    let Some(mut reply) = shared.next_reply(|state| &mut state.script, &request) else {
         return invalid("fake Gemini: no scripted reply (queue empty and no responder set)");
     };
     sign(&shared, &mut reply);

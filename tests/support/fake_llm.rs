@@ -16,9 +16,8 @@
 //! ([`FakeLlm::push`]), else from the responder ([`FakeLlm::set_responder`]), else a
 //! 400 "fake LLM: no scripted reply" so a test fails visibly.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -29,9 +28,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
+use super::serve::model::{self, Script};
 use super::serve::Served;
 
 mod reply;
@@ -42,24 +40,17 @@ mod validate;
 pub use reply::{chunk, error_body, usage_chunk, Reply, FAKE_MODEL};
 use validate::validate;
 
-type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
-
 /// The fake server. Dropping it stops the server and releases stalled streams.
 pub struct FakeLlm {
     served: Served,
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    state: Mutex<ServerState>,
-    shutdown: CancellationToken,
-    request_seen: Notify,
-}
+type Shared = model::Shared<ServerState>;
 
 #[derive(Default)]
 struct ServerState {
-    queue: VecDeque<Reply>,
-    responder: Option<Responder>,
+    script: Script<Reply>,
     rejected_params: Vec<String>,
     rejected_message_fields: Vec<String>,
     context_window: Option<u64>,
@@ -68,12 +59,6 @@ struct ServerState {
     authorizations: Vec<Option<String>>,
     /// `Some` once [`FakeLlm::time_handling`] was called.
     handling: Option<Vec<Duration>>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, ServerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 impl FakeLlm {
@@ -92,17 +77,12 @@ impl FakeLlm {
 
     /// Starts the server on a given address (the demo model uses a fixed port).
     pub async fn try_start_on(addr: SocketAddr) -> std::io::Result<Self> {
-        let shared = Arc::new(Shared {
-            state: Mutex::new(ServerState::default()),
-            shutdown: CancellationToken::new(),
-            request_seen: Notify::new(),
-        });
+        let shared = Shared::new();
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/models", get(models))
-            .fallback(unknown_route)
-            .with_state(shared.clone());
-        let served = Served::bind(addr, app, shared.shutdown.clone(), "fake LLM").await?;
+            .fallback(unknown_route);
+        let served = shared.serve(addr, app, "fake LLM").await?;
         Ok(Self { served, shared })
     }
 
@@ -117,7 +97,7 @@ impl FakeLlm {
 
     /// Queues a reply; each valid request takes the oldest one.
     pub fn push(&self, reply: Reply) {
-        self.shared.lock().queue.push_back(reply);
+        self.shared.lock().script.push(reply);
     }
 
     /// Answers requests when the queue is empty (benches, demos, echo bots).
@@ -125,7 +105,7 @@ impl FakeLlm {
     where
         F: Fn(&Value) -> Reply + Send + Sync + 'static,
     {
-        self.shared.lock().responder = Some(Arc::new(responder));
+        self.shared.lock().script.set_responder(responder);
     }
 
     /// Answers 400 "Unrecognized request argument supplied: NAME" to any request
@@ -171,15 +151,9 @@ impl FakeLlm {
 
     /// Waits (up to 10 s) until at least `n` requests were recorded; returns them.
     pub async fn wait_for_requests(&self, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let notified = self.shared.request_seen.notified();
-            let requests = self.requests().await;
-            if requests.len() >= n || tokio::time::Instant::now() >= deadline {
-                return requests;
-            }
-            let _ = tokio::time::timeout_at(deadline, notified).await;
-        }
+        self.shared
+            .wait_for_requests(n, |state| state.requests.clone())
+            .await
     }
 
     /// Starts recording, for every later request, how long the fake spent on it:
@@ -201,7 +175,7 @@ impl FakeLlm {
 
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
-        self.shared.lock().queue.len()
+        self.shared.lock().script.remaining()
     }
 }
 
@@ -271,7 +245,7 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
             state.context_window,
         )
     };
-    shared.request_seen.notify_waiters();
+    shared.request_seen();
 
     if let Some(key) = api_key {
         let given = authorization
@@ -306,12 +280,7 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
 
-    let (queued, responder) = {
-        let mut state = shared.lock();
-        (state.queue.pop_front(), state.responder.clone())
-    };
-    let reply = queued.or_else(|| responder.map(|respond| respond(&request)));
-    match reply {
+    match shared.next_reply(|state| &mut state.script, &request) {
         Some(reply) => reply.into_response(&request, shared.shutdown.clone()),
         None => invalid_request("fake LLM: no scripted reply (queue empty and no responder set)"),
     }

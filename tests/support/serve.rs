@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
+pub mod model;
+
 /// A running server. Dropping it cancels `shutdown` (which also releases the
 /// fake's stalled streams) and stops the server task.
 pub struct Served {

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::sse::{split_in_three, sse_body};
+use crate::support::serve::model::{split_in_three, sse_response, with_headers, StreamEnd};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -211,7 +211,7 @@ impl Reply {
     }
 
     pub(super) fn into_response(self, request: &Value, shutdown: CancellationToken) -> Response {
-        let mut response = match self.body {
+        let response = match self.body {
             ReplyBody::Status { status, body } => {
                 let code =
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -223,7 +223,10 @@ impl Reply {
                     spec.blocks
                         .retain(|b| !matches!(b, Block::Thinking(_) | Block::RedactedThinking(_)));
                 }
-                let stall = matches!(spec.end, End::Stall);
+                let end = match spec.end {
+                    End::Stall => StreamEnd::Stall,
+                    _ => StreamEnd::Close,
+                };
                 let frames = events(&spec, request)
                     .into_iter()
                     .map(|event| {
@@ -233,24 +236,10 @@ impl Reply {
                         )
                     })
                     .collect();
-                let mut response =
-                    Response::new(sse_body(frames, self.chunk_delay, stall, shutdown));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                response
+                sse_response(frames, self.chunk_delay, end, shutdown)
             }
         };
-        for (name, value) in self.headers {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(&value),
-            ) {
-                response.headers_mut().insert(name, value);
-            }
-        }
-        response
+        with_headers(response, self.headers)
     }
 }
 

@@ -1,13 +1,13 @@
 //! Scripted replies of the fake Gemini server: SSE streams of
 //! `GenerateContentResponse`s, Google-shaped error statuses, stalls.
 
-use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+
+use crate::support::serve::model::{sse_response, with_headers, StreamEnd};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -192,7 +192,7 @@ impl Reply {
     }
 
     pub(super) fn into_response(self, request: &Value, shutdown: CancellationToken) -> Response {
-        let mut response = match self.body {
+        let response = match self.body {
             ReplyBody::Status { status, body } => {
                 let code =
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -219,23 +219,15 @@ impl Reply {
                     .iter()
                     .map(|f| format!("data: {f}\r\n\r\n"))
                     .collect();
-                let mut response = Response::new(sse_body(text, stall, shutdown));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                response
+                let end = if stall {
+                    StreamEnd::Stall
+                } else {
+                    StreamEnd::Close
+                };
+                sse_response(text, None, end, shutdown)
             }
         };
-        for (name, value) in self.headers {
-            if let (Ok(name), Ok(value)) = (
-                header::HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(&value),
-            ) {
-                response.headers_mut().insert(name, value);
-            }
-        }
-        response
+        with_headers(response, self.headers)
     }
 }
 
@@ -275,18 +267,4 @@ pub fn error_body(code: u16, status: &str, message: &str) -> Value {
 
 fn words(text: &str) -> Vec<String> {
     text.split_inclusive(' ').map(str::to_owned).collect()
-}
-
-fn sse_body(frames: Vec<String>, stall: bool, shutdown: CancellationToken) -> Body {
-    let frames = stream::iter(frames).map(|f| Ok::<Bytes, std::io::Error>(Bytes::from(f)));
-    let tail: BoxStream<'static, Result<Bytes, std::io::Error>> = if stall {
-        stream::once(async move {
-            shutdown.cancelled().await;
-            Ok(Bytes::new())
-        })
-        .boxed()
-    } else {
-        stream::empty().boxed()
-    };
-    Body::from_stream(frames.chain(tail))
 }

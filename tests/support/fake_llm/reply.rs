@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+
+use crate::support::serve::model::{split_in_three, sse_response, with_headers, StreamEnd};
 
 /// The `model` field of chunks built by [`chunk`] (replaced by the requested model).
 pub const FAKE_MODEL: &str = "fake-model";
@@ -50,15 +50,6 @@ enum UsageSpec {
         cached: u64,
     },
     Omit,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StreamEnd {
-    Close,
-    /// Keep the connection open without sending anything (until the fake drops).
-    Stall,
-    /// Abort the connection mid-body.
-    Disconnect,
 }
 
 impl Reply {
@@ -253,7 +244,7 @@ impl Reply {
     }
 
     pub(super) fn into_response(self, request: &Value, shutdown: CancellationToken) -> Response {
-        let mut response = match self.body {
+        let response = match self.body {
             ReplyBody::Status { status, body } => {
                 let code =
                     StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -299,24 +290,10 @@ impl Reply {
                 if done {
                     text.push("data: [DONE]\n\n".to_owned());
                 }
-                let body = sse_body(text, self.chunk_delay, end, shutdown);
-                let mut response = Response::new(body);
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    header::HeaderValue::from_static("text/event-stream"),
-                );
-                response
+                sse_response(text, self.chunk_delay, end, shutdown)
             }
         };
-        for (name, value) in self.headers {
-            if let (Ok(name), Ok(value)) = (
-                header::HeaderName::from_bytes(name.as_bytes()),
-                header::HeaderValue::from_str(&value),
-            ) {
-                response.headers_mut().insert(name, value);
-            }
-        }
-        response
+        with_headers(response, self.headers)
     }
 }
 
@@ -369,52 +346,4 @@ fn content_deltas(field: &str, text: &str) -> Vec<Value> {
             chunk(delta, None)
         })
         .collect()
-}
-
-/// Splits at char boundaries near a third and two thirds (mid-JSON on purpose).
-fn split_in_three(text: &str) -> Vec<String> {
-    let cuts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let at = |frac: usize| {
-        cuts.get(cuts.len() * frac / 3)
-            .copied()
-            .unwrap_or(text.len())
-    };
-    let (a, b) = (at(1), at(2));
-    vec![
-        text[..a].to_owned(),
-        text[a..b].to_owned(),
-        text[b..].to_owned(),
-    ]
-}
-
-fn sse_body(
-    frames: Vec<String>,
-    delay: Option<Duration>,
-    end: StreamEnd,
-    shutdown: CancellationToken,
-) -> Body {
-    let frames = stream::iter(frames).then(move |frame| async move {
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
-        }
-        Ok::<Bytes, std::io::Error>(Bytes::from(frame))
-    });
-    let tail: BoxStream<'static, Result<Bytes, std::io::Error>> = match end {
-        StreamEnd::Close => stream::empty().boxed(),
-        StreamEnd::Stall => stream::once(async move {
-            shutdown.cancelled().await;
-            Ok(Bytes::new())
-        })
-        .boxed(),
-        StreamEnd::Disconnect => stream::once(async {
-            // Give hyper time to flush the frames before the connection is cut.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Err(std::io::Error::new(
-                std::io::ErrorKind::ConnectionReset,
-                "fake LLM: scripted disconnect",
-            ))
-        })
-        .boxed(),
-    };
-    Body::from_stream(frames.chain(tail))
 }

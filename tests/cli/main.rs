@@ -1,0 +1,18 @@
+//! The `switchboard` binary: its commands, the console on pipes and on a terminal, the first run, and the docs kept true to the code.
+//!
+//! One test binary for the area; each module was a test binary of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli;
+mod cli_admin;
+mod cli_console_restart;
+mod cli_doctor;
+mod console;
+mod console_chat;
+mod console_tty;
+mod console_tty_progress;
+mod console_tty_stream;
+mod docs;
+mod first_run;

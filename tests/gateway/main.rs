@@ -1,0 +1,26 @@
+//! The gateway end to end: turns, approvals, schedules, tasks, storage, health, logs and files, on the fake servers of `tests/support`.
+//!
+//! One test binary for the area; each module was a test binary of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod agent_events;
+mod durable_turns;
+mod e2e_access;
+mod e2e_approvals;
+mod e2e_approvals_pending;
+mod e2e_bad_input;
+mod e2e_card_text;
+mod e2e_core;
+mod e2e_lifecycle;
+mod e2e_portfolio;
+mod e2e_runtime;
+mod e2e_schedules;
+mod e2e_task_final;
+mod e2e_task_notify;
+mod e2e_text_tool_calls;
+mod health;
+mod platform_files;
+mod secrets_in_logs;
+mod storage_outage;

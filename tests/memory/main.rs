@@ -1,0 +1,12 @@
+//! Long-term memory: extraction, recall, feedback and compaction.
+//!
+//! One test binary for the area; each module was a test binary of its own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod memory_common;
+mod memory_compaction;
+mod memory_extract;
+mod memory_feedback;
+mod memory_recall;

@@ -1,0 +1,18 @@
+//! The Telegram and Discord adapters against the fake Telegram Bot API and Discord (REST and gateway).
+//!
+//! One test binary for the area; each module was a test binary of its own.
+//!
+//! `telegram_updates` installs this process's tracing subscriber (it captures
+//! everything logged, to check what reached the logs). Nothing else here may
+//! install one: `support::e2e::Harness` does, so its users live in other binaries.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod discord_adapter;
+mod discord_e2e;
+mod discord_limits;
+mod telegram_adapter;
+mod telegram_e2e;
+mod telegram_limits;
+mod telegram_updates;

@@ -1,0 +1,13 @@
+//! The tools: the built-in ones, HTTP and scripts.
+//!
+//! One test binary for the area; each module was a test binary of its own.
+//!
+//! `tools_builtin::exec_environment_is_cleared` sets `FAKE_SECRET_FOR_TEST` in
+//! this process's environment; no test here may rely on that variable's absence.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod tools_builtin;
+mod tools_http;
+mod tools_script;
