@@ -4,6 +4,7 @@
 mod card;
 mod card_layout;
 mod edit;
+mod expiry;
 mod rules;
 mod text;
 

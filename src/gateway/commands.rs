@@ -2,7 +2,7 @@
 
 use super::Inner;
 use crate::store::{SessionId, SessionKey, StoreError};
-use switchboard_platform::{CommandInfo, Platform, User};
+use switchboard_platform::{CommandInfo, User};
 
 /// A parsed `/command args`.
 #[derive(Debug, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub(crate) async fn run(
 ) -> Result<String, StoreError> {
     let store = &inner.store;
     Ok(match cmd.name.as_str() {
-        "help" | "start" if key.platform == Platform::Console => format!("{HELP}{CONSOLE_HELP}"),
+        "help" | "start" if inner.local_operator(key.platform) => format!("{HELP}{CONSOLE_HELP}"),
         "help" | "start" => HELP.to_owned(),
         "clear" => {
             let n = store.clear_history(session).await?;

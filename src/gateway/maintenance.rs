@@ -1,10 +1,10 @@
-//! Periodic work of the gateway: expiring approvals nobody answered (and
-//! resuming their turns), firing due schedules, and telling users about tasks a
-//! dead process left behind.
+//! The gateway's periodic loop: it asks `approvals` to expire what is due
+//! (and resumes those turns), `tasks` to fire due schedules (and queues them),
+//! and tells users about tasks a dead process left behind.
 
 use super::Inner;
-use crate::store::{Conversation, OccurrencePlan, ScheduleRecord, StoreError, TaskNotify};
-use crate::tasks::next_occurrence;
+use crate::store::TaskNotify;
+use crate::tasks::Fired;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{MessageRef, OutgoingMessage};
@@ -14,21 +14,11 @@ use tokio::sync::mpsc;
 const TICK: Duration = Duration::from_secs(1);
 /// The shortest sleep between passes, so a row that stays due cannot spin the loop.
 const MIN_WAIT: Duration = Duration::from_millis(10);
-/// A one-off or cron occurrence later than this is "missed" (downtime).
-const MISSED_GRACE_MS: i64 = 60_000;
-/// Occurrences claimed per transaction; claiming repeats while any are due.
-const CLAIM_BATCH: u32 = 200;
 /// How often tasks abandoned by a dead process are looked for (their lease is
 /// 60 s, so a crash is reported within about a minute and a quarter, also when
 /// the process restarted before the lease ran out), cancel requests from other
 /// processes are applied, and idle limiter state is dropped.
 const HOUSEKEEPING: Duration = Duration::from_secs(5);
-
-/// A schedule occurrence this process claimed.
-pub(crate) struct Fired {
-    pub origin: Conversation,
-    pub prompt: String,
-}
 
 pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
     let mut last_housekeeping = tokio::time::Instant::now();
@@ -50,7 +40,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         expire_due_approvals(&inner).await;
         // Wake for the next occurrence on time rather than on a fixed tick;
         // look again at least every TICK (other processes add schedules too).
-        let wait = match fire_due_schedules(&inner, &fired).await {
+        let wait = match crate::tasks::fire_due_schedules(&inner.store, &fired).await {
             Ok(Some(due)) => {
                 let ms = due - chrono::Utc::now().timestamp_millis();
                 u64::try_from(ms).map_or(MIN_WAIT, |ms| {
@@ -70,99 +60,11 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
     }
 }
 
-/// Approvals past their deadline: mark expired, update the card, resume the
-/// turn with the expiry (read as a denial). Edits nobody sent within the
-/// approval timeout expire the same way.
+/// Expires due cards and edits nobody sent (in `approvals`), then resumes
+/// their paused turns.
 async fn expire_due_approvals(inner: &Arc<Inner>) {
-    expire_stale_edits(inner).await;
-    let due = match inner.store.due_approvals(inner.approvals.now()).await {
-        Ok(d) => d,
-        Err(e) => return tracing::warn!(error = %e, "could not list due approvals"),
-    };
-    for record in due {
-        let Some(adapter) = inner.adapter(record.chat.platform) else {
-            continue;
-        };
-        let card = record.card_message.map(|id| MessageRef {
-            chat: record.chat,
-            id,
-        });
-        match inner
-            .approvals
-            .expire(adapter.as_ref(), &record.id, card)
-            .await
-        {
-            Ok(true) => super::queue_resume(inner, record.id).await,
-            // Decided meanwhile: whoever decided resumes it.
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, "could not expire an approval"),
-        }
-    }
-}
-
-/// Approvals sent back for editing whose new arguments never came.
-async fn expire_stale_edits(inner: &Arc<Inner>) {
-    let timeout = chrono::Duration::from_std(inner.approvals.timeout())
-        .unwrap_or(chrono::Duration::minutes(10));
-    let cutoff = (inner.approvals.now() - timeout).timestamp_millis();
-    match inner.store.expire_stale_edits(cutoff).await {
-        Ok(ids) => {
-            for id in ids {
-                inner
-                    .store
-                    .record_event("approval.expired", serde_json::json!({ "id": id }))
-                    .await;
-                super::queue_resume(inner, id).await;
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "could not expire edits nobody sent"),
-    }
-}
-
-/// Claims every due occurrence (in batches) and hands the ones that run to the
-/// gateway; returns when the next one is due. A claimed occurrence is
-/// delivered at most once: if this process dies before its turn runs, it is
-/// not fired again (see README, "Delivery guarantees"). Nothing due costs one
-/// indexed read, no transaction.
-async fn fire_due_schedules(
-    inner: &Arc<Inner>,
-    fired: &mpsc::Sender<Fired>,
-) -> Result<Option<i64>, StoreError> {
-    loop {
-        let now = chrono::Utc::now().timestamp_millis();
-        match inner.store.next_schedule_due().await? {
-            Some(due) if due <= now => {}
-            next => return Ok(next),
-        }
-        let plan = |s: &ScheduleRecord| {
-            let next = next_occurrence(&s.kind, &s.spec, &s.timezone, now).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, schedule = %s.id, "schedule spec unusable; stopping it");
-                None
-            });
-            let missed = s.next_run_at.is_some_and(|due| now - due > MISSED_GRACE_MS);
-            OccurrencePlan {
-                next,
-                run: !(missed && s.missed == "skip"),
-                missed,
-            }
-        };
-        let claimed = inner
-            .store
-            .claim_due_schedules(now, CLAIM_BATCH, plan)
-            .await?;
-        if claimed.is_empty() {
-            // Due, but another process holds them: look again shortly.
-            return Ok(Some(now));
-        }
-        for c in claimed.into_iter().filter(|c| c.plan.run) {
-            let occurrence = Fired {
-                origin: c.schedule.origin,
-                prompt: c.schedule.prompt,
-            };
-            if fired.send(occurrence).await.is_err() {
-                return Ok(None); // the gateway is stopping
-            }
-        }
+    for id in inner.approvals.expire_due(|p| inner.adapter(p)).await {
+        super::queue_resume(inner, id).await;
     }
 }
 

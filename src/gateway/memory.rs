@@ -14,15 +14,7 @@ use crate::memory::{
 use crate::store::{MemoryOwner, SessionId, SessionKey, SessionState, StateDoc};
 use chrono::Utc;
 use std::sync::Arc;
-use std::time::Duration;
-use switchboard_platform::{Button, ButtonPress, Platform, PlatformAdapter, PressAnswer};
-
-/// Idle sessions extracted per sweep at most.
-const SWEEP_BATCH: u32 = 20;
-/// How often old memories and feedback are collected.
-const COLLECT_EVERY: Duration = Duration::from_secs(3600);
-/// Rated answers are kept this long.
-const FEEDBACK_RETENTION_DAYS: i64 = 30;
+use switchboard_platform::{Button, ButtonPress, PlatformAdapter, PressAnswer};
 
 /// What a turn needs to persist memory-related results.
 #[derive(Debug, Default)]
@@ -237,9 +229,7 @@ pub(crate) async fn answer_buttons(
     outcome: &TurnOutcome,
 ) -> Vec<Vec<Button>> {
     let config = inner.memory.book().config();
-    let shown = config.feedback_buttons
-        && adapter.capabilities().buttons
-        && key.platform != Platform::Console;
+    let shown = config.feedback_buttons && adapter.capabilities().answer_buttons;
     if !shown || outcome.stop != StopReason::Answered || outcome.text.trim().is_empty() {
         return Vec::new();
     }
@@ -335,61 +325,5 @@ pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &str, head: 
         .await
     {
         tracing::warn!(error = %e, "memory flush before compaction failed");
-    }
-}
-
-/// Extracts memories from sessions idle for the configured time, and collects
-/// old memories and feedback, until shutdown.
-pub(crate) async fn sweep(inner: Arc<Inner>) {
-    let config = inner.memory.book().config().clone();
-    if !config.enabled {
-        return;
-    }
-    let period = (config.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_collect: Option<tokio::time::Instant> = None;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = inner.shutdown.cancelled() => return,
-        }
-        let now = Utc::now();
-        let cutoff =
-            now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
-        match inner.store.idle_sessions(cutoff, now, SWEEP_BATCH).await {
-            Ok(sessions) => {
-                for idle in sessions {
-                    let _busy = inner.busy.enter();
-                    // Several processes may list the same session; only the one
-                    // that claims it extracts (`None` for the others).
-                    match inner.memory.extract_session(&idle, Utc::now()).await {
-                        Ok(Some(_)) => {}
-                        Ok(None) => {
-                            tracing::debug!(session = %idle.session, "idle session claimed elsewhere")
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, session = %idle.session, "idle memory extraction failed")
-                        }
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not list idle sessions"),
-        }
-        if last_collect.is_none_or(|t| t.elapsed() >= COLLECT_EVERY) {
-            last_collect = Some(tokio::time::Instant::now());
-            match inner.memory.book().collect(now).await {
-                Ok(n) if n > 0 => tracing::info!(collected = n, "old memories collected"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "memory collection failed"),
-            }
-            if let Err(e) = inner
-                .store
-                .collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS))
-                .await
-            {
-                tracing::warn!(error = %e, "feedback collection failed");
-            }
-        }
     }
 }

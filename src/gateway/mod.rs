@@ -109,6 +109,14 @@ impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
         self.adapters.get(&platform).cloned()
     }
+
+    /// Whether the person on `platform` is the operator at this machine (see
+    /// [`switchboard_platform::Capabilities::local_operator`]).
+    pub(crate) fn local_operator(&self, platform: Platform) -> bool {
+        self.adapters
+            .get(&platform)
+            .is_some_and(|a| a.capabilities().local_operator)
+    }
 }
 
 /// The router between platform adapters and the agent.
@@ -203,7 +211,12 @@ impl Gateway {
         maintenance::take_abandoned_inbox(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
-        tokio::spawn(memory::sweep(Arc::clone(&self.inner)));
+        tokio::spawn(crate::memory::sweep(
+            self.inner.memory.clone(),
+            self.inner.store.clone(),
+            self.inner.busy.clone(),
+            self.inner.shutdown.clone(),
+        ));
         tokio::spawn(menu::publish(Arc::clone(&self.inner)));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
@@ -285,7 +298,12 @@ impl Gateway {
         };
         match inner
             .access
-            .check(&inner.store, &msg, inner.storage.is_down())
+            .check(
+                &inner.store,
+                &msg,
+                adapter.capabilities().local_operator,
+                inner.storage.is_down(),
+            )
             .await
         {
             Ok(Access::Admit) => {}
@@ -310,7 +328,7 @@ impl Gateway {
         }
         // The console is the operator at the machine: no inbound limit (a
         // piped script may send lines as fast as it likes).
-        if key.platform != Platform::Console {
+        if !adapter.capabilities().local_operator {
             match inner.limiter.check(key.platform, key.user) {
                 Limit::Allowed => {}
                 Limit::Notice(text) => return reply(text, Some(msg.message_id)),
@@ -406,7 +424,7 @@ impl Gateway {
             .enqueue(SessionInput::Notification(done), guard);
     }
 
-    fn on_schedule_fired(&self, fired: maintenance::Fired) {
+    fn on_schedule_fired(&self, fired: crate::tasks::Fired) {
         let key = fired.origin.key;
         let guard = self.inner.busy.enter();
         self.session(key).enqueue(

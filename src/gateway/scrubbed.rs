@@ -149,6 +149,8 @@ mod tests {
             min_edit_interval: Duration::ZERO,
             private_answers: false,
             max_upload_bytes: 0,
+            answer_buttons: true,
+            local_operator: false,
         };
         assert_eq!(fit("short".into(), &caps), "short");
         let cut = fit("a [REDACTED] b c".into(), &caps);

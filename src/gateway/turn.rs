@@ -391,7 +391,11 @@ async fn deliver(
     if outcome.stop == StopReason::ModelError {
         let cause = outcome.error.as_deref();
         audit_error_with(inner, o, "error.model", &outcome.text, cause).await;
-        final_text = super::model_error::shown_text(o.chat.platform, &final_text, cause);
+        final_text = super::model_error::shown_text(
+            o.adapter.capabilities().local_operator,
+            &final_text,
+            cause,
+        );
     }
     memory::restore_input(&mut outcome, &turn_memory);
     // Held, not dropped, when storage fails: saved once it is back (below,

@@ -15,6 +15,7 @@ mod layers;
 mod model;
 mod recall;
 mod state;
+mod sweep;
 mod terms;
 
 pub use book::{MemoryBook, Saved};
@@ -31,6 +32,7 @@ pub use recall::{
     HALF_LIFE_DAYS,
 };
 pub use state::{ExecStatus, ExecutionState, Step, TaskState};
+pub use sweep::sweep;
 pub use terms::{codes, query_terms, similarity, terms};
 
 use crate::llm::ProviderError;

@@ -3,6 +3,7 @@
 //! as a system notification for the originating session.
 
 mod admission;
+mod firing;
 mod progress;
 mod reporter;
 mod schedule;
@@ -10,6 +11,7 @@ mod slots;
 mod tools;
 
 pub use admission::StartError;
+pub use firing::{fire_due_schedules, Fired};
 pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 pub use tools::{CancelTaskTool, ScheduleTool};
 

@@ -290,6 +290,8 @@ impl TestChannel {
             min_edit_interval: Duration::ZERO,
             private_answers: true,
             max_upload_bytes: 50 << 20,
+            answer_buttons: true,
+            local_operator: false,
         })
     }
 

@@ -115,6 +115,8 @@ impl ConsoleAdapter {
                 min_edit_interval: Duration::ZERO,
                 private_answers: true,
                 max_upload_bytes: crate::outbox::MAX_FILE_BYTES,
+                answer_buttons: false,
+                local_operator: true,
             },
             screen: Arc::new(Mutex::new(match live {
                 Some(width) => Screen::live(out, width),

@@ -115,6 +115,8 @@ impl DiscordAdapter {
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
                 max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
+                answer_buttons: true,
+                local_operator: false,
             },
             stop,
         })

@@ -37,6 +37,13 @@ pub struct Capabilities {
     pub private_answers: bool,
     /// The largest file [`PlatformAdapter::send_file`] accepts, in bytes.
     pub max_upload_bytes: usize,
+    /// Buttons can sit under an answer (feedback), not only on approval cards.
+    pub answer_buttons: bool,
+    /// The person typing is the operator at this machine (the console): no
+    /// access policy, no inbound or press limits, the operator's help, a
+    /// failed model call shown with its cause, and — the screen keeping no
+    /// history — approval cards still pending at start shown again.
+    pub local_operator: bool,
 }
 
 /// A slash command the gateway answers, for the platform's command menu.

@@ -86,6 +86,8 @@ impl TelegramAdapter {
             min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
             max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
+            answer_buttons: true,
+            local_operator: false,
         };
         let inner = Inner {
             normalizer: Normalizer::new(me.clone(), config.approvers.clone()),
