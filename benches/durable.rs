@@ -1,7 +1,9 @@
 //! Durable turns: approval round trip and schedule firing accuracy.
 //!
 //! `cargo bench --bench durable` (SQLite; also PostgreSQL when
-//! `TEST_DATABASE_URL` is set, e.g. `postgres://postgres@127.0.0.1:5432/test`).
+//! `TEST_DATABASE_URL` is set, e.g. `postgres://postgres@127.0.0.1:5432/test`);
+//! `cargo bench --bench durable -- approvals` (or `schedules`, `cards`) runs
+//! one part.
 //!
 //! 1. Approval round trip, press → tool start: the real core with the in-memory
 //!    test channel and the fake LLM on 127.0.0.1. Each round a fresh user asks,
@@ -77,35 +79,52 @@ async fn main() {
         databases.push(("PostgreSQL", fresh_postgres(&admin).await));
     }
 
+    let parts: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let run = |part: &str| parts.is_empty() || parts.iter().any(|p| p == part);
+    if run("approvals") {
+        approvals(&databases, dir.path()).await;
+    }
+    if run("schedules") {
+        schedules(&databases, dir.path()).await;
+    }
+    if run("cards") {
+        println!();
+        println!("3. {CARDS} open approval cards (SQLite, one process)");
+        open_cards(dir.path()).await;
+    }
+}
+
+async fn approvals(databases: &[(&str, String)], dir: &Path) {
     println!();
     println!("1. Approval round trip ({ROUNDS} rounds after {WARMUP} warm-up), ms");
     println!(
         "   {:<60} {:>8} {:>8} {:>8} {:>8}",
         "", "p50", "p90", "p99", "max"
     );
-    for (name, url) in &databases {
-        approval_round_trip(name, url, dir.path(), false).await;
-        approval_round_trip(name, url, dir.path(), true).await;
+    for (name, url) in databases {
+        approval_round_trip(name, url, dir, false).await;
+        approval_round_trip(name, url, dir, true).await;
     }
+}
 
+async fn schedules(databases: &[(&str, String)], dir: &Path) {
     println!();
     println!("2. {SCHEDULES} schedules due at the same instant, lateness in ms");
     println!(
         "   {:<60} {:>8} {:>8} {:>8} {:>8}",
         "", "p50", "p90", "p99", "max"
     );
-    for (name, url) in &databases {
-        let idle = fresh_database(name, url, dir.path(), 0).await;
-        spaced_schedules(name, &idle, dir.path()).await;
+    for (name, url) in databases {
+        let idle = fresh_database(name, url, dir, 0).await;
+        spaced_schedules(name, &idle, dir).await;
         for processes in [1, 2] {
-            let url = fresh_database(name, url, dir.path(), processes).await;
-            schedules_under_load(name, &url, dir.path(), processes).await;
+            let url = fresh_database(name, url, dir, processes).await;
+            schedules_under_load(name, &url, dir, processes).await;
         }
     }
-
-    println!();
-    println!("3. {CARDS} open approval cards (SQLite, one process)");
-    open_cards(dir.path()).await;
 }
 
 // ---------------------------------------------------------------------------

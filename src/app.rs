@@ -186,7 +186,7 @@ pub fn build_tools(
 /// The built-in skills and those of `SKILLS_DIR`; files that cannot be used
 /// are logged (and shown by `switchboard doctor`) and skipped.
 pub fn load_skills(config: &Config) -> (SkillBook, Vec<SkillProblem>) {
-    SkillBook::load(&config.skills_dir, crate::gateway::COMMANDS)
+    SkillBook::load(&config.skills_dir, &crate::gateway::COMMANDS)
 }
 
 /// Opens the store, builds the agent and starts the gateway with `adapters`.
@@ -235,7 +235,7 @@ pub async fn start_with_clock(
     for p in &config.script_tool_problems {
         tracing::warn!(manifest = %p.manifest.display(), problem = %p.problem, "script tool skipped");
     }
-    let (skills, problems) = SkillLibrary::load(&config.skills_dir, crate::gateway::COMMANDS);
+    let (skills, problems) = SkillLibrary::load(&config.skills_dir, &crate::gateway::COMMANDS);
     for p in &problems {
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
     }

@@ -244,7 +244,7 @@ impl Agent {
             |name| self.tools.get(name).is_some(),
         );
         let mut turn = Turn {
-            log: TurnLog {
+            log: TurnTally {
                 messages: &mut messages,
                 new_from,
                 usage: Usage::default(),
@@ -470,7 +470,7 @@ impl Next {
 
 /// What the steps of one turn share.
 struct Turn<'a> {
-    log: TurnLog<'a>,
+    log: TurnTally<'a>,
     pad: Scratchpad,
     /// Text of every round, joined by blank lines: what the user saw stream.
     text: String,
@@ -552,7 +552,7 @@ fn shrink_earlier_results(messages: &[Message]) -> Vec<Message> {
 }
 
 /// A running turn's conversation and counters.
-struct TurnLog<'a> {
+struct TurnTally<'a> {
     messages: &'a mut Vec<Message>,
     new_from: usize,
     usage: Usage,
@@ -564,7 +564,7 @@ struct TurnLog<'a> {
     intent_unmet: bool,
 }
 
-impl TurnLog<'_> {
+impl TurnTally<'_> {
     /// Ends the turn at its deadline, telling the user (after what the
     /// finished rounds said).
     fn stop_at_deadline(

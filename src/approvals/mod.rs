@@ -1,20 +1,20 @@
 //! Approvals: asking before a risky tool runs, recording the decision (first one
 //! wins), "always allow" rules, expiry, and answering the buttons.
 
+mod approve_command;
 mod card;
 mod card_layout;
 mod edit;
 mod expiry;
 mod rules;
-mod text;
 
 pub use crate::domain::short_id;
+pub use approve_command::TextDecision;
 pub(crate) use card::pending_card;
 pub use card::{action_id, parse_action, Choice};
 pub use card_layout::CARD_SHOWN_CHARS;
 pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;
-pub use text::TextDecision;
 
 use crate::clock::Clock;
 use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
@@ -58,6 +58,11 @@ pub struct ApprovalRequest<'a> {
     pub arguments: &'a Value,
     pub summary: String,
 }
+
+/// How long after an approval is recorded a press naming a message waits for
+/// the card's own message id to be stored (the card goes out once the
+/// turn's text so far is settled, at most one edit interval later).
+const CARD_BOOKKEEPING: chrono::Duration = chrono::Duration::seconds(30);
 
 /// Sends the full summary as a file when the card shows only its start. Best
 /// effort: the card (and its decision) stands without it.
@@ -293,8 +298,16 @@ impl Approvals {
             (Some(pressed), Some(card)) => {
                 pressed.id == card && pressed.chat.chat == record.chat.chat
             }
-            // Not yet recorded (the press raced the card's own bookkeeping),
-            // or the platform does not say which message: the chat decides.
+            // The card is being shown right now and its message is not
+            // recorded yet: a press naming a message cannot be matched to
+            // it, so it waits for the bookkeeping.
+            (Some(_), None) if self.clock.now() - record.created_at < CARD_BOOKKEEPING => {
+                return Ok(Some(
+                    "This card is still being shown; press again in a moment.".into(),
+                ));
+            }
+            // Never recorded (storage failed then), or the platform does not
+            // say which message: the chat decides.
             _ => true,
         };
         if same_chat && same_message {
@@ -461,6 +474,7 @@ mod tests {
             "{}",
             decided.reply
         );
-        assert_eq!(decided.resume.as_deref(), Some("0123456789abcdef"));
+        let resumed = decided.resume.map(|r| r.id);
+        assert_eq!(resumed.as_deref(), Some("0123456789abcdef"));
     }
 }

@@ -1,9 +1,11 @@
 //! `/approve`, the typed fallback for an approval card's buttons.
 
-use super::{queue_resume, Inner};
-use crate::approvals::Choice;
+use super::{resume_in, Inner};
+use crate::approvals::{Choice, TextDecision};
 use std::sync::Arc;
 use switchboard_platform::{PlatformAdapter, User};
+
+pub(super) const USAGE: &str = "Usage: /approve <id> allow|always|edit|deny [reason]";
 
 /// `/approve <id> allow|always|edit|deny [reason]`: the text fallback for the
 /// card's buttons, under the same authorization. Returns the reply.
@@ -13,7 +15,6 @@ pub(super) async fn run(
     user: &User,
     args: &[&str],
 ) -> String {
-    const USAGE: &str = "Usage: /approve <id> allow|always|edit|deny [reason]";
     let [id, word, reason @ ..] = args else {
         return USAGE.to_owned();
     };
@@ -25,6 +26,13 @@ pub(super) async fn run(
         .approvals
         .handle_text(adapter.platform(), user, id, choice, reason)
         .await;
+    apply(inner, decided)
+}
+
+/// Carries out a decision taken by text: the card edited to its final
+/// state (on whichever platform it lives) and the paused turn resumed.
+/// Returns the reply.
+pub(super) fn apply(inner: &Arc<Inner>, decided: TextDecision) -> String {
     if let Some((card, final_card)) = decided.card {
         // The card may live on another platform than the command.
         if let Some(adapter) = inner.adapter(card.chat.platform) {
@@ -35,8 +43,8 @@ pub(super) async fn run(
             });
         }
     }
-    if let Some(approval_id) = decided.resume {
-        queue_resume(inner, approval_id).await;
+    if let Some(record) = decided.resume {
+        resume_in(inner, record.session_key(), record.id);
     }
     decided.reply
 }

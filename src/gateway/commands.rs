@@ -1,13 +1,120 @@
-//! Slash commands answered by the gateway itself, before the agent.
+//! Slash commands answered by the gateway itself, before the agent: one enum
+//! ([`Builtin`]) that the parser, the skills' reserved names, `/help` and the
+//! platforms' command menus are all derived from.
 
 use super::Inner;
 use crate::store::{SessionId, SessionKey, StoreError};
 use switchboard_platform::{CommandInfo, User};
 
-/// A parsed `/command args`.
+/// The gateway's own commands, in the order `/help` and the menus list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    Help,
+    Stop,
+    Clear,
+    Memory,
+    Tasks,
+    Approvals,
+    Approve,
+    Usage,
+    Model,
+    Whoami,
+    Skills,
+    /// Telegram's own first command; answered like `/help`.
+    Start,
+}
+
+impl Builtin {
+    pub(crate) const ALL: [Builtin; 12] = [
+        Builtin::Help,
+        Builtin::Stop,
+        Builtin::Clear,
+        Builtin::Memory,
+        Builtin::Tasks,
+        Builtin::Approvals,
+        Builtin::Approve,
+        Builtin::Usage,
+        Builtin::Model,
+        Builtin::Whoami,
+        Builtin::Skills,
+        Builtin::Start,
+    ];
+
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Builtin::Help => "help",
+            Builtin::Stop => "stop",
+            Builtin::Clear => "clear",
+            Builtin::Memory => "memory",
+            Builtin::Tasks => "tasks",
+            Builtin::Approvals => "approvals",
+            Builtin::Approve => "approve",
+            Builtin::Usage => "usage",
+            Builtin::Model => "model",
+            Builtin::Whoami => "whoami",
+            Builtin::Skills => "skills",
+            Builtin::Start => "start",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// What a platform's command menu says of it; `None` keeps it out of the
+    /// menu (`/start` is Telegram's own, `/approve` is typed from a card's text).
+    const fn menu(self) -> Option<&'static str> {
+        Some(match self {
+            Builtin::Help => "What I can do and the commands",
+            Builtin::Stop => "Stop the answer in progress",
+            Builtin::Clear => "Forget this conversation",
+            Builtin::Memory => "What I remember about you",
+            Builtin::Tasks => "Background tasks and schedules here",
+            Builtin::Approvals => "Waiting cards and your rules",
+            Builtin::Usage => "Today's token usage",
+            Builtin::Model => "The model in use",
+            Builtin::Whoami => "Your ids as the gateway sees them",
+            Builtin::Skills => "The skills you can run",
+            Builtin::Approve | Builtin::Start => return None,
+        })
+    }
+
+    /// Its line in `/help`: how it is typed, and what it does.
+    const fn help(self) -> Option<&'static str> {
+        Some(match self {
+            Builtin::Help => "/help — this list",
+            Builtin::Stop => "/stop — stop the answer in progress (queued messages still get theirs)",
+            Builtin::Clear => "/clear — forget this conversation's history, task state and execution state",
+            Builtin::Memory => "/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`",
+            Builtin::Tasks => "/tasks — background tasks and schedules here; `/tasks cancel <id>`",
+            Builtin::Approvals => "/approvals — cards waiting here and your \"always allow\" rules; `/approvals revoke <id>`",
+            Builtin::Approve => "/approve <id> allow|always|edit|deny [reason] — decide an approval by text",
+            Builtin::Usage => "/usage — today's token usage",
+            Builtin::Model => "/model — the model in use",
+            Builtin::Whoami => "/whoami — your ids as the gateway sees them",
+            Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
+            Builtin::Start => return None,
+        })
+    }
+}
+
+/// The gateway's own command names; a skill cannot take these.
+pub const COMMANDS: [&str; Builtin::ALL.len()] = {
+    let mut names = [""; Builtin::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Builtin::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
+/// A parsed `/command args`: one of the gateway's own, or another name (a
+/// skill's, or unknown).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Command<'a> {
     pub name: String,
+    pub builtin: Option<Builtin>,
     pub args: Vec<&'a str>,
 }
 
@@ -21,57 +128,23 @@ pub(crate) fn parse(text: &str) -> Option<Command<'_>> {
         return None;
     }
     Some(Command {
+        builtin: Builtin::from_name(&name),
         name,
         args: parts.collect(),
     })
 }
 
-/// The gateway's own commands; a skill cannot take these names.
-pub const COMMANDS: &[&str] = &[
-    "help",
-    "start",
-    "clear",
-    "usage",
-    "whoami",
-    "model",
-    "tasks",
-    "approvals",
-    "approve",
-    "memory",
-    "skills",
-    "stop",
-];
-
-/// The gateway's commands as a platform's command menu lists them (`/start`
-/// is Telegram's own, `/approve` is typed from a card's text).
-const MENU: &[(&str, &str)] = &[
-    ("help", "What I can do and the commands"),
-    ("stop", "Stop the answer in progress"),
-    ("clear", "Forget this conversation"),
-    ("memory", "What I remember about you"),
-    ("tasks", "Background tasks and schedules here"),
-    ("approvals", "Waiting cards and your rules"),
-    ("usage", "Today's token usage"),
-    ("model", "The model in use"),
-    ("whoami", "Your ids as the gateway sees them"),
-    ("skills", "The skills you can run"),
-];
-
 /// The command menu: the gateway's commands, then the skills by name.
 pub(crate) fn menu(skills: &crate::skills::SkillBook) -> Vec<CommandInfo> {
-    MENU.iter()
-        .map(|(name, description)| CommandInfo::new(*name, *description))
+    Builtin::ALL
+        .into_iter()
+        .filter_map(|b| Some(CommandInfo::new(b.name(), b.menu()?)))
         .chain(
             skills
                 .iter()
                 .map(|skill| CommandInfo::new(skill.name.as_str(), skill.description.as_str())),
         )
         .collect()
-}
-
-/// Whether `/name` is one of the gateway's own commands.
-pub(crate) fn is_builtin(name: &str) -> bool {
-    COMMANDS.contains(&name)
 }
 
 /// The text after `/name` (as typed, line breaks kept): a skill's input.
@@ -81,21 +154,16 @@ pub(crate) fn input_after_name(text: &str) -> &str {
         .map_or("", |i| text[i..].trim())
 }
 
-const HELP: &str = "**Commands**\n\
-/help — this list\n\
-/stop — stop the answer in progress (queued messages still get theirs)\n\
-/clear — forget this conversation's history, task state and execution state\n\
-/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`\n\
-/usage — today's token usage\n\
-/whoami — your ids as the gateway sees them\n\
-/model — the model in use\n\
-/tasks — background tasks and schedules here; `/tasks cancel <id>`\n\
-/approvals — cards waiting here and your \"always allow\" rules; `/approvals revoke <id>`\n\
-/approve <id> allow|always|edit|deny [reason] — decide an approval by text\n\
-/skills — the skills you can run with `/name <input>`\n\
-Anything else goes to the agent.";
+/// `/help`: every command's line.
+fn help() -> String {
+    let lines: Vec<&str> = Builtin::ALL.into_iter().filter_map(Builtin::help).collect();
+    format!(
+        "**Commands**\n{}\nAnything else goes to the agent.",
+        lines.join("\n")
+    )
+}
 
-/// What `/help` adds in `switchboard chat`: the console's own keys and words.
+/// What `/help` adds for the operator at the machine: the console's own keys and words.
 const CONSOLE_HELP: &str = "\n\n**In this console**\n\
 A card takes `y`, `yes`, `allow` or `1` (allow once), `a`, `always` or `2`, \
 `e`, `edit` or `3`, and `n`, `no`, `deny` or `4`, in any case.\n\
@@ -112,10 +180,15 @@ pub(crate) async fn run(
     private: bool,
 ) -> Result<String, StoreError> {
     let store = &inner.store;
-    Ok(match cmd.name.as_str() {
-        "help" | "start" if inner.local_operator(key.platform) => format!("{HELP}{CONSOLE_HELP}"),
-        "help" | "start" => HELP.to_owned(),
-        "clear" => {
+    let Some(builtin) = cmd.builtin else {
+        return Ok(format!("Unknown command /{}. Try /help.", cmd.name));
+    };
+    Ok(match builtin {
+        Builtin::Help | Builtin::Start if inner.local_operator(key.platform) => {
+            format!("{}{CONSOLE_HELP}", help())
+        }
+        Builtin::Help | Builtin::Start => help(),
+        Builtin::Clear => {
             let n = store.clear_history(session).await?;
             store.set_waiting_question(key, None).await?;
             store.clear_session_state(session).await?;
@@ -124,14 +197,14 @@ pub(crate) async fn run(
                  Long-term memories (/memory), settings and rules are unchanged."
             )
         }
-        "usage" => {
+        Builtin::Usage => {
             let (turns, u) = store.usage_today(key.platform, key.user).await?;
             format!(
                 "Today: {turns} turns · {} input tokens ({} from cache) · {} output tokens.",
                 u.input_tokens, u.cache_read_tokens, u.output_tokens
             )
         }
-        "whoami" => format!(
+        Builtin::Whoami => format!(
             "You are {} (user id {}) on {}. Chat {}{}. Approver: {}.",
             user.display_name,
             user.id,
@@ -142,7 +215,7 @@ pub(crate) async fn run(
                 .unwrap_or_default(),
             if user.is_approver { "yes" } else { "no" }
         ),
-        "model" => {
+        Builtin::Model => {
             let provider = inner.agent.provider();
             let m = provider.model();
             let route = provider
@@ -154,10 +227,10 @@ pub(crate) async fn run(
                 m.name, m.context_window
             )
         }
-        "tasks" => super::tasks_cmd::run(inner, cmd, session).await?,
-        "approvals" => super::approvals_cmd::run(inner, cmd, key).await?,
-        "memory" => super::memory_cmd::run(inner, cmd, key, private).await?,
-        "skills" => {
+        Builtin::Tasks => super::tasks_cmd::run(inner, cmd, session).await?,
+        Builtin::Approvals => super::approvals_cmd::run(inner, cmd, key).await?,
+        Builtin::Memory => super::memory_cmd::run(inner, cmd, key, private).await?,
+        Builtin::Skills => {
             let skills = inner.skills.book();
             if skills.is_empty() {
                 "No skills are installed.".into()
@@ -168,9 +241,10 @@ pub(crate) async fn run(
                 )
             }
         }
-        // Handled before the queue; reaching here it found nothing running.
-        "stop" => super::stop::NOTHING_TO_STOP.to_owned(),
-        other => format!("Unknown command /{other}. Try /help."),
+        // Handled as they arrive (`on_message`), never queued; reaching here
+        // `/stop` found nothing running.
+        Builtin::Stop => super::stop::NOTHING_TO_STOP.to_owned(),
+        Builtin::Approve => super::approve_cmd::USAGE.to_owned(),
     })
 }
 
@@ -184,6 +258,7 @@ mod tests {
             parse("/help"),
             Some(Command {
                 name: "help".into(),
+                builtin: Some(Builtin::Help),
                 args: vec![]
             })
         );
@@ -191,11 +266,36 @@ mod tests {
             parse("/Tasks@my_bot cancel ab12cd"),
             Some(Command {
                 name: "tasks".into(),
+                builtin: Some(Builtin::Tasks),
                 args: vec!["cancel", "ab12cd"]
             })
         );
+        assert_eq!(parse("/standup notes").unwrap().builtin, None);
         assert_eq!(parse("hello /help"), None);
         assert_eq!(parse("/"), None);
         assert_eq!(parse("/etc/passwd is a file"), None);
+    }
+
+    #[test]
+    fn help_names_and_menu_come_from_the_one_enum() {
+        let text = help();
+        for b in Builtin::ALL {
+            assert_eq!(Builtin::from_name(b.name()), Some(b));
+            assert!(COMMANDS.contains(&b.name()));
+            if b != Builtin::Start {
+                assert!(text.contains(&format!("/{}", b.name())), "{b:?} in {text}");
+            }
+        }
+        let mut unique = COMMANDS.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), COMMANDS.len());
+        let menu: Vec<String> = Builtin::ALL
+            .into_iter()
+            .filter(|b| b.menu().is_some())
+            .map(|b| b.name().to_owned())
+            .collect();
+        assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
+        assert_eq!(menu.len(), 10);
     }
 }

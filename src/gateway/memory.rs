@@ -87,7 +87,7 @@ pub(crate) async fn prepare(
     model_text: &str,
     query: Option<&str>,
 ) -> (String, Option<String>) {
-    let config = inner.memory.book().config();
+    let config = inner.extractor.book().config();
     if !config.enabled {
         return (model_text.to_owned(), None);
     }
@@ -177,7 +177,7 @@ pub(crate) async fn after_turn(
             save_doc(inner, session, StateDoc::Task, &task).await;
         }
     }
-    if !inner.memory.book().config().enabled || outcome.stop == StopReason::Paused {
+    if !inner.extractor.book().config().enabled || outcome.stop == StopReason::Paused {
         return;
     }
     let previous_json = match &memory.state {
@@ -228,7 +228,7 @@ pub(crate) async fn answer_buttons(
     question: &str,
     outcome: &TurnOutcome,
 ) -> Vec<Vec<Button>> {
-    let config = inner.memory.book().config();
+    let config = inner.extractor.book().config();
     let shown = config.feedback_buttons && adapter.capabilities().answer_buttons;
     if !shown || outcome.stop != StopReason::Answered || outcome.text.trim().is_empty() {
         return Vec::new();
@@ -305,7 +305,7 @@ fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
     let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
     tokio::spawn(async move {
         let _guard = guard;
-        let provider = Arc::clone(inner.memory.provider());
+        let provider = Arc::clone(inner.extractor.provider());
         if let Err(e) = distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await {
             tracing::warn!(error = %e, "could not distill correction rules");
         }
@@ -315,12 +315,12 @@ fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
 /// The memory flush before compaction: what the head holds that is worth
 /// keeping is extracted before it is summarized away.
 pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &str, head: &[Message]) {
-    if !inner.memory.book().config().enabled {
+    if !inner.extractor.book().config().enabled {
         return;
     }
     let source = format!("chat:{session}");
     if let Err(e) = inner
-        .memory
+        .extractor
         .extract(MemoryOwner::of(key), &source, head, Utc::now())
         .await
     {

@@ -40,6 +40,7 @@ use crate::metrics::Metrics;
 use crate::store::{ApprovalStatus, SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
+use commands::Builtin;
 pub use commands::COMMANDS;
 use kept::Kept;
 use limiter::{Limit, UserLimiter};
@@ -83,8 +84,9 @@ pub(crate) struct Inner {
     pub agent: Arc<Agent>,
     pub approvals: Approvals,
     pub tasks: Arc<TaskManager>,
-    /// Long-term memory of the users, with the agent's provider for extraction.
-    pub memory: Extractor,
+    /// Extracts long-term memories (with the agent's provider); its book is
+    /// the users' memories.
+    pub extractor: Extractor,
     pub shutdown: CancellationToken,
     adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
     access: AccessControl,
@@ -156,14 +158,14 @@ impl Gateway {
             metrics,
             skills,
         } = parts;
-        let memory = Extractor::new(
+        let extractor = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
             Arc::clone(agent.provider()),
         );
         let instance = uuid::Uuid::new_v4().simple().to_string();
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
-            memory,
+            extractor,
             store,
             agent,
             tasks,
@@ -212,7 +214,7 @@ impl Gateway {
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
-            self.inner.memory.clone(),
+            self.inner.extractor.clone(),
             self.inner.store.clone(),
             self.inner.busy.clone(),
             self.inner.shutdown.clone(),
@@ -346,13 +348,15 @@ impl Gateway {
         // another session (an approver's), so it does not queue behind this
         // session's turn; an edit's new arguments right behind it then find
         // the approval already sent back.
-        if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approve") {
+        let command = commands::parse(&msg.text);
+        let builtin = command.as_ref().and_then(|c| c.builtin);
+        if let (Some(cmd), Some(Builtin::Approve)) = (&command, builtin) {
             let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
             return reply(text, Some(msg.message_id));
         }
         // Answered inline too: a read of the cards, not a turn.
-        if let Some(cmd) = commands::parse(&msg.text).filter(|c| c.name == "approvals") {
-            let text = approvals_cmd::run(inner, &cmd, &key)
+        if let (Some(cmd), Some(Builtin::Approvals)) = (&command, builtin) {
+            let text = approvals_cmd::run(inner, cmd, &key)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::error!(error = %e, "could not list approvals");
@@ -361,10 +365,13 @@ impl Gateway {
             return reply(text, Some(msg.message_id));
         }
         // `/stop` cancels the turn running now; it must not queue behind it.
-        if commands::parse(&msg.text).is_some_and(|c| c.name == "stop") {
+        if builtin == Some(Builtin::Stop) {
             let stopped = self.session_if_exists(&key).is_some_and(|h| h.stop());
             if !stopped {
-                reply(stop::NOTHING_TO_STOP.to_owned(), Some(msg.message_id));
+                let text = stop::deny_waiting_card(inner, &key, &msg.user)
+                    .await
+                    .unwrap_or_else(|| stop::NOTHING_TO_STOP.to_owned());
+                reply(text, Some(msg.message_id));
             }
             // A stopped turn answers for itself ("Cancelled.") and goes idle.
             return;
@@ -395,8 +402,8 @@ impl Gateway {
                         .await;
                     // The paused turn resumes from its row; an edit waits
                     // for the requester's next message instead.
-                    if decided.is_some_and(|r| r.status != ApprovalStatus::Edited) {
-                        queue_resume(&inner, id).await;
+                    if let Some(record) = decided.filter(|r| r.status != ApprovalStatus::Edited) {
+                        resume_in(&inner, record.session_key(), record.id);
                     }
                 }
                 None if parse_feedback(&press.action).is_some() => {
@@ -472,6 +479,15 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
     inner.inbox_held.fetch_add(1, Ordering::Relaxed);
     let guard = inner.busy.enter();
     session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
+}
+
+/// Queues the resumption of the turn paused on `approval_id` in the session of
+/// `key` (an approval's requester in its chat, see
+/// [`crate::store::ApprovalRecord::session_key`]). Nothing happens when no
+/// paused turn is stored.
+pub(crate) fn resume_in(inner: &Arc<Inner>, key: SessionKey, approval_id: String) {
+    let guard = inner.busy.enter();
+    session_worker(inner, key).enqueue_resume(approval_id, guard);
 }
 
 /// Queues the resumption of the turn paused on `approval_id` in its session,

@@ -88,14 +88,7 @@ impl SessionHandle {
                         running.end();
                     }
                     Work::Resume { approval_id } => {
-                        // A decided approval must not be lost to an outage
-                        // either: its paused turn resumes once storage is back.
-                        if hold::session_when_stored(&inner, &key, None)
-                            .await
-                            .is_none()
-                        {
-                            break;
-                        }
+                        // Held through an outage by the claim itself.
                         let cancel = running.begin(&inner.shutdown);
                         turn::resume(&inner, &approval_id, None, cancel).await;
                         running.end();

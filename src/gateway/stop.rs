@@ -1,10 +1,44 @@
-//! `/stop`: cancels the turn a session is running now, leaving its queue alone.
+//! `/stop`: cancels the turn a session is running now, leaving its queue
+//! alone; with none running, denies the card its paused turn waits at.
 
+use super::Inner;
+use crate::approvals::Choice;
+use crate::store::SessionKey;
 use std::sync::{Arc, Mutex};
+use switchboard_platform::User;
 use tokio_util::sync::CancellationToken;
 
 /// The reply to `/stop` when the session runs no turn.
 pub(crate) const NOTHING_TO_STOP: &str = "Nothing is running to stop.";
+
+/// `/stop` while no turn runs: a turn of this session paused at a card (or
+/// waiting for an edit of one) ends there — the card is denied, as a press
+/// on Deny would, and the turn resumes with that. `None` when nothing waits.
+pub(super) async fn deny_waiting_card(
+    inner: &Arc<Inner>,
+    key: &SessionKey,
+    user: &User,
+) -> Option<String> {
+    let waiting = match inner.store.pending_approvals(inner.approvals.now()).await {
+        Ok(pending) => pending.into_iter().find(|a| a.session_key() == *key),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not look for a waiting card");
+            None
+        }
+    };
+    let record = waiting?;
+    let decided = inner
+        .approvals
+        .handle_text(
+            key.platform,
+            user,
+            &record.id,
+            Choice::Deny,
+            Some("stopped with /stop".into()),
+        )
+        .await;
+    Some(super::approve_cmd::apply(inner, decided))
+}
 
 /// The cancel token of the turn a session worker runs, if any.
 #[derive(Clone, Default)]

@@ -92,7 +92,7 @@ pub(crate) async fn process(
             let skills = inner.skills.book();
             let skill = cmd
                 .as_ref()
-                .filter(|cmd| !commands::is_builtin(&cmd.name))
+                .filter(|cmd| cmd.builtin.is_none())
                 .and_then(|cmd| skills.get(&cmd.name));
             if let Some(skill) = skill {
                 let input = text::user_text(commands::input_after_name(&m.text));
@@ -207,31 +207,33 @@ pub(crate) async fn resume(
     edit: Option<String>,
     cancel: CancellationToken,
 ) {
-    let editing = matches!(
-        inner.store.approval(approval_id).await,
-        Ok(Some(r)) if decision_of(&r) == Decision::Edit
-    );
-    if editing && edit.is_none() {
-        return;
-    }
-    // A decided approval must not be lost to an outage: the claim waits for
-    // storage (the row stays for the next process if the gateway stops first).
     let store = &inner.store;
-    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || {
-        store.claim_turn_state(approval_id)
+    // A decided approval must not be lost to an outage: the claim waits for
+    // storage (the row stays for the next process if the gateway stops
+    // first). Without the requester's text, an approval sent back for
+    // editing leaves its row alone.
+    let editing = edit.is_some();
+    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
+        if editing {
+            store.claim_turn_state(approval_id).await
+        } else {
+            store.claim_decided_turn(approval_id).await
+        }
     })
     .await;
     let Some(Some(state)) = claimed else {
         return;
     };
     // Read after the claim: an edit nobody sent may have expired meanwhile.
-    let decision = match inner.store.approval(approval_id).await {
-        Ok(Some(record)) => decision_of(&record),
-        Ok(None) => Decision::Expired,
-        Err(e) => {
-            tracing::error!(error = %e, "could not read the approval of a paused turn");
-            Decision::Expired
-        }
+    let record = super::hold::until_stored(inner, "reading a decided approval", || {
+        store.approval(approval_id)
+    })
+    .await;
+    let decision = match record {
+        Some(Some(record)) => decision_of(&record),
+        Some(None) => Decision::Expired,
+        // Stopping: the claimed turn is not run (at most once).
+        None => return,
     };
     let TurnState {
         session_id,

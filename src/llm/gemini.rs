@@ -20,7 +20,7 @@ use super::endpoint::EndpointConfig;
 use super::error::ProviderError;
 use super::http;
 use super::metadata::ModelInfo;
-use super::openai_error;
+use super::openai::error as openai_error;
 use super::sse;
 use super::types::ChatRequest;
 use super::{ChunkStream, Provider};

@@ -8,7 +8,7 @@ use switchboard_platform::Secret;
 
 use super::endpoint::EndpointConfig;
 use super::error::ProviderError;
-use super::openai_error;
+use super::openai::error as openai_error;
 
 /// Longest error body read from a failed response.
 const MAX_ERROR_BODY: usize = 64 * 1024;

@@ -1,6 +1,10 @@
 //! The OpenAI-compatible provider (OpenAI, DeepSeek, Qwen, Kimi, Ollama, vLLM,
 //! llama.cpp) over reqwest and SSE.
 
+pub(super) mod error;
+mod stream;
+mod wire;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
@@ -11,12 +15,12 @@ use super::endpoint::{EndpointConfig, TextToolCalls};
 use super::error::ProviderError;
 use super::http;
 use super::metadata::ModelInfo;
-use super::openai_error;
-use super::openai_stream::StreamDecoder;
-use super::openai_wire::{request_body, RequestOptions};
 use super::sse;
 use super::types::{ChatRequest, Role};
 use super::{ChunkStream, Provider};
+use error as openai_error;
+use stream::StreamDecoder;
+use wire::{request_body, RequestOptions};
 
 /// The scheme of the `Authorization` header.
 const BEARER: &str = "Bearer ";

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use switchboard_platform::Secret;
 
 use super::error::ProviderError;
-use super::openai_error;
+use super::openai::error as openai_error;
 use super::types::Chunk;
 use super::ChunkStream;
 

@@ -64,6 +64,14 @@ pub struct ApprovalRecord {
     pub expires_at: DateTime<Utc>,
 }
 
+impl ApprovalRecord {
+    /// The session whose turn waits for this approval: the requester's, in
+    /// the card's chat (and thread).
+    pub fn session_key(&self) -> crate::domain::SessionKey {
+        crate::domain::SessionKey::of(&self.chat, self.requester)
+    }
+}
+
 /// A stored "always allow": this user may run this tool with these exact arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRule {

@@ -105,6 +105,24 @@ impl Store {
         row.as_ref().map(turn_from_row).transpose()
     }
 
+    /// Takes the paused turn waiting for `approval_id` unless that approval was
+    /// sent back for editing (then the requester's next message takes it):
+    /// one atomic delete, like [`Store::claim_turn_state`].
+    pub async fn claim_decided_turn(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<TurnState>, StoreError> {
+        let row = sqlx::query(&format!(
+            "DELETE FROM turn_states WHERE approval_id = $1
+               AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.id = $1 AND a.status = 'edited')
+             RETURNING {TURN_COLUMNS}"
+        ))
+        .bind(approval_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(turn_from_row).transpose()
+    }
+
     /// Where the turn paused on `approval_id` belongs, without claiming it (to
     /// queue its resumption in the right session). One indexed read.
     pub async fn paused_turn_origin(

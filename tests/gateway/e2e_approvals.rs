@@ -767,3 +767,37 @@ async fn a_call_edited_more_than_three_times_is_denied() {
     assert!(result.contains("too many edits"), "{result}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn stop_at_an_open_card_denies_it_and_the_paused_turn_answers() {
+    // No turn runs while a card waits (the turn is a row): `/stop` ends the
+    // wait instead, as Deny would, on any platform.
+    let h = Harness::start().await;
+    let card = exec_card(&h, "touch stopped.txt", "Stopped; nothing ran.").await;
+    // The paused turn has ended (a `/stop` racing its last step would stop
+    // that turn instead, which has nothing left to do).
+    h.idle().await;
+    h.channel.dm(1, "/stop").await;
+    h.wait_for("the answer", |l| l.has_text("Stopped; nothing ran."))
+        .await;
+    let log = h.channel.log();
+    assert!(
+        log.has_text(&format!(
+            "Recorded: denied for `{}`.",
+            &card.approval_id()[..8]
+        )),
+        "{log}"
+    );
+    assert!(log.messages[&card.id.0].text.contains("Denied"), "{log}");
+    let result = tool_result(&h.requests(2).await[1], "call_exec");
+    assert!(result.contains("stopped with /stop"), "{result}");
+    assert!(!h.workspace().join("stopped.txt").exists());
+    // Nothing waits any more.
+    h.idle().await;
+    h.channel.dm(1, "/stop").await;
+    h.wait_for("nothing to stop", |l| {
+        l.has_text("Nothing is running to stop.")
+    })
+    .await;
+    h.stop().await;
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::llm::error::ProviderError;
-use crate::llm::openai_error;
+use crate::llm::openai::error as openai_error;
 
 /// Classifies a non-success HTTP response: 429 is rate limiting, 5xx (529
 /// `overloaded_error` included) a server failure, anything else a refusal.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::llm::error::ProviderError;
-use crate::llm::openai_error;
+use crate::llm::openai::error as openai_error;
 
 /// Classifies a non-success HTTP response; `retry_after` is the header's value
 /// (a `RetryInfo` detail in the body is used when the header is absent).

@@ -2,7 +2,7 @@
 //! its short id, from any chat, under the buttons' authorization.
 
 use super::{card, rules, short_id, status_word, Approvals, Choice};
-use crate::store::ApprovalStatus;
+use crate::store::{ApprovalRecord, ApprovalStatus};
 use switchboard_platform::{MessageRef, OutgoingMessage, Platform, User};
 
 /// The outcome of a typed `/approve`.
@@ -12,7 +12,7 @@ pub struct TextDecision {
     pub reply: String,
     /// The decided approval whose paused turn the caller resumes (none for an
     /// edit: the requester's next message resumes it).
-    pub resume: Option<String>,
+    pub resume: Option<ApprovalRecord>,
     /// The card to edit to its final state.
     pub card: Option<(MessageRef, OutgoingMessage)>,
 }
@@ -62,7 +62,7 @@ impl Approvals {
                         };
                         (at, card::final_card(&record))
                     }),
-                    resume: (record.status != ApprovalStatus::Edited).then_some(id),
+                    resume: (record.status != ApprovalStatus::Edited).then(|| record.clone()),
                 }
             }
             Ok(Err(refusal)) => refused(refusal),

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::types::{portable_call_id, ChatRequest, Message, Role, ToolDefinition};
+use crate::llm::types::{portable_call_id, ChatRequest, Message, Role, ToolDefinition};
 
 /// Which optional parameters to send (the endpoint may have rejected some).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,7 +7,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use switchboard_platform::Secret;
 
-use super::error::ProviderError;
+use crate::llm::error::ProviderError;
 
 /// Longest error message kept from a response body.
 const MAX_MESSAGE_CHARS: usize = 500;

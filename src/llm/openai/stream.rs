@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::endpoint::TextToolCalls;
-use super::error::ProviderError;
-use super::openai_error;
-use super::sse::{SseDecoder, Step};
-use super::tool_call_text::{generate_call_id, ToolCallTextFilter};
-use super::types::{Chunk, ToolCall, Usage};
+use super::error as openai_error;
+use crate::llm::endpoint::TextToolCalls;
+use crate::llm::error::ProviderError;
+use crate::llm::sse::{SseDecoder, Step};
+use crate::llm::tool_call_text::{generate_call_id, ToolCallTextFilter};
+use crate::llm::types::{Chunk, ToolCall, Usage};
 
 /// The pure part of stream decoding: SSE `data` payloads in, chunks out.
 #[derive(Debug)]
