@@ -11,8 +11,9 @@
 //!    bench notes the wall clock and injects the Allow press. The command prints
 //!    the wall clock at the moment the process runs, so press → tool start is
 //!    read from the tool result the model receives: it covers authorization,
-//!    the conditional update, waking (or, across processes, resuming from the
-//!    stored row) and spawning the process. Also: press → card updated (the
+//!    the conditional update, queueing the resume, claiming the stored row
+//!    and spawning the process. The press is made once the card's message is
+//!    recorded, as a person's would be. Also: press → card updated (the
 //!    press answered). Same process, and pressed in a second process on the
 //!    same database (the turn is resumed there from its row).
 //! 2. Schedule firing under load: 1,000 one-off schedules of 1,000 users, all
@@ -25,7 +26,8 @@
 //!    20 s, then 1,000 users each get a card (their turns pause on it) and the
 //!    process idles again for 20 s with all 1,000 open. Resident memory
 //!    (`VmRSS`) and CPU time (`utime + stime`, 10 ms ticks) of this process
-//!    (the gateway runs in it) in both idle windows.
+//!    (the gateway runs in it; the fake model keeps no requests, the test
+//!    channel keeps its log of the 1,000 cards) in both idle windows.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/stats.rs"]
@@ -178,6 +180,8 @@ async fn open_cards(dir: &Path) {
             json!({ "command": "true" }),
         )])
     });
+    // The fake shares this process: keeping 1,000 requests would be counted.
+    llm.forget_requests();
     let url = format!("sqlite://{}", dir.join("cards/switchboard.db").display());
     let a = Instance::start(&llm, &url, dir).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -243,6 +247,21 @@ async fn approval_round_trip(name: &str, url: &str, dir: &Path, across: bool) {
             .wait_for("a card", |l| card_in(l, id).is_some())
             .await;
         let action = card_in(&card, id).unwrap();
+        // As a person would: pressed once the card is fully shown (its
+        // message recorded). A press racing that one write waits for it, so
+        // the press can be matched to the card.
+        let approval = action.split(':').nth(1).unwrap().to_owned();
+        while a
+            .running
+            .store
+            .approval(&approval)
+            .await
+            .unwrap()
+            .and_then(|r| r.card_message)
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let answers_before = presser.channel.log().answers().len();
         let pressed = now_ns();
         let t0 = Instant::now();

@@ -227,8 +227,8 @@ impl Agent {
             system_context,
         } = d;
         let deadline = Deadline::start(self.config.turn_deadline);
-        let turn_id = uuid::Uuid::new_v4().simple().to_string();
-        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
+        let turn_id = crate::domain::TurnId::new();
+        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, turn_id.as_str());
         let input = messages
             .get(new_from)
             .map(|m| m.content.clone())

@@ -59,10 +59,12 @@ pub struct ApprovalRequest<'a> {
     pub summary: String,
 }
 
-/// How long after an approval is recorded a press naming a message waits for
-/// the card's own message id to be stored (the card goes out once the
-/// turn's text so far is settled, at most one edit interval later).
-const CARD_BOOKKEEPING: chrono::Duration = chrono::Duration::seconds(30);
+/// How often, and how far apart, a press naming a message looks again for the
+/// card's own message id while the card is being shown (the gap is one
+/// database write; 2 s in all — past that, its storing failed and the chat
+/// decides).
+const BOOKKEEPING_CHECKS: usize = 1_000;
+const BOOKKEEPING_WAIT: Duration = Duration::from_millis(2);
 
 /// Sends the full summary as a file when the card shows only its start. Best
 /// effort: the card (and its decision) stands without it.
@@ -289,22 +291,29 @@ impl Approvals {
         press: &ButtonPress,
         id: &str,
     ) -> Result<Option<String>, StoreError> {
-        let Some(record) = self.store.approval(id).await? else {
+        let Some(mut record) = self.store.approval(id).await? else {
             return Ok(None); // `decide` says it is unknown
         };
+        // The card is being shown right now and its message is not recorded
+        // yet: a press naming a message waits (briefly) for that bookkeeping,
+        // so it can be matched to the card.
+        if press.message.is_some() {
+            for _ in 0..BOOKKEEPING_CHECKS {
+                if record.card_message.is_some() || record.status != ApprovalStatus::Pending {
+                    break;
+                }
+                tokio::time::sleep(BOOKKEEPING_WAIT).await;
+                match self.store.approval(id).await? {
+                    Some(r) => record = r,
+                    None => return Ok(None),
+                }
+            }
+        }
         let same_chat =
             press.chat.platform == record.chat.platform && press.chat.chat == record.chat.chat;
         let same_message = match (&press.message, record.card_message) {
             (Some(pressed), Some(card)) => {
                 pressed.id == card && pressed.chat.chat == record.chat.chat
-            }
-            // The card is being shown right now and its message is not
-            // recorded yet: a press naming a message cannot be matched to
-            // it, so it waits for the bookkeeping.
-            (Some(_), None) if self.clock.now() - record.created_at < CARD_BOOKKEEPING => {
-                return Ok(Some(
-                    "This card is still being shown; press again in a moment.".into(),
-                ));
             }
             // Never recorded (storage failed then), or the platform does not
             // say which message: the chat decides.

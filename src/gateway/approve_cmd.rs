@@ -44,7 +44,7 @@ pub(super) fn apply(inner: &Arc<Inner>, decided: TextDecision) -> String {
         }
     }
     if let Some(record) = decided.resume {
-        resume_in(inner, record.session_key(), record.id);
+        resume_in(inner, &record);
     }
     decided.reply
 }

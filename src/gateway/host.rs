@@ -6,24 +6,21 @@ use crate::agent::{Asked, TurnCheckpoint, TurnHost};
 use crate::approvals::ApprovalRequest;
 use crate::llm::{Message, ToolCall};
 use crate::store::{
-    ApprovalRecord, ApprovalStatus, Conversation, SessionKey, StoreError, TurnContext, TurnState,
+    ApprovalRecord, ApprovalStatus, Conversation, StoreError, TurnContext, TurnState,
 };
 use crate::tasks::{StartError, TaskOrigin};
 use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{ChatAddress, ChatKind, MessageId, PlatformAdapter, User};
+use switchboard_platform::PlatformAdapter;
 
 pub(crate) struct GatewayHost {
     pub inner: Arc<Inner>,
-    pub key: SessionKey,
     pub session_id: String,
-    pub chat: ChatAddress,
-    pub kind: ChatKind,
-    pub user: User,
+    /// Who the turn answers, where, and the message it answers.
+    pub conversation: Conversation,
     pub adapter: Arc<dyn PlatformAdapter>,
-    pub reply_to: Option<MessageId>,
     /// The gateway's part of a checkpoint (plain input, history row ids, edits).
     pub context: TurnContext,
     /// The approval the turn paused on, recorded but not yet shown: its card
@@ -43,7 +40,12 @@ impl TurnHost for GatewayHost {
     ) -> Asked {
         let approvals = &self.inner.approvals;
         match approvals
-            .ruled(self.chat.platform, &self.user, &call.name, arguments)
+            .ruled(
+                self.conversation.chat.platform,
+                &self.conversation.user,
+                &call.name,
+                arguments,
+            )
             .await
         {
             Ok(true) => return Asked::Allowed,
@@ -54,10 +56,10 @@ impl TurnHost for GatewayHost {
             }
         }
         let request = ApprovalRequest {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: crate::domain::ApprovalId::new().0,
             session_id: &self.session_id,
-            requester: &self.user,
-            chat: self.chat,
+            requester: &self.conversation.user,
+            chat: self.conversation.chat,
             tool_name: &call.name,
             tool_display: &spec.display_name,
             arguments,
@@ -103,10 +105,10 @@ impl TurnHost for GatewayHost {
     ) -> Result<String, String> {
         let origin = TaskOrigin {
             session_id: self.session_id.clone(),
-            key: self.key,
-            chat: self.chat,
-            kind: self.kind,
-            user: self.user.clone(),
+            conversation: Conversation {
+                reply_to: None,
+                ..self.conversation.clone()
+            },
             adapter: Arc::clone(&self.adapter),
         };
         self.inner
@@ -123,7 +125,7 @@ impl TurnHost for GatewayHost {
     }
 
     async fn before_compaction(&self, head: &[Message]) {
-        super::memory::flush(&self.inner, &self.key, &self.session_id, head).await;
+        super::memory::flush(&self.inner, &self.conversation.key, &self.session_id, head).await;
     }
 }
 
@@ -140,16 +142,10 @@ impl GatewayHost {
         checkpoint: TurnCheckpoint,
     ) -> Result<(), StoreError> {
         let state = TurnState {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: crate::domain::TurnId::new().0,
             session_id: self.session_id.clone(),
             approval_id: approval_id.to_owned(),
-            origin: Conversation {
-                key: self.key,
-                chat: self.chat,
-                kind: self.kind,
-                user: self.user.clone(),
-                reply_to: self.reply_to,
-            },
+            origin: self.conversation.clone(),
             messages: checkpoint.messages,
             new_from: checkpoint.new_from,
             remaining: checkpoint.remaining,

@@ -276,12 +276,7 @@ impl Gateway {
             "switchboard_inbound_messages_total",
             &[("platform", msg.chat.platform.as_str())],
         );
-        let key = SessionKey {
-            platform: msg.chat.platform,
-            chat: msg.chat.chat,
-            thread: msg.chat.thread,
-            user: msg.user.id,
-        };
+        let key = SessionKey::of(&msg.chat, msg.user.id);
         // Unaddressed group chatter is ignored, unless it answers this user's
         // pending `ask_user` question or is the edit of an approval card.
         if !msg.addressed.is_addressed() && !inner.store.is_waiting(&key).await.unwrap_or(false) {
@@ -290,13 +285,8 @@ impl Gateway {
         let Some(adapter) = inner.adapter(msg.chat.platform) else {
             return;
         };
-        // Replies sent from here are spawned: a chat paused by the platform's
-        // flood control must not hold up the inbound loop of every other chat.
         let reply = |text: String, reply_to: Option<MessageId>| {
-            let (adapter, chat) = (Arc::clone(&adapter), msg.chat);
-            tokio::spawn(
-                async move { turn::notify(adapter.as_ref(), &chat, &text, reply_to).await },
-            );
+            reply_later(&adapter, msg.chat, text, reply_to);
         };
         match inner
             .access
@@ -344,36 +334,10 @@ impl Gateway {
             }
             return;
         }
-        // Decided inline: a decision is quick and may be for a card of
-        // another session (an approver's), so it does not queue behind this
-        // session's turn; an edit's new arguments right behind it then find
-        // the approval already sent back.
-        let command = commands::parse(&msg.text);
-        let builtin = command.as_ref().and_then(|c| c.builtin);
-        if let (Some(cmd), Some(Builtin::Approve)) = (&command, builtin) {
-            let text = approve_cmd::run(inner, &adapter, &msg.user, &cmd.args).await;
-            return reply(text, Some(msg.message_id));
-        }
-        // Answered inline too: a read of the cards, not a turn.
-        if let (Some(cmd), Some(Builtin::Approvals)) = (&command, builtin) {
-            let text = approvals_cmd::run(inner, cmd, &key)
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "could not list approvals");
-                    "⚠️ I can't read the approvals right now (storage unavailable).".into()
-                });
-            return reply(text, Some(msg.message_id));
-        }
-        // `/stop` cancels the turn running now; it must not queue behind it.
-        if builtin == Some(Builtin::Stop) {
-            let stopped = self.session_if_exists(&key).is_some_and(|h| h.stop());
-            if !stopped {
-                let text = stop::deny_waiting_card(inner, &key, &msg.user)
-                    .await
-                    .unwrap_or_else(|| stop::NOTHING_TO_STOP.to_owned());
+        if let Some(answered) = self.inline_command(&msg, &key, &adapter).await {
+            if let Some(text) = answered {
                 reply(text, Some(msg.message_id));
             }
-            // A stopped turn answers for itself ("Cancelled.") and goes idle.
             return;
         }
         // Durable before it is queued: the platform already counts it as
@@ -381,6 +345,46 @@ impl Gateway {
         let guard = inner.busy.enter();
         let kept = inner.keep(&msg).await;
         self.session(key).enqueue_message(msg, kept, guard);
+    }
+
+    /// The commands answered as they arrive instead of queueing: `Some` when
+    /// `msg` was one, with the reply (if any).
+    async fn inline_command(
+        &self,
+        msg: &InboundMessage,
+        key: &SessionKey,
+        adapter: &Arc<dyn PlatformAdapter>,
+    ) -> Option<Option<String>> {
+        let inner = &self.inner;
+        let cmd = commands::parse(&msg.text)?;
+        Some(match cmd.builtin? {
+            // A decision is quick and may be for a card of another session
+            // (an approver's), so it does not queue behind this session's
+            // turn; an edit's new arguments right behind it then find the
+            // approval already sent back.
+            Builtin::Approve => Some(approve_cmd::run(inner, adapter, &msg.user, &cmd.args).await),
+            // A read of the cards, not a turn.
+            Builtin::Approvals => Some(approvals_cmd::run(inner, &cmd, key).await.unwrap_or_else(
+                |e| {
+                    tracing::error!(error = %e, "could not list approvals");
+                    "⚠️ I can't read the approvals right now (storage unavailable).".into()
+                },
+            )),
+            // `/stop` cancels the turn running now; it must not queue behind
+            // it. A stopped turn answers for itself ("Cancelled.").
+            Builtin::Stop => {
+                if self.session_if_exists(key).is_some_and(|h| h.stop()) {
+                    None
+                } else {
+                    Some(
+                        stop::deny_waiting_card(inner, key, &msg.user)
+                            .await
+                            .unwrap_or_else(|| stop::NOTHING_TO_STOP.to_owned()),
+                    )
+                }
+            }
+            _ => return None,
+        })
     }
 
     fn on_press(&self, press: ButtonPress) {
@@ -403,7 +407,7 @@ impl Gateway {
                     // The paused turn resumes from its row; an edit waits
                     // for the requester's next message instead.
                     if let Some(record) = decided.filter(|r| r.status != ApprovalStatus::Edited) {
-                        resume_in(&inner, record.session_key(), record.id);
+                        resume_in(&inner, &record);
                     }
                 }
                 None if parse_feedback(&press.action).is_some() => {
@@ -425,7 +429,7 @@ impl Gateway {
     }
 
     fn on_task_finished(&self, done: TaskFinished) {
-        let key = done.origin.key;
+        let key = done.origin.conversation.key;
         let guard = self.inner.busy.enter();
         self.session(key)
             .enqueue(SessionInput::Notification(done), guard);
@@ -457,6 +461,19 @@ impl Gateway {
     }
 }
 
+/// Sends a reply from the inbound path on a task of its own: a chat paused by
+/// the platform's flood control must not hold up the inbound loop of every
+/// other chat.
+fn reply_later(
+    adapter: &Arc<dyn PlatformAdapter>,
+    chat: switchboard_platform::ChatAddress,
+    text: String,
+    reply_to: Option<MessageId>,
+) {
+    let adapter = Arc::clone(adapter);
+    tokio::spawn(async move { turn::notify(adapter.as_ref(), &chat, &text, reply_to).await });
+}
+
 /// The worker of `key`'s session, started on first use.
 fn session_worker(inner: &Arc<Inner>, key: SessionKey) -> SessionHandle {
     let mut sessions = inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -481,13 +498,17 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
     session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
 }
 
-/// Queues the resumption of the turn paused on `approval_id` in the session of
-/// `key` (an approval's requester in its chat, see
-/// [`crate::store::ApprovalRecord::session_key`]). Nothing happens when no
-/// paused turn is stored.
-pub(crate) fn resume_in(inner: &Arc<Inner>, key: SessionKey, approval_id: String) {
+/// Queues the resumption of the turn paused on the approval just `decided`,
+/// in its requester's session in its chat (see
+/// [`crate::store::ApprovalRecord::session_key`]), with the decision it
+/// carries. Nothing happens when no paused turn is stored.
+pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalRecord) {
     let guard = inner.busy.enter();
-    session_worker(inner, key).enqueue_resume(approval_id, guard);
+    session_worker(inner, decided.session_key()).enqueue_resume(
+        decided.id.clone(),
+        Some(crate::approvals::decision_of(decided)),
+        guard,
+    );
 }
 
 /// Queues the resumption of the turn paused on `approval_id` in its session,
@@ -497,7 +518,7 @@ pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
     match inner.store.paused_turn_origin(&approval_id).await {
         Ok(Some(origin)) => {
             let guard = inner.busy.enter();
-            session_worker(inner, origin.key).enqueue_resume(approval_id, guard);
+            session_worker(inner, origin.key).enqueue_resume(approval_id, None, guard);
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),

@@ -4,6 +4,7 @@ use super::hold;
 use super::stop::RunningTurn;
 use super::turn;
 use super::{Inner, Kept};
+use crate::approvals::Decision;
 use crate::busy::BusyGuard;
 use crate::store::{Conversation, SessionKey};
 use crate::tasks::TaskFinished;
@@ -26,9 +27,11 @@ pub(crate) enum SessionInput {
 enum Work {
     Input(Box<SessionInput>),
     /// The approval this turn paused on was decided (a press, `/approve`, the
-    /// expiry sweeper — in this process or, after a restart, another).
+    /// expiry sweeper — in this process or, after a restart, another), with
+    /// the decision when the decider passed it along (final: no read needed).
     Resume {
         approval_id: String,
+        decided: Option<Decision>,
     },
 }
 
@@ -87,10 +90,13 @@ impl SessionHandle {
                         turn::process(&inner, key, session, *input, cancel).await;
                         running.end();
                     }
-                    Work::Resume { approval_id } => {
+                    Work::Resume {
+                        approval_id,
+                        decided,
+                    } => {
                         // Held through an outage by the claim itself.
                         let cancel = running.begin(&inner.shutdown);
-                        turn::resume(&inner, &approval_id, None, cancel).await;
+                        turn::resume(&inner, &approval_id, decided, cancel).await;
                         running.end();
                     }
                 }
@@ -119,8 +125,20 @@ impl SessionHandle {
     }
 
     /// Queues the resumption of the turn paused on `approval_id`.
-    pub(crate) fn enqueue_resume(&self, approval_id: String, guard: BusyGuard) -> bool {
-        self.send(Work::Resume { approval_id }, None, guard)
+    pub(crate) fn enqueue_resume(
+        &self,
+        approval_id: String,
+        decided: Option<Decision>,
+        guard: BusyGuard,
+    ) -> bool {
+        self.send(
+            Work::Resume {
+                approval_id,
+                decided,
+            },
+            None,
+            guard,
+        )
     }
 
     fn send(&self, work: Work, kept: Option<Kept>, guard: BusyGuard) -> bool {

@@ -10,16 +10,14 @@ use super::outbound::{send_text, ReplyStream};
 use super::session::SessionInput;
 use super::text;
 use super::Inner;
-use crate::agent::{Resolution, ResumeRequest, RuntimeEvent, StopReason, TurnRequest};
+use crate::agent::{Resolution, ResumeRequest, RuntimeEvent, StopReason, TurnOutcome, TurnRequest};
 use crate::approvals::{decision_of, edited_arguments, Decision};
 use crate::llm::{Message, ToolCall};
 use crate::store::{Conversation, SessionId, SessionKey, TurnContext, TurnState};
 use crate::tasks::{notification_text, scheduled_text};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{
-    Activity, ChatAddress, ChatKind, MessageId, OutgoingMessage, PlatformAdapter, User,
-};
+use switchboard_platform::{Activity, ChatAddress, MessageId, OutgoingMessage, PlatformAdapter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,27 +29,11 @@ const MAX_EDITS: u32 = 3;
 /// this limit — decides what leaves the context.
 const HISTORY_LIMIT: u32 = 2 * crate::agent::MAX_CONTEXT_MESSAGES as u32;
 
-/// Who a turn answers, and where.
+/// Who a turn answers, where, and through which adapter and session.
 struct Origin {
-    key: SessionKey,
-    chat: ChatAddress,
-    kind: ChatKind,
-    user: User,
-    reply_to: Option<MessageId>,
+    conversation: Conversation,
     adapter: Arc<dyn PlatformAdapter>,
     session: SessionId,
-}
-
-impl Origin {
-    fn turn_origin(&self) -> Conversation {
-        Conversation {
-            key: self.key,
-            chat: self.chat,
-            kind: self.kind,
-            user: self.user.clone(),
-            reply_to: self.reply_to,
-        }
-    }
 }
 
 /// Runs `input` in `session` (the session of `key`, looked up by the worker).
@@ -67,70 +49,42 @@ pub(crate) async fn process(
     if let SessionInput::Message(m) = &input {
         match inner.store.awaited_edit(&session.0).await {
             Ok(Some(approval_id)) => {
-                return resume(inner, &approval_id, Some(m.text.clone()), cancel).await
+                return resume_with(inner, &approval_id, Next::Edit(m.text.clone()), cancel).await
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "could not look for an awaited edit"),
         }
     }
-    let (chat, kind, user, reply_to) = match &input {
-        SessionInput::Message(m) => (m.chat, m.chat_kind, m.user.clone(), Some(m.message_id)),
-        SessionInput::Notification(f) => {
-            (f.origin.chat, f.origin.kind, f.origin.user.clone(), None)
+    let conversation = match &input {
+        SessionInput::Message(m) => {
+            Conversation::new(m.chat, m.chat_kind, m.user.clone(), Some(m.message_id))
         }
-        SessionInput::Scheduled { origin, .. } => {
-            (origin.chat, origin.kind, origin.user.clone(), None)
-        }
+        // A notification or a schedule's turn replies to no message.
+        SessionInput::Notification(f) => Conversation {
+            reply_to: None,
+            ..f.origin.conversation.clone()
+        },
+        SessionInput::Scheduled { origin, .. } => Conversation {
+            reply_to: None,
+            ..origin.clone()
+        },
     };
-    let Some(adapter) = inner.adapter(chat.platform) else {
-        tracing::warn!(platform = %chat.platform, "no adapter for this platform");
+    let Some(adapter) = inner.adapter(conversation.chat.platform) else {
+        tracing::warn!(platform = %conversation.chat.platform, "no adapter for this platform");
         return;
     };
-    let model_input = match &input {
-        SessionInput::Message(m) => {
-            let cmd = commands::parse(&m.text);
-            let skills = inner.skills.book();
-            let skill = cmd
-                .as_ref()
-                .filter(|cmd| cmd.builtin.is_none())
-                .and_then(|cmd| skills.get(&cmd.name));
-            if let Some(skill) = skill {
-                let input = text::user_text(commands::input_after_name(&m.text));
-                Message::user(skill.invocation(&input))
-            } else if let Some(cmd) = cmd {
-                let reply = commands::run(
-                    inner,
-                    &cmd,
-                    &key,
-                    &session,
-                    &user,
-                    m.chat_kind.is_private(),
-                )
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, command = %cmd.name, "command failed");
-                    "⚠️ That command failed because storage is unavailable. Please try again."
-                        .into()
-                });
-                notify(adapter.as_ref(), &chat, &reply, reply_to).await;
-                return;
-            } else {
-                user_message(inner, &key, m).await
-            }
-        }
-        SessionInput::Notification(f) => Message::user(notification_text(f)),
-        SessionInput::Scheduled { prompt, .. } => Message::user(scheduled_text(prompt)),
-    };
     let origin = Origin {
-        key,
-        chat,
-        kind,
-        user,
-        reply_to,
+        conversation,
         adapter,
         session,
     };
-    let _ = origin.adapter.activity(&chat, Activity::Typing).await;
+    let Some(model_input) = model_input(inner, &origin, &input).await else {
+        return;
+    };
+    let _ = origin
+        .adapter
+        .activity(&origin.conversation.chat, Activity::Typing)
+        .await;
     let state = memory::session_state(inner, &origin.session).await;
     let (history, ids) = memory::load_history(
         inner,
@@ -144,7 +98,7 @@ pub(crate) async fn process(
         SessionInput::Message(m) => Some(m.text.as_str()),
         _ => None,
     };
-    let private = origin.kind.is_private();
+    let private = origin.conversation.kind.is_private();
     let (wrapped, system_context) =
         memory::prepare(inner, &key, private, &state, &model_input.content, query).await;
     let turn_memory = memory::TurnMemory {
@@ -160,7 +114,7 @@ pub(crate) async fn process(
     let host = host(inner, &origin, context);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
-        origin: Some(origin.turn_origin()),
+        origin: Some(origin.conversation.clone()),
         history,
         input: Message::user(wrapped),
         host: Arc::clone(&host) as _,
@@ -168,6 +122,44 @@ pub(crate) async fn process(
         system_context,
     });
     deliver(inner, &origin, &host, events, turn_memory).await;
+}
+
+/// What the model is given for `input`: a skill's invocation, the user's
+/// message, a task's notification or a schedule's prompt. `None` when the
+/// input was a command, answered here.
+async fn model_input(inner: &Inner, o: &Origin, input: &SessionInput) -> Option<Message> {
+    let m = match input {
+        SessionInput::Message(m) => m,
+        SessionInput::Notification(f) => return Some(Message::user(notification_text(f))),
+        SessionInput::Scheduled { prompt, .. } => {
+            return Some(Message::user(scheduled_text(prompt)))
+        }
+    };
+    let key = &o.conversation.key;
+    let Some(cmd) = commands::parse(&m.text) else {
+        return Some(user_message(inner, key, m).await);
+    };
+    if cmd.builtin.is_none() {
+        if let Some(skill) = inner.skills.book().get(&cmd.name) {
+            let input = text::user_text(commands::input_after_name(&m.text));
+            return Some(Message::user(skill.invocation(&input)));
+        }
+    }
+    let private = m.chat_kind.is_private();
+    let reply = commands::run(inner, &cmd, key, &o.session, &m.user, private)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, command = %cmd.name, "command failed");
+            "⚠️ That command failed because storage is unavailable. Please try again.".into()
+        });
+    notify(
+        o.adapter.as_ref(),
+        &o.conversation.chat,
+        &reply,
+        Some(m.message_id),
+    )
+    .await;
+    None
 }
 
 /// What the model is told the user said: the text, a note on attachments, and
@@ -204,15 +196,33 @@ async fn user_message(
 pub(crate) async fn resume(
     inner: &Arc<Inner>,
     approval_id: &str,
-    edit: Option<String>,
+    decided: Option<Decision>,
     cancel: CancellationToken,
 ) {
+    let next = match decided {
+        Some(decision) => Next::Decided(decision),
+        None => Next::Read,
+    };
+    resume_with(inner, approval_id, next, cancel).await;
+}
+
+/// What a resumption brings for the call its turn paused on.
+enum Next {
+    /// The decision, passed along by whoever took it (final).
+    Decided(Decision),
+    /// Read it from the approval (the sweeper, a restart).
+    Read,
+    /// The requester's message for an approval sent back for editing.
+    Edit(String),
+}
+
+async fn resume_with(inner: &Arc<Inner>, approval_id: &str, next: Next, cancel: CancellationToken) {
     let store = &inner.store;
     // A decided approval must not be lost to an outage: the claim waits for
     // storage (the row stays for the next process if the gateway stops
     // first). Without the requester's text, an approval sent back for
     // editing leaves its row alone.
-    let editing = edit.is_some();
+    let editing = matches!(next, Next::Edit(_));
     let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
         if editing {
             store.claim_turn_state(approval_id).await
@@ -224,16 +234,26 @@ pub(crate) async fn resume(
     let Some(Some(state)) = claimed else {
         return;
     };
-    // Read after the claim: an edit nobody sent may have expired meanwhile.
-    let record = super::hold::until_stored(inner, "reading a decided approval", || {
-        store.approval(approval_id)
-    })
-    .await;
-    let decision = match record {
-        Some(Some(record)) => decision_of(&record),
-        Some(None) => Decision::Expired,
-        // Stopping: the claimed turn is not run (at most once).
-        None => return,
+    let (decision, edit) = match next {
+        Next::Decided(decision) => (decision, None),
+        // Read after the claim: an edit nobody sent may have expired meanwhile.
+        Next::Read | Next::Edit(_) => {
+            let record = super::hold::until_stored(inner, "reading a decided approval", || {
+                store.approval(approval_id)
+            })
+            .await;
+            let decision = match record {
+                Some(Some(record)) => decision_of(&record),
+                Some(None) => Decision::Expired,
+                // Stopping: the claimed turn is not run (at most once).
+                None => return,
+            };
+            let edit = match next {
+                Next::Edit(text) => Some(text),
+                _ => None,
+            };
+            (decision, edit)
+        }
     };
     let TurnState {
         session_id,
@@ -251,11 +271,7 @@ pub(crate) async fn resume(
         return;
     };
     let origin = Origin {
-        key: origin.key,
-        chat: origin.chat,
-        kind: origin.kind,
-        user: origin.user,
-        reply_to: origin.reply_to,
+        conversation: origin,
         adapter,
         session: SessionId(session_id),
     };
@@ -286,11 +302,11 @@ pub(crate) async fn resume(
     let host = host(inner, &origin, context);
     let _ = origin
         .adapter
-        .activity(&origin.chat, Activity::Typing)
+        .activity(&origin.conversation.chat, Activity::Typing)
         .await;
     let events = inner.agent.resume_turn(ResumeRequest {
         session_id: origin.session.0.clone(),
-        origin: Some(origin.turn_origin()),
+        origin: Some(origin.conversation.clone()),
         messages,
         new_from,
         remaining,
@@ -316,7 +332,11 @@ async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
         "I couldn't use that as new arguments; {}. The card is open again.",
         crate::approvals::edit_prompt(&old.to_string())
     );
-    if let Err(e) = o.adapter.send(&o.chat, OutgoingMessage::text(notice)).await {
+    if let Err(e) = o
+        .adapter
+        .send(&o.conversation.chat, OutgoingMessage::text(notice))
+        .await
+    {
         tracing::warn!(error = %e, "could not send a notice");
     }
     Resolution::AskAgain { arguments: old }
@@ -325,13 +345,9 @@ async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
 fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
-        key: o.key,
         session_id: o.session.0.clone(),
-        chat: o.chat,
-        kind: o.kind,
-        user: o.user.clone(),
+        conversation: o.conversation.clone(),
         adapter: Arc::clone(&o.adapter),
-        reply_to: o.reply_to,
         context,
         paused: Mutex::new(None),
     })
@@ -345,7 +361,100 @@ async fn deliver(
     mut events: mpsc::Receiver<RuntimeEvent>,
     turn_memory: memory::TurnMemory,
 ) {
-    let mut reply = ReplyStream::new(Arc::clone(&o.adapter), o.chat, o.reply_to);
+    let mut reply = ReplyStream::new(
+        Arc::clone(&o.adapter),
+        o.conversation.chat,
+        o.conversation.reply_to,
+    );
+    let Some(mut outcome) = stream(&mut reply, &mut events, o).await else {
+        tracing::error!("turn ended without an outcome");
+        let _ = o
+            .adapter
+            .activity(&o.conversation.chat, Activity::Idle)
+            .await;
+        return;
+    };
+    count(inner, o, &outcome);
+    if outcome.stop == StopReason::Paused {
+        return pause(inner, o, host, reply, &outcome).await;
+    }
+    let mut final_text = outcome.text.clone();
+    if outcome.stop == StopReason::ModelError {
+        let cause = outcome.error.as_deref();
+        audit_error_with(inner, o, "error.model", &outcome.text, cause).await;
+        final_text = super::model_error::shown_text(
+            o.adapter.capabilities().local_operator,
+            &final_text,
+            cause,
+        );
+    }
+    memory::restore_input(&mut outcome, &turn_memory);
+    // Held, not dropped, when storage fails: saved once it is back (below,
+    // after the answer is delivered), or by the next start.
+    let held = exchange::save_or_hold(
+        inner,
+        o.conversation.chat.platform,
+        &o.session,
+        &outcome.new_messages,
+    )
+    .await;
+    match &held {
+        None => memory::after_turn(inner, &o.session, &turn_memory, &outcome).await,
+        Some(held) if !held.restart_proof() => {
+            final_text.push_str("\n\n_(I couldn't save this exchange yet; I may not remember it if I restart before my storage is back.)_");
+        }
+        Some(_) => {}
+    }
+    if outcome.stop == StopReason::WaitingForUser {
+        let question = outcome.new_messages.last().map(|m| m.content.as_str());
+        if let Err(e) = inner
+            .store
+            .set_waiting_question(&o.conversation.key, question)
+            .await
+        {
+            tracing::warn!(error = %e, "could not mark the session as waiting for an answer");
+        }
+    }
+    record_usage(inner, o, &outcome, 1).await;
+    let question = outcome
+        .new_messages
+        .first()
+        .map(|m| m.content.as_str())
+        .unwrap_or_default();
+    let buttons = memory::answer_buttons(
+        inner,
+        &o.conversation.key,
+        &o.session,
+        o.adapter.as_ref(),
+        question,
+        &outcome,
+    )
+    .await;
+    reply.set_final_buttons(buttons);
+    if let Err(e) = reply.finish(&final_text).await {
+        tracing::error!(error = %e, "could not deliver the answer");
+        audit_error(inner, o, "error.delivery", &e.to_string()).await;
+    }
+    let _ = o
+        .adapter
+        .activity(&o.conversation.chat, Activity::Idle)
+        .await;
+    // The session's next input waits until this exchange is in its history.
+    if let Some(held) = held {
+        let reason = format!("saved late: {}", held.reason());
+        if held.save_when_back(inner).await {
+            audit_error(inner, o, "error.storage", &reason).await;
+            memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
+        }
+    }
+}
+
+/// Passes a turn's events to the chat as they come; the outcome at the end.
+async fn stream(
+    reply: &mut ReplyStream,
+    events: &mut mpsc::Receiver<RuntimeEvent>,
+    o: &Origin,
+) -> Option<TurnOutcome> {
     let mut outcome = None;
     while let Some(event) = events.recv().await {
         match event {
@@ -363,17 +472,16 @@ async fn deliver(
             _ => {}
         }
     }
-    let Some(mut outcome) = outcome else {
-        tracing::error!("turn ended without an outcome");
-        let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
-        return;
-    };
+    outcome
+}
+
+/// Counts the turn for `/metrics`: by platform and how it stopped, and the
+/// intent guard's checks.
+fn count(inner: &Inner, o: &Origin, outcome: &TurnOutcome) {
+    let platform = o.conversation.chat.platform.as_str();
     inner.metrics.inc(
         "switchboard_turns_total",
-        &[
-            ("platform", o.chat.platform.as_str()),
-            ("stop", outcome.stop.as_str()),
-        ],
+        &[("platform", platform), ("stop", outcome.stop.as_str())],
     );
     if outcome.intent_corrections > 0 && outcome.stop == StopReason::Answered {
         let result = if outcome.intent_unmet {
@@ -383,74 +491,21 @@ async fn deliver(
         };
         inner.metrics.inc(
             "switchboard_intent_checks_total",
-            &[("platform", o.chat.platform.as_str()), ("outcome", result)],
+            &[("platform", platform), ("outcome", result)],
         );
     }
-    if outcome.stop == StopReason::Paused {
-        return pause(inner, o, host, reply, &outcome).await;
-    }
-    let mut final_text = outcome.text.clone();
-    if outcome.stop == StopReason::ModelError {
-        let cause = outcome.error.as_deref();
-        audit_error_with(inner, o, "error.model", &outcome.text, cause).await;
-        final_text = super::model_error::shown_text(
-            o.adapter.capabilities().local_operator,
-            &final_text,
-            cause,
-        );
-    }
-    memory::restore_input(&mut outcome, &turn_memory);
-    // Held, not dropped, when storage fails: saved once it is back (below,
-    // after the answer is delivered), or by the next start.
-    let held =
-        exchange::save_or_hold(inner, o.chat.platform, &o.session, &outcome.new_messages).await;
-    match &held {
-        None => memory::after_turn(inner, &o.session, &turn_memory, &outcome).await,
-        Some(held) if !held.restart_proof() => {
-            final_text.push_str("\n\n_(I couldn't save this exchange yet; I may not remember it if I restart before my storage is back.)_");
-        }
-        Some(_) => {}
-    }
-    if outcome.stop == StopReason::WaitingForUser {
-        let question = outcome.new_messages.last().map(|m| m.content.as_str());
-        if let Err(e) = inner.store.set_waiting_question(&o.key, question).await {
-            tracing::warn!(error = %e, "could not mark the session as waiting for an answer");
-        }
-    }
+}
+
+/// Adds the turn's tokens (and `turns`: 1 for a finished turn, 0 for a pause,
+/// which is counted once it finishes) to the user's usage.
+async fn record_usage(inner: &Inner, o: &Origin, outcome: &TurnOutcome, turns: u32) {
+    let key = &o.conversation.key;
     if let Err(e) = inner
         .store
-        .add_usage(o.key.platform, o.key.user, &outcome.usage, 1)
+        .add_usage(key.platform, key.user, &outcome.usage, turns)
         .await
     {
         tracing::warn!(error = %e, "could not record usage");
-    }
-    let question = outcome
-        .new_messages
-        .first()
-        .map(|m| m.content.as_str())
-        .unwrap_or_default();
-    let buttons = memory::answer_buttons(
-        inner,
-        &o.key,
-        &o.session,
-        o.adapter.as_ref(),
-        question,
-        &outcome,
-    )
-    .await;
-    reply.set_final_buttons(buttons);
-    if let Err(e) = reply.finish(&final_text).await {
-        tracing::error!(error = %e, "could not deliver the answer");
-        audit_error(inner, o, "error.delivery", &e.to_string()).await;
-    }
-    let _ = o.adapter.activity(&o.chat, Activity::Idle).await;
-    // The session's next input waits until this exchange is in its history.
-    if let Some(held) = held {
-        let reason = format!("saved late: {}", held.reason());
-        if held.save_when_back(inner).await {
-            audit_error(inner, o, "error.storage", &reason).await;
-            memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
-        }
     }
 }
 
@@ -464,16 +519,10 @@ async fn pause(
     o: &Origin,
     host: &GatewayHost,
     reply: ReplyStream,
-    outcome: &crate::agent::TurnOutcome,
+    outcome: &TurnOutcome,
 ) {
     reply.settle().await;
-    if let Err(e) = inner
-        .store
-        .add_usage(o.key.platform, o.key.user, &outcome.usage, 0)
-        .await
-    {
-        tracing::warn!(error = %e, "could not record usage");
-    }
+    record_usage(inner, o, outcome, 0).await;
     match host.take_paused() {
         Some(record) => {
             if let Err(e) = inner.approvals.show(o.adapter.as_ref(), &record).await {
@@ -483,7 +532,10 @@ async fn pause(
         }
         None => tracing::error!("a turn paused without an approval to show"),
     }
-    let _ = o.adapter.activity(&o.chat, Activity::Paused).await;
+    let _ = o
+        .adapter
+        .activity(&o.conversation.chat, Activity::Paused)
+        .await;
 }
 
 /// Records a failed turn in the audit log (`switchboard events`). `message` is
@@ -502,9 +554,9 @@ async fn audit_error_with(
     cause: Option<&str>,
 ) {
     let mut detail = serde_json::json!({
-        "platform": o.key.platform.as_str(),
-        "chat": o.chat.chat.0,
-        "user": o.user.id.0,
+        "platform": o.conversation.key.platform.as_str(),
+        "chat": o.conversation.chat.chat.0,
+        "user": o.conversation.user.id.0,
         "session": o.session.0,
         "message": crate::text::clip(message, 300),
     });

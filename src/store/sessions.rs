@@ -8,7 +8,7 @@ use sqlx::Row;
 impl Store {
     /// The session for `key`, created on first use.
     pub async fn session(&self, key: &SessionKey) -> Result<SessionId, StoreError> {
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = SessionId::new().0;
         let ts = now();
         let row = sqlx::query(
             "INSERT INTO sessions (id, platform, chat_id, thread_id, user_id, created_at, updated_at)

@@ -26,7 +26,12 @@ pub(super) async fn admit(
     cap: usize,
 ) -> Result<(), StartError> {
     match store
-        .insert_task_within_cap(record, origin.key.platform, origin.key.user, cap)
+        .insert_task_within_cap(
+            record,
+            origin.conversation.key.platform,
+            origin.conversation.key.user,
+            cap,
+        )
         .await?
     {
         Admission::Admitted => Ok(()),

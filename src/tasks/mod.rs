@@ -17,9 +17,7 @@ pub use tools::{CancelTaskTool, ScheduleTool};
 
 use crate::busy::{Busy, BusyGuard};
 use crate::llm::ToolCall;
-use crate::store::{
-    Conversation, SessionKey, Store, StoreError, TaskNotify, TaskRecord, TaskStatus,
-};
+use crate::store::{Conversation, Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use reporter::{record_result, renew_lease, report_progress};
 use serde_json::{json, Value};
@@ -27,9 +25,7 @@ use slots::{Slot, Slots};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use switchboard_platform::{
-    ChatAddress, ChatKind, MessageRef, OutgoingMessage, PlatformAdapter, User,
-};
+use switchboard_platform::{MessageRef, OutgoingMessage, PlatformAdapter};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
@@ -37,10 +33,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone)]
 pub struct TaskOrigin {
     pub session_id: String,
-    pub key: SessionKey,
-    pub chat: ChatAddress,
-    pub kind: ChatKind,
-    pub user: User,
+    /// Who started it, where (a notification replies to no message).
+    pub conversation: Conversation,
     pub adapter: Arc<dyn PlatformAdapter>,
 }
 
@@ -140,7 +134,7 @@ impl TaskManager {
             .and_then(Value::as_str)
             .and_then(TaskNotify::parse)
             .unwrap_or_default();
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = crate::domain::TaskId::new().0;
         let slot = self.slots.take(&origin.session_id);
         let status = match slot {
             Slot::Running(_) => TaskStatus::Running,
@@ -156,7 +150,7 @@ impl TaskManager {
             detail: String::new(),
             percent: None,
             result: None,
-            chat: origin.chat,
+            chat: origin.conversation.chat,
             status_message: None,
             notify,
             created_at: chrono::Utc::now(),
@@ -382,13 +376,7 @@ impl TaskManager {
             cancel: job.cancel.clone(),
             progress: ProgressSink::new(tx),
             session_id: job.origin.session_id.clone(),
-            origin: Some(Conversation {
-                key: job.origin.key,
-                chat: job.origin.chat,
-                kind: job.origin.kind,
-                user: job.origin.user.clone(),
-                reply_to: None,
-            }),
+            origin: Some(job.origin.conversation.clone()),
         };
         let progress_done = CancellationToken::new();
         let reporter = tokio::spawn(report_progress(
@@ -400,7 +388,7 @@ impl TaskManager {
             job.tool_name.clone(),
             rx,
             started,
-            (job.notify == TaskNotify::Changes).then_some(job.origin.chat),
+            (job.notify == TaskNotify::Changes).then_some(job.origin.conversation.chat),
             progress_done.clone(),
         ));
         let tool = Arc::clone(&job.tool);
@@ -443,7 +431,7 @@ impl TaskManager {
         match job
             .origin
             .adapter
-            .send(&job.origin.chat, OutgoingMessage::text(text))
+            .send(&job.origin.conversation.chat, OutgoingMessage::text(text))
             .await
         {
             Ok(r) => {

@@ -114,7 +114,7 @@ impl Tool for ScheduleTool {
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?
             .ok_or_else(|| ToolError::InvalidArguments("that time is in the past".into()))?;
         let record = ScheduleRecord {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id: crate::domain::ScheduleId::new().0,
             session_id: ctx.session_id.clone(),
             origin,
             kind: args.kind,

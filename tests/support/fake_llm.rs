@@ -56,6 +56,9 @@ struct ServerState {
     context_window: Option<u64>,
     api_key: Option<String>,
     requests: Vec<Value>,
+    /// Off: requests are answered but not kept (a bench measuring the
+    /// memory of the process the fake shares).
+    forget_requests: bool,
     authorizations: Vec<Option<String>>,
     /// `Some` once [`FakeLlm::time_handling`] was called.
     handling: Option<Vec<Duration>>,
@@ -140,6 +143,11 @@ impl FakeLlm {
     }
 
     /// Every request body that parsed as JSON, in arrival order (rejected ones too).
+    /// From now on, requests are answered but not kept.
+    pub fn forget_requests(&self) {
+        self.shared.lock().forget_requests = true;
+    }
+
     pub async fn requests(&self) -> Vec<Value> {
         self.shared.lock().requests.clone()
     }
@@ -236,8 +244,10 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         .map(str::to_owned);
     let (api_key, rejected, rejected_fields, window) = {
         let mut state = shared.lock();
-        state.requests.push(request.clone());
-        state.authorizations.push(authorization.clone());
+        if !state.forget_requests {
+            state.requests.push(request.clone());
+            state.authorizations.push(authorization.clone());
+        }
         (
             state.api_key.clone(),
             state.rejected_params.clone(),
