@@ -441,7 +441,7 @@ async fn schedules_under_load(name: &str, url: &str, dir: &Path, processes: usiz
 fn job_schedule(job: i64, due_ms: i64) -> ScheduleRecord {
     let id = 100_000 + job;
     let key = SessionKey {
-        platform: Platform::Test,
+        platform: Platform::Console,
         chat: ChatId(id),
         thread: None,
         user: UserId(id),

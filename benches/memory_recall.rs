@@ -137,7 +137,7 @@ impl Vocab {
 }
 
 fn owner(user: i64) -> MemoryOwner {
-    MemoryOwner::new(Platform::Test, UserId(user))
+    MemoryOwner::new(Platform::Console, UserId(user))
 }
 
 fn kind_for(i: usize) -> MemoryKind {
@@ -348,7 +348,7 @@ async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
         // A two-character word nobody wrote: the scan reads every row of the user.
         let absent = ["鲸鱼", "琵琶", "篆刻", "刺绣"][i % 4];
         let started = Instant::now();
-        sqlx::query("SELECT id FROM memories WHERE platform = 'test' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40")
+        sqlx::query("SELECT id FROM memories WHERE platform = 'console' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40")
             .bind(BIG_USER)
             .bind(format!("%{absent}%"))
             .fetch_all(&pool)
@@ -357,7 +357,7 @@ async fn trigram_comparison(url: &str, vocab: &Vocab, rng: &mut StdRng) {
         miss.push(started.elapsed());
         let started = Instant::now();
         let rows = sqlx::query(
-            "SELECT id FROM memories WHERE platform = 'test' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40",
+            "SELECT id FROM memories WHERE platform = 'console' AND user_id = $1 AND content LIKE $2 ORDER BY updated_at DESC LIMIT 40",
         )
         .bind(BIG_USER)
         .bind(format!("%{word}%"))
@@ -440,7 +440,7 @@ async fn compaction(store: &Store) {
         .map(switchboard::llm::estimate_message_tokens)
         .sum();
     let key = SessionKey {
-        platform: Platform::Test,
+        platform: Platform::Console,
         chat: ChatId(1),
         thread: None,
         user: UserId(1),

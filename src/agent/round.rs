@@ -7,8 +7,8 @@ use super::events::RuntimeEvent;
 use super::host::{Asked, Resolution, TurnCheckpoint, TurnHost};
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
+use crate::domain::Conversation;
 use crate::llm::{Message, ToolCall};
-use crate::store::Conversation;
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -309,6 +309,17 @@ impl RoundRunner<'_> {
                 })
                 .map_err(|e| format!("error: could not start the background task: {e}")));
         }
+        Ok(self.run_foreground(call, tool, args).await)
+    }
+
+    /// Runs the call on a task of its own, within the tool timeout and the
+    /// turn's deadline, passing on what it reports.
+    async fn run_foreground(
+        &self,
+        call: &ToolCall,
+        tool: Arc<dyn Tool>,
+        args: Value,
+    ) -> Result<String, String> {
         // Progress of a tool that shows it in the chat (a sub-agent's steps)
         // goes there as it happens; other tools report to nobody.
         let (progress, progress_rx) = if tool.progress_in_chat() {
@@ -341,18 +352,18 @@ impl RoundRunner<'_> {
             cancel.cancel();
             running.abort();
             tracing::warn!(tool = %call.name, "tool stopped at the turn deadline");
-            return Ok(Err(
+            return Err(
                 "error: the turn reached its time limit (TURN_DEADLINE_SECS) and this call was stopped."
                     .into(),
-            ));
+            );
         };
         let Some(joined) = finished else {
             cancel.cancel();
             running.abort();
             tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
-            return Ok(Err(ToolError::Timeout(self.tool_timeout).for_model()));
+            return Err(ToolError::Timeout(self.tool_timeout).for_model());
         };
-        Ok(match joined {
+        match joined {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => {
                 tracing::info!(tool = %call.name, error = %e, "tool failed");
@@ -362,7 +373,7 @@ impl RoundRunner<'_> {
                 tracing::error!(tool = %call.name, error = %join, "tool crashed");
                 Err("error: the tool crashed; the operator has the details.".into())
             }
-        })
+        }
     }
 
     /// The decision a resumed turn brought for `call_id`, once.

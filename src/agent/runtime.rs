@@ -13,8 +13,8 @@ use super::model_call::{
 use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
+use crate::domain::Conversation;
 use crate::llm::{ChatRequest, Message, Provider, Role, ToolCall, Usage};
-use crate::store::Conversation;
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;

@@ -162,7 +162,7 @@ mod tests {
     fn a_text_file_and_its_caption_are_scrubbed_and_binary_passes() {
         let secret = "sk-file-test-5b1d9e0c7a";
         crate::secrets::register([secret]);
-        let to = ChatAddress::new(Platform::Test, switchboard_platform::ChatId(1), None);
+        let to = ChatAddress::new(Platform::Console, switchboard_platform::ChatId(1), None);
         let file = OutgoingFile::document(to, "answer.md", format!("key: {secret}").into_bytes())
             .with_caption(format!("caption {secret}"));
         let clean = scrubbed_file(file);

@@ -6,7 +6,7 @@ use super::turn;
 use super::{Inner, Kept};
 use crate::approvals::Decision;
 use crate::busy::BusyGuard;
-use crate::store::{Conversation, SessionKey};
+use crate::domain::{Conversation, SessionKey};
 use crate::tasks::TaskFinished;
 use std::sync::Arc;
 use switchboard_platform::InboundMessage;

@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "moved once");
 
         let taken = store
-            .inbox_take_abandoned("me", &[switchboard_platform::Platform::Test])
+            .inbox_take_abandoned("me", &[switchboard_platform::Platform::Console])
             .await
             .unwrap();
         let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();
@@ -311,7 +311,7 @@ mod tests {
         use crate::llm::Message;
         let (store, _db) = crate::store::test_store().await;
         let key = crate::store::SessionKey {
-            platform: switchboard_platform::Platform::Test,
+            platform: switchboard_platform::Platform::Console,
             chat: switchboard_platform::ChatId(1),
             thread: None,
             user: switchboard_platform::UserId(1),

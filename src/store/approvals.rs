@@ -396,7 +396,7 @@ pub(crate) mod tests {
             summary: "ls".into(),
             requester: UserId(1),
             requester_name: "Ann".into(),
-            chat: ChatAddress::new(Platform::Test, ChatId(1), None),
+            chat: ChatAddress::new(Platform::Console, ChatId(1), None),
             card_message: None,
             status: ApprovalStatus::Pending,
             decided_by: None,
@@ -526,7 +526,7 @@ pub(crate) mod tests {
         let (store, _dir) = test_store().await;
         store
             .add_rule(
-                Platform::Test,
+                Platform::Console,
                 UserId(1),
                 "exec_command",
                 "{\"command\":\"ls\"}",
@@ -534,34 +534,34 @@ pub(crate) mod tests {
             .await
             .unwrap();
         let mine = store
-            .rule_patterns(Platform::Test, UserId(1), "exec_command")
+            .rule_patterns(Platform::Console, UserId(1), "exec_command")
             .await
             .unwrap();
         assert_eq!(mine, ["{\"command\":\"ls\"}"]);
         let other_tool = store
-            .rule_patterns(Platform::Test, UserId(1), "write_file")
+            .rule_patterns(Platform::Console, UserId(1), "write_file")
             .await
             .unwrap();
         let other_user = store
-            .rule_patterns(Platform::Test, UserId(2), "exec_command")
+            .rule_patterns(Platform::Console, UserId(2), "exec_command")
             .await
             .unwrap();
         assert!(other_tool.is_empty() && other_user.is_empty());
-        let rules = store.rules(Platform::Test, UserId(1)).await.unwrap();
+        let rules = store.rules(Platform::Console, UserId(1)).await.unwrap();
         assert_eq!(rules.len(), 1);
         assert!(
             !store
-                .revoke_rule(Platform::Test, UserId(2), &rules[0].id)
+                .revoke_rule(Platform::Console, UserId(2), &rules[0].id)
                 .await
                 .unwrap(),
             "not another user's"
         );
         assert!(store
-            .revoke_rule(Platform::Test, UserId(1), &rules[0].id[..8])
+            .revoke_rule(Platform::Console, UserId(1), &rules[0].id[..8])
             .await
             .unwrap());
         assert!(store
-            .rules(Platform::Test, UserId(1))
+            .rules(Platform::Console, UserId(1))
             .await
             .unwrap()
             .is_empty());
@@ -571,7 +571,7 @@ pub(crate) mod tests {
     async fn an_ambiguous_prefix_revokes_nothing() {
         let (store, _dir) = test_store().await;
         for (id, pattern) in [("abcdef01", "ls"), ("abcdef02", "pwd")] {
-            sqlx::query("INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, 'test', 1, 'exec_command', $2, 0)")
+            sqlx::query("INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, 'console', 1, 'exec_command', $2, 0)")
                 .bind(id)
                 .bind(pattern)
                 .execute(&store.pool)
@@ -579,18 +579,22 @@ pub(crate) mod tests {
                 .unwrap();
         }
         assert!(!store
-            .revoke_rule(Platform::Test, UserId(1), "abcdef")
+            .revoke_rule(Platform::Console, UserId(1), "abcdef")
             .await
             .unwrap());
         assert_eq!(
-            store.rules(Platform::Test, UserId(1)).await.unwrap().len(),
+            store
+                .rules(Platform::Console, UserId(1))
+                .await
+                .unwrap()
+                .len(),
             2
         );
         assert!(store
-            .revoke_rule(Platform::Test, UserId(1), "abcdef02")
+            .revoke_rule(Platform::Console, UserId(1), "abcdef02")
             .await
             .unwrap());
-        let left = store.rules(Platform::Test, UserId(1)).await.unwrap();
+        let left = store.rules(Platform::Console, UserId(1)).await.unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].id, "abcdef01");
     }

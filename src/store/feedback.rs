@@ -227,14 +227,14 @@ mod tests {
     async fn ratings_belong_to_the_asker_and_rules_expire() {
         let (store, _dir) = test_store().await;
         let key = SessionKey {
-            platform: Platform::Test,
+            platform: Platform::Console,
             chat: ChatId(1),
             thread: None,
             user: UserId(1),
         };
         let s = store.session(&key).await.unwrap();
         let me = MemoryOwner::of(&key);
-        let other = MemoryOwner::new(Platform::Test, UserId(2));
+        let other = MemoryOwner::new(Platform::Console, UserId(2));
         let now = Utc::now();
         store
             .create_feedback("abc", &s, me, "q", "a", now)

@@ -169,7 +169,7 @@ pub(crate) mod tests {
     pub(crate) fn message(text: &str) -> InboundMessage {
         InboundMessage {
             chat: ChatAddress {
-                platform: Platform::Test,
+                platform: Platform::Console,
                 chat: ChatId(1),
                 thread: None,
             },
@@ -195,7 +195,7 @@ pub(crate) mod tests {
         let id = store.inbox_add("a", &message("one")).await.unwrap();
         store.inbox_release("a").await.unwrap(); // a's lease lapses
         let taken = store
-            .inbox_take_abandoned("b", &[Platform::Test])
+            .inbox_take_abandoned("b", &[Platform::Console])
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
@@ -209,7 +209,7 @@ pub(crate) mod tests {
         let (store, _dir) = test_store().await;
         let first = store.inbox_add("a", &message("one")).await.unwrap();
         store.inbox_add("a", &message("two")).await.unwrap();
-        let platforms = [Platform::Test];
+        let platforms = [Platform::Console];
         assert!(
             store
                 .inbox_take_abandoned("b", &platforms)

@@ -358,7 +358,7 @@ mod tests {
             percent: None,
             result: None,
             chat: ChatAddress {
-                platform: Platform::Test,
+                platform: Platform::Console,
                 chat: ChatId(1),
                 thread: None,
             },

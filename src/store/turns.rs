@@ -259,12 +259,12 @@ mod tests {
     fn origin() -> Conversation {
         Conversation {
             key: SessionKey {
-                platform: Platform::Test,
+                platform: Platform::Console,
                 chat: ChatId(1),
                 thread: None,
                 user: UserId(1),
             },
-            chat: ChatAddress::new(Platform::Test, ChatId(1), None),
+            chat: ChatAddress::new(Platform::Console, ChatId(1), None),
             kind: ChatKind::Dm,
             user: User {
                 id: UserId(1),

@@ -16,8 +16,9 @@ pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 pub use tools::{CancelTaskTool, ScheduleTool};
 
 use crate::busy::{Busy, BusyGuard};
+use crate::domain::Conversation;
 use crate::llm::ToolCall;
-use crate::store::{Conversation, Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
+use crate::store::{Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
 use reporter::{record_result, renew_lease, report_progress};
 use serde_json::{json, Value};

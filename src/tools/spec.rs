@@ -72,7 +72,7 @@ pub struct ToolContext {
     pub session_id: String,
     /// Who called and from which chat (for tools that act later on the user's
     /// behalf, like schedules). `None` outside a chat turn.
-    pub origin: Option<crate::store::Conversation>,
+    pub origin: Option<crate::domain::Conversation>,
 }
 
 /// A tool failure. [`ToolError::for_model`] is what the model sees; `Display`

@@ -150,7 +150,7 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
         .running
         .store
         .insert_memory(
-            MemoryOwner::new(Platform::Test, UserId(1)),
+            MemoryOwner::new(Platform::Console, UserId(1)),
             &NewMemory {
                 kind: MemoryKind::Fact,
                 content: fact.into(),
@@ -257,7 +257,7 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
 
 async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
     let key = SessionKey {
-        platform: Platform::Test,
+        platform: Platform::Console,
         chat: ChatId(user),
         thread: None,
         user: UserId(user),
@@ -591,7 +591,7 @@ async fn a_turn_resumed_by_another_instance_leaves_what_it_said_in_the_first_on(
 
 fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord {
     let key = SessionKey {
-        platform: Platform::Test,
+        platform: Platform::Console,
         chat: ChatId(1),
         thread: None,
         user: UserId(1),
@@ -867,7 +867,7 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     let rules = i
         .running
         .store
-        .rules(Platform::Test, UserId(1))
+        .rules(Platform::Console, UserId(1))
         .await
         .unwrap();
     i.channel
@@ -1005,7 +1005,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         let mut sessions = Vec::new();
         for chat in 1..=4 {
             let key = SessionKey {
-                platform: Platform::Test,
+                platform: Platform::Console,
                 chat: ChatId(chat),
                 thread: Some(switchboard_platform::ThreadId(chat * 10)),
                 user: UserId(7),
@@ -1035,11 +1035,11 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
                 plan.session_id = session;
                 let t = store
-                    .insert_task_within_cap(&task, Platform::Test, UserId(7), 5)
+                    .insert_task_within_cap(&task, Platform::Console, UserId(7), 5)
                     .await
                     .unwrap();
                 let s = store
-                    .insert_schedule_within_cap(&plan, Platform::Test, UserId(7), 3)
+                    .insert_schedule_within_cap(&plan, Platform::Console, UserId(7), 3)
                     .await
                     .unwrap();
                 (t, s)
@@ -1064,7 +1064,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         let other = stores[1]
             .insert_schedule_within_cap(
                 &schedule("other", tomorrow, "run_once", "p"),
-                Platform::Test,
+                Platform::Console,
                 UserId(8),
                 3,
             )

@@ -30,7 +30,7 @@ async fn pairing_admits_a_user_once_the_operator_approves_the_code() {
     assert_eq!(pending.len(), 1);
     assert_eq!(
         (pending[0].platform, pending[0].user),
-        (Platform::Test, UserId(5))
+        (Platform::Console, UserId(5))
     );
 
     // Asking again before approval repeats the same code; the model is never called.
@@ -95,7 +95,7 @@ async fn pairing_admits_a_user_once_the_operator_approves_the_code() {
     assert!(h
         .running
         .store
-        .revoke_admission(Platform::Test, UserId(5))
+        .revoke_admission(Platform::Console, UserId(5))
         .await
         .unwrap());
     h.channel.dm(5, "still there?").await;

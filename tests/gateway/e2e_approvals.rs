@@ -342,7 +342,7 @@ async fn always_creates_a_rule_that_skips_the_card_next_time() {
     let rules = h
         .running
         .store
-        .rules(Platform::Test, UserId(1))
+        .rules(Platform::Console, UserId(1))
         .await
         .unwrap();
     assert_eq!(rules.len(), 1, "{rules:?}");

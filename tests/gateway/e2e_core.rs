@@ -279,7 +279,7 @@ async fn slash_commands_are_answered_without_the_model() {
         ("/usage", "Today: 1 turns"),
         (
             "/whoami",
-            "You are user1 (user id 1) on test. Chat 1. Approver: no.",
+            "You are user1 (user id 1) on console. Chat 1. Approver: no.",
         ),
         ("/clear", "Cleared this conversation (2 messages)"),
         ("/help", "**Commands**"),

@@ -37,7 +37,7 @@ async fn intent_metric(h: &Harness, outcome: &str) -> Option<String> {
         .await
         .unwrap();
     let series =
-        format!("switchboard_intent_checks_total{{platform=\"test\",outcome=\"{outcome}\"}} ");
+        format!("switchboard_intent_checks_total{{platform=\"console\",outcome=\"{outcome}\"}} ");
     text.lines()
         .find(|l| l.starts_with(&series))
         .map(|l| l[series.len()..].to_owned())

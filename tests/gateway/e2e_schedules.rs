@@ -378,18 +378,18 @@ async fn a_user_has_a_schedule_cap_across_forum_topics_and_chats() {
             )
         }))
     });
-    let topic = |t: i64| ChatAddress::new(Platform::Test, ChatId(-100_700), Some(ThreadId(t)));
+    let topic = |t: i64| ChatAddress::new(Platform::Console, ChatId(-100_700), Some(ThreadId(t)));
     let mut results = Vec::new();
     for (at, place, kind) in [
         (topic(11), "t", ChatKind::Group),
         (topic(12), "u", ChatKind::Group),
         (
-            ChatAddress::new(Platform::Test, ChatId(-100_800), None),
+            ChatAddress::new(Platform::Console, ChatId(-100_800), None),
             "g",
             ChatKind::Group,
         ),
         (
-            ChatAddress::new(Platform::Test, ChatId(1), None),
+            ChatAddress::new(Platform::Console, ChatId(1), None),
             "dm",
             ChatKind::Dm,
         ),

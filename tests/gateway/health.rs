@@ -37,8 +37,8 @@ async fn health_and_metrics_follow_the_gateway() {
         .starts_with("text/plain; version=0.0.4"));
     let text = metrics.text().await.unwrap();
     for line in [
-        "switchboard_inbound_messages_total{platform=\"test\"} 1",
-        "switchboard_turns_total{platform=\"test\",stop=\"answered\"} 1",
+        "switchboard_inbound_messages_total{platform=\"console\"} 1",
+        "switchboard_turns_total{platform=\"console\",stop=\"answered\"} 1",
         "switchboard_in_flight 0",
         "switchboard_approvals_pending 0",
         "switchboard_tasks_running 0",

@@ -287,7 +287,7 @@ async fn a_postgres_outage_holds_messages_until_the_server_is_back() {
     for (user, name) in [(1, "Ann"), (3, "Cy")] {
         h.running
             .store
-            .admit(Platform::Test, UserId(user), name, "operator")
+            .admit(Platform::Console, UserId(user), name, "operator")
             .await
             .unwrap();
     }

@@ -150,7 +150,7 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
         );
 
         // The flush saved a memory; the compaction is persisted.
-        let owner = MemoryOwner::new(Platform::Test, UserId(1));
+        let owner = MemoryOwner::new(Platform::Console, UserId(1));
         let memories = h
             .running
             .store

@@ -22,7 +22,7 @@ use switchboard::store::{
 use switchboard_platform::{Addressed, ChatId, Platform, UserId};
 
 fn owner(user: i64) -> MemoryOwner {
-    MemoryOwner::new(Platform::Test, UserId(user))
+    MemoryOwner::new(Platform::Console, UserId(user))
 }
 
 fn system(request: &Value) -> String {
@@ -305,7 +305,7 @@ fn extractor(store: &Store, llm: &FakeLlm) -> Extractor {
 /// User 1's session with a short exchange; idle at `now`, as the sweep lists it.
 async fn idle_session(store: &Store, now: chrono::DateTime<Utc>) -> IdleSession {
     let key = SessionKey {
-        platform: Platform::Test,
+        platform: Platform::Console,
         chat: ChatId(1),
         thread: None,
         user: UserId(1),

@@ -200,7 +200,7 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
             Reply::text(r#"{"rules": ["Keep answers short.", "Use tables for numbers."]}"#)
         });
         let key = SessionKey {
-            platform: Platform::Test,
+            platform: Platform::Console,
             chat: ChatId(1),
             thread: None,
             user: UserId(1),

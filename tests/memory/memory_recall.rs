@@ -17,7 +17,7 @@ use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
 use switchboard_platform::{Addressed, Platform, UserId};
 
 fn owner(user: i64) -> MemoryOwner {
-    MemoryOwner::new(Platform::Test, UserId(user))
+    MemoryOwner::new(Platform::Console, UserId(user))
 }
 
 fn memory(kind: MemoryKind, content: &str) -> NewMemory {

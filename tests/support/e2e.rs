@@ -159,7 +159,7 @@ impl Harness {
     /// The session id of `user` in `chat` on the test platform.
     pub async fn session(&self, user: i64, chat: i64) -> SessionId {
         let key = SessionKey {
-            platform: Platform::Test,
+            platform: Platform::Console,
             chat: ChatId(chat),
             thread: None,
             user: UserId(user),

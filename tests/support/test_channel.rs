@@ -275,7 +275,7 @@ pub fn user(id: i64) -> User {
 
 /// The DM address of `user` (the chat id equals the user id).
 pub fn dm_chat(user: i64) -> ChatAddress {
-    ChatAddress::new(Platform::Test, ChatId(user), None)
+    ChatAddress::new(Platform::Console, ChatId(user), None)
 }
 
 impl TestChannel {
@@ -431,7 +431,7 @@ impl TestChannel {
         addressed: Addressed,
         text: &str,
     ) -> MessageId {
-        let address = ChatAddress::new(Platform::Test, ChatId(chat), None);
+        let address = ChatAddress::new(Platform::Console, ChatId(chat), None);
         self.message(user(user_id), address, ChatKind::Group, addressed, text)
             .await
     }
@@ -481,7 +481,7 @@ impl TestChannel {
 #[async_trait]
 impl PlatformAdapter for TestChannel {
     fn platform(&self) -> Platform {
-        Platform::Test
+        Platform::Console
     }
 
     fn capabilities(&self) -> &Capabilities {

@@ -3,15 +3,15 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A chat platform. Closed set: adding a platform means adding an adapter crate.
+/// A chat platform. Closed set: adding a platform means adding an adapter
+/// crate (tests run their in-memory channel as the console, whose special
+/// treatment is a declared capability, not its name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     Console,
     Telegram,
     Discord,
-    /// In-memory channel used by tests and benchmarks.
-    Test,
 }
 
 impl Platform {
@@ -20,7 +20,6 @@ impl Platform {
             Platform::Console => "console",
             Platform::Telegram => "telegram",
             Platform::Discord => "discord",
-            Platform::Test => "test",
         }
     }
 
@@ -29,7 +28,6 @@ impl Platform {
             "console" => Some(Platform::Console),
             "telegram" => Some(Platform::Telegram),
             "discord" => Some(Platform::Discord),
-            "test" => Some(Platform::Test),
             _ => None,
         }
     }
@@ -165,12 +163,7 @@ mod tests {
 
     #[test]
     fn platform_round_trips() {
-        for p in [
-            Platform::Console,
-            Platform::Telegram,
-            Platform::Discord,
-            Platform::Test,
-        ] {
+        for p in [Platform::Console, Platform::Telegram, Platform::Discord] {
             assert_eq!(Platform::parse(p.as_str()), Some(p));
         }
     }
