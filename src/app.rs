@@ -41,7 +41,7 @@ pub enum RunError {
     #[error(transparent)]
     Path(#[from] crate::dirs::PathProblem),
     #[error("a platform adapter failed to start: {0}")]
-    Platform(String),
+    Platform(#[from] crate::wiring::ConnectError),
     #[error("cannot listen on HEALTH_LISTEN={addr}: {reason}; choose a free address or unset it")]
     Health { addr: String, reason: String },
 }
@@ -347,8 +347,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     let adapters = config
         .platforms
         .connect()
-        .await
-        .map_err(RunError::Platform)?;
+        .await?;
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())

@@ -4,9 +4,19 @@
 use crate::env::ConfigError;
 use std::path::Path;
 use std::sync::Arc;
-use switchboard_discord::{DiscordAdapter, DiscordConfig};
+use switchboard_discord::{DiscordAdapter, DiscordConfig, DiscordError};
 use switchboard_platform::PlatformAdapter;
-use switchboard_telegram::{TelegramAdapter, TelegramConfig};
+use switchboard_telegram::{TelegramAdapter, TelegramConfig, TelegramError};
+
+/// An adapter that could not connect, with its error (which never holds the
+/// token: the adapters scrub it).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("Telegram: {0}")]
+    Telegram(#[source] TelegramError),
+    #[error("Discord: {0}")]
+    Discord(#[source] DiscordError),
+}
 
 /// Configuration of every platform adapter that is enabled.
 #[derive(Debug, Clone, Default)]
@@ -35,18 +45,18 @@ impl PlatformConfigs {
 
     /// Connects every enabled adapter (checking credentials with the platform).
     /// Errors never contain tokens: the adapters scrub them.
-    pub async fn connect(&self) -> Result<Vec<Arc<dyn PlatformAdapter>>, String> {
+    pub async fn connect(&self) -> Result<Vec<Arc<dyn PlatformAdapter>>, ConnectError> {
         let mut adapters: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
         if let Some(config) = &self.telegram {
             let adapter = TelegramAdapter::connect(config.clone())
                 .await
-                .map_err(|e| format!("Telegram: {e}"))?;
+                .map_err(ConnectError::Telegram)?;
             adapters.push(Arc::new(adapter));
         }
         if let Some(config) = &self.discord {
             let adapter = DiscordAdapter::connect(config.clone())
                 .await
-                .map_err(|e| format!("Discord: {e}"))?;
+                .map_err(ConnectError::Discord)?;
             adapters.push(Arc::new(adapter));
         }
         Ok(adapters)
