@@ -344,10 +344,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     }
     // The adapters keep their state in DATA_DIR too.
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
-    let adapters = config
-        .platforms
-        .connect()
-        .await?;
+    let adapters = config.platforms.connect().await?;
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())
