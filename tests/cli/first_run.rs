@@ -435,3 +435,42 @@ async fn chat_on_a_terminal_writes_warnings_to_the_log_file_not_the_transcript()
         "ANSI codes in the log file:\n{logged}"
     );
 }
+
+/// `chat` piped (stdout and stderr one transcript, as `2>&1` makes them): a
+/// warning at start still goes to `DATA_DIR/chat.log`, never into it.
+#[tokio::test]
+async fn piped_chat_writes_warnings_to_the_log_file_not_the_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("broken.md"), "no front matter here\n").unwrap();
+    let mut vars = base_vars(dir.path());
+    vars.push(("SKILLS_DIR", skills.display().to_string()));
+    let mut cmd = binary(dir.path(), &vars, &["chat"]);
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"/help\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let done = tokio::time::timeout(HANG, child.wait_with_output())
+        .await
+        .expect("chat ends at the end of its input")
+        .unwrap();
+    let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("/stop"), "the help was answered:\n{stdout}");
+    for stream in [&stdout, &stderr] {
+        assert!(
+            !stream.contains("skill skipped") && !stream.contains("WARN"),
+            "a warning in the transcript:\n{stream}"
+        );
+    }
+    let logged = std::fs::read_to_string(dir.path().join("data").join("chat.log")).unwrap();
+    assert!(
+        logged.contains("skill skipped") && logged.contains("broken.md"),
+        "{logged}"
+    );
+    no_ansi_nor_debug(&logged);
+}
