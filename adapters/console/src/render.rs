@@ -369,11 +369,21 @@ fn status_line(text: &str, width: usize) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" · ");
+    // In columns: a wide character (CJK, most emoji) takes two.
     let max = width.saturating_sub(1).max(1);
-    if joined.chars().count() <= max {
+    if unicode_width::UnicodeWidthStr::width(joined.as_str()) <= max {
         return joined;
     }
-    let mut clipped: String = joined.chars().take(max.saturating_sub(1)).collect();
+    let mut clipped = String::new();
+    let mut cols = 0;
+    for c in joined.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if cols + w > max.saturating_sub(1) {
+            break;
+        }
+        cols += w;
+        clipped.push(c);
+    }
     clipped.push('…');
     clipped
 }
@@ -382,6 +392,18 @@ fn status_line(text: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use switchboard_platform::{ActionId, ButtonStyle};
+
+    #[test]
+    fn a_status_line_is_clipped_by_columns_not_characters() {
+        // 20 columns: 19 usable, the last for the cursor.
+        let line = status_line("下载进度很慢但还在继续下载中", 20);
+        assert!(line.ends_with('…'), "{line}");
+        assert!(
+            unicode_width::UnicodeWidthStr::width(line.as_str()) <= 19,
+            "{line}"
+        );
+        assert_eq!(status_line("short", 20), "short");
+    }
 
     fn text(s: &str) -> OutgoingMessage {
         OutgoingMessage::text(s)
@@ -643,8 +665,9 @@ mod tests {
         assert_eq!(out.matches("\x1b[1A\x1b[2K").count(), 19, "{out:?}");
         // Each update is one row within the width, never after the prompt.
         assert!(!out.contains("> ⏳") && !out.contains("> ✅"), "{out:?}");
+        // Clipped by columns: the hourglass takes two.
         assert!(
-            out.contains("⏳ Background task `ab12` · sleep · step 20 · [██░░] 20% · …\n"),
+            out.contains("⏳ Background task `ab12` · sleep · step 20 · [██░░] 20% ·…\n"),
             "{out:?}"
         );
         // The prompt comes back after the task's notification.

@@ -102,8 +102,7 @@ impl Styler {
         if self.shown == 0 || !self.is_live() {
             return String::new();
         }
-        let cols = self.partial[..self.shown].chars().count();
-        let rows = cols.saturating_sub(1) / self.width + 1;
+        let rows = rows(&self.partial[..self.shown], self.width);
         let mut out = String::from(ERASE_ROW);
         for _ in 1..rows {
             out.push_str(ERASE_ROW_ABOVE);
@@ -204,9 +203,39 @@ fn style_line(line: &str) -> String {
     out
 }
 
+/// The rows `text` (one line, no `\n`) covers on a terminal `width` columns
+/// wide: wide characters (CJK, most emoji) take two columns, and one that
+/// does not fit at the end of a row starts the next.
+pub(crate) fn rows(text: &str, width: usize) -> usize {
+    let width = width.max(1);
+    let (mut rows, mut col) = (1, 0);
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if col + w > width {
+            rows += 1;
+            col = 0;
+        }
+        col += w;
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_characters_take_two_columns_and_wrap_whole() {
+        assert_eq!(rows("", 10), 1);
+        assert_eq!(rows("abcdefghij", 10), 1);
+        assert_eq!(rows("abcdefghijk", 10), 2);
+        // Five CJK characters fill ten columns; a sixth needs a second row.
+        assert_eq!(rows("你好你好你", 10), 1);
+        assert_eq!(rows("你好你好你好", 10), 2);
+        // Nine columns used, a wide character does not fit in the tenth.
+        assert_eq!(rows("abcdefghi你", 10), 2);
+        assert_eq!(rows("🙂🙂🙂", 4), 2);
+    }
 
     /// The text without ANSI sequences.
     fn plain(s: &str) -> String {
