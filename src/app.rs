@@ -285,6 +285,7 @@ pub async fn start_with_clock(
                 store.clone(),
                 busy.clone(),
                 Arc::clone(&metrics),
+                adapters.clone(),
                 shutdown.clone(),
             ));
             tracing::info!(addr = ?bound, "health and metrics endpoint listening");

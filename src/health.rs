@@ -12,6 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_platform::PlatformAdapter;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +24,7 @@ struct Probe {
     store: Store,
     busy: Busy,
     metrics: Arc<Metrics>,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
 }
 
 /// Serves the endpoints on `listener` until `shutdown`.
@@ -31,6 +33,7 @@ pub(crate) async fn serve(
     store: Store,
     busy: Busy,
     metrics: Arc<Metrics>,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
     shutdown: CancellationToken,
 ) {
     let app = Router::new()
@@ -40,6 +43,7 @@ pub(crate) async fn serve(
             store,
             busy,
             metrics,
+            adapters,
         });
     let stop = async move { shutdown.cancelled().await };
     if let Err(e) = axum::serve(listener, app)
@@ -68,6 +72,24 @@ async fn healthz(State(p): State<Probe>) -> impl IntoResponse {
     }
 }
 
+/// `switchboard_inbound_unreadable_total`: what each adapter skipped because
+/// it could not read it (malformed updates; each also logged).
+fn unreadable_inbound(out: &mut String, adapters: &[Arc<dyn PlatformAdapter>]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "# HELP switchboard_inbound_unreadable_total Inbound updates skipped because they could not be read (each logged).\n# TYPE switchboard_inbound_unreadable_total counter"
+    );
+    for a in adapters {
+        let _ = writeln!(
+            out,
+            "switchboard_inbound_unreadable_total{{platform=\"{}\"}} {}",
+            a.platform(),
+            a.unreadable_inbound()
+        );
+    }
+}
+
 fn unavailable(database: &str) -> (StatusCode, Json<serde_json::Value>) {
     (
         StatusCode::SERVICE_UNAVAILABLE,
@@ -77,6 +99,7 @@ fn unavailable(database: &str) -> (StatusCode, Json<serde_json::Value>) {
 
 async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
     let mut out = p.metrics.render();
+    unreadable_inbound(&mut out, &p.adapters);
     let in_flight = i64::try_from(p.busy.count()).unwrap_or(i64::MAX);
     gauge(
         &mut out,

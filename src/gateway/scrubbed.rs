@@ -75,6 +75,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.capabilities()
     }
 
+    fn unreadable_inbound(&self) -> u64 {
+        self.inner.unreadable_inbound()
+    }
+
     async fn run(
         &self,
         sink: InboundSink,

@@ -44,6 +44,7 @@ async fn health_and_metrics_follow_the_gateway() {
         "switchboard_tasks_running 0",
         "switchboard_inbox_queued 0",
         "switchboard_database_up 1",
+        "switchboard_inbound_unreadable_total{platform=\"console\"} 0",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
     }

@@ -351,6 +351,8 @@ async fn a_poisoned_update_is_skipped_and_never_logged() {
         "the offset moved past the poisoned updates"
     );
     assert_eq!(r.adapter.skipped_update_count(), 2);
+    // What `/metrics` shows as switchboard_inbound_unreadable_total.
+    assert_eq!(PlatformAdapter::unreadable_inbound(r.adapter.as_ref()), 2);
     let saved =
         std::fs::read_to_string(dir.path().join(format!("telegram-offset-{BOT_ID}"))).unwrap();
     assert!(saved.trim().parse::<i64>().unwrap() > deep);

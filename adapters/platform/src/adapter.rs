@@ -131,6 +131,12 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     fn capabilities(&self) -> &Capabilities;
 
+    /// Inbound updates or events received since start that could not be read
+    /// and were skipped (each logged), for the operator's metrics.
+    fn unreadable_inbound(&self) -> u64 {
+        0
+    }
+
     /// Receives platform events and forwards them to `sink` until `shutdown`.
     async fn run(
         &self,

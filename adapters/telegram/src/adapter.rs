@@ -229,6 +229,10 @@ impl PlatformAdapter for TelegramAdapter {
         Platform::Telegram
     }
 
+    fn unreadable_inbound(&self) -> u64 {
+        self.skipped_update_count()
+    }
+
     fn capabilities(&self) -> &Capabilities {
         &self.inner.caps
     }
