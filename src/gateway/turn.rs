@@ -444,7 +444,7 @@ async fn deliver(
     if let Some(held) = held {
         let reason = format!("saved late: {}", held.reason());
         if held.save_when_back(inner).await {
-            audit_error(inner, o, "error.storage", &reason).await;
+            audit_late_save(inner, o, &reason).await;
             memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
         }
     }
@@ -545,6 +545,21 @@ async fn audit_error(inner: &Inner, o: &Origin, kind: &str, message: &str) {
     audit_error_with(inner, o, kind, message, None).await;
 }
 
+/// The audit entry of an exchange saved late: written even if the database
+/// that just came back is still busy (retried like the save itself), so the
+/// operator learns of every outage that held an answer.
+async fn audit_late_save(inner: &Inner, o: &Origin, reason: &str) {
+    let detail = error_detail(o, reason, None);
+    let store = &inner.store;
+    let written = super::hold::until_stored(inner, "auditing a late save", || {
+        store.try_record_event("error.storage", &detail)
+    })
+    .await;
+    if written.is_none() {
+        tracing::warn!("stopping before the late save was audited");
+    }
+}
+
 /// [`audit_error`] with the underlying `cause` (scrubbed), kept whole enough
 /// to tell a wrong URL from a down server.
 async fn audit_error_with(
@@ -554,6 +569,14 @@ async fn audit_error_with(
     message: &str,
     cause: Option<&str>,
 ) {
+    inner
+        .store
+        .record_event(kind, error_detail(o, message, cause))
+        .await;
+}
+
+/// What an audit entry of a failed turn says: where, who, and why.
+fn error_detail(o: &Origin, message: &str, cause: Option<&str>) -> serde_json::Value {
     let mut detail = serde_json::json!({
         "platform": o.conversation.key.platform.as_str(),
         "chat": o.conversation.chat.chat.0,
@@ -564,7 +587,7 @@ async fn audit_error_with(
     if let Some(cause) = cause {
         detail["cause"] = serde_json::Value::from(crate::text::clip(cause, 1000));
     }
-    inner.store.record_event(kind, detail).await;
+    detail
 }
 
 /// Sends a complete text and marks the chat idle.

@@ -17,15 +17,25 @@ impl Store {
     /// Records an event. Failures are logged, never propagated: auditing must
     /// not break the action it records.
     pub async fn record_event(&self, kind: &str, detail: serde_json::Value) {
-        let res = sqlx::query("INSERT INTO system_events (at, kind, detail) VALUES ($1, $2, $3)")
+        if let Err(e) = self.try_record_event(kind, &detail).await {
+            tracing::warn!(error = %e, kind, "could not record system event");
+        }
+    }
+
+    /// Records an event, saying whether it was written (for an entry that
+    /// must not be lost, retried by the caller).
+    pub async fn try_record_event(
+        &self,
+        kind: &str,
+        detail: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO system_events (at, kind, detail) VALUES ($1, $2, $3)")
             .bind(now())
             .bind(kind)
             .bind(detail.to_string())
             .execute(&self.pool)
-            .await;
-        if let Err(e) = res {
-            tracing::warn!(error = %e, kind, "could not record system event");
-        }
+            .await?;
+        Ok(())
     }
 
     /// The latest `limit` events, newest first.

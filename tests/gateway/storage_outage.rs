@@ -544,9 +544,16 @@ async fn an_answer_given_while_the_database_turns_read_only_is_saved_when_it_is_
         requests.last().unwrap(),
         &["before", "echo: before", "during", "echo: during", "after"],
     );
-    // The late save is meant for the audit log too, but that write is best
-    // effort (a busy or just-recovered database may drop it), so it is not
-    // asserted here: what must hold is the history above.
+    // The late save is in the audit log too (retried until written, before
+    // the session's next input).
+    let events = h.running.store.events(50).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.kind == "error.storage"
+            && e.detail["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("saved late"))),
+        "{events:#?}"
+    );
     h.stop().await;
 }
 
