@@ -341,7 +341,8 @@ fn open_dir() -> tempfile::TempDir {
 
 /// `switchboard chat` on piped `input`, with only `vars` (and `PATH`) set;
 /// as `nobody` when the test runs as root, since root may read any process's
-/// `/proc` files whatever it does. Returns (exit ok, stdout, stderr).
+/// `/proc` files whatever it does. Returns (exit ok, stdout, its logs: stderr
+/// and `DATA_DIR/chat.log`, where `chat` writes them).
 async fn chat(
     dir: &std::path::Path,
     vars: &[(&str, String)],
@@ -373,10 +374,16 @@ async fn chat(
         .await
         .expect("chat ends at end of input")
         .unwrap();
+    let data = vars
+        .iter()
+        .find(|(k, _)| *k == "DATA_DIR")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .expect("chat runs with DATA_DIR");
+    let logged = std::fs::read_to_string(data.join("chat.log")).unwrap_or_default();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        format!("{}{logged}", String::from_utf8_lossy(&out.stderr)),
     )
 }
 
