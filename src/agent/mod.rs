@@ -14,6 +14,7 @@ mod round;
 mod runtime;
 mod scratchpad;
 mod subagent;
+mod turn;
 
 pub use compaction::{
     clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages,

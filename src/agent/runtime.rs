@@ -5,14 +5,14 @@ use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::host::{Pause, Resolution, TurnHost};
-use super::intent::{self, IntentRules, Requirement};
+use super::intent::{self, IntentRules};
 use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{
     call_model, Called, ModelFailure, ModelReply, Retries, TextOut, ROUND_SEPARATOR,
 };
-use super::results::shrink_stale;
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
+use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
 use crate::domain::Conversation;
 use crate::llm::{ChatRequest, Message, Provider, Role, ToolCall, Usage};
 use crate::tools::ToolRegistry;
@@ -450,162 +450,6 @@ impl Agent {
                 Ok(Called::Reply(reply)) => return Some(Ok(reply)),
                 Err(failure) => return Some(Err(failure)),
             }
-        }
-    }
-}
-
-/// What a model round asks for next.
-enum Next {
-    Calls(Vec<ToolCall>),
-    /// The intent guard sent the answer back: call the model again.
-    Again,
-    Done(Box<TurnOutcome>),
-}
-
-impl Next {
-    fn done(outcome: TurnOutcome) -> Next {
-        Next::Done(Box::new(outcome))
-    }
-}
-
-/// What the steps of one turn share.
-struct Turn<'a> {
-    log: TurnTally<'a>,
-    pad: Scratchpad,
-    /// Text of every round, joined by blank lines: what the user saw stream.
-    text: String,
-    intents: IntentCheck,
-    /// The base system prompt and the turn's additions.
-    system: String,
-    host: &'a Arc<dyn TurnHost>,
-    cancel: &'a CancellationToken,
-    deadline: &'a Deadline,
-    tx: &'a mpsc::Sender<RuntimeEvent>,
-}
-
-impl Turn<'_> {
-    /// Adds a round's text to the turn's; `show` sends text that was held
-    /// back while it might be refused (it leads to a tool, so the chat can
-    /// show it now).
-    async fn add_text(&mut self, said: &str, show: bool) {
-        if said.is_empty() {
-            return;
-        }
-        if show {
-            let shown = if self.text.is_empty() {
-                said.to_owned()
-            } else {
-                format!("{ROUND_SEPARATOR}{said}")
-            };
-            let _ = self.tx.send(RuntimeEvent::TextDelta(shown)).await;
-        }
-        if !self.text.is_empty() {
-            self.text.push_str(ROUND_SEPARATOR);
-        }
-        self.text.push_str(said);
-    }
-
-    fn finish(&mut self, text: String, stop: StopReason) -> TurnOutcome {
-        self.log.finish(&mut self.pad, text, stop)
-    }
-
-    fn stop_at_deadline(&mut self) -> TurnOutcome {
-        let text = std::mem::take(&mut self.text);
-        self.log
-            .stop_at_deadline(&mut self.pad, &text, self.deadline)
-    }
-}
-
-/// The tool names of requirements, for the trace.
-fn names(requirements: &[Requirement]) -> Vec<&str> {
-    requirements.iter().map(Requirement::primary).collect()
-}
-
-/// The question of an `ask_user` call in this round, if any.
-fn asked_question(calls: &[ToolCall]) -> Option<String> {
-    calls.iter().filter(|c| c.name == ASK_USER).find_map(|c| {
-        let v: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
-        v.get("question")?.as_str().map(str::to_owned)
-    })
-}
-
-/// The request copy of the conversation, with results of earlier rounds shrunk:
-/// every tool result before the last assistant message with tool calls.
-fn shrink_earlier_results(messages: &[Message]) -> Vec<Message> {
-    let last_round = messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
-    messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| match (m.role, last_round) {
-            (Role::Tool, Some(last)) if i < last => match shrink_stale(&m.content) {
-                Some(content) => Message {
-                    content,
-                    ..m.clone()
-                },
-                None => m.clone(),
-            },
-            _ => m.clone(),
-        })
-        .collect()
-}
-
-/// A running turn's conversation and counters.
-struct TurnTally<'a> {
-    messages: &'a mut Vec<Message>,
-    new_from: usize,
-    usage: Usage,
-    rounds: usize,
-    started: Instant,
-    /// What the model sees of `messages` once compaction folded their head.
-    view: ContextView,
-    intent_corrections: usize,
-    intent_unmet: bool,
-}
-
-impl TurnTally<'_> {
-    /// Ends the turn at its deadline, telling the user (after what the
-    /// finished rounds said).
-    fn stop_at_deadline(
-        &mut self,
-        pad: &mut Scratchpad,
-        turn_text: &str,
-        deadline: &Deadline,
-    ) -> TurnOutcome {
-        self.messages.push(Message::assistant(deadline.notice()));
-        let text = deadline.stop_text(turn_text);
-        self.finish(pad, text, StopReason::Deadline)
-    }
-
-    fn finish(&mut self, pad: &mut Scratchpad, text: String, stop: StopReason) -> TurnOutcome {
-        pad.record(
-            "final",
-            json!({
-                "stop": format!("{stop:?}"), "rounds": self.rounds, "elapsed_ms": self.started.elapsed().as_millis() as u64,
-                "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
-                "cache_read_tokens": self.usage.cache_read_tokens, "text": text,
-            }),
-        );
-        let mut new_messages = self
-            .messages
-            .get(self.new_from..)
-            .map(<[Message]>::to_vec)
-            .unwrap_or_default();
-        // Also after a resume: the checkpoint may hold corrections.
-        intent::strip_corrections(&mut new_messages);
-        let compaction = self.view.record.clone();
-        TurnOutcome {
-            text,
-            stop,
-            rounds: self.rounds,
-            usage: self.usage,
-            new_messages,
-            intent_corrections: self.intent_corrections,
-            intent_unmet: self.intent_unmet,
-            compaction,
-            error: None,
-            pause: None,
         }
     }
 }

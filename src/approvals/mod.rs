@@ -105,11 +105,6 @@ impl Approvals {
         self.clock.now()
     }
 
-    /// How long a card (and an edit it was sent back for) waits.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// Whether a stored "always" rule of the requester allows `arguments`
     /// (audited when one does).
     pub async fn ruled(

@@ -96,7 +96,7 @@ impl SessionHandle {
                     } => {
                         // Held through an outage by the claim itself.
                         let cancel = running.begin(&inner.shutdown);
-                        turn::resume(&inner, &approval_id, decided, cancel).await;
+                        super::resume::resume(&inner, &approval_id, decided, cancel).await;
                         running.end();
                     }
                 }

@@ -1,6 +1,7 @@
 //! Processing one session input — a command, a user message, a task
-//! notification or a resumed turn: run the turn, stream the answer to the
-//! originating chat, persist the exchange.
+//! notification: run the turn, stream the answer to the originating chat,
+//! persist the exchange (or, paused, show its card). Resuming a paused turn
+//! is in `resume`.
 
 use super::commands;
 use super::exchange;
@@ -10,20 +11,15 @@ use super::outbound::{send_text, ReplyStream};
 use super::session::SessionInput;
 use super::text;
 use super::Inner;
-use crate::agent::{Resolution, ResumeRequest, RuntimeEvent, StopReason, TurnOutcome, TurnRequest};
-use crate::approvals::{decision_of, edited_arguments, Decision};
+use crate::agent::{RuntimeEvent, StopReason, TurnOutcome, TurnRequest};
 use crate::domain::{Conversation, SessionId, SessionKey};
-use crate::llm::{Message, ToolCall};
-use crate::store::{TurnContext, TurnState};
+use crate::llm::Message;
+use crate::store::TurnContext;
 use crate::tasks::{notification_text, scheduled_text};
-use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{Activity, ChatAddress, MessageId, OutgoingMessage, PlatformAdapter};
+use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// How often one call may be sent back for editing before it is denied.
-const MAX_EDITS: u32 = 3;
 
 /// How many live (not compacted) past messages a turn loads at most: twice
 /// the count at which the context is compacted anyway, so compaction — not
@@ -31,10 +27,10 @@ const MAX_EDITS: u32 = 3;
 const HISTORY_LIMIT: u32 = 2 * crate::agent::MAX_CONTEXT_MESSAGES as u32;
 
 /// Who a turn answers, where, and through which adapter and session.
-struct Origin {
-    conversation: Conversation,
-    adapter: Arc<dyn PlatformAdapter>,
-    session: SessionId,
+pub(super) struct Origin {
+    pub(super) conversation: Conversation,
+    pub(super) adapter: Arc<dyn PlatformAdapter>,
+    pub(super) session: SessionId,
 }
 
 /// Runs `input` in `session` (the session of `key`, looked up by the worker).
@@ -50,7 +46,13 @@ pub(crate) async fn process(
     if let SessionInput::Message(m) = &input {
         match inner.store.awaited_edit(&session.0).await {
             Ok(Some(approval_id)) => {
-                return resume_with(inner, &approval_id, Next::Edit(m.text.clone()), cancel).await
+                return super::resume::resume_with(
+                    inner,
+                    &approval_id,
+                    super::resume::Next::Edit(m.text.clone()),
+                    cancel,
+                )
+                .await
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "could not look for an awaited edit"),
@@ -188,162 +190,7 @@ async fn user_message(
     }
 }
 
-/// Resumes the turn paused on `approval_id` if nobody else has: claims its
-/// row, applies the recorded decision to the waiting call and continues the
-/// turn, answering in the original chat. `edit` is the requester's message
-/// for an approval sent back for editing (without it such a turn keeps
-/// waiting). Runs in the session's worker, so it never overlaps another turn
-/// of the session.
-pub(crate) async fn resume(
-    inner: &Arc<Inner>,
-    approval_id: &str,
-    decided: Option<Decision>,
-    cancel: CancellationToken,
-) {
-    let next = match decided {
-        Some(decision) => Next::Decided(decision),
-        None => Next::Read,
-    };
-    resume_with(inner, approval_id, next, cancel).await;
-}
-
-/// What a resumption brings for the call its turn paused on.
-enum Next {
-    /// The decision, passed along by whoever took it (final).
-    Decided(Decision),
-    /// Read it from the approval (the sweeper, a restart).
-    Read,
-    /// The requester's message for an approval sent back for editing.
-    Edit(String),
-}
-
-async fn resume_with(inner: &Arc<Inner>, approval_id: &str, next: Next, cancel: CancellationToken) {
-    let store = &inner.store;
-    // A decided approval must not be lost to an outage: the claim waits for
-    // storage (the row stays for the next process if the gateway stops
-    // first). Without the requester's text, an approval sent back for
-    // editing leaves its row alone.
-    let editing = matches!(next, Next::Edit(_));
-    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
-        if editing {
-            store.claim_turn_state(approval_id).await
-        } else {
-            store.claim_decided_turn(approval_id).await
-        }
-    })
-    .await;
-    let Some(Some(state)) = claimed else {
-        return;
-    };
-    let (decision, edit) = match next {
-        Next::Decided(decision) => (decision, None),
-        // Read after the claim: an edit nobody sent may have expired meanwhile.
-        Next::Read | Next::Edit(_) => {
-            let record = super::hold::until_stored(inner, "reading a decided approval", || {
-                store.approval(approval_id)
-            })
-            .await;
-            let decision = match record {
-                Some(Some(record)) => decision_of(&record),
-                Some(None) => Decision::Expired,
-                // Stopping: the claimed turn is not run (at most once).
-                None => return,
-            };
-            let edit = match next {
-                Next::Edit(text) => Some(text),
-                _ => None,
-            };
-            (decision, edit)
-        }
-    };
-    let TurnState {
-        session_id,
-        origin,
-        messages,
-        new_from,
-        remaining,
-        mut context,
-        ..
-    } = state;
-    let Some(adapter) = inner.adapter(origin.chat.platform) else {
-        return tracing::warn!(platform = %origin.chat.platform, "paused turn for a platform without adapter");
-    };
-    let Some(first) = remaining.first() else {
-        return;
-    };
-    let origin = Origin {
-        conversation: origin,
-        adapter,
-        session: SessionId(session_id),
-    };
-    let resolution = match decision {
-        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
-            Ok(arguments) => Resolution::Allowed { arguments },
-            Err(_) => Resolution::Denied {
-                reason: Some("stored arguments unreadable".into()),
-            },
-        },
-        Decision::Deny(reason) => Resolution::Denied { reason },
-        Decision::Expired => Resolution::Expired,
-        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
-            reason: Some("too many edits".into()),
-        },
-        Decision::Edit => {
-            context.edits += 1;
-            edited(&origin, first, edit.as_deref().unwrap_or_default()).await
-        }
-    };
-    tracing::info!(approval = approval_id, "resuming a paused turn");
-    let turn_memory = memory::TurnMemory {
-        plain_input: context.plain_input.clone(),
-        history_ids: context.history_ids.clone(),
-        state: None,
-    };
-    let (round, system_context) = (context.round, context.system_context.clone());
-    let host = host(inner, &origin, context);
-    let _ = origin
-        .adapter
-        .activity(&origin.conversation.chat, Activity::Typing)
-        .await;
-    let events = inner.agent.resume_turn(ResumeRequest {
-        session_id: origin.session.0.clone(),
-        origin: Some(origin.conversation.clone()),
-        messages,
-        new_from,
-        remaining,
-        round,
-        system_context,
-        resolution,
-        host: Arc::clone(&host) as _,
-        cancel,
-    });
-    deliver(inner, &origin, &host, events, turn_memory).await;
-}
-
-/// The new arguments `text` gives the call sent back for editing: a new card
-/// is asked for with them, or — when they are unusable — with the old ones
-/// again, after saying so.
-async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
-    let old: Value =
-        serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::Object(Default::default()));
-    if let Some(arguments) = edited_arguments(&old, text) {
-        return Resolution::AskAgain { arguments };
-    }
-    let notice = format!(
-        "I couldn't use that as new arguments; {}. The card is open again.",
-        crate::approvals::edit_prompt(&old.to_string())
-    );
-    if let Err(e) = o
-        .adapter
-        .send(&o.conversation.chat, OutgoingMessage::text(notice))
-        .await
-    {
-        tracing::warn!(error = %e, "could not send a notice");
-    }
-    Resolution::AskAgain { arguments: old }
-}
-
-fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {
+pub(super) fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
         session_id: o.session.0.clone(),
@@ -355,7 +202,7 @@ fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost
 }
 
 /// Streams a turn's events into the chat, then persists and posts the outcome.
-async fn deliver(
+pub(super) async fn deliver(
     inner: &Arc<Inner>,
     o: &Origin,
     host: &GatewayHost,

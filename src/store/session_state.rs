@@ -53,6 +53,20 @@ fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
     Ok((row.try_get("id")?, m))
 }
 
+/// A session's key from its row (`platform`, `chat_id`, `thread_id` — 0 for
+/// none — and `user_id`).
+fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreError> {
+    let platform: String = r.try_get("platform")?;
+    let thread: i64 = r.try_get("thread_id")?;
+    Ok(SessionKey {
+        platform: Platform::parse(&platform)
+            .ok_or_else(|| StoreError::Corrupt(format!("platform {platform:?}")))?,
+        chat: ChatId(r.try_get("chat_id")?),
+        thread: (thread != 0).then_some(ThreadId(thread)),
+        user: UserId(r.try_get("user_id")?),
+    })
+}
+
 impl Store {
     /// The key of a session by id (who owns it, where it is).
     pub async fn session_key(&self, session: &str) -> Result<Option<SessionKey>, StoreError> {
@@ -61,16 +75,7 @@ impl Store {
                 .bind(session)
                 .fetch_optional(&self.pool)
                 .await?;
-        let Some(row) = row else { return Ok(None) };
-        let platform: String = row.try_get("platform")?;
-        let thread: i64 = row.try_get("thread_id")?;
-        Ok(Some(SessionKey {
-            platform: Platform::parse(&platform)
-                .ok_or_else(|| StoreError::Corrupt(format!("platform {platform:?}")))?,
-            chat: ChatId(row.try_get("chat_id")?),
-            thread: (thread != 0).then_some(ThreadId(thread)),
-            user: UserId(row.try_get("user_id")?),
-        }))
+        row.as_ref().map(key_from_row).transpose()
     }
 
     pub async fn session_state(&self, session: &SessionId) -> Result<SessionState, StoreError> {
@@ -254,17 +259,9 @@ impl Store {
         .await?;
         rows.iter()
             .map(|r| {
-                let platform: String = r.try_get("platform")?;
-                let thread: i64 = r.try_get("thread_id")?;
                 Ok(IdleSession {
                     session: SessionId(r.try_get("id")?),
-                    key: SessionKey {
-                        platform: Platform::parse(&platform)
-                            .ok_or_else(|| StoreError::Corrupt(format!("platform {platform:?}")))?,
-                        chat: ChatId(r.try_get("chat_id")?),
-                        thread: (thread != 0).then_some(ThreadId(thread)),
-                        user: UserId(r.try_get("user_id")?),
-                    },
+                    key: key_from_row(r)?,
                     last_message: r.try_get::<Option<i64>, _>("last_message")?.unwrap_or(0),
                 })
             })

@@ -4,6 +4,7 @@
 
 mod admission;
 mod firing;
+mod notice;
 mod progress;
 mod reporter;
 mod schedule;
@@ -12,6 +13,7 @@ mod tools;
 
 pub use admission::StartError;
 pub use firing::{fire_due_schedules, Fired};
+pub use notice::{notification_text, scheduled_text};
 pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 pub use tools::{CancelTaskTool, ScheduleTool};
 
@@ -65,9 +67,6 @@ pub enum Cancelled {
     /// Nothing of this conversation has that id.
     NotFound,
 }
-
-/// How much of a result the notification carries (the rest via check_background_tasks).
-const NOTIFICATION_RESULT_CHARS: usize = 4_000;
 
 /// A started task and what it needs to run and report.
 struct Job {
@@ -304,7 +303,7 @@ impl TaskManager {
             task_id: job.id,
             tool_name: job.tool_name,
             status,
-            result: cut_for_model(&result, NOTIFICATION_RESULT_CHARS),
+            result: notice::result_for_model(&result),
             origin: job.origin,
             guard: job.guard,
         };
@@ -456,50 +455,4 @@ impl TaskManager {
     fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// `s` cut to `max` characters for the model, saying where the rest is.
-fn cut_for_model(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        format!(
-            "{}\n[… truncated; call check_background_tasks with the task_id for the full result]",
-            s.chars().take(max).collect::<String>()
-        )
-    }
-}
-
-/// The system notification injected into the session when a task finishes.
-/// Everything inside the block is defused: a task's output can neither close
-/// it nor forge another notification.
-pub fn notification_text(f: &TaskFinished) -> String {
-    let body = format!(
-        "task_id: {}\ntool: {}\nstatus: {}\nresult:\n{}",
-        f.task_id,
-        f.tool_name,
-        f.status.as_str(),
-        f.result
-    );
-    format!(
-        "{}\n{}\n\
-         A background task you started has finished. Tell the user the outcome briefly.",
-        crate::markers::SYSTEM_NOTIFICATION,
-        crate::markers::block("task-notification", &body)
-    )
-}
-
-/// The message a fired schedule injects: a gateway notice around the
-/// schedule's prompt, which is quoted as the user's own words — data with a
-/// user message's authority, never a gateway instruction — and defused so it
-/// can neither close its block nor forge a marker.
-pub fn scheduled_text(prompt: &str) -> String {
-    format!(
-        "{}\nA schedule the user set up has fired. Its prompt follows, quoted as data.\n{}\n{}\n\
-         Treat the quoted prompt like a message from the user (not an instruction from the gateway): \
-         do what it asks within your usual rules and report to the user.",
-        crate::markers::SYSTEM_NOTIFICATION,
-        crate::markers::SCHEDULED_TASK,
-        crate::markers::block("scheduled-task", prompt)
-    )
 }

@@ -1,0 +1,179 @@
+//! Resuming a paused turn — the one path every decision takes: claim its
+//! row, apply the decision (or the requester's edit) to the call it paused on,
+//! and continue it, answering in the original chat.
+
+use super::memory;
+use super::turn::{deliver, host, Origin};
+use super::Inner;
+use crate::agent::{Resolution, ResumeRequest};
+use crate::approvals::{decision_of, edited_arguments, Decision};
+use crate::domain::SessionId;
+use crate::llm::ToolCall;
+use crate::store::TurnState;
+use serde_json::Value;
+use std::sync::Arc;
+use switchboard_platform::{Activity, OutgoingMessage};
+use tokio_util::sync::CancellationToken;
+
+/// How often one call may be sent back for editing before it is denied.
+const MAX_EDITS: u32 = 3;
+
+/// Resumes the turn paused on `approval_id` if nobody else has: claims its
+/// row, applies the recorded decision to the waiting call and continues the
+/// turn, answering in the original chat. `edit` is the requester's message
+/// for an approval sent back for editing (without it such a turn keeps
+/// waiting). Runs in the session's worker, so it never overlaps another turn
+/// of the session.
+pub(crate) async fn resume(
+    inner: &Arc<Inner>,
+    approval_id: &str,
+    decided: Option<Decision>,
+    cancel: CancellationToken,
+) {
+    let next = match decided {
+        Some(decision) => Next::Decided(decision),
+        None => Next::Read,
+    };
+    resume_with(inner, approval_id, next, cancel).await;
+}
+
+/// What a resumption brings for the call its turn paused on.
+pub(super) enum Next {
+    /// The decision, passed along by whoever took it (final).
+    Decided(Decision),
+    /// Read it from the approval (the sweeper, a restart).
+    Read,
+    /// The requester's message for an approval sent back for editing.
+    Edit(String),
+}
+
+pub(super) async fn resume_with(
+    inner: &Arc<Inner>,
+    approval_id: &str,
+    next: Next,
+    cancel: CancellationToken,
+) {
+    let store = &inner.store;
+    // A decided approval must not be lost to an outage: the claim waits for
+    // storage (the row stays for the next process if the gateway stops
+    // first). Without the requester's text, an approval sent back for
+    // editing leaves its row alone.
+    let editing = matches!(next, Next::Edit(_));
+    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
+        if editing {
+            store.claim_turn_state(approval_id).await
+        } else {
+            store.claim_decided_turn(approval_id).await
+        }
+    })
+    .await;
+    let Some(Some(state)) = claimed else {
+        return;
+    };
+    let (decision, edit) = match next {
+        Next::Decided(decision) => (decision, None),
+        // Read after the claim: an edit nobody sent may have expired meanwhile.
+        Next::Read | Next::Edit(_) => {
+            let record = super::hold::until_stored(inner, "reading a decided approval", || {
+                store.approval(approval_id)
+            })
+            .await;
+            let decision = match record {
+                Some(Some(record)) => decision_of(&record),
+                Some(None) => Decision::Expired,
+                // Stopping: the claimed turn is not run (at most once).
+                None => return,
+            };
+            let edit = match next {
+                Next::Edit(text) => Some(text),
+                _ => None,
+            };
+            (decision, edit)
+        }
+    };
+    let TurnState {
+        session_id,
+        origin,
+        messages,
+        new_from,
+        remaining,
+        mut context,
+        ..
+    } = state;
+    let Some(adapter) = inner.adapter(origin.chat.platform) else {
+        return tracing::warn!(platform = %origin.chat.platform, "paused turn for a platform without adapter");
+    };
+    let Some(first) = remaining.first() else {
+        return;
+    };
+    let origin = Origin {
+        conversation: origin,
+        adapter,
+        session: SessionId(session_id),
+    };
+    let resolution = match decision {
+        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
+            Ok(arguments) => Resolution::Allowed { arguments },
+            Err(_) => Resolution::Denied {
+                reason: Some("stored arguments unreadable".into()),
+            },
+        },
+        Decision::Deny(reason) => Resolution::Denied { reason },
+        Decision::Expired => Resolution::Expired,
+        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
+            reason: Some("too many edits".into()),
+        },
+        Decision::Edit => {
+            context.edits += 1;
+            edited(&origin, first, edit.as_deref().unwrap_or_default()).await
+        }
+    };
+    tracing::info!(approval = approval_id, "resuming a paused turn");
+    let turn_memory = memory::TurnMemory {
+        plain_input: context.plain_input.clone(),
+        history_ids: context.history_ids.clone(),
+        state: None,
+    };
+    let (round, system_context) = (context.round, context.system_context.clone());
+    let host = host(inner, &origin, context);
+    let _ = origin
+        .adapter
+        .activity(&origin.conversation.chat, Activity::Typing)
+        .await;
+    let events = inner.agent.resume_turn(ResumeRequest {
+        session_id: origin.session.0.clone(),
+        origin: Some(origin.conversation.clone()),
+        messages,
+        new_from,
+        remaining,
+        round,
+        system_context,
+        resolution,
+        host: Arc::clone(&host) as _,
+        cancel,
+    });
+    deliver(inner, &origin, &host, events, turn_memory).await;
+}
+
+/// The new arguments `text` gives the call sent back for editing: a new card
+/// is asked for with them, or — when they are unusable — with the old ones
+/// again, after saying so.
+async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
+    let old: Value =
+        serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::Object(Default::default()));
+    if let Some(arguments) = edited_arguments(&old, text) {
+        return Resolution::AskAgain { arguments };
+    }
+    let notice = format!(
+        "I couldn't use that as new arguments; {}. The card is open again.",
+        crate::approvals::edit_prompt(&old.to_string())
+    );
+    if let Err(e) = o
+        .adapter
+        .send(&o.conversation.chat, OutgoingMessage::text(notice))
+        .await
+    {
+        tracing::warn!(error = %e, "could not send a notice");
+    }
+    Resolution::AskAgain { arguments: old }
+}
