@@ -3,9 +3,9 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
-    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
-    MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
-    PressAnswer,
+    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo,
+    InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -120,6 +120,15 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.send_file(scrubbed_file(file)).await
     }
 
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        self.inner.download(attachment, dest, max_bytes).await
+    }
+
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
         self.inner.activity(chat, activity).await
     }
@@ -153,6 +162,7 @@ mod tests {
             min_edit_interval: Duration::ZERO,
             private_answers: false,
             max_upload_bytes: 0,
+            max_download_bytes: 0,
             answer_buttons: true,
             local_operator: false,
         };

@@ -435,6 +435,7 @@ async fn long_answers_are_split_to_the_platform_limit_in_its_unit() {
         min_edit_interval: Duration::from_millis(30),
         private_answers: true,
         max_upload_bytes: 50 << 20,
+        max_download_bytes: 20 << 20,
         answer_buttons: true,
         local_operator: false,
     });

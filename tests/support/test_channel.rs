@@ -290,6 +290,7 @@ impl TestChannel {
             min_edit_interval: Duration::ZERO,
             private_answers: true,
             max_upload_bytes: 50 << 20,
+            max_download_bytes: 20 << 20,
             answer_buttons: true,
             local_operator: false,
         })

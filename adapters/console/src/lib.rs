@@ -115,6 +115,7 @@ impl ConsoleAdapter {
                 min_edit_interval: Duration::ZERO,
                 private_answers: true,
                 max_upload_bytes: crate::outbox::MAX_FILE_BYTES,
+                max_download_bytes: crate::outbox::MAX_FILE_BYTES as u64,
                 answer_buttons: false,
                 local_operator: true,
             },

@@ -115,6 +115,7 @@ impl DiscordAdapter {
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
                 max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
+                max_download_bytes: crate::upload::MAX_UPLOAD_BYTES as u64,
                 answer_buttons: true,
                 local_operator: false,
             },

@@ -18,8 +18,8 @@ use serenity::model::user::User as SerenityUser;
 use serenity::model::Timestamp;
 use std::collections::HashSet;
 use switchboard_platform::{
-    ActionId, Addressed, Attachment, ButtonPress, ChatAddress, ChatId, ChatKind, InboundMessage,
-    MessageId, MessageRef, Platform, PressHandle, User, UserId,
+    ActionId, Addressed, Attachment, AttachmentKind, ButtonPress, ChatAddress, ChatId, ChatKind,
+    InboundMessage, MessageId, MessageRef, Platform, PressHandle, User, UserId,
 };
 
 /// Who the bot is and what the configuration says about users and channels.
@@ -120,10 +120,18 @@ pub(crate) fn message(
     let attachments: Vec<Attachment> = msg
         .attachments
         .iter()
-        .map(|a| Attachment {
-            kind: a.content_type.clone().unwrap_or_else(|| "file".to_owned()),
-            name: Some(a.filename.clone()),
-            size: Some(u64::from(a.size)),
+        .map(|a| {
+            let kind = if a.waveform.is_some() {
+                AttachmentKind::Voice // a voice message recorded in the app
+            } else {
+                attachment_kind(a.content_type.as_deref())
+            };
+            let mut out = Attachment::new(kind, attachment_handle(msg, a));
+            out.mime = a.content_type.clone();
+            out.name = Some(a.filename.clone());
+            out.size = Some(u64::from(a.size));
+            out.duration_secs = a.duration_secs.map(|d| d.round() as u32);
+            out
         })
         .collect();
     if text.is_empty() && attachments.is_empty() {
@@ -387,4 +395,24 @@ mod tests {
         );
         assert_eq!(place_of(true, None), Place::Channel);
     }
+}
+
+/// What a Discord attachment is, from the type Discord reports.
+fn attachment_kind(content_type: Option<&str>) -> AttachmentKind {
+    let mime = content_type.unwrap_or_default();
+    if mime.starts_with("image/") {
+        AttachmentKind::Image
+    } else if mime.starts_with("audio/") {
+        AttachmentKind::Audio
+    } else if mime.starts_with("video/") {
+        AttachmentKind::Video
+    } else {
+        AttachmentKind::Document
+    }
+}
+
+/// `channel/message/attachment`: the adapter fetches the message again at
+/// download time for a fresh signed CDN address, which the core never sees.
+fn attachment_handle(msg: &Message, a: &serenity::model::channel::Attachment) -> String {
+    format!("{}/{}/{}", msg.channel_id.get(), msg.id.get(), a.id.get())
 }

@@ -3,9 +3,11 @@
 use crate::file::OutgoingFile;
 use crate::ids::{ChatAddress, MessageRef, Platform};
 use crate::inbound::{ButtonPress, Inbound};
+use crate::media::Attachment;
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
 use async_trait::async_trait;
 use std::time::Duration;
+use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +39,9 @@ pub struct Capabilities {
     pub private_answers: bool,
     /// The largest file [`PlatformAdapter::send_file`] accepts, in bytes.
     pub max_upload_bytes: usize,
+    /// The largest attachment [`PlatformAdapter::download`] can fetch, in
+    /// bytes (Telegram bots: 20 MB); 0 when the adapter cannot download.
+    pub max_download_bytes: u64,
     /// Buttons can sit under an answer (feedback), not only on approval cards.
     pub answer_buttons: bool,
     /// The person typing is the operator at this machine (the console): no
@@ -119,6 +124,12 @@ pub enum PlatformError {
     Closed,
     #[error("the platform cannot {0}")]
     Unsupported(&'static str),
+    #[error("the file is too large ({size} bytes; the limit is {max})")]
+    TooLarge { size: u64, max: u64 },
+    #[error("the download stalled")]
+    Stalled,
+    #[error("could not write the file: {0}")]
+    Storage(String),
 }
 
 /// A chat platform as the core sees it.
@@ -170,6 +181,21 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let _ = file;
         Err(PlatformError::Unsupported("send files"))
+    }
+
+    /// Streams `attachment` (one this adapter normalized) into `dest`,
+    /// refusing more than `max_bytes` (and at most
+    /// `capabilities().max_download_bytes`) and giving up on a stalled
+    /// transfer ([`crate::stream_to`] does both). Returns the bytes written.
+    /// The default refuses: adapters that receive files override it.
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        let _ = (attachment, dest, max_bytes);
+        Err(PlatformError::Unsupported("download files"))
     }
 
     /// Shows what the bot is doing. Best effort.

@@ -1,6 +1,7 @@
 //! Inbound events: every message and button press, normalized.
 
 use crate::ids::{ActionId, ChatAddress, ChatKind, MessageId, MessageRef, UserId};
+use crate::media::Attachment;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -45,14 +46,6 @@ impl Addressed {
     }
 }
 
-/// Metadata of an attached file; the core treats the content as out of scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attachment {
-    pub kind: String,
-    pub name: Option<String>,
-    pub size: Option<u64>,
-}
-
 /// A text message. `text` is normalized: bot mentions and `@botname` command
 /// suffixes removed, media captions used as text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -64,6 +57,8 @@ pub struct InboundMessage {
     pub text: String,
     pub reply_to: Option<MessageId>,
     pub addressed: Addressed,
+    /// Files that came with the message (an album arrives as one message).
+    #[serde(default)]
     pub attachments: Vec<Attachment>,
     pub timestamp: DateTime<Utc>,
 }

@@ -9,6 +9,7 @@ mod chunk;
 mod file;
 mod ids;
 mod inbound;
+mod media;
 mod outbound;
 mod pacing;
 mod secret;
@@ -23,7 +24,8 @@ pub use governor::Quota;
 pub use ids::{
     ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
 };
-pub use inbound::{Addressed, Attachment, ButtonPress, Inbound, InboundMessage, PressHandle, User};
+pub use inbound::{Addressed, ButtonPress, Inbound, InboundMessage, PressHandle, User};
+pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOAD_STALL};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;

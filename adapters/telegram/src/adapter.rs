@@ -86,6 +86,7 @@ impl TelegramAdapter {
             min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
             max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
+            max_download_bytes: 20 << 20,
             answer_buttons: true,
             local_operator: false,
         };

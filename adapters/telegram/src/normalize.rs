@@ -13,8 +13,8 @@ use chrono::Utc;
 use std::collections::HashSet;
 use std::ops::Range;
 use switchboard_platform::{
-    ActionId, Addressed, Attachment, ButtonPress, ChatAddress, ChatId, ChatKind, Inbound,
-    InboundMessage, MessageId, MessageRef, Platform, PressHandle, ThreadId, User,
+    ActionId, Addressed, Attachment, AttachmentKind, ButtonPress, ChatAddress, ChatId, ChatKind,
+    Inbound, InboundMessage, MessageId, MessageRef, Platform, PressHandle, ThreadId, User,
 };
 use teloxide::types::{
     CallbackQuery, Chat, MediaKind, Message, MessageEntity, MessageEntityKind, MessageKind, Update,
@@ -281,40 +281,58 @@ fn topic(msg: &Message) -> Option<ThreadId> {
         .map(|t| ThreadId(i64::from(t.0 .0)))
 }
 
+/// The file a message carries, as the core sees it: the handle is the
+/// `file_id` `getFile` resolves. Stickers, animations and video notes are left
+/// out deliberately (decoration, not content); a photo is its largest size.
 fn attachment(msg: &Message) -> Option<Attachment> {
     let MessageKind::Common(common) = &msg.kind else {
         return None;
     };
-    let meta = |kind: &str, name: Option<&String>, size: u32| {
-        Some(Attachment {
-            kind: kind.to_owned(),
-            name: name.cloned(),
-            size: (size != u32::MAX).then_some(u64::from(size)),
-        })
+    let file = |kind, file: &teloxide::types::FileMeta| {
+        let mut a = Attachment::new(kind, file.id.0.clone());
+        a.size = (file.size != u32::MAX).then_some(u64::from(file.size));
+        a
     };
-    match &common.media_kind {
-        MediaKind::Text(_) | MediaKind::Migration(_) => None,
+    let a = match &common.media_kind {
         MediaKind::Photo(p) => {
-            let size = p.photo.last().map_or(u32::MAX, |s| s.file.size);
-            meta("photo", None, size)
+            let mut a = file(AttachmentKind::Image, &p.photo.last()?.file);
+            a.mime = Some("image/jpeg".to_owned());
+            a
         }
-        MediaKind::Document(d) => meta(
-            "document",
-            d.document.file_name.as_ref(),
-            d.document.file.size,
-        ),
-        MediaKind::Video(v) => meta("video", v.video.file_name.as_ref(), v.video.file.size),
-        MediaKind::Audio(a) => meta("audio", a.audio.file_name.as_ref(), a.audio.file.size),
-        MediaKind::Animation(a) => meta(
-            "animation",
-            a.animation.file_name.as_ref(),
-            a.animation.file.size,
-        ),
-        MediaKind::Voice(v) => meta("voice", None, v.voice.file.size),
-        MediaKind::VideoNote(v) => meta("video_note", None, v.video_note.file.size),
-        MediaKind::Sticker(s) => meta("sticker", None, s.sticker.file.size),
-        _ => meta("other", None, u32::MAX),
-    }
+        MediaKind::Document(d) => {
+            let mut a = file(AttachmentKind::Document, &d.document.file);
+            a.name = d.document.file_name.clone();
+            a.mime = d.document.mime_type.as_ref().map(|m| m.to_string());
+            a
+        }
+        MediaKind::Video(v) => {
+            let mut a = file(AttachmentKind::Video, &v.video.file);
+            a.name = v.video.file_name.clone();
+            a.mime = v.video.mime_type.as_ref().map(|m| m.to_string());
+            a.duration_secs = Some(v.video.duration.seconds());
+            a
+        }
+        MediaKind::Audio(au) => {
+            let mut a = file(AttachmentKind::Audio, &au.audio.file);
+            a.name = au.audio.file_name.clone();
+            a.mime = au.audio.mime_type.as_ref().map(|m| m.to_string());
+            a.duration_secs = Some(au.audio.duration.seconds());
+            a
+        }
+        MediaKind::Voice(v) => {
+            let mut a = file(AttachmentKind::Voice, &v.voice.file);
+            a.mime = Some(
+                v.voice
+                    .mime_type
+                    .as_ref()
+                    .map_or_else(|| "audio/ogg".to_owned(), |m| m.to_string()),
+            );
+            a.duration_secs = Some(v.voice.duration.seconds());
+            a
+        }
+        _ => return None,
+    };
+    Some(a)
 }
 
 /// Occurrences of `needle` not glued to other word characters, case-insensitive.
