@@ -13,8 +13,8 @@ use crate::store::{Store, StoreError};
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
     memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
-    ReadFileTool, ReadStoredResultTool, ScriptTool, SkillTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, Workspace, WriteFileTool,
+    ReadFileTool, ReadStoredResultTool, ScriptTool, SendFileTool, SkillTool, ToolRegistry,
+    WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,6 +131,7 @@ pub fn build_tools(
     store: &Store,
     tasks: &Arc<TaskManager>,
     skills: &Arc<SkillLibrary>,
+    adapters: &[Arc<dyn PlatformAdapter>],
 ) -> Result<ToolRegistry, RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
@@ -151,6 +152,7 @@ pub fn build_tools(
         .register(Arc::new(ExecTool::new(exec)))
         .register(Arc::new(WebFetchTool::new(fetch)))
         .register(Arc::new(AskUserTool::new()))
+        .register(Arc::new(SendFileTool::new(Arc::clone(&ws), adapters)))
         .register(Arc::new(CheckTasksTool::new(store.clone())))
         .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
@@ -241,7 +243,13 @@ pub async fn start_with_clock(
     }
     let skills = Arc::new(skills);
     skills.watch(shutdown.clone());
-    let mut tools = build_tools(config, &store, &tasks, &skills)?;
+    let media = Arc::new(crate::media::Media::new(
+        config.media.clone(),
+        store.clone(),
+        config.data_dir.clone(),
+        &config.llm.model,
+    ));
+    let mut tools = build_tools(config, &store, &tasks, &skills, &adapters)?;
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config
@@ -253,6 +261,7 @@ pub async fn start_with_clock(
         tool_timeout: DEFAULT_TOOL_TIMEOUT,
         intents: config.intents.clone(),
         turn_deadline: config.caps.turn_deadline,
+        images: Some(media.images()),
     };
     for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
         tools.register(tool);
@@ -294,6 +303,7 @@ pub async fn start_with_clock(
         None => None,
     };
     let parts = GatewayParts {
+        media: Arc::clone(&media),
         store: store.clone(),
         agent,
         tasks,

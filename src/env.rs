@@ -22,6 +22,24 @@ pub enum ConfigError {
     Platform(String),
 }
 
+/// A positive whole number; `None` when unset.
+pub fn positive(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    match get(var) {
+        None => Ok(None),
+        Some(raw) => match raw.trim().parse::<u64>() {
+            Ok(v) if v > 0 => Ok(Some(v)),
+            _ => Err(ConfigError::Invalid {
+                var,
+                problem: format!("{raw:?} is not a positive number"),
+                fix: "use a positive whole number, or unset it for the default",
+            }),
+        },
+    }
+}
+
 /// A boolean variable: true/false, yes/no, on/off, 1/0; `None` when unset.
 pub fn flag(
     get: &dyn Fn(&str) -> Option<String>,

@@ -29,6 +29,25 @@ pub(crate) fn safe_name(id: &str) -> String {
     }
 }
 
+/// `1536` → `1.5 KB`, `20971520` → `20 MB` (binary units, one decimal below 10).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value < 10.0 && value.fract() >= 0.05 {
+        format!("{value:.1} {}", UNITS[unit])
+    } else {
+        format!("{value:.0} {}", UNITS[unit])
+    }
+}
+
 /// `48213` → `48,213`.
 pub fn grouped(n: usize) -> String {
     let digits = n.to_string();

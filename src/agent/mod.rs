@@ -15,6 +15,7 @@ mod runtime;
 mod scratchpad;
 mod subagent;
 mod turn;
+mod vision;
 
 pub use compaction::{
     clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages,
@@ -25,3 +26,4 @@ pub use host::{Asked, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
 pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
 pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};
+pub use vision::Images;

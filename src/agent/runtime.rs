@@ -14,7 +14,7 @@ use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
 use crate::domain::Conversation;
-use crate::llm::{ChatRequest, Message, Provider, Role, ToolCall, Usage};
+use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, ToolCall, Usage};
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
@@ -39,7 +39,14 @@ pub struct AgentConfig {
     /// The longest one turn may take, streaming and tools included, approval
     /// waits excluded (`TURN_DEADLINE_SECS`).
     pub turn_deadline: Duration,
+    /// Where the images of user messages are loaded from; `None`: the model
+    /// is never sent images (each stays a placeholder).
+    pub images: Option<super::Images>,
 }
+
+/// Shown above the answer when the endpoint refused the images of a call.
+const IMAGES_REFUSED: &str =
+    "_(This model can't see images, so I answered from the text; your file is saved for tools.)_";
 
 /// [`AgentConfig::tool_timeout`] by default: above `exec_command`'s 600 s cap.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(900);
@@ -372,6 +379,7 @@ impl Agent {
             reasoning: (!reply.reasoning_content.is_empty())
                 .then(|| std::mem::take(&mut reply.reasoning_content)),
             signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
+            images: Vec::new(),
         });
         let last_round = round >= self.config.max_tool_rounds;
         let mut warning = None;
@@ -434,9 +442,17 @@ impl Agent {
                 turn.tx,
             )
             .await;
+            let mut messages = shrink_earlier_results(&context.messages);
+            let with_images = match &self.config.images {
+                Some(images) => images.load(&mut messages).await > 0,
+                None => {
+                    super::vision::without_images(&mut messages);
+                    false
+                }
+            };
             let request = ChatRequest {
                 system: turn.system.clone(),
-                messages: shrink_earlier_results(&context.messages),
+                messages,
                 tools,
             };
             // A stream that never ends stops at the deadline.
@@ -447,6 +463,21 @@ impl Agent {
             };
             match called {
                 Ok(Called::Resize) => {}
+                // An endpoint that refuses image parts (a text-only model, or
+                // a server without multimodal support): text only for the
+                // rest of the run, and this call again without them.
+                Err(ModelFailure::Provider(ProviderError::Config { status, .. }))
+                    if with_images && matches!(status, 400 | 415 | 422) =>
+                {
+                    if let Some(images) = &self.config.images {
+                        tracing::warn!(
+                            status,
+                            "the model endpoint refused images; text only from now on"
+                        );
+                        images.disable();
+                    }
+                    turn.add_text(IMAGES_REFUSED, true).await;
+                }
                 Ok(Called::Reply(reply)) => return Some(Ok(reply)),
                 Err(failure) => return Some(Err(failure)),
             }

@@ -143,6 +143,8 @@ pub struct Config {
     pub health_listen: Option<std::net::SocketAddr>,
     /// Long-term memory, recall and feedback (`MEMORY_*`, `FEEDBACK_BUTTONS`).
     pub memory: crate::memory::MemoryConfig,
+    /// Photos, voice notes and files (`MEDIA_*`, `LLM_VISION`, `STT_*`).
+    pub media: crate::media::MediaConfig,
     /// Enabled chat platforms (Telegram, Discord).
     pub platforms: crate::wiring::PlatformConfigs,
 }
@@ -228,7 +230,9 @@ impl Config {
         };
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         let files = files::load(&get)?;
+        let media = crate::media::MediaConfig::from_lookup(&get, &data_dir, &workspace_dir)?;
         Ok(Config {
+            media,
             intents: files.intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
             llm: llm(&get, base_url, model)?,

@@ -29,6 +29,10 @@ impl Config {
                 out.extend(url_secrets(api.as_str()));
             }
         }
+        if let Some(stt) = &config.media.stt {
+            out.extend(stt.api_key.iter().map(|k| k.expose().to_owned()));
+            out.extend(url_secrets(&stt.base_url));
+        }
         if let Some(dc) = &config.platforms.discord {
             out.push(dc.token.expose().to_owned());
         }

@@ -6,6 +6,7 @@ mod answer_file;
 pub use answer_file::ANSWER_MAX_CHARS;
 mod approvals_cmd;
 mod approve_cmd;
+mod attachments;
 mod commands;
 mod exchange;
 mod hold;
@@ -101,6 +102,8 @@ pub(crate) struct Inner {
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
     pub skills: Arc<crate::skills::SkillLibrary>,
+    /// Photos, voice notes and files users send.
+    pub media: Arc<crate::media::Media>,
     /// This process's id, owner of its inbox rows.
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
@@ -144,6 +147,8 @@ pub struct GatewayParts {
     pub metrics: Arc<Metrics>,
     /// Skills users run with `/name args`.
     pub skills: Arc<crate::skills::SkillLibrary>,
+    /// Media handling (downloads, vision, transcription, documents).
+    pub media: Arc<crate::media::Media>,
 }
 
 impl Gateway {
@@ -161,6 +166,7 @@ impl Gateway {
             busy,
             metrics,
             skills,
+            media,
         } = parts;
         let extractor = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
@@ -187,6 +193,7 @@ impl Gateway {
             busy,
             metrics,
             skills,
+            media,
             spool: match Spool::open(&settings.spool_dir, &instance) {
                 Ok(spool) => Some(spool),
                 Err(e) => {
@@ -331,11 +338,9 @@ impl Gateway {
                 Limit::Silent => return,
             }
         }
-        // Only text is read: media without a caption gets a short note.
-        if msg.text.trim().is_empty() {
-            if !msg.attachments.is_empty() {
-                reply(text::TEXT_ONLY_NOTE.to_owned(), Some(msg.message_id));
-            }
+        // A message is its text, its files, or both; files are taken in by
+        // the session (downloads never hold up this loop).
+        if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return;
         }
         if let Some(answered) = self.inline_command(&msg, &key, &adapter).await {

@@ -115,11 +115,13 @@ pub(crate) async fn process(
         ..TurnContext::default()
     };
     let host = host(inner, &origin, context);
+    let mut input = Message::user(wrapped);
+    input.images = model_input.images;
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.0.clone(),
         origin: Some(origin.conversation.clone()),
         history,
-        input: Message::user(wrapped),
+        input,
         host: Arc::clone(&host) as _,
         cancel,
         system_context,
@@ -140,7 +142,7 @@ async fn model_input(inner: &Inner, o: &Origin, input: &SessionInput) -> Option<
     };
     let key = &o.conversation.key;
     let Some(cmd) = commands::parse(&m.text) else {
-        return Some(user_message(inner, key, m).await);
+        return user_message(inner, o, m).await;
     };
     if cmd.builtin.is_none() {
         if let Some(skill) = inner.skills.book().get(&cmd.name) {
@@ -165,19 +167,17 @@ async fn model_input(inner: &Inner, o: &Origin, input: &SessionInput) -> Option<
     None
 }
 
-/// What the model is told the user said: the text, a note on attachments, and
-/// whether it answers a pending `ask_user` question (then it is the answer,
-/// never a new request).
+/// What the model is told the user said: the text, its files (see
+/// [`super::attachments`]), and whether it answers a pending `ask_user`
+/// question (then it is the answer, never a new request). `None` when
+/// nothing is left for the model.
 async fn user_message(
     inner: &Inner,
-    key: &SessionKey,
+    o: &Origin,
     m: &switchboard_platform::InboundMessage,
-) -> Message {
-    let mut said = text::user_text(&m.text);
-    if let Some(note) = text::attachments_note(&m.attachments) {
-        said = format!("{said}\n{note}");
-    }
-    match inner.store.take_waiting_question(key).await {
+) -> Option<Message> {
+    let (said, images) = super::attachments::user_said(inner, o, m).await?;
+    let mut message = match inner.store.take_waiting_question(&o.conversation.key).await {
         Ok(Some(q)) => Message::user(format!(
             "(This answers your earlier question: «{}»)\n{said}",
             q.replace('»', "\"")
@@ -187,7 +187,9 @@ async fn user_message(
             tracing::warn!(error = %e, "could not read the session's waiting state");
             Message::user(said)
         }
-    }
+    };
+    message.images = images;
+    Some(message)
 }
 
 pub(super) fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {

@@ -49,8 +49,57 @@ pub fn context_window_for(model: &str) -> u32 {
     }
 }
 
+/// Whether a model reads images, inferred from its name (`LLM_VISION=auto`):
+/// the current families of the three vendors, and the open vision models'
+/// usual markers (`-vl`, `vision`, `llava`, …). Unknown names are text-only.
+pub fn sees_images(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let family = m.contains("claude-3")
+        || m.contains("claude-sonnet")
+        || m.contains("claude-opus")
+        || m.contains("claude-haiku")
+        || m.contains("gemini")
+        || m.contains("gpt-4o")
+        || m.contains("gpt-4.1")
+        || m.contains("gpt-4-turbo")
+        || m.contains("gpt-5")
+        || m.starts_with("o3")
+        || m.starts_with("o4");
+    let open = [
+        "vision",
+        "-vl",
+        "vl-",
+        "llava",
+        "pixtral",
+        "gemma3",
+        "gemma-3",
+        "minicpm-v",
+        "moondream",
+    ]
+    .iter()
+    .any(|marker| m.contains(marker));
+    family || open
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn vision_follows_model_families() {
+        for seeing in [
+            "gpt-4o-mini",
+            "claude-sonnet-4",
+            "gemini-2.5-flash",
+            "qwen2.5-vl:7b",
+            "llava:13b",
+            "llama3.2-vision",
+        ] {
+            assert!(sees_images(seeing), "{seeing}");
+        }
+        for blind in ["deepseek-chat", "llama3.1:8b", "gpt-3.5-turbo", "mistral"] {
+            assert!(!sees_images(blind), "{blind}");
+        }
+    }
+
     use super::*;
 
     #[test]

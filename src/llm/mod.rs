@@ -24,10 +24,10 @@ pub use estimate::{
 };
 pub use fallback::FallbackProvider;
 pub use gemini::GeminiProvider;
-pub use metadata::{context_window_for, reserve, threshold, ModelInfo};
+pub use metadata::{context_window_for, reserve, sees_images, threshold, ModelInfo};
 pub use openai::OpenAiProvider;
 pub use types::{
-    ChatRequest, Chunk, Message, Role, SignedReasoning, ToolCall, ToolDefinition, Usage,
+    ChatRequest, Chunk, Image, Message, Role, SignedReasoning, ToolCall, ToolDefinition, Usage,
 };
 
 use async_trait::async_trait;

@@ -71,6 +71,49 @@ pub struct Message {
     /// belong to goes on; other providers ignore them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signed_reasoning: Vec<SignedReasoning>,
+    /// Images of a user message, by reference: history rows keep the
+    /// reference, the bytes stay in the media store until a call loads them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image the user sent, as the model sees it: already resized and
+/// re-encoded by the gateway (see `crate::media`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// `image/jpeg` or `image/png`.
+    pub mime: String,
+    /// The content hash the media store files it under.
+    pub hash: String,
+    pub width: u32,
+    pub height: u32,
+    /// The bytes in base64, loaded just before a model call and never
+    /// stored: a message without them shows the model a placeholder.
+    #[serde(skip)]
+    pub data: Option<std::sync::Arc<str>>,
+}
+
+impl Image {
+    /// What the model reads where the image itself is not sent (an old turn,
+    /// a model without vision, a file since collected).
+    pub fn placeholder(&self) -> String {
+        format!(
+            "[image {}x{} sent earlier; no longer shown]",
+            self.width, self.height
+        )
+    }
+}
+
+/// The bytes are left out: base64 of a photo is hundreds of kilobytes.
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("mime", &self.mime)
+            .field("hash", &self.hash)
+            .field("size", &(self.width, self.height))
+            .field("loaded", &self.data.is_some())
+            .finish()
+    }
 }
 
 /// A reasoning block as its provider signed it; only the unmodified block
@@ -116,6 +159,34 @@ impl Message {
             tool_call_id: None,
             reasoning: None,
             signed_reasoning: Vec::new(),
+            images: Vec::new(),
+        }
+    }
+
+    /// The images loaded for this call, each with its base64 bytes.
+    pub fn loaded_images(&self) -> impl Iterator<Item = (&Image, &str)> {
+        self.images
+            .iter()
+            .filter_map(|i| i.data.as_deref().map(|d| (i, d)))
+    }
+
+    /// Placeholders of the images not loaded for this call, one per line.
+    pub fn image_placeholders(&self) -> Option<String> {
+        let lines: Vec<String> = self
+            .images
+            .iter()
+            .filter(|i| i.data.is_none())
+            .map(Image::placeholder)
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
+    /// The text with the placeholders of unloaded images after it.
+    pub fn text_with_placeholders(&self) -> std::borrow::Cow<'_, str> {
+        match self.image_placeholders() {
+            None => std::borrow::Cow::Borrowed(self.content.as_str()),
+            Some(p) if self.content.is_empty() => std::borrow::Cow::Owned(p),
+            Some(p) => std::borrow::Cow::Owned(format!("{}\n{p}", self.content)),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Memory settings (`MEMORY_*`, `FEEDBACK_BUTTONS`), read with the rest of the config.
 
-use crate::env::{flag, ConfigError};
+use crate::env::{flag, positive, ConfigError};
 use crate::store::MemoryKind;
 use std::time::Duration;
 
@@ -103,23 +103,6 @@ fn shared_recall(
                 var: VAR,
                 problem: format!("{v:?} is not a known policy"),
                 fix: "use preferences, all or none",
-            }),
-        },
-    }
-}
-
-fn positive(
-    get: &dyn Fn(&str) -> Option<String>,
-    var: &'static str,
-) -> Result<Option<u64>, ConfigError> {
-    match get(var) {
-        None => Ok(None),
-        Some(raw) => match raw.trim().parse::<u64>() {
-            Ok(v) if v > 0 => Ok(Some(v)),
-            _ => Err(ConfigError::Invalid {
-                var,
-                problem: format!("{raw:?} is not a positive number"),
-                fix: "use a positive whole number, or unset it for the default",
             }),
         },
     }

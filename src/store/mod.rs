@@ -9,6 +9,7 @@ mod events;
 mod feedback;
 mod file_watch;
 mod inbox;
+mod media;
 mod memories;
 mod memory_fts;
 mod pairing_notice;

@@ -21,6 +21,7 @@ mod read_result;
 mod registry;
 mod script;
 mod script_defs;
+mod send_file;
 mod skill;
 mod spec;
 mod web_fetch;
@@ -35,6 +36,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "exec_command",
     "web_fetch",
     "ask_user",
+    "send_file",
     "check_background_tasks",
     "read_stored_result",
     "cancel_task",
@@ -60,6 +62,7 @@ pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::ToolRegistry;
 pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
+pub use send_file::SendFileTool;
 pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};

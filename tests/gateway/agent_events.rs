@@ -112,6 +112,7 @@ fn agent_on(provider: Arc<dyn Provider>) -> (Arc<Agent>, tempfile::TempDir) {
             tool_timeout: Duration::from_secs(1),
             intents: switchboard::agent::IntentRules::builtin(),
             turn_deadline: switchboard::caps::DEFAULT_TURN_DEADLINE,
+            images: None,
         },
     ));
     (agent, dir)

@@ -138,9 +138,13 @@ mod tests {
     #[tokio::test]
     async fn a_body_within_the_limit_is_written_whole() {
         let mut out = Vec::new();
-        let n = stream_to(body(&[b"abc", b"de"]), &mut out, 5, DOWNLOAD_STALL, |e| {
-            PlatformError::Network(e)
-        })
+        let n = stream_to(
+            body(&[b"abc", b"de"]),
+            &mut out,
+            5,
+            DOWNLOAD_STALL,
+            PlatformError::Network,
+        )
         .await
         .unwrap();
         assert_eq!((n, out.as_slice()), (5, b"abcde".as_slice()));
@@ -154,7 +158,7 @@ mod tests {
             &mut out,
             5,
             DOWNLOAD_STALL,
-            |e| PlatformError::Network(e),
+            PlatformError::Network,
         )
         .await
         .unwrap_err();

@@ -178,10 +178,21 @@ fn is_reasoning(block: &Value) -> bool {
 fn blocks_of(message: &Message, with_reasoning: bool) -> (Side, Vec<Value>) {
     let text = message.content.as_str();
     match message.role {
-        Role::User => (
-            Side::User,
-            non_blank(text).map(text_block).into_iter().collect(),
-        ),
+        Role::User => {
+            let text = message.text_with_placeholders();
+            let mut blocks: Vec<Value> = message
+                .loaded_images()
+                .map(|(image, data)| {
+                    json!({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": image.mime, "data": data},
+                    })
+                })
+                .collect();
+            // Images first: Anthropic recommends them before the question.
+            blocks.extend(non_blank(&text).map(text_block));
+            (Side::User, blocks)
+        }
         Role::System => (
             Side::User,
             non_blank(text)

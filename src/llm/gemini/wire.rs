@@ -79,7 +79,14 @@ fn contents(messages: &[Message]) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in messages {
         let (role, parts) = match message.role {
-            Role::User | Role::System => ("user", text_part(&message.content)),
+            Role::User => {
+                let mut parts = text_part(&message.text_with_placeholders());
+                parts.extend(message.loaded_images().map(
+                    |(image, data)| json!({"inlineData": {"mimeType": image.mime, "data": data}}),
+                ));
+                ("user", parts)
+            }
+            Role::System => ("user", text_part(&message.content)),
             Role::Assistant => {
                 let mut parts = text_part(&message.content);
                 for call in &message.tool_calls {

@@ -72,8 +72,10 @@ fn message(message: &Message, with_reasoning: bool) -> Value {
         && !message.tool_calls.is_empty()
     {
         Value::Null
+    } else if message.role == Role::User && message.loaded_images().next().is_some() {
+        content_parts(message)
     } else {
-        Value::from(message.content.as_str())
+        Value::from(message.text_with_placeholders().as_ref())
     };
     out.insert("content".into(), content);
     if message.role == Role::Assistant {
@@ -107,6 +109,24 @@ fn message(message: &Message, with_reasoning: bool) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// A user message with images: a text part, then one `image_url` part per
+/// image as a data URL (the only form every compatible endpoint accepts; a
+/// local server cannot fetch our files).
+fn content_parts(message: &Message) -> Value {
+    let mut parts = Vec::new();
+    let text = message.text_with_placeholders();
+    if !text.is_empty() {
+        parts.push(json!({"type": "text", "text": text}));
+    }
+    for (image, data) in message.loaded_images() {
+        parts.push(json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:{};base64,{data}", image.mime)},
+        }));
+    }
+    Value::Array(parts)
 }
 
 fn tool(tool: &ToolDefinition) -> Value {

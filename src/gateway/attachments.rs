@@ -1,0 +1,54 @@
+//! A message's files taken in before its turn: downloaded and read by the
+//! media layer, what was refused or heard said to the user first, and the
+//! rest folded into what the model is told the user said.
+
+use super::outbound::send_text;
+use super::text;
+use super::turn::Origin;
+use super::Inner;
+use crate::llm::Image;
+use switchboard_platform::{Activity, InboundMessage};
+
+/// The model's view of `m`: its text (a voice note's transcript when it has
+/// none), the notes on its files, and its images. `None` when nothing is
+/// left for the model (every file refused, no text): the user has been told.
+pub(super) async fn user_said(
+    inner: &Inner,
+    o: &Origin,
+    m: &InboundMessage,
+) -> Option<(String, Vec<Image>)> {
+    let mut said = text::user_text(&m.text);
+    if m.attachments.is_empty() {
+        return Some((said, Vec::new()));
+    }
+    let chat = &o.conversation.chat;
+    let _ = o.adapter.activity(chat, Activity::Typing).await;
+    let intake = inner
+        .media
+        .take_in(o.adapter.as_ref(), m, &o.session.0)
+        .await;
+    for notice in &intake.notices {
+        if let Err(e) = send_text(o.adapter.as_ref(), chat, notice, Some(m.message_id)).await {
+            tracing::warn!(error = %e, "could not tell the user about a file");
+        }
+    }
+    if intake.is_empty() && m.text.trim().is_empty() {
+        let _ = o.adapter.activity(chat, Activity::Answered).await;
+        return None;
+    }
+    let heard: Vec<String> = intake
+        .transcripts
+        .iter()
+        .map(|t| text::user_text(t))
+        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    if !said.trim().is_empty() {
+        parts.push(said);
+    }
+    if !heard.is_empty() {
+        parts.push(format!("(said in a voice message) {}", heard.join("\n")));
+    }
+    parts.extend(intake.notes);
+    said = parts.join("\n");
+    Some((said, intake.images))
+}

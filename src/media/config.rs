@@ -1,0 +1,180 @@
+//! Media settings (`MEDIA_*`, `LLM_VISION`, `STT_*`).
+
+use crate::env::{flag, positive, ConfigError};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use switchboard_platform::Secret;
+
+/// Whether images reach the model (`LLM_VISION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VisionSetting {
+    /// Inferred from the model's name ([`crate::llm::sees_images`]).
+    Auto,
+    On,
+    Off,
+}
+
+/// A speech-to-text endpoint speaking OpenAI's `/audio/transcriptions`.
+#[derive(Debug, Clone)]
+pub struct SttConfig {
+    /// e.g. `http://127.0.0.1:8080/v1` for a local whisper.cpp server.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<Secret>,
+    /// The longest a transcription may take.
+    pub timeout: Duration,
+}
+
+/// Everything media handling needs.
+#[derive(Debug, Clone)]
+pub struct MediaConfig {
+    /// `DATA_DIR/media`: downloaded files by content hash.
+    pub dir: PathBuf,
+    /// Where copies for tools land (`inbox/<chat>/<name>`).
+    pub workspace_dir: PathBuf,
+    /// Days an unused file is kept (`MEDIA_RETENTION_DAYS`, default 30).
+    pub retention_days: u32,
+    /// Bytes one user may send in 24 hours (`MEDIA_QUOTA_MB_PER_DAY`, default 100).
+    pub quota_bytes_per_day: u64,
+    pub vision: VisionSetting,
+    /// User turns an image stays visible to the model (`MEDIA_IMAGE_TURNS`, default 3).
+    pub image_turns: usize,
+    pub stt: Option<SttConfig>,
+    /// The longest voice note or audio file transcribed (`MEDIA_MAX_AUDIO_SECS`, default 600).
+    pub max_audio_secs: u32,
+    /// Characters of a document inlined for the model before it is stored
+    /// with a preview instead (`MEDIA_INLINE_CHARS`, default 20,000).
+    pub inline_chars: usize,
+    /// How long one download may take in all.
+    pub download_timeout: Duration,
+}
+
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+pub const DEFAULT_QUOTA_MB_PER_DAY: u64 = 100;
+pub const DEFAULT_IMAGE_TURNS: usize = 3;
+pub const DEFAULT_MAX_AUDIO_SECS: u32 = 600;
+pub const DEFAULT_INLINE_CHARS: usize = 20_000;
+
+impl MediaConfig {
+    /// Defaults for `data_dir` and `workspace_dir`: no transcription, vision
+    /// inferred.
+    pub fn new(data_dir: &Path, workspace_dir: &Path) -> MediaConfig {
+        MediaConfig {
+            dir: data_dir.join("media"),
+            workspace_dir: workspace_dir.to_path_buf(),
+            retention_days: DEFAULT_RETENTION_DAYS,
+            quota_bytes_per_day: DEFAULT_QUOTA_MB_PER_DAY << 20,
+            vision: VisionSetting::Auto,
+            image_turns: DEFAULT_IMAGE_TURNS,
+            stt: None,
+            max_audio_secs: DEFAULT_MAX_AUDIO_SECS,
+            inline_chars: DEFAULT_INLINE_CHARS,
+            download_timeout: Duration::from_secs(300),
+        }
+    }
+
+    pub fn from_lookup(
+        get: &dyn Fn(&str) -> Option<String>,
+        data_dir: &Path,
+        workspace_dir: &Path,
+    ) -> Result<MediaConfig, ConfigError> {
+        let d = MediaConfig::new(data_dir, workspace_dir);
+        let vision = match get("LLM_VISION").map(|v| v.trim().to_ascii_lowercase()) {
+            None => VisionSetting::Auto,
+            Some(v) if v.is_empty() || v == "auto" => VisionSetting::Auto,
+            Some(_) => match flag(get, "LLM_VISION")? {
+                Some(true) => VisionSetting::On,
+                _ => VisionSetting::Off,
+            },
+        };
+        let stt = match get("STT_BASE_URL") {
+            None => None,
+            Some(base_url) => {
+                let base_url = base_url.trim().trim_end_matches('/').to_owned();
+                if url::Url::parse(&base_url).is_err() {
+                    return Err(ConfigError::Invalid {
+                        var: "STT_BASE_URL",
+                        problem: format!("{base_url:?} is not a URL"),
+                        fix: "use the transcription server's base URL, e.g. STT_BASE_URL=http://127.0.0.1:8080/v1",
+                    });
+                }
+                Some(SttConfig {
+                    base_url,
+                    model: get("STT_MODEL").unwrap_or_else(|| "whisper-1".into()),
+                    api_key: get("STT_API_KEY").map(Secret::new),
+                    timeout: Duration::from_secs(120),
+                })
+            }
+        };
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        Ok(MediaConfig {
+            retention_days: positive(get, "MEDIA_RETENTION_DAYS")?
+                .map(clamp)
+                .unwrap_or(d.retention_days),
+            quota_bytes_per_day: positive(get, "MEDIA_QUOTA_MB_PER_DAY")?
+                .map(|mb| mb.saturating_mul(1 << 20))
+                .unwrap_or(d.quota_bytes_per_day),
+            vision,
+            image_turns: positive(get, "MEDIA_IMAGE_TURNS")?
+                .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
+                .unwrap_or(d.image_turns),
+            stt,
+            max_audio_secs: positive(get, "MEDIA_MAX_AUDIO_SECS")?
+                .map(clamp)
+                .unwrap_or(d.max_audio_secs),
+            inline_chars: positive(get, "MEDIA_INLINE_CHARS")?
+                .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
+                .unwrap_or(d.inline_chars),
+            ..d
+        })
+    }
+
+    /// Whether images go to `model`.
+    pub fn vision_for(&self, model: &str) -> bool {
+        match self.vision {
+            VisionSetting::Auto => crate::llm::sees_images(model),
+            VisionSetting::On => true,
+            VisionSetting::Off => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<MediaConfig, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        MediaConfig::from_lookup(&|k| map.get(k).cloned(), Path::new("/d"), Path::new("/w"))
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let d = read(&[]).unwrap();
+        assert_eq!(d.dir, Path::new("/d/media"));
+        assert_eq!(d.quota_bytes_per_day, 100 << 20);
+        assert_eq!((d.retention_days, d.image_turns), (30, 3));
+        assert!(d.stt.is_none());
+        assert!(d.vision_for("gpt-4o") && !d.vision_for("llama3.1:8b"));
+        let c = read(&[
+            ("LLM_VISION", "false"),
+            ("MEDIA_QUOTA_MB_PER_DAY", "5"),
+            ("STT_BASE_URL", "http://127.0.0.1:9/v1/"),
+        ])
+        .unwrap();
+        assert!(!c.vision_for("gpt-4o"));
+        assert_eq!(c.quota_bytes_per_day, 5 << 20);
+        let stt = c.stt.unwrap();
+        assert_eq!(
+            (stt.base_url.as_str(), stt.model.as_str()),
+            ("http://127.0.0.1:9/v1", "whisper-1")
+        );
+        assert!(read(&[("LLM_VISION", "telescope")]).is_err());
+        assert!(read(&[("STT_BASE_URL", "not a url")]).is_err());
+        assert!(read(&[("MEDIA_RETENTION_DAYS", "0")]).is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! Images for the model: dimensions checked from the header before anything
+//! is decoded (a small file can claim 20,000 × 20,000 pixels), then decoded
+//! under allocation limits, scaled so the long edge is at most 1,568 px (what
+//! the vendors scale to anyway) and re-encoded: JPEG, or PNG where there is
+//! transparency.
+
+use image::{DynamicImage, ImageFormat, ImageReader};
+use std::io::Cursor;
+use std::path::Path;
+
+/// The long edge an image is scaled down to.
+pub const MAX_EDGE: u32 = 1568;
+/// The most pixels a source image may have (about 8,700 × 5,800).
+pub const MAX_PIXELS: u64 = 50_000_000;
+
+/// An image ready for the model.
+#[derive(Debug)]
+pub struct Prepared {
+    pub bytes: Vec<u8>,
+    pub mime: &'static str,
+    pub width: u32,
+    pub height: u32,
+    /// The size the sender's image had.
+    pub source: (u32, u32),
+}
+
+/// Why an image was not prepared, worded for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("the image is too large ({w} × {h} pixels; the limit is {limit} megapixels)", limit = MAX_PIXELS / 1_000_000)]
+    TooManyPixels { w: u32, h: u32 },
+    #[error("the image could not be read ({0})")]
+    Unreadable(String),
+}
+
+/// Reads, checks, scales and re-encodes the image at `path`. Blocking: run
+/// it on a blocking thread.
+pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
+    let unreadable = |e: &dyn std::fmt::Display| ImageError::Unreadable(e.to_string());
+    let open = || -> Result<ImageReader<std::io::BufReader<std::fs::File>>, ImageError> {
+        ImageReader::open(path)
+            .map_err(|e| unreadable(&e))?
+            .with_guessed_format()
+            .map_err(|e| unreadable(&e))
+    };
+    let (w, h) = open()?.into_dimensions().map_err(|e| unreadable(&e))?;
+    if u64::from(w) * u64::from(h) > MAX_PIXELS {
+        return Err(ImageError::TooManyPixels { w, h });
+    }
+    let mut reader = open()?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(w);
+    limits.max_image_height = Some(h);
+    // The decoded frame in RGBA16 at most, and some room for the decoder.
+    limits.max_alloc = Some(u64::from(w) * u64::from(h) * 8 + (16 << 20));
+    reader.limits(limits);
+    let decoded = reader.decode().map_err(|e| unreadable(&e))?;
+    let scaled = scale(decoded);
+    let (width, height) = (scaled.width(), scaled.height());
+    let mut bytes = Vec::new();
+    let mime = if scaled.color().has_alpha() {
+        scaled
+            .write_to(&mut Cursor::new(&mut bytes), ImageFormat::Png)
+            .map_err(|e| unreadable(&e))?;
+        "image/png"
+    } else {
+        let rgb = scaled.into_rgb8();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 85)
+            .encode_image(&rgb)
+            .map_err(|e| unreadable(&e))?;
+        "image/jpeg"
+    };
+    Ok(Prepared {
+        bytes,
+        mime,
+        width,
+        height,
+        source: (w, h),
+    })
+}
+
+/// `image` with its long edge at most [`MAX_EDGE`].
+fn scale(image: DynamicImage) -> DynamicImage {
+    if image.width().max(image.height()) <= MAX_EDGE {
+        return image;
+    }
+    image.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use image::{Rgb, RgbImage, Rgba, RgbaImage};
+
+    fn write(
+        dir: &Path,
+        name: &str,
+        image: DynamicImage,
+        format: ImageFormat,
+    ) -> std::path::PathBuf {
+        let path = dir.join(name);
+        image.save_with_format(&path, format).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_large_photo_is_scaled_to_the_long_edge_and_sent_as_jpeg() {
+        let dir = tempfile::tempdir().unwrap();
+        let photo = RgbImage::from_pixel(3000, 1000, Rgb([10, 200, 30]));
+        let path = write(dir.path(), "p.png", photo.into(), ImageFormat::Png);
+        let p = prepare(&path).unwrap();
+        assert_eq!((p.width, p.height, p.mime), (1568, 523, "image/jpeg"));
+        assert_eq!(p.source, (3000, 1000));
+        assert_eq!(&p.bytes[..3], b"\xff\xd8\xff");
+    }
+
+    #[test]
+    fn transparency_keeps_png_and_small_images_keep_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let icon = RgbaImage::from_pixel(64, 32, Rgba([0, 0, 0, 0]));
+        let path = write(dir.path(), "i.png", icon.into(), ImageFormat::Png);
+        let p = prepare(&path).unwrap();
+        assert_eq!((p.width, p.height, p.mime), (64, 32, "image/png"));
+    }
+
+    #[test]
+    fn a_header_claiming_too_many_pixels_is_refused_before_decoding() {
+        let dir = tempfile::tempdir().unwrap();
+        // A valid PNG header for 20,000 × 20,000 with no pixel data.
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&20_000u32.to_be_bytes());
+        png.extend_from_slice(&20_000u32.to_be_bytes());
+        png.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let crc_ihdr = crc(&png[12..]);
+        png.extend_from_slice(&crc_ihdr.to_be_bytes());
+        // A first IDAT chunk: the rest of a bomb would be zeros compressing to nothing.
+        for (kind, data) in [(&b"IDAT"[..], &b"\x78\x9c\x63\x00\x00\x00\x01\x00\x01"[..]), (b"IEND", b"")] {
+            png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            let start = png.len();
+            png.extend_from_slice(kind);
+            png.extend_from_slice(data);
+            let c = crc(&png[start..]);
+            png.extend_from_slice(&c.to_be_bytes());
+        }
+        let path = dir.path().join("bomb.png");
+        std::fs::write(&path, png).unwrap();
+        let err = prepare(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ImageError::TooManyPixels {
+                    w: 20_000,
+                    h: 20_000
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn garbage_is_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.png");
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\nnot really").unwrap();
+        assert!(matches!(prepare(&path), Err(ImageError::Unreadable(_))));
+    }
+
+    /// CRC-32 as PNG chunks use it.
+    pub(crate) fn crc(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+}

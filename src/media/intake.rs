@@ -1,0 +1,370 @@
+//! One message's attachments taken in: each downloaded within the limits,
+//! filed, checked by its bytes and made into something the model can use.
+//! Every refusal is a sentence for the user; the message's other
+//! attachments and its text still go on.
+
+use super::files::{self, Stored};
+use super::sniff::{self, Content};
+use super::{document, image, notes, stt, Media};
+use crate::llm::Image;
+use crate::text::human_size;
+use std::path::Path;
+use switchboard_platform::{
+    Attachment, AttachmentKind, InboundMessage, PlatformAdapter, PlatformError,
+};
+
+/// What a message's attachments gave.
+#[derive(Debug, Default)]
+pub struct Intake {
+    /// What the model reads about them (after the message's text).
+    pub notes: Vec<String>,
+    pub images: Vec<Image>,
+    /// Transcripts of voice notes and audio: what the user said.
+    pub transcripts: Vec<String>,
+    /// Said to the user before the answer: refusals, what was heard.
+    pub notices: Vec<String>,
+}
+
+impl Intake {
+    /// Nothing for the model (every attachment refused).
+    pub fn is_empty(&self) -> bool {
+        self.notes.is_empty() && self.images.is_empty() && self.transcripts.is_empty()
+    }
+}
+
+/// What one attachment gave.
+enum Piece {
+    Note(String),
+    Image(Image, String),
+    Transcript(String),
+}
+
+impl Media {
+    /// Takes in `m`'s attachments, one after the other, for `session`.
+    pub async fn take_in(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        m: &InboundMessage,
+        session: &str,
+    ) -> Intake {
+        let mut intake = Intake::default();
+        let chat = chat_folder(m);
+        for a in &m.attachments {
+            match self.one(adapter, m, a, &chat, session).await {
+                Ok(Piece::Note(note)) => intake.notes.push(note),
+                Ok(Piece::Image(image, note)) => {
+                    intake.images.push(image);
+                    intake.notes.push(note);
+                }
+                Ok(Piece::Transcript(text)) => {
+                    intake.notices.push(notes::heard(&text));
+                    intake.transcripts.push(text);
+                }
+                Err(refusal) => {
+                    tracing::info!(kind = a.kind.label(), %refusal, "attachment refused");
+                    intake.notices.push(refusal);
+                }
+            }
+        }
+        if !intake.images.is_empty() && !self.sees_images() {
+            intake.notices.push(
+                "🖼️ This model can't see images; I saved the file for tools and passed on your text."
+                    .to_owned(),
+            );
+        }
+        intake
+    }
+
+    async fn one(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        m: &InboundMessage,
+        a: &Attachment,
+        chat: &str,
+        session: &str,
+    ) -> Result<Piece, String> {
+        let called = notes::called(a);
+        let is_audio = matches!(a.kind, AttachmentKind::Voice | AttachmentKind::Audio);
+        if a.kind == AttachmentKind::Voice && self.config.stt.is_none() {
+            return Err(notes::NO_STT.to_owned());
+        }
+        if is_audio && self.config.stt.is_some() {
+            if let Some(d) = a.duration_secs.filter(|d| *d > self.config.max_audio_secs) {
+                return Err(format!(
+                    "🎤 {called} is {} long; I transcribe up to {} — please send a shorter one.",
+                    minutes(d),
+                    minutes(self.config.max_audio_secs)
+                ));
+            }
+        }
+        let stored = self.download(adapter, m, a, &called).await?;
+        let path = files::path_of(&self.config.dir, &stored.hash);
+        let content = sniff::classify(&stored.head);
+        let claims_image = a.kind == AttachmentKind::Image
+            || a.mime.as_deref().is_some_and(|t| t.starts_with("image/"));
+        if claims_image && !matches!(content, Content::Image(_)) {
+            return Err(format!(
+                "🖼️ {called} is not an image: its contents are {}. I did not open it.",
+                sniff::describe(content)
+            ));
+        }
+        let name = files::safe_name(
+            a.name.as_deref(),
+            &notes::default_name(a.kind, mime_of(content)),
+        );
+        let touch = self.store.media_touch(
+            &stored.hash,
+            mime_of(content).unwrap_or("application/octet-stream"),
+            stored.size,
+        );
+        if let Err(e) = touch.await {
+            tracing::warn!(error = %e, "could not record a media file");
+        }
+        match content {
+            Content::Image(_) => self.image(&path, &name, chat, &called).await,
+            Content::Audio(mime) if is_audio || a.kind == AttachmentKind::Document => {
+                match &self.config.stt {
+                    Some(stt_config) => stt::transcribe(&self.http, stt_config, &path, &name, mime)
+                        .await
+                        .map(Piece::Transcript)
+                        .map_err(|e| format!("🎤 I could not transcribe {called}: {e}.")),
+                    None => {
+                        let rel = self.to_workspace(&path, chat, &name).await?;
+                        Ok(Piece::Note(notes::saved(a, &name, &rel, stored.size, mime)))
+                    }
+                }
+            }
+            Content::Pdf | Content::Text => {
+                let rel = self.to_workspace(&path, chat, &name).await?;
+                self.document(&path, content, &name, &rel, &stored, session, &called)
+                    .await
+            }
+            other => {
+                let rel = self.to_workspace(&path, chat, &name).await?;
+                let what = match other {
+                    Content::Video(m) | Content::Audio(m) => m,
+                    Content::Binary(Some(m)) => m,
+                    _ => "binary",
+                };
+                Ok(Piece::Note(notes::saved(a, &name, &rel, stored.size, what)))
+            }
+        }
+    }
+
+    /// Downloads `a` within the platform's limit and the user's quota.
+    async fn download(
+        &self,
+        adapter: &dyn PlatformAdapter,
+        m: &InboundMessage,
+        a: &Attachment,
+        called: &str,
+    ) -> Result<Stored, String> {
+        let platform_max = adapter.capabilities().max_download_bytes;
+        if platform_max == 0 {
+            return Err(format!(
+                "📎 I can't open files sent here, so {called} was not read."
+            ));
+        }
+        if let Some(size) = a.size.filter(|s| *s > platform_max) {
+            return Err(too_large(called, size, platform_max));
+        }
+        let day_ago = crate::store::now() - 86_400_000;
+        let used = self
+            .store
+            .media_bytes_since(m.chat.platform, m.user.id, day_ago)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "could not read the media quota");
+                "📎 I can't take files right now (storage unavailable). Please try again."
+                    .to_owned()
+            })?;
+        let left = self.config.quota_bytes_per_day.saturating_sub(used);
+        if a.size.unwrap_or(1) > left {
+            return Err(format!(
+                "📎 {called} would go over your daily file allowance ({} a day; {} left). Please try again tomorrow.",
+                human_size(self.config.quota_bytes_per_day),
+                human_size(left)
+            ));
+        }
+        let max = platform_max.min(left);
+        let fail = |e: std::io::Error| {
+            tracing::warn!(error = %e, "media directory unusable");
+            "📎 I could not store the file (the server's disk refused it).".to_owned()
+        };
+        let tmp = files::temp_path(&self.config.dir).await.map_err(fail)?;
+        let got = async {
+            let mut file = tokio::fs::File::create(&tmp)
+                .await
+                .map_err(|e| PlatformError::Storage(e.to_string()))?;
+            let fetched = tokio::time::timeout(
+                self.config.download_timeout,
+                adapter.download(a, &mut file, max),
+            )
+            .await
+            .unwrap_or(Err(PlatformError::Stalled));
+            fetched
+        }
+        .await;
+        let written = match got {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&tmp).await;
+                return Err(match e {
+                    PlatformError::TooLarge { size, max } if max < platform_max => format!(
+                        "📎 {called} would go over your daily file allowance ({} left today).",
+                        human_size(max.min(size))
+                    ),
+                    PlatformError::TooLarge { size, .. } => too_large(called, size, platform_max),
+                    PlatformError::Stalled => format!(
+                        "📎 The download of {called} stalled, so I gave up on it. Please send it again."
+                    ),
+                    other => {
+                        tracing::warn!(error = %other, "attachment download failed");
+                        format!("📎 I could not download {called}. Please send it again.")
+                    }
+                });
+            }
+        };
+        let stored = files::file_away(&self.config.dir, &tmp)
+            .await
+            .map_err(fail)?;
+        if let Err(e) = self
+            .store
+            .media_count_download(m.chat.platform, m.user.id, written)
+            .await
+        {
+            tracing::warn!(error = %e, "could not count a download against the quota");
+        }
+        Ok(stored)
+    }
+
+    async fn image(
+        &self,
+        path: &Path,
+        name: &str,
+        chat: &str,
+        called: &str,
+    ) -> Result<Piece, String> {
+        let owned = path.to_path_buf();
+        let prepared = tokio::task::spawn_blocking(move || image::prepare(&owned))
+            .await
+            .map_err(|_| format!("🖼️ I could not read {called}."))?
+            .map_err(|e| format!("🖼️ I could not use {called}: {e}."))?;
+        let rel = self.to_workspace(path, chat, name).await?;
+        if !self.sees_images() {
+            return Ok(Piece::Note(notes::unseen_image(name, &rel)));
+        }
+        let hash = files::put(&self.config.dir, &prepared.bytes)
+            .await
+            .map_err(|_| {
+                "📎 I could not store the file (the server's disk refused it).".to_owned()
+            })?;
+        let size = (prepared.width, prepared.height);
+        let note = notes::image(name, &rel, size, prepared.source);
+        Ok(Piece::Image(
+            Image {
+                mime: prepared.mime.to_owned(),
+                hash,
+                width: prepared.width,
+                height: prepared.height,
+                data: None,
+            },
+            note,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn document(
+        &self,
+        path: &Path,
+        content: Content,
+        name: &str,
+        rel: &str,
+        stored: &Stored,
+        session: &str,
+        called: &str,
+    ) -> Result<Piece, String> {
+        let text = if content == Content::Pdf {
+            let owned = path.to_path_buf();
+            tokio::task::spawn_blocking(move || document::pdf_text(&owned))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r)
+                .map_err(|e| format!("📄 I saved {called} but could not read its text ({e})."))?
+        } else {
+            document::read_text(path)
+                .await
+                .map_err(|_| format!("📄 I could not read {called}."))?
+        };
+        match document::show(&text.text, self.config.inline_chars) {
+            document::Shown::Inline(t) => Ok(Piece::Note(notes::document_inline(
+                name,
+                rel,
+                stored.size,
+                &t,
+                text.cut,
+            ))),
+            document::Shown::Preview { preview, total } => {
+                let id = format!("file-{}", stored.hash.get(..16).unwrap_or_default());
+                let at = crate::tools::stored_result_path(&self.data_dir, session, &id);
+                let saved = async {
+                    if let Some(dir) = at.parent() {
+                        tokio::fs::create_dir_all(dir).await?;
+                    }
+                    tokio::fs::write(&at, text.text.as_bytes()).await
+                };
+                saved
+                    .await
+                    .map_err(|_| format!("📄 I could not store the text of {called}."))?;
+                Ok(Piece::Note(notes::document_preview(
+                    name, rel, &preview, total, &id,
+                )))
+            }
+        }
+    }
+
+    async fn to_workspace(&self, stored: &Path, chat: &str, name: &str) -> Result<String, String> {
+        files::copy_to_workspace(stored, &self.config.workspace_dir, chat, name)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "could not copy a file into the workspace");
+                "📎 I could not put the file in the workspace (the server's disk refused it)."
+                    .to_owned()
+            })
+    }
+}
+
+/// The workspace folder of a chat: `telegram-123`, `discord-9-thread-4`.
+fn chat_folder(m: &InboundMessage) -> String {
+    let mut folder = format!("{}-{}", m.chat.platform.as_str(), m.chat.chat.0);
+    if let Some(thread) = m.chat.thread {
+        folder.push_str(&format!("-thread-{}", thread.0));
+    }
+    // Negative ids (Telegram groups) read `n100…`, not `--100…`.
+    folder.replace("--", "-n")
+}
+
+fn mime_of(content: Content) -> Option<&'static str> {
+    match content {
+        Content::Image(m) | Content::Audio(m) | Content::Video(m) => Some(m),
+        Content::Pdf => Some("application/pdf"),
+        Content::Text => Some("text/plain"),
+        Content::Binary(m) => m,
+    }
+}
+
+fn too_large(called: &str, size: u64, max: u64) -> String {
+    format!(
+        "📎 {called} is {}; files up to {} can be received here. Please send a smaller one (or a link).",
+        human_size(size),
+        human_size(max)
+    )
+}
+
+fn minutes(secs: u32) -> String {
+    if secs < 120 {
+        format!("{secs} s")
+    } else {
+        format!("{} min", secs / 60)
+    }
+}
