@@ -231,6 +231,7 @@ impl Gateway {
             self.inner.shutdown.clone(),
         ));
         tokio::spawn(menu::publish(Arc::clone(&self.inner)));
+        tokio::spawn(Arc::clone(&self.inner.media).sweep_hourly(self.inner.shutdown.clone()));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;

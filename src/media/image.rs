@@ -134,7 +134,10 @@ mod tests {
         let crc_ihdr = crc(&png[12..]);
         png.extend_from_slice(&crc_ihdr.to_be_bytes());
         // A first IDAT chunk: the rest of a bomb would be zeros compressing to nothing.
-        for (kind, data) in [(&b"IDAT"[..], &b"\x78\x9c\x63\x00\x00\x00\x01\x00\x01"[..]), (b"IEND", b"")] {
+        for (kind, data) in [
+            (&b"IDAT"[..], &b"\x78\x9c\x63\x00\x00\x00\x01\x00\x01"[..]),
+            (b"IEND", b""),
+        ] {
             png.extend_from_slice(&(data.len() as u32).to_be_bytes());
             let start = png.len();
             png.extend_from_slice(kind);

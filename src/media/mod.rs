@@ -68,6 +68,21 @@ impl Media {
         }
     }
 
+    /// Sweeps at start and then hourly until `shutdown`.
+    pub async fn sweep_hourly(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        loop {
+            match self.sweep().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(files = n, "collected unused media files"),
+                Err(e) => tracing::warn!(error = %e, "could not collect media files"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+                () = shutdown.cancelled() => return,
+            }
+        }
+    }
+
     /// Collects files unused for the retention period, and leftovers of
     /// interrupted downloads; returns how many files went.
     pub async fn sweep(&self) -> Result<usize, crate::store::StoreError> {

@@ -14,6 +14,7 @@ mod e2e_bad_input;
 mod e2e_card_text;
 mod e2e_core;
 mod e2e_lifecycle;
+mod e2e_media;
 mod e2e_portfolio;
 mod e2e_runtime;
 mod e2e_schedules;

@@ -62,6 +62,8 @@ struct ServerState {
     authorizations: Vec<Option<String>>,
     /// `Some` once [`FakeLlm::time_handling`] was called.
     handling: Option<Vec<Duration>>,
+    /// The model is text-only: image parts are refused (like gpt-3.5-turbo).
+    no_vision: bool,
 }
 
 impl FakeLlm {
@@ -96,6 +98,12 @@ impl FakeLlm {
 
     pub fn addr(&self) -> SocketAddr {
         self.served.addr
+    }
+
+    /// Serves a text-only model: requests with image parts get the 400 the
+    /// real API gives such models.
+    pub fn without_vision(&self) {
+        self.shared.lock().no_vision = true;
     }
 
     /// Queues a reply; each valid request takes the oldest one.
@@ -242,7 +250,7 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (api_key, rejected, rejected_fields, window) = {
+    let (api_key, rejected, rejected_fields, window, no_vision) = {
         let mut state = shared.lock();
         if !state.forget_requests {
             state.requests.push(request.clone());
@@ -253,6 +261,7 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
             state.rejected_params.clone(),
             state.rejected_message_fields.clone(),
             state.context_window,
+            state.no_vision,
         )
     };
     shared.request_seen();
@@ -272,6 +281,11 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
     }
     if let Err(message) = validate(&request) {
         return invalid_request(&message);
+    }
+    if no_vision && crate::support::images::any_in(&request) {
+        return invalid_request(
+            "Invalid content type. image_url is only supported by certain models.",
+        );
     }
     if let Some(param) = rejected.iter().find(|p| request.get(p.as_str()).is_some()) {
         return invalid_request(&format!("Unrecognized request argument supplied: {param}"));

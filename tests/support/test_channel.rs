@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use switchboard_platform::{
-    ActionId, Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind,
-    Inbound, InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingMessage,
-    Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
+    stream_to, ActionId, Activity, Addressed, Attachment, AttachmentKind, ButtonPress,
+    Capabilities, ChatAddress, ChatId, ChatKind, FileKind, Inbound, InboundMessage, InboundSink,
+    LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer, PressHandle, User, UserId,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -55,7 +56,29 @@ pub enum Op {
         chat: ChatAddress,
         activity: Activity,
     },
+    /// A file the bot sent (`send_file`).
+    File {
+        chat: ChatAddress,
+        name: String,
+        kind: FileKind,
+        caption: Option<String>,
+        bytes: Vec<u8>,
+    },
 }
+
+/// What a registered attachment's download does.
+#[derive(Debug, Clone)]
+pub enum Download {
+    /// Serves these bytes, in 64 KB chunks.
+    Bytes(Vec<u8>),
+    /// Serves these bytes, then sends nothing more (a stalled transfer).
+    Stall(Vec<u8>),
+    /// Waits for the test's go-ahead, then serves these bytes.
+    Held(Vec<u8>, Arc<tokio::sync::Notify>),
+}
+
+/// How long a download here may send nothing before it counts as stalled.
+pub const TEST_STALL: Duration = Duration::from_millis(300);
 
 /// The current state of a message the bot sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,6 +259,8 @@ impl From<&Sent> for Card {
 
 struct State {
     log: Log,
+    /// Attachments users can send, by handle.
+    files: std::collections::HashMap<String, Download>,
     /// Every message id we handed out, user messages included.
     next_id: AtomicI64,
 }
@@ -301,6 +326,7 @@ impl TestChannel {
             caps,
             state: Mutex::new(State {
                 log: Log::default(),
+                files: std::collections::HashMap::new(),
                 next_id: AtomicI64::new(1),
             }),
             version: watch::Sender::new(0),
@@ -410,6 +436,52 @@ impl TestChannel {
         }))
         .await;
         id
+    }
+
+    /// Registers a file users can attach; returns the attachment to send
+    /// (its size is the bytes' size unless `download` says otherwise).
+    pub fn file(&self, kind: AttachmentKind, name: Option<&str>, download: Download) -> Attachment {
+        let handle = format!("file-{}", self.next_id().0);
+        let size = match &download {
+            Download::Bytes(b) | Download::Stall(b) | Download::Held(b, _) => b.len() as u64,
+        };
+        self.lock().files.insert(handle.clone(), download);
+        let mut a = Attachment::new(kind, handle);
+        a.name = name.map(str::to_owned);
+        a.size = Some(size);
+        a
+    }
+
+    /// A direct message from `user` with files (and `text` as caption).
+    pub async fn dm_with(
+        &self,
+        user_id: i64,
+        text: &str,
+        attachments: Vec<Attachment>,
+    ) -> MessageId {
+        let id = self.next_id();
+        self.deliver(Inbound::Message(InboundMessage {
+            chat: dm_chat(user_id),
+            chat_kind: ChatKind::Dm,
+            user: user(user_id),
+            message_id: id,
+            text: text.to_owned(),
+            reply_to: None,
+            addressed: Addressed::Dm,
+            attachments,
+            timestamp: chrono::Utc::now(),
+        }))
+        .await;
+        id
+    }
+
+    /// The files the bot sent, in order.
+    pub fn files_sent(&self) -> Vec<Op> {
+        self.log()
+            .ops
+            .into_iter()
+            .filter(|op| matches!(op, Op::File { .. }))
+            .collect()
     }
 
     /// A direct message from `user` (its DM chat id is the user id).
@@ -587,6 +659,60 @@ impl PlatformAdapter for TestChannel {
             });
         });
         Ok(())
+    }
+
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        let max = max_bytes.min(self.caps.max_download_bytes);
+        let file = self.lock().files.get(&attachment.handle.0).cloned();
+        let (bytes, stall) = match file {
+            None => return Err(PlatformError::NotFound),
+            Some(Download::Bytes(b)) => (b, false),
+            Some(Download::Stall(b)) => (b, true),
+            Some(Download::Held(b, go)) => {
+                go.notified().await;
+                (b, false)
+            }
+        };
+        if bytes.len() as u64 > max {
+            return Err(PlatformError::TooLarge {
+                size: bytes.len() as u64,
+                max,
+            });
+        }
+        let chunks: Vec<Result<Vec<u8>, String>> =
+            bytes.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+        let body = futures::stream::iter(chunks);
+        if stall {
+            let body = futures::StreamExt::chain(body, futures::stream::pending());
+            stream_to(body, dest, max, TEST_STALL, PlatformError::Network).await
+        } else {
+            stream_to(body, dest, max, TEST_STALL, PlatformError::Network).await
+        }
+    }
+
+    async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
+        if file.bytes.len() > self.caps.max_upload_bytes {
+            return Err(PlatformError::TooLong {
+                len: file.bytes.len(),
+                max: self.caps.max_upload_bytes,
+            });
+        }
+        let id = self.next_id();
+        self.mutate(|log| {
+            log.ops.push(Op::File {
+                chat: file.to,
+                name: file.name.clone(),
+                kind: file.kind,
+                caption: file.caption.clone(),
+                bytes: file.bytes.clone(),
+            })
+        });
+        Ok(MessageRef { chat: file.to, id })
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

@@ -167,6 +167,10 @@ fn check_messages(messages: &[Value], breakpoints: &mut usize) -> Checked {
                     check_text(block, &at)?;
                     seen_other_block = true;
                 }
+                ("user", "image") => {
+                    check_image(block, &at)?;
+                    seen_other_block = true;
+                }
                 ("assistant", "tool_use") => check_tool_use(block, &at, &mut seen_ids)?,
                 ("user", "tool_result") => {
                     let id = block["tool_use_id"].as_str().unwrap_or_default();
@@ -375,4 +379,28 @@ fn check_cache_control(block: &Value, at: &str, breakpoints: &mut usize) -> Chec
     }
     *breakpoints += 1;
     Ok(())
+}
+
+/// An image block as the Messages API checks it (base64 source only here).
+fn check_image(block: &Value, at: &str) -> Checked {
+    let source = &block["source"];
+    if source["type"] != "base64" {
+        return Err(format!("{at}.image.source: Input tag '{}' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", source["type"].as_str().unwrap_or_default()));
+    }
+    let at = format!("{at}.image.source.base64");
+    let media_type = source["media_type"].as_str().unwrap_or_default();
+    if !crate::support::images::ACCEPTED.contains(&media_type) {
+        return Err(format!("{at}.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"));
+    }
+    let Some(data) = source.get("data").and_then(Value::as_str) else {
+        return Err(format!("{at}.data: Field required"));
+    };
+    let Some(bytes) = crate::support::images::decode(data) else {
+        return Err(format!("{at}.data: Invalid base64 data"));
+    };
+    match crate::support::images::kind(&bytes) {
+        Some(real) if real == media_type => Ok(()),
+        Some(real) => Err(format!("{at}: The image was specified using the {media_type} media type, but the image appears to be a {real} image")),
+        None => Err(format!("{at}: Could not process image")),
+    }
 }

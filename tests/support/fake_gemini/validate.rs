@@ -177,6 +177,9 @@ fn validate_part(at: &str, part: &Value) -> Result<(), String> {
             return Err("Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again.".to_owned());
         }
     }
+    if let Some(inline) = object.get("inlineData") {
+        check_inline_data(at, inline)?;
+    }
     if let Some(call) = object.get("functionCall") {
         let call = call
             .as_object()
@@ -298,6 +301,34 @@ fn validate_system(system: &Value) -> Result<(), String> {
         )?;
     for (j, part) in parts.iter().enumerate() {
         validate_part(&format!("system_instruction.parts[{j}]"), part)?;
+    }
+    Ok(())
+}
+
+/// An `inlineData` image part as the API checks it.
+fn check_inline_data(at: &str, inline: &Value) -> Result<(), String> {
+    let object = inline
+        .as_object()
+        .ok_or(format!("{at}.inline_data must be an object"))?;
+    unknown_fields(object, &["mimeType", "data"], &format!("{at}.inline_data"))?;
+    let mime = object
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let data = object
+        .get("data")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(bytes) = crate::support::images::decode(data) else {
+        return Err(format!(
+            "Invalid value at '{at}.inline_data.data' (TYPE_BYTES), Base64 decoding failed"
+        ));
+    };
+    if !mime.starts_with("image/") && !mime.starts_with("audio/") && mime != "application/pdf" {
+        return Err(format!("Unsupported MIME type: {mime}"));
+    }
+    if mime.starts_with("image/") && crate::support::images::kind(&bytes).is_none() {
+        return Err("Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting".to_owned());
     }
     Ok(())
 }

@@ -69,7 +69,12 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                     "Invalid 'messages[{i}].content': expected a string or an array."
                 ));
             }
-            "system" | "developer" | "user" => {}
+            "user" => check_parts(i, content)?,
+            "system" | "developer" => {
+                if content.to_string().contains("\"image_url\"") {
+                    return Err(format!("Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role 'user', but this message with role '{role}' contains an image URL."));
+                }
+            }
             "assistant" => {
                 let calls = message["tool_calls"]
                     .as_array()
@@ -115,4 +120,49 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
     } else {
         Err(unanswered(&pending))
     }
+}
+
+/// A user message's content parts, as strictly as the real API checks them.
+fn check_parts(i: usize, content: &Value) -> Result<(), String> {
+    let Some(parts) = content.as_array() else {
+        return Ok(());
+    };
+    for (j, part) in parts.iter().enumerate() {
+        match part["type"].as_str().unwrap_or_default() {
+            "text" if part["text"].is_string() => {}
+            "text" => return Err(format!("Invalid 'messages[{i}].content[{j}].text': expected a string.")),
+            "image_url" => {
+                let Some(url) = part["image_url"]["url"].as_str() else {
+                    return Err(format!("Missing required parameter: 'messages[{i}].content[{j}].image_url.url'."));
+                };
+                check_data_url(i, j, url)?;
+            }
+            other => return Err(format!("Invalid value: '{other}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.")),
+        }
+    }
+    Ok(())
+}
+
+fn check_data_url(i: usize, j: usize, url: &str) -> Result<(), String> {
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(());
+    }
+    let expected = "Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got";
+    let at = format!("Invalid 'messages[{i}].content[{j}].image_url.url'");
+    let Some((mime, data)) = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+    else {
+        return Err(format!("{at}: {expected} an invalid value."));
+    };
+    if !crate::support::images::ACCEPTED.contains(&mime) {
+        return Err(format!("{at}: {expected} unsupported MIME type '{mime}'."));
+    }
+    let Some(bytes) = crate::support::images::decode(data) else {
+        return Err(format!("{at}: {expected} an invalid value."));
+    };
+    if crate::support::images::kind(&bytes).is_none() {
+        return Err("You uploaded an unsupported image. Please make sure your image has of one the following formats: ['png', 'jpeg', 'gif', 'webp'].".to_owned());
+    }
+    Ok(())
 }
