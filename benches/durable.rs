@@ -37,6 +37,7 @@ mod stats;
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod images;
     pub mod postgres;
     pub mod serve;
     pub mod test_channel;

@@ -24,6 +24,7 @@ mod stats;
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod images;
     pub mod serve;
     pub mod test_channel;
 }
@@ -602,6 +603,7 @@ fn last_turn_ops(log: &Log, user: i64) -> String {
             .get(&id.0)
             .is_some_and(|m| m.chat.chat.0 == user),
         Op::Answer { .. } => false,
+        Op::File { chat, .. } => chat.chat.0 == user,
     };
     let ops: Vec<&Op> = log.ops.iter().filter(|op| in_chat(op)).collect();
     let start = ops
@@ -640,6 +642,7 @@ fn last_turn_ops(log: &Log, user: i64) -> String {
                 }
             }
             Op::Answer { .. } => "Answer".to_owned(),
+            Op::File { name, .. } => format!("File({name:?})"),
         })
         .collect::<Vec<_>>()
         .join(" → ")

@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 mod support {
     pub mod fake_llm;
+    pub mod images;
     pub mod serve;
 }
 
