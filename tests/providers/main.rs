@@ -7,5 +7,6 @@ mod support;
 
 mod provider_anthropic;
 mod provider_gemini;
+mod provider_images;
 mod provider_mixed_fallback;
 mod provider_openai;
