@@ -17,6 +17,7 @@
 //! ([`ConsoleAdapter::quit_requested`]).
 
 mod answer;
+mod attach;
 mod inert;
 mod outbox;
 mod render;
@@ -31,9 +32,10 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, Addressed, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind, Inbound,
-    InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage,
-    Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle, User, UserId,
+    Activity, Addressed, Attachment, ButtonPress, Capabilities, ChatAddress, ChatId, ChatKind,
+    Inbound, InboundMessage, InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile,
+    OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer, PressHandle, User,
+    UserId,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -230,6 +232,16 @@ impl ConsoleAdapter {
 
     /// Sends `text` as the user's message, without waiting for the answer.
     async fn send_text(&self, text: &str, io: &mut Io<'_>) -> Result<(), PlatformError> {
+        self.send_message(text, Vec::new(), io).await
+    }
+
+    /// Sends `text` with `attachments`, without waiting for the answer.
+    async fn send_message(
+        &self,
+        text: &str,
+        attachments: Vec<Attachment>,
+        io: &mut Io<'_>,
+    ) -> Result<(), PlatformError> {
         let msg = InboundMessage {
             chat: Self::chat(),
             chat_kind: ChatKind::Dm,
@@ -238,7 +250,7 @@ impl ConsoleAdapter {
             text: text.to_owned(),
             reply_to: None,
             addressed: Addressed::Dm,
-            attachments: Vec::new(),
+            attachments,
             timestamp: chrono::Utc::now(),
         };
         io.next_id += 1;
@@ -382,7 +394,17 @@ impl PlatformAdapter for ConsoleAdapter {
                 continue;
             }
             self.drain_signals();
-            self.send_text(&line, &mut io).await?;
+            match attach::parse(&line) {
+                None => self.send_text(&line, &mut io).await?,
+                Some(Ok(a)) => {
+                    self.send_message(&a.caption, vec![a.attachment], &mut io)
+                        .await?
+                }
+                Some(Err(problem)) => {
+                    self.screen().print_notice_line(&problem);
+                    continue;
+                }
+            }
             self.wait_for(&[Signal::Idle, Signal::CardShown], &mut io)
                 .await?;
         }
@@ -414,6 +436,21 @@ impl PlatformAdapter for ConsoleAdapter {
         let caption = file.caption.as_deref().unwrap_or_default();
         let id = self.screen().print_file(caption, &path);
         Ok(MessageRef { chat: file.to, id })
+    }
+
+    /// Attachments here are local files: copied from where they are.
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn tokio::io::AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        attach::copy(
+            attachment,
+            dest,
+            max_bytes.min(self.caps.max_download_bytes),
+        )
+        .await
     }
 
     async fn edit(
