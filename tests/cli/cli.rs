@@ -317,7 +317,7 @@ async fn chat_attaches_a_local_file_with_attach_and_by_dropping_its_path() {
     assert_eq!(done.code(), Some(0), "{done}");
     assert_eq!(done.stdout.matches("Answered with the CSV.").count(), 2, "{done}");
     assert!(done.stdout.contains("cannot attach /no/such/file.csv"), "{done}");
-    let workspace = env.dir.path().join("ws/inbox/console-1");
+    let workspace = env.dir.path().join("ws/inbox/console-0");
     assert!(workspace.join("sales data.csv").exists() && workspace.join("sales data-2.csv").exists());
 }
 
