@@ -168,6 +168,7 @@ const CONSOLE_HELP: &str = "\n\n**In this console**\n\
 A card takes `y`, `yes`, `allow` or `1` (allow once), `a`, `always` or `2`, \
 `e`, `edit` or `3`, and `n`, `no`, `deny` or `4`, in any case.\n\
 Ctrl-C stops the answer in progress (like /stop; at a card it denies).\n\
+`/attach PATH [caption]` (or a path dropped on a line of its own) sends a file.\n\
 At the prompt, Ctrl-C twice, Ctrl-D, /exit or /quit quits.";
 
 /// Runs a command for a session and returns the reply.

@@ -302,23 +302,41 @@ async fn chat_attaches_a_local_file_with_attach_and_by_dropping_its_path() {
     let llm = FakeLlm::start().await;
     llm.set_responder(|request| {
         let asked = last_user_text(request).unwrap_or_default();
-        let csv = if asked.contains("north,120") { "with the CSV" } else { "without it" };
+        let csv = if asked.contains("north,120") {
+            "with the CSV"
+        } else {
+            "without it"
+        };
         Reply::text(&format!("Answered {csv}."))
     });
     let env = Env::new(&llm.base_url());
     let csv = env.dir.path().join("sales data.csv");
     std::fs::write(&csv, "region,sales\nnorth,120\n").unwrap();
     let mut chat = env.spawn(&["chat"]);
-    chat.write(&format!("/attach '{}' total?\n", csv.display())).await;
-    chat.write(&format!("{}\n", csv.display().to_string().replace(' ', "\\ "))).await;
+    chat.write(&format!("/attach '{}' total?\n", csv.display()))
+        .await;
+    chat.write(&format!(
+        "{}\n",
+        csv.display().to_string().replace(' ', "\\ ")
+    ))
+    .await;
     chat.write("/attach /no/such/file.csv\n").await;
     chat.close_stdin();
     let done = chat.finish().await;
     assert_eq!(done.code(), Some(0), "{done}");
-    assert_eq!(done.stdout.matches("Answered with the CSV.").count(), 2, "{done}");
-    assert!(done.stdout.contains("cannot attach /no/such/file.csv"), "{done}");
+    assert_eq!(
+        done.stdout.matches("Answered with the CSV.").count(),
+        2,
+        "{done}"
+    );
+    assert!(
+        done.stdout.contains("cannot attach /no/such/file.csv"),
+        "{done}"
+    );
     let workspace = env.dir.path().join("ws/inbox/console-0");
-    assert!(workspace.join("sales data.csv").exists() && workspace.join("sales data-2.csv").exists());
+    assert!(
+        workspace.join("sales data.csv").exists() && workspace.join("sales data-2.csv").exists()
+    );
 }
 
 #[tokio::test]
