@@ -33,28 +33,37 @@ pub enum ImageError {
     Unreadable(String),
 }
 
+fn unreadable(e: &dyn std::fmt::Display) -> ImageError {
+    ImageError::Unreadable(e.to_string())
+}
+
 /// Reads, checks, scales and re-encodes the image at `path`. Blocking: run
 /// it on a blocking thread.
 pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
-    let unreadable = |e: &dyn std::fmt::Display| ImageError::Unreadable(e.to_string());
     let open = || -> Result<ImageReader<std::io::BufReader<std::fs::File>>, ImageError> {
         ImageReader::open(path)
             .map_err(|e| unreadable(&e))?
             .with_guessed_format()
             .map_err(|e| unreadable(&e))
     };
-    let (w, h) = open()?.into_dimensions().map_err(|e| unreadable(&e))?;
+    let reader = open()?;
+    let format = reader.format();
+    let (w, h) = reader.into_dimensions().map_err(|e| unreadable(&e))?;
     if u64::from(w) * u64::from(h) > MAX_PIXELS {
         return Err(ImageError::TooManyPixels { w, h });
     }
-    let mut reader = open()?;
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(w);
-    limits.max_image_height = Some(h);
-    // The decoded frame in RGBA16 at most, and some room for the decoder.
-    limits.max_alloc = Some(u64::from(w) * u64::from(h) * 8 + (16 << 20));
-    reader.limits(limits);
-    let decoded = reader.decode().map_err(|e| unreadable(&e))?;
+    let decoded = if format == Some(ImageFormat::Jpeg) {
+        decode_jpeg_scaled(path)?
+    } else {
+        let mut reader = open()?;
+        let mut limits = image::Limits::default();
+        limits.max_image_width = Some(w);
+        limits.max_image_height = Some(h);
+        // The decoded frame in RGBA16 at most, and some room for the decoder.
+        limits.max_alloc = Some(u64::from(w) * u64::from(h) * 8 + (16 << 20));
+        reader.limits(limits);
+        reader.decode().map_err(|e| unreadable(&e))?
+    };
     let scaled = scale(decoded);
     let (width, height) = (scaled.width(), scaled.height());
     let mut bytes = Vec::new();
@@ -79,12 +88,54 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
     })
 }
 
-/// `image` with its long edge at most [`MAX_EDGE`].
+/// A JPEG decoded straight at the smallest DCT scale (1/8, 1/4, 1/2 or
+/// whole) that still covers [`MAX_EDGE`]: a 12-megapixel photo is decoded at
+/// 2000 × 1500, a quarter of the memory and time of a full decode.
+fn decode_jpeg_scaled(path: &Path) -> Result<DynamicImage, ImageError> {
+    let file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
+    let mut decoder = jpeg_decoder::Decoder::new(std::io::BufReader::new(file));
+    let (w, h) = decoder
+        .scale(MAX_EDGE as u16, MAX_EDGE as u16)
+        .map_err(|e| unreadable(&e))?;
+    let pixels = decoder.decode().map_err(|e| unreadable(&e))?;
+    let format = decoder
+        .info()
+        .map(|i| i.pixel_format)
+        .ok_or_else(|| unreadable(&"no frame"))?;
+    let (w, h) = (u32::from(w), u32::from(h));
+    let short = || unreadable(&"truncated pixel data");
+    Ok(match format {
+        jpeg_decoder::PixelFormat::RGB24 => {
+            DynamicImage::ImageRgb8(image::RgbImage::from_raw(w, h, pixels).ok_or_else(short)?)
+        }
+        jpeg_decoder::PixelFormat::L8 => {
+            DynamicImage::ImageLuma8(image::GrayImage::from_raw(w, h, pixels).ok_or_else(short)?)
+        }
+        jpeg_decoder::PixelFormat::CMYK32 => {
+            let rgb: Vec<u8> = pixels
+                .chunks_exact(4)
+                .flat_map(|p| {
+                    let k = u16::from(p[3]);
+                    [p[0], p[1], p[2]].map(|c| (u16::from(c) * k / 255) as u8)
+                })
+                .collect();
+            DynamicImage::ImageRgb8(image::RgbImage::from_raw(w, h, rgb).ok_or_else(short)?)
+        }
+        jpeg_decoder::PixelFormat::L16 => {
+            let luma: Vec<u8> = pixels.chunks_exact(2).map(|p| p[0]).collect();
+            DynamicImage::ImageLuma8(image::GrayImage::from_raw(w, h, luma).ok_or_else(short)?)
+        }
+    })
+}
+
+/// `image` with its long edge at most [`MAX_EDGE`]. `thumbnail` averages
+/// in integers straight into the output (the filtered `resize` allocates a
+/// float copy of the whole image first).
 fn scale(image: DynamicImage) -> DynamicImage {
     if image.width().max(image.height()) <= MAX_EDGE {
         return image;
     }
-    image.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
+    image.thumbnail(MAX_EDGE, MAX_EDGE)
 }
 
 #[cfg(test)]
@@ -112,6 +163,24 @@ mod tests {
         assert_eq!((p.width, p.height, p.mime), (1568, 523, "image/jpeg"));
         assert_eq!(p.source, (3000, 1000));
         assert_eq!(&p.bytes[..3], b"\xff\xd8\xff");
+    }
+
+    #[test]
+    fn a_large_jpeg_is_decoded_scaled_and_keeps_its_proportions() {
+        let dir = tempfile::tempdir().unwrap();
+        let photo = RgbImage::from_pixel(4000, 3000, Rgb([90, 120, 200]));
+        let path = write(dir.path(), "p.jpg", photo.into(), ImageFormat::Jpeg);
+        let p = prepare(&path).unwrap();
+        assert_eq!((p.width, p.height, p.mime), (1568, 1176, "image/jpeg"));
+        assert_eq!(p.source, (4000, 3000));
+        let back = image::load_from_memory(&p.bytes).unwrap().to_rgb8();
+        let px = back.get_pixel(700, 500);
+        assert!(
+            px.0.iter()
+                .zip([90u8, 120, 200])
+                .all(|(a, b)| a.abs_diff(b) < 8),
+            "{px:?}"
+        );
     }
 
     #[test]
