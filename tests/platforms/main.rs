@@ -15,4 +15,5 @@ mod discord_limits;
 mod telegram_adapter;
 mod telegram_e2e;
 mod telegram_limits;
+mod telegram_media;
 mod telegram_updates;

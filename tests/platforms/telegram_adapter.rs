@@ -168,7 +168,10 @@ async fn captions_media_edits_and_channel_posts() {
     let m = r.next_message().await;
     assert_eq!(m.text, "what is in this picture?");
     assert_eq!(m.attachments.len(), 1);
-    assert_eq!(m.attachments[0].kind, switchboard_platform::AttachmentKind::Image);
+    assert_eq!(
+        m.attachments[0].kind,
+        switchboard_platform::AttachmentKind::Image
+    );
 
     let bare = fake.photo(Where::Dm, &ann, None);
     let first = fake.message(Where::Dm, &ann, "first text");
@@ -184,7 +187,10 @@ async fn captions_media_edits_and_channel_posts() {
     let photo = r.next_message().await;
     assert_eq!(photo.message_id.0, bare.message_id);
     assert_eq!(photo.text, "");
-    assert_eq!(photo.attachments[0].kind, switchboard_platform::AttachmentKind::Image);
+    assert_eq!(
+        photo.attachments[0].kind,
+        switchboard_platform::AttachmentKind::Image
+    );
     assert_eq!(r.next_message().await.text, "first text");
     assert_eq!(r.next_message().await.text, "sentinel");
     // The adapter polls for messages and presses only, so Telegram never even

@@ -344,6 +344,26 @@ fn utc(ts: &Timestamp) -> DateTime<Utc> {
         .unwrap_or_else(Utc::now)
 }
 
+/// What a Discord attachment is, from the type Discord reports.
+fn attachment_kind(content_type: Option<&str>) -> AttachmentKind {
+    let mime = content_type.unwrap_or_default();
+    if mime.starts_with("image/") {
+        AttachmentKind::Image
+    } else if mime.starts_with("audio/") {
+        AttachmentKind::Audio
+    } else if mime.starts_with("video/") {
+        AttachmentKind::Video
+    } else {
+        AttachmentKind::Document
+    }
+}
+
+/// `channel/message/attachment`: the adapter fetches the message again at
+/// download time for a fresh signed CDN address, which the core never sees.
+fn attachment_handle(msg: &Message, a: &serenity::model::channel::Attachment) -> String {
+    format!("{}/{}/{}", msg.channel_id.get(), msg.id.get(), a.id.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,24 +415,4 @@ mod tests {
         );
         assert_eq!(place_of(true, None), Place::Channel);
     }
-}
-
-/// What a Discord attachment is, from the type Discord reports.
-fn attachment_kind(content_type: Option<&str>) -> AttachmentKind {
-    let mime = content_type.unwrap_or_default();
-    if mime.starts_with("image/") {
-        AttachmentKind::Image
-    } else if mime.starts_with("audio/") {
-        AttachmentKind::Audio
-    } else if mime.starts_with("video/") {
-        AttachmentKind::Video
-    } else {
-        AttachmentKind::Document
-    }
-}
-
-/// `channel/message/attachment`: the adapter fetches the message again at
-/// download time for a fresh signed CDN address, which the core never sees.
-fn attachment_handle(msg: &Message, a: &serenity::model::channel::Attachment) -> String {
-    format!("{}/{}/{}", msg.channel_id.get(), msg.id.get(), a.id.get())
 }

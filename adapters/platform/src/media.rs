@@ -154,7 +154,7 @@ mod tests {
             &mut out,
             5,
             DOWNLOAD_STALL,
-            |e| PlatformError::Network(e),
+            PlatformError::Network,
         )
         .await
         .unwrap_err();

@@ -14,13 +14,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
-    LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound,
+    InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
     PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::Update;
 use teloxide::Bot;
+use tokio::io::AsyncWrite;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -86,7 +87,7 @@ impl TelegramAdapter {
             min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
             max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
-            max_download_bytes: 20 << 20,
+            max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
             answer_buttons: true,
             local_operator: false,
         };
@@ -301,6 +302,15 @@ impl PlatformAdapter for TelegramAdapter {
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         self.inner.out.send_file(&file).await
+    }
+
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        self.inner.download(attachment, dest, max_bytes).await
     }
 
     async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {

@@ -12,6 +12,7 @@ mod adapter;
 mod bad_update;
 mod commands;
 mod config;
+mod download;
 mod errors;
 mod fit;
 mod get_updates;

@@ -278,7 +278,10 @@ fn captions_are_text_and_bare_media_is_forwarded_without_text() {
     let m = forwarded(n.update(&update("message", with_caption)));
     assert_eq!(m.text, "what is this?");
     assert_eq!(m.attachments.len(), 1);
-    assert_eq!(m.attachments[0].kind, switchboard_platform::AttachmentKind::Image);
+    assert_eq!(
+        m.attachments[0].kind,
+        switchboard_platform::AttachmentKind::Image
+    );
     assert_eq!(m.attachments[0].size, Some(99));
 
     let bare = json!({"message_id": 12, "date": 1_700_000_000, "chat": dm_chat(8),
@@ -288,7 +291,10 @@ fn captions_are_text_and_bare_media_is_forwarded_without_text() {
     assert_eq!(m.text, "");
     assert_eq!(m.chat.chat, ChatId(8));
     assert_eq!(m.message_id, MessageId(12));
-    assert_eq!(m.attachments[0].kind, switchboard_platform::AttachmentKind::Image);
+    assert_eq!(
+        m.attachments[0].kind,
+        switchboard_platform::AttachmentKind::Image
+    );
     let mut in_group = bare;
     in_group["chat"] = group_chat(-100, false);
     assert!(matches!(

@@ -313,6 +313,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
                 .map(|(c, d)| json!({"command": c, "description": d}))
                 .collect(),
         )),
+        "getfile" => super::files::get_file(inner, p),
         "sendmessage" => send_message(inner, p, arrived),
         "editmessagetext" => edit_message_text(inner, p, arrived),
         "editmessagereplymarkup" => edit_reply_markup(inner, p, arrived),
