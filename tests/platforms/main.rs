@@ -12,6 +12,7 @@ mod support;
 mod discord_adapter;
 mod discord_e2e;
 mod discord_limits;
+mod discord_media;
 mod telegram_adapter;
 mod telegram_e2e;
 mod telegram_limits;

@@ -18,6 +18,7 @@
 
 mod adapter;
 mod config;
+mod download;
 mod errors;
 mod gateway;
 mod interactions;

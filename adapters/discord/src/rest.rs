@@ -290,7 +290,7 @@ impl Rest {
     }
 
     /// One paced call: waits for the lane and the bot quota, retries 429s.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         lane: Lane,
         method: LightMethod,
