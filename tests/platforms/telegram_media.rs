@@ -9,9 +9,14 @@ use crate::support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::fake_telegram::{FakeTelegram, FakeUser, Where, MAX_DOWNLOAD_BYTES, TOKEN};
-use support::telegram_run::{config, Running};
-use switchboard_platform::{AttachmentKind, InboundMessage, PlatformAdapter, PlatformError};
+use support::fake_telegram::{
+    FakeTelegram, FakeUser, FileField, Where, MAX_DOCUMENT_BYTES, MAX_DOWNLOAD_BYTES,
+    MAX_PHOTO_BYTES, TOKEN,
+};
+use support::telegram_run::{addr, config, Running};
+use switchboard_platform::{
+    AttachmentKind, FileKind, InboundMessage, OutgoingFile, PlatformAdapter, PlatformError,
+};
 
 fn ann() -> FakeUser {
     FakeUser::new(900, "Ann")
@@ -246,4 +251,126 @@ async fn a_stalled_download_is_given_up_and_no_error_shows_the_token() {
         }
     }
     r.stop().await;
+}
+
+#[tokio::test]
+async fn a_photo_reaches_a_forum_topic_with_its_caption() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let r = Running::start(config(&fake, dir.path())).await;
+    let topic = Where::Topic {
+        chat: -1002,
+        thread: 77,
+    };
+    fake.ensure_chat(topic, &ann());
+    let png = b"\x89PNG\r\n\x1a\nnot really".to_vec();
+    let mut file = OutgoingFile::document(addr(-1002, Some(77)), "plot.png", png.clone())
+        .with_caption("the plot");
+    file.kind = FileKind::Photo;
+    let sent = r.adapter.send_file(file).await.unwrap();
+    let files = fake.documents(-1002);
+    assert_eq!(files.len(), 1);
+    let photo = &files[0];
+    assert_eq!((photo.kind, photo.thread_id), (FileField::Photo, Some(77)));
+    assert_eq!(
+        (photo.caption.as_deref(), &photo.bytes),
+        (Some("the plot"), &png)
+    );
+    assert_eq!(photo.message_id, sent.id.0);
+    assert_eq!(
+        fake.calls_to("SendPhoto")[0].params["message_thread_id"],
+        "77"
+    );
+
+    // Over sendPhoto's 10 MB: sent as a document rather than refused.
+    let mut big = OutgoingFile::document(
+        addr(-1002, Some(77)),
+        "huge.png",
+        vec![7; MAX_PHOTO_BYTES + 1],
+    );
+    big.kind = FileKind::Photo;
+    r.adapter.send_file(big).await.unwrap();
+    let files = fake.documents(-1002);
+    assert_eq!(
+        (files[1].kind, files[1].bytes.len()),
+        (FileField::Document, MAX_PHOTO_BYTES + 1)
+    );
+    assert!(
+        fake.calls_to("SendPhoto").len() == 1,
+        "no refused sendPhoto"
+    );
+    r.stop().await;
+}
+
+/// Posts a multipart form to the fake; returns (HTTP status, description).
+async fn post_form(
+    fake: &FakeTelegram,
+    method: &str,
+    parts: &[(&str, Option<&str>, Vec<u8>)],
+) -> (u16, String) {
+    let mut body = Vec::new();
+    for (name, filename, data) in parts {
+        let file = filename
+            .map(|f| format!("; filename=\"{f}\""))
+            .unwrap_or_default();
+        body.extend_from_slice(
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"{name}\"{file}\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"--XyZ--\r\n");
+    let response = reqwest::Client::new()
+        .post(format!("{}bot{TOKEN}/{method}", fake.api_url()))
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap();
+    (
+        status,
+        body["description"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_fake_refuses_uploads_the_bot_api_refuses() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    fake.ensure_chat(Where::Dm, &ann());
+    let chat = ("chat_id", None, b"900".to_vec());
+    assert_eq!(
+        post_form(&fake, "sendPhoto", std::slice::from_ref(&chat)).await,
+        (
+            400,
+            "Bad Request: there is no photo in the request".to_owned()
+        )
+    );
+    assert_eq!(
+        post_form(
+            &fake,
+            "sendDocument",
+            &[chat.clone(), ("photo", Some("a.png"), vec![1])]
+        )
+        .await,
+        (
+            400,
+            "Bad Request: there is no document in the request".to_owned()
+        )
+    );
+    let photo = ("photo", Some("big.png"), vec![1; MAX_PHOTO_BYTES + 1]);
+    assert_eq!(
+        post_form(&fake, "sendPhoto", &[chat.clone(), photo]).await,
+        (400, "Bad Request: PHOTO_INVALID_DIMENSIONS".to_owned())
+    );
+    let document = ("document", Some("big.bin"), vec![1; MAX_DOCUMENT_BYTES + 1]);
+    assert_eq!(
+        post_form(&fake, "sendDocument", &[chat.clone(), document]).await,
+        (413, "Bad Request: Request Entity Too Large".to_owned())
+    );
+    let ok = ("photo", Some("ok.png"), vec![1; 100]);
+    assert_eq!(post_form(&fake, "sendPhoto", &[chat, ok]).await.0, 200);
+    assert_eq!(fake.documents(900).len(), 1);
 }

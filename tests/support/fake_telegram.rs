@@ -19,7 +19,8 @@ mod files;
 mod html;
 mod limits;
 
-pub use documents::{StoredDocument, MAX_DOCUMENT_BYTES};
+#[allow(unused_imports)] // only the media tests tell photos from documents
+pub use documents::{FileField, StoredDocument, MAX_DOCUMENT_BYTES, MAX_PHOTO_BYTES};
 #[allow(unused_imports)] // only the media tests read the limit
 pub use files::MAX_DOWNLOAD_BYTES;
 pub use html::Entity;
@@ -601,7 +602,7 @@ impl FakeTelegram {
         out
     }
 
-    /// The documents the bot sent to `chat_id`, in order.
+    /// The documents and photos the bot sent to `chat_id`, in order.
     pub fn documents(&self, chat_id: i64) -> Vec<StoredDocument> {
         let inner = self.shared.lock();
         inner
