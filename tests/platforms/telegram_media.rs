@@ -374,3 +374,140 @@ async fn the_fake_refuses_uploads_the_bot_api_refuses() {
     assert_eq!(post_form(&fake, "sendPhoto", &[chat, ok]).await.0, 200);
     assert_eq!(fake.documents(900).len(), 1);
 }
+
+/// One photo of album `group`.
+fn album_part(group: &str, file_id: &str, caption: Option<&str>) -> serde_json::Value {
+    let mut body = json!({"media_group_id": group, "photo": [{"file_id": file_id,
+        "file_unique_id": format!("u{file_id}"), "width": 800, "height": 600, "file_size": 1_000}]});
+    if let Some(c) = caption {
+        body["caption"] = json!(c);
+    }
+    body
+}
+
+fn handles(m: &InboundMessage) -> Vec<&str> {
+    m.attachments.iter().map(|a| a.handle.0.as_str()).collect()
+}
+
+#[tokio::test]
+async fn an_album_arrives_as_one_message_and_holds_up_no_other_chat() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&fake, dir.path());
+    c.album_window = Duration::from_millis(300);
+    let mut r = Running::start(c).await;
+    let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
+    let first = fake.media(Where::Dm, &ann, album_part("g1", "p1", None));
+    fake.media(Where::Dm, &ann, album_part("g1", "p2", Some("our trip")));
+    fake.media(Where::Dm, &ann, album_part("g1", "p3", None));
+    fake.message(Where::Dm, &bob, "meanwhile, elsewhere");
+
+    let other = r.next_message().await;
+    assert_eq!(
+        other.text, "meanwhile, elsewhere",
+        "not held behind the album"
+    );
+    let album = r.next_message().await;
+    assert_eq!(album.text, "our trip");
+    assert_eq!(album.message_id.0, first.message_id);
+    assert_eq!(handles(&album), ["p1", "p2", "p3"]);
+    assert!(album
+        .attachments
+        .iter()
+        .all(|a| a.kind == AttachmentKind::Image));
+
+    // In a group, the parts without caption join the mentioned one.
+    let mention = format!("@{} what are these?", r.adapter.bot_username());
+    fake.media(
+        Where::Group(-1001),
+        &bob,
+        album_part("g2", "q1", Some(&mention)),
+    );
+    fake.media(Where::Group(-1001), &bob, album_part("g2", "q2", None));
+    let album = r.next_message().await;
+    assert_eq!(
+        (album.text.as_str(), handles(&album)),
+        ("what are these?", vec!["q1", "q2"])
+    );
+    r.stop().await;
+}
+
+#[tokio::test]
+async fn an_album_split_across_batches_is_still_one_message() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&fake, dir.path());
+    c.album_window = Duration::from_secs(2);
+    let mut r = Running::start(c).await;
+    let ann = ann();
+    let first = fake.media(Where::Dm, &ann, album_part("g", "p1", None));
+    fake.media(Where::Dm, &ann, album_part("g", "p2", None));
+    // The poller has the first two and asks again without confirming them.
+    let again = |f: &FakeTelegram| {
+        f.calls_to("GetUpdates")
+            .iter()
+            .filter(|c| c.params["offset"] == first.update_id)
+            .count()
+            >= 2
+    };
+    assert!(fake.wait_until(Duration::from_secs(10), again).await);
+    fake.media(Where::Dm, &ann, album_part("g", "p3", Some("three")));
+    let album = r.next_message().await;
+    assert_eq!(
+        (album.text.as_str(), handles(&album)),
+        ("three", vec!["p1", "p2", "p3"])
+    );
+    assert!(
+        fake.wait_until(Duration::from_secs(10), |f| f.pending_updates() == 0)
+            .await,
+        "confirmed once sent"
+    );
+    r.stop().await;
+}
+
+#[tokio::test]
+async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&fake, dir.path());
+    c.album_window = Duration::from_secs(3600);
+    let mut r = Running::start(c).await;
+    let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
+    let first = fake.media(Where::Dm, &ann, album_part("g", "p1", Some("two photos")));
+    fake.media(Where::Dm, &ann, album_part("g", "p2", None));
+    fake.message(Where::Dm, &bob, "forwarded before the crash");
+    assert_eq!(r.next_message().await.text, "forwarded before the crash");
+    let offset_file = dir
+        .path()
+        .join(format!("telegram-offset-{}", r.adapter.bot_id()));
+    let below_album = format!("{}\n", first.update_id - 1);
+    let saved = |_: &FakeTelegram| {
+        std::fs::read_to_string(&offset_file).is_ok_and(|t| t.starts_with(&below_album))
+    };
+    let held = fake.wait_until(Duration::from_secs(10), saved).await;
+    assert!(
+        held,
+        "offset file {:?}, first part {}",
+        std::fs::read_to_string(&offset_file),
+        first.update_id
+    );
+    assert_eq!(fake.pending_updates(), 3, "Telegram still holds the album");
+
+    r.task.abort();
+    let _ = r.task.await;
+    let mut c = config(&fake, dir.path());
+    c.album_window = Duration::from_millis(100);
+    let mut r = Running::start(c).await;
+    let album = r.next_message().await;
+    assert_eq!(
+        (album.text.as_str(), handles(&album)),
+        ("two photos", vec!["p1", "p2"])
+    );
+    fake.message(Where::Dm, &ann, "after the restart");
+    assert_eq!(
+        r.next_message().await.text,
+        "after the restart",
+        "nothing repeated"
+    );
+    r.stop().await;
+}

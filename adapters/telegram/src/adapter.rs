@@ -2,6 +2,7 @@
 //! the `PlatformAdapter` implementation.
 
 use crate::activity::{typing_loop, Typing};
+use crate::album::Albums;
 use crate::bad_update::SkippedUpdates;
 use crate::config::TelegramConfig;
 use crate::errors::{startup_error, TelegramError};
@@ -19,10 +20,11 @@ use switchboard_platform::{
     PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
-use teloxide::types::Update;
+use teloxide::types::{Update, UpdateKind};
 use teloxide::Bot;
 use tokio::io::AsyncWrite;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The answer to a press still waiting when the adapter stops.
@@ -145,16 +147,25 @@ impl TelegramAdapter {
 }
 
 impl Inner {
-    /// Normalizes one update and forwards it in order; side replies (answers
+    /// Normalizes one update and forwards it in order, or holds it in
+    /// `albums` when it is part of a media group; side replies (answers
     /// to unusable callbacks) run on their own tasks so they never hold up the
     /// reader. `Err` when the core has gone away.
     pub async fn dispatch(
         self: &Arc<Self>,
         update: &Update,
         sink: &InboundSink,
+        albums: &mut Albums,
     ) -> Result<(), PlatformError> {
-        match self.normalizer.update(update) {
-            Action::Forward(inbound) => {
+        let group = match &update.kind {
+            UpdateKind::Message(msg) => msg.media_group_id().map(|g| g.0.as_str()),
+            _ => None,
+        };
+        match (self.normalizer.update(update), group) {
+            (Action::Forward(Inbound::Message(part)), Some(group)) => {
+                albums.add(group, i64::from(update.id.0), part, Instant::now());
+            }
+            (Action::Forward(inbound), _) => {
                 if let Inbound::ButtonPress(press) = &inbound {
                     self.watch_press(press);
                 }
@@ -162,7 +173,7 @@ impl Inner {
                     .await
                     .map_err(|_| PlatformError::Closed)?;
             }
-            Action::AnswerEmpty(id) => {
+            (Action::AnswerEmpty(id), _) => {
                 tracing::info!(
                     update_id = update.id.0,
                     "ignoring a callback query without a usable action id"
@@ -174,9 +185,24 @@ impl Inner {
                     }
                 });
             }
-            Action::Ignore(reason) => {
+            (Action::Ignore(reason), _) => {
                 tracing::debug!(update_id = update.id.0, reason, "ignoring Telegram update");
             }
+        }
+        Ok(())
+    }
+
+    /// Forwards the albums whose window has passed. `Err` when the core has
+    /// gone away.
+    pub async fn flush_albums(
+        &self,
+        albums: &mut Albums,
+        sink: &InboundSink,
+    ) -> Result<(), PlatformError> {
+        for album in albums.take_due(Instant::now()) {
+            sink.send(Inbound::Message(album))
+                .await
+                .map_err(|_| PlatformError::Closed)?;
         }
         Ok(())
     }

@@ -37,6 +37,9 @@ pub struct TelegramConfig {
     /// A file download that receives nothing for this long is given up
     /// ([`DOWNLOAD_STALL`] by default; tests shorten it).
     pub download_stall: Duration,
+    /// How long an album (media group) waits for another part after its
+    /// latest one before it goes to the core as one message.
+    pub album_window: Duration,
 }
 
 /// Webhook mode: Telegram posts updates to `url`, which reaches `listen`.
@@ -128,6 +131,7 @@ impl TelegramConfig {
             typing_interval: Duration::from_secs(4),
             typing_max: Duration::from_secs(600),
             download_stall: DOWNLOAD_STALL,
+            album_window: crate::album::ALBUM_WINDOW,
         }
     }
 

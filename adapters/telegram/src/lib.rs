@@ -9,6 +9,7 @@
 
 mod activity;
 mod adapter;
+mod album;
 mod bad_update;
 mod commands;
 mod config;

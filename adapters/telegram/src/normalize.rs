@@ -110,8 +110,10 @@ impl Normalizer {
             // Media without a caption goes to the core like any message (it
             // decides what to answer, after its access checks), but only where
             // it is addressed to the bot.
+            // An album's other parts come without a caption: they join the
+            // album, which decides (see `album.rs`).
             (None, None) if attachment.is_some() => {
-                if chat_kind != ChatKind::Dm && !reply_to_bot {
+                if chat_kind != ChatKind::Dm && !reply_to_bot && msg.media_group_id().is_none() {
                     return Action::Ignore("media without caption in a group");
                 }
                 ("", &[][..])
