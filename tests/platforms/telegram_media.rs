@@ -511,3 +511,37 @@ async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
     );
     r.stop().await;
 }
+
+#[tokio::test]
+async fn webhook_deliveries_of_an_album_make_one_message() {
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&fake, dir.path());
+    c.album_window = Duration::from_millis(200);
+    c.webhook = Some(switchboard_telegram::WebhookConfig {
+        url: "https://bot.example.test/tg/hook".parse().unwrap(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret: switchboard_platform::Secret::new("album-secret"),
+    });
+    let mut r = Running::start(c).await;
+    let local = tokio::time::timeout(Duration::from_secs(10), r.adapter.webhook_addr())
+        .await
+        .unwrap()
+        .unwrap();
+    let url = format!("http://{local}/tg/hook");
+    let ann = ann();
+    let parts = [("p1", Some("a pair")), ("p2", None)];
+    for (n, (file, caption)) in parts.into_iter().enumerate() {
+        let mut update = fake.media_update(Where::Dm, &ann, album_part("w", file, caption));
+        update["update_id"] = json!(n + 1);
+        let status =
+            support::fake_telegram::post_webhook(&url, Some("album-secret"), update.to_string());
+        assert_eq!(status.await.unwrap(), 200);
+    }
+    let album = r.next_message().await;
+    assert_eq!(
+        (album.text.as_str(), handles(&album)),
+        ("a pair", vec!["p1", "p2"])
+    );
+    r.stop().await;
+}

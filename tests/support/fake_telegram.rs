@@ -418,6 +418,12 @@ impl FakeTelegram {
         update
     }
 
+    /// Builds a message update with any body without queuing it (webhook
+    /// deliveries of media).
+    pub fn media_update(&self, at: Where, from: &FakeUser, body: Value) -> Value {
+        self.build_message(at, from, body, None).0
+    }
+
     /// Makes `at` known (chats exist once someone wrote there).
     pub fn ensure_chat(&self, at: Where, from: &FakeUser) -> i64 {
         self.chat_for(at, from).0
