@@ -118,6 +118,23 @@ async fn an_attachment_downloads_byte_exact_through_a_fresh_message_fetch() {
 }
 
 #[tokio::test]
+async fn a_voice_message_is_a_voice_attachment_with_its_length() {
+    let mut h = start().await;
+    let ogg = b"OggS\0voice".to_vec();
+    let m = h
+        .say(
+            UserMessage::new(CHANNEL, ALICE, "")
+                .mentioning_bot()
+                .with_file(FakeFile::voice(ogg.clone(), 4.6)),
+        )
+        .await;
+    let a = &m.attachments[0];
+    assert_eq!((a.kind, a.duration_secs), (AttachmentKind::Voice, Some(5)));
+    assert_eq!(a.mime.as_deref(), Some("audio/ogg"));
+    assert_eq!(h.download(&m, 1 << 20).await.unwrap(), ogg);
+}
+
+#[tokio::test]
 async fn oversized_attachments_are_refused_before_the_transfer() {
     let mut h = start().await;
     let huge = FakeFile::of_size("video.mp4", "video/mp4", 12 << 20);

@@ -21,6 +21,9 @@ pub struct FakeFile {
     /// The size Discord reports; the bytes' length unless set (a huge file
     /// not held in memory).
     pub size: Option<u64>,
+    /// A voice message recorded in the app: its length in seconds (Discord
+    /// then adds a waveform and flags the message).
+    pub voice_secs: Option<f64>,
 }
 
 impl FakeFile {
@@ -30,6 +33,15 @@ impl FakeFile {
             content_type: Some(content_type.to_owned()),
             bytes,
             size: None,
+            voice_secs: None,
+        }
+    }
+
+    /// A voice message of `secs` seconds, as the app records it.
+    pub fn voice(bytes: Vec<u8>, secs: f64) -> FakeFile {
+        FakeFile {
+            voice_secs: Some(secs),
+            ..FakeFile::new("voice-message.ogg", "audio/ogg", bytes)
         }
     }
 
@@ -76,6 +88,10 @@ pub(crate) fn host(inner: &mut Inner, base: &str, channel: u64, file: FakeFile) 
     });
     if let Some(ct) = &file.content_type {
         json["content_type"] = json!(ct);
+    }
+    if let Some(secs) = file.voice_secs {
+        json["duration_secs"] = json!(secs);
+        json["waveform"] = json!("AAAHBw8PDw8HBwAA");
     }
     inner.cdn.push(CdnFile {
         channel,

@@ -134,6 +134,9 @@ impl FakeDiscord {
             .into_iter()
             .map(|f| super::cdn::host(&mut inner, &self.shared.api_url, message.channel, f))
             .collect();
+        if files.iter().any(|f| f.get("waveform").is_some()) {
+            msg["flags"] = json!(1 << 13); // IS_VOICE_MESSAGE
+        }
         msg["attachments"] = Value::Array(files);
         if message.reply_to.is_some() {
             msg["type"] = json!(19);
