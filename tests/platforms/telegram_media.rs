@@ -394,7 +394,7 @@ async fn an_album_arrives_as_one_message_and_holds_up_no_other_chat() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_millis(300);
+    c.album_window = Duration::from_secs(1);
     let mut r = Running::start(c).await;
     let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
     let first = fake.media(Where::Dm, &ann, album_part("g1", "p1", None));
@@ -475,15 +475,15 @@ async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
     let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
     let first = fake.media(Where::Dm, &ann, album_part("g", "p1", Some("two photos")));
     fake.media(Where::Dm, &ann, album_part("g", "p2", None));
-    fake.message(Where::Dm, &bob, "forwarded before the crash");
+    let forwarded = fake.message(Where::Dm, &bob, "forwarded before the crash");
     assert_eq!(r.next_message().await.text, "forwarded before the crash");
     let offset_file = dir
         .path()
         .join(format!("telegram-offset-{}", r.adapter.bot_id()));
-    let below_album = format!("{}\n", first.update_id - 1);
-    let saved = |_: &FakeTelegram| {
-        std::fs::read_to_string(&offset_file).is_ok_and(|t| t.starts_with(&below_album))
-    };
+    // Saved: everything below the album, and the message after it as done.
+    let expected = format!("{}\n{}\n", first.update_id - 1, forwarded.update_id);
+    let saved =
+        |_: &FakeTelegram| std::fs::read_to_string(&offset_file).is_ok_and(|t| t == expected);
     let held = fake.wait_until(Duration::from_secs(10), saved).await;
     assert!(
         held,
@@ -517,7 +517,7 @@ async fn webhook_deliveries_of_an_album_make_one_message() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_millis(200);
+    c.album_window = Duration::from_secs(1);
     c.webhook = Some(switchboard_telegram::WebhookConfig {
         url: "https://bot.example.test/tg/hook".parse().unwrap(),
         listen: "127.0.0.1:0".parse().unwrap(),

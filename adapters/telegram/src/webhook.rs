@@ -8,7 +8,9 @@
 //! acknowledged once queued, so a held album, like the queue, lives in
 //! memory until forwarded: a crash within the window loses it, as it loses
 //! queued updates. Holding the answer instead would stall Telegram's next
-//! delivery — the album's next part — for the whole window.
+//! delivery — the album's next part — for the whole window. Behind a load
+//! balancer, parts that reach different instances arrive as separate
+//! messages.
 //!
 //! The webhook is not deleted on shutdown: several instances may share it
 //! behind a load balancer, and one stopping must not cut off the others.
