@@ -190,8 +190,27 @@ async fn a_vanished_attachment_is_not_found_and_no_error_shows_its_url() {
     *handle = format!("{}1", handle);
     let e = h.download(&m, 1 << 30).await.unwrap_err();
     assert!(matches!(e, PlatformError::NotFound), "{e:?}");
-    for text in [e.to_string(), format!("{e:?}")] {
-        assert!(!text.contains("hm=") && !text.contains("http"), "{text}");
+    let mut errors = vec![e];
+
+    // A transfer that breaks off: reqwest's error names the URL; ours not.
+    let file = FakeFile::new("b.bin", "application/octet-stream", vec![3; 64_000]).breaking();
+    let m = h
+        .say(
+            UserMessage::new(CHANNEL, ALICE, "broken")
+                .mentioning_bot()
+                .with_file(file),
+        )
+        .await;
+    let e = h.download(&m, 1 << 30).await.unwrap_err();
+    assert!(matches!(e, PlatformError::Network(_)), "{e:?}");
+    errors.push(e);
+    for e in errors {
+        for text in [e.to_string(), format!("{e:?}")] {
+            assert!(
+                !text.contains("hm=") && !text.contains("/attachments/"),
+                "{text}"
+            );
+        }
     }
 }
 

@@ -79,7 +79,7 @@ impl Rest {
             message_id: MessageId::from(nz(at.message)?),
         };
         let fetched: Fetched = self
-            .call(Lane::Lookup, LightMethod::Get, route, None)
+            .call(Lane::Downloads, LightMethod::Get, route, None)
             .await
             .and_then(decode)?;
         let found = fetched

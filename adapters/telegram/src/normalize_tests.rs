@@ -312,6 +312,17 @@ fn captions_are_text_and_bare_media_is_forwarded_without_text() {
 }
 
 #[test]
+fn a_photo_is_its_largest_size_a_bot_can_download() {
+    let n = normalizer();
+    let size = |id: &str, bytes: u64| json!({"file_id": id, "file_unique_id": id, "width": 10, "height": 10, "file_size": bytes});
+    let photo = json!([size("s", 900), size("m", 9 << 20), size("xl", 21 << 20)]);
+    let msg = json!({"message_id": 14, "date": 1_700_000_000, "chat": dm_chat(8),
+        "from": user(8, "Bob"), "photo": photo});
+    let m = forwarded(n.update(&update("message", msg)));
+    assert_eq!(m.attachments[0].handle.0, "m");
+}
+
+#[test]
 fn stickers_are_no_attachment_and_no_message() {
     let n = normalizer();
     let sticker = json!({"message_id": 13, "date": 1_700_000_000, "chat": dm_chat(8),

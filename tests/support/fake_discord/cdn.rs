@@ -24,6 +24,8 @@ pub struct FakeFile {
     /// A voice message recorded in the app: its length in seconds (Discord
     /// then adds a waveform and flags the message).
     pub voice_secs: Option<f64>,
+    /// The CDN sends half of the bytes, then the connection breaks.
+    pub breaks: bool,
 }
 
 impl FakeFile {
@@ -34,7 +36,14 @@ impl FakeFile {
             bytes,
             size: None,
             voice_secs: None,
+            breaks: false,
         }
+    }
+
+    /// A file whose transfer breaks off halfway.
+    pub fn breaking(mut self) -> FakeFile {
+        self.breaks = true;
+        self
     }
 
     /// A voice message of `secs` seconds, as the app records it.
@@ -116,10 +125,16 @@ pub(crate) async fn serve(
         .iter()
         .find(|f| f.channel == channel && f.attachment == attachment && f.file.filename == filename)
         .filter(|_| signed)
-        .map(|f| f.file.bytes.clone());
+        .map(|f| (f.file.bytes.clone(), f.file.breaks));
     drop(inner);
     match found {
-        Some(bytes) => (StatusCode::OK, bytes).into_response(),
+        Some((bytes, false)) => (StatusCode::OK, bytes).into_response(),
+        Some((bytes, true)) => {
+            let half = bytes[..bytes.len() / 2].to_vec();
+            let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
+            let body = futures::stream::iter([Ok(half), Err(cut)]);
+            axum::body::Body::from_stream(body).into_response()
+        }
         None => (
             StatusCode::NOT_FOUND,
             "This content is no longer available.",
