@@ -289,7 +289,7 @@ async fn media_gets_a_text_only_note_after_the_access_check() {
     e.answered(900, 2).await;
     let asked = last_user_text(&e.llm.requests().await[0]).unwrap();
     assert!(
-        asked.contains("what is in this picture?") && asked.contains("The user attached: photo"),
+        asked.contains("what is in this picture?") && asked.contains("The user attached: image"),
         "{asked}"
     );
 

@@ -8,6 +8,7 @@
 //! bot's guild member (with the roles a test gave it) is served as Discord does.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod cdn;
 mod events;
 mod gateway;
 mod guilds;
@@ -15,6 +16,8 @@ mod limits;
 mod rest;
 mod uploads;
 
+#[allow(unused_imports)] // only the media tests attach files
+pub use cdn::FakeFile;
 #[allow(unused_imports)] // not every test crate presses buttons
 pub use events::{Press, UserMessage};
 #[allow(unused_imports)] // only the rate-limit tests scale the limits
@@ -179,6 +182,10 @@ pub(crate) struct Inner {
     pub slow_callbacks: VecDeque<Duration>,
     /// Files the bot attached to its messages, in order.
     pub uploads: Vec<Upload>,
+    /// Files users attached, served by the CDN route.
+    pub cdn: Vec<cdn::CdnFile>,
+    /// Attachment ids the CDN route was asked for.
+    pub cdn_hits: Vec<u64>,
 }
 
 impl Inner {
@@ -196,6 +203,8 @@ impl Inner {
 
 pub(crate) struct Shared {
     pub options: FakeDiscordOptions,
+    /// This server's base URL, which attachment URLs point at.
+    pub api_url: String,
     pub gateway_url: String,
     pub inner: Mutex<Inner>,
 }
@@ -293,6 +302,7 @@ impl FakeDiscord {
         };
         let shared = Arc::new(Shared {
             options,
+            api_url: api_url.clone(),
             gateway_url: gateway_url.clone(),
             inner: Mutex::new(inner),
         });

@@ -15,10 +15,14 @@
 mod api;
 mod documents;
 mod entities;
+mod files;
 mod html;
 mod limits;
 
-pub use documents::{StoredDocument, MAX_DOCUMENT_BYTES};
+#[allow(unused_imports)] // only the media tests tell photos from documents
+pub use documents::{FileField, StoredDocument, MAX_DOCUMENT_BYTES, MAX_PHOTO_BYTES};
+#[allow(unused_imports)] // only the media tests read the limit
+pub use files::MAX_DOWNLOAD_BYTES;
 pub use html::Entity;
 #[allow(unused_imports)] // only the flood-control tests use the windows
 pub use limits::{PublishedLimits, SlidingWindow, Window};
@@ -175,6 +179,10 @@ struct Inner {
     unparsed: HashMap<i64, String>,
     /// Documents the bot sent, in order.
     documents: Vec<StoredDocument>,
+    /// Files users "sent", served by `getFile` and the download route.
+    files: Vec<files::HostedFile>,
+    /// Paths the download route was asked for.
+    file_hits: Vec<String>,
 }
 
 struct Shared {
@@ -240,12 +248,15 @@ impl FakeTelegram {
                 commands: Vec::new(),
                 unparsed: HashMap::new(),
                 documents: Vec::new(),
+                files: Vec::new(),
+                file_hits: Vec::new(),
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),
         });
         let app = Router::new()
             .route("/{bot}/{method}", any(api::handle))
+            .route("/file/{bot}/{*path}", axum::routing::get(files::serve))
             // Uploads reach 50 MB; the fake refuses larger ones itself.
             .layer(axum::extract::DefaultBodyLimit::max(
                 MAX_DOCUMENT_BYTES + (1 << 20),
@@ -303,6 +314,12 @@ impl FakeTelegram {
             body["caption"] = json!(c);
             body["caption_entities"] = entities::find(c);
         }
+        self.push_message(at, from, body, None)
+    }
+
+    /// A message with any body (media, `media_group_id`, …) merged into the
+    /// usual fields.
+    pub fn media(&self, at: Where, from: &FakeUser, body: Value) -> Pushed {
         self.push_message(at, from, body, None)
     }
 
@@ -399,6 +416,12 @@ impl FakeTelegram {
             None,
         );
         update
+    }
+
+    /// Builds a message update with any body without queuing it (webhook
+    /// deliveries of media).
+    pub fn media_update(&self, at: Where, from: &FakeUser, body: Value) -> Value {
+        self.build_message(at, from, body, None).0
     }
 
     /// Makes `at` known (chats exist once someone wrote there).
@@ -585,7 +608,7 @@ impl FakeTelegram {
         out
     }
 
-    /// The documents the bot sent to `chat_id`, in order.
+    /// The documents and photos the bot sent to `chat_id`, in order.
     pub fn documents(&self, chat_id: i64) -> Vec<StoredDocument> {
         let inner = self.shared.lock();
         inner

@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink, LengthUnit,
-    MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
-    PressAnswer,
+    Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
+    LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
+use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
 
 /// How many sent message ids are remembered to recognise replies to the bot
@@ -115,7 +116,7 @@ impl DiscordAdapter {
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
                 max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
-                max_download_bytes: crate::upload::MAX_UPLOAD_BYTES as u64,
+                max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
                 answer_buttons: true,
                 local_operator: false,
             },
@@ -217,6 +218,21 @@ impl PlatformAdapter for DiscordAdapter {
             chat: file.to,
             id: MessageId(id),
         })
+    }
+
+    /// Fetches the message again for a fresh signed URL, then streams it.
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        let max = max_bytes.min(self.capabilities.max_download_bytes);
+        let stall = self.shared.config.timings.download_stall;
+        self.shared
+            .rest
+            .download(attachment, dest, max, stall)
+            .await
     }
 
     async fn edit(

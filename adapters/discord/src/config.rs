@@ -59,6 +59,8 @@ pub struct DiscordTimings {
     /// Gateway events wait this long so that each channel's events are
     /// forwarded in the order Discord created them (see the gateway module).
     pub reorder_window: Duration,
+    /// A file download that receives nothing for this long is given up.
+    pub download_stall: Duration,
 }
 
 impl Default for DiscordTimings {
@@ -72,6 +74,7 @@ impl Default for DiscordTimings {
             interaction_ttl: Duration::from_secs(15 * 60),
             callback_timeout: Duration::from_secs(3),
             reorder_window: Duration::from_millis(50),
+            download_stall: switchboard_platform::DOWNLOAD_STALL,
         }
     }
 }

@@ -13,11 +13,15 @@
 //!   rows of ≤ 5 with `custom_id` = action id, replies as message references,
 //!   typing renewed until `Idle`, press answers as interaction callbacks (7 / 4 +
 //!   ephemeral / 6), deferred by the adapter when the core takes longer than 2.5 s.
+//! - Media: message attachments become the contract's attachments; a
+//!   download fetches the message again for a fresh signed URL
+//!   (`download.rs`); files go out as multipart messages (`upload.rs`).
 //! - Every REST call goes through [`switchboard_platform::Pacer`]: 5 messages / 5 s
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
 mod config;
+mod download;
 mod errors;
 mod gateway;
 mod interactions;

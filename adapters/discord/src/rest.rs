@@ -40,6 +40,9 @@ pub(crate) enum Lane {
     Lookup,
     /// Slash-command registration: a long 429 on it must not stall look-ups.
     Commands,
+    /// Message fetches for downloads: never in the way of the gateway's
+    /// look-ups.
+    Downloads,
 }
 
 /// The bot's own user, from `GET /users/@me`.
@@ -290,7 +293,7 @@ impl Rest {
     }
 
     /// One paced call: waits for the lane and the bot quota, retries 429s.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         lane: Lane,
         method: LightMethod,

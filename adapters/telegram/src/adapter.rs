@@ -2,6 +2,7 @@
 //! the `PlatformAdapter` implementation.
 
 use crate::activity::{typing_loop, Typing};
+use crate::album::Albums;
 use crate::bad_update::SkippedUpdates;
 use crate::config::TelegramConfig;
 use crate::errors::{startup_error, TelegramError};
@@ -14,14 +15,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    measure, Activity, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound, InboundSink,
-    LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
+    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound,
+    InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
     PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
-use teloxide::types::Update;
+use teloxide::types::{Update, UpdateKind};
 use teloxide::Bot;
+use tokio::io::AsyncWrite;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The answer to a press still waiting when the adapter stops.
@@ -86,7 +89,7 @@ impl TelegramAdapter {
             min_edit_interval: config.limits.per_chat.replenish_interval(),
             private_answers: true,
             max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
-            max_download_bytes: 20 << 20,
+            max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
             answer_buttons: true,
             local_operator: false,
         };
@@ -144,16 +147,25 @@ impl TelegramAdapter {
 }
 
 impl Inner {
-    /// Normalizes one update and forwards it in order; side replies (answers
+    /// Normalizes one update and forwards it in order, or holds it in
+    /// `albums` when it is part of a media group; side replies (answers
     /// to unusable callbacks) run on their own tasks so they never hold up the
     /// reader. `Err` when the core has gone away.
     pub async fn dispatch(
         self: &Arc<Self>,
         update: &Update,
         sink: &InboundSink,
+        albums: &mut Albums,
     ) -> Result<(), PlatformError> {
-        match self.normalizer.update(update) {
-            Action::Forward(inbound) => {
+        let group = match &update.kind {
+            UpdateKind::Message(msg) => msg.media_group_id().map(|g| g.0.as_str()),
+            _ => None,
+        };
+        match (self.normalizer.update(update), group) {
+            (Action::Forward(Inbound::Message(part)), Some(group)) => {
+                albums.add(group, i64::from(update.id.0), part, Instant::now());
+            }
+            (Action::Forward(inbound), _) => {
                 if let Inbound::ButtonPress(press) = &inbound {
                     self.watch_press(press);
                 }
@@ -161,7 +173,7 @@ impl Inner {
                     .await
                     .map_err(|_| PlatformError::Closed)?;
             }
-            Action::AnswerEmpty(id) => {
+            (Action::AnswerEmpty(id), _) => {
                 tracing::info!(
                     update_id = update.id.0,
                     "ignoring a callback query without a usable action id"
@@ -173,9 +185,24 @@ impl Inner {
                     }
                 });
             }
-            Action::Ignore(reason) => {
+            (Action::Ignore(reason), _) => {
                 tracing::debug!(update_id = update.id.0, reason, "ignoring Telegram update");
             }
+        }
+        Ok(())
+    }
+
+    /// Forwards the albums whose window has passed. `Err` when the core has
+    /// gone away.
+    pub async fn flush_albums(
+        &self,
+        albums: &mut Albums,
+        sink: &InboundSink,
+    ) -> Result<(), PlatformError> {
+        for album in albums.take_due(Instant::now()) {
+            sink.send(Inbound::Message(album))
+                .await
+                .map_err(|_| PlatformError::Closed)?;
         }
         Ok(())
     }
@@ -301,6 +328,15 @@ impl PlatformAdapter for TelegramAdapter {
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         self.inner.out.send_file(&file).await
+    }
+
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dest: &mut (dyn AsyncWrite + Unpin + Send),
+        max_bytes: u64,
+    ) -> Result<u64, PlatformError> {
+        self.inner.download(attachment, dest, max_bytes).await
     }
 
     async fn set_commands(&self, commands: &[CommandInfo]) -> Result<(), PlatformError> {

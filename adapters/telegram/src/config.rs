@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use switchboard_platform::{Pacer, Quota, Secret};
+use switchboard_platform::{Pacer, Quota, Secret, DOWNLOAD_STALL};
 use url::Url;
 
 /// Telegram's official Bot API endpoint.
@@ -34,6 +34,12 @@ pub struct TelegramConfig {
     pub typing_interval: Duration,
     /// Upper bound on one typing indicator, in case `Idle` never comes.
     pub typing_max: Duration,
+    /// A file download that receives nothing for this long is given up
+    /// ([`DOWNLOAD_STALL`] by default; tests shorten it).
+    pub download_stall: Duration,
+    /// How long an album (media group) waits for another part after its
+    /// latest one before it goes to the core as one message.
+    pub album_window: Duration,
 }
 
 /// Webhook mode: Telegram posts updates to `url`, which reaches `listen`.
@@ -124,6 +130,8 @@ impl TelegramConfig {
             press_answer_timeout: Duration::from_secs(10),
             typing_interval: Duration::from_secs(4),
             typing_max: Duration::from_secs(600),
+            download_stall: DOWNLOAD_STALL,
+            album_window: crate::album::ALBUM_WINDOW,
         }
     }
 

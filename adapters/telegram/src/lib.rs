@@ -5,13 +5,18 @@
 //! (offset persisted in the state directory) or serves the webhook. Outbound
 //! calls go through one governor layer (per chat, per group, per bot) that
 //! waits out 429s and resumes from the refused call; Markdown is rendered to
-//! Telegram HTML with a plain-text fallback.
+//! Telegram HTML with a plain-text fallback. Media: photos, voice notes,
+//! audio, documents and videos become attachments (an album one message,
+//! see `album.rs`), downloaded through `getFile` (`download.rs`); files go
+//! out with `sendPhoto` / `sendDocument` (`upload.rs`).
 
 mod activity;
 mod adapter;
+mod album;
 mod bad_update;
 mod commands;
 mod config;
+mod download;
 mod errors;
 mod fit;
 mod get_updates;

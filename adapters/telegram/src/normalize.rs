@@ -110,8 +110,10 @@ impl Normalizer {
             // Media without a caption goes to the core like any message (it
             // decides what to answer, after its access checks), but only where
             // it is addressed to the bot.
+            // An album's other parts come without a caption: they join the
+            // album, which decides (see `album.rs`).
             (None, None) if attachment.is_some() => {
-                if chat_kind != ChatKind::Dm && !reply_to_bot {
+                if chat_kind != ChatKind::Dm && !reply_to_bot && msg.media_group_id().is_none() {
                     return Action::Ignore("media without caption in a group");
                 }
                 ("", &[][..])
@@ -283,7 +285,8 @@ fn topic(msg: &Message) -> Option<ThreadId> {
 
 /// The file a message carries, as the core sees it: the handle is the
 /// `file_id` `getFile` resolves. Stickers, animations and video notes are left
-/// out deliberately (decoration, not content); a photo is its largest size.
+/// out deliberately (decoration, not content); a photo is its largest size
+/// that a bot can download.
 fn attachment(msg: &Message) -> Option<Attachment> {
     let MessageKind::Common(common) = &msg.kind else {
         return None;
@@ -295,7 +298,13 @@ fn attachment(msg: &Message) -> Option<Attachment> {
     };
     let a = match &common.media_kind {
         MediaKind::Photo(p) => {
-            let mut a = file(AttachmentKind::Image, &p.photo.last()?.file);
+            // Sizes come smallest first; the largest a bot may download.
+            let fits = |s: &&teloxide::types::PhotoSize| {
+                s.file.size == u32::MAX
+                    || u64::from(s.file.size) <= crate::download::MAX_DOWNLOAD_BYTES
+            };
+            let size = p.photo.iter().rev().find(fits).or(p.photo.last())?;
+            let mut a = file(AttachmentKind::Image, &size.file);
             a.mime = Some("image/jpeg".to_owned());
             a
         }

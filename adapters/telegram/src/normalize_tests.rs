@@ -298,7 +298,39 @@ fn captions_are_text_and_bare_media_is_forwarded_without_text() {
     let mut in_group = bare;
     in_group["chat"] = group_chat(-100, false);
     assert!(matches!(
-        n.update(&update("message", in_group)),
+        n.update(&update("message", in_group.clone())),
+        Action::Ignore(_)
+    ));
+    // Unless it is part of an album: the album decides (its caption may
+    // mention the bot).
+    in_group["media_group_id"] = json!("13579");
+    let m = forwarded(n.update(&update("message", in_group)));
+    assert_eq!(
+        (m.addressed, m.attachments.len()),
+        (Addressed::NotAddressed, 1)
+    );
+}
+
+#[test]
+fn a_photo_is_its_largest_size_a_bot_can_download() {
+    let n = normalizer();
+    let size = |id: &str, bytes: u64| json!({"file_id": id, "file_unique_id": id, "width": 10, "height": 10, "file_size": bytes});
+    let photo = json!([size("s", 900), size("m", 9 << 20), size("xl", 21 << 20)]);
+    let msg = json!({"message_id": 14, "date": 1_700_000_000, "chat": dm_chat(8),
+        "from": user(8, "Bob"), "photo": photo});
+    let m = forwarded(n.update(&update("message", msg)));
+    assert_eq!(m.attachments[0].handle.0, "m");
+}
+
+#[test]
+fn stickers_are_no_attachment_and_no_message() {
+    let n = normalizer();
+    let sticker = json!({"message_id": 13, "date": 1_700_000_000, "chat": dm_chat(8),
+        "from": user(8, "Bob"), "sticker": {"file_id": "s", "file_unique_id": "u",
+        "type": "regular", "width": 512, "height": 512, "is_animated": false,
+        "is_video": false}});
+    assert!(matches!(
+        n.update(&update("message", sticker)),
         Action::Ignore(_)
     ));
 }

@@ -13,12 +13,21 @@
 //! them. So every update Telegram returns is forwarded unless it is one of the
 //! last [`RECENT_IDS`] forwarded (a defensive dedupe), and the next offset is
 //! always the last returned id + 1.
+//!
+//! Albums (see [`crate::album`]) are the exception: while one is held, the
+//! next `getUpdates` asks from its first part again (without waiting, and
+//! every 125 ms at most), so Telegram keeps the parts until the
+//! album has gone to the core, and the saved offset stays below it. A crash
+//! meanwhile loses nothing: the restart gets the parts again. Updates after
+//! the album that were already forwarded come again too; they are dropped as
+//! repeats (kept in `recent`, and in the offset file across a restart).
 
 use crate::adapter::Inner;
+use crate::album::Albums;
 use crate::bad_update::parse_update;
 use crate::errors::{scrubbed, UpdatesError};
 use crate::get_updates::{get_updates, GetUpdates};
-use crate::offset::OffsetStore;
+use crate::offset::{OffsetStore, Saved};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +40,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
 const BATCH: u8 = 100;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// While an album is held, how often `getUpdates` asks again (at most).
+const REPOLL: Duration = Duration::from_millis(125);
 /// How many forwarded update ids are remembered to drop a repeat.
 const RECENT_IDS: usize = 256;
 
@@ -39,6 +50,10 @@ const RECENT_IDS: usize = 256;
 struct RecentIds(VecDeque<i64>);
 
 impl RecentIds {
+    fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        self.0.iter().copied()
+    }
+
     fn contains(&self, id: i64) -> bool {
         self.0.contains(&id)
     }
@@ -59,14 +74,21 @@ pub(crate) async fn poll(
 ) -> Result<(), PlatformError> {
     prepare(inner).await;
     let store = OffsetStore::new(&inner.config.state_dir, inner.me.id);
-    let mut last = match store.load().await {
-        Ok(last) => last,
+    let mut recent = RecentIds::default();
+    let mut saved = match store.load().await {
+        Ok(saved) => saved,
         Err(e) => {
             tracing::error!(path = %store.path().display(), error = %e, "cannot read the Telegram offset file");
             None
         }
     };
-    let mut recent = RecentIds::default();
+    // Polling resumes after `last`; the updates listed as done after it
+    // (forwarded while an album was held) are dropped when they come again.
+    let mut last = saved.as_ref().map(|s| s.last);
+    for id in saved.iter().flat_map(|s| s.done.iter().copied()) {
+        recent.insert(id);
+    }
+    let mut albums = Albums::new(inner.config.album_window);
     let mut backoff = Duration::from_millis(500);
     let timeout = inner.config.poll_timeout_secs.min(15);
     match last {
@@ -74,10 +96,17 @@ pub(crate) async fn poll(
         None => tracing::info!("Telegram long polling started (no update seen yet)"),
     }
     loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            sent = inner.flush_albums(&mut albums, sink) => sent?,
+        }
+        persist(&store, &mut saved, last, &albums, &recent).await;
+        let held = albums.oldest_update();
         let params = GetUpdates {
-            offset: last.map(|id| id + 1),
+            offset: held.or(last.map(|id| id + 1)),
             limit: BATCH,
-            timeout,
+            // Telegram answers at once anyway: it still holds the album.
+            timeout: if held.is_some() { 0 } else { timeout },
             allowed_updates: ALLOWED_UPDATES,
         };
         let answer = tokio::select! {
@@ -112,7 +141,7 @@ pub(crate) async fn poll(
                             Ok(update) => {
                                 tokio::select! {
                                     _ = shutdown.cancelled() => return Ok(()),
-                                    sent = inner.dispatch(&update, sink) => sent?,
+                                    sent = inner.dispatch(&update, sink, &mut albums) => sent?,
                                 }
                             }
                             Err(bad) => inner.skipped.record(bad, "getUpdates"),
@@ -121,11 +150,14 @@ pub(crate) async fn poll(
                     }
                     // Whatever it was, the next offset confirms it.
                     last = Some(id);
-                    if let Err(e) = store.save(id).await {
-                        tracing::error!(path = %store.path().display(), error = %e, "cannot persist the Telegram offset");
-                    }
+                    persist(&store, &mut saved, last, &albums, &recent).await;
                 }
-                None
+                // An album is held: look for more parts (and other chats'
+                // messages) soon, and send it when its window ends.
+                albums.next_deadline().map(|due| {
+                    due.saturating_duration_since(tokio::time::Instant::now())
+                        .min(REPOLL.min(inner.config.album_window / 4))
+                })
             }
             Err(UpdatesError::Request(RequestError::RetryAfter(after))) => Some(after.duration()),
             Err(e) => {
@@ -144,6 +176,45 @@ pub(crate) async fn poll(
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = tokio::time::sleep(wait) => {}
             }
+        }
+    }
+}
+
+/// Saves what is done when it changed: every update up to the last one,
+/// or, while an album is held, up to just before its first part plus the
+/// ids after it already forwarded.
+async fn persist(
+    store: &OffsetStore,
+    saved: &mut Option<Saved>,
+    last: Option<i64>,
+    albums: &Albums,
+    recent: &RecentIds,
+) {
+    let Some(last) = last else { return };
+    let now = match albums.oldest_update() {
+        None => Saved {
+            last,
+            done: Vec::new(),
+        },
+        Some(held) => {
+            let mut done: Vec<i64> = recent
+                .iter()
+                .filter(|id| *id >= held && !albums.holds(*id))
+                .collect();
+            done.sort_unstable();
+            Saved {
+                last: held - 1,
+                done,
+            }
+        }
+    };
+    if saved.as_ref() == Some(&now) {
+        return;
+    }
+    match store.save(&now).await {
+        Ok(()) => *saved = Some(now),
+        Err(e) => {
+            tracing::error!(path = %store.path().display(), error = %e, "cannot persist the Telegram offset");
         }
     }
 }

@@ -1,4 +1,6 @@
 //! Files: `sendDocument` / `sendPhoto` (multipart) paced like every other send.
+//! A photo over the Bot API's 10 MB photo limit goes out as a document (the
+//! user still gets the file, shown as a download instead of inline).
 
 use crate::errors::{classify, to_platform};
 use crate::send::{tg_message_id, Outbound};
@@ -9,6 +11,8 @@ use teloxide::types::{ChatId as TgChatId, InputFile, ThreadId as TgThreadId};
 
 /// The Bot API's limit on a file a bot uploads.
 pub(crate) const MAX_UPLOAD_BYTES: usize = 50 << 20;
+/// The Bot API's limit on a photo a bot uploads with `sendPhoto`.
+const MAX_PHOTO_BYTES: usize = 10 << 20;
 /// The Bot API's limit on a caption, in characters.
 const MAX_CAPTION_CHARS: usize = 1024;
 
@@ -16,11 +20,15 @@ impl Outbound {
     /// Uploads `file` as a document or photo, with its caption as plain text.
     pub async fn send_file(&self, file: &OutgoingFile) -> Result<MessageRef, PlatformError> {
         if file.bytes.len() > MAX_UPLOAD_BYTES {
-            return Err(PlatformError::TooLong {
-                len: file.bytes.len(),
-                max: MAX_UPLOAD_BYTES,
+            return Err(PlatformError::TooLarge {
+                size: file.bytes.len() as u64,
+                max: MAX_UPLOAD_BYTES as u64,
             });
         }
+        let kind = match file.kind {
+            FileKind::Photo if file.bytes.len() > MAX_PHOTO_BYTES => FileKind::Document,
+            kind => kind,
+        };
         let thread = file
             .to
             .thread
@@ -36,7 +44,7 @@ impl Outbound {
             .run(
                 &to.chat.0,
                 move || async move {
-                    match file.kind {
+                    match kind {
                         FileKind::Document => {
                             let mut req = this.bot.send_document(chat, input.clone());
                             if let Some(c) = caption {

@@ -4,10 +4,19 @@
 //! A body that does not parse is answered 200 (Telegram would otherwise
 //! resend it forever), counted, and logged by its `update_id` only.
 //!
+//! Albums are held as in polling (see `album.rs`), but a delivery is
+//! acknowledged once queued, so a held album, like the queue, lives in
+//! memory until forwarded: a crash within the window loses it, as it loses
+//! queued updates. Holding the answer instead would stall Telegram's next
+//! delivery — the album's next part — for the whole window. Behind a load
+//! balancer, parts that reach different instances arrive as separate
+//! messages.
+//!
 //! The webhook is not deleted on shutdown: several instances may share it
 //! behind a load balancer, and one stopping must not cut off the others.
 
 use crate::adapter::Inner;
+use crate::album::Albums;
 use crate::bad_update::parse_update;
 use crate::config::WebhookConfig;
 use crate::errors::scrubbed;
@@ -86,17 +95,29 @@ pub(crate) async fn serve(
             .await
     });
 
+    let mut albums = Albums::new(inner.config.album_window);
     let result = loop {
+        let due = albums.next_deadline();
         let next = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
             next = received.recv() => next,
+            () = sleep_until_some(due) => {
+                let sent = tokio::select! {
+                    _ = shutdown.cancelled() => break Ok(()),
+                    sent = inner.flush_albums(&mut albums, sink) => sent,
+                };
+                match sent {
+                    Ok(()) => continue,
+                    Err(e) => break Err(e),
+                }
+            }
         };
         let Some(update) = next else {
             break Ok(());
         };
         let sent = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            sent = inner.dispatch(&update, sink) => sent,
+            sent = inner.dispatch(&update, sink, &mut albums) => sent,
         };
         if let Err(e) = sent {
             break Err(e);
@@ -111,6 +132,14 @@ pub(crate) async fn serve(
         Err(e) => tracing::warn!(error = %e, "webhook server task failed"),
     }
     result
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// One delivery from Telegram.

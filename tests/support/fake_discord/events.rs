@@ -16,6 +16,7 @@ pub struct UserMessage {
     pub content: String,
     pub reply_to: Option<u64>,
     pub roles: Vec<u64>,
+    pub files: Vec<super::FakeFile>,
 }
 
 impl UserMessage {
@@ -28,7 +29,14 @@ impl UserMessage {
             content: content.into(),
             reply_to: None,
             roles: Vec::new(),
+            files: Vec::new(),
         }
+    }
+
+    /// Attaches `file` (hosted on the fake CDN).
+    pub fn with_file(mut self, file: super::FakeFile) -> Self {
+        self.files.push(file);
+        self
     }
 
     /// Prefixes `<@BOT_ID>` (and lists the bot in `mentions`).
@@ -121,6 +129,15 @@ impl FakeDiscord {
             json!([]),
         );
         msg["mentions"] = json!(mentions);
+        let files: Vec<Value> = message
+            .files
+            .into_iter()
+            .map(|f| super::cdn::host(&mut inner, &self.shared.api_url, message.channel, f))
+            .collect();
+        if files.iter().any(|f| f.get("waveform").is_some()) {
+            msg["flags"] = json!(1 << 13); // IS_VOICE_MESSAGE
+        }
+        msg["attachments"] = Value::Array(files);
         if message.reply_to.is_some() {
             msg["type"] = json!(19);
         }

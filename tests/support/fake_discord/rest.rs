@@ -21,7 +21,13 @@ use std::time::{Duration, Instant};
 pub(crate) type Answer = (u16, Value, Vec<(&'static str, String)>);
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(handle).with_state(shared)
+    Router::new()
+        .route(
+            "/attachments/{channel}/{attachment}/{filename}",
+            axum::routing::get(super::cdn::serve),
+        )
+        .fallback(handle)
+        .with_state(shared)
 }
 
 async fn handle(
@@ -267,6 +273,13 @@ fn dispatch(
             Some(c) if inner.channels.contains_key(&c) => create_message(inner, c, body),
             _ => error(404, 10003, "Unknown Channel"),
         },
+        ("GET", ["channels", channel, "messages", message]) => {
+            let stored = id(message).and_then(|m| inner.messages.get(&m));
+            match stored {
+                Some(msg) if msg["channel_id"].as_str() == Some(*channel) => ok(msg.clone()),
+                _ => error(404, 10008, "Unknown Message"),
+            }
+        }
         ("PATCH", ["channels", channel, "messages", message]) => match (id(channel), id(message)) {
             (Some(c), Some(m)) => edit_message(inner, c, m, body),
             _ => error(404, 10008, "Unknown Message"),

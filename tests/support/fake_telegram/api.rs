@@ -60,13 +60,13 @@ pub(super) async fn handle(
 ) -> Response {
     // Flood limits count arrivals, before any queueing on the fake's lock.
     let arrived = tokio::time::Instant::now();
-    let is_document = method.eq_ignore_ascii_case("senddocument");
+    let upload = super::documents::FileField::of_method(&method);
     let content_type = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let params = if is_document {
+    let params = if upload.is_some() {
         super::documents::params(&content_type, &body)
     } else {
         parse_params(&headers, &body)
@@ -79,8 +79,8 @@ pub(super) async fn handle(
             retry_after: None,
             migrate_to_chat_id: None,
         })
-    } else if is_document {
-        super::documents::send_document(&mut shared.lock(), &content_type, &body, arrived)
+    } else if let Some(kind) = upload {
+        super::documents::send_file(&mut shared.lock(), kind, &content_type, &body, arrived)
     } else if method.eq_ignore_ascii_case("getupdates") {
         get_updates(&shared, &params).await
     } else {
@@ -313,6 +313,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
                 .map(|(c, d)| json!({"command": c, "description": d}))
                 .collect(),
         )),
+        "getfile" => super::files::get_file(inner, p),
         "sendmessage" => send_message(inner, p, arrived),
         "editmessagetext" => edit_message_text(inner, p, arrived),
         "editmessagereplymarkup" => edit_reply_markup(inner, p, arrived),

@@ -1,8 +1,10 @@
-//! `sendDocument` as the Bot API takes an upload: a `multipart/form-data`
-//! body (parsed strictly) with `chat_id` and a `document` file part (or
-//! `document=attach://<part>` naming the file part), an
-//! optional `caption` (at most 1,024 characters) and `message_thread_id`, at
-//! most 50 MB. A document is a message in the chat; its bytes are kept.
+//! `sendDocument` and `sendPhoto` as the Bot API takes an upload: a
+//! `multipart/form-data` body (parsed strictly) with `chat_id` and a
+//! `document` / `photo` file part (or `document=attach://<part>` naming the
+//! file part), an optional `caption` (at most 1,024 characters) and
+//! `message_thread_id`. A document is at most 50 MB (413 beyond), a photo
+//! 10 MB (400 `PHOTO_INVALID_DIMENSIONS`, as the Bot API answers). Either is
+//! a message in the chat; its bytes, thread and caption are kept.
 
 use super::api::{bad, chat_id, flood_check, not_migrated, ApiError};
 use super::{next_message_id, now_secs, Inner, StoredMessage};
@@ -12,11 +14,38 @@ use tokio::time::Instant;
 
 /// The Bot API's limit on a file a bot uploads.
 pub const MAX_DOCUMENT_BYTES: usize = 50 << 20;
+/// The Bot API's limit on a photo a bot uploads.
+pub const MAX_PHOTO_BYTES: usize = 10 << 20;
+
+/// Which upload method: the name of its file field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileField {
+    Document,
+    Photo,
+}
+
+impl FileField {
+    pub fn of_method(method: &str) -> Option<FileField> {
+        match method.to_ascii_lowercase().as_str() {
+            "senddocument" => Some(FileField::Document),
+            "sendphoto" => Some(FileField::Photo),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FileField::Document => "document",
+            FileField::Photo => "photo",
+        }
+    }
+}
 const MAX_CAPTION_CHARS: usize = 1024;
 
-/// A document the bot sent.
+/// A document or photo the bot sent.
 #[derive(Debug, Clone)]
 pub struct StoredDocument {
+    pub kind: FileField,
     pub chat_id: i64,
     pub message_id: i64,
     pub thread_id: Option<i64>,
@@ -48,8 +77,9 @@ pub fn params(content_type: &str, body: &[u8]) -> Value {
     Value::Object(fields)
 }
 
-pub fn send_document(
+pub fn send_file(
     inner: &mut Inner,
+    kind: FileField,
     content_type: &str,
     body: &[u8],
     arrived: Instant,
@@ -87,10 +117,11 @@ pub fn send_document(
             return Err(bad("message thread not found"));
         }
     }
+    let missing = || bad(format!("there is no {} in the request", kind.name()));
     let field_part = parts
         .iter()
-        .find(|p| p.name == "document")
-        .ok_or_else(|| bad("there is no document in the request"))?;
+        .find(|p| p.name == kind.name())
+        .ok_or_else(missing)?;
     // The file travels in the `document` part itself, or in another part the
     // field names as `attach://<part>` (what teloxide sends).
     let document = match field_part.filename {
@@ -99,7 +130,7 @@ pub fn send_document(
             Some(name) => parts
                 .iter()
                 .find(|p| p.name == name && p.filename.is_some())
-                .ok_or_else(|| bad("there is no document in the request"))?,
+                .ok_or_else(missing)?,
             None => field_part,
         },
     };
@@ -115,6 +146,9 @@ pub fn send_document(
             code: 413,
             ..bad("Request Entity Too Large")
         });
+    }
+    if kind == FileField::Photo && document.data.len() > MAX_PHOTO_BYTES {
+        return Err(bad("PHOTO_INVALID_DIMENSIONS"));
     }
     let caption = text_field("caption");
     if caption
@@ -145,6 +179,7 @@ pub fn send_document(
     );
     let size = document.data.len();
     inner.documents.push(StoredDocument {
+        kind,
         chat_id: chat,
         message_id,
         thread_id: thread,
@@ -158,13 +193,15 @@ pub fn send_document(
         "chat": chat_json,
         "from": {"id": super::BOT_ID, "is_bot": true, "first_name": "Switchboard",
                  "username": super::BOT_USERNAME},
-        "document": {
-            "file_id": format!("doc-{chat}-{message_id}"),
-            "file_unique_id": format!("u{chat}{message_id}"),
-            "file_name": file_name,
-            "file_size": size,
-        },
     });
+    let file_id = format!("{}-{chat}-{message_id}", kind.name());
+    let unique = format!("u{chat}{message_id}");
+    out[kind.name()] = match kind {
+        FileField::Document => json!({"file_id": file_id, "file_unique_id": unique,
+            "file_name": file_name, "file_size": size}),
+        FileField::Photo => json!([{"file_id": file_id, "file_unique_id": unique,
+            "width": 320, "height": 240, "file_size": size}]),
+    };
     if let Some(c) = caption {
         out["caption"] = json!(c);
     }
