@@ -271,34 +271,63 @@ async fn an_answer_complete_within_the_edit_interval_is_one_message() {
 }
 
 #[tokio::test]
-async fn media_gets_a_text_only_note_after_the_access_check() {
-    let e = E2e::start(|_| {}).await;
-    // An allowed user's bare photo: a short note, as a reply to it.
-    let bare = e.tg.photo(Where::Dm, &ann(), None);
+async fn a_photo_is_seen_by_the_model_and_a_chart_goes_back_into_the_topic() {
+    let e = E2e::start(|c| c.media.vision = switchboard::media::VisionSetting::On).await;
+    let mut png = Vec::new();
+    image::RgbImage::from_pixel(64, 48, image::Rgb([10, 20, 30]))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    // An allowed user's photo: downloaded through getFile and the file
+    // route, resized, and sent to the model as an image part.
+    let file_id = e.tg.host_file(png.clone());
+    e.llm.set_responder(|request| {
+        let seen: Vec<String> = support::images::in_request(request)
+            .iter()
+            .map(|b| support::images::describe(b))
+            .collect();
+        Reply::text(&format!("I see {}", seen.join(", ")))
+    });
+    e.tg.media(
+        Where::Dm,
+        &ann(),
+        json!({"photo": [{"file_id": file_id, "file_unique_id": "u1", "width": 64, "height": 48,
+            "file_size": png.len()}], "caption": "what is in this picture?"}),
+    );
     let msgs = e.answered(900, 1).await;
-    assert_eq!(msgs[0].reply_to, Some(bare.message_id));
-    assert!(msgs[0].text.contains("only read text"), "{}", msgs[0].text);
-    assert!(
-        e.llm.requests().await.is_empty(),
-        "no turn for a bare photo"
-    );
+    assert!(msgs[0].text.starts_with("I see 64x48"), "{}", msgs[0].text);
+    assert_eq!(e.tg.file_downloads().len(), 1);
 
-    // With a caption, the caption is the request and the model knows a photo came with it.
-    e.llm.push(Reply::text("A photo of something."));
-    e.tg.photo(Where::Dm, &ann(), Some("what is in this picture?"));
-    e.answered(900, 2).await;
-    let asked = last_user_text(&e.llm.requests().await[0]).unwrap();
-    assert!(
-        asked.contains("what is in this picture?") && asked.contains("The user attached: image"),
-        "{asked}"
-    );
-
-    // A stranger's photo gets the allowlist refusal, never a turn or the note.
+    // A stranger's photo gets the allowlist refusal: no download, no turn.
     let stranger = FakeUser::new(999, "Mallory");
-    e.tg.photo(Where::Dm, &stranger, None);
-    let msgs = e.answered(999, 1).await;
-    assert!(msgs[0].text.contains("allowlist"), "{}", msgs[0].text);
-    assert_eq!(e.llm.requests().await.len(), 1);
+    let theirs = e.tg.host_file(png.clone());
+    e.tg.media(
+        Where::Dm,
+        &stranger,
+        json!({"photo": [{"file_id": theirs, "file_unique_id": "u2", "width": 64, "height": 48}]}),
+    );
+    let refused = e.answered(999, 1).await;
+    assert!(refused[0].text.contains("allowlist"), "{}", refused[0].text);
+    assert_eq!(e.tg.file_downloads().len(), 1, "nothing fetched for a stranger");
+
+    // In a forum topic, send_file delivers the chart there as a photo.
+    let chart = e._dir.path().join("workspace/chart.png");
+    std::fs::write(&chart, &png).unwrap();
+    e.llm.push(Reply::tool_calls([(
+        "s1",
+        "send_file",
+        json!({"path": "chart.png", "caption": "Q3 chart"}),
+    )]));
+    e.llm.push(Reply::text("There it is."));
+    let topic = Where::Topic { chat: -5003, thread: 77 };
+    e.tg.message(topic, &bob(), &format!("@{} send the chart", e.adapter.bot_username()));
+    e.answered(-5003, 1).await;
+    let sent = e.tg.documents(-5003);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        (sent[0].kind, sent[0].thread_id, sent[0].caption.as_deref()),
+        (support::fake_telegram::FileField::Photo, Some(77), Some("Q3 chart"))
+    );
+    assert_eq!(sent[0].bytes, png);
     e.stop().await;
 }
 
