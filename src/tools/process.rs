@@ -1,13 +1,14 @@
-//! Running a program in the workspace for a tool: a minimal environment, its
-//! own process group (killed as a whole on timeout, cancellation or drop),
+//! Running a program in the workspace for a tool: inside the sandbox, with a
+//! minimal environment, its own process group (killed as a whole on timeout, cancellation or drop),
 //! output captured head-and-tail with progress from its last lines, and a
 //! result that states the exit code. Shared by `exec_command` and script tools.
 
 use super::exec_output::{OutputCapture, ProgressTracker};
+use super::sandbox::Sandbox;
 use super::{Progress, ToolContext, ToolError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,6 +38,9 @@ pub(crate) struct Launch {
     pub what: &'static str,
     /// Appended to the timeout error: how to get more time.
     pub timeout_hint: String,
+    /// Paths outside the workspace the program may read and execute (a
+    /// script's own directory).
+    pub readable: Vec<PathBuf>,
 }
 
 /// The allowlisted part of this process's environment.
@@ -85,7 +89,9 @@ enum Ending {
     Cancelled,
 }
 
+/// Runs `launch` in `cwd` (the workspace) confined by `sandbox`.
 pub(crate) async fn run_process(
+    sandbox: &Sandbox,
     cwd: &Path,
     max_output_chars: usize,
     launch: Launch,
@@ -94,11 +100,22 @@ pub(crate) async fn run_process(
 ) -> Result<String, ToolError> {
     let started = Instant::now();
     let what = launch.what;
-    let mut child = tokio::process::Command::new(&launch.program)
-        .args(&launch.args)
+    let mut confined = sandbox
+        .command(&launch.program, &launch.args, cwd, &launch.readable)
+        .map_err(|e| ToolError::Failed {
+            message: format!("could not start the {what} in its sandbox"),
+            diagnostics: Some(e.to_string()),
+        })?;
+    let mut env = safe_env();
+    if let Some(tmp) = &confined.tmpdir {
+        env.retain(|(k, _)| *k != "TMPDIR");
+        env.push(("TMPDIR", tmp.clone().into_os_string()));
+    }
+    let mut child = confined
+        .command
         .current_dir(cwd)
         .env_clear()
-        .envs(safe_env())
+        .envs(env)
         .stdin(if launch.stdin.is_some() {
             Stdio::piped()
         } else {

@@ -1,0 +1,364 @@
+//! Confinement of the programs tools run (`exec_command`, script tools,
+//! background runs): the level chosen at start (`EXEC_SANDBOX`, `EXEC_NETWORK`)
+//! and, per run, the command that starts the program inside it.
+
+mod bwrap;
+mod child;
+mod landlock;
+mod limits;
+
+pub use limits::Limits;
+
+use crate::env::ConfigError;
+use child::ChildSetup;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// `EXEC_SANDBOX`: which confinement to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// The strongest available: Landlock, else Bubblewrap, else none (warned).
+    #[default]
+    Auto,
+    Landlock,
+    Bwrap,
+    /// Unconfined, chosen explicitly (warned at every start).
+    None,
+}
+
+/// `EXEC_NETWORK`: whether confined commands may open TCP connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    #[default]
+    Allow,
+    None,
+}
+
+/// The sandbox settings of the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    pub network: Network,
+    pub limits: Limits,
+}
+
+impl SandboxConfig {
+    /// Reads `EXEC_SANDBOX` and `EXEC_NETWORK`.
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let mode =
+            match get("EXEC_SANDBOX").map(|v| v.trim().to_ascii_lowercase()) {
+                None => SandboxMode::Auto,
+                Some(v) => match v.as_str() {
+                    "" | "auto" => SandboxMode::Auto,
+                    "landlock" => SandboxMode::Landlock,
+                    "bwrap" | "bubblewrap" => SandboxMode::Bwrap,
+                    "none" => SandboxMode::None,
+                    _ => return Err(ConfigError::Invalid {
+                        var: "EXEC_SANDBOX",
+                        problem: format!("unknown sandbox {v:?}"),
+                        fix: "use auto (default: the strongest available), landlock, bwrap or none",
+                    }),
+                },
+            };
+        let network = match get("EXEC_NETWORK").map(|v| v.trim().to_ascii_lowercase()) {
+            None => Network::Allow,
+            Some(v) => match v.as_str() {
+                "" | "allow" => Network::Allow,
+                "none" => Network::None,
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        var: "EXEC_NETWORK",
+                        problem: format!("unknown setting {v:?}"),
+                        fix: "use allow (default) or none (recommended: commands get no TCP)",
+                    })
+                }
+            },
+        };
+        Ok(SandboxConfig {
+            mode,
+            network,
+            limits: Limits::default(),
+        })
+    }
+}
+
+/// The confinement in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Level {
+    /// Landlock rules and limits applied by the command's process to itself.
+    Landlock { abi: u32 },
+    /// The command runs under `bwrap` (namespaces) at this path.
+    Bwrap { program: PathBuf },
+    /// Unconfined (only the cleared environment and the limits).
+    None,
+}
+
+/// Why the configured sandbox cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("EXEC_SANDBOX=landlock, but this kernel has no Landlock (Linux 5.13 or later with the landlock LSM enabled): use EXEC_SANDBOX=auto or bwrap")]
+    NoLandlock,
+    #[error("EXEC_SANDBOX=bwrap, but {0}: install bubblewrap (apt install bubblewrap) or use EXEC_SANDBOX=auto")]
+    NoBwrap(String),
+    #[error("EXEC_NETWORK=none needs Landlock ABI 4 (Linux 6.7) or bubblewrap, and this kernel has Landlock ABI {abi} and no working bwrap: install bubblewrap, or set EXEC_NETWORK=allow")]
+    NetworkNeedsAbi4 { abi: u32 },
+    #[error("could not prepare the sandbox: {0}")]
+    Prepare(String),
+}
+
+/// The chosen confinement and limits; builds each confined command.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    level: Level,
+    network: Network,
+    limits: Limits,
+    mode: SandboxMode,
+}
+
+/// A command ready to get its stdio and environment; keeps the command's
+/// private temp dir until dropped.
+pub(crate) struct Confined {
+    pub command: tokio::process::Command,
+    /// `TMPDIR` for the command.
+    pub tmpdir: Option<PathBuf>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Sandbox {
+    /// Resolves the configured mode against this machine.
+    pub fn detect(config: &SandboxConfig) -> Result<Sandbox, SandboxError> {
+        let abi = child::landlock_abi();
+        let landlock_fits = |abi: u32| config.network == Network::Allow || abi >= 4;
+        let level = match config.mode {
+            SandboxMode::None => Level::None,
+            SandboxMode::Landlock => match abi {
+                None => return Err(SandboxError::NoLandlock),
+                Some(abi) if !landlock_fits(abi) => {
+                    return Err(SandboxError::NetworkNeedsAbi4 { abi })
+                }
+                Some(abi) => Level::Landlock { abi },
+            },
+            SandboxMode::Bwrap => Level::Bwrap {
+                program: working_bwrap().map_err(SandboxError::NoBwrap)?,
+            },
+            SandboxMode::Auto => match abi {
+                Some(abi) if landlock_fits(abi) => Level::Landlock { abi },
+                _ => match (working_bwrap(), abi) {
+                    (Ok(program), _) => Level::Bwrap { program },
+                    (Err(_), Some(abi)) => return Err(SandboxError::NetworkNeedsAbi4 { abi }),
+                    (Err(_), None) => Level::None,
+                },
+            },
+        };
+        Ok(Sandbox {
+            level,
+            network: config.network,
+            limits: config.limits,
+            mode: config.mode,
+        })
+    }
+
+    /// The strongest sandbox available with the network allowed and default
+    /// limits (tools built without a configuration).
+    pub fn auto() -> Sandbox {
+        Sandbox::detect(&SandboxConfig::default()).unwrap_or(Sandbox {
+            level: Level::None,
+            network: Network::Allow,
+            limits: Limits::default(),
+            mode: SandboxMode::Auto,
+        })
+    }
+
+    pub fn level(&self) -> &Level {
+        &self.level
+    }
+
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    /// For the start log and `doctor`: `landlock ABI 7, network allowed`.
+    pub fn describe(&self) -> String {
+        let level = match &self.level {
+            Level::Landlock { abi } => format!("landlock ABI {abi}"),
+            Level::Bwrap { program } => format!("bwrap ({})", program.display()),
+            Level::None => "none".to_owned(),
+        };
+        let network = match self.network {
+            Network::Allow => "network allowed",
+            Network::None => "network off",
+        };
+        format!("{level}, {network}")
+    }
+
+    /// A warning for every start when commands run unconfined.
+    pub fn warning(&self) -> Option<&'static str> {
+        match (&self.level, self.mode) {
+            (Level::None, SandboxMode::None) => Some(
+                "EXEC_SANDBOX=none: approved commands run unconfined, with the gateway's own files, secrets on disk and network",
+            ),
+            (Level::None, _) => Some(
+                "no sandbox available (no Landlock in this kernel, no working bwrap): approved commands run unconfined; install bubblewrap, or set EXEC_SANDBOX=none to accept this",
+            ),
+            _ => None,
+        }
+    }
+
+    /// One line for approval cards: what the command will run under.
+    pub fn card_line(&self) -> String {
+        let network = match self.network {
+            Network::Allow => "network allowed",
+            Network::None => "no network",
+        };
+        match self.level {
+            Level::Landlock { .. } => {
+                format!("sandbox: landlock, writes to the workspace only, {network}")
+            }
+            Level::Bwrap { .. } => {
+                format!("sandbox: bwrap, writes to the workspace only, {network}")
+            }
+            Level::None => "sandbox: NONE, runs with the gateway's full access".to_owned(),
+        }
+    }
+
+    /// The command that runs `program args` in `workspace` under this
+    /// sandbox; `readable` are extra paths it may read and execute (a
+    /// script's own directory).
+    pub(crate) fn command(
+        &self,
+        program: &OsString,
+        args: &[OsString],
+        workspace: &Path,
+        readable: &[PathBuf],
+    ) -> Result<Confined, SandboxError> {
+        let prepare = |e: std::io::Error| SandboxError::Prepare(e.to_string());
+        let mut setup = ChildSetup {
+            limits: self.limits,
+            ruleset: None,
+            drop_capabilities: false,
+        };
+        let (mut command, tmp) = match &self.level {
+            Level::Landlock { .. } => {
+                let tmp = tempfile::Builder::new()
+                    .prefix("switchboard-exec-")
+                    .tempdir()
+                    .map_err(prepare)?;
+                let ruleset = landlock::ruleset(self.network, &[workspace, tmp.path()], readable)
+                    .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+                setup.ruleset = Some(ruleset);
+                setup.drop_capabilities = true;
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                (command, Some(tmp))
+            }
+            Level::Bwrap { program: bwrap } => {
+                let mut command = tokio::process::Command::new(bwrap);
+                command.args(bwrap::argv(
+                    self.network,
+                    workspace,
+                    readable,
+                    program,
+                    args,
+                ));
+                (command, None)
+            }
+            Level::None => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                (command, None)
+            }
+        };
+        child::install(&mut command, setup);
+        let tmpdir = match (&self.level, &tmp) {
+            (_, Some(t)) => Some(t.path().to_owned()),
+            (Level::Bwrap { .. }, None) => Some(PathBuf::from("/tmp")),
+            _ => None,
+        };
+        Ok(Confined {
+            command,
+            tmpdir,
+            _tmp: tmp,
+        })
+    }
+}
+
+/// `bwrap` on `PATH`, checked to start a namespace here (it may be installed
+/// where user namespaces are off).
+fn working_bwrap() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    let program = std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| "bwrap is not on PATH".to_owned())?;
+    let probe = std::process::Command::new(&program)
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--",
+            "/bin/sh",
+            "-c",
+            ":",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match probe {
+        Ok(s) if s.success() => Ok(program),
+        Ok(s) => Err(format!(
+            "{} cannot create namespaces here ({s})",
+            program.display()
+        )),
+        Err(e) => Err(format!("{} does not start: {e}", program.display())),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<SandboxConfig, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SandboxConfig::from_lookup(&|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn settings_default_to_auto_with_network_and_refuse_unknown_values() {
+        let c = read(&[]).unwrap();
+        assert_eq!((c.mode, c.network), (SandboxMode::Auto, Network::Allow));
+        let c = read(&[("EXEC_SANDBOX", "Bwrap"), ("EXEC_NETWORK", "none")]).unwrap();
+        assert_eq!((c.mode, c.network), (SandboxMode::Bwrap, Network::None));
+        let e = read(&[("EXEC_SANDBOX", "docker")]).unwrap_err().to_string();
+        assert!(e.contains("EXEC_SANDBOX") && e.contains("landlock"), "{e}");
+        let e = read(&[("EXEC_NETWORK", "off")]).unwrap_err().to_string();
+        assert!(e.contains("EXEC_NETWORK") && e.contains("allow"), "{e}");
+    }
+
+    #[test]
+    fn descriptions_name_level_and_network() {
+        let s = Sandbox {
+            level: Level::Landlock { abi: 7 },
+            network: Network::Allow,
+            limits: Limits::default(),
+            mode: SandboxMode::Auto,
+        };
+        assert_eq!(s.describe(), "landlock ABI 7, network allowed");
+        assert!(s.warning().is_none());
+        let none = Sandbox {
+            level: Level::None,
+            mode: SandboxMode::None,
+            ..s
+        };
+        assert!(none
+            .warning()
+            .is_some_and(|w| w.contains("EXEC_SANDBOX=none")));
+        assert!(none.card_line().contains("NONE"));
+    }
+}
