@@ -17,6 +17,7 @@ mod memory;
 mod net_guard;
 mod portfolio;
 mod process;
+mod process_tree;
 mod read_result;
 mod registry;
 mod sandbox;

@@ -55,8 +55,9 @@ fn safe_env() -> Vec<(&'static str, OsString)> {
     env
 }
 
-/// Kills the command's whole process group when dropped, unless disarmed; so a
-/// dropped call future, a timeout or a cancellation leaves no process behind.
+/// Kills the command's whole process group and process tree when dropped,
+/// unless disarmed; so a dropped call future, a timeout or a cancellation
+/// leaves no process behind, not even one that started a session of its own.
 struct GroupKiller {
     pgid: Option<rustix::process::Pid>,
 }
@@ -64,6 +65,9 @@ struct GroupKiller {
 impl GroupKiller {
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
+            // The command's process leads the group: its tree first (stopped,
+            // then killed), then whatever is left in the group.
+            super::process_tree::kill_tree(pgid.as_raw_nonzero().get());
             // ESRCH (group already gone) is fine.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }

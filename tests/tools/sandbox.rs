@@ -332,28 +332,28 @@ async fn background_children_die_with_their_command() {
         let out = run_for(&t, &format!("sleep {marker} & echo started; wait"), 2).await;
         assert!(out.is_err(), "{level}: {out:?}");
         assert!(gone(&marker).await, "{level}: {:?} survive", alive(&marker));
-        // A new session (setsid) leaves the process group: only a PID
-        // namespace (bwrap) takes it down with the command.
-        let marker = format!("1000.{}{i}2", std::process::id());
-        let out = run(
+        // Daemons: a new session (setsid leaves the process group) and a
+        // double fork (the daemon's parent exits at once); the command then
+        // outstays its timeout.
+        let (daemon, orphan) = (
+            format!("1000.{}{i}2", std::process::id()),
+            format!("1000.{}{i}3", std::process::id()),
+        );
+        let out = run_for(
             &t,
-            &format!("setsid sleep {marker} > /dev/null 2>&1 & echo started"),
+            &format!(
+                "setsid sleep {daemon} > /dev/null 2>&1 & \
+                 (setsid sleep {orphan} > /dev/null 2>&1 &); echo started; sleep 100"
+            ),
+            2,
         )
         .await;
-        assert!(out.contains("started"), "{level}: {out}");
-        if matches!(sandbox.level(), Level::Bwrap { .. }) {
-            assert!(gone(&marker).await, "{level}: {:?} survive", alive(&marker));
-        } else {
-            eprintln!(
-                "{level}: a daemon in a new session outlives its command at this level \
-                 (documented in SECURITY.md; EXEC_SANDBOX=bwrap contains it)"
-            );
-            for p in alive(&marker) {
-                let pid: i32 = p.trim_start_matches("/proc/").parse().unwrap();
-                let _ = std::process::Command::new("kill")
-                    .arg(pid.to_string())
-                    .status();
-            }
+        assert!(
+            matches!(&out, Err(e) if e.for_model().contains("timed out")),
+            "{level}: {out:?}"
+        );
+        for marker in [&daemon, &orphan] {
+            assert!(gone(marker).await, "{level}: {:?} survive", alive(marker));
         }
     }
 }

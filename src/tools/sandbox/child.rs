@@ -1,6 +1,6 @@
 //! The only unsafe code of the crate: the work a confined command's process
 //! does on itself between `fork` and `exec` (descriptors marked close-on-exec,
-//! resource limits, capabilities dropped, the prepared Landlock ruleset
+//! child subreaper, resource limits, capabilities dropped, the prepared Landlock ruleset
 //! enforced), and the one system call that reads the kernel's Landlock ABI.
 //!
 //! Why `pre_exec` rather than re-executing a launcher subcommand: the tools
@@ -30,8 +30,8 @@ pub(super) fn install(cmd: &mut tokio::process::Command, setup: ChildSetup) {
     let mut setup = Some(setup);
     // SAFETY: the closure runs in the forked child of a multi-threaded process,
     // where only async-signal-safe work is allowed. It allocates nothing and
-    // takes no lock: `Option::take`, raw system calls (close_range, setrlimit,
-    // getrlimit, capset, prctl, landlock_restrict_self) and `close` of the
+    // takes no lock: `Option::take`, raw system calls (close_range, prctl,
+    // setrlimit, getrlimit, capset, landlock_restrict_self) and `close` of the
     // ruleset descriptor when it is dropped; errors are `io::Error`s built
     // from an errno, which do not allocate.
     unsafe {
@@ -44,6 +44,9 @@ pub(super) fn install(cmd: &mut tokio::process::Command, setup: ChildSetup) {
 
 fn apply(setup: ChildSetup) -> io::Result<()> {
     cloexec_from_3();
+    // Orphans of the command's descendants (double-forked daemons) become
+    // its children rather than init's, so its tree can be killed whole.
+    rustix::process::set_child_subreaper(rustix::process::Pid::from_raw(1))?;
     setup.limits.apply()?;
     if setup.drop_capabilities {
         let none = rustix::thread::CapabilitySet::empty();
