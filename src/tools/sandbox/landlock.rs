@@ -78,58 +78,94 @@ fn split(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The ruleset for one command.
+/// The rules every command shares, resolved once at start: directories are
+/// opened then (they stay the same inode), files are reopened per command
+/// (`/etc/resolv.conf` and friends are replaced by rename, and Landlock rules
+/// follow the inode). Entries added to `/etc` later count after a restart.
+pub(super) struct Base {
+    dirs: Vec<(PathFd, BitFlags<AccessFs>)>,
+    files: Vec<(PathBuf, BitFlags<AccessFs>)>,
+}
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Base")
+            .field("dirs", &self.dirs.len())
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+impl Base {
+    pub(super) fn new() -> Base {
+        let read_exec = AccessFs::from_read(ABI_USED);
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let device_rw = read | AccessFs::WriteFile | AccessFs::Truncate;
+        let paths = SYSTEM
+            .iter()
+            .map(|p| (PathBuf::from(p), read_exec))
+            .chain(etc_readable().into_iter().map(|p| (p, read)))
+            .chain(std::iter::once((PathBuf::from("/proc"), read)))
+            .chain(DEVICES_RW.iter().map(|p| (PathBuf::from(p), device_rw)))
+            .chain(DEVICES_RO.iter().map(|p| (PathBuf::from(p), read)));
+        let mut base = Base {
+            dirs: Vec::new(),
+            files: Vec::new(),
+        };
+        for (path, access) in paths {
+            // Paths this system lacks (/lib32, /dev/tty in a container) are skipped.
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {
+                    if let Ok(fd) = PathFd::new(&path) {
+                        base.dirs.push((fd, access));
+                    }
+                }
+                Ok(_) => base
+                    .files
+                    .push((path, access & AccessFs::from_file(ABI_USED))),
+                Err(_) => {}
+            }
+        }
+        base
+    }
+}
+
+/// The ruleset for one command: `base`, plus `readable` (read and execute)
+/// and `writable` (everything).
 pub(super) fn ruleset(
+    base: &Base,
     network: Network,
     writable: &[&Path],
     readable: &[PathBuf],
 ) -> Result<RulesetCreated, RulesetError> {
-    let read_exec = AccessFs::from_read(ABI_USED);
-    let read = AccessFs::ReadFile | AccessFs::ReadDir;
     let all = AccessFs::from_all(ABI_USED);
-    let mut base = Ruleset::default()
+    let mut ruleset = Ruleset::default()
         .handle_access(all)?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)?;
     if network == Network::None {
-        base = base.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
     }
-    let mut rs = base.create()?;
-    let mut add = |path: &Path, access: BitFlags<AccessFs>| -> Result<(), RulesetError> {
-        // Paths that do not exist on this system (/lib32, /dev/tty in a
-        // container) are skipped.
-        let Ok(fd) = PathFd::new(path) else {
-            return Ok(());
-        };
-        let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-        let access = if is_dir {
+    let mut rs = ruleset.create()?;
+    for (fd, access) in &base.dirs {
+        (&mut rs).add_rule(PathBeneath::new(fd, *access))?;
+    }
+    for (path, access) in &base.files {
+        if let Ok(fd) = PathFd::new(path) {
+            (&mut rs).add_rule(PathBeneath::new(fd, *access))?;
+        }
+    }
+    let extra = readable
+        .iter()
+        .map(|p| (p.as_path(), AccessFs::from_read(ABI_USED)))
+        .chain(writable.iter().map(|p| (*p, all)));
+    for (path, access) in extra {
+        let Ok(fd) = PathFd::new(path) else { continue };
+        let access = if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             access
         } else {
             access & AccessFs::from_file(ABI_USED)
         };
         (&mut rs).add_rule(PathBeneath::new(fd, access))?;
-        Ok(())
-    };
-    for p in SYSTEM {
-        add(Path::new(p), read_exec)?;
-    }
-    for p in etc_readable() {
-        add(&p, read)?;
-    }
-    add(Path::new("/proc"), read)?;
-    for p in DEVICES_RW {
-        add(
-            Path::new(p),
-            read | AccessFs::WriteFile | AccessFs::Truncate,
-        )?;
-    }
-    for p in DEVICES_RO {
-        add(Path::new(p), read)?;
-    }
-    for p in readable {
-        add(p, read_exec)?;
-    }
-    for p in writable {
-        add(p, all)?;
     }
     Ok(rs)
 }

@@ -113,6 +113,8 @@ pub struct Sandbox {
     network: Network,
     limits: Limits,
     mode: SandboxMode,
+    /// The Landlock rules shared by every command (Landlock level only).
+    base: Option<std::sync::Arc<landlock::Base>>,
 }
 
 /// A command ready to get its stdio and environment; keeps the command's
@@ -150,11 +152,14 @@ impl Sandbox {
                 },
             },
         };
+        let base = matches!(level, Level::Landlock { .. })
+            .then(|| std::sync::Arc::new(landlock::Base::new()));
         Ok(Sandbox {
             level,
             network: config.network,
             limits: config.limits,
             mode: config.mode,
+            base,
         })
     }
 
@@ -166,6 +171,7 @@ impl Sandbox {
             network: Network::Allow,
             limits: Limits::default(),
             mode: SandboxMode::Auto,
+            base: None,
         })
     }
 
@@ -237,21 +243,27 @@ impl Sandbox {
             ruleset: None,
             drop_capabilities: false,
         };
-        let (mut command, tmp) = match &self.level {
-            Level::Landlock { .. } => {
+        let (mut command, tmp) = match (&self.level, &self.base) {
+            (Level::Landlock { .. }, Some(base)) => {
                 let tmp = tempfile::Builder::new()
                     .prefix("switchboard-exec-")
                     .tempdir()
                     .map_err(prepare)?;
-                let ruleset = landlock::ruleset(self.network, &[workspace, tmp.path()], readable)
-                    .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+                let ruleset =
+                    landlock::ruleset(base, self.network, &[workspace, tmp.path()], readable)
+                        .map_err(|e| SandboxError::Prepare(e.to_string()))?;
                 setup.ruleset = Some(ruleset);
                 setup.drop_capabilities = true;
                 let mut command = tokio::process::Command::new(program);
                 command.args(args);
                 (command, Some(tmp))
             }
-            Level::Bwrap { program: bwrap } => {
+            (Level::Landlock { .. }, None) => {
+                return Err(SandboxError::Prepare(
+                    "the Landlock rules were not set up".into(),
+                ))
+            }
+            (Level::Bwrap { program: bwrap }, _) => {
                 let mut command = tokio::process::Command::new(bwrap);
                 command.args(bwrap::argv(
                     self.network,
@@ -262,7 +274,7 @@ impl Sandbox {
                 ));
                 (command, None)
             }
-            Level::None => {
+            (Level::None, _) => {
                 let mut command = tokio::process::Command::new(program);
                 command.args(args);
                 (command, None)
@@ -348,6 +360,7 @@ mod tests {
             network: Network::Allow,
             limits: Limits::default(),
             mode: SandboxMode::Auto,
+            base: None,
         };
         assert_eq!(s.describe(), "landlock ABI 7, network allowed");
         assert!(s.warning().is_none());
