@@ -2,8 +2,8 @@
 //!
 //! `cargo bench --bench sandbox_spawn` (or `--profile dev` for a quick run)
 //!
-//! Each row runs `/bin/true` 200 times and prints the median and p99 of
-//! spawn-to-exit:
+//! Each row runs `/bin/true` 200 times (the rows interleaved) and prints the
+//! median and p99 of spawn-to-exit:
 //! 1. a bare `tokio::process::Command` (no pre-exec work, so `posix_spawn`);
 //! 2. `exec_command` with `EXEC_SANDBOX=none` (the real path: `sh -c`, output
 //!    capture, limits and descriptor hygiene in the child);
@@ -25,14 +25,15 @@ use switchboard::tools::{
 
 const RUNS: usize = 200;
 
-fn report(name: &str, mut times: Vec<Duration>) -> Duration {
+fn report(name: &str, mut times: Vec<Duration>) -> (Duration, Duration) {
     times.sort();
     let (p50, p99) = (times[RUNS / 2], times[RUNS * 99 / 100]);
-    println!("{name:<34} median {p50:>9.2?}  p99 {p99:>9.2?}");
-    p99
+    println!("{name:<62} median {p50:>9.2?}  p99 {p99:>9.2?}");
+    (p50, p99)
 }
 
-async fn exec_row(name: &str, ws: &Arc<Workspace>, mode: SandboxMode) -> Option<Duration> {
+/// `exec_command` under `mode`, or `None` (said) when this machine lacks it.
+fn exec_tool(name: &str, ws: &Arc<Workspace>, mode: SandboxMode) -> Option<(String, ExecTool)> {
     let config = SandboxConfig {
         mode,
         network: Network::Allow,
@@ -45,29 +46,28 @@ async fn exec_row(name: &str, ws: &Arc<Workspace>, mode: SandboxMode) -> Option<
             return None;
         }
     };
-    let described = sandbox.describe();
+    let label = format!("{name} ({})", sandbox.describe());
     let mut exec = ExecConfig::new(Arc::clone(ws));
     exec.sandbox = Arc::new(sandbox);
-    let tool = ExecTool::new(exec);
-    let ctx = ToolContext::default();
-    let mut times = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
-        let start = Instant::now();
-        let out = tool
-            .call(json!({ "command": "/bin/true" }), &ctx)
-            .await
-            .unwrap();
-        times.push(start.elapsed());
-        assert!(out.starts_with("exit code: 0"), "{out}");
-    }
-    Some(report(&format!("{name} ({described})"), times))
+    Some((label, ExecTool::new(exec)))
 }
 
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    let tools: Vec<(String, ExecTool)> = [
+        ("exec_command, none", SandboxMode::None),
+        ("exec_command, landlock", SandboxMode::Landlock),
+        ("exec_command, bwrap", SandboxMode::Bwrap),
+    ]
+    .into_iter()
+    .filter_map(|(name, mode)| exec_tool(name, &ws, mode))
+    .collect();
+    let ctx = ToolContext::default();
     let mut bare = Vec::with_capacity(RUNS);
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(RUNS); tools.len()];
+    // Interleaved, so a burst of load on this shared machine hits every row alike.
     for _ in 0..RUNS {
         let start = Instant::now();
         let status = tokio::process::Command::new("/bin/true")
@@ -76,19 +76,28 @@ async fn main() {
             .unwrap();
         bare.push(start.elapsed());
         assert!(status.success());
+        for ((_, tool), times) in tools.iter().zip(&mut times) {
+            let start = Instant::now();
+            let out = tool
+                .call(json!({ "command": "/bin/true" }), &ctx)
+                .await
+                .unwrap();
+            times.push(start.elapsed());
+            assert!(out.starts_with("exit code: 0"), "{out}");
+        }
     }
     report("bare tokio Command", bare);
-    let none = exec_row("exec_command, none", &ws, SandboxMode::None).await;
-    let landlock = exec_row("exec_command, landlock", &ws, SandboxMode::Landlock).await;
-    let bwrap = exec_row("exec_command, bwrap", &ws, SandboxMode::Bwrap).await;
-    if let Some(none) = none {
-        for (name, p99) in [("landlock", landlock), ("bwrap", bwrap)] {
-            if let Some(p99) = p99 {
-                println!(
-                    "{name} adds {:.2?} at p99 over unconfined",
-                    p99.saturating_sub(none)
-                );
-            }
+    let mut rows = Vec::new();
+    for ((label, _), times) in tools.iter().zip(times) {
+        rows.push((label.clone(), report(label, times)));
+    }
+    if let Some((_, (p50, p99))) = rows.first() {
+        for (label, (l50, l99)) in rows.iter().skip(1) {
+            println!(
+                "{label}: adds {:.2?} at p50, {:.2?} at p99 over unconfined",
+                l50.saturating_sub(*p50),
+                l99.saturating_sub(*p99)
+            );
         }
     }
 }

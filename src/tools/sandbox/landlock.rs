@@ -19,7 +19,7 @@ const SYSTEM: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 /// Devices a shell needs, read and write.
-const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 /// Devices read only.
 const DEVICES_RO: &[&str] = &["/dev/urandom", "/dev/random"];
 /// Directories whose entries are allowed one by one, so the secrets among
