@@ -173,29 +173,90 @@ async fn the_gateway_process_is_out_of_reach() {
     }
 }
 
+/// A perl one-liner (perl-base is on every Debian) that opens a Unix socket
+/// to `path` and prints `connected-unix`.
+fn unix_connect(path: &std::path::Path) -> String {
+    format!(
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0]) or die \"unix: $!\\n\"; \
+         print \"connected-unix\\n\"' {} 2>&1",
+        path.display()
+    )
+}
+
+/// Sends `datagram` over UDP to 127.0.0.1:`port` with perl.
+fn udp_send(port: u16, datagram: &str) -> String {
+    format!(
+        "perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(PeerAddr => \"127.0.0.1:$ARGV[0]\", \
+         Proto => \"udp\") or die \"udp: $!\\n\"; $s->send(\"{datagram}\") or die \"send: $!\\n\"' {port} 2>&1"
+    )
+}
+
 #[tokio::test]
-async fn network_none_blocks_tcp_and_allow_permits_it() {
+async fn network_none_blocks_tcp_udp_and_unix_sockets_and_allow_permits_tcp() {
     let s = site();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let connect = format!(
-        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected' 2>&1; \
-         bash -c 'exec 3<>/dev/tcp/1.1.1.1/80 && echo connected-out' 2>&1 | head -1"
-    );
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    // A Unix socket outside the workspace, like PostgreSQL's or an SSH agent's.
+    let unix_path = s.outside.join("service.sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&unix_path).unwrap();
+    let postgres = std::path::Path::new("/run/postgresql/.s.PGSQL.5432");
+    let tcp = |port: u16| {
+        format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected-tcp' 2>&1")
+    };
     for sandbox in levels(Network::None, Limits::default()) {
         let level = sandbox.describe();
         assert_eq!(sandbox.network(), Network::None);
-        let out = run(&tool(&s.ws, sandbox), &connect).await;
-        assert!(!out.contains("connected"), "{level}: {out}");
+        let t = tool(&s.ws, sandbox);
+        let out = run(&t, &tcp(port)).await;
+        assert!(!out.contains("connected-tcp"), "{level}: {out}");
+        let out = run(
+            &t,
+            "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80 && echo connected-tcp' 2>&1",
+        )
+        .await;
+        assert!(!out.contains("connected-tcp"), "{level}: {out}");
+        let out = run(&t, &unix_connect(&unix_path)).await;
+        assert!(!out.contains("connected-unix"), "{level}: {out}");
+        if postgres.exists() {
+            let out = run(&t, &unix_connect(postgres)).await;
+            assert!(
+                !out.contains("connected-unix"),
+                "{level}: PostgreSQL: {out}"
+            );
+        } else {
+            eprintln!(
+                "no PostgreSQL socket at {}: only the test's own Unix socket tried",
+                postgres.display()
+            );
+        }
+        let out = run(&t, &udp_send(udp_port, "from-the-sandbox")).await;
+        let mut buf = [0u8; 64];
+        assert!(
+            udp.recv(&mut buf).is_err(),
+            "{level}: a datagram arrived: {out}"
+        );
     }
     for sandbox in levels(Network::Allow, Limits::default()) {
         let level = sandbox.describe();
-        let out = run(
-            &tool(&s.ws, sandbox),
-            &format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected'"),
-        )
-        .await;
-        assert!(out.contains("connected"), "{level}: {out}");
+        let t = tool(&s.ws, sandbox);
+        let out = run(&t, &tcp(port)).await;
+        assert!(out.contains("connected-tcp"), "{level}: {out}");
+        // The positive control for the UDP check above.
+        let out = run(&t, &udp_send(udp_port, "allowed")).await;
+        assert!(!failed(&out), "{level}: {out}");
+        let mut buf = [0u8; 64];
+        let mut got = None;
+        for _ in 0..50 {
+            if let Ok(n) = udp.recv(&mut buf) {
+                got = Some(String::from_utf8_lossy(&buf[..n]).into_owned());
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(got.as_deref(), Some("allowed"), "{level}: {out}");
     }
 }
 

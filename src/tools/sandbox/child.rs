@@ -1,7 +1,7 @@
 //! The only unsafe code of the crate: the work a confined command's process
 //! does on itself between `fork` and `exec` (descriptors marked close-on-exec,
-//! child subreaper, resource limits, capabilities dropped, the prepared Landlock ruleset
-//! enforced), and the one system call that reads the kernel's Landlock ABI.
+//! child subreaper, resource limits, capabilities dropped, the prepared seccomp
+//! filter and Landlock ruleset enforced), and the one system call that reads the kernel's Landlock ABI.
 //!
 //! Why `pre_exec` rather than re-executing a launcher subcommand: the tools
 //! live in the library, which also runs inside test binaries and other
@@ -20,6 +20,8 @@ pub(super) struct ChildSetup {
     pub limits: Limits,
     /// Enforced last; `None` for levels without Landlock.
     pub ruleset: Option<RulesetCreated>,
+    /// A seccomp filter to install (the Landlock level with the network off).
+    pub seccomp: Option<std::sync::Arc<seccompiler::BpfProgram>>,
     /// Drop every capability (a gateway running as root would otherwise hand
     /// them on: raising limits back, reading any file the rules allow).
     pub drop_capabilities: bool,
@@ -31,7 +33,7 @@ pub(super) fn install(cmd: &mut tokio::process::Command, setup: ChildSetup) {
     // SAFETY: the closure runs in the forked child of a multi-threaded process,
     // where only async-signal-safe work is allowed. It allocates nothing and
     // takes no lock: `Option::take`, raw system calls (close_range, prctl,
-    // setrlimit, getrlimit, capset, landlock_restrict_self) and `close` of the
+    // setrlimit, getrlimit, capset, seccomp, landlock_restrict_self) and `close` of the
     // ruleset descriptor when it is dropped; errors are `io::Error`s built
     // from an errno, which do not allocate.
     unsafe {
@@ -58,6 +60,13 @@ fn apply(setup: ChildSetup) -> io::Result<()> {
                 inheritable: none,
             },
         )?;
+    }
+    if let Some(program) = &setup.seccomp {
+        match seccompiler::apply_filter(program) {
+            Ok(()) => {}
+            Err(seccompiler::Error::Prctl(e) | seccompiler::Error::Seccomp(e)) => return Err(e),
+            Err(_) => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        }
     }
     if let Some(ruleset) = setup.ruleset {
         match ruleset.restrict_self() {

@@ -6,6 +6,7 @@ mod bwrap;
 mod child;
 mod landlock;
 mod limits;
+mod seccomp;
 
 pub use limits::Limits;
 
@@ -115,6 +116,8 @@ pub struct Sandbox {
     mode: SandboxMode,
     /// The Landlock rules shared by every command (Landlock level only).
     base: Option<std::sync::Arc<landlock::Base>>,
+    /// The socket filter (Landlock level with the network off).
+    no_sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
 }
 
 /// A command ready to get its stdio and environment; keeps the command's
@@ -152,14 +155,22 @@ impl Sandbox {
                 },
             },
         };
-        let base = matches!(level, Level::Landlock { .. })
-            .then(|| std::sync::Arc::new(landlock::Base::new()));
+        let landlock = matches!(level, Level::Landlock { .. });
+        let base = landlock.then(|| std::sync::Arc::new(landlock::Base::new()));
+        let no_sockets = if landlock && config.network == Network::None {
+            let program =
+                seccomp::no_sockets().map_err(|e| SandboxError::Prepare(e.to_string()))?;
+            Some(std::sync::Arc::new(program))
+        } else {
+            None
+        };
         Ok(Sandbox {
             level,
             network: config.network,
             limits: config.limits,
             mode: config.mode,
             base,
+            no_sockets,
         })
     }
 
@@ -172,6 +183,7 @@ impl Sandbox {
             limits: Limits::default(),
             mode: SandboxMode::Auto,
             base: None,
+            no_sockets: None,
         })
     }
 
@@ -241,6 +253,7 @@ impl Sandbox {
         let mut setup = ChildSetup {
             limits: self.limits,
             ruleset: None,
+            seccomp: None,
             drop_capabilities: false,
         };
         let (mut command, tmp) = match (&self.level, &self.base) {
@@ -253,6 +266,7 @@ impl Sandbox {
                     landlock::ruleset(base, self.network, &[workspace, tmp.path()], readable)
                         .map_err(|e| SandboxError::Prepare(e.to_string()))?;
                 setup.ruleset = Some(ruleset);
+                setup.seccomp = self.no_sockets.clone();
                 setup.drop_capabilities = true;
                 let mut command = tokio::process::Command::new(program);
                 command.args(args);
@@ -361,6 +375,7 @@ mod tests {
             limits: Limits::default(),
             mode: SandboxMode::Auto,
             base: None,
+            no_sockets: None,
         };
         assert_eq!(s.describe(), "landlock ABI 7, network allowed");
         assert!(s.warning().is_none());
