@@ -295,10 +295,12 @@ fn is_root() -> bool {
 }
 
 #[tokio::test]
-async fn memory_hogs_stop_at_the_address_space_limit() {
+async fn limits_stop_memory_hogs_cpu_burners_and_huge_files() {
     let s = site();
     let limits = Limits {
         address_space: 256 << 20,
+        cpu_secs: 1,
+        file_size: 1 << 20,
         ..Limits::default()
     };
     // Doubles a string to 512 MiB (1 GiB and more while copying).
@@ -311,6 +313,24 @@ async fn memory_hogs_stop_at_the_address_space_limit() {
         // Nor can the command lift the limit, even when the gateway is root.
         let out = run(&t, "ulimit -v unlimited && echo lifted").await;
         assert!(!out.contains("lifted"), "{level}: {out}");
+        // A busy loop is killed after a second of CPU (SIGXCPU, SIGKILL; bwrap
+        // reports it as exit code 128 + signal), long before its timeout (an
+        // `Err`).
+        let out = run_for(&t, "while :; do :; done", 60).await.unwrap();
+        assert!(
+            ["killed by signal", "exit code: 137", "exit code: 152"]
+                .iter()
+                .any(|p| out.starts_with(p)),
+            "{level}: {out}"
+        );
+        // A 2 MiB file stops at the 1 MiB file size limit.
+        let out = run(&t, "head -c 2097152 /dev/zero > big; wc -c < big").await;
+        assert!(out.contains("1048576"), "{level}: {out}");
+        assert_eq!(
+            std::fs::metadata(s.ws.root().join("big")).unwrap().len(),
+            1 << 20,
+            "{level}"
+        );
     }
 }
 
