@@ -390,6 +390,23 @@ async fn doctor_states_the_exec_sandbox_and_warns_when_commands_run_unconfined()
         "{done}"
     );
 
+    // Every start says it too (chat logs to DATA_DIR/chat.log).
+    let done = env.run(&["chat"]).await;
+    assert_eq!(done.code, Some(0), "{done}");
+    let log = std::fs::read_to_string(Path::new(&env.path("data")).join("chat.log")).unwrap();
+    assert!(
+        log.contains("WARN") && log.contains("EXEC_SANDBOX=none"),
+        "{log}"
+    );
+
+    // A level the machine lacks is a failure naming the fix.
+    let env = env.set("EXEC_SANDBOX", "bwrap").set("PATH", "/nonexistent");
+    let done = env.run(&["doctor"]).await;
+    assert!(
+        done.failure("exec sandbox").contains("install bubblewrap"),
+        "{done}"
+    );
+
     let done = env.set("EXEC_SANDBOX", "docker").run(&["doctor"]).await;
     assert_ne!(done.code, Some(0), "{done}");
     assert!(
