@@ -75,11 +75,12 @@ impl ExecTool {
                  For long work (builds, downloads, test suites) set `background: true`: the \
                  call returns a task id at once, runs up to {}s, shows progress (the last \
                  output line and the last `N%` printed) and its result arrives later as a \
-                 notification.",
+                 notification. {}",
                 config.max_output_chars,
                 config.timeout.as_secs(),
                 config.max_timeout.as_secs(),
-                config.background_timeout.as_secs()
+                config.background_timeout.as_secs(),
+                config.sandbox.model_note()
             ),
             parameters: json!({
                 "type": "object",

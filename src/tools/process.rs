@@ -60,17 +60,27 @@ fn safe_env() -> Vec<(&'static str, OsString)> {
 /// leaves no process behind, not even one that started a session of its own.
 struct GroupKiller {
     pgid: Option<rustix::process::Pid>,
+    /// The command's process has not been reaped, so its pid still names it
+    /// (a zombie at worst) and its tree can be walked.
+    unreaped: bool,
 }
 
 impl GroupKiller {
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             // The command's process leads the group: its tree first (stopped,
-            // then killed), then whatever is left in the group.
-            super::process_tree::kill_tree(pgid.as_raw_nonzero().get());
+            // then killed), then whatever is left in the group. Once reaped,
+            // its pid may name an unrelated process: the group only.
+            if self.unreaped {
+                super::process_tree::kill_tree(pgid.as_raw_nonzero().get());
+            }
             // ESRCH (group already gone) is fine.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }
+    }
+
+    fn reaped(&mut self) {
+        self.unreaped = false;
     }
 
     fn disarm(&mut self) {
@@ -111,9 +121,12 @@ pub(crate) async fn run_process(
             diagnostics: Some(e.to_string()),
         })?;
     let mut env = safe_env();
+    // Confined, the real home is out of reach: programs that keep caches or
+    // settings there get the private temp dir instead.
     if let Some(tmp) = &confined.tmpdir {
-        env.retain(|(k, _)| *k != "TMPDIR");
+        env.retain(|(k, _)| !matches!(*k, "TMPDIR" | "HOME"));
         env.push(("TMPDIR", tmp.clone().into_os_string()));
+        env.push(("HOME", tmp.clone().into_os_string()));
     }
     let mut child = confined
         .command
@@ -146,6 +159,7 @@ pub(crate) async fn run_process(
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw),
+        unreaped: true,
     };
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError::failed(format!(
@@ -194,6 +208,7 @@ pub(crate) async fn run_process(
             },
             r = child.wait(), if status.is_none() => match r {
                 Ok(s) => {
+                    killer.reaped();
                     status = Some(s);
                     linger.as_mut().reset(Instant::now() + LINGER);
                 }

@@ -145,6 +145,7 @@ async fn commands_reach_only_the_workspace_and_their_temp_dir() {
         let out = run(
             &t,
             "echo inside > made.txt && cat made.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" \
+             && [ \"$HOME\" = \"$TMPDIR\" ] && echo cache > \"$HOME/.cache-file\" \
              && grep -c root /etc/passwd && ls /usr/bin | grep -c sh",
         )
         .await;

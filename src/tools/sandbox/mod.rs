@@ -239,6 +239,24 @@ impl Sandbox {
         }
     }
 
+    /// For a tool's description: what a command may touch.
+    pub fn model_note(&self) -> String {
+        let level = match self.level {
+            Level::Landlock { .. } => "landlock",
+            Level::Bwrap { .. } => "bwrap",
+            Level::None => return "Commands run unconfined.".to_owned(),
+        };
+        let network = match self.network {
+            Network::Allow => "and have network access",
+            Network::None => "and have no network access",
+        };
+        format!(
+            "Commands run sandboxed ({level}): they write only in the workspace and $TMPDIR, \
+             cannot read the gateway's data or the user's home, {network}; $HOME and $TMPDIR \
+             are a private temp dir emptied after the command."
+        )
+    }
+
     /// The command that runs `program args` in `workspace` under this
     /// sandbox; `readable` are extra paths it may read and execute (a
     /// script's own directory).
