@@ -11,8 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use switchboard::tools::{
-    ExecConfig, ExecTool, Level, Limits, Network, Sandbox, SandboxConfig, SandboxMode, Tool,
-    ToolContext, ToolError, Workspace,
+    ExecConfig, ExecTool, Level, Limits, Network, ReadFileTool, Sandbox, SandboxConfig,
+    SandboxMode, Tool, ToolContext, ToolError, Workspace,
 };
 
 /// A workspace, and beside it what a command must not reach: a fake
@@ -456,4 +456,35 @@ async fn the_card_says_what_confines_the_command() {
     );
     let card = t.approval_summary(&json!({ "command": "ls" })).await;
     assert!(card.contains("sandbox: NONE"), "{card}");
+}
+
+#[tokio::test]
+async fn a_planted_symlink_leads_neither_the_next_command_nor_read_file_out() {
+    let s = site();
+    let read = ReadFileTool::new(Arc::clone(&s.ws));
+    for sandbox in levels(Network::Allow, Limits::default()) {
+        let level = sandbox.describe();
+        let t = tool(&s.ws, sandbox);
+        let db = s.data_dir.join("switchboard.db");
+        let out = run(
+            &t,
+            &format!(
+                "ln -sf {} db-link && ln -sf /etc/shadow shadow-link",
+                db.display()
+            ),
+        )
+        .await;
+        assert!(!failed(&out), "{level}: {out}");
+        for link in ["db-link", "shadow-link"] {
+            let out = run(&t, &format!("cat {link}")).await;
+            assert!(failed(&out) && !out.contains("SECRET"), "{level}: {out}");
+            let got = read
+                .call(json!({ "path": link }), &ToolContext::default())
+                .await;
+            assert!(
+                got.as_ref().is_err() && !format!("{got:?}").contains("SECRET"),
+                "{level}: read_file {link}: {got:?}"
+            );
+        }
+    }
 }
