@@ -488,3 +488,32 @@ async fn a_planted_symlink_leads_neither_the_next_command_nor_read_file_out() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_command_approved_in_a_running_gateway_sees_only_stdio() {
+    use crate::support::e2e::{tool_result, Harness};
+    use crate::support::fake_llm::Reply;
+    // The real gateway: its database, the fake model's connections, its
+    // tasks; the command is proposed by the model and approved on a card.
+    let h = Harness::with(&[("EXEC_NETWORK", "none")]).await;
+    h.llm.push(Reply::tool_calls([(
+        "call_fd",
+        "exec_command",
+        json!({ "command": "ls /proc/self/fd" }),
+    )]));
+    h.llm.push(Reply::text("Listed."));
+    h.channel.dm(1, "list your descriptors").await;
+    let card = h.channel.card().await;
+    assert!(card.text.contains("no network"), "{}", card.text);
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Listed.")).await;
+    let result = tool_result(&h.requests(2).await[1], "call_fd");
+    let fds: Vec<&str> = result
+        .split("output:\n")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(fds, ["0", "1", "2", "3"], "{result}");
+    h.stop().await;
+}
