@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "common/stats.rs"]
+#[allow(dead_code)]
 mod stats;
 
 #[path = "../tests/support"]

@@ -13,7 +13,7 @@ use crate::store::{Store, StoreError};
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
     memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
-    ReadFileTool, ReadStoredResultTool, ScriptTool, SendFileTool, SkillTool, ToolRegistry,
+    ReadFileTool, ReadStoredResultTool, Sandbox, ScriptTool, SendFileTool, SkillTool, ToolRegistry,
     WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
 };
 use serde_json::json;
@@ -44,6 +44,9 @@ pub enum RunError {
     Platform(#[from] crate::wiring::ConnectError),
     #[error("cannot listen on HEALTH_LISTEN={addr}: {reason}; choose a free address or unset it")]
     Health { addr: String, reason: String },
+    /// `EXEC_SANDBOX` / `EXEC_NETWORK` ask for what this machine lacks.
+    #[error(transparent)]
+    Sandbox(#[from] crate::tools::SandboxError),
 }
 
 /// A started gateway.
@@ -138,8 +141,14 @@ pub fn build_tools(
         reason: e.to_string(),
     })?;
     let ws = Arc::new(ws);
+    let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
+    tracing::info!("exec sandbox: {}", sandbox.describe());
+    if let Some(warning) = sandbox.warning() {
+        tracing::warn!("{warning}");
+    }
     let mut exec = ExecConfig::new(Arc::clone(&ws));
     exec.timeout = config.exec_timeout;
+    exec.sandbox = Arc::clone(&sandbox);
     let max_output_chars = exec.max_output_chars;
     let fetch = WebFetchConfig {
         allow: config.web_fetch_allow.clone(),
@@ -174,6 +183,7 @@ pub fn build_tools(
             def.clone(),
             Arc::clone(&ws),
             max_output_chars,
+            Arc::clone(&sandbox),
         )));
     }
     for def in &config.http_tools {

@@ -81,6 +81,7 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
         dirs::check_writable_dir("WORKSPACE_DIR", &config.workspace_dir),
         || format!("WORKSPACE_DIR {} is usable", config.workspace_dir.display()),
     );
+    sandbox(&mut r, &config);
     database(&mut r, &config, data_ok).await;
     for (label, endpoint) in endpoints(&config) {
         model(&mut r, &label, &endpoint).await;
@@ -97,6 +98,19 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn sandbox(r: &mut Report, config: &Config) {
+    match switchboard::tools::Sandbox::detect(&config.exec_sandbox) {
+        Ok(sandbox) => match sandbox.warning() {
+            None => r.ok(&format!("exec sandbox: {}", sandbox.describe())),
+            Some(warning) => {
+                r.note(&format!("exec sandbox: {}", sandbox.describe()));
+                r.note(warning);
+            }
+        },
+        Err(e) => r.fail(&format!("exec sandbox: {e}")),
+    }
 }
 
 async fn database(r: &mut Report, config: &Config, data_ok: bool) {

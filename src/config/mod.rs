@@ -121,6 +121,8 @@ pub struct Config {
     pub max_tool_rounds: usize,
     pub approval_timeout: Duration,
     pub exec_timeout: Duration,
+    /// How commands are confined (`EXEC_SANDBOX`, `EXEC_NETWORK`).
+    pub exec_sandbox: crate::tools::SandboxConfig,
     /// Background tasks one conversation runs at once; more are queued.
     pub max_background_tasks: usize,
     /// Per-user caps across chats: background tasks (`MAX_TASKS_PER_USER`),
@@ -252,6 +254,7 @@ impl Config {
             max_tool_rounds: number(&get, "MAX_TOOL_ROUNDS")?.unwrap_or(15),
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
+            exec_sandbox: crate::tools::SandboxConfig::from_lookup(&get)?,
             subagents: subagents(get("SUBAGENTS"))?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),

@@ -53,7 +53,7 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
         return Err(ImageError::TooManyPixels { w, h });
     }
     let decoded = if format == Some(ImageFormat::Jpeg) {
-        decode_jpeg_scaled(path)?
+        decode_jpeg_scaled(path, fitted(w, h))?
     } else {
         let mut reader = open()?;
         let mut limits = image::Limits::default();
@@ -91,11 +91,15 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
 /// A JPEG decoded straight at the smallest DCT scale (1/8, 1/4, 1/2 or
 /// whole) that still covers [`MAX_EDGE`]: a 12-megapixel photo is decoded at
 /// 2000 × 1500, a quarter of the memory and time of a full decode.
-fn decode_jpeg_scaled(path: &Path) -> Result<DynamicImage, ImageError> {
+fn decode_jpeg_scaled(
+    path: &Path,
+    (want_w, want_h): (u32, u32),
+) -> Result<DynamicImage, ImageError> {
     let file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
     let mut decoder = jpeg_decoder::Decoder::new(std::io::BufReader::new(file));
+    let clamp = |v: u32| u16::try_from(v).unwrap_or(u16::MAX);
     let (w, h) = decoder
-        .scale(MAX_EDGE as u16, MAX_EDGE as u16)
+        .scale(clamp(want_w), clamp(want_h))
         .map_err(|e| unreadable(&e))?;
     let pixels = decoder.decode().map_err(|e| unreadable(&e))?;
     let format = decoder
@@ -126,6 +130,17 @@ fn decode_jpeg_scaled(path: &Path) -> Result<DynamicImage, ImageError> {
             DynamicImage::ImageLuma8(image::GrayImage::from_raw(w, h, luma).ok_or_else(short)?)
         }
     })
+}
+
+/// The size a `w` × `h` image is scaled to: its long edge at most
+/// [`MAX_EDGE`], its proportions kept.
+fn fitted(w: u32, h: u32) -> (u32, u32) {
+    let long = w.max(h);
+    if long <= MAX_EDGE {
+        return (w, h);
+    }
+    let scale = |v: u32| ((u64::from(v) * u64::from(MAX_EDGE)).div_ceil(u64::from(long))) as u32;
+    (scale(w).max(1), scale(h).max(1))
 }
 
 /// `image` with its long edge at most [`MAX_EDGE`]. `thumbnail` averages

@@ -2,6 +2,7 @@
 
 use super::args::parse_args;
 use super::process::{run_process, Launch};
+use super::sandbox::Sandbox;
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,10 +22,13 @@ pub struct ExecConfig {
     pub background_timeout: Duration,
     /// Output kept for the result (head + tail); the rest is counted and omitted.
     pub max_output_chars: usize,
+    /// The confinement commands run under.
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl ExecConfig {
-    /// Defaults: 120 s timeout, 600 s max, 1 h in the background, 30,000 chars.
+    /// Defaults: 120 s timeout, 600 s max, 1 h in the background, 30,000
+    /// chars, the strongest sandbox available ([`Sandbox::auto`]).
     pub fn new(workspace: Arc<Workspace>) -> Self {
         Self {
             workspace,
@@ -32,6 +36,7 @@ impl ExecConfig {
             max_timeout: Duration::from_secs(600),
             background_timeout: Duration::from_secs(3600),
             max_output_chars: 30_000,
+            sandbox: Arc::new(Sandbox::auto()),
         }
     }
 }
@@ -70,11 +75,12 @@ impl ExecTool {
                  For long work (builds, downloads, test suites) set `background: true`: the \
                  call returns a task id at once, runs up to {}s, shows progress (the last \
                  output line and the last `N%` printed) and its result arrives later as a \
-                 notification.",
+                 notification. {}",
                 config.max_output_chars,
                 config.timeout.as_secs(),
                 config.max_timeout.as_secs(),
-                config.background_timeout.as_secs()
+                config.background_timeout.as_secs(),
+                config.sandbox.model_note()
             ),
             parameters: json!({
                 "type": "object",
@@ -157,11 +163,12 @@ impl Tool for ExecTool {
     async fn approval_summary(&self, args: &Value) -> String {
         match self.check(args.clone()) {
             Ok((args, timeout)) => format!(
-                "$ {}\n(cwd: {}, timeout: {}s{})",
+                "$ {}\n(cwd: {}, timeout: {}s{})\n{}",
                 args.command,
                 self.config.workspace.root().display(),
                 timeout.as_secs(),
-                if args.background { ", background" } else { "" }
+                if args.background { ", background" } else { "" },
+                self.config.sandbox.card_line()
             ),
             Err(e) => format!("exec_command (will be refused): {}", e.for_model()),
         }
@@ -186,8 +193,17 @@ impl Tool for ExecTool {
                 c.max_timeout.as_secs(),
                 c.background_timeout.max(c.max_timeout).as_secs()
             ),
+            readable: Vec::new(),
         };
-        run_process(c.workspace.root(), c.max_output_chars, launch, timeout, ctx).await
+        run_process(
+            &c.sandbox,
+            c.workspace.root(),
+            c.max_output_chars,
+            launch,
+            timeout,
+            ctx,
+        )
+        .await
     }
 }
 

@@ -1,13 +1,14 @@
-//! Running a program in the workspace for a tool: a minimal environment, its
-//! own process group (killed as a whole on timeout, cancellation or drop),
+//! Running a program in the workspace for a tool: inside the sandbox, with a
+//! minimal environment, its own process group (killed as a whole on timeout, cancellation or drop),
 //! output captured head-and-tail with progress from its last lines, and a
 //! result that states the exit code. Shared by `exec_command` and script tools.
 
 use super::exec_output::{OutputCapture, ProgressTracker};
+use super::sandbox::Sandbox;
 use super::{Progress, ToolContext, ToolError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,6 +38,9 @@ pub(crate) struct Launch {
     pub what: &'static str,
     /// Appended to the timeout error: how to get more time.
     pub timeout_hint: String,
+    /// Paths outside the workspace the program may read and execute (a
+    /// script's own directory).
+    pub readable: Vec<PathBuf>,
 }
 
 /// The allowlisted part of this process's environment.
@@ -51,18 +55,32 @@ fn safe_env() -> Vec<(&'static str, OsString)> {
     env
 }
 
-/// Kills the command's whole process group when dropped, unless disarmed; so a
-/// dropped call future, a timeout or a cancellation leaves no process behind.
+/// Kills the command's whole process group and process tree when dropped,
+/// unless disarmed; so a dropped call future, a timeout or a cancellation
+/// leaves no process behind, not even one that started a session of its own.
 struct GroupKiller {
     pgid: Option<rustix::process::Pid>,
+    /// The command's process has not been reaped, so its pid still names it
+    /// (a zombie at worst) and its tree can be walked.
+    unreaped: bool,
 }
 
 impl GroupKiller {
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
+            // The command's process leads the group: its tree first (stopped,
+            // then killed), then whatever is left in the group. Once reaped,
+            // its pid may name an unrelated process: the group only.
+            if self.unreaped {
+                super::process_tree::kill_tree(pgid.as_raw_nonzero().get());
+            }
             // ESRCH (group already gone) is fine.
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }
+    }
+
+    fn reaped(&mut self) {
+        self.unreaped = false;
     }
 
     fn disarm(&mut self) {
@@ -85,7 +103,9 @@ enum Ending {
     Cancelled,
 }
 
+/// Runs `launch` in `cwd` (the workspace) confined by `sandbox`.
 pub(crate) async fn run_process(
+    sandbox: &Sandbox,
     cwd: &Path,
     max_output_chars: usize,
     launch: Launch,
@@ -94,11 +114,25 @@ pub(crate) async fn run_process(
 ) -> Result<String, ToolError> {
     let started = Instant::now();
     let what = launch.what;
-    let mut child = tokio::process::Command::new(&launch.program)
-        .args(&launch.args)
+    let mut confined = sandbox
+        .command(&launch.program, &launch.args, cwd, &launch.readable)
+        .map_err(|e| ToolError::Failed {
+            message: format!("could not start the {what} in its sandbox"),
+            diagnostics: Some(e.to_string()),
+        })?;
+    let mut env = safe_env();
+    // Confined, the real home is out of reach: programs that keep caches or
+    // settings there get the private temp dir instead.
+    if let Some(tmp) = &confined.tmpdir {
+        env.retain(|(k, _)| !matches!(*k, "TMPDIR" | "HOME"));
+        env.push(("TMPDIR", tmp.clone().into_os_string()));
+        env.push(("HOME", tmp.clone().into_os_string()));
+    }
+    let mut child = confined
+        .command
         .current_dir(cwd)
         .env_clear()
-        .envs(safe_env())
+        .envs(env)
         .stdin(if launch.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -125,6 +159,7 @@ pub(crate) async fn run_process(
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw),
+        unreaped: true,
     };
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError::failed(format!(
@@ -173,6 +208,7 @@ pub(crate) async fn run_process(
             },
             r = child.wait(), if status.is_none() => match r {
                 Ok(s) => {
+                    killer.reaped();
                     status = Some(s);
                     linger.as_mut().reset(Instant::now() + LINGER);
                 }

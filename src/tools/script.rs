@@ -3,6 +3,7 @@
 //! every call needs an approval (an "always" rule can cover it).
 
 use super::process::{run_process, Launch};
+use super::sandbox::Sandbox;
 use super::script_defs::ScriptToolDef;
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use serde_json::Value;
@@ -13,6 +14,7 @@ pub struct ScriptTool {
     spec: ToolSpec,
     workspace: Arc<Workspace>,
     max_output_chars: usize,
+    sandbox: Arc<Sandbox>,
 }
 
 impl ScriptTool {
@@ -20,6 +22,7 @@ impl ScriptTool {
         def: ScriptToolDef,
         workspace: Arc<Workspace>,
         max_output_chars: usize,
+        sandbox: Arc<Sandbox>,
     ) -> ScriptTool {
         let spec = ToolSpec {
             name: def.name.clone(),
@@ -39,6 +42,7 @@ impl ScriptTool {
             spec,
             workspace,
             max_output_chars,
+            sandbox,
         }
     }
 }
@@ -60,10 +64,11 @@ impl Tool for ScriptTool {
             line.push_str(a);
         }
         format!(
-            "$ {line}\nstdin: {}\n(cwd: {}, timeout: {}s)",
+            "$ {line}\nstdin: {}\n(cwd: {}, timeout: {}s)\n{}",
             args,
             self.workspace.root().display(),
-            self.def.timeout.as_secs()
+            self.def.timeout.as_secs(),
+            self.sandbox.card_line()
         )
     }
 
@@ -79,8 +84,15 @@ impl Tool for ScriptTool {
             what: "script",
             timeout_hint: "Its time limit is set by the operator (timeout_secs in its manifest)."
                 .into(),
+            // The script's own directory (its helpers, its data), read-only.
+            readable: std::fs::canonicalize(&self.def.program)
+                .ok()
+                .and_then(|p| p.parent().map(Into::into))
+                .into_iter()
+                .collect(),
         };
         run_process(
+            &self.sandbox,
             self.workspace.root(),
             self.max_output_chars,
             launch,

@@ -355,3 +355,62 @@ async fn an_unusable_data_dir_is_named_by_chat_and_the_admin_commands() {
     assert!(pair.stderr.contains("DATA_DIR"), "{pair}");
     assert!(llm.requests().await.is_empty());
 }
+
+// ---------------------------------------------------------------- exec sandbox
+
+#[tokio::test]
+async fn doctor_states_the_exec_sandbox_and_warns_when_commands_run_unconfined() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| Reply::text("OK"));
+    let env = Env::new(&llm.base_url()).set("EXEC_NETWORK", "none");
+    let done = env.run(&["doctor"]).await;
+    let line = done
+        .stdout
+        .lines()
+        .find(|l| l.contains("exec sandbox: "))
+        .unwrap_or_else(|| panic!("no sandbox line\n{done}"));
+    // This machine (and CI's) has Landlock or bwrap: auto confines.
+    assert!(
+        line.starts_with("✔ exec sandbox: landlock ABI ")
+            || line.starts_with("✔ exec sandbox: bwrap"),
+        "{done}"
+    );
+    assert!(line.ends_with(", network off"), "{line}");
+
+    let env = env.set("EXEC_SANDBOX", "none");
+    let done = env.run(&["doctor"]).await;
+    assert!(
+        done.stdout.contains("• exec sandbox: none, network off"),
+        "{done}"
+    );
+    assert!(
+        done.stdout.lines().any(|l| l.starts_with('•')
+            && l.contains("EXEC_SANDBOX=none")
+            && l.contains("unconfined")),
+        "{done}"
+    );
+
+    // Every start says it too (chat logs to DATA_DIR/chat.log).
+    let done = env.run(&["chat"]).await;
+    assert_eq!(done.code, Some(0), "{done}");
+    let log = std::fs::read_to_string(Path::new(&env.path("data")).join("chat.log")).unwrap();
+    assert!(
+        log.contains("WARN") && log.contains("EXEC_SANDBOX=none"),
+        "{log}"
+    );
+
+    // A level the machine lacks is a failure naming the fix.
+    let env = env.set("EXEC_SANDBOX", "bwrap").set("PATH", "/nonexistent");
+    let done = env.run(&["doctor"]).await;
+    assert!(
+        done.failure("exec sandbox").contains("install bubblewrap"),
+        "{done}"
+    );
+
+    let done = env.set("EXEC_SANDBOX", "docker").run(&["doctor"]).await;
+    assert_ne!(done.code, Some(0), "{done}");
+    assert!(
+        done.stderr.contains("EXEC_SANDBOX") && done.stderr.contains("landlock"),
+        "{done}"
+    );
+}

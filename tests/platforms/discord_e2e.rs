@@ -320,7 +320,11 @@ async fn threads_and_direct_messages_are_answered_where_they_were_asked() {
 #[tokio::test]
 async fn a_csv_in_a_thread_is_read_and_a_chart_goes_back_into_the_thread() {
     let e = E2e::start().await;
-    let csv = support::fake_discord::FakeFile::new("sales.csv", "text/csv", b"region,sales\nnorth,120\n".to_vec());
+    let csv = support::fake_discord::FakeFile::new(
+        "sales.csv",
+        "text/csv",
+        b"region,sales\nnorth,120\n".to_vec(),
+    );
     let mut png = Vec::new();
     image::RgbImage::from_pixel(32, 16, image::Rgb([1, 2, 3]))
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
@@ -340,12 +344,21 @@ async fn a_csv_in_a_thread_is_read_and_a_chart_goes_back_into_the_thread() {
     );
     e.wait_text(THREAD, "Chart sent.").await;
     let asked = last_user_text(&e.llm.requests().await[0]).unwrap_or_default();
-    assert!(asked.contains("north,120"), "the CSV came through the CDN: {asked}");
+    assert!(
+        asked.contains("north,120"),
+        "the CSV came through the CDN: {asked}"
+    );
     assert_eq!(e.discord.cdn_downloads().len(), 1);
     let uploads = e.discord.uploads(THREAD);
     assert_eq!(uploads.len(), 1, "{uploads:?}");
-    assert_eq!((uploads[0].filename.as_str(), &uploads[0].bytes), ("chart.png", &png));
-    assert!(e.discord.uploads(CHANNEL).is_empty(), "nothing in the parent channel");
+    assert_eq!(
+        (uploads[0].filename.as_str(), &uploads[0].bytes),
+        ("chart.png", &png)
+    );
+    assert!(
+        e.discord.uploads(CHANNEL).is_empty(),
+        "nothing in the parent channel"
+    );
     e.stop().await;
 }
 

@@ -307,7 +307,11 @@ async fn a_photo_is_seen_by_the_model_and_a_chart_goes_back_into_the_topic() {
     );
     let refused = e.answered(999, 1).await;
     assert!(refused[0].text.contains("allowlist"), "{}", refused[0].text);
-    assert_eq!(e.tg.file_downloads().len(), 1, "nothing fetched for a stranger");
+    assert_eq!(
+        e.tg.file_downloads().len(),
+        1,
+        "nothing fetched for a stranger"
+    );
 
     // In a forum topic, send_file delivers the chart there as a photo.
     let chart = e._dir.path().join("workspace/chart.png");
@@ -318,14 +322,25 @@ async fn a_photo_is_seen_by_the_model_and_a_chart_goes_back_into_the_topic() {
         json!({"path": "chart.png", "caption": "Q3 chart"}),
     )]));
     e.llm.push(Reply::text("There it is."));
-    let topic = Where::Topic { chat: -5003, thread: 77 };
-    e.tg.message(topic, &bob(), &format!("@{} send the chart", e.adapter.bot_username()));
+    let topic = Where::Topic {
+        chat: -5003,
+        thread: 77,
+    };
+    e.tg.message(
+        topic,
+        &bob(),
+        &format!("@{} send the chart", e.adapter.bot_username()),
+    );
     e.answered(-5003, 1).await;
     let sent = e.tg.documents(-5003);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(
         (sent[0].kind, sent[0].thread_id, sent[0].caption.as_deref()),
-        (support::fake_telegram::FileField::Photo, Some(77), Some("Q3 chart"))
+        (
+            support::fake_telegram::FileField::Photo,
+            Some(77),
+            Some("Q3 chart")
+        )
     );
     assert_eq!(sent[0].bytes, png);
     e.stop().await;

@@ -77,6 +77,14 @@ pub enum Download {
     Held(Vec<u8>, Arc<tokio::sync::Notify>),
 }
 
+impl Download {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Download::Bytes(b) | Download::Stall(b) | Download::Held(b, _) => b,
+        }
+    }
+}
+
 /// How long a download here may send nothing before it counts as stalled.
 pub const TEST_STALL: Duration = Duration::from_millis(300);
 
@@ -260,7 +268,7 @@ impl From<&Sent> for Card {
 struct State {
     log: Log,
     /// Attachments users can send, by handle.
-    files: std::collections::HashMap<String, Download>,
+    files: std::collections::HashMap<String, Arc<Download>>,
     /// Every message id we handed out, user messages included.
     next_id: AtomicI64,
 }
@@ -445,7 +453,7 @@ impl TestChannel {
         let size = match &download {
             Download::Bytes(b) | Download::Stall(b) | Download::Held(b, _) => b.len() as u64,
         };
-        self.lock().files.insert(handle.clone(), download);
+        self.lock().files.insert(handle.clone(), Arc::new(download));
         let mut a = Attachment::new(kind, handle);
         a.name = name.map(str::to_owned);
         a.size = Some(size);
@@ -669,24 +677,26 @@ impl PlatformAdapter for TestChannel {
     ) -> Result<u64, PlatformError> {
         let max = max_bytes.min(self.caps.max_download_bytes);
         let file = self.lock().files.get(&attachment.handle.0).cloned();
-        let (bytes, stall) = match file {
-            None => return Err(PlatformError::NotFound),
-            Some(Download::Bytes(b)) => (b, false),
-            Some(Download::Stall(b)) => (b, true),
-            Some(Download::Held(b, go)) => {
-                go.notified().await;
-                (b, false)
-            }
+        let Some(file) = file else {
+            return Err(PlatformError::NotFound);
         };
-        if bytes.len() as u64 > max {
+        let stall = matches!(*file, Download::Stall(_));
+        if let Download::Held(_, go) = &*file {
+            go.notified().await;
+        }
+        let len = file.bytes().len();
+        if len as u64 > max {
             return Err(PlatformError::TooLarge {
-                size: bytes.len() as u64,
+                size: len as u64,
                 max,
             });
         }
-        let chunks: Vec<Result<Vec<u8>, String>> =
-            bytes.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
-        let body = futures::stream::iter(chunks);
+        // Chunks cut as they are sent, as from a socket: the fake holds the
+        // file once, whatever its size.
+        let body =
+            futures::stream::iter((0..len).step_by(64 * 1024).map(move |at| {
+                Ok::<_, String>(file.bytes()[at..(at + 64 * 1024).min(len)].to_vec())
+            }));
         if stall {
             let body = futures::StreamExt::chain(body, futures::stream::pending());
             stream_to(body, dest, max, TEST_STALL, PlatformError::Network).await

@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod sandbox;
 mod tools_builtin;
 mod tools_http;
 mod tools_script;

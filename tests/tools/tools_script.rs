@@ -53,6 +53,11 @@ async fn a_script_tool_runs_after_approval_with_json_on_stdin_and_no_secrets() {
         "the card shows what will run: {}",
         card.text
     );
+    assert!(
+        card.text.contains("sandbox: "),
+        "the card says what confines it: {}",
+        card.text
+    );
     h.channel.press(1, &card.action('y')).await;
     h.wait_for("the answer", |l| l.has_text("Greeted.")).await;
 
@@ -82,6 +87,47 @@ async fn a_script_tool_runs_after_approval_with_json_on_stdin_and_no_secrets() {
         h.channel.log().cards_ever(),
         1,
         "no card for an invalid call"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_script_reads_its_own_directory_and_nothing_else_outside_the_workspace() {
+    let scripts = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let secret = elsewhere.path().join("secret.txt");
+    std::fs::write(&secret, "ELSEWHERE-SECRET").unwrap();
+    std::fs::write(scripts.path().join("note.txt"), "BESIDE-THE-SCRIPT").unwrap();
+    let script = scripts.path().join("peek.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat \"$(dirname \"$0\")/note.txt\"\ncat \"$1\" || echo refused\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let manifest = json!({
+        "name": "peek",
+        "description": "Reads a note",
+        "command": "peek.sh",
+        "args": [secret.display().to_string()],
+        "parameters": {"type": "object", "properties": {}},
+        "timeout_secs": 20
+    });
+    std::fs::write(scripts.path().join("peek.json"), manifest.to_string()).unwrap();
+    let dir = scripts.path().display().to_string();
+    let h = Harness::with(&[("SCRIPT_TOOLS_DIR", dir.as_str())]).await;
+    h.llm
+        .push(Reply::tool_calls([("call_p", "peek", json!({}))]));
+    h.llm.push(Reply::text("Peeked."));
+    h.channel.dm(1, "peek").await;
+    let card = h.channel.card().await;
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Peeked.")).await;
+    let result = tool_result(&h.requests(2).await[1], "call_p");
+    assert!(result.contains("BESIDE-THE-SCRIPT"), "{result}");
+    assert!(
+        result.contains("refused") && !result.contains("ELSEWHERE-SECRET"),
+        "{result}"
     );
     h.stop().await;
 }
