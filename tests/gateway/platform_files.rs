@@ -68,7 +68,7 @@ async fn telegram_files_go_to_the_topic_as_documents() {
         .send_file(OutgoingFile::document(addr(-2101, None), "huge.bin", huge))
         .await
         .unwrap_err();
-    assert!(matches!(err, PlatformError::TooLong { .. }), "{err}");
+    assert!(matches!(err, PlatformError::TooLarge { .. }), "{err}");
     assert_eq!(fake.calls_to("SendDocument").len(), 1);
 }
 
