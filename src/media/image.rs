@@ -46,9 +46,14 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
             .with_guessed_format()
             .map_err(|e| unreadable(&e))
     };
-    let reader = open()?;
-    let format = reader.format();
-    let (w, h) = reader.into_dimensions().map_err(|e| unreadable(&e))?;
+    let format = open()?.format();
+    // image's JPEG decoder reads the whole file to learn its size; the
+    // header alone tells jpeg-decoder.
+    let (w, h) = if format == Some(ImageFormat::Jpeg) {
+        jpeg_size(path)?
+    } else {
+        open()?.into_dimensions().map_err(|e| unreadable(&e))?
+    };
     if u64::from(w) * u64::from(h) > MAX_PIXELS {
         return Err(ImageError::TooManyPixels { w, h });
     }
@@ -86,6 +91,15 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
         height,
         source: (w, h),
     })
+}
+
+/// A JPEG's size, from its header.
+fn jpeg_size(path: &Path) -> Result<(u32, u32), ImageError> {
+    let file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
+    let mut decoder = jpeg_decoder::Decoder::new(std::io::BufReader::new(file));
+    decoder.read_info().map_err(|e| unreadable(&e))?;
+    let info = decoder.info().ok_or_else(|| unreadable(&"no frame"))?;
+    Ok((u32::from(info.width), u32::from(info.height)))
 }
 
 /// A JPEG decoded straight at the smallest DCT scale (1/8, 1/4, 1/2 or

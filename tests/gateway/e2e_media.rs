@@ -190,6 +190,32 @@ async fn a_voice_note_is_transcribed_shown_and_answered() {
 }
 
 #[tokio::test]
+async fn a_voice_note_over_the_length_limit_is_refused_before_download() {
+    let stt = FakeStt::start().await;
+    let h = Harness::with(&[
+        ("STT_BASE_URL", &stt.base_url()),
+        ("MEDIA_MAX_AUDIO_SECS", "60"),
+    ])
+    .await;
+    let mut a = h.channel.file(
+        AttachmentKind::Voice,
+        None,
+        Download::Bytes(b"OggS\0".to_vec()),
+    );
+    a.duration_secs = Some(300);
+    h.channel.dm_with(1, "", vec![a]).await;
+    let log = h
+        .wait_for("the refusal", |l| l.any_contains("I transcribe up to"))
+        .await;
+    assert!(
+        log.any_contains("🎤 your voice note is 5 min long; I transcribe up to 60 s"),
+        "{log}"
+    );
+    h.idle().await;
+    assert!(stt.requests().is_empty() && h.llm.requests().await.is_empty());
+}
+
+#[tokio::test]
 async fn a_voice_note_without_transcription_says_how_to_enable_it() {
     let h = Harness::start().await;
     let a = h.channel.file(
@@ -578,4 +604,49 @@ fn sample_pdf(pages: &[&str]) -> Vec<u8> {
     let mut out = Vec::new();
     doc.save_to(&mut out).unwrap();
     out
+}
+
+/// A background task's product goes back with its completion: the
+/// notification turn hands the file over with `send_file`.
+#[tokio::test]
+async fn a_background_tasks_file_goes_back_with_its_notification() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "bg",
+        "exec_command",
+        json!({"command": "mkdir -p out && printf 'a,b\\n1,2\\n' > out/report.csv", "background": true}),
+    )]));
+    h.llm.push(Reply::text("Started."));
+    h.channel.dm(1, "make the report in the background").await;
+    let card = h.channel.card().await;
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the first answer", |l| l.has_text("Started."))
+        .await;
+    // The notification turn: the model sees the task finished and sends the file.
+    h.llm.push(Reply::tool_calls([(
+        "send",
+        "send_file",
+        json!({"path": "out/report.csv", "caption": "your report"}),
+    )]));
+    h.llm.push(Reply::text("Here is the report."));
+    h.wait_for("the notification answer", |l| {
+        l.has_text("Here is the report.")
+    })
+    .await;
+    let files = h.channel.files_sent();
+    let Some(Op::File {
+        name,
+        kind,
+        caption,
+        bytes,
+        ..
+    }) = files.first()
+    else {
+        panic!("no file sent: {files:?}")
+    };
+    assert_eq!((name.as_str(), *kind), ("report.csv", FileKind::Document));
+    assert_eq!(
+        (caption.as_deref(), bytes.as_slice()),
+        (Some("your report"), b"a,b\n1,2\n".as_slice())
+    );
 }
