@@ -17,6 +17,8 @@ pub mod gateway;
 mod health;
 pub mod llm;
 pub mod markers;
+#[cfg(test)]
+mod markers_props;
 pub mod media;
 pub mod memory;
 pub mod metrics;

@@ -13,6 +13,8 @@ mod metadata;
 mod openai;
 mod sse;
 mod tool_call_text;
+#[cfg(test)]
+mod tool_call_text_props;
 mod types;
 
 pub use anthropic::{AnthropicProvider, MIN_THINKING_BUDGET};

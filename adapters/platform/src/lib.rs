@@ -6,6 +6,8 @@
 
 mod adapter;
 mod chunk;
+#[cfg(test)]
+mod chunk_props;
 mod file;
 mod ids;
 mod inbound;

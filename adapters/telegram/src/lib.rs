@@ -24,6 +24,8 @@ mod normalize;
 mod offset;
 mod polling;
 mod presses;
+#[cfg(test)]
+mod props;
 mod raw_json;
 mod render;
 mod send;
