@@ -50,7 +50,7 @@ proptest! {
         let chunks = chunk_markdown(&text, limit, unit);
         for chunk in &chunks {
             prop_assert!(measure(chunk, unit) <= limit, "{} > {limit}: {chunk:?}", measure(chunk, unit));
-            prop_assert!(fence_lines(chunk) % 2 == 0, "unbalanced fences: {chunk:?}");
+            prop_assert!(fence_lines(chunk).is_multiple_of(2), "unbalanced fences: {chunk:?}");
         }
         prop_assert_eq!(visible(&chunks.join("\n")), visible(&text));
     }
