@@ -30,6 +30,8 @@ pub mod tasks;
 mod text;
 pub mod tools;
 mod visible;
+#[cfg(test)]
+mod visible_props;
 pub mod wiring;
 
 pub use app::{
