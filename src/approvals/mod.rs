@@ -7,6 +7,8 @@ mod card_layout;
 mod edit;
 mod expiry;
 mod rules;
+#[cfg(test)]
+mod rules_props;
 
 pub use crate::domain::short_id;
 pub use approve_command::TextDecision;

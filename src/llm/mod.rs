@@ -12,6 +12,8 @@ mod http;
 mod metadata;
 mod openai;
 mod sse;
+#[cfg(test)]
+mod sse_props;
 mod tool_call_text;
 #[cfg(test)]
 mod tool_call_text_props;
