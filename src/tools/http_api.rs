@@ -108,6 +108,12 @@ impl HttpApiTool {
         Ok((url, body))
     }
 
+    /// [`Self::build`]'s URL, for the property tests.
+    #[cfg(test)]
+    pub(super) fn build_for_test(&self, args: &Map<String, Value>) -> Result<Url, ToolError> {
+        self.build(args).map(|(url, _)| url)
+    }
+
     async fn send(&self, url: Url, body: Option<Value>) -> Result<String, ToolError> {
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())

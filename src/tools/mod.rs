@@ -12,6 +12,8 @@ mod fs_open;
 mod html_text;
 mod http_api;
 mod http_api_defs;
+#[cfg(test)]
+mod http_api_props;
 mod http_body;
 mod memory;
 mod net_guard;
