@@ -20,6 +20,28 @@ use tokio_util::sync::CancellationToken;
 
 const MAX_PARALLEL: usize = 5;
 
+/// The largest arguments a tool call may carry (a model writing a huge
+/// argument costs parsing, a card, a history row and every later request).
+pub(super) const MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// `calls` as the conversation keeps them: arguments over
+/// [`MAX_ARGUMENT_BYTES`] (refused when run) replaced by a small object that
+/// says so, so the history stays sendable.
+pub(super) fn storable(calls: &[ToolCall]) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .map(|c| {
+            if c.arguments.len() <= MAX_ARGUMENT_BYTES {
+                return c.clone();
+            }
+            ToolCall {
+                arguments: serde_json::json!({ "omitted": format!("{} bytes of arguments, refused", c.arguments.len()) })
+                    .to_string(),
+                ..c.clone()
+            }
+        })
+        .collect()
+}
 /// What the model is told when a call needs approval and nobody can be asked.
 const NOBODY_TO_ASK: &str =
     "error: this action needs the user's approval and none can be requested here. \
@@ -192,6 +214,13 @@ impl RoundRunner<'_> {
                     return Prepared::Failed { call, error };
                 };
                 let raw = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+                if raw.len() > MAX_ARGUMENT_BYTES {
+                    let error = format!(
+                        "error: the arguments are {} bytes; a tool call takes at most {MAX_ARGUMENT_BYTES} — split the work (e.g. write a large file in parts with append)",
+                        raw.len()
+                    );
+                    return Prepared::Failed { call, error };
+                }
                 match serde_json::from_str::<Value>(raw) {
                     Ok(args @ Value::Object(_)) => Prepared::Ready { call, tool, args },
                     Ok(_) => Prepared::Failed { call, error: "error: arguments must be a JSON object".into() },

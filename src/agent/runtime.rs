@@ -374,7 +374,7 @@ impl Agent {
         turn.log.messages.push(Message {
             role: Role::Assistant,
             content: reply.text.clone(),
-            tool_calls: reply.tool_calls.clone(),
+            tool_calls: super::round::storable(&reply.tool_calls),
             tool_call_id: None,
             reasoning: (!reply.reasoning_content.is_empty())
                 .then(|| std::mem::take(&mut reply.reasoning_content)),

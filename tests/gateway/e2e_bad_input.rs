@@ -39,6 +39,33 @@ async fn malformed_sse_gets_a_clear_message_and_the_session_recovers() {
 }
 
 #[tokio::test]
+async fn huge_tool_arguments_are_refused_before_any_card() {
+    let h = Harness::start().await;
+    let content = "x".repeat(2 << 20);
+    h.llm.push(Reply::tool_calls([(
+        "big",
+        "write_file",
+        json!({"path": "big.txt", "content": content}),
+    )]));
+    h.llm.push(Reply::text("I will write it in parts."));
+    h.channel.dm(1, "write a huge file").await;
+    h.wait_for("the answer", |l| l.has_text("I will write it in parts."))
+        .await;
+    let requests = h.requests(2).await;
+    let result = tool_result(&requests[1], "big");
+    assert!(
+        result.contains("a tool call takes at most 1048576"),
+        "{result}"
+    );
+    assert_eq!(
+        h.channel.log().cards_ever(),
+        0,
+        "no card for a refused call"
+    );
+    assert!(!h.workspace().join("big.txt").exists());
+}
+
+#[tokio::test]
 async fn an_unknown_tool_is_reported_back_to_the_model() {
     let h = Harness::start().await;
     h.llm.push(Reply::tool_calls([(
