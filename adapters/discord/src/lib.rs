@@ -29,6 +29,8 @@ mod invite;
 mod lookups;
 mod normalize;
 mod order;
+#[cfg(test)]
+mod props;
 mod render;
 mod rest;
 mod slash;
