@@ -260,6 +260,15 @@ pub async fn start_with_clock(
         &config.llm.model,
     ));
     let mut tools = build_tools(config, &store, &tasks, &skills, &adapters)?;
+    for p in &config.mcp_problems {
+        tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
+    }
+    // Concurrently; a slow server holds the start up for the initialize
+    // timeout at most, and is then down (and retried), not fatal.
+    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, &shutdown).await;
+    for tool in mcp.tools(&tools.names()) {
+        tools.register(tool);
+    }
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config

@@ -17,6 +17,7 @@ pub mod gateway;
 mod health;
 pub mod llm;
 pub mod markers;
+pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod metrics;

@@ -1,0 +1,62 @@
+//! The MCP client: servers from `MCP_SERVERS_FILE` (Claude Desktop format),
+//! each kept connected in its own task, their tools offered to the agent as
+//! `mcp_<server>_<tool>` behind approval cards by default.
+
+mod approval;
+mod config;
+mod server;
+mod tool;
+
+pub use approval::{Approval, ApprovalPolicy};
+pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAULT_CALL_TIMEOUT};
+pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
+pub use tool::{exposed_name, observation, sanitize, McpTool};
+
+use crate::tools::Tool;
+use std::collections::HashSet;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The configured servers, started.
+#[derive(Default)]
+pub struct McpClients {
+    servers: Vec<Arc<McpServer>>,
+}
+
+impl McpClients {
+    /// Starts every server at once and waits until each is up or down (at
+    /// most [`INIT_TIMEOUT`] for a slow one). They stop on `shutdown`.
+    pub async fn start(defs: &[McpServerDef], shutdown: &CancellationToken) -> McpClients {
+        let servers: Vec<Arc<McpServer>> = defs
+            .iter()
+            .map(|def| McpServer::spawn(def.clone(), shutdown.child_token()))
+            .collect();
+        futures::future::join_all(servers.iter().map(|s| s.settled())).await;
+        McpClients { servers }
+    }
+
+    pub fn servers(&self) -> &[Arc<McpServer>] {
+        &self.servers
+    }
+
+    /// The tools the servers listed, as agent tools; `taken` names (and a
+    /// second tool with the same exposed name) are refused with a log line.
+    pub fn tools(&self, taken: &[String]) -> Vec<Arc<dyn Tool>> {
+        let mut seen: HashSet<String> = taken.iter().cloned().collect();
+        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+        for server in &self.servers {
+            for remote in server.state().tools {
+                let Some(tool) = McpTool::new(Arc::clone(server), &remote) else {
+                    continue;
+                };
+                let name = tool.spec().name.clone();
+                if !seen.insert(name.clone()) {
+                    tracing::warn!(server = %server.name(), tool = %remote.name, name = %name, "MCP tool refused: its name is taken");
+                    continue;
+                }
+                out.push(Arc::new(tool));
+            }
+        }
+        out
+    }
+}

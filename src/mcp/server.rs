@@ -1,0 +1,346 @@
+//! One MCP server's connection, kept in its own task: the child process (own
+//! process group, cleared environment, stderr into our log), `initialize`
+//! within 30 s, the tool list, restarts with backoff when it dies, and a clean
+//! stop on shutdown.
+
+use super::config::{McpServerDef, McpTransport};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool as RemoteTool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+/// Longest wait for `initialize` (and the first tool list).
+pub const INIT_TIMEOUT: Duration = Duration::from_secs(30);
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// How long a stopped server may take to exit before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Longest stderr line logged (the rest is cut).
+const MAX_STDERR_LINE: usize = 2000;
+
+/// Why a connection attempt failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    #[error("no answer to initialize within {0:?}")]
+    InitTimeout(Duration),
+    #[error("tools/list failed: {0}")]
+    ListTools(String),
+    #[error("Streamable HTTP servers are not supported yet (stdio only)")]
+    HttpUnsupported,
+}
+
+/// Whether the server can take calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The first connection attempt has not finished.
+    Starting,
+    Up,
+    Down,
+}
+
+/// What is known about the server now.
+#[derive(Clone)]
+pub struct ServerState {
+    pub status: Status,
+    pub peer: Option<Peer<RoleClient>>,
+    pub protocol_version: Option<String>,
+    pub tools: Vec<RemoteTool>,
+    pub last_error: Option<String>,
+    /// Connections made so far (1 after the first start, 2 after a restart...).
+    pub connections: u64,
+}
+
+/// A running server's handle; its task keeps it connected until shutdown.
+pub struct McpServer {
+    pub def: McpServerDef,
+    state: watch::Sender<ServerState>,
+}
+
+/// Notifies the supervisor when the server's tool list changes.
+struct Handler {
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("switchboard", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    child: Child,
+}
+
+impl McpServer {
+    /// Starts the server's task; it runs until `shutdown`.
+    pub fn spawn(def: McpServerDef, shutdown: CancellationToken) -> Arc<McpServer> {
+        let (state, _) = watch::channel(ServerState {
+            status: Status::Starting,
+            peer: None,
+            protocol_version: None,
+            tools: Vec::new(),
+            last_error: None,
+            connections: 0,
+        });
+        let server = Arc::new(McpServer { def, state });
+        tokio::spawn(Arc::clone(&server).supervise(shutdown));
+        server
+    }
+
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// The state now.
+    pub fn state(&self) -> ServerState {
+        self.state.borrow().clone()
+    }
+
+    /// Changes of the state.
+    pub fn watch(&self) -> watch::Receiver<ServerState> {
+        self.state.subscribe()
+    }
+
+    /// Waits until the first connection attempt has finished (up or down).
+    pub async fn settled(&self) {
+        let mut rx = self.watch();
+        let _ = rx.wait_for(|s| s.status != Status::Starting).await;
+    }
+
+    fn down(&self, error: String) {
+        tracing::warn!(server = %self.def.name, error = %error, "MCP server down");
+        self.state.send_modify(|s| {
+            s.status = Status::Down;
+            s.peer = None;
+            s.last_error = Some(error);
+        });
+    }
+
+    async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                attempt = self.connect() => attempt,
+            };
+            match attempt {
+                Ok(conn) => {
+                    backoff = FIRST_BACKOFF;
+                    match self.serve(conn, &shutdown).await {
+                        Some(reason) => self.down(reason),
+                        None => break,
+                    }
+                }
+                Err(e) => self.down(e.to_string()),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        self.state.send_modify(|s| {
+            s.status = Status::Down;
+            s.peer = None;
+        });
+        tracing::info!(server = %self.def.name, "MCP server stopped");
+    }
+
+    /// Starts the process and initializes the session.
+    async fn connect(&self) -> Result<Connection, ConnectError> {
+        let McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            path,
+        } = &self.def.transport
+        else {
+            return Err(ConnectError::HttpUnsupported);
+        };
+        let mut cmd = Command::new(command);
+        cmd.args(args)
+            .env_clear()
+            .envs(path.iter().map(|p| ("PATH", p.as_str())))
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(log_stderr(self.def.name.clone(), stderr));
+        }
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(ConnectError::Initialize("no pipes to the process".into()));
+        };
+        let changed = Arc::new(Notify::new());
+        let handler = Handler {
+            changed: Arc::clone(&changed),
+        };
+        let init = async {
+            let service = handler
+                .serve((stdout, stdin))
+                .await
+                .map_err(|e| ConnectError::Initialize(e.to_string()))?;
+            let tools = service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| ConnectError::ListTools(e.to_string()))?;
+            Ok::<_, ConnectError>((service, tools))
+        };
+        let (service, tools) = match tokio::time::timeout(INIT_TIMEOUT, init).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                stop_child(&mut child).await;
+                return Err(e);
+            }
+            Err(_) => {
+                stop_child(&mut child).await;
+                return Err(ConnectError::InitTimeout(INIT_TIMEOUT));
+            }
+        };
+        let peer = service.peer().clone();
+        let protocol = peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
+        tracing::info!(
+            server = %self.def.name,
+            protocol = protocol.as_deref().unwrap_or("?"),
+            tools = tools.len(),
+            "MCP server up"
+        );
+        self.state.send_modify(|s| {
+            s.status = Status::Up;
+            s.peer = Some(peer.clone());
+            s.protocol_version = protocol;
+            s.tools = tools;
+            s.connections += 1;
+        });
+        tokio::spawn(relist(
+            peer,
+            changed,
+            self.state.clone(),
+            self.def.name.clone(),
+        ));
+        Ok(Connection { service, child })
+    }
+
+    /// Runs a connection until the process dies (the reason) or shutdown (`None`).
+    async fn serve(&self, conn: Connection, shutdown: &CancellationToken) -> Option<String> {
+        let Connection { service, mut child } = conn;
+        let stop = service.cancellation_token();
+        let ended = service.waiting();
+        tokio::pin!(ended);
+        let (reason, closed) = tokio::select! {
+            _ = shutdown.cancelled() => (None, false),
+            status = child.wait() => (Some(match status {
+                Ok(s) => format!("the process exited ({s})"),
+                Err(e) => format!("the process is gone: {e}"),
+            }), false),
+            _ = &mut ended => (Some("the connection closed".to_owned()), true),
+        };
+        // Pending calls fail as soon as the session ends.
+        stop.cancel();
+        if !closed {
+            let _ = ended.await;
+        }
+        stop_child(&mut child).await;
+        reason
+    }
+}
+
+/// Re-lists the tools whenever the server says they changed. The registry is
+/// fixed at start: new tools are logged (they appear after a restart of the
+/// gateway); removed ones fail when called.
+async fn relist(
+    peer: Peer<RoleClient>,
+    changed: Arc<Notify>,
+    state: watch::Sender<ServerState>,
+    name: String,
+) {
+    loop {
+        changed.notified().await;
+        if peer.is_transport_closed() {
+            return;
+        }
+        match peer.list_all_tools().await {
+            Ok(tools) => {
+                tracing::info!(server = %name, tools = tools.len(), "MCP server's tool list changed; tools added now are offered after a restart");
+                state.send_modify(|s| s.tools = tools);
+            }
+            Err(e) => {
+                tracing::warn!(server = %name, error = %e, "re-listing MCP tools failed");
+                return;
+            }
+        }
+    }
+}
+
+/// SIGTERM to the process group, then SIGKILL after a grace period.
+async fn stop_child(child: &mut Child) {
+    let Some(pid) = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+    else {
+        let _ = child.wait().await;
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
+    if tokio::time::timeout(STOP_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = child.wait().await;
+    } else {
+        // Whatever the server left running in its group goes too.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Each stderr line into our log, tagged with the server's name (an overlong
+/// line is skipped with a note).
+async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    use futures::StreamExt;
+    use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+    let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(MAX_STDERR_LINE));
+    while let Some(line) = lines.next().await {
+        match line {
+            Ok(line) if line.trim().is_empty() => {}
+            Ok(line) => tracing::info!(server = %name, "mcp stderr: {}", line.trim_end()),
+            Err(LinesCodecError::MaxLineLengthExceeded) => {
+                tracing::info!(server = %name, "mcp stderr: (a line over {MAX_STDERR_LINE} bytes, skipped)");
+            }
+            Err(LinesCodecError::Io(_)) => return,
+        }
+    }
+}
