@@ -35,6 +35,11 @@ impl McpClients {
         McpClients { servers }
     }
 
+    /// Waits until every server has stopped (after the shutdown token fired).
+    pub async fn stopped(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.stopped())).await;
+    }
+
     pub fn servers(&self) -> &[Arc<McpServer>] {
         &self.servers
     }

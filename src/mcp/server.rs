@@ -60,6 +60,8 @@ pub struct ServerState {
     pub last_error: Option<String>,
     /// Connections made so far (1 after the first start, 2 after a restart...).
     pub connections: u64,
+    /// The task has ended (shutdown) and the process is gone.
+    pub stopped: bool,
 }
 
 /// A running server's handle; its task keeps it connected until shutdown.
@@ -101,6 +103,7 @@ impl McpServer {
             tools: Vec::new(),
             last_error: None,
             connections: 0,
+            stopped: false,
         });
         let server = Arc::new(McpServer { def, state });
         tokio::spawn(Arc::clone(&server).supervise(shutdown));
@@ -125,6 +128,12 @@ impl McpServer {
     pub async fn settled(&self) {
         let mut rx = self.watch();
         let _ = rx.wait_for(|s| s.status != Status::Starting).await;
+    }
+
+    /// Waits until the task has ended after shutdown (the process is gone).
+    pub async fn stopped(&self) {
+        let mut rx = self.watch();
+        let _ = rx.wait_for(|s| s.stopped).await;
     }
 
     fn down(&self, error: String) {
@@ -162,6 +171,7 @@ impl McpServer {
         self.state.send_modify(|s| {
             s.status = Status::Down;
             s.peer = None;
+            s.stopped = true;
         });
         tracing::info!(server = %self.def.name, "MCP server stopped");
     }
