@@ -3,7 +3,7 @@
 //! result turned into the observation the model sees.
 
 use super::server::McpServer;
-use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::tools::{Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::ServiceError;
 use serde_json::Value;
@@ -79,6 +79,10 @@ impl McpTool {
 impl Tool for McpTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp(self.server.name().to_owned())
     }
 
     fn validate(&self, args: &Value) -> Result<(), ToolError> {

@@ -67,5 +67,5 @@ pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
 pub use send_file::SendFileTool;
 pub use skill::SkillTool;
-pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSpec};
+pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};

@@ -38,6 +38,23 @@ impl ToolRegistry {
         self.tools.iter().map(|t| t.spec().name.clone()).collect()
     }
 
+    /// The tools' names by source, in source order (built-in, HTTP, script,
+    /// MCP by server) and registration order within one; `*` marks a tool
+    /// whose calls need an approval.
+    pub fn by_source(&self) -> Vec<(super::ToolSource, Vec<String>)> {
+        let mut groups: std::collections::BTreeMap<super::ToolSource, Vec<String>> =
+            std::collections::BTreeMap::new();
+        for t in &self.tools {
+            let s = t.spec();
+            let mark = if s.requires_approval { "*" } else { "" };
+            groups
+                .entry(t.source())
+                .or_default()
+                .push(format!("{}{mark}", s.name));
+        }
+        groups.into_iter().collect()
+    }
+
     /// The tools as advertised to the model.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools

@@ -395,5 +395,18 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
         "the server was called: {:?}",
         log_lines(&log)
     );
+
+    // `/tools` lists them by source, marking those that ask.
+    h.channel.dm(1, "/tools").await;
+    let log = h
+        .wait_for("the tool list", |l| l.any_contains("**Tools**"))
+        .await;
+    let list = log.find("**Tools**").unwrap().text.clone();
+    assert!(list.contains("Built-in: read_file"), "{list}");
+    assert!(
+        list.contains("MCP server everything: mcp_everything_echo*"),
+        "{list}"
+    );
+    assert!(list.contains("MCP server notes: mcp_notes_note*"), "{list}");
     h.stop().await;
 }
