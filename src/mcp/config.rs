@@ -24,7 +24,7 @@ pub enum McpTransport {
         /// The gateway's `PATH`, passed on so `npx`/`uvx` resolve.
         path: Option<String>,
     },
-    /// A Streamable HTTP endpoint (not connected yet: reported as down).
+    /// A Streamable HTTP endpoint; `headers` go with every request.
     Http {
         url: String,
         headers: Vec<(String, String)>,

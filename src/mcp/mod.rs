@@ -4,6 +4,7 @@
 
 mod approval;
 mod config;
+mod http;
 mod server;
 mod tool;
 

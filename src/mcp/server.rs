@@ -1,5 +1,6 @@
 //! One MCP server's connection, kept in its own task: the child process (own
-//! process group, cleared environment, stderr into our log), `initialize`
+//! process group, cleared environment, stderr into our log) or the Streamable
+//! HTTP session, `initialize`
 //! within 30 s, the tool list, restarts with backoff when it dies, and a clean
 //! stop on shutdown.
 
@@ -37,8 +38,8 @@ pub enum ConnectError {
     InitTimeout(Duration),
     #[error("tools/list failed: {0}")]
     ListTools(String),
-    #[error("Streamable HTTP servers are not supported yet (stdio only)")]
-    HttpUnsupported,
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(String),
 }
 
 /// Whether the server can take calls.
@@ -90,7 +91,8 @@ impl ClientHandler for Handler {
 
 struct Connection {
     service: RunningService<RoleClient, Handler>,
-    child: Child,
+    /// The process of a stdio server.
+    child: Option<Child>,
 }
 
 impl McpServer {
@@ -176,48 +178,78 @@ impl McpServer {
         tracing::info!(server = %self.def.name, "MCP server stopped");
     }
 
-    /// Starts the process and initializes the session.
+    /// Starts the process (or opens the HTTP session) and initializes.
     async fn connect(&self) -> Result<Connection, ConnectError> {
-        let McpTransport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-            path,
-        } = &self.def.transport
-        else {
-            return Err(ConnectError::HttpUnsupported);
-        };
-        let mut cmd = Command::new(command);
-        cmd.args(args)
-            .env_clear()
-            .envs(path.iter().map(|p| ("PATH", p.as_str())))
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(cwd) = cwd {
-            cmd.current_dir(cwd);
+        match &self.def.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                path,
+            } => {
+                let mut cmd = Command::new(command);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(path.iter().map(|p| ("PATH", p.as_str())))
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
+                    command: command.clone(),
+                    source,
+                })?;
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(log_stderr(self.def.name.clone(), stderr));
+                }
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    stop_child(&mut child).await;
+                    return Err(ConnectError::Initialize("no pipes to the process".into()));
+                };
+                match self.initialize((stdout, stdin)).await {
+                    Ok(service) => Ok(Connection {
+                        service,
+                        child: Some(child),
+                    }),
+                    Err(e) => {
+                        stop_child(&mut child).await;
+                        Err(e)
+                    }
+                }
+            }
+            McpTransport::Http { url, headers } => {
+                let transport = super::http::transport(url, headers)?;
+                let service = self.initialize(transport).await?;
+                Ok(Connection {
+                    service,
+                    child: None,
+                })
+            }
         }
-        let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(log_stderr(self.def.name.clone(), stderr));
-        }
-        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            return Err(ConnectError::Initialize("no pipes to the process".into()));
-        };
+    }
+
+    /// `initialize` and the first `tools/list`, within [`INIT_TIMEOUT`].
+    async fn initialize<T, E, A>(
+        &self,
+        transport: T,
+    ) -> Result<RunningService<RoleClient, Handler>, ConnectError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let changed = Arc::new(Notify::new());
         let handler = Handler {
             changed: Arc::clone(&changed),
         };
         let init = async {
             let service = handler
-                .serve((stdout, stdin))
+                .serve(transport)
                 .await
                 .map_err(|e| ConnectError::Initialize(e.to_string()))?;
             let tools = service
@@ -227,17 +259,9 @@ impl McpServer {
                 .map_err(|e| ConnectError::ListTools(e.to_string()))?;
             Ok::<_, ConnectError>((service, tools))
         };
-        let (service, tools) = match tokio::time::timeout(INIT_TIMEOUT, init).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(e)) => {
-                stop_child(&mut child).await;
-                return Err(e);
-            }
-            Err(_) => {
-                stop_child(&mut child).await;
-                return Err(ConnectError::InitTimeout(INIT_TIMEOUT));
-            }
-        };
+        let (service, tools) = tokio::time::timeout(INIT_TIMEOUT, init)
+            .await
+            .map_err(|_| ConnectError::InitTimeout(INIT_TIMEOUT))??;
         let peer = service.peer().clone();
         let protocol = peer
             .peer_info()
@@ -261,18 +285,25 @@ impl McpServer {
             self.state.clone(),
             self.def.name.clone(),
         ));
-        Ok(Connection { service, child })
+        Ok(service)
     }
 
-    /// Runs a connection until the process dies (the reason) or shutdown (`None`).
+    /// Runs a connection until the process dies or the session ends (the
+    /// reason), or until shutdown (`None`).
     async fn serve(&self, conn: Connection, shutdown: &CancellationToken) -> Option<String> {
         let Connection { service, mut child } = conn;
         let stop = service.cancellation_token();
         let ended = service.waiting();
         tokio::pin!(ended);
+        let exited = async {
+            match child.as_mut() {
+                Some(c) => c.wait().await,
+                None => std::future::pending().await,
+            }
+        };
         let (reason, closed) = tokio::select! {
             _ = shutdown.cancelled() => (None, false),
-            status = child.wait() => (Some(match status {
+            status = exited => (Some(match status {
                 Ok(s) => format!("the process exited ({s})"),
                 Err(e) => format!("the process is gone: {e}"),
             }), false),
@@ -283,7 +314,9 @@ impl McpServer {
         if !closed {
             let _ = ended.await;
         }
-        stop_child(&mut child).await;
+        if let Some(child) = child.as_mut() {
+            stop_child(child).await;
+        }
         reason
     }
 }

@@ -186,6 +186,67 @@ async fn the_reference_server_is_initialized_and_its_tools_are_called() {
     wait_until(server, "the stop", |s| s.status == Status::Down).await;
 }
 
+/// server-everything over Streamable HTTP on a free port, once it listens.
+async fn everything_over_http() -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script =
+        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut child = tokio::process::Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("server-everything exited before listening");
+    };
+    tokio::time::timeout(Duration::from_secs(60), listening)
+        .await
+        .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}
+
+#[tokio::test]
+async fn the_reference_server_over_streamable_http() {
+    let (_server, port) = everything_over_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"remote": {
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": "Bearer ${MCP_TEST_GREETING}"},
+            "approval": "never"
+        }}),
+    )
+    .await;
+    let state = clients.servers()[0].state();
+    assert_eq!(state.status, Status::Up, "{:?}", state.last_error);
+    let echo = tool(&clients, "mcp_remote_echo");
+    assert!(!echo.spec().requires_approval);
+    let out = echo
+        .call(json!({"message": "over http"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out, "Echo: over http");
+    shutdown.cancel();
+    clients.stopped().await;
+}
+
 #[tokio::test]
 async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
     let dir = tempfile::tempdir().unwrap();
