@@ -21,8 +21,10 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// How long a stopped server may take to exit before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
-/// Longest stderr line logged (the rest is cut).
+/// Longest stderr line logged (a longer one is skipped).
 const MAX_STDERR_LINE: usize = 2000;
+/// Stderr lines logged per second and server; the rest are counted.
+const STDERR_LINES_PER_SEC: u32 = 50;
 
 /// Why a connection attempt failed.
 #[derive(Debug, thiserror::Error)]
@@ -370,20 +372,42 @@ async fn stop_child(child: &mut Child) {
     }
 }
 
-/// Each stderr line into our log, tagged with the server's name (an overlong
-/// line is skipped with a note).
+/// Each stderr line into our log, tagged with the server's name: at most
+/// [`STDERR_LINES_PER_SEC`] a second (the rest counted and the count logged),
+/// an overlong line skipped with a note. Reading never stops, so a chatty
+/// server never blocks on a full pipe.
 async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
     use futures::StreamExt;
     use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
     let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(MAX_STDERR_LINE));
+    let mut window = tokio::time::Instant::now();
+    let (mut logged, mut dropped) = (0u32, 0u64);
     while let Some(line) = lines.next().await {
+        if window.elapsed() >= Duration::from_secs(1) {
+            if dropped > 0 {
+                tracing::warn!(server = %name, "mcp stderr: {dropped} lines not logged (too many)");
+            }
+            window = tokio::time::Instant::now();
+            (logged, dropped) = (0, 0);
+        }
+        if logged >= STDERR_LINES_PER_SEC {
+            dropped += 1;
+            continue;
+        }
         match line {
             Ok(line) if line.trim().is_empty() => {}
-            Ok(line) => tracing::info!(server = %name, "mcp stderr: {}", line.trim_end()),
+            Ok(line) => {
+                logged += 1;
+                tracing::info!(server = %name, "mcp stderr: {}", line.trim_end());
+            }
             Err(LinesCodecError::MaxLineLengthExceeded) => {
+                logged += 1;
                 tracing::info!(server = %name, "mcp stderr: (a line over {MAX_STDERR_LINE} bytes, skipped)");
             }
-            Err(LinesCodecError::Io(_)) => return,
+            Err(LinesCodecError::Io(_)) => break,
         }
+    }
+    if dropped > 0 {
+        tracing::warn!(server = %name, "mcp stderr: {dropped} lines not logged (too many)");
     }
 }

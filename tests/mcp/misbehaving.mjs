@@ -1,7 +1,9 @@
 // A small MCP server (official SDK, stdio) that misbehaves on request, for the
 // failure tests: `crash` exits mid-call, `hang` never answers (and notes the
 // client's cancellation), `huge` returns `mb` megabytes of text, `note`
-// answers normally. Every call is appended to $CALL_LOG, one line each.
+// answers normally, `flood` writes 20000 lines to stderr first, `grow` adds
+// a tool `extra` and tells the client (`notifications/tools/list_changed`).
+// Every call is appended to $CALL_LOG, one line each.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -12,7 +14,11 @@ const log = (line) => {
 };
 const obj = (properties = {}) => ({ type: "object", properties });
 
-const server = new Server({ name: "misbehaving", version: "1.0.0" }, { capabilities: { tools: {} } });
+const server = new Server(
+  { name: "misbehaving", version: "1.0.0" },
+  { capabilities: { tools: { listChanged: true } } },
+);
+let grown = false;
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
     { name: "note", description: "Stores a note.", inputSchema: obj({ text: { type: "string" } }),
@@ -22,6 +28,9 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
     { name: "hang", description: "Never answers.", inputSchema: obj() },
     { name: "huge", description: "A large result.", inputSchema: obj({ mb: { type: "number" } }) },
     { name: "fail", description: "Reports an error.", inputSchema: obj() },
+    { name: "flood", description: "Floods stderr.", inputSchema: obj() },
+    { name: "grow", description: "Adds a tool.", inputSchema: obj() },
+    ...(grown ? [{ name: "extra", description: "Added later.", inputSchema: obj() }] : []),
   ],
 }));
 server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -41,6 +50,15 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       });
     case "huge":
       return { content: [{ type: "text", text: "x".repeat(Math.round((args.mb ?? 5) * 1024 * 1024)) }] };
+    case "flood":
+      for (let i = 0; i < 20000; i++) process.stderr.write(`flood line ${i} ${"z".repeat(100)}\n`);
+      return { content: [{ type: "text", text: "flooded" }] };
+    case "grow":
+      grown = true;
+      await server.sendToolListChanged();
+      return { content: [{ type: "text", text: "grown" }] };
+    case "extra":
+      return { content: [{ type: "text", text: "extra" }] };
     case "fail":
       return { content: [{ type: "text", text: "the disk is full" }], isError: true };
     default:

@@ -28,6 +28,9 @@ fn mcp_dir() -> PathBuf {
     dir
 }
 
+/// The value of `${MCP_TEST_GREETING}` in the gateway test: a secret.
+const SECRET: &str = "greeting-secret-4f9a2c71";
+
 fn everything_entry() -> Value {
     let script =
         mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -294,6 +297,29 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
         .await
         .unwrap();
     assert_eq!(huge.len(), 5 * 1024 * 1024);
+
+    // 2 MB of stderr neither blocks the server nor the next call.
+    let out = tool(&clients, "mcp_bad_flood")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "flooded");
+    let out = tool(&clients, "mcp_bad_peek")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "nothing here");
+
+    // A changed tool list is read again when the server says so.
+    assert!(!server.state().tools.iter().any(|t| t.name == "extra"));
+    tool(&clients, "mcp_bad_grow")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    wait_until(server, "the new tool list", |s| {
+        s.tools.iter().any(|t| t.name == "extra")
+    })
+    .await;
     shutdown.cancel();
 }
 
@@ -410,7 +436,7 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
     let path = std::env::var("PATH").unwrap();
     let h = Harness::with(&[
         ("MCP_SERVERS_FILE", file.as_str()),
-        ("MCP_TEST_GREETING", "hello"),
+        ("MCP_TEST_GREETING", SECRET),
         ("PATH", path.as_str()),
     ])
     .await;
@@ -456,6 +482,29 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
         "the server was called: {:?}",
         log_lines(&log)
     );
+
+    // A value expanded from ${VAR} is a secret: the server's environment
+    // holds it, the model never sees it.
+    h.llm.push(Reply::tool_calls([(
+        "call_env",
+        "mcp_everything_get-env",
+        json!({}),
+    )]));
+    h.llm.push(Reply::text("Read the environment."));
+    h.channel.dm(1, "what is your environment?").await;
+    let third = h.channel.next_card(second.id).await;
+    h.channel.press(1, &third.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Read the environment."))
+        .await;
+    let requests = h.requests(6).await;
+    let env = tool_result(&requests[5], "call_env");
+    assert!(env.contains("GREETING"), "{env}");
+    for r in &requests {
+        assert!(
+            !r.to_string().contains(SECRET),
+            "the secret reached the model: {r}"
+        );
+    }
 
     // `/tools` lists them by source, marking those that ask.
     h.channel.dm(1, "/tools").await;
