@@ -266,9 +266,9 @@ pub async fn start_with_clock(
     // Concurrently; a slow server holds the start up for the initialize
     // timeout at most, and is then down (and retried), not fatal.
     let mcp = crate::mcp::McpClients::start(&config.mcp_servers, &shutdown).await;
-    for tool in mcp.tools(&tools.names()) {
-        tools.register(tool);
-    }
+    // Logs the names refused now; the registry asks again each time.
+    let _ = mcp.tools(&tools.names());
+    tools.register_dynamic(Arc::new(mcp));
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config

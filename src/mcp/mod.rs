@@ -13,7 +13,7 @@ pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAU
 pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
 pub use tool::{exposed_name, observation, sanitize, McpTool};
 
-use crate::tools::Tool;
+use crate::tools::{DynamicTools, Tool};
 use std::collections::HashSet;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -45,9 +45,13 @@ impl McpClients {
         &self.servers
     }
 
-    /// The tools the servers listed, as agent tools; `taken` names (and a
-    /// second tool with the same exposed name) are refused with a log line.
+    /// The tools the servers list now, as agent tools; `taken` names (and
+    /// a second tool with the same exposed name) are refused with a log line.
     pub fn tools(&self, taken: &[String]) -> Vec<Arc<dyn Tool>> {
+        self.collect(taken, true)
+    }
+
+    fn collect(&self, taken: &[String], log: bool) -> Vec<Arc<dyn Tool>> {
         let mut seen: HashSet<String> = taken.iter().cloned().collect();
         let mut out: Vec<Arc<dyn Tool>> = Vec::new();
         for server in &self.servers {
@@ -57,12 +61,22 @@ impl McpClients {
                 };
                 let name = tool.spec().name.clone();
                 if !seen.insert(name.clone()) {
-                    tracing::warn!(server = %server.name(), tool = %remote.name, name = %name, "MCP tool refused: its name is taken");
+                    if log {
+                        tracing::warn!(server = %server.name(), tool = %remote.name, name = %name, "MCP tool refused: its name is taken");
+                    }
                     continue;
                 }
                 out.push(Arc::new(tool));
             }
         }
         out
+    }
+}
+
+/// The registry asks for the tools each time: a server that comes up late,
+/// or changes its list, is offered as it is now.
+impl DynamicTools for McpClients {
+    fn current(&self, taken: &[String]) -> Vec<Arc<dyn Tool>> {
+        self.collect(taken, false)
     }
 }

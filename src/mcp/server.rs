@@ -323,9 +323,8 @@ impl McpServer {
     }
 }
 
-/// Re-lists the tools whenever the server says they changed. The registry is
-/// fixed at start: new tools are logged (they appear after a restart of the
-/// gateway); removed ones fail when called.
+/// Re-lists the tools whenever the server says they changed; the agent is
+/// offered the new list from its next model call.
 async fn relist(
     peer: Peer<RoleClient>,
     changed: Arc<Notify>,
@@ -339,7 +338,7 @@ async fn relist(
         }
         match peer.list_all_tools().await {
             Ok(tools) => {
-                tracing::info!(server = %name, tools = tools.len(), "MCP server's tool list changed; tools added now are offered after a restart");
+                tracing::info!(server = %name, tools = tools.len(), "MCP server's tool list changed");
                 state.send_modify(|s| s.tools = tools);
             }
             Err(e) => {

@@ -61,7 +61,7 @@ pub use memory::memory_tools;
 pub use portfolio::portfolio_tools;
 pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
-pub use registry::ToolRegistry;
+pub use registry::{DynamicTools, ToolRegistry};
 pub use sandbox::{Level, Limits, Network, Sandbox, SandboxConfig, SandboxError, SandboxMode};
 pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};

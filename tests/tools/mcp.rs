@@ -13,7 +13,7 @@ use std::time::Duration;
 use support::e2e::{tool_result, Harness};
 use support::fake_llm::Reply;
 use switchboard::mcp::{load_mcp_servers, McpClients, McpServer, Status};
-use switchboard::tools::{Tool, ToolContext, ToolError};
+use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 /// `tests/mcp`, after checking its servers are installed.
@@ -310,16 +310,24 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
         .unwrap();
     assert_eq!(out, "nothing here");
 
-    // A changed tool list is read again when the server says so.
-    assert!(!server.state().tools.iter().any(|t| t.name == "extra"));
+    // A changed tool list is read again when the server says so, and the
+    // agent's registry offers the new tool from then on.
+    let clients = Arc::new(clients);
+    let mut registry = ToolRegistry::new();
+    registry.register_dynamic(clients.clone());
+    assert!(registry.get("mcp_bad_extra").is_none());
     tool(&clients, "mcp_bad_grow")
         .call(json!({}), &ctx)
         .await
         .unwrap();
+    let server = &clients.servers()[0];
     wait_until(server, "the new tool list", |s| {
         s.tools.iter().any(|t| t.name == "extra")
     })
     .await;
+    let extra = registry.get("mcp_bad_extra").expect("offered once listed");
+    assert_eq!(extra.call(json!({}), &ctx).await.unwrap(), "extra");
+    assert!(registry.names().contains(&"mcp_bad_extra".to_owned()));
     shutdown.cancel();
 }
 
