@@ -439,7 +439,7 @@ async fn doctor_lists_each_mcp_server_up_or_down_and_the_entries_it_skipped() {
     assert!(done.stdout.contains("✔ MCP_SERVERS_FILE"), "{done}");
     assert!(
         done.stdout.contains("✔ MCP server notes up (protocol ")
-            && done.stdout.contains("5 tools offered of 6 listed"),
+            && done.stdout.contains("7 tools offered of 8 listed"),
         "{done}"
     );
     assert!(
