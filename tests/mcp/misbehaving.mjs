@@ -3,11 +3,13 @@
 // client's cancellation), `huge` returns `mb` megabytes of text, `note`
 // answers normally, `flood` writes 20000 lines to stderr first, `grow` adds
 // a tool `extra` and tells the client (`notifications/tools/list_changed`).
-// Every call is appended to $CALL_LOG, one line each.
+// Every call is appended to $CALL_LOG, one line each; at start, its pid and
+// that of a helper process it runs (`pids <server> <helper>`).
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { appendFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 
 const log = (line) => {
   if (process.env.CALL_LOG) appendFileSync(process.env.CALL_LOG, line + "\n");
@@ -66,4 +68,8 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
   }
 });
 log("started");
+// A helper process in the server's process group, as servers have: it must
+// go when the server is stopped.
+const helper = spawn("sleep", ["300"], { stdio: "ignore" });
+log(`pids ${process.pid} ${helper.pid}`);
 await server.connect(new StdioServerTransport());

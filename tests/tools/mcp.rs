@@ -429,7 +429,36 @@ async fn a_server_that_cannot_start_is_down_and_the_rest_load() {
     // A name already taken is refused.
     let refused = clients.tools(&["mcp_good_note".to_owned()]);
     assert!(refused.iter().all(|t| t.spec().name != "mcp_good_note"));
+
+    // Shutdown stops the server and what it started in its process group.
+    let pids: Vec<i32> = log_lines(&log)
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix("pids ")
+                .map(|p| p.split(' ').map(|n| n.parse().unwrap()).collect())
+        })
+        .unwrap();
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
     shutdown.cancel();
+    clients.stopped().await;
+    for _ in 0..500 {
+        if !pids.iter().any(|&p| alive(p)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!pids.iter().any(|&p| alive(p)), "still running: {pids:?}");
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
 }
 
 #[tokio::test]
