@@ -187,10 +187,19 @@ pub fn observation(result: CallToolResult) -> Result<String, ToolError> {
         });
     }
     if let Some(structured) = &result.structured_content {
-        // Servers usually send the same JSON as text too.
+        // Servers usually send the same JSON as text too (or wrap a plain
+        // result as `{"result": ...}`).
+        let wrapped = structured
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .and_then(|o| o.get("result"));
         let repeated = result.content.iter().any(|b| match b {
             ContentBlock::Text(t) => {
-                serde_json::from_str::<Value>(&t.text).ok().as_ref() == Some(structured)
+                let parsed = serde_json::from_str::<Value>(&t.text).ok();
+                parsed.as_ref() == Some(structured)
+                    || wrapped.is_some_and(|w| {
+                        w.as_str() == Some(t.text.as_str()) || parsed.as_ref() == Some(w)
+                    })
             }
             _ => false,
         });

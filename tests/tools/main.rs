@@ -1,4 +1,4 @@
-//! The tools: the built-in ones, HTTP, scripts and MCP servers.
+//! The tools: the built-in ones, HTTP, scripts and MCP servers (Node and Python).
 //!
 //! One test binary for the area; each module was a test binary of its own.
 //!
@@ -9,6 +9,7 @@
 mod support;
 
 mod mcp;
+mod mcp_python;
 mod sandbox;
 mod tools_builtin;
 mod tools_http;

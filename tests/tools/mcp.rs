@@ -17,7 +17,7 @@ use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 /// `tests/mcp`, after checking its servers are installed.
-fn mcp_dir() -> PathBuf {
+pub(crate) fn mcp_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
     let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
@@ -50,20 +50,20 @@ fn misbehaving_entry(log: &Path, extra: Value) -> Value {
 }
 
 /// A servers file in `dir` with `servers`.
-fn servers_file(dir: &Path, servers: Value) -> PathBuf {
+pub(crate) fn servers_file(dir: &Path, servers: Value) -> PathBuf {
     let path = dir.join("mcp.json");
     std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
     path
 }
 
-fn lookup(k: &str) -> Option<String> {
+pub(crate) fn lookup(k: &str) -> Option<String> {
     match k {
         "MCP_TEST_GREETING" => Some("hello-from-the-entry".into()),
         _ => std::env::var(k).ok(),
     }
 }
 
-async fn start(dir: &Path, servers: Value) -> (McpClients, CancellationToken) {
+pub(crate) async fn start(dir: &Path, servers: Value) -> (McpClients, CancellationToken) {
     let (defs, problems) = load_mcp_servers(&servers_file(dir, servers), lookup);
     assert!(problems.is_empty(), "{problems:?}");
     let shutdown = CancellationToken::new();
@@ -71,7 +71,7 @@ async fn start(dir: &Path, servers: Value) -> (McpClients, CancellationToken) {
     (clients, shutdown)
 }
 
-fn tool(clients: &McpClients, name: &str) -> Arc<dyn Tool> {
+pub(crate) fn tool(clients: &McpClients, name: &str) -> Arc<dyn Tool> {
     clients
         .tools(&[])
         .into_iter()
@@ -91,7 +91,7 @@ async fn wait_until<F: Fn(&switchboard::mcp::ServerState) -> bool>(
         .unwrap();
 }
 
-fn log_lines(log: &Path) -> Vec<String> {
+pub(crate) fn log_lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
