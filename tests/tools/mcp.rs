@@ -131,6 +131,14 @@ async fn the_reference_server_is_initialized_and_its_tools_are_called() {
         !names.contains(&"mcp_hinted_get-env".to_owned()),
         "denied tools are not offered"
     );
+    // We declare no sampling or elicitation capability, so the server keeps
+    // the tools that would ask us for them to itself.
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("sampling") || n.contains("elicitation")),
+        "{names:?}"
+    );
 
     let ctx = ToolContext::default();
     let echo = tool(&clients, "mcp_everything_echo");
