@@ -18,6 +18,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// Most tools one server may offer (the providers take ~128 in all); the
+/// rest of a longer list is skipped with a log line.
+pub const MAX_TOOLS_PER_SERVER: usize = 100;
+
 /// The configured servers, started.
 #[derive(Default)]
 pub struct McpClients {
@@ -55,7 +59,11 @@ impl McpClients {
         let mut seen: HashSet<String> = taken.iter().cloned().collect();
         let mut out: Vec<Arc<dyn Tool>> = Vec::new();
         for server in &self.servers {
+            let mut offered = 0;
             for remote in server.state().tools {
+                if offered == MAX_TOOLS_PER_SERVER {
+                    break;
+                }
                 let Some(tool) = McpTool::new(Arc::clone(server), &remote) else {
                     continue;
                 };
@@ -67,6 +75,7 @@ impl McpClients {
                     continue;
                 }
                 out.push(Arc::new(tool));
+                offered += 1;
             }
         }
         out

@@ -274,6 +274,7 @@ impl McpServer {
             tools = tools.len(),
             "MCP server up"
         );
+        warn_if_too_many(&self.def.name, tools.len());
         self.state.send_modify(|s| {
             s.status = Status::Up;
             s.peer = Some(peer.clone());
@@ -339,6 +340,7 @@ async fn relist(
         match peer.list_all_tools().await {
             Ok(tools) => {
                 tracing::info!(server = %name, tools = tools.len(), "MCP server's tool list changed");
+                warn_if_too_many(&name, tools.len());
                 state.send_modify(|s| s.tools = tools);
             }
             Err(e) => {
@@ -346,6 +348,17 @@ async fn relist(
                 return;
             }
         }
+    }
+}
+
+fn warn_if_too_many(server: &str, listed: usize) {
+    if listed > super::MAX_TOOLS_PER_SERVER {
+        tracing::warn!(
+            server,
+            listed,
+            "MCP server lists more tools than are offered; only the first {} are",
+            super::MAX_TOOLS_PER_SERVER
+        );
     }
 }
 

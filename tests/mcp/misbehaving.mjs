@@ -2,7 +2,8 @@
 // failure tests: `crash` exits mid-call, `hang` never answers (and notes the
 // client's cancellation), `huge` returns `mb` megabytes of text, `note`
 // answers normally, `flood` writes 20000 lines to stderr first, `grow` adds
-// a tool `extra` and tells the client (`notifications/tools/list_changed`).
+// a tool `extra` and tells the client (`notifications/tools/list_changed`);
+// $MANY_TOOLS more tools (`many_<i>`) are listed when set.
 // Every call is appended to $CALL_LOG, one line each; at start, its pid and
 // that of a helper process it runs (`pids <server> <helper>`).
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -33,6 +34,9 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
     { name: "flood", description: "Floods stderr.", inputSchema: obj() },
     { name: "grow", description: "Adds a tool.", inputSchema: obj() },
     ...(grown ? [{ name: "extra", description: "Added later.", inputSchema: obj() }] : []),
+    ...Array.from({ length: Number(process.env.MANY_TOOLS ?? 0) }, (_, i) => ({
+      name: `many_${i}`, description: `Tool ${i} of many.`, inputSchema: obj(),
+    })),
   ],
 }));
 server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {

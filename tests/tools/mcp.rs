@@ -340,6 +340,26 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
 }
 
 #[tokio::test]
+async fn a_server_listing_500_tools_offers_the_first_100() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"many": misbehaving_entry(&log, json!({"env": {"CALL_LOG": log, "MANY_TOOLS": "500"}}))}),
+    )
+    .await;
+    assert_eq!(clients.servers()[0].state().tools.len(), 508);
+    let offered = clients.tools(&[]);
+    assert_eq!(offered.len(), switchboard::mcp::MAX_TOOLS_PER_SERVER);
+    let out = tool(&clients, "mcp_many_note")
+        .call(json!({"text": "still fine"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out, "noted: still fine");
+    shutdown.cancel();
+}
+
+#[tokio::test]
 async fn a_hanging_call_times_out_and_a_cancelled_turn_cancels_it_at_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
