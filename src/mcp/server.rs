@@ -296,6 +296,7 @@ impl McpServer {
     async fn serve(&self, conn: Connection, shutdown: &CancellationToken) -> Option<String> {
         let Connection { service, mut child } = conn;
         let stop = service.cancellation_token();
+        let changed = Arc::clone(&service.service().changed);
         let ended = service.waiting();
         tokio::pin!(ended);
         let exited = async {
@@ -317,6 +318,8 @@ impl McpServer {
         if !closed {
             let _ = ended.await;
         }
+        // The re-listing task sees the session closed and ends.
+        changed.notify_one();
         if let Some(child) = child.as_mut() {
             stop_child(child).await;
         }
