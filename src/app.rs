@@ -59,6 +59,8 @@ pub struct Running {
     adapters: Vec<JoinHandle<()>>,
     adapters_done: CancellationToken,
     shutdown: CancellationToken,
+    /// The MCP servers, stopped (their process groups gone) before `wait` returns.
+    mcp: Arc<crate::mcp::McpClients>,
 }
 
 impl Running {
@@ -81,6 +83,7 @@ impl Running {
         }
         let _ = futures::future::join_all(self.adapters).await;
         let _ = self.gateway.await;
+        self.mcp.stopped().await;
         self.store.record_event("gateway.stop", json!({})).await;
     }
 }
@@ -260,6 +263,16 @@ pub async fn start_with_clock(
         &config.llm.model,
     ));
     let mut tools = build_tools(config, &store, &tasks, &skills, &adapters)?;
+    for p in &config.mcp_problems {
+        tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
+    }
+    // Concurrently; a slow server holds the start up for the initialize
+    // timeout at most, and is then down (and retried), not fatal.
+    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, &shutdown).await;
+    // Logs the names refused now; the registry asks again each time.
+    let _ = mcp.tools(&tools.names());
+    let mcp = Arc::new(mcp);
+    tools.register_dynamic(Arc::clone(&mcp) as Arc<dyn crate::tools::DynamicTools>);
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config
@@ -355,6 +368,7 @@ pub async fn start_with_clock(
         adapters: handles,
         adapters_done,
         shutdown,
+        mcp,
     })
 }
 

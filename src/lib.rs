@@ -19,6 +19,7 @@ pub mod llm;
 pub mod markers;
 #[cfg(test)]
 mod markers_props;
+pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod metrics;

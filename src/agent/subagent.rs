@@ -26,7 +26,8 @@ pub struct Role {
     /// The role's system prompt.
     pub prompt: &'static str,
     /// Built-in tools it may use; `with_read_only_apis` adds the operator's
-    /// HTTP API tools that need no approval.
+    /// read-only tools that need no approval (HTTP APIs, MCP server tools
+    /// annotated `readOnlyHint` under `never` or `hints`) up at start.
     pub tools: &'static [&'static str],
     pub with_read_only_apis: bool,
 }
@@ -83,7 +84,8 @@ pub fn delegate_tools(
                 };
                 let spec = tool.spec();
                 let declared = role.tools.contains(&name.as_str());
-                // Operator HTTP tools are the only non-built-in, approval-free ones.
+                // Operator tools (HTTP APIs, MCP servers' read-only tools
+                // set to need no approval) that are safe to run unattended.
                 let api = role.with_read_only_apis
                     && !crate::tools::BUILTIN_TOOLS.contains(&name.as_str())
                     && !spec.requires_approval

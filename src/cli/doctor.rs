@@ -10,6 +10,7 @@ use std::time::Duration;
 use switchboard::config::Config;
 use switchboard::dirs::{self, PathProblem};
 use switchboard::llm::{ChatRequest, Chunk, Message, Provider};
+use switchboard::mcp::{sanitize, McpClients, Status};
 use switchboard::store::{self, Store};
 
 /// Longest wait for one network check (a model endpoint, a platform API).
@@ -89,6 +90,7 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     platforms(&mut r, &config).await;
     http_tools(&mut r, &config);
     script_tools(&mut r, &config);
+    mcp_servers(&mut r, &config).await;
     skills(&mut r, &config);
     if config.platforms.is_empty() {
         r.note("no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
@@ -226,6 +228,57 @@ fn script_tools(r: &mut Report, config: &Config) {
             p.problem
         ));
     }
+}
+
+/// Starts each MCP server briefly: up (protocol, tools) or down (why).
+async fn mcp_servers(r: &mut Report, config: &Config) {
+    if let Some(file) = &config.mcp_servers_file {
+        if !r.path(dirs::check_existing_file("MCP_SERVERS_FILE", file), || {
+            format!("MCP_SERVERS_FILE {} found", file.display())
+        }) {
+            return;
+        }
+    }
+    for p in &config.mcp_problems {
+        if p.server == "*" {
+            r.fail(&format!("MCP_SERVERS_FILE: {}", p.problem));
+        } else {
+            r.note(&format!("MCP server {}: {}", p.server, p.problem));
+        }
+    }
+    if config.mcp_servers.is_empty() {
+        return;
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let clients = McpClients::start(&config.mcp_servers, &stop).await;
+    let offered = clients.tools(&[]);
+    for server in clients.servers() {
+        let state = server.state();
+        let tools = offered
+            .iter()
+            .filter(|t| {
+                t.spec()
+                    .name
+                    .starts_with(&format!("mcp_{}_", sanitize(server.name())))
+            })
+            .count();
+        match state.status {
+            Status::Up => r.ok(&format!(
+                "MCP server {} up (protocol {}, {} tools offered of {} listed)",
+                server.name(),
+                state.protocol_version.as_deref().unwrap_or("?"),
+                tools,
+                state.tools.len()
+            )),
+            _ => r.fail(&format!(
+                "MCP server {} down: {}",
+                server.name(),
+                state.last_error.as_deref().unwrap_or("no answer")
+            )),
+        }
+    }
+    stop.cancel();
+    clients.stopped().await;
 }
 
 fn skills(r: &mut Report, config: &Config) {

@@ -1,5 +1,5 @@
 //! The files the configuration names, loaded once at start: HTTP tools,
-//! script tools and intent rules. Parsing the variables stays in `config`;
+//! script tools, MCP servers and intent rules. Parsing the variables stays in `config`;
 //! reading what they point to happens here.
 
 use super::{ConfigError, Lookup};
@@ -17,6 +17,8 @@ pub(super) struct Files {
     pub script_tools: Vec<ScriptToolDef>,
     pub script_tool_problems: Vec<ScriptToolProblem>,
     pub intents: IntentRules,
+    pub mcp_servers: Vec<crate::mcp::McpServerDef>,
+    pub mcp_problems: Vec<crate::mcp::McpProblem>,
 }
 
 /// Loads `HTTP_TOOLS_FILE`, `SCRIPT_TOOLS_DIR` and `INTENT_RULES_FILE`. Bad
@@ -44,7 +46,13 @@ pub(super) fn load(get: &Lookup<'_>) -> Result<Files, ConfigError> {
                 fix: "fix the file: a JSON list like [{\"pattern\": \"(?i)\\\\bweather\\\\b\", \"tool\": \"get_weather\"}], or unset it",
             })?,
     };
+    let (mcp_servers, mcp_problems) = match get("MCP_SERVERS_FILE") {
+        Some(path) => crate::mcp::load_mcp_servers(Path::new(&path), get),
+        None => (Vec::new(), Vec::new()),
+    };
     Ok(Files {
+        mcp_servers,
+        mcp_problems,
         http_tools,
         http_tool_problems,
         script_tools,

@@ -114,6 +114,11 @@ pub struct Config {
     /// `HTTP_TOOLS_FILE` and `SCRIPT_TOOLS_DIR` as set (`doctor` checks they exist).
     pub http_tools_file: Option<PathBuf>,
     pub script_tools_dir: Option<PathBuf>,
+    /// MCP servers (`MCP_SERVERS_FILE`), the entries that could not be used
+    /// (or had unknown fields), and the file as set.
+    pub mcp_servers: Vec<crate::mcp::McpServerDef>,
+    pub mcp_problems: Vec<crate::mcp::McpProblem>,
+    pub mcp_servers_file: Option<PathBuf>,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -248,6 +253,9 @@ impl Config {
             script_tool_problems: files.script_tool_problems,
             http_tools_file: get("HTTP_TOOLS_FILE").map(PathBuf::from),
             script_tools_dir: get("SCRIPT_TOOLS_DIR").map(PathBuf::from),
+            mcp_servers: files.mcp_servers,
+            mcp_problems: files.mcp_problems,
+            mcp_servers_file: get("MCP_SERVERS_FILE").map(PathBuf::from),
             access_policy,
             allowed_users,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),

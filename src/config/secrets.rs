@@ -42,6 +42,9 @@ impl Config {
             }
             out.extend(url_secrets(&tool.url));
         }
+        for server in &self.mcp_servers {
+            out.extend(server.secrets.iter().cloned());
+        }
         out
     }
 }

@@ -20,12 +20,13 @@ pub(crate) enum Builtin {
     Model,
     Whoami,
     Skills,
+    Tools,
     /// Telegram's own first command; answered like `/help`.
     Start,
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 12] = [
+    pub(crate) const ALL: [Builtin; 13] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
@@ -37,6 +38,7 @@ impl Builtin {
         Builtin::Model,
         Builtin::Whoami,
         Builtin::Skills,
+        Builtin::Tools,
         Builtin::Start,
     ];
 
@@ -53,6 +55,7 @@ impl Builtin {
             Builtin::Model => "model",
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
+            Builtin::Tools => "tools",
             Builtin::Start => "start",
         }
     }
@@ -75,6 +78,7 @@ impl Builtin {
             Builtin::Model => "The model in use",
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
+            Builtin::Tools => "The tools I can use",
             Builtin::Approve | Builtin::Start => return None,
         })
     }
@@ -93,6 +97,7 @@ impl Builtin {
             Builtin::Model => "/model — the model in use",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
+            Builtin::Tools => "/tools — the tools I can use, by source (built-in, HTTP, script, MCP)",
             Builtin::Start => return None,
         })
     }
@@ -242,6 +247,14 @@ pub(crate) async fn run(
                 )
             }
         }
+        Builtin::Tools => {
+            let groups = inner.agent.tools().by_source();
+            let lines: Vec<String> = groups
+                .iter()
+                .map(|(source, names)| format!("{source}: {}", names.join(", ")))
+                .collect();
+            format!("**Tools** (* asks for your approval)\n{}", lines.join("\n"))
+        }
         // Handled as they arrive (`on_message`), never queued; reaching here
         // `/stop` found nothing running.
         Builtin::Stop => super::stop::NOTHING_TO_STOP.to_owned(),
@@ -297,6 +310,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 10);
+        assert_eq!(menu.len(), 11);
     }
 }

@@ -203,6 +203,10 @@ impl Tool for HttpApiTool {
         &self.spec
     }
 
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Http
+    }
+
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let args = self.def.parameters.check(args)?;
         let (url, body) = self.build(&args)?;

@@ -53,6 +53,10 @@ impl Tool for ScriptTool {
         &self.spec
     }
 
+    fn source(&self) -> super::ToolSource {
+        super::ToolSource::Script
+    }
+
     fn validate(&self, args: &Value) -> Result<(), ToolError> {
         self.def.parameters.check(args.clone()).map(drop)
     }

@@ -21,6 +21,29 @@ pub struct ToolSpec {
     pub background: bool,
 }
 
+/// Where a tool comes from, for `/tools`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ToolSource {
+    BuiltIn,
+    /// An operator-declared HTTP API (`HTTP_TOOLS_FILE`).
+    Http,
+    /// An operator-declared script (`SCRIPT_TOOLS_DIR`).
+    Script,
+    /// A tool of this MCP server.
+    Mcp(String),
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::BuiltIn => f.write_str("Built-in"),
+            ToolSource::Http => f.write_str("HTTP APIs"),
+            ToolSource::Script => f.write_str("Scripts"),
+            ToolSource::Mcp(server) => write!(f, "MCP server {server}"),
+        }
+    }
+}
+
 /// Progress of a running (background) tool call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -115,6 +138,11 @@ impl ToolError {
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> &ToolSpec;
+
+    /// Where the tool comes from (built in unless declared by the operator).
+    fn source(&self) -> ToolSource {
+        ToolSource::BuiltIn
+    }
 
     /// The description shown to the model; the spec's unless the tool's
     /// offer changes while running (the skills `execute_skill` lists).

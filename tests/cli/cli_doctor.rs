@@ -414,3 +414,47 @@ async fn doctor_states_the_exec_sandbox_and_warns_when_commands_run_unconfined()
         "{done}"
     );
 }
+
+#[tokio::test]
+async fn doctor_lists_each_mcp_server_up_or_down_and_the_entries_it_skipped() {
+    let llm = FakeLlm::start().await;
+    llm.set_responder(|_| Reply::text("OK"));
+    let env = Env::new(&llm.base_url());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/misbehaving.mjs");
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/mcp/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "the MCP test servers are not installed: run `npm ci --prefix tests/mcp`"
+    );
+    let servers = serde_json::json!({"mcpServers": {
+        "notes": {"command": "node", "args": [script], "deny": ["crash"], "autoApprove": true},
+        "gone": {"command": "/nonexistent/server"},
+        "half": {"url": "ftp://example.com"}
+    }});
+    std::fs::write(env.path("mcp.json"), servers.to_string()).unwrap();
+    let env = env.set_path("MCP_SERVERS_FILE", "mcp.json");
+    let done = env.run(&["doctor"]).await;
+    assert_eq!(done.code, Some(1), "{done}");
+    assert!(done.stdout.contains("✔ MCP_SERVERS_FILE"), "{done}");
+    assert!(
+        done.stdout.contains("✔ MCP server notes up (protocol ")
+            && done.stdout.contains("7 tools offered of 8 listed"),
+        "{done}"
+    );
+    assert!(
+        done.failure("MCP server gone down")
+            .contains("cannot start"),
+        "{done}"
+    );
+    assert!(
+        done.stdout
+            .contains("• MCP server notes: unknown field `autoApprove`"),
+        "{done}"
+    );
+    assert!(
+        done.stdout
+            .contains("• MCP server half: `url` must be http or https"),
+        "{done}"
+    );
+}

@@ -1,4 +1,4 @@
-//! The tools: the built-in ones, HTTP and scripts.
+//! The tools: the built-in ones, HTTP, scripts and MCP servers (Node and Python).
 //!
 //! One test binary for the area; each module was a test binary of its own.
 //!
@@ -8,6 +8,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod mcp;
+mod mcp_python;
 mod sandbox;
 mod tools_builtin;
 mod tools_http;

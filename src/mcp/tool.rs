@@ -1,0 +1,272 @@
+//! One MCP server tool as an agent tool: `mcp_<server>_<tool>`, its JSON
+//! Schema passed through, calls with a timeout and cancellation, and the
+//! result turned into the observation the model sees.
+
+use super::server::McpServer;
+use crate::tools::{Tool, ToolContext, ToolError, ToolSource, ToolSpec};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::service::ServiceError;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Longest tool name the model providers take.
+const MAX_NAME: usize = 64;
+
+/// `raw` with everything outside `[A-Za-z0-9_-]` replaced by `_`.
+pub fn sanitize(raw: &str) -> String {
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect::<String>()
+        .trim_matches('_')
+        .to_owned()
+}
+
+/// The name the model sees: `mcp_<server>_<tool>`, sanitized, at most 64
+/// characters.
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    let mut name = format!("mcp_{}_{}", sanitize(server), sanitize(tool));
+    name.truncate(MAX_NAME);
+    name
+}
+
+/// An MCP server's tool.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    remote: String,
+    spec: ToolSpec,
+}
+
+impl McpTool {
+    /// A tool of `server` as listed by it; `None` when the policy does not offer it.
+    pub fn new(server: Arc<McpServer>, tool: &rmcp::model::Tool) -> Option<McpTool> {
+        let policy = &server.def.policy;
+        if !policy.offers(&tool.name) {
+            return None;
+        }
+        let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+        let description = tool.description.as_deref().unwrap_or_default();
+        let spec = ToolSpec {
+            name: exposed_name(server.name(), &tool.name),
+            display_name: format!("{} ({})", tool.name, server.name()),
+            description: format!("{description}\n(MCP server `{}`)", server.name()),
+            parameters: Value::Object((*tool.input_schema).clone()),
+            concurrency_safe: read_only == Some(true),
+            requires_approval: policy.requires_approval(&tool.name, read_only),
+            background: false,
+        };
+        Some(McpTool {
+            remote: tool.name.to_string(),
+            server,
+            spec,
+        })
+    }
+
+    fn failed(&self, message: String, diagnostics: Option<String>) -> ToolError {
+        ToolError::Failed {
+            message,
+            diagnostics,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp(self.server.name().to_owned())
+    }
+
+    fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        match args {
+            Value::Object(_) | Value::Null => Ok(()),
+            _ => Err(ToolError::InvalidArguments(
+                "the arguments must be a JSON object".into(),
+            )),
+        }
+    }
+
+    async fn approval_summary(&self, args: &Value) -> String {
+        let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+        format!(
+            "MCP server: {}\ntool: {}\narguments:\n{pretty}",
+            self.server.name(),
+            self.remote
+        )
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let server = self.server.name();
+        let state = self.server.state();
+        let Some(peer) = state.peer else {
+            let why = state.last_error.unwrap_or_else(|| "not started".into());
+            return Err(self.failed(format!("the MCP server `{server}` is down ({why})"), None));
+        };
+        if !state.tools.iter().any(|t| t.name == self.remote) {
+            return Err(self.failed(
+                format!(
+                    "the MCP server `{server}` no longer offers `{}`",
+                    self.remote
+                ),
+                None,
+            ));
+        }
+        let mut params = CallToolRequestParams::new(self.remote.clone());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let timeout = self.server.def.timeout;
+        // Dropping the call (timeout, cancellation) sends `notifications/cancelled`.
+        let outcome = tokio::select! {
+            _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            r = tokio::time::timeout(timeout, peer.call_tool(params)) => r,
+        };
+        match outcome {
+            Err(_) => Err(ToolError::Timeout(timeout)),
+            Ok(Err(ServiceError::McpError(e))) => Err(self.failed(
+                format!("the MCP server `{server}` refused the call: {}", e.message),
+                None,
+            )),
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                Err(self.failed(
+                    format!(
+                        "the MCP server `{server}` stopped during the call; it is being restarted"
+                    ),
+                    Some(e.to_string()),
+                ))
+            }
+            Ok(Err(e)) => Err(self.failed(
+                format!("the MCP server `{server}` failed the call"),
+                Some(e.to_string()),
+            )),
+            Ok(Ok(result)) => observation(result),
+        }
+    }
+}
+
+/// The result as text: text content joined, images and audio as notes,
+/// embedded resources as text, structured content as JSON; `isError` as a
+/// tool error.
+pub fn observation(result: CallToolResult) -> Result<String, ToolError> {
+    let mut parts: Vec<String> = Vec::new();
+    for block in &result.content {
+        parts.push(match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => {
+                format!("[image result, {} bytes]", decoded_len(&i.data))
+            }
+            ContentBlock::Audio(a) => {
+                format!("[audio result, {} bytes]", decoded_len(&a.data))
+            }
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { uri, text, .. } => {
+                    format!("[resource {uri}]\n{text}")
+                }
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => format!(
+                    "[resource {uri}: {}, {} bytes]",
+                    mime_type.as_deref().unwrap_or("binary"),
+                    decoded_len(blob)
+                ),
+                _ => "[a resource of a kind this gateway does not show]".to_owned(),
+            },
+            ContentBlock::ResourceLink(link) => format!("[resource link {}]", link.uri),
+            _ => "[content of a kind this gateway does not show]".to_owned(),
+        });
+    }
+    if let Some(structured) = &result.structured_content {
+        // Servers usually send the same JSON as text too (or wrap a plain
+        // result as `{"result": ...}`).
+        let wrapped = structured
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .and_then(|o| o.get("result"));
+        let repeated = result.content.iter().any(|b| match b {
+            ContentBlock::Text(t) => {
+                let parsed = serde_json::from_str::<Value>(&t.text).ok();
+                parsed.as_ref() == Some(structured)
+                    || wrapped.is_some_and(|w| {
+                        w.as_str() == Some(t.text.as_str()) || parsed.as_ref() == Some(w)
+                    })
+            }
+            _ => false,
+        });
+        if !repeated {
+            parts.push(structured.to_string());
+        }
+    }
+    let text = parts.join("\n");
+    if result.is_error == Some(true) {
+        let text = if text.is_empty() {
+            "the tool reported an error".to_owned()
+        } else {
+            text
+        };
+        return Err(ToolError::failed(text));
+    }
+    Ok(text)
+}
+
+/// Bytes a base64 string decodes to.
+fn decoded_len(data: &str) -> usize {
+    let data = data.trim_end_matches('=');
+    data.len() * 3 / 4
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn names_are_sanitized_and_capped() {
+        assert_eq!(
+            exposed_name("my server", "read.file"),
+            "mcp_my_server_read_file"
+        );
+        assert_eq!(
+            exposed_name("everything", "get-sum"),
+            "mcp_everything_get-sum"
+        );
+        let long = exposed_name("s", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+    }
+
+    #[test]
+    fn results_become_observations() {
+        let result: CallToolResult = serde_json::from_value(serde_json::json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "aGVsbG8h", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "inside"}}
+            ],
+            "structuredContent": {"sum": 3}
+        }))
+        .unwrap();
+        let text = observation(result).unwrap();
+        assert_eq!(
+            text,
+            "hello\n[image result, 6 bytes]\n[resource file:///a.txt]\ninside\n{\"sum\":3}"
+        );
+        let error: CallToolResult = serde_json::from_value(serde_json::json!({
+            "content": [{"type": "text", "text": "no such file"}], "isError": true
+        }))
+        .unwrap();
+        assert_eq!(
+            observation(error).unwrap_err().for_model(),
+            "error: no such file"
+        );
+    }
+}

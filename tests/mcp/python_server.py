@@ -1,0 +1,52 @@
+"""A small MCP server written with the official Python SDK (`mcp` on PyPI),
+run over stdio by the tests: annotated tools for the `hints` approval mode,
+structured output, and an exception as a tool error. Every call is appended
+to $CALL_LOG."""
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+server = MCPServer("python-test-server")
+
+
+def log(line: str) -> None:
+    path = os.environ.get("CALL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def lookup(key: str) -> str:
+    """Looks a key up (read-only)."""
+    log(f"call lookup {key}")
+    return f"{key} = 42"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def delete(key: str) -> str:
+    """Deletes a key."""
+    log(f"call delete {key}")
+    return f"deleted {key}"
+
+
+@server.tool()
+def add(a: int, b: int) -> dict:
+    """Adds two numbers (structured output)."""
+    log(f"call add {a} {b}")
+    return {"sum": a + b}
+
+
+@server.tool()
+def boom() -> str:
+    """Always fails."""
+    log("call boom")
+    raise ToolError("the python tool failed on purpose")
+
+
+if __name__ == "__main__":
+    log("started")
+    server.run("stdio")

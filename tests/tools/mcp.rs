@@ -1,0 +1,587 @@
+//! The MCP client against real servers: the reference server
+//! `@modelcontextprotocol/server-everything` and a misbehaving server written
+//! with the official SDK (`tests/mcp/misbehaving.mjs`), both over stdio; and
+//! through the real core, where an MCP tool call needs an approval card.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use support::e2e::{tool_result, Harness};
+use support::fake_llm::Reply;
+use switchboard::mcp::{load_mcp_servers, McpClients, McpServer, Status};
+use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry};
+use tokio_util::sync::CancellationToken;
+
+/// `tests/mcp`, after checking its servers are installed.
+pub(crate) fn mcp_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        entry.exists(),
+        "the MCP test servers are not installed ({} is missing): run `npm ci --prefix tests/mcp`",
+        entry.display()
+    );
+    dir
+}
+
+/// The value of `${MCP_TEST_GREETING}` in the gateway test: a secret.
+const SECRET: &str = "greeting-secret-4f9a2c71";
+
+fn everything_entry() -> Value {
+    let script =
+        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    json!({"command": "node", "args": [script, "stdio"], "env": {"GREETING": "${MCP_TEST_GREETING}"}})
+}
+
+fn misbehaving_entry(log: &Path, extra: Value) -> Value {
+    let mut entry = json!({
+        "command": "node",
+        "args": [mcp_dir().join("misbehaving.mjs")],
+        "env": {"CALL_LOG": log},
+    });
+    if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), extra) {
+        e.extend(more);
+    }
+    entry
+}
+
+/// A servers file in `dir` with `servers`.
+pub(crate) fn servers_file(dir: &Path, servers: Value) -> PathBuf {
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
+    path
+}
+
+pub(crate) fn lookup(k: &str) -> Option<String> {
+    match k {
+        "MCP_TEST_GREETING" => Some("hello-from-the-entry".into()),
+        _ => std::env::var(k).ok(),
+    }
+}
+
+pub(crate) async fn start(dir: &Path, servers: Value) -> (McpClients, CancellationToken) {
+    let (defs, problems) = load_mcp_servers(&servers_file(dir, servers), lookup);
+    assert!(problems.is_empty(), "{problems:?}");
+    let shutdown = CancellationToken::new();
+    let clients = McpClients::start(&defs, &shutdown).await;
+    (clients, shutdown)
+}
+
+pub(crate) fn tool(clients: &McpClients, name: &str) -> Arc<dyn Tool> {
+    clients
+        .tools(&[])
+        .into_iter()
+        .find(|t| t.spec().name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+async fn wait_until<F: Fn(&switchboard::mcp::ServerState) -> bool>(
+    server: &McpServer,
+    what: &str,
+    f: F,
+) {
+    let mut rx = server.watch();
+    tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|s| f(s)))
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+        .unwrap();
+}
+
+pub(crate) fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_reference_server_is_initialized_and_its_tools_are_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"everything": everything_entry(), "hinted": {
+            "command": "node",
+            "args": [mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"],
+            "approval": "hints", "deny": ["get-env"]
+        }}),
+    )
+    .await;
+    let server = &clients.servers()[0];
+    let state = server.state();
+    assert_eq!(state.status, Status::Up, "{:?}", state.last_error);
+    assert!(state.protocol_version.is_some());
+    let names: Vec<String> = clients
+        .tools(&[])
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    for expected in [
+        "mcp_everything_echo",
+        "mcp_everything_get-tiny-image",
+        "mcp_hinted_echo",
+    ] {
+        assert!(names.contains(&expected.to_owned()), "{names:?}");
+    }
+    assert!(
+        !names.contains(&"mcp_hinted_get-env".to_owned()),
+        "denied tools are not offered"
+    );
+    // We declare no sampling or elicitation capability, so the server keeps
+    // the tools that would ask us for them to itself.
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("sampling") || n.contains("elicitation")),
+        "{names:?}"
+    );
+
+    let ctx = ToolContext::default();
+    let echo = tool(&clients, "mcp_everything_echo");
+    assert!(
+        echo.spec().requires_approval,
+        "every MCP tool asks by default"
+    );
+    assert_eq!(
+        echo.spec().parameters["properties"]["message"]["type"],
+        "string"
+    );
+    let out = echo
+        .call(json!({"message": "hi there"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "Echo: hi there");
+    let summary = echo.approval_summary(&json!({"message": "hi there"})).await;
+    assert!(
+        summary.contains("MCP server: everything") && summary.contains("tool: echo"),
+        "{summary}"
+    );
+    assert!(summary.contains("\"message\": \"hi there\""), "{summary}");
+
+    let image = tool(&clients, "mcp_everything_get-tiny-image")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert!(image.contains("[image result, "), "{image}");
+
+    let weather = tool(&clients, "mcp_everything_get-structured-content")
+        .call(json!({"location": "Chicago"}), &ctx)
+        .await
+        .unwrap();
+    assert!(weather.contains("temperature"), "{weather}");
+
+    // The environment is the entry's (and PATH), nothing of ours.
+    let env = tool(&clients, "mcp_everything_get-env")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert!(env.contains("hello-from-the-entry"), "{env}");
+    assert!(!env.contains("CARGO_MANIFEST_DIR"), "{env}");
+
+    // `hints`: a readOnlyHint tool runs without a card, others still ask.
+    assert!(!tool(&clients, "mcp_hinted_echo").spec().requires_approval);
+    assert!(
+        tool(&clients, "mcp_hinted_toggle-simulated-logging")
+            .spec()
+            .requires_approval
+    );
+
+    // The schema's own validation errors come back as tool errors.
+    let bad = echo.call(json!({"message": 5}), &ctx).await.unwrap_err();
+    assert!(matches!(bad, ToolError::Failed { .. }), "{bad:?}");
+    shutdown.cancel();
+    wait_until(server, "the stop", |s| s.status == Status::Down).await;
+}
+
+/// server-everything over Streamable HTTP on a free port, once it listens.
+async fn everything_over_http() -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script =
+        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut child = tokio::process::Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("server-everything exited before listening");
+    };
+    tokio::time::timeout(Duration::from_secs(60), listening)
+        .await
+        .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}
+
+#[tokio::test]
+async fn the_reference_server_over_streamable_http() {
+    let (_server, port) = everything_over_http().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"remote": {
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": "Bearer ${MCP_TEST_GREETING}"},
+            "approval": "never"
+        }}),
+    )
+    .await;
+    let state = clients.servers()[0].state();
+    assert_eq!(state.status, Status::Up, "{:?}", state.last_error);
+    let echo = tool(&clients, "mcp_remote_echo");
+    assert!(!echo.spec().requires_approval);
+    let out = echo
+        .call(json!({"message": "over http"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out, "Echo: over http");
+    shutdown.cancel();
+    clients.stopped().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"bad": misbehaving_entry(&log, json!({}))}),
+    )
+    .await;
+    let server = &clients.servers()[0];
+    let ctx = ToolContext::default();
+    let err = tool(&clients, "mcp_bad_crash")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        err.for_model().contains("stopped during the call"),
+        "{}",
+        err.for_model()
+    );
+    wait_until(server, "the restart", |s| {
+        s.status == Status::Up && s.connections == 2
+    })
+    .await;
+    let out = tool(&clients, "mcp_bad_note")
+        .call(json!({"text": "after the crash"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "noted: after the crash");
+    assert_eq!(
+        log_lines(&log).iter().filter(|l| *l == "started").count(),
+        2
+    );
+
+    // isError is a tool error with the server's text.
+    let err = tool(&clients, "mcp_bad_fail")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.for_model(), "error: the disk is full");
+
+    // A 5 MB result arrives whole (the runtime stores large results).
+    let huge = tool(&clients, "mcp_bad_huge")
+        .call(json!({"mb": 5}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(huge.len(), 5 * 1024 * 1024);
+
+    // 2 MB of stderr neither blocks the server nor the next call.
+    let out = tool(&clients, "mcp_bad_flood")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "flooded");
+    let out = tool(&clients, "mcp_bad_peek")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out, "nothing here");
+
+    // A changed tool list is read again when the server says so, and the
+    // agent's registry offers the new tool from then on.
+    let clients = Arc::new(clients);
+    let mut registry = ToolRegistry::new();
+    registry.register_dynamic(clients.clone());
+    assert!(registry.get("mcp_bad_extra").is_none());
+    tool(&clients, "mcp_bad_grow")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    let server = &clients.servers()[0];
+    wait_until(server, "the new tool list", |s| {
+        s.tools.iter().any(|t| t.name == "extra")
+    })
+    .await;
+    let extra = registry.get("mcp_bad_extra").expect("offered once listed");
+    assert_eq!(extra.call(json!({}), &ctx).await.unwrap(), "extra");
+    assert!(registry.names().contains(&"mcp_bad_extra".to_owned()));
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_server_listing_500_tools_offers_the_first_100() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"many": misbehaving_entry(&log, json!({"env": {"CALL_LOG": log, "MANY_TOOLS": "500"}}))}),
+    )
+    .await;
+    assert_eq!(clients.servers()[0].state().tools.len(), 508);
+    let offered = clients.tools(&[]);
+    assert_eq!(offered.len(), switchboard::mcp::MAX_TOOLS_PER_SERVER);
+    let out = tool(&clients, "mcp_many_note")
+        .call(json!({"text": "still fine"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out, "noted: still fine");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_hanging_call_times_out_and_a_cancelled_turn_cancels_it_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"slow": misbehaving_entry(&log, json!({"timeout_secs": 1}))}),
+    )
+    .await;
+    let hang = tool(&clients, "mcp_slow_hang");
+    let err = hang
+        .call(json!({}), &ToolContext::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ToolError::Timeout(d) if d == Duration::from_secs(1)),
+        "{err:?}"
+    );
+
+    let ctx = ToolContext::default();
+    let cancel = ctx.cancel.clone();
+    let call = tokio::spawn(async move { hang.call(json!({}), &ctx).await });
+    // Cancel once the server has the call.
+    let mut seen = 0;
+    while seen < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen = log_lines(&log)
+            .iter()
+            .filter(|l| l.starts_with("call hang"))
+            .count();
+    }
+    cancel.cancel();
+    assert!(matches!(call.await.unwrap(), Err(ToolError::Cancelled)));
+    // The server hears of both: the timed-out call and the cancelled one.
+    for _ in 0..500 {
+        if log_lines(&log)
+            .iter()
+            .filter(|l| *l == "cancelled hang")
+            .count()
+            == 2
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        log_lines(&log)
+            .iter()
+            .filter(|l| *l == "cancelled hang")
+            .count(),
+        2,
+        "{:?}",
+        log_lines(&log)
+    );
+    // And still answers.
+    let out = tool(&clients, "mcp_slow_peek")
+        .call(json!({}), &ToolContext::default())
+        .await;
+    assert_eq!(out.unwrap(), "nothing here");
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_down_and_the_rest_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({
+            "missing": {"command": "/nonexistent/mcp-server"},
+            "good": misbehaving_entry(&log, json!({}))
+        }),
+    )
+    .await;
+    let by_name = |n: &str| {
+        clients
+            .servers()
+            .iter()
+            .find(|s| s.name() == n)
+            .unwrap()
+            .state()
+    };
+    let missing = by_name("missing");
+    assert_eq!(missing.status, Status::Down);
+    assert!(missing.last_error.unwrap().contains("cannot start"));
+    assert_eq!(by_name("good").status, Status::Up);
+    let names: Vec<String> = clients
+        .tools(&[])
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("mcp_good_")),
+        "{names:?}"
+    );
+    // A name already taken is refused.
+    let refused = clients.tools(&["mcp_good_note".to_owned()]);
+    assert!(refused.iter().all(|t| t.spec().name != "mcp_good_note"));
+
+    // Shutdown stops the server and what it started in its process group.
+    let pids: Vec<i32> = log_lines(&log)
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix("pids ")
+                .map(|p| p.split(' ').map(|n| n.parse().unwrap()).collect())
+        })
+        .unwrap();
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    shutdown.cancel();
+    clients.stopped().await;
+    for _ in 0..500 {
+        if !pids.iter().any(|&p| alive(p)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!pids.iter().any(|&p| alive(p)), "still running: {pids:?}");
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+#[tokio::test]
+async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let file = servers_file(
+        dir.path(),
+        json!({"everything": everything_entry(), "notes": misbehaving_entry(&log, json!({}))}),
+    );
+    let file = file.display().to_string();
+    let path = std::env::var("PATH").unwrap();
+    let h = Harness::with(&[
+        ("MCP_SERVERS_FILE", file.as_str()),
+        ("MCP_TEST_GREETING", SECRET),
+        ("PATH", path.as_str()),
+    ])
+    .await;
+    h.llm.push(Reply::tool_calls([(
+        "call_e",
+        "mcp_everything_echo",
+        json!({"message": "ping through the gateway"}),
+    )]));
+    h.llm.push(Reply::text("It echoed."));
+    h.channel.dm(1, "echo something").await;
+    let card = h.channel.card().await;
+    assert!(
+        card.text.contains("everything") && card.text.contains("echo"),
+        "{}",
+        card.text
+    );
+    assert!(
+        card.text.contains("ping through the gateway"),
+        "{}",
+        card.text
+    );
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("It echoed.")).await;
+    let requests = h.requests(2).await;
+    assert_eq!(
+        tool_result(&requests[1], "call_e"),
+        "Echo: ping through the gateway"
+    );
+
+    h.llm.push(Reply::tool_calls([(
+        "call_n",
+        "mcp_notes_note",
+        json!({"text": "do not store this"}),
+    )]));
+    h.llm.push(Reply::text("Not stored."));
+    h.channel.dm(1, "store a note").await;
+    let second = h.channel.next_card(card.id).await;
+    h.channel.press(1, &second.action('n')).await;
+    h.wait_for("the answer", |l| l.has_text("Not stored."))
+        .await;
+    assert!(
+        !log_lines(&log).iter().any(|l| l.starts_with("call ")),
+        "the server was called: {:?}",
+        log_lines(&log)
+    );
+
+    // A value expanded from ${VAR} is a secret: the server's environment
+    // holds it, the model never sees it.
+    h.llm.push(Reply::tool_calls([(
+        "call_env",
+        "mcp_everything_get-env",
+        json!({}),
+    )]));
+    h.llm.push(Reply::text("Read the environment."));
+    h.channel.dm(1, "what is your environment?").await;
+    let third = h.channel.next_card(second.id).await;
+    h.channel.press(1, &third.action('y')).await;
+    h.wait_for("the answer", |l| l.has_text("Read the environment."))
+        .await;
+    let requests = h.requests(6).await;
+    let env = tool_result(&requests[5], "call_env");
+    assert!(env.contains("GREETING"), "{env}");
+    for r in &requests {
+        assert!(
+            !r.to_string().contains(SECRET),
+            "the secret reached the model: {r}"
+        );
+    }
+
+    // `/tools` lists them by source, marking those that ask.
+    h.channel.dm(1, "/tools").await;
+    let log = h
+        .wait_for("the tool list", |l| l.any_contains("**Tools**"))
+        .await;
+    let list = log.find("**Tools**").unwrap().text.clone();
+    assert!(list.contains("Built-in: read_file"), "{list}");
+    assert!(
+        list.contains("MCP server everything: mcp_everything_echo*"),
+        "{list}"
+    );
+    assert!(list.contains("MCP server notes: mcp_notes_note*"), "{list}");
+    h.stop().await;
+}

@@ -1,0 +1,131 @@
+//! The MCP client against a server written with the official Python SDK
+//! (`tests/mcp/python_server.py`, `mcp` from PyPI): `hints` trusts its
+//! read-only annotation only, structured output and exceptions come through,
+//! and through the gateway a read-only tool runs without a card while a
+//! destructive one asks (denied: never called).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::mcp::{log_lines, mcp_dir, servers_file, start, tool};
+use crate::support;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use support::e2e::{tool_result, Harness};
+use support::fake_llm::Reply;
+use switchboard::mcp::Status;
+use switchboard::tools::ToolContext;
+
+/// The server's entry, after checking the SDK is installed.
+fn python_entry(log: &Path) -> Value {
+    let python = mcp_dir().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "the Python MCP SDK is not installed ({} is missing): run \
+         `python3 -m venv tests/mcp/.venv && tests/mcp/.venv/bin/pip install -r tests/mcp/requirements.txt`",
+        python.display()
+    );
+    json!({
+        "command": python,
+        "args": [mcp_dir().join("python_server.py")],
+        "env": {"CALL_LOG": log},
+        "approval": "hints"
+    })
+}
+
+#[tokio::test]
+async fn a_python_sdk_server_annotations_structured_output_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry(&log)})).await;
+    let state = clients.servers()[0].state();
+    assert_eq!(state.status, Status::Up, "{:?}", state.last_error);
+    let ctx = ToolContext::default();
+
+    let lookup = tool(&clients, "mcp_py_lookup");
+    assert!(!lookup.spec().requires_approval, "read-only under hints");
+    assert!(
+        tool(&clients, "mcp_py_delete").spec().requires_approval,
+        "destructive"
+    );
+    assert!(
+        tool(&clients, "mcp_py_add").spec().requires_approval,
+        "no annotation"
+    );
+    assert_eq!(
+        lookup.call(json!({"key": "k"}), &ctx).await.unwrap(),
+        "k = 42",
+        "a plain result wrapped as structured content is shown once"
+    );
+
+    let sum = tool(&clients, "mcp_py_add")
+        .call(json!({"a": 2, "b": 3}), &ctx)
+        .await
+        .unwrap();
+    let sum: Value = serde_json::from_str(&sum).unwrap();
+    assert_eq!(sum, json!({"sum": 5}));
+
+    let err = tool(&clients, "mcp_py_boom")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        err.for_model().contains("failed on purpose"),
+        "{}",
+        err.for_model()
+    );
+    shutdown.cancel();
+    clients.stopped().await;
+}
+
+#[tokio::test]
+async fn through_the_gateway_a_read_only_tool_runs_without_a_card_and_a_destructive_one_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let file = servers_file(dir.path(), json!({"py": python_entry(&log)}));
+    let file = file.display().to_string();
+    let path = std::env::var("PATH").unwrap();
+    let h = Harness::with(&[("MCP_SERVERS_FILE", file.as_str()), ("PATH", path.as_str())]).await;
+
+    h.llm.push(Reply::tool_calls([(
+        "call_l",
+        "mcp_py_lookup",
+        json!({"key": "colour"}),
+    )]));
+    h.llm.push(Reply::text("It is 42."));
+    h.channel.dm(1, "look up colour").await;
+    h.wait_for("the answer", |l| l.has_text("It is 42.")).await;
+    assert!(
+        h.channel.log().card().is_none(),
+        "no card for a read-only tool"
+    );
+    assert_eq!(
+        tool_result(&h.requests(2).await[1], "call_l"),
+        "colour = 42"
+    );
+
+    h.llm.push(Reply::tool_calls([(
+        "call_d",
+        "mcp_py_delete",
+        json!({"key": "colour"}),
+    )]));
+    h.llm.push(Reply::text("Kept it."));
+    h.channel.dm(1, "delete colour").await;
+    let card = h.channel.card().await;
+    assert!(
+        card.text.contains("py") && card.text.contains("delete") && card.text.contains("colour"),
+        "{}",
+        card.text
+    );
+    h.channel.press(1, &card.action('n')).await;
+    h.wait_for("the answer", |l| l.has_text("Kept it.")).await;
+    let calls: Vec<String> = log_lines(&log)
+        .into_iter()
+        .filter(|l| l.starts_with("call "))
+        .collect();
+    assert_eq!(
+        calls,
+        ["call lookup colour"],
+        "the denied call never reached the server"
+    );
+    h.stop().await;
+}
