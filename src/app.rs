@@ -287,6 +287,7 @@ pub async fn start_with_clock(
         memory: config.memory.clone(),
         clock,
         spool_dir: config.data_dir.join("spool"),
+        verbosity: config.chat_verbosity,
     };
     let metrics = Arc::new(Metrics::default());
     let health_addr = match config.health_listen {

@@ -238,6 +238,7 @@ impl RoundRunner<'_> {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 error: e.clone(),
+                duration,
             },
         };
         let _ = self.events.send(event).await;

@@ -18,6 +18,7 @@ pub(crate) enum Builtin {
     Approve,
     Usage,
     Model,
+    Verbose,
     Whoami,
     Skills,
     /// Telegram's own first command; answered like `/help`.
@@ -25,7 +26,7 @@ pub(crate) enum Builtin {
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 12] = [
+    pub(crate) const ALL: [Builtin; 13] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
@@ -35,6 +36,7 @@ impl Builtin {
         Builtin::Approve,
         Builtin::Usage,
         Builtin::Model,
+        Builtin::Verbose,
         Builtin::Whoami,
         Builtin::Skills,
         Builtin::Start,
@@ -51,6 +53,7 @@ impl Builtin {
             Builtin::Approve => "approve",
             Builtin::Usage => "usage",
             Builtin::Model => "model",
+            Builtin::Verbose => "verbose",
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
             Builtin::Start => "start",
@@ -73,6 +76,7 @@ impl Builtin {
             Builtin::Approvals => "Waiting cards and your rules",
             Builtin::Usage => "Today's token usage",
             Builtin::Model => "The model in use",
+            Builtin::Verbose => "How much of my work you see",
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
             Builtin::Approve | Builtin::Start => return None,
@@ -91,6 +95,7 @@ impl Builtin {
             Builtin::Approve => "/approve <id> allow|always|edit|deny [reason] — decide an approval by text",
             Builtin::Usage => "/usage — today's token usage",
             Builtin::Model => "/model — the model in use",
+            Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
             Builtin::Start => return None,
@@ -229,6 +234,7 @@ pub(crate) async fn run(
             )
         }
         Builtin::Tasks => super::tasks_cmd::run(inner, cmd, session).await?,
+        Builtin::Verbose => super::verbose_cmd::run(inner, cmd, session).await?,
         Builtin::Approvals => super::approvals_cmd::run(inner, cmd, key).await?,
         Builtin::Memory => super::memory_cmd::run(inner, cmd, key, private).await?,
         Builtin::Skills => {
@@ -297,6 +303,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 10);
+        assert_eq!(menu.len(), 11);
     }
 }

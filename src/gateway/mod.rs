@@ -2,6 +2,7 @@
 //! runtime → outbound.
 
 mod access;
+mod activity;
 mod answer_file;
 pub use answer_file::ANSWER_MAX_CHARS;
 mod approvals_cmd;
@@ -31,8 +32,11 @@ mod stop;
 mod tasks_cmd;
 mod text;
 mod turn;
+mod turn_stream;
+mod verbose_cmd;
 
 pub use access::AccessPolicy;
+pub use activity::Verbosity;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 
 use crate::agent::Agent;
@@ -81,6 +85,8 @@ pub struct GatewaySettings {
     /// Where accepted messages are spooled while storage is down
     /// (`DATA_DIR/spool`).
     pub spool_dir: PathBuf,
+    /// What chats see of a turn's work unless they chose (`CHAT_VERBOSITY`).
+    pub verbosity: Verbosity,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -112,6 +118,8 @@ pub(crate) struct Inner {
     storage: hold::StorageHealth,
     /// Where accepted messages are kept while storage is down.
     spool: Option<Spool>,
+    /// The default verbosity of a session that did not choose one.
+    pub verbosity: Verbosity,
 }
 
 impl Inner {
@@ -202,6 +210,7 @@ impl Gateway {
                 }
             },
             instance,
+            verbosity: settings.verbosity,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
