@@ -8,6 +8,7 @@ mod support;
 mod agent_events;
 mod durable_turns;
 mod e2e_access;
+mod e2e_activity;
 mod e2e_approvals;
 mod e2e_approvals_pending;
 mod e2e_bad_input;
