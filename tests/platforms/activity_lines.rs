@@ -30,7 +30,11 @@ fn tool_round(llm: &support::fake_llm::FakeLlm, delay: Duration) {
 #[tokio::test]
 async fn telegram_shows_the_tool_line_then_collapses_it() {
     let mut workspace = None;
-    let e = telegram_e2e::E2e::start(|c| workspace = Some(c.workspace_dir.clone())).await;
+    let e = telegram_e2e::E2e::start(|c| {
+        c.chat_verbosity = switchboard::gateway::Verbosity::Tools;
+        workspace = Some(c.workspace_dir.clone());
+    })
+    .await;
     let workspace = workspace.unwrap();
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::write(workspace.join("notes.txt"), "buy milk\n").unwrap();
@@ -74,7 +78,7 @@ async fn telegram_shows_the_tool_line_then_collapses_it() {
 
 #[tokio::test]
 async fn discord_shows_the_tool_line_then_collapses_it() {
-    let e = discord_e2e::E2e::start().await;
+    let e = discord_e2e::E2e::with(&[("CHAT_VERBOSITY", "tools")]).await;
     let ws = e._dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("notes.txt"), "buy milk\n").unwrap();

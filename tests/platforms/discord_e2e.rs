@@ -63,6 +63,8 @@ impl E2e {
             ("DISCORD_BOT_TOKEN", TOKEN.to_owned()),
             ("DISCORD_API_URL", discord.api_url.clone()),
             ("DISCORD_APPROVER_ROLES", role),
+            // Activity lines have tests of their own (`activity_lines`).
+            ("CHAT_VERBOSITY", "off".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -53,6 +53,8 @@ impl E2e {
             ("TELEGRAM_ALLOWED_USERS", "900,901,902".to_owned()),
             ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
             ("TELEGRAM_API_URL", tg.api_url()),
+            // Activity lines have tests of their own (`activity_lines`).
+            ("CHAT_VERBOSITY", "off".to_owned()),
         ]);
         let lookup = |k: &str| vars.get(k).cloned();
         let mut config = Config::from_lookup(lookup).unwrap();
