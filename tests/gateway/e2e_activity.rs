@@ -348,3 +348,42 @@ async fn verbosity_is_stored_on_postgres_too() {
         Some("off")
     );
 }
+
+#[tokio::test]
+async fn a_sub_agents_steps_nest_under_its_delegate_line() {
+    let h = Harness::with(TOOLS).await;
+    h.write("notes/todo.txt", "buy milk\n");
+    h.llm.push(Reply::tool_calls([(
+        "call_1",
+        "delegate_to_research",
+        json!({"task": "read notes/todo.txt"}),
+    )]));
+    h.llm.push(Reply::tool_calls([(
+        "sub_1",
+        "read_file",
+        json!({"path": "notes/todo.txt"}),
+    )]));
+    h.llm.push(Reply::text("The notes say buy milk."));
+    h.llm.push(Reply::text("Buy milk, says the researcher."));
+    h.channel.dm(1, "ask the researcher").await;
+    h.wait_for("the collapsed answer", |l| {
+        l.texts()
+            .iter()
+            .any(|t| collapsed_above(t, "Buy milk, says the researcher."))
+    })
+    .await;
+    h.idle().await;
+
+    let log = h.channel.log();
+    let nested = "⏳ Ask the research sub-agent · `read notes/todo.txt`\n↳ _research sub-agent — step 1: read\\_file_";
+    assert!(
+        shown(&log).iter().any(|t| t == nested),
+        "the step under its delegate line\n{log}"
+    );
+    assert!(
+        shown(&log).iter().all(|t| !t.contains("⏳ research")),
+        "no separate status line at `tools`\n{log}"
+    );
+    assert_eq!(log.sent().len(), 1, "{log}");
+    h.stop().await;
+}
