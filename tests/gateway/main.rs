@@ -19,6 +19,7 @@ mod e2e_media;
 mod e2e_portfolio;
 mod e2e_runtime;
 mod e2e_schedules;
+mod e2e_stop;
 mod e2e_task_final;
 mod e2e_task_notify;
 mod e2e_text_tool_calls;
