@@ -1,7 +1,7 @@
-//! What chats see by default (`CHAT_VERBOSITY`).
+//! What chats get by default: verbosity (`CHAT_VERBOSITY`) and queue mode (`QUEUE_MODE`).
 
 use super::{ConfigError, Lookup};
-use crate::gateway::Verbosity;
+use crate::gateway::{QueueMode, Verbosity};
 
 /// `CHAT_VERBOSITY`: off, tools (default) or full.
 pub(super) fn verbosity(get: &Lookup<'_>) -> Result<Verbosity, ConfigError> {
@@ -12,6 +12,18 @@ pub(super) fn verbosity(get: &Lookup<'_>) -> Result<Verbosity, ConfigError> {
         var: "CHAT_VERBOSITY",
         problem: format!("unknown verbosity {raw:?}"),
         fix: "use off (answers only), tools (default: a line per tool call while a turn runs) or full (tools and a short reasoning summary)",
+    })
+}
+
+/// `QUEUE_MODE`: followup (default), collect or interrupt.
+pub(super) fn queue_mode(get: &Lookup<'_>) -> Result<QueueMode, ConfigError> {
+    let Some(raw) = get("QUEUE_MODE") else {
+        return Ok(QueueMode::default());
+    };
+    QueueMode::parse(&raw).ok_or(ConfigError::Invalid {
+        var: "QUEUE_MODE",
+        problem: format!("unknown queue mode {raw:?}"),
+        fix: "use followup (default: one turn per message, in order), collect (messages sent during a turn answered together next) or interrupt (a new message stops the running turn)",
     })
 }
 
@@ -28,5 +40,10 @@ mod tests {
         );
         let e = verbosity(&|_| Some("loud".into())).unwrap_err().to_string();
         assert!(e.contains("CHAT_VERBOSITY") && e.contains("off"), "{e}");
+        assert_eq!(queue_mode(&|_| None).unwrap(), QueueMode::Followup);
+        let e = queue_mode(&|_| Some("later".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("QUEUE_MODE") && e.contains("collect"), "{e}");
     }
 }

@@ -153,6 +153,9 @@ pub struct Config {
     /// What a chat sees of a turn's work unless it chose with `/verbose`
     /// (`CHAT_VERBOSITY`, default tools).
     pub chat_verbosity: crate::gateway::Verbosity,
+    /// How a session takes messages sent during a turn unless it chose with
+    /// `/queue` (`QUEUE_MODE`, default followup).
+    pub queue_mode: crate::gateway::QueueMode,
 }
 
 const FIX_LLM_BASE_URL: &str =
@@ -278,6 +281,7 @@ impl Config {
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
             chat_verbosity: chat::verbosity(&get)?,
+            queue_mode: chat::queue_mode(&get)?,
         })
     }
 }

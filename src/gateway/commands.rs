@@ -19,6 +19,7 @@ pub(crate) enum Builtin {
     Usage,
     Model,
     Verbose,
+    Queue,
     Whoami,
     Skills,
     /// Telegram's own first command; answered like `/help`.
@@ -26,7 +27,7 @@ pub(crate) enum Builtin {
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 13] = [
+    pub(crate) const ALL: [Builtin; 14] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
@@ -37,6 +38,7 @@ impl Builtin {
         Builtin::Usage,
         Builtin::Model,
         Builtin::Verbose,
+        Builtin::Queue,
         Builtin::Whoami,
         Builtin::Skills,
         Builtin::Start,
@@ -54,6 +56,7 @@ impl Builtin {
             Builtin::Usage => "usage",
             Builtin::Model => "model",
             Builtin::Verbose => "verbose",
+            Builtin::Queue => "queue",
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
             Builtin::Start => "start",
@@ -77,6 +80,7 @@ impl Builtin {
             Builtin::Usage => "Today's token usage",
             Builtin::Model => "The model in use",
             Builtin::Verbose => "How much of my work you see",
+            Builtin::Queue => "Messages sent while I answer",
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
             Builtin::Approve | Builtin::Start => return None,
@@ -96,6 +100,7 @@ impl Builtin {
             Builtin::Usage => "/usage — today's token usage",
             Builtin::Model => "/model — the model in use",
             Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
+            Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
             Builtin::Start => return None,
@@ -252,6 +257,9 @@ pub(crate) async fn run(
         // `/stop` found nothing running.
         Builtin::Stop => super::stop::NOTHING_TO_STOP.to_owned(),
         Builtin::Approve => super::approve_cmd::USAGE.to_owned(),
+        // Answered as it arrives (`inline_command`); a queued copy (taken
+        // over from another process's inbox) sets nothing.
+        Builtin::Queue => "Send `/queue` again to see or change the queue mode.".to_owned(),
     })
 }
 
@@ -303,6 +311,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 11);
+        assert_eq!(menu.len(), 12);
     }
 }

@@ -23,6 +23,7 @@ mod outbound;
 mod pairing_notice;
 mod press_limit;
 mod queue;
+mod queue_mode;
 mod reshow;
 mod resume;
 mod scrubbed;
@@ -37,6 +38,7 @@ mod verbose_cmd;
 
 pub use access::AccessPolicy;
 pub use activity::Verbosity;
+pub use queue_mode::QueueMode;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 
 use crate::agent::Agent;
@@ -87,6 +89,8 @@ pub struct GatewaySettings {
     pub spool_dir: PathBuf,
     /// What chats see of a turn's work unless they chose (`CHAT_VERBOSITY`).
     pub verbosity: Verbosity,
+    /// How sessions take messages sent mid-turn unless they chose (`QUEUE_MODE`).
+    pub queue_mode: QueueMode,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -120,6 +124,8 @@ pub(crate) struct Inner {
     spool: Option<Spool>,
     /// The default verbosity of a session that did not choose one.
     pub verbosity: Verbosity,
+    /// The default queue mode of a session that did not choose one.
+    pub queue_mode: QueueMode,
 }
 
 impl Inner {
@@ -211,6 +217,7 @@ impl Gateway {
             },
             instance,
             verbosity: settings.verbosity,
+            queue_mode: settings.queue_mode,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
@@ -363,7 +370,11 @@ impl Gateway {
         // delivered (Telegram's offset moves on), so a restart must not lose it.
         let guard = inner.busy.enter();
         let kept = inner.keep(&msg).await;
-        self.session(key).enqueue_message(msg, kept, guard);
+        let session = self.session(key);
+        if session.mode(inner.queue_mode) == QueueMode::Interrupt {
+            session.stop();
+        }
+        session.enqueue_message(msg, kept, guard);
     }
 
     /// The commands answered as they arrive instead of queueing: `Some` when
@@ -402,6 +413,15 @@ impl Gateway {
                     )
                 }
             }
+            // About the turn running now: answered at once.
+            Builtin::Queue => Some(
+                queue_mode::run(inner, key, &cmd.args, &self.session(*key).mode_cell())
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::error!(error = %e, "could not set the queue mode");
+                        "⚠️ I can't change that right now (storage unavailable).".into()
+                    }),
+            ),
             _ => return None,
         })
     }

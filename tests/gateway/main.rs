@@ -17,6 +17,7 @@ mod e2e_core;
 mod e2e_lifecycle;
 mod e2e_media;
 mod e2e_portfolio;
+mod e2e_queue;
 mod e2e_runtime;
 mod e2e_schedules;
 mod e2e_stop;
