@@ -414,14 +414,9 @@ impl Gateway {
                 }
             }
             // About the turn running now: answered at once.
-            Builtin::Queue => Some(
-                queue_mode::run(inner, key, &cmd.args, &self.session(*key).mode_cell())
-                    .await
-                    .unwrap_or_else(|e| {
-                        tracing::error!(error = %e, "could not set the queue mode");
-                        "⚠️ I can't change that right now (storage unavailable).".into()
-                    }),
-            ),
+            Builtin::Queue => {
+                Some(queue_mode::answer(inner, key, &cmd.args, &self.session(*key)).await)
+            }
             _ => return None,
         })
     }

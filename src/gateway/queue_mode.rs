@@ -72,8 +72,22 @@ pub(crate) async fn stored(inner: &Inner, session: &crate::store::SessionId) -> 
 }
 
 /// `/queue [mode]`, answered as it arrives (it must not wait behind the
-/// turn it is about); `cell` is the session worker's.
-pub(crate) async fn run(
+/// turn it is about) for the session of `handle`.
+pub(crate) async fn answer(
+    inner: &Inner,
+    key: &SessionKey,
+    args: &[&str],
+    handle: &super::session::SessionHandle,
+) -> String {
+    run(inner, key, args, &handle.mode_cell())
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not set the queue mode");
+            "⚠️ I can't change that right now (storage unavailable).".into()
+        })
+}
+
+async fn run(
     inner: &Inner,
     key: &SessionKey,
     args: &[&str],
