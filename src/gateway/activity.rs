@@ -1,7 +1,7 @@
 //! A running turn's activity as chat lines: one per tool call (its display
 //! name, a short masked summary of the arguments, ⏳ then ✓ or ✗ with the
-//! duration), a sub-agent's steps nested under its line, a compaction note
-//! and, at `full`, a clipped reasoning summary. Pure: the turn feeds events in
+//! duration), a sub-agent's steps nested under its line, a compaction note,
+//! a fallback model's name and, at `full`, a clipped reasoning summary. Pure: the turn feeds events in
 //! and puts what [`Activity::draft`] and [`Activity::head`] render above the
 //! answer.
 
@@ -83,6 +83,8 @@ pub(crate) struct Activity {
     calls: Vec<Call>,
     /// Estimated context tokens before and after the last compaction.
     compaction: Option<(usize, usize)>,
+    /// The model that took over when the one asked first failed.
+    fallback: Option<String>,
     reasoning: String,
 }
 
@@ -129,6 +131,11 @@ impl Activity {
         self.compaction = Some((tokens_before, tokens_after));
     }
 
+    /// A fallback model serves the turn: the one asked first failed.
+    pub(crate) fn switched(&mut self, model: &str) {
+        self.fallback = Some(one_line(model).replace('`', "'"));
+    }
+
     /// Reasoning the model streamed (kept only up to what could be shown).
     pub(crate) fn reasoned(&mut self, delta: &str) {
         let room = REASONING_KEPT.saturating_sub(self.reasoning.chars().count());
@@ -137,7 +144,9 @@ impl Activity {
 
     /// Whether anything would be shown at `tools`.
     fn is_empty(&self) -> bool {
-        self.compaction.is_none() && self.calls.iter().all(|c| c.state == State::Planned)
+        self.compaction.is_none()
+            && self.fallback.is_none()
+            && self.calls.iter().all(|c| c.state == State::Planned)
     }
 
     /// The lines shown above the streamed answer while the turn runs.
@@ -154,6 +163,11 @@ impl Activity {
             lines.extend(call.steps.iter().map(|s| format!("↳ _{}_", escape(s))));
         }
         lines.extend(self.compaction_note());
+        lines.extend(
+            self.fallback
+                .as_ref()
+                .map(|m| format!("↪ _fallback model `{m}`_")),
+        );
         lines.join("\n")
     }
 
@@ -189,6 +203,9 @@ impl Activity {
         }
         if let Some((before, after)) = self.compaction {
             parts.push(format!("🗜 {}", compaction_text(before, after)));
+        }
+        if let Some(model) = &self.fallback {
+            parts.push(format!("↪ fallback model `{model}`"));
         }
         if !parts.is_empty() {
             lines.push(format!("_{}_", parts.join(" · ")));
@@ -426,6 +443,21 @@ mod tests {
             a.head(Verbosity::Tools),
             "_🗜 context compacted: 48K → 9K tokens_"
         );
+    }
+
+    #[test]
+    fn a_fallback_model_is_named() {
+        let mut a = Activity::default();
+        a.switched("backup-model");
+        assert_eq!(
+            a.draft(Verbosity::Tools),
+            "↪ _fallback model `backup-model`_"
+        );
+        assert_eq!(
+            a.head(Verbosity::Tools),
+            "_↪ fallback model `backup-model`_"
+        );
+        assert_eq!(a.head(Verbosity::Off), "");
     }
 
     #[test]

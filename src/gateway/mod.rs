@@ -91,6 +91,8 @@ pub struct GatewaySettings {
     pub verbosity: Verbosity,
     /// How sessions take messages sent mid-turn unless they chose (`QUEUE_MODE`).
     pub queue_mode: QueueMode,
+    /// The primary model's name (`LLM_MODEL`): another one serving is a fallback.
+    pub primary_model: String,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -126,6 +128,8 @@ pub(crate) struct Inner {
     pub verbosity: Verbosity,
     /// The default queue mode of a session that did not choose one.
     pub queue_mode: QueueMode,
+    /// The primary model's name: another one serving is a fallback.
+    pub primary_model: String,
 }
 
 impl Inner {
@@ -218,6 +222,7 @@ impl Gateway {
             instance,
             verbosity: settings.verbosity,
             queue_mode: settings.queue_mode,
+            primary_model: settings.primary_model,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };

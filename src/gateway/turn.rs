@@ -224,8 +224,7 @@ pub(super) async fn deliver(
     } else {
         super::verbose_cmd::verbosity(inner, &o.session).await
     };
-    let tools = inner.agent.tools();
-    let streamed = turn_stream::stream(&mut reply, &mut events, o, tools, verbosity).await;
+    let streamed = turn_stream::stream(inner, &mut reply, &mut events, o, verbosity).await;
     let Some(mut outcome) = streamed.outcome else {
         tracing::error!("turn ended without an outcome");
         let _ = o

@@ -1,13 +1,13 @@
 //! A running turn's events into the chat's draft: the streamed text, and per
 //! the session's verbosity the tool activity (calls, sub-agents' steps,
-//! compaction, reasoning) above it — all through the draft's throttled
+//! compaction, a fallback model, reasoning) above it — all through the draft's throttled
 //! edits, never a message of its own.
 
 use super::activity::{Activity, Verbosity};
 use super::outbound::ReplyStream;
 use super::turn::Origin;
+use super::Inner;
 use crate::agent::{RuntimeEvent, TurnOutcome};
-use crate::tools::ToolRegistry;
 use tokio::sync::mpsc;
 
 /// What a turn's stream left: its outcome (`None` when it ended without
@@ -19,17 +19,19 @@ pub(super) struct Streamed {
 
 /// Passes a turn's events to the chat as they come; the outcome at the end.
 pub(super) async fn stream(
+    inner: &Inner,
     reply: &mut ReplyStream,
     events: &mut mpsc::Receiver<RuntimeEvent>,
     o: &Origin,
-    tools: &ToolRegistry,
     verbosity: Verbosity,
 ) -> Streamed {
+    let tools = inner.agent.tools();
     let label = |name: &str| {
         tools
             .get(name)
             .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
     };
+    let provider = inner.agent.provider();
     let mut outcome = None;
     let mut activity = Activity::default();
     while let Some(event) = events.recv().await {
@@ -93,11 +95,24 @@ pub(super) async fn stream(
             }
             RuntimeEvent::Done(done) => {
                 outcome = Some(done);
+                // The fallback may have taken over inside the last call.
+                let serving = &provider.model().name;
+                if *serving != inner.primary_model {
+                    activity.switched(serving);
+                }
                 false
             }
-            RuntimeEvent::ModelStart { .. }
-            | RuntimeEvent::Retry { .. }
-            | RuntimeEvent::Usage(_) => false,
+            // A fallback serves (a failed call was passed on, now or in an
+            // earlier turn while the primary cools down): say which.
+            RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => {
+                let serving = &provider.model().name;
+                let switched = *serving != inner.primary_model;
+                if switched {
+                    activity.switched(serving);
+                }
+                switched
+            }
+            RuntimeEvent::Usage(_) => false,
         };
         if changed && verbosity != Verbosity::Off {
             reply.set_head(activity.draft(verbosity)).await;

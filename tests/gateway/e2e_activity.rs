@@ -387,3 +387,36 @@ async fn a_sub_agents_steps_nest_under_its_delegate_line() {
     assert_eq!(log.sent().len(), 1, "{log}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_fallback_model_serving_is_named_above_the_answer() {
+    let backup = support::fake_llm::FakeLlm::start().await;
+    backup.set_responder(|_| Reply::text("From the backup."));
+    let h = Harness::with(&[
+        ("CHAT_VERBOSITY", "tools"),
+        ("LLM_FALLBACK_1_BASE_URL", &backup.base_url()),
+        ("LLM_FALLBACK_1_MODEL", "backup-model"),
+    ])
+    .await;
+    let overloaded = support::fake_llm::error_body("overloaded", "server_error", None);
+    h.llm.push(Reply::status(503, overloaded));
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the backup's answer", |l| {
+        l.any_contains("From the backup.")
+    })
+    .await;
+    h.idle().await;
+    let log = h.channel.log();
+    assert_eq!(
+        log.find("From the backup.").unwrap().text,
+        "_↪ fallback model `backup-model`_\n\nFrom the backup.",
+        "{log}"
+    );
+    // The primary cools down: the next turn is the backup's too, and says so.
+    h.channel.dm(1, "again").await;
+    h.wait_for("the second answer", |l| {
+        l.count_containing("From the backup.") == 2
+    })
+    .await;
+    h.stop().await;
+}
