@@ -300,6 +300,9 @@ pub async fn start_with_clock(
         memory: config.memory.clone(),
         clock,
         spool_dir: config.data_dir.join("spool"),
+        verbosity: config.chat_verbosity,
+        queue_mode: config.queue_mode,
+        primary_model: config.llm.model.clone(),
     };
     let metrics = Arc::new(Metrics::default());
     let health_addr = match config.health_listen {

@@ -162,10 +162,13 @@ pub(crate) async fn prepare(
         fell_back: folded.fell_back,
     });
     let after = view.context(messages);
+    let tokens = |m: &[Message]| fixed + m.iter().map(estimate_message_tokens).sum::<usize>();
     let _ = events
         .send(RuntimeEvent::Compaction {
             messages_before: context.len(),
             messages_after: after.len(),
+            tokens_before: tokens(&context),
+            tokens_after: tokens(&after),
         })
         .await;
     SizedContext {
@@ -492,7 +495,7 @@ mod tests {
         assert_eq!(record.task_state.unwrap()["current_goal"], "G");
         assert!(!record.fell_back);
         assert!(
-            matches!(events.as_slice(), [RuntimeEvent::Compaction { messages_before: 40, messages_after }] if *messages_after == sent.len())
+            matches!(events.as_slice(), [RuntimeEvent::Compaction { messages_before: 40, messages_after, .. }] if *messages_after == sent.len())
         );
         // Under the threshold nothing happens.
         let (sent, view, flushed, events) = run(Some("{}"), &messages[35..]).await;

@@ -33,10 +33,15 @@ pub enum RuntimeEvent {
         call_id: String,
         name: String,
         error: String,
+        duration: Duration,
     },
     Compaction {
         messages_before: usize,
         messages_after: usize,
+        /// Estimated tokens of the request before and after (tools and
+        /// system prompt included).
+        tokens_before: usize,
+        tokens_after: usize,
     },
     Retry {
         attempt: u32,

@@ -267,6 +267,7 @@ impl RoundRunner<'_> {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 error: e.clone(),
+                duration,
             },
         };
         let _ = self.events.send(event).await;
@@ -368,6 +369,10 @@ impl RoundRunner<'_> {
         // to stop (its cancel token) and dropped.
         let cancel = ctx.cancel.clone();
         let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
+        // A stopped turn (`/stop`) does not wait for a tool that ignores its
+        // cancel token (an operator's HTTP tool, a file read): it is told to
+        // stop and dropped at once.
+        let mut stopped = false;
         let waited = tokio::select! {
             finished = async {
                 match progress_rx {
@@ -376,10 +381,18 @@ impl RoundRunner<'_> {
                 }
             } => Some(finished),
             () = self.deadline.reached() => None,
+            () = self.cancel.cancelled() => {
+                stopped = true;
+                None
+            }
         };
         let Some(finished) = waited else {
             cancel.cancel();
             running.abort();
+            if stopped {
+                tracing::info!(tool = %call.name, "tool stopped with its turn");
+                return Err(ToolError::Cancelled.for_model());
+            }
             tracing::warn!(tool = %call.name, "tool stopped at the turn deadline");
             return Err(
                 "error: the turn reached its time limit (TURN_DEADLINE_SECS) and this call was stopped."

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use switchboard_platform::{Platform, Secret, UserId};
 
+mod chat;
 mod files;
 mod secrets;
 
@@ -154,6 +155,12 @@ pub struct Config {
     pub media: crate::media::MediaConfig,
     /// Enabled chat platforms (Telegram, Discord).
     pub platforms: crate::wiring::PlatformConfigs,
+    /// What a chat sees of a turn's work unless it chose with `/verbose`
+    /// (`CHAT_VERBOSITY`, default tools).
+    pub chat_verbosity: crate::gateway::Verbosity,
+    /// How a session takes messages sent during a turn unless it chose with
+    /// `/queue` (`QUEUE_MODE`, default followup).
+    pub queue_mode: crate::gateway::QueueMode,
 }
 
 const FIX_LLM_BASE_URL: &str =
@@ -281,6 +288,8 @@ impl Config {
             health_listen,
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
+            chat_verbosity: chat::verbosity(&get)?,
+            queue_mode: chat::queue_mode(&get)?,
         })
     }
 }

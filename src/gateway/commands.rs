@@ -18,6 +18,8 @@ pub(crate) enum Builtin {
     Approve,
     Usage,
     Model,
+    Verbose,
+    Queue,
     Whoami,
     Skills,
     Tools,
@@ -26,7 +28,7 @@ pub(crate) enum Builtin {
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 13] = [
+    pub(crate) const ALL: [Builtin; 15] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
@@ -36,6 +38,8 @@ impl Builtin {
         Builtin::Approve,
         Builtin::Usage,
         Builtin::Model,
+        Builtin::Verbose,
+        Builtin::Queue,
         Builtin::Whoami,
         Builtin::Skills,
         Builtin::Tools,
@@ -53,6 +57,8 @@ impl Builtin {
             Builtin::Approve => "approve",
             Builtin::Usage => "usage",
             Builtin::Model => "model",
+            Builtin::Verbose => "verbose",
+            Builtin::Queue => "queue",
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
             Builtin::Tools => "tools",
@@ -76,6 +82,8 @@ impl Builtin {
             Builtin::Approvals => "Waiting cards and your rules",
             Builtin::Usage => "Today's token usage",
             Builtin::Model => "The model in use",
+            Builtin::Verbose => "How much of my work you see",
+            Builtin::Queue => "Messages sent while I answer",
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
             Builtin::Tools => "The tools I can use",
@@ -95,6 +103,8 @@ impl Builtin {
             Builtin::Approve => "/approve <id> allow|always|edit|deny [reason] — decide an approval by text",
             Builtin::Usage => "/usage — today's token usage",
             Builtin::Model => "/model — the model in use",
+            Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
+            Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
             Builtin::Tools => "/tools — the tools I can use, by source (built-in, HTTP, script, MCP)",
@@ -234,6 +244,7 @@ pub(crate) async fn run(
             )
         }
         Builtin::Tasks => super::tasks_cmd::run(inner, cmd, session).await?,
+        Builtin::Verbose => super::verbose_cmd::run(inner, cmd, session).await?,
         Builtin::Approvals => super::approvals_cmd::run(inner, cmd, key).await?,
         Builtin::Memory => super::memory_cmd::run(inner, cmd, key, private).await?,
         Builtin::Skills => {
@@ -259,6 +270,9 @@ pub(crate) async fn run(
         // `/stop` found nothing running.
         Builtin::Stop => super::stop::NOTHING_TO_STOP.to_owned(),
         Builtin::Approve => super::approve_cmd::USAGE.to_owned(),
+        // Answered as it arrives (`inline_command`); a queued copy (taken
+        // over from another process's inbox) sets nothing.
+        Builtin::Queue => "Send `/queue` again to see or change the queue mode.".to_owned(),
     })
 }
 
@@ -310,6 +324,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 11);
+        assert_eq!(menu.len(), 13);
     }
 }

@@ -2,6 +2,7 @@
 //! runtime → outbound.
 
 mod access;
+mod activity;
 mod answer_file;
 pub use answer_file::ANSWER_MAX_CHARS;
 mod approvals_cmd;
@@ -22,6 +23,7 @@ mod outbound;
 mod pairing_notice;
 mod press_limit;
 mod queue;
+mod queue_mode;
 mod reshow;
 mod resume;
 mod scrubbed;
@@ -31,8 +33,12 @@ mod stop;
 mod tasks_cmd;
 mod text;
 mod turn;
+mod turn_stream;
+mod verbose_cmd;
 
 pub use access::AccessPolicy;
+pub use activity::Verbosity;
+pub use queue_mode::QueueMode;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
 
 use crate::agent::Agent;
@@ -81,6 +87,12 @@ pub struct GatewaySettings {
     /// Where accepted messages are spooled while storage is down
     /// (`DATA_DIR/spool`).
     pub spool_dir: PathBuf,
+    /// What chats see of a turn's work unless they chose (`CHAT_VERBOSITY`).
+    pub verbosity: Verbosity,
+    /// How sessions take messages sent mid-turn unless they chose (`QUEUE_MODE`).
+    pub queue_mode: QueueMode,
+    /// The primary model's name (`LLM_MODEL`): another one serving is a fallback.
+    pub primary_model: String,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -112,6 +124,12 @@ pub(crate) struct Inner {
     storage: hold::StorageHealth,
     /// Where accepted messages are kept while storage is down.
     spool: Option<Spool>,
+    /// The default verbosity of a session that did not choose one.
+    pub verbosity: Verbosity,
+    /// The default queue mode of a session that did not choose one.
+    pub queue_mode: QueueMode,
+    /// The primary model's name: another one serving is a fallback.
+    pub primary_model: String,
 }
 
 impl Inner {
@@ -202,6 +220,9 @@ impl Gateway {
                 }
             },
             instance,
+            verbosity: settings.verbosity,
+            queue_mode: settings.queue_mode,
+            primary_model: settings.primary_model,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
@@ -354,7 +375,11 @@ impl Gateway {
         // delivered (Telegram's offset moves on), so a restart must not lose it.
         let guard = inner.busy.enter();
         let kept = inner.keep(&msg).await;
-        self.session(key).enqueue_message(msg, kept, guard);
+        let session = self.session(key);
+        if session.mode(inner.queue_mode) == QueueMode::Interrupt {
+            session.stop();
+        }
+        session.enqueue_message(msg, kept, guard);
     }
 
     /// The commands answered as they arrive instead of queueing: `Some` when
@@ -392,6 +417,10 @@ impl Gateway {
                             .unwrap_or_else(|| stop::NOTHING_TO_STOP.to_owned()),
                     )
                 }
+            }
+            // About the turn running now: answered at once.
+            Builtin::Queue => {
+                Some(queue_mode::answer(inner, key, &cmd.args, &self.session(*key)).await)
             }
             _ => return None,
         })

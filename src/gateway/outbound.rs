@@ -30,6 +30,8 @@ pub(crate) struct ReplyStream {
     /// What a running tool reports (a sub-agent's steps), shown under the
     /// text until more text arrives.
     status: Option<String>,
+    /// The turn's activity lines, shown above the text (empty: none).
+    head: String,
     last_edit: Option<Instant>,
     /// When the first text arrived.
     started: Option<Instant>,
@@ -53,6 +55,7 @@ impl ReplyStream {
             shown: String::new(),
             text: String::new(),
             status: None,
+            head: String::new(),
             last_edit: None,
             started: None,
             final_buttons: Vec::new(),
@@ -72,13 +75,22 @@ impl ReplyStream {
         self.refresh().await;
     }
 
-    /// The draft's text: the answer so far and the status line.
+    /// Shows the turn's activity lines above the text so far. Like text,
+    /// only within the edit interval: a change in between is not sent on
+    /// its own, the next update (or the final answer) carries it.
+    pub(crate) async fn set_head(&mut self, head: String) {
+        self.head = head;
+        self.refresh().await;
+    }
+
+    /// The draft's text: the activity lines, the answer so far and the status line.
     fn display(&self) -> String {
-        match &self.status {
+        let body = match &self.status {
             Some(status) if self.text.trim().is_empty() => format!("⏳ {status}"),
             Some(status) => format!("{}\n\n⏳ {status}", self.text.trim_end()),
             None => self.text.clone(),
-        }
+        };
+        super::activity::above(&self.head, &body)
     }
 
     async fn refresh(&mut self) {

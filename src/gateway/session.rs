@@ -1,6 +1,8 @@
-//! Session workers: one turn at a time per session, later inputs queued in order.
+//! Session workers: one turn at a time per session, later inputs queued in
+//! order (or, per the session's `/queue` mode, collected into one turn).
 
 use super::hold;
+use super::queue_mode::{self, ModeCell, QueueMode};
 use super::stop::RunningTurn;
 use super::turn;
 use super::{Inner, Kept};
@@ -47,6 +49,7 @@ struct Queued {
 pub(crate) struct SessionHandle {
     tx: mpsc::UnboundedSender<Queued>,
     running: RunningTurn,
+    mode: ModeCell,
 }
 
 impl SessionHandle {
@@ -54,18 +57,25 @@ impl SessionHandle {
     pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
         let running = RunningTurn::default();
+        let mode = ModeCell::default();
         let handle = SessionHandle {
             tx,
             running: running.clone(),
+            mode: mode.clone(),
         };
         tokio::spawn(async move {
+            // Work met while collecting messages, next in line.
+            let mut pending: Option<Queued> = None;
             loop {
                 // Shutdown first: what is still queued stays in the inbox for
                 // the next process rather than starting a turn bound to end.
-                let queued = tokio::select! {
-                    biased;
-                    () = inner.shutdown.cancelled() => break,
-                    q = rx.recv() => match q { Some(q) => q, None => break },
+                let queued = match pending.take() {
+                    Some(q) => q,
+                    None => tokio::select! {
+                        biased;
+                        () = inner.shutdown.cancelled() => break,
+                        q = rx.recv() => match q { Some(q) => q, None => break },
+                    },
                 };
                 match queued.work {
                     Work::Input(input) => {
@@ -86,9 +96,19 @@ impl SessionHandle {
                                 continue;
                             }
                         }
+                        if mode.get().is_none() {
+                            mode.set(queue_mode::stored(&inner, &session).await);
+                        }
+                        let mut input = *input;
+                        let mut guards = Vec::new();
+                        if mode.get() == Some(QueueMode::Collect) {
+                            input =
+                                collect(&inner, input, &mut rx, &mut pending, &mut guards).await;
+                        }
                         let cancel = running.begin(&inner.shutdown);
-                        turn::process(&inner, key, session, *input, cancel).await;
+                        turn::process(&inner, key, session, input, cancel).await;
                         running.end();
+                        drop(guards);
                     }
                     Work::Resume {
                         approval_id,
@@ -155,4 +175,69 @@ impl SessionHandle {
     pub(crate) fn stop(&self) -> bool {
         self.running.stop()
     }
+
+    /// The session's queue mode; `default` until its worker has read it.
+    pub(crate) fn mode(&self, default: QueueMode) -> QueueMode {
+        self.mode.get().unwrap_or(default)
+    }
+
+    pub(crate) fn mode_cell(&self) -> ModeCell {
+        self.mode.clone()
+    }
+}
+
+/// `collect`: the messages queued behind `input` (sent while the last turn
+/// ran) join it in one turn, up to the first other work (a command, a
+/// notification, a resumption), which goes next. Each message's inbox row
+/// is taken as it joins; their busy guards are held in `guards` until the
+/// turn ends.
+async fn collect(
+    inner: &Arc<Inner>,
+    input: SessionInput,
+    rx: &mut mpsc::UnboundedReceiver<Queued>,
+    pending: &mut Option<Queued>,
+    guards: &mut Vec<BusyGuard>,
+) -> SessionInput {
+    let SessionInput::Message(first) = input else {
+        return input;
+    };
+    if super::commands::parse(&first.text).is_some() {
+        return SessionInput::Message(first);
+    }
+    let mut messages = Vec::new();
+    while let Ok(next) = rx.try_recv() {
+        let Queued { work, kept, _guard } = next;
+        match work {
+            Work::Input(boxed) => match *boxed {
+                SessionInput::Message(m) if super::commands::parse(&m.text).is_none() => {
+                    guards.push(_guard);
+                    if let Some(kept) = kept {
+                        if !inner.taken(kept).await {
+                            continue;
+                        }
+                    }
+                    messages.push(m);
+                }
+                other => {
+                    *pending = Some(Queued {
+                        work: Work::Input(Box::new(other)),
+                        kept,
+                        _guard,
+                    });
+                    break;
+                }
+            },
+            work => {
+                *pending = Some(Queued { work, kept, _guard });
+                break;
+            }
+        }
+    }
+    if !messages.is_empty() {
+        tracing::info!(
+            messages = messages.len() + 1,
+            "collected messages into one turn"
+        );
+    }
+    SessionInput::Message(queue_mode::merge(first, messages))
 }

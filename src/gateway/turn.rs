@@ -3,6 +3,7 @@
 //! persist the exchange (or, paused, show its card). Resuming a paused turn
 //! is in `resume`.
 
+use super::activity::{self, Verbosity};
 use super::commands;
 use super::exchange;
 use super::host::GatewayHost;
@@ -10,6 +11,7 @@ use super::memory;
 use super::outbound::{send_text, ReplyStream};
 use super::session::SessionInput;
 use super::text;
+use super::turn_stream;
 use super::Inner;
 use crate::agent::{RuntimeEvent, StopReason, TurnOutcome, TurnRequest};
 use crate::domain::{Conversation, SessionId, SessionKey};
@@ -216,7 +218,14 @@ pub(super) async fn deliver(
         o.conversation.chat,
         o.conversation.reply_to,
     );
-    let Some(mut outcome) = stream(&mut reply, &mut events, o).await else {
+    // The operator's own console shows its spinner instead of activity lines.
+    let verbosity = if o.adapter.capabilities().local_operator {
+        Verbosity::Off
+    } else {
+        super::verbose_cmd::verbosity(inner, &o.session).await
+    };
+    let streamed = turn_stream::stream(inner, &mut reply, &mut events, o, verbosity).await;
+    let Some(mut outcome) = streamed.outcome else {
         tracing::error!("turn ended without an outcome");
         let _ = o
             .adapter
@@ -281,6 +290,15 @@ pub(super) async fn deliver(
     )
     .await;
     reply.set_final_buttons(buttons);
+    let head = streamed.activity.head(verbosity);
+    if !head.is_empty() {
+        let answer = if final_text.trim().is_empty() {
+            "(no answer)"
+        } else {
+            final_text.as_str()
+        };
+        final_text = activity::above(&head, answer);
+    }
     if let Err(e) = reply.finish(&final_text).await {
         tracing::error!(error = %e, "could not deliver the answer");
         audit_error(inner, o, "error.delivery", &e.to_string()).await;
@@ -297,32 +315,6 @@ pub(super) async fn deliver(
             memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
         }
     }
-}
-
-/// Passes a turn's events to the chat as they come; the outcome at the end.
-async fn stream(
-    reply: &mut ReplyStream,
-    events: &mut mpsc::Receiver<RuntimeEvent>,
-    o: &Origin,
-) -> Option<TurnOutcome> {
-    let mut outcome = None;
-    while let Some(event) = events.recv().await {
-        match event {
-            RuntimeEvent::TextDelta(t) => reply.push(&t).await,
-            RuntimeEvent::ToolProgress { progress, .. } => {
-                reply.set_status(progress.line()).await;
-            }
-            RuntimeEvent::Done(done) => outcome = Some(done),
-            RuntimeEvent::Compaction {
-                messages_before,
-                messages_after,
-            } => {
-                tracing::info!(session = %o.session, messages_before, messages_after, "context compacted");
-            }
-            _ => {}
-        }
-    }
-    outcome
 }
 
 /// Counts the turn for `/metrics`: by platform and how it stopped, and the

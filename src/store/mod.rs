@@ -5,6 +5,7 @@ mod approvals;
 mod approvals_pending;
 mod backoff;
 mod caps;
+mod chat_settings;
 mod events;
 mod feedback;
 mod file_watch;

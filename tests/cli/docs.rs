@@ -8,6 +8,7 @@ use std::path::Path;
 /// The files that read the environment.
 const CONFIG_SOURCES: &[&str] = &[
     "src/config/mod.rs",
+    "src/config/chat.rs",
     "src/config/files.rs",
     "src/memory/config.rs",
     "adapters/telegram/src/config.rs",

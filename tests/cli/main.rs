@@ -11,6 +11,7 @@ mod cli_console_restart;
 mod cli_doctor;
 mod console;
 mod console_chat;
+mod console_once;
 mod console_tty;
 mod console_tty_progress;
 mod console_tty_stream;

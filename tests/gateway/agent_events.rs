@@ -489,12 +489,18 @@ async fn a_long_conversation_is_compacted_before_the_model_streams() {
     let Some(RuntimeEvent::Compaction {
         messages_before,
         messages_after,
+        tokens_before,
+        tokens_after,
     }) = events
         .iter()
         .find(|e| matches!(e, RuntimeEvent::Compaction { .. }))
     else {
         unreachable!()
     };
+    assert!(
+        tokens_after < tokens_before,
+        "{tokens_after} < {tokens_before}"
+    );
     assert!(
         messages_after < messages_before,
         "{messages_after} < {messages_before}"

@@ -65,6 +65,8 @@ fn config(llm: &FakeLlm, db: &Db) -> Config {
         ("WORKSPACE_DIR", dir.join("ws").display().to_string()),
         ("ACCESS_POLICY", "open".to_owned()),
         ("APPROVAL_TIMEOUT", "60".to_owned()),
+        // Activity lines have tests of their own.
+        ("CHAT_VERBOSITY", "off".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

@@ -16,29 +16,29 @@ use switchboard::{Config, RunError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-const CHANNEL: u64 = 1_200_000_000_000_000_011;
+pub(crate) const CHANNEL: u64 = 1_200_000_000_000_000_011;
 const OTHER_CHANNEL: u64 = 1_200_000_000_000_000_012;
 const THREAD: u64 = 1_200_000_000_000_000_013;
 const DM_CHANNEL: u64 = 1_200_000_000_000_000_014;
-const ALICE: u64 = 1_300_000_000_000_000_011;
+pub(crate) const ALICE: u64 = 1_300_000_000_000_000_011;
 const BOB: u64 = 1_300_000_000_000_000_012;
 const APPROVER_ROLE: u64 = 1_400_000_000_000_000_011;
 
-struct E2e {
-    discord: FakeDiscord,
-    llm: FakeLlm,
-    run: JoinHandle<Result<(), RunError>>,
-    shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+pub(crate) struct E2e {
+    pub(crate) discord: FakeDiscord,
+    pub(crate) llm: FakeLlm,
+    pub(crate) run: JoinHandle<Result<(), RunError>>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) _dir: tempfile::TempDir,
 }
 
 impl E2e {
-    async fn start() -> E2e {
+    pub(crate) async fn start() -> E2e {
         E2e::with(&[]).await
     }
 
     /// The gateway with Discord configured from `DISCORD_*` variables (plus `vars`).
-    async fn with(vars: &[(&str, &str)]) -> E2e {
+    pub(crate) async fn with(vars: &[(&str, &str)]) -> E2e {
         let discord = FakeDiscord::start().await;
         discord.add_text_channel(CHANNEL);
         discord.add_text_channel(OTHER_CHANNEL);
@@ -63,6 +63,8 @@ impl E2e {
             ("DISCORD_BOT_TOKEN", TOKEN.to_owned()),
             ("DISCORD_API_URL", discord.api_url.clone()),
             ("DISCORD_APPROVER_ROLES", role),
+            // Activity lines have tests of their own (`activity_lines`).
+            ("CHAT_VERBOSITY", "off".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -91,12 +93,12 @@ impl E2e {
         }
     }
 
-    fn say(&self, message: UserMessage) -> u64 {
+    pub(crate) fn say(&self, message: UserMessage) -> u64 {
         self.discord.send_message(message).expect("shard connected")
     }
 
     /// Waits for `check`; on timeout fails with every REST call the fake saw.
-    async fn wait(&self, what: &str, check: impl Fn(&FakeDiscord) -> bool) {
+    pub(crate) async fn wait(&self, what: &str, check: impl Fn(&FakeDiscord) -> bool) {
         if !self.discord.wait_for(check).await {
             let calls: Vec<String> = self
                 .discord
@@ -109,7 +111,7 @@ impl E2e {
     }
 
     /// Waits for a bot message in `channel` whose content is exactly `text`.
-    async fn wait_text(&self, channel: u64, text: &str) -> Value {
+    pub(crate) async fn wait_text(&self, channel: u64, text: &str) -> Value {
         self.wait(&format!("{text:?} in {channel}"), |d| {
             has_text(d, channel, text)
         })
@@ -139,7 +141,7 @@ impl E2e {
 
     /// Waits until the fake Discord saw no new REST call for 500 ms (bounded),
     /// so that late or duplicate posts would show.
-    async fn quiet(&self) {
+    pub(crate) async fn quiet(&self) {
         let mut seen = usize::MAX;
         for _ in 0..30 {
             let now = self.discord.calls().len();
@@ -152,7 +154,7 @@ impl E2e {
         panic!("the gateway never became quiet");
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.cancel();
         let ended = tokio::time::timeout(Duration::from_secs(20), self.run)
             .await
@@ -166,7 +168,7 @@ fn has_text(d: &FakeDiscord, channel: u64, text: &str) -> bool {
     d.bot_messages(channel).iter().any(|m| m["content"] == text)
 }
 
-fn texts(d: &FakeDiscord, channel: u64) -> Vec<String> {
+pub(crate) fn texts(d: &FakeDiscord, channel: u64) -> Vec<String> {
     d.bot_messages(channel)
         .iter()
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())

@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod activity_lines;
 mod discord_adapter;
 mod discord_e2e;
 mod discord_limits;

@@ -19,16 +19,16 @@ use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-struct E2e {
-    llm: FakeLlm,
-    tg: FakeTelegram,
-    adapter: Arc<TelegramAdapter>,
-    running: Option<switchboard::Running>,
-    shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+pub(crate) struct E2e {
+    pub(crate) llm: FakeLlm,
+    pub(crate) tg: FakeTelegram,
+    pub(crate) adapter: Arc<TelegramAdapter>,
+    pub(crate) running: Option<switchboard::Running>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) _dir: tempfile::TempDir,
 }
 
-fn ann() -> FakeUser {
+pub(crate) fn ann() -> FakeUser {
     FakeUser::new(900, "Ann")
 }
 fn bob() -> FakeUser {
@@ -39,7 +39,7 @@ fn eve() -> FakeUser {
 }
 
 impl E2e {
-    async fn start(tweak: impl FnOnce(&mut Config)) -> E2e {
+    pub(crate) async fn start(tweak: impl FnOnce(&mut Config)) -> E2e {
         let llm = FakeLlm::start().await;
         // Fast quotas below, so no flood limits here; pacing under Telegram's
         // limits is covered by the adapter tests and the benchmark.
@@ -53,6 +53,8 @@ impl E2e {
             ("TELEGRAM_ALLOWED_USERS", "900,901,902".to_owned()),
             ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
             ("TELEGRAM_API_URL", tg.api_url()),
+            // Activity lines have tests of their own (`activity_lines`).
+            ("CHAT_VERBOSITY", "off".to_owned()),
         ]);
         let lookup = |k: &str| vars.get(k).cloned();
         let mut config = Config::from_lookup(lookup).unwrap();
@@ -83,7 +85,7 @@ impl E2e {
         }
     }
 
-    async fn wait(&self, what: &str, check: impl Fn(&FakeTelegram) -> bool) {
+    pub(crate) async fn wait(&self, what: &str, check: impl Fn(&FakeTelegram) -> bool) {
         assert!(
             self.tg.wait_until(WAIT, check).await,
             "timed out waiting for {what}"
@@ -91,7 +93,7 @@ impl E2e {
     }
 
     /// Waits until the bot has `n` messages in `chat` and the gateway is idle.
-    async fn answered(&self, chat: i64, n: usize) -> Vec<StoredMessage> {
+    pub(crate) async fn answered(&self, chat: i64, n: usize) -> Vec<StoredMessage> {
         self.wait(&format!("{n} bot messages in {chat}"), |t| {
             t.bot_messages(chat).len() >= n
         })
@@ -110,7 +112,7 @@ impl E2e {
             .find(|m| m.text.contains("requested by"))
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         self.shutdown.cancel();
         if let Some(r) = self.running.take() {
             tokio::time::timeout(WAIT, r.wait()).await.unwrap();

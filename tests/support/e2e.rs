@@ -81,6 +81,8 @@ impl Harness {
             // chat see; their own tests turn them on.
             ("MEMORY_ENABLED", "false".to_owned()),
             ("FEEDBACK_BUTTONS", "false".to_owned()),
+            // Activity lines change what answers read; their tests opt in.
+            ("CHAT_VERBOSITY", "off".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -111,7 +111,10 @@ impl ConsoleAdapter {
             caps: Capabilities {
                 max_message_len: 100_000,
                 length_unit: LengthUnit::Chars,
-                can_edit: true,
+                // Only a terminal can rewrite what it showed: on pipes a
+                // draft and then its final text were both printed, so the
+                // core posts each answer once, when it is final.
+                can_edit: live.is_some(),
                 buttons: true,
                 threads: false,
                 min_edit_interval: Duration::ZERO,

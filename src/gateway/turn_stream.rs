@@ -1,0 +1,122 @@
+//! A running turn's events into the chat's draft: the streamed text, and per
+//! the session's verbosity the tool activity (calls, sub-agents' steps,
+//! compaction, a fallback model, reasoning) above it — all through the draft's throttled
+//! edits, never a message of its own.
+
+use super::activity::{Activity, Verbosity};
+use super::outbound::ReplyStream;
+use super::turn::Origin;
+use super::Inner;
+use crate::agent::{RuntimeEvent, TurnOutcome};
+use tokio::sync::mpsc;
+
+/// What a turn's stream left: its outcome (`None` when it ended without
+/// one) and its activity, for the line above the answer.
+pub(super) struct Streamed {
+    pub(super) outcome: Option<TurnOutcome>,
+    pub(super) activity: Activity,
+}
+
+/// Passes a turn's events to the chat as they come; the outcome at the end.
+pub(super) async fn stream(
+    inner: &Inner,
+    reply: &mut ReplyStream,
+    events: &mut mpsc::Receiver<RuntimeEvent>,
+    o: &Origin,
+    verbosity: Verbosity,
+) -> Streamed {
+    let tools = inner.agent.tools();
+    let label = |name: &str| {
+        tools
+            .get(name)
+            .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
+    };
+    let provider = inner.agent.provider();
+    let mut outcome = None;
+    let mut activity = Activity::default();
+    while let Some(event) = events.recv().await {
+        let changed = match event {
+            RuntimeEvent::TextDelta(t) => {
+                reply.push(&t).await;
+                false
+            }
+            RuntimeEvent::ToolProgress {
+                call_id,
+                name,
+                progress,
+            } => {
+                if verbosity == Verbosity::Off {
+                    reply.set_status(progress.line()).await;
+                }
+                activity.step(&call_id, &label(&name), &progress.line());
+                true
+            }
+            RuntimeEvent::ToolCalls(calls) => {
+                for call in &calls {
+                    activity.planned(&call.id, &label(&call.name), &call.arguments);
+                }
+                false
+            }
+            RuntimeEvent::ToolStart { call_id, name } => {
+                activity.started(&call_id, &label(&name));
+                true
+            }
+            RuntimeEvent::ToolResult {
+                call_id,
+                name,
+                duration,
+                ..
+            } => {
+                activity.finished(&call_id, &label(&name), true, duration);
+                true
+            }
+            RuntimeEvent::ToolError {
+                call_id,
+                name,
+                duration,
+                ..
+            } => {
+                activity.finished(&call_id, &label(&name), false, duration);
+                true
+            }
+            RuntimeEvent::ThinkingDelta(t) => {
+                activity.reasoned(&t);
+                verbosity == Verbosity::Full
+            }
+            RuntimeEvent::Compaction {
+                messages_before,
+                messages_after,
+                tokens_before,
+                tokens_after,
+            } => {
+                tracing::info!(session = %o.session, messages_before, messages_after, tokens_before, tokens_after, "context compacted");
+                activity.compacted(tokens_before, tokens_after);
+                true
+            }
+            RuntimeEvent::Done(done) => {
+                outcome = Some(done);
+                // The fallback may have taken over inside the last call.
+                let serving = &provider.model().name;
+                if *serving != inner.primary_model {
+                    activity.switched(serving);
+                }
+                false
+            }
+            // A fallback serves (a failed call was passed on, now or in an
+            // earlier turn while the primary cools down): say which.
+            RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => {
+                let serving = &provider.model().name;
+                let switched = *serving != inner.primary_model;
+                if switched {
+                    activity.switched(serving);
+                }
+                switched
+            }
+            RuntimeEvent::Usage(_) => false,
+        };
+        if changed && verbosity != Verbosity::Off {
+            reply.set_head(activity.draft(verbosity)).await;
+        }
+    }
+    Streamed { outcome, activity }
+}

@@ -1,0 +1,102 @@
+//! Settings a session's users change from the chat (`/verbose`, `/queue`), stored as
+//! text; the gateway parses them and falls back to the operator's defaults.
+
+use super::{now, SessionId, Store, StoreError};
+use sqlx::Row;
+
+impl Store {
+    /// The session's verbosity as set with `/verbose`; `None` when never set.
+    pub async fn verbosity(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT verbosity FROM chat_settings WHERE session_id = $1")
+            .bind(&session.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => Ok(row.try_get::<Option<String>, _>("verbosity")?),
+            None => Ok(None),
+        }
+    }
+
+    /// Sets the session's verbosity (`None`: back to the default).
+    pub async fn set_verbosity(
+        &self,
+        session: &SessionId,
+        verbosity: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO chat_settings (session_id, verbosity, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (session_id) DO UPDATE SET verbosity = excluded.verbosity, updated_at = excluded.updated_at",
+        )
+        .bind(&session.0)
+        .bind(verbosity)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// The session's queue mode as set with `/queue`; `None` when never set.
+    pub async fn queue_mode(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT queue_mode FROM chat_settings WHERE session_id = $1")
+            .bind(&session.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(row) => Ok(row.try_get::<Option<String>, _>("queue_mode")?),
+            None => Ok(None),
+        }
+    }
+
+    /// Sets the session's queue mode (`None`: back to the default).
+    pub async fn set_queue_mode(
+        &self,
+        session: &SessionId,
+        mode: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO chat_settings (session_id, queue_mode, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (session_id) DO UPDATE SET queue_mode = excluded.queue_mode, updated_at = excluded.updated_at",
+        )
+        .bind(&session.0)
+        .bind(mode)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::SessionKey;
+    use switchboard_platform::{ChatId, Platform, UserId};
+
+    #[tokio::test]
+    async fn verbosity_is_kept_per_session() {
+        let (store, _dir) = crate::store::test_store().await;
+        let key = |user| SessionKey {
+            platform: Platform::Telegram,
+            chat: ChatId(1),
+            thread: None,
+            user: UserId(user),
+        };
+        let a = store.session(&key(1)).await.unwrap();
+        let b = store.session(&key(2)).await.unwrap();
+        assert_eq!(store.verbosity(&a).await.unwrap(), None);
+        store.set_verbosity(&a, Some("full")).await.unwrap();
+        store.set_verbosity(&a, Some("off")).await.unwrap();
+        assert_eq!(store.verbosity(&a).await.unwrap().as_deref(), Some("off"));
+        assert_eq!(store.verbosity(&b).await.unwrap(), None);
+        store.set_queue_mode(&a, Some("collect")).await.unwrap();
+        assert_eq!(store.verbosity(&a).await.unwrap().as_deref(), Some("off"));
+        assert_eq!(
+            store.queue_mode(&a).await.unwrap().as_deref(),
+            Some("collect")
+        );
+        store.set_verbosity(&a, None).await.unwrap();
+        assert_eq!(store.verbosity(&a).await.unwrap(), None);
+        assert_eq!(store.queue_mode(&b).await.unwrap(), None);
+    }
+}
