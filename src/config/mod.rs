@@ -9,6 +9,7 @@ use switchboard_platform::{Platform, Secret, UserId};
 
 mod chat;
 mod files;
+mod limits;
 mod secrets;
 
 /// Reads one variable, trimmed; `None` when unset or empty.
@@ -270,10 +271,10 @@ impl Config {
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
             exec_sandbox: crate::tools::SandboxConfig::from_lookup(&get)?,
-            subagents: subagents(get("SUBAGENTS"))?,
+            subagents: limits::subagents(get("SUBAGENTS"))?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
-            caps: caps(&get)?,
+            caps: limits::caps(&get)?,
             web_fetch_allow: get("WEB_FETCH_ALLOW")
                 .map(|v| {
                     v.split(',')
@@ -317,40 +318,6 @@ fn llm(get: &Lookup<'_>, base_url: String, model: String) -> Result<LlmConfig, C
         text_tool_calls,
         fallbacks,
     })
-}
-
-/// The per-user caps.
-fn caps(get: &Lookup<'_>) -> Result<crate::caps::UserCaps, ConfigError> {
-    Ok(crate::caps::UserCaps {
-        max_tasks: number(&get, "MAX_TASKS_PER_USER")?
-            .unwrap_or(crate::caps::DEFAULT_MAX_TASKS_PER_USER),
-        max_schedules: number(&get, "MAX_SCHEDULES_PER_USER")?
-            .unwrap_or(crate::caps::DEFAULT_MAX_SCHEDULES_PER_USER),
-        turn_deadline: number(&get, "TURN_DEADLINE_SECS")?
-            .map(Duration::from_secs)
-            .unwrap_or(crate::caps::DEFAULT_TURN_DEADLINE),
-        approval_presses_per_minute: number(&get, "APPROVAL_PRESSES_PER_MINUTE")?
-            .unwrap_or(crate::caps::DEFAULT_APPROVAL_PRESSES_PER_MINUTE),
-    })
-}
-
-/// `SUBAGENTS`: role names, comma-separated; `none` for no sub-agents.
-fn subagents(raw: Option<String>) -> Result<Vec<crate::agent::Role>, ConfigError> {
-    let raw = raw.unwrap_or_else(|| "research,analysis".into());
-    if raw.trim() == "none" {
-        return Ok(Vec::new());
-    }
-    raw.split(',')
-        .map(str::trim)
-        .filter(|r| !r.is_empty())
-        .map(|name| {
-            crate::agent::role(name).ok_or_else(|| ConfigError::Invalid {
-                var: "SUBAGENTS",
-                problem: format!("{name:?} is not a role"),
-                fix: "list roles from research, analysis (comma-separated), or none",
-            })
-        })
-        .collect()
 }
 
 /// An OpenAI-style base URL over http(s).
