@@ -116,7 +116,7 @@ fn hex(bytes: &[u8]) -> String {
 /// A file name safe to create anywhere: the last path component of `name`,
 /// without control characters, leading dots or separators, at most 100
 /// characters; `fallback` when nothing usable is left.
-pub fn safe_name(name: Option<&str>, fallback: &str) -> String {
+pub fn clean_name(name: Option<&str>, fallback: &str) -> String {
     let base = name
         .and_then(|n| n.rsplit(['/', '\\']).next())
         .unwrap_or_default();
@@ -182,12 +182,12 @@ mod tests {
 
     #[test]
     fn names_keep_only_a_harmless_last_component() {
-        assert_eq!(safe_name(Some("../../etc/passwd"), "f"), "passwd");
-        assert_eq!(safe_name(Some("C:\\x\\report.csv"), "f"), "report.csv");
-        assert_eq!(safe_name(Some(".hidden"), "f"), "hidden");
-        assert_eq!(safe_name(Some("a\u{0}b\nc.txt"), "f"), "abc.txt");
-        assert_eq!(safe_name(Some(".."), "file"), "file");
-        assert_eq!(safe_name(None, "photo.jpg"), "photo.jpg");
+        assert_eq!(clean_name(Some("../../etc/passwd"), "f"), "passwd");
+        assert_eq!(clean_name(Some("C:\\x\\report.csv"), "f"), "report.csv");
+        assert_eq!(clean_name(Some(".hidden"), "f"), "hidden");
+        assert_eq!(clean_name(Some("a\u{0}b\nc.txt"), "f"), "abc.txt");
+        assert_eq!(clean_name(Some(".."), "file"), "file");
+        assert_eq!(clean_name(None, "photo.jpg"), "photo.jpg");
     }
 
     #[tokio::test]

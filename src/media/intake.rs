@@ -35,6 +35,8 @@ impl Intake {
 /// What one attachment gave.
 enum Piece {
     Note(String),
+    /// An image kept for tools only: the model cannot see it.
+    Unseen(String),
     Image(Image, String),
     Transcript(String),
 }
@@ -48,10 +50,15 @@ impl Media {
         session: &str,
     ) -> Intake {
         let mut intake = Intake::default();
+        let mut unseen = false;
         let chat = chat_folder(m);
         for a in &m.attachments {
             match self.one(adapter, m, a, &chat, session).await {
                 Ok(Piece::Note(note)) => intake.notes.push(note),
+                Ok(Piece::Unseen(note)) => {
+                    intake.notes.push(note);
+                    unseen = true;
+                }
                 Ok(Piece::Image(image, note)) => {
                     intake.images.push(image);
                     intake.notes.push(note);
@@ -66,7 +73,7 @@ impl Media {
                 }
             }
         }
-        if !intake.images.is_empty() && !self.sees_images() {
+        if unseen {
             intake.notices.push(
                 "🖼️ This model can't see images; I saved the file for tools and passed on your text."
                     .to_owned(),
@@ -108,7 +115,7 @@ impl Media {
                 sniff::describe(content)
             ));
         }
-        let name = files::safe_name(
+        let name = files::clean_name(
             a.name.as_deref(),
             &notes::default_name(a.kind, mime_of(content)),
         );
@@ -192,19 +199,15 @@ impl Media {
             "📎 I could not store the file (the server's disk refused it).".to_owned()
         };
         let tmp = files::temp_path(&self.config.dir).await.map_err(fail)?;
-        let got = async {
-            let mut file = tokio::fs::File::create(&tmp)
-                .await
-                .map_err(|e| PlatformError::Storage(e.to_string()))?;
-            let fetched = tokio::time::timeout(
+        let got = match tokio::fs::File::create(&tmp).await {
+            Ok(mut file) => tokio::time::timeout(
                 self.config.download_timeout,
                 adapter.download(a, &mut file, max),
             )
             .await
-            .unwrap_or(Err(PlatformError::Stalled));
-            fetched
-        }
-        .await;
+            .unwrap_or(Err(PlatformError::Stalled)),
+            Err(e) => Err(PlatformError::Storage(e.to_string())),
+        };
         let written = match got {
             Ok(n) => n,
             Err(e) => {
@@ -252,7 +255,7 @@ impl Media {
             .map_err(|e| format!("🖼️ I could not use {called}: {e}."))?;
         let rel = self.to_workspace(path, chat, name).await?;
         if !self.sees_images() {
-            return Ok(Piece::Note(notes::unseen_image(name, &rel)));
+            return Ok(Piece::Unseen(notes::unseen_image(name, &rel)));
         }
         let hash = files::put(&self.config.dir, &prepared.bytes)
             .await

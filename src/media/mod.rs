@@ -16,7 +16,6 @@ mod sniff;
 mod stt;
 
 pub use config::{MediaConfig, SttConfig, VisionSetting};
-pub use image::{MAX_EDGE, MAX_PIXELS};
 pub use intake::Intake;
 pub use sniff::{classify, Content};
 
@@ -48,10 +47,6 @@ impl Media {
             data_dir,
             vision,
         }
-    }
-
-    pub fn config(&self) -> &MediaConfig {
-        &self.config
     }
 
     /// Whether images currently reach the model.

@@ -517,10 +517,15 @@ async fn an_endpoint_refusing_images_is_remembered_and_the_user_told() {
         .channel
         .file(AttachmentKind::Image, None, Download::Bytes(png(30, 30)));
     h.channel.dm_with(1, "and this?", vec![again]).await;
-    h.wait_for("the second answer", |l| {
-        l.count_containing("Answered from the caption.") == 2
-    })
-    .await;
+    let log = h
+        .wait_for("the second answer", |l| {
+            l.count_containing("Answered from the caption.") == 2
+        })
+        .await;
+    assert!(
+        log.any_contains("🖼️ This model can't see images; I saved the file"),
+        "the user is told again: {log}"
+    );
     let requests = h.llm.requests().await;
     assert_eq!(requests.len(), 3);
     assert!(!support::images::any_in(&requests[2]));
