@@ -9,7 +9,18 @@
 //! Discord's limits enforced by the fake (a 5-per-5 s bucket per channel, 50
 //! req/s per bot) and the adapter's default quotas, plus one injected 429 per
 //! channel for three channels and one global; and limits lifted on both sides.
-//! All messages are dispatched at once, so latency includes queueing.
+//! All messages are dispatched at once, so latency includes queueing. "known
+//! channels": one message in each of BENCH_USERS channels (default 100) whose
+//! kind the adapter already learned (a warm-up message each first), Discord's
+//! limits, no injected 429s — the bot-wide 50 per second binds, so it also
+//! reports the fraction of that ceiling reached. Every row reports the REST
+//! calls per answer and the typing share of them. With BENCH_USERS set only
+//! that scenario runs.
+//!
+//! BENCH_CARDS=N first leaves N approval cards open (N more users, each in a
+//! channel of their own, ask for a command that needs approval; the cards are
+//! never decided) in every gateway scenario, then measures as usual; the
+//! adapter-only rows have no core and so no cards.
 //!
 //! `cargo bench --bench discord_throughput`; under `cargo test --benches` it runs
 //! a tiny smoke version. Bounded in count and time; loopback only.
@@ -17,6 +28,9 @@
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+#[path = "common/cards.rs"]
+mod cards;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -32,6 +46,9 @@ use tokio_util::sync::CancellationToken;
 
 const FIRST_CHANNEL: u64 = 1_700_000_000_000_000_000;
 const FIRST_USER: u64 = 1_800_000_000_000_000_000;
+/// Card users and their channels (`BENCH_CARDS`).
+const FIRST_CARD_CHANNEL: u64 = 1_750_000_000_000_000_000;
+const FIRST_CARD_USER: u64 = 1_850_000_000_000_000_000;
 /// No run may take longer than this.
 const DEADLINE: Duration = Duration::from_secs(120);
 
@@ -50,6 +67,9 @@ struct Scenario {
     per_channel: u64,
     limits: bool,
     inject_429s: bool,
+    /// One message per channel is answered before measuring, so every
+    /// channel's kind is known.
+    warm: bool,
 }
 
 struct Outcome {
@@ -59,6 +79,9 @@ struct Outcome {
     rate_limited: u64,
     /// 429s the fake answered because a limit was exceeded (not injected).
     enforced: usize,
+    /// REST calls made while measuring, and the typing ones among them.
+    calls: usize,
+    typing: usize,
 }
 
 #[tokio::main]
@@ -71,9 +94,35 @@ async fn main() {
         per_channel,
         limits,
         inject_429s: limits,
+        warm: false,
     };
-    let scenarios = if full {
+    let users = std::env::var("BENCH_USERS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    // BENCH_ADAPTER_ONLY=1: the known-channels rows through the echo loop.
+    let adapter_only = std::env::var("BENCH_ADAPTER_ONLY").is_ok_and(|v| v == "1");
+    let known = |channels| Scenario {
+        name: if adapter_only {
+            "adapter, known channels"
+        } else {
+            "gateway, known channels"
+        },
+        path: if adapter_only {
+            Path::AdapterOnly
+        } else {
+            Path::Gateway
+        },
+        channels,
+        per_channel: 1,
+        limits: true,
+        inject_429s: false,
+        warm: true,
+    };
+    let scenarios = if let Some(users) = users.filter(|_| full) {
+        vec![known(users)]
+    } else if full {
         vec![
+            known(100),
             scenario("gateway, discord limits", Path::Gateway, 30, 3, true),
             scenario("gateway, limits lifted", Path::Gateway, 30, 10, false),
             scenario("adapter, discord limits", Path::AdapterOnly, 30, 3, true),
@@ -87,8 +136,17 @@ async fn main() {
     };
     println!("discord_throughput: real Discord adapter, fake Discord on 127.0.0.1");
     println!(
-        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8}",
-        "scenario", "messages", "seconds", "msg/s", "p50 ms", "p99 ms", "429s", "enforced"
+        "{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>8} {:>9} {:>8}",
+        "scenario",
+        "messages",
+        "seconds",
+        "msg/s",
+        "p50 ms",
+        "p99 ms",
+        "429s",
+        "enforced",
+        "calls/ans",
+        "typing %"
     );
     for scenario in scenarios {
         let outcome = run(&scenario).await;
@@ -98,17 +156,36 @@ async fn main() {
             "{}: every message answered",
             scenario.name
         );
+        let rate = outcome.answered as f64 / outcome.seconds;
         println!(
-            "{:<26} {:>8} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>6} {:>8}",
+            "{:<26} {:>8} {:>8.2} {:>8.1} {:>8.1} {:>8.1} {:>6} {:>8} {:>9.2} {:>8.1}",
             scenario.name,
             outcome.answered,
             outcome.seconds,
-            outcome.answered as f64 / outcome.seconds,
+            rate,
             percentile(&outcome.latencies_ms, 0.50),
             percentile(&outcome.latencies_ms, 0.99),
             outcome.rate_limited,
             outcome.enforced,
+            outcome.calls as f64 / outcome.answered.max(1) as f64,
+            outcome.typing as f64 * 100.0 / outcome.calls.max(1) as f64,
         );
+        if scenario.warm {
+            // The default bot quota: 50 per 1 s within a 50 ms margin.
+            let period = switchboard_platform::Pacer::quota_within(
+                50,
+                Duration::from_secs(1),
+                1,
+                Duration::from_millis(50),
+            )
+            .replenish_interval();
+            let ceiling = 1.0 / period.as_secs_f64();
+            println!(
+                "{:<26} {:.0} % of the {ceiling:.1} answers/s ceiling",
+                "",
+                rate / ceiling * 100.0
+            );
+        }
     }
 }
 
@@ -147,6 +224,9 @@ async fn run(scenario: &Scenario) -> Outcome {
             let llm = FakeLlm::start().await;
             llm.set_responder(|request| {
                 let asked = last_user_text(request).unwrap_or_default();
+                if let Some(card) = cards::model_reply(&asked) {
+                    return card;
+                }
                 Reply::text(&format!(
                     "ok-{}",
                     asked.split_whitespace().last().unwrap_or("?")
@@ -197,15 +277,24 @@ async fn run(scenario: &Scenario) -> Outcome {
         }
     }
     assert!(discord.wait_ready(1).await, "shard ready");
+    if matches!(scenario.path, Path::Gateway) {
+        open_cards(&discord, cards::wanted()).await;
+    }
+    // The cards' 429s are not the measurement's.
+    let limited_before = adapter.rate_limited_count();
+    let enforced_before: usize = discord.limit_hits().values().sum();
     if scenario.inject_429s {
         for c in 0..scenario.channels.min(3) {
             discord.rate_limit_channel(FIRST_CHANNEL + c, 1, 1.0);
         }
         discord.rate_limit_global(1, 0.5);
     }
+    if scenario.warm {
+        warm_up(&discord, scenario.channels).await;
+    }
     let outcome = measure(&discord, scenario).await;
-    let rate_limited = adapter.rate_limited_count();
-    let enforced = discord.limit_hits().values().sum();
+    let rate_limited = adapter.rate_limited_count() - limited_before;
+    let enforced = discord.limit_hits().values().sum::<usize>() - enforced_before;
     shutdown.cancel();
     if let Some(running) = stopped {
         let _ = tokio::time::timeout(Duration::from_secs(20), running.wait()).await;
@@ -220,6 +309,7 @@ async fn run(scenario: &Scenario) -> Outcome {
 /// Dispatches every message at once and times the first REST call carrying
 /// each answer.
 async fn measure(discord: &FakeDiscord, scenario: &Scenario) -> Outcome {
+    let before = discord.calls().len();
     let start = Instant::now();
     let mut sent_at = HashMap::new();
     for round in 0..scenario.per_channel {
@@ -258,13 +348,63 @@ async fn measure(discord: &FakeDiscord, scenario: &Scenario) -> Outcome {
         .iter()
         .map(|(answer, at)| at.duration_since(sent_at[answer]).as_secs_f64() * 1000.0)
         .collect();
+    // Typing of turns still running when the last answer went out counts too.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let calls = discord.calls().split_off(before);
     Outcome {
         answered: first_seen.len(),
         seconds,
         latencies_ms,
         rate_limited: 0,
         enforced: 0,
+        calls: calls.len(),
+        typing: calls.iter().filter(|c| c.path.ends_with("/typing")).count(),
     }
+}
+
+/// `n` more users each ask for a command that needs approval in a channel of
+/// their own; returns once every card is shown (the turns paused, waiting).
+async fn open_cards(discord: &FakeDiscord, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let start = tokio::time::Instant::now();
+    let channel = |i: usize| FIRST_CARD_CHANNEL + i as u64;
+    for i in 0..n {
+        discord.add_text_channel(channel(i));
+        let ask = UserMessage::new(channel(i), FIRST_CARD_USER + i as u64, cards::OPEN_A_CARD)
+            .mentioning_bot();
+        discord.send_message(ask).expect("dispatched");
+    }
+    cards::wait_shown(n, start, |i| discord.card(channel(i)).is_some()).await;
+}
+
+/// One message per channel, answered, so the adapter knows every channel.
+async fn warm_up(discord: &FakeDiscord, channels: u64) {
+    for c in 0..channels {
+        let message = UserMessage::new(FIRST_CHANNEL + c, FIRST_USER + c, format!("warm w{c}"))
+            .mentioning_bot();
+        discord.send_message(message).expect("dispatched");
+    }
+    let deadline = Instant::now() + DEADLINE;
+    let wanted: std::collections::HashSet<String> =
+        (0..channels).map(|c| format!("ok-w{c}")).collect();
+    let mut answered = false;
+    while !answered && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let seen = discord
+            .calls()
+            .iter()
+            .filter(|c| c.status < 300)
+            .filter_map(|c| c.body["content"].as_str().map(str::to_owned))
+            .filter(|c| wanted.contains(c))
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        answered = seen == wanted.len();
+    }
+    assert!(answered, "warm-up not answered");
+    // Let the channel buckets refill before measuring.
+    tokio::time::sleep(Duration::from_secs(5)).await;
 }
 
 fn percentile(values: &[f64], p: f64) -> f64 {

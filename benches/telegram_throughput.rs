@@ -12,13 +12,19 @@
 //! `cargo bench --bench telegram_throughput` (env: BENCH_USERS=40,
 //! BENCH_QUESTIONS=3, BENCH_GROUPS=3, BENCH_GROUP_MEMBERS=4; BENCH_TOOLS=1
 //! makes every answer a tool round, shown with activity lines at
-//! CHAT_VERBOSITY, default tools). Reports answers/s sustained, p50/p99
-//! latency to the first visible reply and to the final text, the platform
-//! calls per answer and the 429s received (target: zero).
+//! CHAT_VERBOSITY, default tools; BENCH_CARDS=N first leaves N approval cards
+//! open, one per extra user, before the scenarios). Reports answers/s
+//! sustained and as a fraction of the bot-wide ceiling, p50/p99 latency to the
+//! first visible reply and to the final text, the message calls and all Bot
+//! API calls per answer, the typing share of those calls and the 429s
+//! received (target: zero).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+#[path = "common/cards.rs"]
+mod cards;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -72,6 +78,9 @@ struct Measured {
     finals: Vec<Duration>,
     /// Successful sendMessage + editMessageText calls.
     message_calls: usize,
+    /// Every Bot API call, and the sendChatAction ones among them.
+    all_calls: usize,
+    typing_calls: usize,
     /// 429s the adapter received / the fake answered.
     adapter_429s: u64,
     fake_429s: usize,
@@ -91,6 +100,26 @@ impl Measured {
             self.message_calls,
             self.message_calls as f64 / secs,
             self.message_calls as f64 / self.answers.max(1) as f64
+        );
+        // The default bot quota: 30 per 1 s within a 50 ms margin.
+        let period = switchboard_platform::Pacer::quota_within(
+            30,
+            Duration::from_secs(1),
+            1,
+            Duration::from_millis(50),
+        )
+        .replenish_interval();
+        let ceiling = 1.0 / period.as_secs_f64();
+        println!(
+            "    of the ceiling:      {:.0} % (30 per 1 s bot-wide with a 50 ms margin = {ceiling:.1}/s)",
+            self.answers as f64 / secs / ceiling * 100.0
+        );
+        println!(
+            "    Bot API calls:       {:.2} per answer, typing {} of {} = {:.1} %",
+            self.all_calls as f64 / self.answers.max(1) as f64,
+            self.typing_calls,
+            self.all_calls,
+            self.typing_calls as f64 * 100.0 / self.all_calls.max(1) as f64
         );
         println!(
             "    first reply latency: p50 {:?}  p99 {:?}",
@@ -175,7 +204,11 @@ async fn scenario(
     finals.sort();
     let calls = tg.calls();
     let calls = &calls[calls_before..];
+    // getUpdates is the bot polling, not a call made for an answer.
+    let outbound = calls.iter().filter(|c| c.method != "GetUpdates");
     Measured {
+        all_calls: outbound.clone().count(),
+        typing_calls: outbound.filter(|c| c.method == "SendChatAction").count(),
         answers: finals.len(),
         elapsed,
         firsts,
@@ -196,8 +229,12 @@ async fn bench() {
     let members = env_usize("BENCH_GROUP_MEMBERS", 4);
     let llm = FakeLlm::start().await;
     let tools = env_usize("BENCH_TOOLS", 0) == 1;
+    let cards = cards::wanted();
     llm.set_responder(move |req| {
         let asked = last_user_text(req).unwrap_or_default();
+        if let Some(card) = cards::model_reply(&asked) {
+            return card;
+        }
         let after_tool = support::e2e::messages(req)
             .last()
             .is_some_and(|m| m["role"] == "tool");
@@ -216,7 +253,7 @@ async fn bench() {
         .unwrap(),
     );
     let dir = tempfile::tempdir().unwrap();
-    let ids: Vec<i64> = (0..users + groups * members)
+    let ids: Vec<i64> = (0..users + groups * members + cards)
         .map(|u| 10_000 + u as i64)
         .collect();
     let allowed = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
@@ -247,6 +284,9 @@ async fn bench() {
         .unwrap();
 
     println!("telegram_throughput: fake LLM instant, fake Bot API enforcing 1/s per chat, 20/min per group, 30/s per bot");
+    if cards > 0 {
+        open_cards(&tg, &ids[users + groups * members..]).await;
+    }
     let dms = ids[..users]
         .iter()
         .map(|&id| Asker {
@@ -262,6 +302,11 @@ async fn bench() {
             "direct messages: {users} users x {questions} questions"
         ));
 
+    if groups == 0 {
+        shutdown.cancel();
+        running.wait().await;
+        return;
+    }
     let mention: &'static str = format!("@{BOT_USERNAME} ").leak();
     let grouped = (0..groups)
         .flat_map(|g| {
@@ -282,4 +327,19 @@ async fn bench() {
     println!("  fake limits hit overall: {:?}", tg.limit_hits());
     shutdown.cancel();
     running.wait().await;
+}
+
+/// Each of `users` asks for something that needs approval; returns once every
+/// card is shown (the turns paused, waiting).
+async fn open_cards(tg: &Arc<FakeTelegram>, users: &[i64]) {
+    let start = Instant::now();
+    for &id in users {
+        tg.message(Where::Dm, &FakeUser::new(id, "Carded"), cards::OPEN_A_CARD);
+    }
+    cards::wait_shown(users.len(), start, |i| {
+        tg.bot_messages(users[i])
+            .iter()
+            .any(|m| m.reply_markup.is_some())
+    })
+    .await;
 }

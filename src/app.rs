@@ -12,9 +12,10 @@ use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
 use crate::store::{Store, StoreError};
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
-    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, HttpApiTool,
-    ReadFileTool, ReadStoredResultTool, Sandbox, ScriptTool, SendFileTool, SkillTool, ToolRegistry,
-    WebFetchConfig, WebFetchTool, Workspace, WriteFileTool,
+    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, GrownEnv,
+    GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool, ReadStoredResultTool,
+    Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool, ToolRegistry, WebFetchConfig,
+    WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,6 +45,8 @@ pub enum RunError {
     Platform(#[from] crate::wiring::ConnectError),
     #[error("cannot listen on HEALTH_LISTEN={addr}: {reason}; choose a free address or unset it")]
     Health { addr: String, reason: String },
+    #[error("cannot listen on WEB_LISTEN={addr}: {reason}; choose a free address or unset it")]
+    Web { addr: String, reason: String },
     /// `EXEC_SANDBOX` / `EXEC_NETWORK` ask for what this machine lacks.
     #[error(transparent)]
     Sandbox(#[from] crate::tools::SandboxError),
@@ -54,6 +57,8 @@ pub struct Running {
     pub store: Store,
     /// Where `/healthz` and `/metrics` are served, when `HEALTH_LISTEN` is set.
     pub health_addr: Option<std::net::SocketAddr>,
+    /// Where the web console is served, when `WEB_LISTEN` is set.
+    pub web_addr: Option<std::net::SocketAddr>,
     busy: Busy,
     gateway: JoinHandle<()>,
     adapters: Vec<JoinHandle<()>>,
@@ -131,14 +136,14 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     Ok(Arc::new(FallbackProvider::new(primary, fallbacks)))
 }
 
-/// The built-in tools.
+/// The built-in tools, the operator's, and those added from the chat.
 pub fn build_tools(
     config: &Config,
     store: &Store,
     tasks: &Arc<TaskManager>,
     skills: &Arc<SkillLibrary>,
     adapters: &[Arc<dyn PlatformAdapter>],
-) -> Result<ToolRegistry, RunError> {
+) -> Result<(ToolRegistry, Arc<GrownTools>), RunError> {
     let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
         path: config.workspace_dir.display().to_string(),
         reason: e.to_string(),
@@ -173,6 +178,7 @@ pub fn build_tools(
             ScheduleTool::new(store.clone(), config.timezone.clone())
                 .with_user_cap(config.caps.max_schedules),
         ));
+    registry.register(Arc::new(PlanTool::new(store.clone())));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
@@ -195,7 +201,32 @@ pub fn build_tools(
             &config.web_fetch_allow,
         )));
     }
-    Ok(registry)
+    let grown = Arc::new(GrownTools::new(
+        store.clone(),
+        GrownEnv {
+            reserved: registry.names(),
+            workspace: ws,
+            sandbox,
+            max_output_chars,
+            allow: config.web_fetch_allow.clone(),
+            secrets: config
+                .model_keys
+                .iter()
+                .filter(|(name, _)| name.starts_with(TOOL_SECRET_PREFIX))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+        },
+    ));
+    registry
+        .register(Arc::new(HttpToolManager::new(
+            Arc::clone(&grown),
+            config.tool_builders,
+        )))
+        .register(Arc::new(ScriptToolManager::new(
+            Arc::clone(&grown),
+            config.tool_builders,
+        )));
+    Ok((registry, grown))
 }
 
 /// The built-in skills and those of `SKILLS_DIR`; files that cannot be used
@@ -256,13 +287,33 @@ pub async fn start_with_clock(
     }
     let skills = Arc::new(skills);
     skills.watch(shutdown.clone());
+    // Images are kept for a vision route even when the main model is blind;
+    // each turn is sent them only when its model sees.
+    let env_vision = config.media.vision_for(&config.llm.model);
+    let mut media_config = config.media.clone();
+    if !env_vision && config.models.routes.vision.is_some() {
+        media_config.vision = crate::media::VisionSetting::On;
+    }
+    let models = Arc::new(crate::models::Models::new(
+        store.clone(),
+        config.models.clone(),
+        Arc::clone(&provider),
+        env_vision,
+        config.llm.clone(),
+        config.model_keys.clone(),
+    ));
+    models.seed().await;
     let media = Arc::new(crate::media::Media::new(
-        config.media.clone(),
+        media_config,
         store.clone(),
         config.data_dir.clone(),
         &config.llm.model,
     ));
-    let mut tools = build_tools(config, &store, &tasks, &skills, &adapters)?;
+    let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
+    grown.watch(shutdown.clone());
+    for p in &config.chat_problems {
+        tracing::warn!(chat = %p.target, problem = %p.problem, "CHATS_FILE entry");
+    }
     for p in &config.mcp_problems {
         tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
     }
@@ -273,6 +324,7 @@ pub async fn start_with_clock(
     let _ = mcp.tools(&tools.names());
     let mcp = Arc::new(mcp);
     tools.register_dynamic(Arc::clone(&mcp) as Arc<dyn crate::tools::DynamicTools>);
+    tools.register_dynamic(Arc::clone(&grown) as Arc<dyn crate::tools::DynamicTools>);
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config
@@ -286,10 +338,18 @@ pub async fn start_with_clock(
         turn_deadline: config.caps.turn_deadline,
         images: Some(media.images()),
     };
-    for tool in delegate_tools(&config.subagents, &provider, &tools, &agent_config, &store) {
+    for tool in delegate_tools(
+        &config.subagents,
+        &provider,
+        &tools,
+        &agent_config,
+        &store,
+        Some(&models),
+    ) {
         tools.register(tool);
     }
     let agent = Arc::new(Agent::new(provider, Arc::new(tools), agent_config));
+    let agent_provider = Arc::clone(agent.provider());
     let settings = GatewaySettings {
         access_policy: config.access_policy,
         allowed_users: config.allowed_users.clone(),
@@ -302,32 +362,27 @@ pub async fn start_with_clock(
         spool_dir: config.data_dir.join("spool"),
         verbosity: config.chat_verbosity,
         queue_mode: config.queue_mode,
-        primary_model: config.llm.model.clone(),
+        chats: config.chats.clone(),
+        tool_builders: config.tool_builders,
+        identity_user_edits: config.identity_user_edits,
     };
     let metrics = Arc::new(Metrics::default());
-    let health_addr = match config.health_listen {
+    // Bound now (a taken port stops the start early); served once the
+    // gateway exists, since the web console may share this listener.
+    let health = match config.health_listen {
         Some(addr) => {
-            let listener =
+            Some(
                 tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| RunError::Health {
                         addr: addr.to_string(),
                         reason: e.to_string(),
-                    })?;
-            let bound = listener.local_addr().ok();
-            tokio::spawn(crate::health::serve(
-                listener,
-                store.clone(),
-                busy.clone(),
-                Arc::clone(&metrics),
-                adapters.clone(),
-                shutdown.clone(),
-            ));
-            tracing::info!(addr = ?bound, "health and metrics endpoint listening");
-            bound
+                    })?,
+            )
         }
         None => None,
     };
+    let health_addr = health.as_ref().and_then(|l| l.local_addr().ok());
     let parts = GatewayParts {
         media: Arc::clone(&media),
         store: store.clone(),
@@ -335,10 +390,48 @@ pub async fn start_with_clock(
         tasks,
         finished: finished_rx,
         busy: busy.clone(),
-        metrics,
+        metrics: Arc::clone(&metrics),
         skills,
+        grown,
+        cheap: config.models.routes.cheap.as_deref().map(|name| {
+            Arc::new(crate::models::CheapRoute::new(
+                Arc::clone(&models),
+                name,
+                Arc::clone(&agent_provider),
+            )) as Arc<dyn crate::llm::Provider>
+        }),
+        models,
     };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
+    // `WEB_LISTEN` equal to `HEALTH_LISTEN`: one listener serves both.
+    let shared = config.web.listen.is_some() && config.web.listen == config.health_listen;
+    let web_addr = if shared {
+        health_addr
+    } else {
+        start_web(config, &gateway, &shutdown).await?
+    };
+    if let Some(listener) = health {
+        let console = shared.then(|| crate::web::router(web_state(config, &gateway)));
+        let probe = crate::health::Probe {
+            store: store.clone(),
+            busy: busy.clone(),
+            metrics: Arc::clone(&metrics),
+            adapters: adapters.clone(),
+            mcp: Arc::clone(&mcp),
+        };
+        tokio::spawn(crate::health::serve(
+            listener,
+            probe,
+            console,
+            shutdown.clone(),
+        ));
+        tracing::info!(addr = ?health_addr, console = shared, "health and metrics endpoint listening");
+    }
+    tokio::spawn(crate::heartbeat::run(
+        store.clone(),
+        web_addr.map(|a| a.to_string()),
+        shutdown.clone(),
+    ));
     let (sink, inbound) = mpsc::channel(1024);
     let adapters_done = CancellationToken::new();
     let remaining = Arc::new(AtomicUsize::new(adapters.len()));
@@ -366,6 +459,7 @@ pub async fn start_with_clock(
     Ok(Running {
         store,
         health_addr,
+        web_addr,
         busy,
         gateway,
         adapters: handles,
@@ -373,6 +467,36 @@ pub async fn start_with_clock(
         shutdown,
         mcp,
     })
+}
+
+/// Serves the web console when `WEB_LISTEN` is set; returns where.
+async fn start_web(
+    config: &Config,
+    gateway: &Gateway,
+    shutdown: &CancellationToken,
+) -> Result<Option<std::net::SocketAddr>, RunError> {
+    let Some(addr) = config.web.listen else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| RunError::Web {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })?;
+    let bound = listener.local_addr().ok();
+    let state = web_state(config, gateway);
+    tokio::spawn(crate::web::serve(listener, state, shutdown.clone()));
+    tracing::info!(addr = ?bound, "web console listening");
+    Ok(bound)
+}
+
+fn web_state(config: &Config, gateway: &Gateway) -> crate::web::WebState {
+    let settings = crate::web::WebSettings {
+        access_policy: format!("{:?}", config.access_policy).to_ascii_lowercase(),
+        allowed_users: config.allowed_users.clone(),
+    };
+    crate::web::WebState::new(gateway.operator(), &config.web, settings)
 }
 
 /// `switchboard run`: every configured platform adapter, until `shutdown`.

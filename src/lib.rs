@@ -8,6 +8,7 @@ mod app;
 pub mod approvals;
 mod busy;
 pub mod caps;
+pub mod chats;
 pub mod clock;
 pub mod config;
 pub mod dirs;
@@ -15,6 +16,9 @@ pub mod domain;
 pub mod env;
 pub mod gateway;
 mod health;
+mod heartbeat;
+mod hex;
+pub mod identity;
 pub mod llm;
 pub mod markers;
 #[cfg(test)]
@@ -23,16 +27,19 @@ pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod metrics;
+pub mod models;
 pub mod portfolio;
 pub mod secrets;
 pub mod skills;
 pub mod store;
 pub mod tasks;
+pub mod telemetry;
 mod text;
 pub mod tools;
 mod visible;
 #[cfg(test)]
 mod visible_props;
+pub mod web;
 pub mod wiring;
 
 pub use app::{

@@ -6,7 +6,15 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::global::parse();
+    let mut args = cli::global::parse();
+    // The wizard writes the configuration: it must not need one.
+    if let Some(init) = args.take_init() {
+        return init_wizard(init);
+    }
+    // The reference describes the configuration: it must not need one either.
+    if args.is_config_reference() {
+        return cli::config::run(cli::config::ConfigAction::Reference);
+    }
     let config = match args.global.load_config(args.needs_model()) {
         Ok(config) => config,
         Err(e) => {
@@ -43,4 +51,25 @@ fn main() -> ExitCode {
     // after `/exit` or Ctrl-C) never ends by itself and must not hold the exit.
     runtime.shutdown_background();
     code
+}
+
+/// `switchboard init`, on a runtime of its own.
+fn init_wizard(init: cli::init::InitArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(cli::init::run(init)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

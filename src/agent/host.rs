@@ -51,6 +51,17 @@ pub struct TurnCheckpoint {
     pub round: usize,
     /// What the turn added to the system prompt (memories note, task state, rules).
     pub system_context: Option<String>,
+    /// When the call it paused on is a sub-agent's delegation: the sub-agent's
+    /// own checkpoint, paused on the approval (its first remaining call).
+    pub nested: Option<Box<TurnCheckpoint>>,
+}
+
+/// A delegation resumed after its sub-agent's approval was decided: the
+/// sub-agent continues from `checkpoint` with `resolution` for its call.
+#[derive(Debug, Clone)]
+pub struct NestedResume {
+    pub checkpoint: TurnCheckpoint,
+    pub resolution: Resolution,
 }
 
 /// Implemented by the gateway for each turn: it knows the chat, the requester
@@ -80,4 +91,24 @@ pub trait TurnHost: Send + Sync + 'static {
     /// Called before `head` is folded into a summary by compaction, so what is
     /// worth remembering can be saved first (memory flush). Default: nothing.
     async fn before_compaction(&self, _head: &[Message]) {}
+
+    /// The host a sub-agent that acts asks for its approvals (cards to the
+    /// same requester); `None`: sub-agents cannot be approved.
+    fn for_subagent(&self) -> Option<Arc<dyn TurnHost>> {
+        None
+    }
+
+    /// A delegation's sub-agent paused on `approval` (recorded through
+    /// [`TurnHost::for_subagent`]'s host, with the sub-agent's checkpoint):
+    /// stores this turn's `checkpoint` around it so the whole turn pauses as
+    /// one row. `false`: it could not be kept (the approval is withdrawn).
+    async fn pause_nested(&self, _approval: &str, _checkpoint: TurnCheckpoint) -> bool {
+        false
+    }
+
+    /// Added to the system prompt of each model call of the turn, read anew
+    /// every round (the plan and its current step). Default: nothing.
+    async fn round_context(&self) -> Option<String> {
+        None
+    }
 }

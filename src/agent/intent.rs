@@ -18,30 +18,86 @@ const CORRECTION_MARK: &str = crate::markers::GATEWAY_CHECK;
 /// Largest pattern accepted (compiled size is bounded too).
 const MAX_PATTERN_CHARS: usize = 2_000;
 
+/// What a follow-up is about when it does not say: a recent message of the
+/// conversation on the portfolio.
+const PORTFOLIO_TOPIC: &str = r"(?i)\b(portfolio|holdings|positions)\b|持仓|仓位|投资组合";
+/// A follow-up that means "look again" ("and now?", "check again", "体检").
+const LOOK_AGAIN: &str = r"(?i)^\W*(and\s+)?(now|again|refresh|update|re-?check|check again|what about now|how about now)\b|\b(check[- ]?up|health[- ]?check)\b|再看看|再查|刷新|现在呢|体检";
+/// "Diagnose my portfolio", "a check-up of my holdings", "诊断持仓".
+const DIAGNOSE_PATTERN: &str = r"(?i)\b(diagnos\w*|check[- ]?up|health[- ]?check|analy[sz]\w*|concentration|diversif\w*)\b.{0,40}\b(portfolio|holdings|positions)\b|(诊断|体检|分析).{0,10}(持仓|仓位|投资组合)";
+/// A follow-up asking for the diagnosis ("do a check-up", "诊断一下").
+const DIAGNOSE_FOLLOW_UP: &str = r"(?i)\b(diagnos\w*|check[- ]?up|health[- ]?check|analy[sz]e\s+(it|them|that)|how (diversified|concentrated))\b|体检|诊断|分析一下";
+/// Recent messages a follow-up's topic is looked for in.
+const FOLLOW_UP_WINDOW: usize = 6;
+
 /// "Show my portfolio", "what's in my holdings", "我的持仓", "查看仓位".
 const PORTFOLIO_PATTERN: &str = r"(?i)\b(my|our)\s+(stock\s+|crypto\s+)?(portfolio|holdings|positions)\b|\b(show|view|list|display|check|diagnose|analy[sz]e|review)\b.{0,40}\b(portfolio|holdings|positions)\b|我的?(持仓|仓位|投资组合)|(查看|看看|显示|列出|诊断|分析).{0,10}(持仓|仓位|投资组合)";
 
-/// One rule: a user message matching `pattern` needs a call of one of
-/// `tools` (the first is the one named to the model and in the warning).
+/// An argument a call must carry to count: `("action", "diagnose")`.
+pub type Mode = (String, String);
+
+/// One rule: a user message matching `pattern` — or a follow-up matching
+/// `follow_up` in a conversation on its topic — needs a call of one of
+/// `tools` (the first is the one named to the model and in the warning),
+/// with `mode` when it names one.
 #[derive(Debug, Clone)]
 pub struct IntentRule {
     pub pattern: Regex,
     pub tools: Vec<String>,
+    pub mode: Option<Mode>,
+    pub follow_up: Option<FollowUp>,
 }
 
-/// What one turn must do: call any of these tools.
+/// A short follow-up ("do a check-up") that still needs the rule's tool when
+/// the conversation just was on `topic` (or just used the tool).
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    pub pattern: Regex,
+    pub topic: Regex,
+}
+
+/// What one turn must do: call any of these tools (with the mode, if any).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement(pub Vec<String>);
+pub struct Requirement {
+    pub tools: Vec<String>,
+    pub mode: Option<Mode>,
+}
 
 impl Requirement {
-    /// Whether one of `called` meets it.
-    pub fn met_by(&self, called: &[String]) -> bool {
-        self.0.iter().any(|t| called.contains(t))
+    /// Any of `tools`, in any mode.
+    pub fn any(tools: Vec<String>) -> Requirement {
+        Requirement { tools, mode: None }
+    }
+
+    /// Whether one of `called` (name, JSON arguments) meets it.
+    pub fn met_by(&self, called: &[(String, String)]) -> bool {
+        called
+            .iter()
+            .any(|(name, args)| self.tools.contains(name) && self.mode_in(args))
+    }
+
+    fn mode_in(&self, args: &str) -> bool {
+        let Some((key, value)) = &self.mode else {
+            return true;
+        };
+        serde_json::from_str::<serde_json::Value>(args)
+            .ok()
+            .and_then(|a| a.get(key).and_then(|v| v.as_str().map(|s| s == value)))
+            .unwrap_or(false)
     }
 
     /// The tool that answers the request (the rule's first).
     pub fn primary(&self) -> &str {
-        self.0.first().map_or("", String::as_str)
+        self.tools.first().map_or("", String::as_str)
+    }
+
+    /// How the model is told: "`portfolio` (with action \"diagnose\")".
+    fn named(&self) -> String {
+        let tools = quoted(&self.tools).join(" or ");
+        match &self.mode {
+            Some((k, v)) => format!("{tools} (with {k} \"{v}\")"),
+            None => tools,
+        }
     }
 }
 
@@ -87,17 +143,40 @@ pub enum IntentRulesError {
 
 impl IntentRules {
     /// The built-in rules: questions about the portfolio are answered from
-    /// the ledger (`portfolio`), or acted on (`update_portfolio`).
+    /// the ledger (`portfolio`), or acted on (`update_portfolio`), also when
+    /// a follow-up asks to look again; a diagnosis (also a follow-up "do a
+    /// check-up" after portfolio talk) needs `portfolio` with action
+    /// `diagnose`, not a plain view.
     pub fn builtin() -> IntentRules {
-        IntentRules(
-            compile(PORTFOLIO_PATTERN)
-                .map(|pattern| IntentRule {
-                    pattern,
-                    tools: vec!["portfolio".into(), "update_portfolio".into()],
-                })
-                .into_iter()
-                .collect(),
-        )
+        let (Ok(pattern), Ok(diagnose), Ok(topic), Ok(again), Ok(diagnose_again)) = (
+            compile(PORTFOLIO_PATTERN),
+            compile(DIAGNOSE_PATTERN),
+            compile(PORTFOLIO_TOPIC),
+            compile(LOOK_AGAIN),
+            compile(DIAGNOSE_FOLLOW_UP),
+        ) else {
+            return IntentRules::default();
+        };
+        IntentRules(vec![
+            IntentRule {
+                pattern,
+                tools: vec!["portfolio".into(), "update_portfolio".into()],
+                mode: None,
+                follow_up: Some(FollowUp {
+                    pattern: again,
+                    topic: topic.clone(),
+                }),
+            },
+            IntentRule {
+                pattern: diagnose,
+                tools: vec!["portfolio".into()],
+                mode: Some(("action".into(), "diagnose".into())),
+                follow_up: Some(FollowUp {
+                    pattern: diagnose_again,
+                    topic,
+                }),
+            },
+        ])
     }
 
     /// No rules: the guard never intervenes.
@@ -141,7 +220,12 @@ impl IntentRules {
                 )));
             }
             let pattern = compile(&def.pattern).map_err(|e| problem(e.to_string()))?;
-            rules.0.push(IntentRule { pattern, tools });
+            rules.0.push(IntentRule {
+                pattern,
+                tools,
+                mode: None,
+                follow_up: None,
+            });
         }
         Ok(rules)
     }
@@ -155,26 +239,50 @@ impl IntentRules {
     }
 
     /// What `user_text` requires, among the tools `available` (a rule none
-    /// of whose tools is registered is skipped).
-    pub fn required(&self, user_text: &str, available: impl Fn(&str) -> bool) -> Vec<Requirement> {
+    /// of whose tools is registered is skipped); `recent` is the conversation
+    /// before it, for follow-ups.
+    pub fn required(
+        &self,
+        user_text: &str,
+        recent: &[Message],
+        available: impl Fn(&str) -> bool,
+    ) -> Vec<Requirement> {
+        let recent = &recent[recent.len().saturating_sub(FOLLOW_UP_WINDOW)..];
         let mut out: Vec<Requirement> = Vec::new();
         for rule in &self.0 {
-            let requirement = Requirement(
-                rule.tools
+            let requirement = Requirement {
+                tools: rule
+                    .tools
                     .iter()
                     .filter(|t| available(t))
                     .cloned()
                     .collect(),
-            );
-            if !requirement.0.is_empty()
-                && !out.contains(&requirement)
-                && rule.pattern.is_match(user_text)
-            {
+                mode: rule.mode.clone(),
+            };
+            if requirement.tools.is_empty() || out.contains(&requirement) {
+                continue;
+            }
+            let follows_up = || {
+                rule.follow_up.as_ref().is_some_and(|f| {
+                    f.pattern.is_match(user_text) && on_topic(f, &rule.tools, recent)
+                })
+            };
+            if rule.pattern.is_match(user_text) || follows_up() {
                 out.push(requirement);
             }
         }
         out
     }
+}
+
+/// Whether `recent` was on the follow-up's topic: a user message about it,
+/// or a call of one of the rule's tools.
+fn on_topic(f: &FollowUp, tools: &[String], recent: &[Message]) -> bool {
+    recent.iter().any(|m| match m.role {
+        Role::User => f.topic.is_match(crate::memory::unwrap(&m.content)),
+        Role::Assistant => m.tool_calls.iter().any(|c| tools.contains(&c.name)),
+        _ => false,
+    })
 }
 
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
@@ -185,7 +293,7 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 pub fn correction(missing: &[Requirement]) -> String {
     let names = missing
         .iter()
-        .map(|r| quoted(&r.0).join(" or "))
+        .map(Requirement::named)
         .collect::<Vec<_>>()
         .join(", and ");
     format!(
@@ -242,10 +350,9 @@ mod tests {
             "What's in my holdings right now?",
             "Can you review the portfolio for risks",
             "看看我的持仓",
-            "帮我诊断一下投资组合",
             "我的仓位怎么样",
         ] {
-            assert_eq!(rules.required(text, all), vec![portfolio()], "{text}");
+            assert_eq!(rules.required(text, &[], all), vec![portfolio()], "{text}");
         }
         for text in [
             "what is a portfolio?",
@@ -253,7 +360,7 @@ mod tests {
             "portfolio theory in two lines",
             "show me the weather",
         ] {
-            assert!(rules.required(text, all).is_empty(), "{text}");
+            assert!(rules.required(text, &[], all).is_empty(), "{text}");
         }
     }
 
@@ -261,11 +368,11 @@ mod tests {
     fn rules_for_missing_tools_are_skipped() {
         let rules = IntentRules::builtin();
         assert_eq!(
-            rules.required("show my portfolio", |t| t != "portfolio"),
-            vec![Requirement(vec!["update_portfolio".into()])]
+            rules.required("show my portfolio", &[], |t| t != "portfolio"),
+            vec![Requirement::any(vec!["update_portfolio".into()])]
         );
         assert!(rules
-            .required("show my portfolio", |t| !t.contains("portfolio"))
+            .required("show my portfolio", &[], |t| !t.contains("portfolio"))
             .is_empty());
     }
 
@@ -279,10 +386,10 @@ mod tests {
         )
         .unwrap();
         let rules = IntentRules::with_file(&path).unwrap();
-        assert_eq!(rules.len(), 2);
+        assert_eq!(rules.len(), IntentRules::builtin().len() + 1);
         assert_eq!(
-            rules.required("Weather in Oslo?", all),
-            vec![Requirement(vec!["get_weather".into()])]
+            rules.required("Weather in Oslo?", &[], all),
+            vec![Requirement::any(vec!["get_weather".into()])]
         );
         std::fs::write(
             &path,
@@ -291,7 +398,7 @@ mod tests {
         .unwrap();
         let rules = IntentRules::with_file(&path).unwrap();
         assert_eq!(
-            rules.required("the forecast?", all)[0].0,
+            rules.required("the forecast?", &[], all)[0].tools,
             vec!["forecast".to_owned(), "get_weather".to_owned()]
         );
 
@@ -314,7 +421,7 @@ mod tests {
         let c = correction(&[portfolio()]);
         assert!(c.starts_with(CORRECTION_MARK));
         assert!(c.contains("`portfolio` or `update_portfolio` tool"), "{c}");
-        let w = warning(&[portfolio(), Requirement(vec!["b".into()])]);
+        let w = warning(&[portfolio(), Requirement::any(vec!["b".into()])]);
         assert!(
             w.starts_with("⚠️ Not checked with `portfolio`, `b`:"),
             "{w}"
@@ -343,6 +450,66 @@ mod tests {
     }
 
     fn portfolio() -> Requirement {
-        Requirement(vec!["portfolio".into(), "update_portfolio".into()])
+        Requirement::any(vec!["portfolio".into(), "update_portfolio".into()])
+    }
+
+    fn diagnose() -> Requirement {
+        Requirement {
+            tools: vec!["portfolio".into()],
+            mode: Some(("action".into(), "diagnose".into())),
+        }
+    }
+
+    fn calling(tool: &str, args: &str) -> Message {
+        Message {
+            tool_calls: vec![crate::llm::ToolCall {
+                id: "c".into(),
+                name: tool.into(),
+                arguments: args.into(),
+            }],
+            ..Message::assistant("")
+        }
+    }
+
+    #[test]
+    fn a_diagnosis_needs_the_diagnose_mode_not_a_view() {
+        let rules = IntentRules::builtin();
+        assert_eq!(
+            rules.required("please diagnose my portfolio", &[], all),
+            vec![portfolio(), diagnose()]
+        );
+        let d = diagnose();
+        let call = |args: &str| [("portfolio".to_owned(), args.to_owned())];
+        assert!(!d.met_by(&call("{}")) && !d.met_by(&call(r#"{"action": "view"}"#)));
+        assert!(d.met_by(&call(r#"{"action": "diagnose"}"#)));
+        assert!(portfolio().met_by(&call("{}")));
+        let c = correction(&[d]);
+        assert!(
+            c.contains("`portfolio` (with action \"diagnose\") tool"),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn a_follow_up_after_portfolio_talk_still_needs_the_tool() {
+        let rules = IntentRules::builtin();
+        let talk = [
+            Message::user("show my portfolio"),
+            calling("portfolio", "{}"),
+            Message::assistant("You hold 10 AAPL."),
+        ];
+        assert_eq!(
+            rules.required("ok, now do a check-up", &talk, all),
+            vec![portfolio(), diagnose()]
+        );
+        assert_eq!(rules.required("and now?", &talk, all), vec![portfolio()]);
+        assert_eq!(rules.required("再看看", &talk, all), vec![portfolio()]);
+        // Only after such talk: elsewhere a check-up is not about the ledger.
+        let weather = [Message::user("will it rain?"), Message::assistant("No.")];
+        assert!(rules.required("do a check-up", &weather, all).is_empty());
+        assert!(rules.required("do a check-up", &[], all).is_empty());
+        // A tool call alone puts the conversation on the topic.
+        let called = [calling("portfolio", "{}")];
+        assert_eq!(rules.required("诊断一下", &called, all), vec![diagnose()]);
     }
 }

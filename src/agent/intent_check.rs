@@ -22,21 +22,24 @@ pub(super) enum Verdict {
 #[derive(Debug, Default)]
 pub(super) struct IntentCheck {
     required: Vec<Requirement>,
-    called: Vec<String>,
+    /// The calls made so far: name and JSON arguments.
+    called: Vec<(String, String)>,
     corrections: usize,
 }
 
 impl IntentCheck {
-    /// The check for a turn on `input` (resumed turns already acted on theirs).
+    /// The check for a turn on `input` after the conversation `recent`
+    /// (resumed turns already acted on theirs).
     pub(super) fn for_turn(
         rules: &IntentRules,
         input: Option<&Message>,
+        recent: &[Message],
         resumed: bool,
         available: impl Fn(&str) -> bool,
     ) -> IntentCheck {
         match input {
             Some(m) if m.role == Role::User && !resumed => IntentCheck {
-                required: rules.required(crate::memory::unwrap(&m.content), available),
+                required: rules.required(crate::memory::unwrap(&m.content), recent, available),
                 ..IntentCheck::default()
             },
             _ => IntentCheck::default(),
@@ -62,8 +65,12 @@ impl IntentCheck {
         let Some(reply) = messages.last() else {
             return Verdict::Fine;
         };
-        self.called
-            .extend(reply.tool_calls.iter().map(|c| c.name.clone()));
+        self.called.extend(
+            reply
+                .tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone())),
+        );
         let missing = self.missing();
         if !reply.tool_calls.is_empty() || missing.is_empty() {
             return Verdict::Fine;
@@ -90,6 +97,7 @@ mod tests {
         IntentCheck::for_turn(
             &IntentRules::builtin(),
             Some(&Message::user("show my portfolio")),
+            &[],
             false,
             |_| true,
         )
@@ -180,6 +188,7 @@ mod tests {
         let resumed = IntentCheck::for_turn(
             &IntentRules::builtin(),
             Some(&Message::user("show my portfolio")),
+            &[],
             true,
             |_| true,
         );
@@ -187,6 +196,7 @@ mod tests {
         let unrelated = IntentCheck::for_turn(
             &IntentRules::builtin(),
             Some(&Message::user("hi")),
+            &[],
             false,
             |_| true,
         );

@@ -1,18 +1,25 @@
 //! The agent runtime: one turn of the ReAct loop, its events, guards and traces.
 
+mod arguments;
 mod compaction;
 mod deadline;
 mod doom_loop;
 mod events;
+mod foreground;
 mod host;
 mod intent;
 mod intent_check;
 mod model_call;
+mod plan;
+mod produced;
 mod redact;
+mod requests;
 mod results;
+mod roles;
 mod round;
 mod runtime;
 mod scratchpad;
+mod start;
 mod subagent;
 mod turn;
 mod vision;
@@ -22,8 +29,12 @@ pub use compaction::{
     tail_start, threshold, transcript, Compacted, FoldedHead, MAX_CONTEXT_MESSAGES, SUMMARY_MARK,
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
-pub use host::{Asked, Pause, Resolution, TurnCheckpoint, TurnHost};
+pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
-pub use runtime::{Agent, AgentConfig, ResumeRequest, TurnRequest, DEFAULT_TOOL_TIMEOUT};
-pub use subagent::{delegate_tools, role, NobodyToAsk, Role, ROLES, SUBAGENT_MAX_ROUNDS};
+pub use plan::{is_resume, Plan, PlanError, PlanStep, StepStatus, MAX_PLAN_STEPS};
+pub use roles::{builtin_roles, find_role, load_roles, Role, SUBAGENT_MAX_ROUNDS};
+pub use runtime::{
+    Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,
+};
+pub use subagent::{delegate_tools, NobodyToAsk, WRITES};
 pub use vision::Images;

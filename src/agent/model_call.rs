@@ -7,6 +7,7 @@ use crate::llm::{ChatRequest, Chunk, Provider, ProviderError, SignedReasoning, T
 use futures::StreamExt;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 /// Between the texts of two rounds of one turn.
 pub(super) const ROUND_SEPARATOR: &str = "\n\n";
@@ -76,6 +77,14 @@ pub(super) enum Called {
     Resize,
 }
 
+/// Where a model call's output goes: its events, the turn's usage, and the
+/// text shown so far (kept should the turn be stopped mid-call).
+pub(super) struct CallSink<'a> {
+    pub(super) tx: &'a mpsc::Sender<RuntimeEvent>,
+    pub(super) usage: &'a mut Usage,
+    pub(super) shown: &'a mut String,
+}
+
 /// One model call of `request`, sized for a window of `sized_for` tokens,
 /// streamed; retried on recoverable errors before any output.
 pub(super) async fn call_model(
@@ -83,17 +92,27 @@ pub(super) async fn call_model(
     retries: &mut Retries,
     sized_for: u32,
     request: ChatRequest,
-    tx: &mpsc::Sender<RuntimeEvent>,
-    usage: &mut Usage,
+    sink: CallSink<'_>,
     text_out: TextOut,
 ) -> Result<Called, ModelFailure> {
+    let CallSink { tx, usage, shown } = sink;
     // Summarizing for compaction may have failed over already.
     if retries.resize(provider, sized_for) {
         return Ok(Called::Resize);
     }
     loop {
         let mut reply = ModelReply::default();
-        match stream_once(provider, request.clone(), tx, usage, &mut reply, text_out).await {
+        match stream_once(
+            provider,
+            request.clone(),
+            tx,
+            usage,
+            &mut reply,
+            text_out,
+            shown,
+        )
+        .await
+        {
             Ok(()) => return Ok(Called::Reply(reply)),
             Err(e) if !reply.produced_output() => {
                 let Some(wait) = retries.next(&e, provider) else {
@@ -117,6 +136,8 @@ pub(super) async fn call_model(
     }
 }
 
+/// One request to the endpoint, traced as a `chat {model}` span with the
+/// tokens it used (added to the turn's `usage`).
 async fn stream_once(
     provider: &dyn Provider,
     request: ChatRequest,
@@ -124,6 +145,34 @@ async fn stream_once(
     usage: &mut Usage,
     reply: &mut ModelReply,
     text_out: TextOut,
+    shown_so_far: &mut String,
+) -> Result<(), ProviderError> {
+    let span = crate::telemetry::chat_span(provider.system(), &provider.model().name);
+    let mut used = Usage::default();
+    let out = stream_reply(
+        provider,
+        request,
+        tx,
+        &mut used,
+        reply,
+        text_out,
+        shown_so_far,
+    )
+    .instrument(span.clone())
+    .await;
+    usage.add(&used);
+    crate::telemetry::chat_done(&span, &provider.model().name, &used, out.as_ref().err());
+    out
+}
+
+async fn stream_reply(
+    provider: &dyn Provider,
+    request: ChatRequest,
+    tx: &mpsc::Sender<RuntimeEvent>,
+    usage: &mut Usage,
+    reply: &mut ModelReply,
+    text_out: TextOut,
+    shown_so_far: &mut String,
 ) -> Result<(), ProviderError> {
     let mut stream = provider.chat_stream(request).await?;
     // A key the endpoint echoes is scrubbed before the chat sees any of it,
@@ -142,6 +191,8 @@ async fn stream_once(
                 reply.text.push_str(&t);
                 let shown = text_scrub.push(&t);
                 if !shown.is_empty() {
+                    // Kept for history should the turn be stopped mid-call.
+                    shown_so_far.push_str(&shown);
                     let _ = tx.send(RuntimeEvent::TextDelta(shown)).await;
                 }
             }

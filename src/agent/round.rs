@@ -1,54 +1,35 @@
 //! One tool round: validate calls, guard against loops, approve, then run safe
 //! calls in parallel (at most 5) and the others serially, in the model's order.
 
+use super::arguments::MAX_ARGUMENT_BYTES;
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::RuntimeEvent;
-use super::host::{Asked, Resolution, TurnCheckpoint, TurnHost};
+use super::host::{Asked, NestedResume, Resolution, TurnCheckpoint, TurnHost};
+use super::produced::ProducedImages;
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
 use crate::domain::Conversation;
 use crate::llm::{Message, ToolCall};
-use crate::tools::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolRegistry};
+use crate::tools::{Tool, ToolRegistry};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 const MAX_PARALLEL: usize = 5;
 
-/// The largest arguments a tool call may carry (a model writing a huge
-/// argument costs parsing, a card, a history row and every later request).
-pub(super) const MAX_ARGUMENT_BYTES: usize = 1 << 20;
-
-/// `calls` as the conversation keeps them: arguments over
-/// [`MAX_ARGUMENT_BYTES`] (refused when run) replaced by a small object that
-/// says so, so the history stays sendable.
-pub(super) fn storable(calls: &[ToolCall]) -> Vec<ToolCall> {
-    calls
-        .iter()
-        .map(|c| {
-            if c.arguments.len() <= MAX_ARGUMENT_BYTES {
-                return c.clone();
-            }
-            ToolCall {
-                arguments: serde_json::json!({ "omitted": format!("{} bytes of arguments, refused", c.arguments.len()) })
-                    .to_string(),
-                ..c.clone()
-            }
-        })
-        .collect()
-}
 /// What the model is told when a call needs approval and nobody can be asked.
 const NOBODY_TO_ASK: &str =
     "error: this action needs the user's approval and none can be requested here. \
      Use ask_user to explain what you want to do first.";
 
 /// The call needs a decision: the turn pauses on this approval.
-struct Paused(String);
+pub(super) struct Paused(pub(super) String);
 
 pub(crate) struct RoundRunner<'a> {
     pub tools: &'a ToolRegistry,
@@ -57,6 +38,8 @@ pub(crate) struct RoundRunner<'a> {
     pub session_id: &'a str,
     pub cancel: &'a CancellationToken,
     pub events: &'a mpsc::Sender<RuntimeEvent>,
+    /// Images the calls hand over, attached to their tool messages.
+    pub produced: ProducedImages,
     /// Index of the turn's input in the conversation (for checkpoints).
     pub new_from: usize,
     pub origin: Option<&'a Conversation>,
@@ -66,9 +49,17 @@ pub(crate) struct RoundRunner<'a> {
     pub tool_timeout: Duration,
     /// The turn's deadline: a running tool is stopped when it passes.
     pub deadline: &'a Deadline,
-    /// A resumed turn's decision for the call it paused on (by call id),
-    /// taken once.
-    pub resolved: Mutex<Option<(String, Resolution)>>,
+    /// A resumed turn's decision for the call it paused on, taken once.
+    pub resolved: Mutex<Option<Resumed>>,
+}
+
+/// What a resumed turn brings for the call it paused on.
+pub(crate) struct Resumed {
+    pub call_id: String,
+    pub resolution: Resolution,
+    /// The call is a delegation whose sub-agent paused: the decision is for
+    /// the sub-agent's call, and the sub-agent continues from here.
+    pub nested: Option<Box<TurnCheckpoint>>,
 }
 
 /// What a round produced.
@@ -150,6 +141,7 @@ impl RoundRunner<'_> {
                     remaining: calls[index..].to_vec(),
                     round,
                     system_context: self.system_context.map(str::to_owned),
+                    nested: None,
                 };
                 let r = self.execute(first, Some(checkpoint)).await;
                 if r.paused.is_some() {
@@ -190,7 +182,13 @@ impl RoundRunner<'_> {
                     "result": content.chars().take(4_000).collect::<String>(),
                 }),
             );
-            Message::tool_result(r.call.id, content)
+            let images = self.produced.take(&r.call.id);
+            let mut message = Message::tool_result(r.call.id, content);
+            // A failed call's images (handed over before it failed) are not shown.
+            if r.outcome.is_ok() {
+                message.images = images;
+            }
+            message
         }
     }
 
@@ -230,7 +228,24 @@ impl RoundRunner<'_> {
             .collect()
     }
 
+    /// Runs one call, traced as an `execute_tool {name}` span.
     async fn execute(&self, prepared: Prepared, checkpoint: Option<TurnCheckpoint>) -> CallResult {
+        let (Prepared::Ready { call, .. } | Prepared::Failed { call, .. }) = &prepared;
+        let span = crate::telemetry::tool_span(&call.name, &call.id);
+        let r = self
+            .run_call(prepared, checkpoint)
+            .instrument(span.clone())
+            .await;
+        let outcome = match (&r.paused, &r.outcome) {
+            (Some(_), _) => "paused",
+            (None, Ok(_)) => "ok",
+            (None, Err(_)) => "error",
+        };
+        crate::telemetry::tool_done(&span, outcome);
+        r
+    }
+
+    async fn run_call(&self, prepared: Prepared, checkpoint: Option<TurnCheckpoint>) -> CallResult {
         let started = Instant::now();
         let (call, outcome) = match prepared {
             Prepared::Failed { call, error } => (call, Err(error)),
@@ -287,7 +302,7 @@ impl RoundRunner<'_> {
         call: &ToolCall,
         tool: Arc<dyn Tool>,
         mut args: Value,
-        checkpoint: Option<TurnCheckpoint>,
+        mut checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Result<String, String>, Paused> {
         if let Err(e) = tool.validate(&args) {
             return Ok(Err(e.for_model()));
@@ -302,7 +317,7 @@ impl RoundRunner<'_> {
             };
             let decided = match decided {
                 Some(decided) => decided,
-                None => match self.ask(call, &tool, &args, checkpoint).await? {
+                None => match self.ask(call, &tool, &args, checkpoint.take()).await? {
                     Some(decided) => decided,
                     None => return Ok(Err(NOBODY_TO_ASK.into())),
                 },
@@ -339,82 +354,34 @@ impl RoundRunner<'_> {
                 })
                 .map_err(|e| format!("error: could not start the background task: {e}")));
         }
-        Ok(self.run_foreground(call, tool, args).await)
+        let resumed = self.take_nested(&call.id);
+        match self.run_foreground(call, tool, args, resumed).await {
+            Ok(done) => Ok(done),
+            Err(Paused(approval)) => self.pause_around(approval, checkpoint).await,
+        }
     }
 
-    /// Runs the call on a task of its own, within the tool timeout and the
-    /// turn's deadline, passing on what it reports.
-    async fn run_foreground(
+    /// A call's sub-agent paused on `approval`: the turn pauses around it,
+    /// with `checkpoint` (this round, the delegation first) stored by the host.
+    async fn pause_around(
         &self,
-        call: &ToolCall,
-        tool: Arc<dyn Tool>,
-        args: Value,
-    ) -> Result<String, String> {
-        // Progress of a tool that shows it in the chat (a sub-agent's steps)
-        // goes there as it happens; other tools report to nobody.
-        let (progress, progress_rx) = if tool.progress_in_chat() {
-            let (tx, rx) = watch::channel(Progress::default());
-            (ProgressSink::new(tx), Some(rx))
+        approval: String,
+        checkpoint: Option<TurnCheckpoint>,
+    ) -> Result<Result<String, String>, Paused> {
+        let kept = match checkpoint {
+            Some(checkpoint) => self.host.pause_nested(&approval, checkpoint).await,
+            None => {
+                tracing::warn!(approval, "a sub-agent paused where its turn cannot pause");
+                false
+            }
+        };
+        if kept {
+            Err(Paused(approval))
         } else {
-            (ProgressSink::default(), None)
-        };
-        let ctx = ToolContext {
-            cancel: self.cancel.child_token(),
-            progress,
-            session_id: self.session_id.to_owned(),
-            origin: self.origin.cloned(),
-        };
-        // A panicking tool must not take the turn down: run it on its own task.
-        // A hanging one must not hold the session: past the timeout it is told
-        // to stop (its cancel token) and dropped.
-        let cancel = ctx.cancel.clone();
-        let mut running = tokio::spawn(async move { tool.call(args, &ctx).await });
-        // A stopped turn (`/stop`) does not wait for a tool that ignores its
-        // cancel token (an operator's HTTP tool, a file read): it is told to
-        // stop and dropped at once.
-        let mut stopped = false;
-        let waited = tokio::select! {
-            finished = async {
-                match progress_rx {
-                    None => tokio::time::timeout(self.tool_timeout, &mut running).await.ok(),
-                    Some(rx) => self.forward_progress(call, &mut running, rx).await,
-                }
-            } => Some(finished),
-            () = self.deadline.reached() => None,
-            () = self.cancel.cancelled() => {
-                stopped = true;
-                None
-            }
-        };
-        let Some(finished) = waited else {
-            cancel.cancel();
-            running.abort();
-            if stopped {
-                tracing::info!(tool = %call.name, "tool stopped with its turn");
-                return Err(ToolError::Cancelled.for_model());
-            }
-            tracing::warn!(tool = %call.name, "tool stopped at the turn deadline");
-            return Err(
-                "error: the turn reached its time limit (TURN_DEADLINE_SECS) and this call was stopped."
+            Ok(Err(
+                "error: the sub-agent's action needed an approval that could not be kept, so it was not run."
                     .into(),
-            );
-        };
-        let Some(joined) = finished else {
-            cancel.cancel();
-            running.abort();
-            tracing::warn!(tool = %call.name, timeout = ?self.tool_timeout, "tool timed out");
-            return Err(ToolError::Timeout(self.tool_timeout).for_model());
-        };
-        match joined {
-            Ok(Ok(text)) => Ok(text),
-            Ok(Err(e)) => {
-                tracing::info!(tool = %call.name, error = %e, "tool failed");
-                Err(e.for_model())
-            }
-            Err(join) => {
-                tracing::error!(tool = %call.name, error = %join, "tool crashed");
-                Err("error: the tool crashed; the operator has the details.".into())
-            }
+            ))
         }
     }
 
@@ -422,7 +389,25 @@ impl RoundRunner<'_> {
     fn take_resolution(&self, call_id: &str) -> Option<Resolution> {
         let mut slot = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
         match slot.as_ref() {
-            Some((id, _)) if id == call_id => slot.take().map(|(_, r)| r),
+            Some(r) if r.call_id == call_id && r.nested.is_none() => {
+                slot.take().map(|r| r.resolution)
+            }
+            _ => None,
+        }
+    }
+
+    /// The paused sub-agent a resumed turn brought for delegation `call_id`,
+    /// with the decision for its call, once.
+    fn take_nested(&self, call_id: &str) -> Option<NestedResume> {
+        let mut slot = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(r) if r.call_id == call_id && r.nested.is_some() => {
+                let r = slot.take()?;
+                Some(NestedResume {
+                    checkpoint: *r.nested?,
+                    resolution: r.resolution,
+                })
+            }
             _ => None,
         }
     }
@@ -443,6 +428,7 @@ impl RoundRunner<'_> {
             remaining: vec![call.clone()],
             round: 0,
             system_context: None,
+            nested: None,
         });
         // The stored call carries exactly the arguments on the card (after edits).
         if let Some(first) = checkpoint.remaining.first_mut() {
@@ -458,39 +444,6 @@ impl RoundRunner<'_> {
             })),
             Asked::Paused(approval) => Err(Paused(approval)),
             Asked::Unavailable => Ok(None),
-        }
-    }
-
-    /// Waits for a tool (at most the tool timeout; `None` past it) while
-    /// passing what it reports on as [`RuntimeEvent::ToolProgress`].
-    async fn forward_progress<T>(
-        &self,
-        call: &ToolCall,
-        running: &mut tokio::task::JoinHandle<T>,
-        mut progress: watch::Receiver<Progress>,
-    ) -> Option<Result<T, tokio::task::JoinError>> {
-        let deadline = tokio::time::sleep(self.tool_timeout);
-        tokio::pin!(deadline);
-        let mut reporting = true;
-        loop {
-            tokio::select! {
-                joined = &mut *running => return Some(joined),
-                () = &mut deadline => return None,
-                changed = progress.changed(), if reporting => {
-                    if changed.is_err() {
-                        reporting = false;
-                        continue;
-                    }
-                    let update = progress.borrow_and_update().clone();
-                    // A status line may be skipped, but must never hold the
-                    // tool's deadline up behind a busy channel.
-                    let _ = self.events.try_send(RuntimeEvent::ToolProgress {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        progress: update,
-                    });
-                }
-            }
         }
     }
 }

@@ -4,24 +4,25 @@ use super::compaction::{self, ContextView};
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
-use super::host::{Pause, Resolution, TurnHost};
+use super::host::Pause;
 use super::intent::{self, IntentRules};
 use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{
-    call_model, Called, ModelFailure, ModelReply, Retries, TextOut, ROUND_SEPARATOR,
+    call_model, CallSink, Called, ModelFailure, ModelReply, Retries, TextOut, ROUND_SEPARATOR,
 };
+use super::requests::Drive;
+pub use super::requests::{ResumeRequest, TurnModel, TurnRequest};
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
-use crate::domain::Conversation;
-use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, ToolCall, Usage};
+use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, Usage};
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Static settings of the runtime.
 #[derive(Debug, Clone)]
@@ -50,55 +51,6 @@ const IMAGES_REFUSED: &str =
 
 /// [`AgentConfig::tool_timeout`] by default: above `exec_command`'s 600 s cap.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
-pub struct ResumeRequest {
-    pub session_id: String,
-    pub origin: Option<Conversation>,
-    pub messages: Vec<Message>,
-    pub new_from: usize,
-    pub remaining: Vec<ToolCall>,
-    /// The round the turn paused in; the round limit counts on from it.
-    pub round: usize,
-    pub system_context: Option<String>,
-    /// The decision for the first of `remaining`, the call the turn paused on.
-    pub resolution: Resolution,
-    pub host: Arc<dyn TurnHost>,
-    pub cancel: CancellationToken,
-}
-
-/// What [`Agent::drive`] works on.
-struct Drive {
-    /// The session the tools act for (memory, stored results, schedules).
-    session_id: String,
-    /// What the turn's trace is filed under: the session's id, or a
-    /// sub-agent's own (`{session}:{role}`).
-    trace_id: String,
-    origin: Option<Conversation>,
-    messages: Vec<Message>,
-    new_from: usize,
-    /// A resumed turn's unfinished round: its number and the calls left.
-    pending: Option<(usize, Vec<ToolCall>)>,
-    /// A resumed turn's decision for the call it paused on (by call id).
-    resolved: Option<(String, Resolution)>,
-    host: Arc<dyn TurnHost>,
-    cancel: CancellationToken,
-    system_context: Option<String>,
-}
-
-/// One turn's input.
-pub struct TurnRequest {
-    pub session_id: String,
-    /// The chat and user the turn serves (tools such as `schedule` need it).
-    pub origin: Option<Conversation>,
-    pub history: Vec<Message>,
-    pub input: Message,
-    pub host: Arc<dyn TurnHost>,
-    pub cancel: CancellationToken,
-    /// Appended to the system prompt for this turn only (task state, execution
-    /// state, correction rules, the memory note).
-    pub system_context: Option<String>,
-}
 
 /// The agent: a provider, a tool registry and the loop that joins them.
 pub struct Agent {
@@ -131,92 +83,26 @@ impl Agent {
         &self.tools
     }
 
-    /// Runs one turn on its own task; events arrive on the returned channel and
-    /// the last one is always [`RuntimeEvent::Done`].
-    pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let trace_id = request.session_id.clone();
-        self.start_turn(request, trace_id)
+    /// The agent's own model: its provider, with images when they are on.
+    pub(super) fn own_model(&self) -> TurnModel {
+        TurnModel {
+            provider: Arc::clone(&self.provider),
+            vision: true,
+            tools: None,
+        }
     }
 
-    /// Runs a sub-agent's turn for the session of `request`: its tools act
-    /// for that session (its memories, its stored results), and its trace is
-    /// filed under `{session}:{role}`.
-    pub(crate) fn run_delegated(
-        self: &Arc<Self>,
-        request: TurnRequest,
-        role: &str,
-    ) -> mpsc::Receiver<RuntimeEvent> {
-        let trace_id = format!("{}:{role}", request.session_id);
-        self.start_turn(request, trace_id)
-    }
-
-    fn start_turn(
-        self: &Arc<Self>,
-        request: TurnRequest,
-        trace_id: String,
-    ) -> mpsc::Receiver<RuntimeEvent> {
-        let TurnRequest {
-            session_id,
-            origin,
-            mut history,
-            input,
-            host,
-            cancel,
-            system_context,
-        } = request;
-        let new_from = history.len();
-        history.push(input);
-        self.spawn(Drive {
-            session_id,
-            trace_id,
-            origin,
-            messages: history,
-            new_from,
-            pending: None,
-            resolved: None,
-            host,
-            cancel,
-            system_context,
-        })
-    }
-
-    /// Resumes a turn paused on an approval (in this process or another, before
-    /// or after a restart): runs the round's remaining calls, then continues.
-    pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let ResumeRequest {
-            session_id,
-            origin,
-            messages,
-            new_from,
-            remaining,
-            round,
-            system_context,
-            resolution,
-            host,
-            cancel,
-        } = request;
-        let resolved = remaining.first().map(|call| (call.id.clone(), resolution));
-        self.spawn(Drive {
-            trace_id: session_id.clone(),
-            session_id,
-            origin,
-            messages,
-            new_from,
-            pending: Some((round.max(1), remaining)),
-            resolved,
-            host,
-            cancel,
-            system_context,
-        })
-    }
-
-    fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
+    pub(super) fn spawn(self: &Arc<Self>, drive: Drive) -> mpsc::Receiver<RuntimeEvent> {
         let (tx, rx) = mpsc::channel(256);
         let agent = Arc::clone(self);
-        tokio::spawn(async move {
-            let outcome = agent.drive(drive, &tx).await;
-            let _ = tx.send(RuntimeEvent::Done(outcome)).await;
-        });
+        // The turn's span (see `crate::telemetry`) goes along.
+        tokio::spawn(
+            async move {
+                let outcome = agent.drive(drive, &tx).await;
+                let _ = tx.send(RuntimeEvent::Done(outcome)).await;
+            }
+            .in_current_span(),
+        );
         rx
     }
 
@@ -232,6 +118,7 @@ impl Agent {
             host,
             cancel,
             system_context,
+            model,
         } = d;
         let deadline = Deadline::start(self.config.turn_deadline);
         let turn_id = crate::domain::TurnId::new();
@@ -242,13 +129,26 @@ impl Agent {
             .unwrap_or_default();
         pad.record(
             "init",
-            json!({ "session": session_id, "model": self.provider.model().name, "input": input, "resumed": pending.is_some() }),
+            json!({ "session": session_id, "model": model.provider.model().name, "input": input, "resumed": pending.is_some() }),
         );
+        // A chat's tool policy: the turn sees (and runs) only what it allows.
+        let tools = match &model.tools {
+            Some(policy) if !policy.is_open() => {
+                Arc::new(self.tools.restricted(&|name| policy.allows(name)))
+            }
+            _ => Arc::clone(&self.tools),
+        };
         let intents = IntentCheck::for_turn(
             &self.config.intents,
             messages.get(new_from),
+            &messages[..new_from.min(messages.len())],
             pending.is_some(),
-            |name| self.tools.get(name).is_some(),
+            |name| tools.get(name).is_some(),
+        );
+        // Images the tools produce go to a model that sees them.
+        let produced = super::produced::ProducedImages::new(
+            self.config.images.clone().filter(|_| model.vision),
+            &session_id,
         );
         let mut turn = Turn {
             log: TurnTally {
@@ -272,14 +172,18 @@ impl Agent {
             cancel: &cancel,
             deadline: &deadline,
             tx,
+            model,
+            tools: Arc::clone(&tools),
+            partial: String::new(),
         };
         let runner = RoundRunner {
-            tools: &self.tools,
+            tools: &tools,
             host: &host,
             data_dir: &self.config.data_dir,
             session_id: &session_id,
             cancel: &cancel,
             events: tx,
+            produced,
             new_from,
             origin: origin.as_ref(),
             system_context: system_context.as_deref(),
@@ -315,7 +219,7 @@ impl Agent {
             }
             turn.log.messages.extend(output.messages);
             if cancel.is_cancelled() {
-                return turn.finish("Cancelled.".into(), StopReason::Cancelled);
+                return turn.stopped();
             }
             if let Some(question) = asked_question(&calls) {
                 turn.log.messages.push(Message::assistant(question.clone()));
@@ -352,6 +256,7 @@ impl Agent {
         };
         let mut reply = match self.call_sized(turn, text_out).await {
             Some(Ok(reply)) => reply,
+            Some(Err(ModelFailure::Cancelled)) => return Next::done(turn.stopped()),
             Some(Err(failure)) => {
                 let (text, stop) = failure.explain();
                 let cause = failure.cause();
@@ -374,7 +279,7 @@ impl Agent {
         turn.log.messages.push(Message {
             role: Role::Assistant,
             content: reply.text.clone(),
-            tool_calls: super::round::storable(&reply.tool_calls),
+            tool_calls: super::arguments::storable(&reply.tool_calls),
             tool_call_id: None,
             reasoning: (!reply.reasoning_content.is_empty())
                 .then(|| std::mem::take(&mut reply.reasoning_content)),
@@ -431,9 +336,10 @@ impl Agent {
     ) -> Option<Result<ModelReply, ModelFailure>> {
         let mut retries = Retries::new(self.config.model_retries);
         loop {
-            let tools = self.tools.definitions();
+            let tools = turn.tools.definitions();
+            let provider = Arc::clone(&turn.model.provider);
             let context = compaction::prepare(
-                self.provider.as_ref(),
+                provider.as_ref(),
                 turn.host,
                 &turn.system,
                 &tools,
@@ -444,23 +350,32 @@ impl Agent {
             .await;
             let mut messages = shrink_earlier_results(&context.messages);
             let with_images = match &self.config.images {
-                Some(images) => images.load(&mut messages).await > 0,
-                None => {
+                Some(images) if turn.model.vision => images.load(&mut messages).await > 0,
+                _ => {
                     super::vision::without_images(&mut messages);
                     false
                 }
             };
             let request = ChatRequest {
-                system: turn.system.clone(),
+                system: match turn.host.round_context().await {
+                    Some(extra) => format!("{}\n\n{extra}", turn.system),
+                    None => turn.system.clone(),
+                },
                 messages,
                 tools,
             };
             // A stream that never ends stops at the deadline.
+            let shown = &mut turn.partial;
+            shown.clear();
             let called = tokio::select! {
-                r = call_model(self.provider.as_ref(), &mut retries, context.sized_for, request, turn.tx, &mut turn.log.usage, text_out) => r,
+                r = call_model(provider.as_ref(), &mut retries, context.sized_for, request, CallSink { tx: turn.tx, usage: &mut turn.log.usage, shown }, text_out) => r,
                 () = turn.cancel.cancelled() => Err(ModelFailure::Cancelled),
                 () = turn.deadline.reached() => return None,
             };
+            // A finished call's text is the turn's now, not a partial.
+            if called.is_ok() {
+                turn.partial.clear();
+            }
             match called {
                 Ok(Called::Resize) => {}
                 // An endpoint that refuses image parts (a text-only model, or

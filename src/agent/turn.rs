@@ -45,7 +45,16 @@ pub(super) struct Turn<'a> {
     pub(super) cancel: &'a CancellationToken,
     pub(super) deadline: &'a Deadline,
     pub(super) tx: &'a mpsc::Sender<RuntimeEvent>,
+    /// The model this turn runs on.
+    pub(super) model: super::runtime::TurnModel,
+    /// The tools this turn may use.
+    pub(super) tools: std::sync::Arc<crate::tools::ToolRegistry>,
+    /// What the model call in progress has shown so far (for a stop).
+    pub(super) partial: String,
 }
+
+/// Saved in history after what a stopped turn had said.
+pub(super) const STOPPED_NOTE: &str = "[The user stopped this answer here; it is unfinished.]";
 
 impl Turn<'_> {
     /// Adds a round's text to the turn's; `show` sends text that was held
@@ -71,6 +80,28 @@ impl Turn<'_> {
 
     pub(super) fn finish(&mut self, text: String, stop: StopReason) -> TurnOutcome {
         self.log.finish(&mut self.pad, text, stop)
+    }
+
+    /// The turn was stopped (`/stop`, an interrupting message): what it did
+    /// stays in history — the finished rounds' calls and results, and the
+    /// text shown so far with a note that it was cut short — so the next
+    /// turn knows.
+    pub(super) fn stopped(&mut self) -> TurnOutcome {
+        let mut said = std::mem::take(&mut self.text);
+        let partial = std::mem::take(&mut self.partial);
+        if !partial.is_empty() {
+            if !said.is_empty() {
+                said.push_str(ROUND_SEPARATOR);
+            }
+            said.push_str(&partial);
+        }
+        let note = if said.trim().is_empty() {
+            STOPPED_NOTE.to_owned()
+        } else {
+            format!("{said}\n\n{STOPPED_NOTE}")
+        };
+        self.log.messages.push(Message::assistant(note));
+        self.finish("Cancelled.".into(), StopReason::Cancelled)
     }
 
     pub(super) fn stop_at_deadline(&mut self) -> TurnOutcome {

@@ -1,8 +1,10 @@
-//! Images for a model call: the recent turns' images loaded from the media
-//! store (as base64, for this call only), older ones — and all of them when
-//! the model cannot see — left as a one-line placeholder.
+//! Images for a model call: the recent turns' images (sent by the user or
+//! produced by a tool) loaded from the media store (as base64, for this call
+//! only), older ones — and all of them when the model cannot see — left as a
+//! one-line placeholder.
 
 use crate::llm::{Message, Role};
+use crate::store::Store;
 use base64::Engine;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +15,9 @@ use std::sync::Arc;
 pub struct Images {
     /// The media directory (`DATA_DIR/media`).
     pub dir: PathBuf,
+    /// Where images filed for a turn (a tool's) are recorded, so the media
+    /// sweep collects them.
+    pub store: Store,
     /// How many of the latest user turns keep their images.
     pub keep_turns: usize,
     /// Whether the model sees images at all; switched off for the run when
@@ -30,19 +35,26 @@ impl Images {
         self.enabled.store(false, Ordering::Relaxed);
     }
 
-    /// Loads the images of the last `keep_turns` user messages into
-    /// `messages`; clears the rest. Returns how many were loaded. A file
-    /// that is gone (collected) stays a placeholder.
+    /// Loads the images of the last `keep_turns` user turns into
+    /// `messages` — the user messages' and their tool results' — and clears
+    /// the rest. Returns how many were loaded. A file that is gone
+    /// (collected) stays a placeholder.
     pub async fn load(&self, messages: &mut [Message]) -> usize {
         let enabled = self.enabled();
         let mut turns = 0;
         let mut loaded = 0;
         for m in messages.iter_mut().rev() {
-            if m.role != Role::User {
-                continue;
-            }
-            turns += 1;
-            let keep = enabled && turns <= self.keep_turns;
+            // A tool result's images belong to the turn of the user message
+            // before it, and age out with that turn.
+            let turn = match m.role {
+                Role::User => {
+                    turns += 1;
+                    turns
+                }
+                Role::Tool => turns + 1,
+                Role::System | Role::Assistant => continue,
+            };
+            let keep = enabled && turn <= self.keep_turns;
             for image in &mut m.images {
                 if !keep {
                     image.data = None;
@@ -91,17 +103,26 @@ mod tests {
         m
     }
 
-    #[tokio::test]
-    async fn only_recent_turns_carry_their_images() {
+    /// Images keeping `keep_turns` turns, over a media dir holding one file
+    /// (its hash); the temp dir and database live as long as the guards.
+    async fn images_keeping(keep_turns: usize) -> (Images, String, tempfile::TempDir, impl Sized) {
         let dir = tempfile::tempdir().unwrap();
         let hash = crate::media::files::put(dir.path(), b"png bytes")
             .await
             .unwrap();
+        let (store, db) = crate::store::test_store().await;
         let images = Images {
             dir: dir.path().to_path_buf(),
-            keep_turns: 1,
+            store,
+            keep_turns,
             enabled: Arc::new(AtomicBool::new(true)),
         };
+        (images, hash, dir, db)
+    }
+
+    #[tokio::test]
+    async fn only_recent_turns_carry_their_images() {
+        let (images, hash, _dir, _db) = images_keeping(1).await;
         let mut messages = vec![
             with_image("old", &hash),
             Message::assistant("seen"),
@@ -117,5 +138,30 @@ mod tests {
         images.disable();
         assert_eq!(images.load(&mut messages).await, 0);
         assert!(messages[2].images[0].data.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_tool_results_images_age_out_with_its_turn() {
+        let (images, hash, _dir, _db) = images_keeping(2).await;
+        let tool = |id: &str| {
+            let mut m = Message::tool_result(id, "[image result 1: image/png, 9 bytes — attached]");
+            m.images = with_image("", &hash).images;
+            m
+        };
+        let mut messages = vec![
+            Message::user("first"),
+            tool("call_1"),
+            Message::user("second"),
+            tool("call_2"),
+            Message::user("third"),
+            tool("call_3"),
+        ];
+        assert_eq!(images.load(&mut messages).await, 2);
+        assert!(messages[1].images[0].data.is_none(), "three turns ago");
+        assert!(messages[3].images[0].data.is_some());
+        assert!(messages[5].images[0].data.is_some());
+        assert!(messages[1]
+            .text_with_placeholders()
+            .ends_with("[image 2x1 sent earlier; no longer shown]"));
     }
 }

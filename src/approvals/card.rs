@@ -107,9 +107,17 @@ fn body(record: &ApprovalRecord) -> String {
 
 /// The card while it waits for a decision.
 pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> OutgoingMessage {
-    let expires = expires_in(timeout);
+    // The record's own deadline: an MCP client chooses its approval's.
+    let expires = expires_in(
+        (record.expires_at - record.created_at)
+            .to_std()
+            .unwrap_or(timeout),
+    );
+    let external = record.tool_name == super::EXTERNAL_APPROVAL;
+    let once = super::once_only(&record.tool_name);
     let buttons: Vec<Button> = Choice::ALL
         .into_iter()
+        .filter(|c| !once || matches!(c, Choice::AllowOnce | Choice::Deny))
         .filter_map(|c| {
             action_id(&record.id, c).map(|action| Button {
                 label: c.label().into(),
@@ -127,8 +135,13 @@ pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> Ou
     } else {
         String::new()
     };
+    let who = if external {
+        "Only an approver can decide."
+    } else {
+        "Only the requester or an approver can decide."
+    };
     OutgoingMessage::text(format!(
-        "🔐 **Approval needed**\n{}\nExpires in {expires}. Only the requester or an approver can decide.{prefix_hint}",
+        "🔐 **Approval needed**\n{}\nExpires in {expires}. {who}{prefix_hint}",
         body(record)
     ))
     .with_buttons(vec![buttons])

@@ -28,6 +28,19 @@ use switchboard_platform::{
     User,
 };
 
+/// The tool name of an approval an MCP client asked for (`switchboard mcp`'s
+/// `request_approval`): no turn waits on it, only approvers decide it, and it
+/// is allowed once or denied (no rules, no edits).
+pub const EXTERNAL_APPROVAL: &str = "mcp.request_approval";
+
+/// Cards that can only be allowed once or denied — no "always" rule, no
+/// edit: an external agent's request, and every change to the tools.
+pub fn once_only(tool: &str) -> bool {
+    tool == EXTERNAL_APPROVAL
+        || tool == crate::tools::HTTP_TOOL
+        || tool == crate::tools::SCRIPT_TOOL
+}
+
 /// What the requester (or an approver) decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -116,6 +129,9 @@ impl Approvals {
         tool_name: &str,
         arguments: &Value,
     ) -> Result<bool, ApprovalError> {
+        if once_only(tool_name) {
+            return Ok(false);
+        }
         let arguments = arguments.to_string();
         let patterns = self
             .store
@@ -345,6 +361,13 @@ impl Approvals {
             return Ok(Err(
                 "Only the person who asked, or a configured approver, can decide this.".into(),
             ));
+        }
+        if once_only(&record.tool_name) && matches!(choice, Choice::Always | Choice::Edit) {
+            return Ok(Err(if record.tool_name == EXTERNAL_APPROVAL {
+                "An external agent's request can only be allowed once or denied.".into()
+            } else {
+                "A change to the tools can only be allowed once or denied.".into()
+            }));
         }
         if record.status != ApprovalStatus::Pending {
             return Ok(Err(format!(

@@ -1,8 +1,29 @@
 //! Reading the configuration for a command: the admin commands (`pair`,
 //! `events`, `tasks`, `approvals`, `memory`, `migrate`, `model`) never call the
-//! model, so they run without `LLM_BASE_URL` / `LLM_MODEL`.
+//! model, so they run without `LLM_BASE_URL` / `LLM_MODEL`; and `config
+//! reference`, which prints the reference of every variable.
 
+use std::io::Write;
+use std::process::ExitCode;
 use switchboard::config::{Config, ConfigError};
+
+/// `switchboard config …`.
+#[derive(Debug, Clone, Copy, clap::Subcommand)]
+pub enum ConfigAction {
+    /// Print the configuration reference (Markdown, as docs/src/configuration.md).
+    Reference,
+}
+
+/// Runs `action`; a closed pipe (`| head`) is not an error.
+pub fn run(action: ConfigAction) -> ExitCode {
+    match action {
+        ConfigAction::Reference => {
+            let text = switchboard::config::reference::render();
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+    ExitCode::SUCCESS
+}
 
 /// Stands in for an unset `LLM_BASE_URL` in a command that never calls the
 /// model (`.invalid` is a reserved name: nothing could ever answer there).
@@ -33,6 +54,10 @@ pub fn load(needs_model: bool, read_dotenv: bool) -> Result<Config, ConfigError>
         }
         other => other,
     }
+    .map(|mut config| {
+        config.model_keys = switchboard::models::capture_keys();
+        config
+    })
 }
 
 fn placeholder(var: &str) -> Option<&'static str> {

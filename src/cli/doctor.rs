@@ -91,7 +91,9 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     http_tools(&mut r, &config);
     script_tools(&mut r, &config);
     mcp_servers(&mut r, &config).await;
+    chats(&mut r, &config);
     skills(&mut r, &config);
+    surfaces(&mut r, &config);
     if config.platforms.is_empty() {
         r.note("no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
     }
@@ -100,6 +102,38 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What else users and the operator reach: the web console, `switchboard
+/// mcp` over HTTP, who may add tools from the chat, and users' own identity
+/// settings.
+fn surfaces(r: &mut Report, config: &Config) {
+    if let Some(addr) = config.web.listen {
+        let auth = if config.web.token.is_some() {
+            "sign-in with WEB_TOKEN"
+        } else {
+            "loopback only, no token"
+        };
+        r.ok(&format!("web console on http://{addr}/ ({auth})"));
+    }
+    if let Some(http) = &config.mcp_http {
+        r.ok(&format!(
+            "`switchboard mcp` serves Streamable HTTP on http://{}{} (bearer MCP_TOKEN)",
+            http.listen,
+            switchboard::mcp::serve::MCP_PATH
+        ));
+    }
+    let builders = match config.tool_builders {
+        switchboard::tools::ToolBuilders::Off => "nobody (TOOL_BUILDERS=off)",
+        switchboard::tools::ToolBuilders::Approvers => "approvers (TOOL_BUILDERS=approvers)",
+        switchboard::tools::ToolBuilders::All => "every user (TOOL_BUILDERS=all)",
+    };
+    r.note(&format!(
+        "tools added from the chat: {builders}; each change on a card"
+    ));
+    if config.identity_user_edits {
+        r.note("users may set my name, persona and style for their own DMs (IDENTITY_USER_EDITS)");
+    }
 }
 
 fn sandbox(r: &mut Report, config: &Config) {
@@ -227,6 +261,20 @@ fn script_tools(r: &mut Report, config: &Config) {
             p.manifest.display(),
             p.problem
         ));
+    }
+}
+
+/// `CHATS_FILE`: a file that cannot be read is a ✘; a bad entry is named.
+fn chats(r: &mut Report, config: &Config) {
+    for p in &config.chat_problems {
+        if p.target == "(file)" {
+            r.fail(&format!("CHATS_FILE: {}", p.problem));
+        } else {
+            r.note(&format!("CHATS_FILE entry {}: {}", p.target, p.problem));
+        }
+    }
+    if !config.chats.is_empty() {
+        r.note(&format!("CHATS_FILE binds {} chat(s)", config.chats.len()));
     }
 }
 

@@ -66,8 +66,8 @@ fn load_env_file(path: &Path) -> Result<(), GlobalError> {
 /// What every subcommand's `--help` ends with.
 const ENV_HELP: &str =
     "Configuration: environment variables, or a .env file in the current directory \
-(--env-file FILE reads another). .env.example lists every variable with a comment; README.md \
-(Configuration) has them with their defaults.";
+(--env-file FILE reads another). .env.example lists every variable with a comment; \
+`switchboard config reference` (docs/src/configuration.md) has them with their defaults.";
 
 /// The variables that matter most for each subcommand, named in its `--help`.
 fn key_variables(subcommand: &str) -> &'static str {
@@ -76,6 +76,7 @@ fn key_variables(subcommand: &str) -> &'static str {
         "run" => "LLM_BASE_URL and LLM_MODEL (required), TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, ACCESS_POLICY, DATABASE_URL, DATA_DIR, HEALTH_LISTEN, RUST_LOG, LOG_FORMAT",
         "doctor" => "LLM_BASE_URL and LLM_MODEL (and LLM_FALLBACK_*), DATABASE_URL, DATA_DIR, SKILLS_DIR, HTTP_TOOLS_FILE, SCRIPT_TOOLS_DIR, TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN",
         "model" => "LLM_API, LLM_BASE_URL, LLM_MODEL, LLM_CONTEXT_WINDOW, LLM_FALLBACK_*",
+        "config" => "none (it describes them all)",
         _ => "DATABASE_URL (default: sqlite in DATA_DIR), DATA_DIR",
     }
 }

@@ -1,4 +1,4 @@
-//! `switchboard memory list|forget`: one user's long-term memories, for the operator.
+//! `switchboard memory list|forget|pin|unpin`: one user's long-term memories, for the operator.
 
 use std::process::ExitCode;
 
@@ -24,6 +24,20 @@ pub enum MemoryAction {
         /// The memory id, e.g. 17 or #17.
         id: String,
     },
+    /// Pin one of the user's memories: never collected, no expiry.
+    Pin {
+        #[command(flatten)]
+        owner: OwnerArgs,
+        /// The memory id, e.g. 17 or #17.
+        id: String,
+    },
+    /// Unpin one of the user's memories: collectable again by value.
+    Unpin {
+        #[command(flatten)]
+        owner: OwnerArgs,
+        /// The memory id, e.g. 17 or #17.
+        id: String,
+    },
 }
 
 /// Which user: a platform and its numeric user id.
@@ -38,6 +52,10 @@ pub struct OwnerArgs {
 }
 
 impl OwnerArgs {
+    pub fn new(platform: String, user: String) -> OwnerArgs {
+        OwnerArgs { platform, user }
+    }
+
     fn owner(&self) -> anyhow::Result<MemoryOwner> {
         let (platform, user) = self.platform_user()?;
         Ok(MemoryOwner::new(platform, user))
@@ -75,6 +93,8 @@ pub async fn run(database_url: &str, action: MemoryAction) -> anyhow::Result<Exi
             let store = Store::open(database_url).await?;
             forget(&store, owner, id).await?;
         }
+        MemoryAction::Pin { owner, id } => pin(database_url, &owner, &id, true).await?,
+        MemoryAction::Unpin { owner, id } => pin(database_url, &owner, &id, false).await?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -116,14 +136,41 @@ async fn list(store: &Store, owner: MemoryOwner) -> anyhow::Result<()> {
                 |t| t.format("%Y-%m-%d %H:%M").to_string(),
             );
             println!(
-                "  #{:<6} importance {:.2}  last access {:<16}  {}",
+                "  #{:<6}{} importance {:.2}  last access {:<16}  {}",
                 m.id,
+                if m.pinned { " pinned" } else { "" },
                 m.importance,
                 last,
                 m.content.split_whitespace().collect::<Vec<_>>().join(" ")
             );
         }
     }
+    Ok(())
+}
+
+async fn pin(database_url: &str, owner: &OwnerArgs, id: &str, pinned: bool) -> anyhow::Result<()> {
+    let owner = owner.owner()?;
+    let id = parse_id(id)?;
+    let store = Store::open(database_url).await?;
+    if !store.set_memory_pinned(owner, id, pinned).await? {
+        anyhow::bail!("{} has no memory #{id}", who(owner));
+    }
+    store
+        .record_event(
+            if pinned {
+                "memory.pinned"
+            } else {
+                "memory.unpinned"
+            },
+            serde_json::json!({
+                "platform": owner.platform.as_str(),
+                "user": owner.user.0,
+                "id": id,
+            }),
+        )
+        .await;
+    let verb = if pinned { "Pinned" } else { "Unpinned" };
+    println!("{verb} #{id} of {}", who(owner));
     Ok(())
 }
 

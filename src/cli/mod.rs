@@ -1,16 +1,20 @@
 //! Command-line interface: `chat`, `run`, `migrate`, `pair`, `approvals`,
-//! `events`; `doctor`, `tasks`, `memory` and `model` live in the files beside this one.
+//! `events`; `doctor`, `tasks`, `memory`, `identity` and `model` live in the files beside this one.
 
 pub(crate) mod approvals;
+pub(crate) mod catalogue;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod doctor;
 pub(crate) mod global;
+pub(crate) mod identity;
+pub(crate) mod init;
 pub(crate) mod logs;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod pair;
 pub(crate) mod tasks;
+pub(crate) mod usage;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,6 +38,8 @@ enum Command {
     Chat,
     /// Run the gateway with every configured platform (Telegram, Discord).
     Run,
+    /// Set up: probe the model endpoint, check the bot tokens, write .env.
+    Init(crate::cli::init::InitArgs),
     /// Apply database migrations.
     Migrate,
     /// Check the configuration, the database and the model endpoint.
@@ -67,8 +73,35 @@ enum Command {
         #[command(subcommand)]
         action: crate::cli::memory::MemoryAction,
     },
-    /// Show the configured model, endpoint and context window (no network call).
-    Model,
+    /// Show, edit, lock (snapshot) or restore the agent's identity.
+    Identity {
+        #[command(subcommand)]
+        action: crate::cli::identity::IdentityAction,
+    },
+    /// Show the configured model (no network call), or manage the model
+    /// catalogue: list, add, remove, default, fallback.
+    Model {
+        #[command(subcommand)]
+        action: Option<crate::cli::catalogue::ModelAction>,
+    },
+    /// Tokens, cache hits and estimated cost per model.
+    Usage {
+        /// Days back, today included.
+        #[arg(long, default_value_t = 1)]
+        days: u32,
+        /// One user only: platform:id (e.g. telegram:123456).
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Serve MCP over stdio (or Streamable HTTP on MCP_LISTEN, with the
+    /// bearer token MCP_TOKEN): external agents notify, ask and request
+    /// approvals in the chat MCP_NOTIFY_CHAT names (through a running `run`).
+    Mcp,
+    /// About the configuration itself (needs none).
+    Config {
+        #[command(subcommand)]
+        action: crate::cli::config::ConfigAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,6 +115,29 @@ enum ApprovalsAction {
 }
 
 impl Args {
+    /// The wizard's options when the command is `init` (it runs before, and
+    /// without, a configuration).
+    pub fn take_init(&mut self) -> Option<crate::cli::init::InitArgs> {
+        if !matches!(self.command, Command::Init(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut self.command, Command::Chat) {
+            Command::Init(init) => Some(init),
+            _ => None,
+        }
+    }
+
+    /// Whether the command is `config reference`, which prints the
+    /// configuration reference and reads no configuration.
+    pub fn is_config_reference(&self) -> bool {
+        matches!(
+            self.command,
+            Command::Config {
+                action: crate::cli::config::ConfigAction::Reference
+            }
+        )
+    }
+
     /// Whether the command talks to the model and so needs `LLM_BASE_URL`
     /// and `LLM_MODEL`; the admin commands only read the database.
     pub fn needs_model(&self) -> bool {
@@ -97,11 +153,27 @@ pub async fn dispatch(
     sealed: switchboard::secrets::SealReport,
 ) -> anyhow::Result<ExitCode> {
     let quiet = matches!(args.command, Command::Chat);
-    init_tracing(
+    // Only the commands that run turns export traces.
+    let traced = matches!(args.command, Command::Chat | Command::Run);
+    let telemetry = init_tracing(
         config.log_format,
         quiet,
         crate::cli::logs::target(quiet, &config.data_dir),
-    );
+        traced.then_some(&config.otel),
+    )?;
+    let code = run_command(args.command, config, sealed).await;
+    // Spans still batched are exported before the process ends.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown().await;
+    }
+    code
+}
+
+async fn run_command(
+    command: Command,
+    config: Config,
+    sealed: switchboard::secrets::SealReport,
+) -> anyhow::Result<ExitCode> {
     match &sealed.problem {
         None => {
             tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
@@ -110,7 +182,9 @@ pub async fn dispatch(
             tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment")
         }
     }
-    match args.command {
+    match command {
+        // Dispatched by `main` before any configuration is read.
+        Command::Init(init) => crate::cli::init::run(init).await,
         Command::Chat => crate::cli::chat::run(config).await,
         Command::Run => {
             let shutdown = shutdown_on_signal();
@@ -187,7 +261,34 @@ pub async fn dispatch(
             crate::cli::tasks::run(&config.database_url, limit, status.as_deref()).await
         }
         Command::Memory { action } => crate::cli::memory::run(&config.database_url, action).await,
-        Command::Model => Ok(crate::cli::model::run(&config)),
+        Command::Identity { action } => {
+            crate::cli::identity::run(&config.database_url, action).await
+        }
+        Command::Model { action: None } => Ok(crate::cli::model::run(&config)),
+        Command::Model {
+            action: Some(action),
+        } => crate::cli::catalogue::run(&config.database_url, action).await,
+        Command::Usage { days, user } => {
+            crate::cli::usage::run(&config.database_url, days, user.as_deref()).await
+        }
+        Command::Config { action } => Ok(crate::cli::config::run(action)),
+        Command::Mcp => {
+            let store = Store::open(&config.database_url).await?;
+            if config.mcp_notify_chat.is_none() {
+                tracing::warn!("MCP_NOTIFY_CHAT is not set: notify, ask and request_approval will say so to the client");
+            }
+            let bridge = switchboard::mcp::serve::Bridge::new(
+                store.clone(),
+                config.mcp_notify_chat,
+                config.approval_timeout,
+            );
+            match &config.mcp_http {
+                Some(http) => bridge.serve_http(http, shutdown_on_signal()).await?,
+                None => bridge.serve_stdio(shutdown_on_signal()).await?,
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -230,28 +331,46 @@ const SECRET_SAFE: &[&str] = &[
 ];
 
 /// Logs go to `target` (see [`crate::cli::logs::target`]); `chat` defaults to
-/// warnings only so the conversation stays readable.
-fn init_tracing(format: LogFormat, quiet: bool, target: crate::cli::logs::LogTarget) {
-    use tracing_subscriber::EnvFilter;
+/// warnings only so the conversation stays readable. With `otel` configured,
+/// the spans of turns are exported too (see [`switchboard::telemetry`]); the
+/// handle returned flushes them at the end.
+fn init_tracing(
+    format: LogFormat,
+    quiet: bool,
+    target: crate::cli::logs::LogTarget,
+    otel: Option<&switchboard::config::OtelConfig>,
+) -> Result<Option<switchboard::telemetry::Telemetry>, switchboard::telemetry::TelemetryError> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     // serenity's own info lines are internals in debug formatting (`ShardInfo { id: ShardId(0), .. }`).
     let default = if quiet {
         "warn"
     } else {
-        "info,sqlx=warn,serenity=warn"
+        "info,sqlx=warn,serenity=warn,rmcp=warn"
     };
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    for directive in SECRET_SAFE {
+    // The spans made for export are not log lines.
+    let otel_off = format!("{}=off", switchboard::telemetry::TARGET);
+    for directive in SECRET_SAFE.iter().copied().chain([otel_off.as_str()]) {
         if let Ok(d) = directive.parse() {
             filter = filter.add_directive(d);
         }
     }
     // Every line is scrubbed of the known secrets, whatever logged it.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(target.ansi)
         .with_writer(switchboard::secrets::ScrubbingWriter::new(target.writer));
-    let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Pretty => builder.try_init(),
+    let fmt = match format {
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+        LogFormat::Pretty => fmt.with_filter(filter).boxed(),
     };
+    let registry = tracing_subscriber::registry().with(fmt);
+    let exported = match otel {
+        Some(config) => switchboard::telemetry::layer(config)?,
+        None => None,
+    };
+    let (layer, telemetry) = exported.unzip();
+    let _ = registry.with(layer).try_init();
+    Ok(telemetry)
 }

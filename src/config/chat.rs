@@ -1,4 +1,6 @@
-//! What chats get by default: verbosity (`CHAT_VERBOSITY`) and queue mode (`QUEUE_MODE`).
+//! What chats get by default: verbosity (`CHAT_VERBOSITY`), queue mode
+//! (`QUEUE_MODE`), and whether users may set how the agent presents itself
+//! to them (`IDENTITY_USER_EDITS`).
 
 use super::{ConfigError, Lookup};
 use crate::gateway::{QueueMode, Verbosity};
@@ -25,6 +27,11 @@ pub(super) fn queue_mode(get: &Lookup<'_>) -> Result<QueueMode, ConfigError> {
         problem: format!("unknown queue mode {raw:?}"),
         fix: "use followup (default: one turn per message, in order), collect (messages sent during a turn answered together next) or interrupt (a new message stops the running turn)",
     })
+}
+
+/// `IDENTITY_USER_EDITS`: off (default) or on.
+pub(super) fn identity_user_edits(get: &Lookup<'_>) -> Result<bool, ConfigError> {
+    Ok(super::flag(get, "IDENTITY_USER_EDITS")?.unwrap_or(false))
 }
 
 #[cfg(test)]

@@ -19,6 +19,10 @@ pub(super) struct Files {
     pub intents: IntentRules,
     pub mcp_servers: Vec<crate::mcp::McpServerDef>,
     pub mcp_problems: Vec<crate::mcp::McpProblem>,
+    pub chats: crate::chats::ChatBindings,
+    pub chat_problems: Vec<crate::chats::ChatProblem>,
+    /// The operator's sub-agent roles (`SUBAGENTS_FILE`).
+    pub roles: Vec<crate::agent::Role>,
 }
 
 /// Loads `HTTP_TOOLS_FILE`, `SCRIPT_TOOLS_DIR` and `INTENT_RULES_FILE`. Bad
@@ -50,7 +54,37 @@ pub(super) fn load(get: &Lookup<'_>) -> Result<Files, ConfigError> {
         Some(path) => crate::mcp::load_mcp_servers(Path::new(&path), get),
         None => (Vec::new(), Vec::new()),
     };
+    let roles = match get("SUBAGENTS_FILE") {
+        None => Vec::new(),
+        Some(path) => crate::agent::load_roles(Path::new(&path)).map_err(|problem| {
+            ConfigError::Invalid {
+                var: "SUBAGENTS_FILE",
+                problem,
+                fix: "fix the file: {\"roles\": [{\"name\", \"description\", \"system_prompt\", \"tools\": [...], \"model\"?, \"max_rounds\"?, \"approvals\"?}]}, or unset it",
+            }
+        })?,
+    };
+    let all_roles: Vec<crate::agent::Role> = crate::agent::builtin_roles()
+        .into_iter()
+        .chain(roles.iter().cloned())
+        .collect();
+    let role_tools: Vec<(&str, Vec<&str>)> = all_roles
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_str(),
+                r.tools.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    let (chats, chat_problems) = match get("CHATS_FILE") {
+        Some(path) => crate::chats::load(Path::new(&path), &role_tools),
+        None => Default::default(),
+    };
     Ok(Files {
+        roles,
+        chats,
+        chat_problems,
         mcp_servers,
         mcp_problems,
         http_tools,

@@ -20,8 +20,17 @@ pub(super) fn caps(get: &Lookup<'_>) -> Result<crate::caps::UserCaps, ConfigErro
 }
 
 /// `SUBAGENTS`: role names, comma-separated; `none` for no sub-agents.
-pub(super) fn subagents(raw: Option<String>) -> Result<Vec<crate::agent::Role>, ConfigError> {
-    let raw = raw.unwrap_or_else(|| "research,analysis".into());
+/// Unset: `research` and `analysis`, and every role of `SUBAGENTS_FILE`.
+pub(super) fn subagents(
+    raw: Option<String>,
+    file_roles: &[crate::agent::Role],
+) -> Result<Vec<crate::agent::Role>, ConfigError> {
+    let raw = raw.unwrap_or_else(|| {
+        let mut names = vec!["research".to_owned(), "analysis".to_owned()];
+        names.extend(file_roles.iter().map(|r| r.name.clone()));
+        names.dedup();
+        names.join(",")
+    });
     if raw.trim() == "none" {
         return Ok(Vec::new());
     }
@@ -29,10 +38,10 @@ pub(super) fn subagents(raw: Option<String>) -> Result<Vec<crate::agent::Role>, 
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .map(|name| {
-            crate::agent::role(name).ok_or_else(|| ConfigError::Invalid {
+            crate::agent::find_role(name, file_roles).ok_or_else(|| ConfigError::Invalid {
                 var: "SUBAGENTS",
                 problem: format!("{name:?} is not a role"),
-                fix: "list roles from research, analysis (comma-separated), or none",
+                fix: "list roles from research, analysis, operations or SUBAGENTS_FILE (comma-separated), or none",
             })
         })
         .collect()

@@ -10,7 +10,16 @@ use switchboard_platform::{Platform, Secret, UserId};
 mod chat;
 mod files;
 mod limits;
+mod llm_env;
+mod mcp_serve;
+mod otel;
+pub mod reference;
 mod secrets;
+mod web;
+
+pub use mcp_serve::McpHttpConfig;
+pub use otel::{OtelConfig, RootSampling, Sampling, DEFAULT_SERVICE_NAME};
+pub use web::{WebConfig, MIN_WEB_TOKEN_CHARS};
 
 /// Reads one variable, trimmed; `None` when unset or empty.
 type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
@@ -116,11 +125,29 @@ pub struct Config {
     /// `HTTP_TOOLS_FILE` and `SCRIPT_TOOLS_DIR` as set (`doctor` checks they exist).
     pub http_tools_file: Option<PathBuf>,
     pub script_tools_dir: Option<PathBuf>,
+    /// Who may add tools from the chat (`TOOL_BUILDERS`).
+    pub tool_builders: crate::tools::ToolBuilders,
+    /// Whether users may set the agent's name, persona and style for their
+    /// own direct messages (`IDENTITY_USER_EDITS`).
+    pub identity_user_edits: bool,
     /// MCP servers (`MCP_SERVERS_FILE`), the entries that could not be used
     /// (or had unknown fields), and the file as set.
     pub mcp_servers: Vec<crate::mcp::McpServerDef>,
     pub mcp_problems: Vec<crate::mcp::McpProblem>,
     pub mcp_servers_file: Option<PathBuf>,
+    /// Per-chat settings (`CHATS_FILE`) and its entries that could not be used.
+    pub chats: crate::chats::ChatBindings,
+    pub chat_problems: Vec<crate::chats::ChatProblem>,
+    /// Who may switch models, the routing rules and the budgets.
+    pub models: crate::models::ModelSettings,
+    /// The key variables catalogue models name, captured before the
+    /// environment is sealed (empty from [`Config::from_lookup`]).
+    pub model_keys: std::collections::BTreeMap<String, switchboard_platform::Secret>,
+    /// Where `switchboard mcp` posts (`MCP_NOTIFY_CHAT`).
+    pub mcp_notify_chat: Option<switchboard_platform::ChatAddress>,
+    /// `switchboard mcp` over Streamable HTTP (`MCP_LISTEN`, `MCP_TOKEN`);
+    /// none: over stdio.
+    pub mcp_http: Option<McpHttpConfig>,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -150,6 +177,10 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Where `/healthz` and `/metrics` are served (`HEALTH_LISTEN`); off when unset.
     pub health_listen: Option<std::net::SocketAddr>,
+    /// The operator web console (`WEB_LISTEN`, `WEB_TOKEN`); off when unset.
+    pub web: WebConfig,
+    /// Trace export over OTLP/HTTP (`OTEL_EXPORTER_OTLP_ENDPOINT`); off when unset.
+    pub otel: OtelConfig,
     /// Long-term memory, recall and feedback (`MEMORY_*`, `FEEDBACK_BUTTONS`).
     pub memory: crate::memory::MemoryConfig,
     /// Photos, voice notes and files (`MEDIA_*`, `LLM_VISION`, `STT_*`).
@@ -186,7 +217,7 @@ impl Config {
             var: "LLM_BASE_URL",
             fix: FIX_LLM_BASE_URL,
         })?;
-        check_base_url("LLM_BASE_URL", &base_url)?;
+        llm_env::check_base_url("LLM_BASE_URL", &base_url)?;
         let model = get("LLM_MODEL").ok_or(ConfigError::Missing {
             var: "LLM_MODEL",
             fix: "set it to the model name the endpoint serves, e.g. LLM_MODEL=llama3.1:8b",
@@ -250,7 +281,7 @@ impl Config {
             media,
             intents: files.intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
-            llm: llm(&get, base_url, model)?,
+            llm: llm_env::llm(&get, base_url, model)?,
             database_url,
             data_dir,
             workspace_dir,
@@ -260,7 +291,15 @@ impl Config {
             script_tools: files.script_tools,
             script_tool_problems: files.script_tool_problems,
             http_tools_file: get("HTTP_TOOLS_FILE").map(PathBuf::from),
+            mcp_notify_chat: mcp_serve::notify_chat(&get)?,
+            mcp_http: mcp_serve::http(&get)?,
+            models: crate::models::ModelSettings::from_lookup(&get)?,
+            chats: files.chats,
+            chat_problems: files.chat_problems,
+            model_keys: std::collections::BTreeMap::new(),
             script_tools_dir: get("SCRIPT_TOOLS_DIR").map(PathBuf::from),
+            tool_builders: crate::tools::ToolBuilders::from_lookup(&get)?,
+            identity_user_edits: chat::identity_user_edits(&get)?,
             mcp_servers: files.mcp_servers,
             mcp_problems: files.mcp_problems,
             mcp_servers_file: get("MCP_SERVERS_FILE").map(PathBuf::from),
@@ -271,7 +310,7 @@ impl Config {
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
             exec_sandbox: crate::tools::SandboxConfig::from_lookup(&get)?,
-            subagents: limits::subagents(get("SUBAGENTS"))?,
+            subagents: limits::subagents(get("SUBAGENTS"), &files.roles)?,
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             caps: limits::caps(&get)?,
@@ -287,154 +326,13 @@ impl Config {
             timezone,
             log_format,
             health_listen,
+            web: web::web(&get)?,
+            otel: otel::otel(&get)?,
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
             platforms,
             chat_verbosity: chat::verbosity(&get)?,
             queue_mode: chat::queue_mode(&get)?,
         })
-    }
-}
-
-/// The model endpoint (`LLM_*`) and its fallbacks.
-fn llm(get: &Lookup<'_>, base_url: String, model: String) -> Result<LlmConfig, ConfigError> {
-    let max_output_tokens = number(&get, "LLM_MAX_OUTPUT_TOKENS")?;
-    let text_tool_calls =
-        text_tool_calls("LLM_TEXT_TOOL_CALLS", get("LLM_TEXT_TOOL_CALLS"))?.unwrap_or_default();
-    let fallbacks = fallbacks(&get, text_tool_calls)?;
-    let anthropic = std::iter::once(api_kind("LLM_API", get("LLM_API"))?)
-        .chain(fallbacks.iter().map(|f| f.api))
-        .any(|api| api == ApiKind::Anthropic);
-    let thinking_budget = thinking_budget(&get, max_output_tokens, anthropic)?;
-    Ok(LlmConfig {
-        api: api_kind("LLM_API", get("LLM_API"))?,
-        base_url,
-        api_key: get("LLM_API_KEY").map(Secret::new),
-        model,
-        context_window: number(&get, "LLM_CONTEXT_WINDOW")?,
-        idle_timeout: Duration::from_secs(number(&get, "LLM_IDLE_TIMEOUT_SECS")?.unwrap_or(60)),
-        frequency_penalty: frequency_penalty(get("LLM_FREQUENCY_PENALTY"))?,
-        max_output_tokens,
-        thinking_budget,
-        text_tool_calls,
-        fallbacks,
-    })
-}
-
-/// An OpenAI-style base URL over http(s).
-fn check_base_url(var: &'static str, raw: &str) -> Result<(), ConfigError> {
-    let parsed = url::Url::parse(raw).map_err(|e| ConfigError::Invalid {
-        var,
-        problem: e.to_string(),
-        fix: FIX_LLM_BASE_URL,
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(ConfigError::Invalid {
-            var,
-            problem: format!("scheme {} is not http(s)", parsed.scheme()),
-            fix: FIX_LLM_BASE_URL,
-        });
-    }
-    Ok(())
-}
-
-/// `LLM_FALLBACK_1_*`, `LLM_FALLBACK_2_*`, ...: the first one without a base
-/// URL ends the list.
-fn fallbacks(
-    get: &impl Fn(&str) -> Option<String>,
-    primary_text_tool_calls: TextToolCalls,
-) -> Result<Vec<FallbackEndpoint>, ConfigError> {
-    let mut out = Vec::new();
-    for [url_var, model_var, key_var, window_var, api_var, text_var] in FALLBACK_VARS {
-        let Some(base_url) = get(url_var) else { break };
-        check_base_url(url_var, &base_url)?;
-        let model = get(model_var).ok_or(ConfigError::Missing {
-            var: model_var,
-            fix: "a fallback endpoint needs the model name it serves",
-        })?;
-        out.push(FallbackEndpoint {
-            api: api_kind(api_var, get(api_var))?,
-            base_url,
-            api_key: get(key_var).map(Secret::new),
-            model,
-            context_window: number(get, window_var)?,
-            text_tool_calls: text_tool_calls(text_var, get(text_var))?
-                .unwrap_or(primary_text_tool_calls),
-        });
-    }
-    Ok(out)
-}
-
-/// `LLM_THINKING_BUDGET`, checked against Anthropic's rules when an endpoint
-/// speaks its protocol: at least 1,024 tokens, and below the output bound.
-fn thinking_budget(
-    get: &impl Fn(&str) -> Option<String>,
-    max_output_tokens: Option<u32>,
-    anthropic: bool,
-) -> Result<Option<u32>, ConfigError> {
-    if get("LLM_THINKING_BUDGET").is_some_and(|v| v.trim() == "0") {
-        return Ok(None);
-    }
-    let Some(budget) = number::<u32>(get, "LLM_THINKING_BUDGET")? else {
-        return Ok(None);
-    };
-    if anthropic && budget < crate::llm::MIN_THINKING_BUDGET {
-        return Err(ConfigError::Invalid {
-            var: "LLM_THINKING_BUDGET",
-            problem: format!("{budget} is below Anthropic's minimum thinking budget"),
-            fix: "use at least 1024, or 0 to turn extended thinking off",
-        });
-    }
-    if max_output_tokens.is_some_and(|max| budget >= max) {
-        return Err(ConfigError::Invalid {
-            var: "LLM_THINKING_BUDGET",
-            problem: format!("{budget} is not below LLM_MAX_OUTPUT_TOKENS"),
-            fix: "thinking counts against the output bound: raise LLM_MAX_OUTPUT_TOKENS or lower the budget",
-        });
-    }
-    Ok(Some(budget))
-}
-
-/// `LLM_API` (or a fallback's `_API`): the protocol, OpenAI-compatible when unset.
-fn api_kind(var: &'static str, raw: Option<String>) -> Result<ApiKind, ConfigError> {
-    let Some(raw) = raw else {
-        return Ok(ApiKind::default());
-    };
-    ApiKind::parse(&raw).ok_or(ConfigError::Invalid {
-        var,
-        problem: format!("unknown API {raw:?}"),
-        fix: "use openai (default; any OpenAI-compatible server), anthropic or gemini",
-    })
-}
-
-/// `LLM_TEXT_TOOL_CALLS` (or a fallback's): auto, on or off; `None` when unset.
-fn text_tool_calls(
-    var: &'static str,
-    raw: Option<String>,
-) -> Result<Option<TextToolCalls>, ConfigError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    TextToolCalls::parse(&raw)
-        .map(Some)
-        .ok_or(ConfigError::Invalid {
-            var,
-            problem: format!("unknown setting {raw:?}"),
-            fix: "use auto (default: only an answer that is nothing but tool calls), on or off",
-        })
-}
-
-/// `LLM_FREQUENCY_PENALTY`: a number from -2.0 to 2.0 (OpenAI's range).
-fn frequency_penalty(raw: Option<String>) -> Result<Option<f32>, ConfigError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    match raw.parse::<f32>() {
-        Ok(v) if (-2.0..=2.0).contains(&v) => Ok(Some(v)),
-        _ => Err(ConfigError::Invalid {
-            var: "LLM_FREQUENCY_PENALTY",
-            problem: format!("{raw:?} is not a number from -2.0 to 2.0"),
-            fix: "use e.g. LLM_FREQUENCY_PENALTY=0.3 (discourages repetition), or unset it",
-        }),
     }
 }
 
@@ -553,7 +451,7 @@ mod tests {
         assert_eq!(c.approval_timeout, Duration::from_secs(600));
         assert_eq!(c.max_background_tasks, 3);
         assert_eq!(c.caps, crate::caps::UserCaps::default());
-        let roles: Vec<&str> = c.subagents.iter().map(|r| r.name).collect();
+        let roles: Vec<&str> = c.subagents.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(roles, ["research", "analysis"]);
         assert_eq!(c.llm.idle_timeout, Duration::from_secs(60));
         assert_eq!(c.llm.frequency_penalty, None);

@@ -5,7 +5,8 @@ use crate::secrets::{token_parts, url_secrets};
 
 impl Config {
     /// Every secret value of `config`: model keys (fallbacks too), bot tokens, the
-    /// webhook secret, HTTP tool credentials, and the passwords of its URLs.
+    /// webhook secret, HTTP tool credentials, the web console's and `switchboard
+    /// mcp`'s tokens, and the passwords of its URLs.
     pub fn secret_values(&self) -> Vec<String> {
         let config = self;
         let mut out = Vec::new();
@@ -42,6 +43,15 @@ impl Config {
             }
             out.extend(url_secrets(&tool.url));
         }
+        if let Some(token) = &config.web.token {
+            out.push(token.expose().to_owned());
+        }
+        if let Some(http) = &config.mcp_http {
+            out.push(http.token.expose().to_owned());
+        }
+        out.extend(self.otel.secret_values());
+        // The keys catalogue models and tools added from the chat name.
+        out.extend(self.model_keys.values().map(|k| k.expose().to_owned()));
         for server in &self.mcp_servers {
             out.extend(server.secrets.iter().cloned());
         }

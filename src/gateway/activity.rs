@@ -85,6 +85,8 @@ pub(crate) struct Activity {
     compaction: Option<(usize, usize)>,
     /// The model that took over when the one asked first failed.
     fallback: Option<String>,
+    /// The model a routing rule chose for this turn, and why.
+    routed: Option<String>,
     reasoning: String,
 }
 
@@ -116,12 +118,19 @@ impl Activity {
         };
     }
 
-    /// A step a running call reports (a sub-agent's progress line).
+    /// A step a running call reports (a sub-agent's progress line). A
+    /// sub-agent's words in progress replace its previous words.
     pub(crate) fn step(&mut self, id: &str, label: &str, line: &str) {
         let line = crate::text::clip(&one_line(&crate::secrets::scrub(line)), 80);
         let call = self.call(id, label);
-        if call.steps.last() != Some(&line) {
-            call.steps.push(line);
+        let writes = |l: &str| {
+            l.split_once(" — ")
+                .is_some_and(|(_, detail)| detail.starts_with(crate::agent::WRITES))
+        };
+        match call.steps.last_mut() {
+            Some(last) if writes(last) && writes(&line) => *last = line,
+            Some(last) if *last == line => {}
+            _ => call.steps.push(line),
         }
         let extra = call.steps.len().saturating_sub(STEPS_SHOWN);
         call.steps.drain(..extra);
@@ -136,6 +145,11 @@ impl Activity {
         self.fallback = Some(one_line(model).replace('`', "'"));
     }
 
+    /// A routing rule chose `model` for this turn.
+    pub(crate) fn routed(&mut self, model: &str, why: &str) {
+        self.routed = Some(format!("{} ({why})", one_line(model).replace('`', "'")));
+    }
+
     /// Reasoning the model streamed (kept only up to what could be shown).
     pub(crate) fn reasoned(&mut self, delta: &str) {
         let room = REASONING_KEPT.saturating_sub(self.reasoning.chars().count());
@@ -146,6 +160,7 @@ impl Activity {
     fn is_empty(&self) -> bool {
         self.compaction.is_none()
             && self.fallback.is_none()
+            && self.routed.is_none()
             && self.calls.iter().all(|c| c.state == State::Planned)
     }
 
@@ -163,6 +178,7 @@ impl Activity {
             lines.extend(call.steps.iter().map(|s| format!("↳ _{}_", escape(s))));
         }
         lines.extend(self.compaction_note());
+        lines.extend(self.routed.as_ref().map(|r| format!("↪ _model {r}_")));
         lines.extend(
             self.fallback
                 .as_ref()
@@ -203,6 +219,9 @@ impl Activity {
         }
         if let Some((before, after)) = self.compaction {
             parts.push(format!("🗜 {}", compaction_text(before, after)));
+        }
+        if let Some(routed) = &self.routed {
+            parts.push(format!("↪ model {routed}"));
         }
         if let Some(model) = &self.fallback {
             parts.push(format!("↪ fallback model `{model}`"));
@@ -429,6 +448,27 @@ mod tests {
         assert_eq!(lines[0], "⏳ Ask the research sub-agent · `find x`");
         assert_eq!(lines.len(), 1 + STEPS_SHOWN, "{draft}");
         assert_eq!(lines[3], "↳ _research sub-agent — step 5: web\\_fetch_");
+    }
+
+    #[test]
+    fn a_sub_agents_words_replace_each_other_under_its_call() {
+        let mut a = Activity::default();
+        a.started("d", "Ask the research sub-agent");
+        a.step("d", "x", "research sub-agent — writes: The notes");
+        a.step("d", "x", "research sub-agent — writes: The notes say buy");
+        a.step("d", "x", "research sub-agent — step 1: read_file");
+        a.step("d", "x", "research sub-agent — writes: Done");
+        let draft = a.draft(Verbosity::Tools);
+        let lines: Vec<&str> = draft.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "↳ _research sub-agent — writes: The notes say buy_",
+                "↳ _research sub-agent — step 1: read\\_file_",
+                "↳ _research sub-agent — writes: Done_",
+            ],
+            "{draft}"
+        );
     }
 
     #[test]

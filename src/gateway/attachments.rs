@@ -32,8 +32,12 @@ pub(super) async fn user_said(
             tracing::warn!(error = %e, "could not tell the user about a file");
         }
     }
+    // The indicator shown while the files came in ends here, whatever comes
+    // next: the turn starts its own, and a refusal (nothing left for the
+    // model, the budget spent) must not leave this one renewing until the
+    // adapter's cap — adapters count each `Typing` as a turn to end.
+    let _ = o.adapter.activity(chat, Activity::Idle).await;
     if intake.is_empty() && m.text.trim().is_empty() {
-        let _ = o.adapter.activity(chat, Activity::Answered).await;
         return None;
     }
     let heard: Vec<String> = intake

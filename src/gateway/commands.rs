@@ -13,6 +13,9 @@ pub(crate) enum Builtin {
     Stop,
     Clear,
     Memory,
+    Plan,
+    Identity,
+    Checkins,
     Tasks,
     Approvals,
     Approve,
@@ -23,16 +26,20 @@ pub(crate) enum Builtin {
     Whoami,
     Skills,
     Tools,
+    Settings,
     /// Telegram's own first command; answered like `/help`.
     Start,
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 15] = [
+    pub(crate) const ALL: [Builtin; 19] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
         Builtin::Memory,
+        Builtin::Plan,
+        Builtin::Identity,
+        Builtin::Checkins,
         Builtin::Tasks,
         Builtin::Approvals,
         Builtin::Approve,
@@ -43,6 +50,7 @@ impl Builtin {
         Builtin::Whoami,
         Builtin::Skills,
         Builtin::Tools,
+        Builtin::Settings,
         Builtin::Start,
     ];
 
@@ -52,6 +60,9 @@ impl Builtin {
             Builtin::Stop => "stop",
             Builtin::Clear => "clear",
             Builtin::Memory => "memory",
+            Builtin::Plan => "plan",
+            Builtin::Identity => "identity",
+            Builtin::Checkins => "checkins",
             Builtin::Tasks => "tasks",
             Builtin::Approvals => "approvals",
             Builtin::Approve => "approve",
@@ -62,6 +73,7 @@ impl Builtin {
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
             Builtin::Tools => "tools",
+            Builtin::Settings => "settings",
             Builtin::Start => "start",
         }
     }
@@ -78,6 +90,9 @@ impl Builtin {
             Builtin::Stop => "Stop the answer in progress",
             Builtin::Clear => "Forget this conversation",
             Builtin::Memory => "What I remember about you",
+            Builtin::Plan => "The plan I am working through here",
+            Builtin::Identity => "Who I am: name, persona, style",
+            Builtin::Checkins => "Opt-in check-ins on open loops",
             Builtin::Tasks => "Background tasks and schedules here",
             Builtin::Approvals => "Waiting cards and your rules",
             Builtin::Usage => "Today's token usage",
@@ -87,6 +102,7 @@ impl Builtin {
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
             Builtin::Tools => "The tools I can use",
+            Builtin::Settings => "This chat's settings",
             Builtin::Approve | Builtin::Start => return None,
         })
     }
@@ -97,17 +113,21 @@ impl Builtin {
             Builtin::Help => "/help — this list",
             Builtin::Stop => "/stop — stop the answer in progress (queued messages still get theirs)",
             Builtin::Clear => "/clear — forget this conversation's history, task state and execution state",
-            Builtin::Memory => "/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`",
+            Builtin::Memory => "/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`, `/memory pin <id>`",
+            Builtin::Plan => "/plan — the plan I am working through in this conversation, step by step",
+            Builtin::Identity => "/identity — my name, persona and style rules; where the operator allows, `/identity name|persona|style add|reset` sets them for our direct messages",
+            Builtin::Checkins => "/checkins on [HH:MM] [time zone] | off — a short check-in here when I notice an open loop or a risk (off by default, direct messages only)",
             Builtin::Tasks => "/tasks — background tasks and schedules here; `/tasks cancel <id>`",
             Builtin::Approvals => "/approvals — cards waiting here and your \"always allow\" rules; `/approvals revoke <id>`",
             Builtin::Approve => "/approve <id> allow|always|edit|deny [reason] — decide an approval by text",
-            Builtin::Usage => "/usage — today's token usage",
-            Builtin::Model => "/model — the model in use",
+            Builtin::Usage => "/usage [days] — your tokens, cache hits and estimated cost per model",
+            Builtin::Model => "/model [name] — the model in use, and switching this chat's model",
             Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
             Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`",
-            Builtin::Tools => "/tools — the tools I can use, by source (built-in, HTTP, script, MCP)",
+            Builtin::Tools => "/tools — the tools I can use, by source; `/tools add|import|remove …` and `/tools export` for tools added from the chat",
+            Builtin::Settings => "/settings — the operator's settings for this chat (approvers, or in a DM)",
             Builtin::Start => return None,
         })
     }
@@ -213,13 +233,7 @@ pub(crate) async fn run(
                  Long-term memories (/memory), settings and rules are unchanged."
             )
         }
-        Builtin::Usage => {
-            let (turns, u) = store.usage_today(key.platform, key.user).await?;
-            format!(
-                "Today: {turns} turns · {} input tokens ({} from cache) · {} output tokens.",
-                u.input_tokens, u.cache_read_tokens, u.output_tokens
-            )
-        }
+        Builtin::Usage => super::usage_cmd::run(inner, cmd, key).await?,
         Builtin::Whoami => format!(
             "You are {} (user id {}) on {}. Chat {}{}. Approver: {}.",
             user.display_name,
@@ -231,22 +245,20 @@ pub(crate) async fn run(
                 .unwrap_or_default(),
             if user.is_approver { "yes" } else { "no" }
         ),
-        Builtin::Model => {
-            let provider = inner.agent.provider();
-            let m = provider.model();
-            let route = provider
-                .route()
-                .map(|r| format!("\n{r}."))
-                .unwrap_or_default();
-            format!(
-                "Model: `{}` · context window {} tokens.{route}",
-                m.name, m.context_window
-            )
-        }
+        Builtin::Model => super::model_cmd::run(inner, cmd, key, session).await?,
         Builtin::Tasks => super::tasks_cmd::run(inner, cmd, session).await?,
-        Builtin::Verbose => super::verbose_cmd::run(inner, cmd, session).await?,
+        Builtin::Verbose => super::verbose_cmd::run(inner, cmd, key, session).await?,
         Builtin::Approvals => super::approvals_cmd::run(inner, cmd, key).await?,
         Builtin::Memory => super::memory_cmd::run(inner, cmd, key, private).await?,
+        Builtin::Plan => super::plan_cmd::run(inner, session).await?,
+        Builtin::Checkins => {
+            super::checkins_cmd::run(inner, cmd, key, session, user, private).await?
+        }
+        Builtin::Identity => match super::identity_cmd::run(inner, cmd, key, private).await {
+            Ok(text) => text,
+            Err(crate::identity::IdentityError::Store(e)) => return Err(e),
+            Err(e) => format!("The identity could not be read: {e}"),
+        },
         Builtin::Skills => {
             let skills = inner.skills.book();
             if skills.is_empty() {
@@ -258,14 +270,8 @@ pub(crate) async fn run(
                 )
             }
         }
-        Builtin::Tools => {
-            let groups = inner.agent.tools().by_source();
-            let lines: Vec<String> = groups
-                .iter()
-                .map(|(source, names)| format!("{source}: {}", names.join(", ")))
-                .collect();
-            format!("**Tools** (* asks for your approval)\n{}", lines.join("\n"))
-        }
+        Builtin::Settings => super::settings_cmd::run(inner, key, user, private).await,
+        Builtin::Tools => super::tools_cmd::run(inner, cmd, user).await,
         // Handled as they arrive (`on_message`), never queued; reaching here
         // `/stop` found nothing running.
         Builtin::Stop => super::stop::NOTHING_TO_STOP.to_owned(),
@@ -324,6 +330,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 13);
+        assert_eq!(menu.len(), 17);
     }
 }

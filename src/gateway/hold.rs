@@ -45,13 +45,20 @@ pub(crate) const STORAGE_DOWN_NOTICE: &str =
 
 /// The session of `key`, once storage answers. `None` when the gateway shuts
 /// down first (a stored message stays in the inbox for the next process).
+/// With `spooled`, storage already refused the input's inbox row: its sender
+/// is told at once rather than after another busy timeout.
 pub(crate) async fn session_when_stored(
     inner: &Inner,
     key: &SessionKey,
     input: Option<&SessionInput>,
+    spooled: bool,
 ) -> Option<SessionId> {
     let mut backoff = Backoff::default();
     let mut told = false;
+    if spooled {
+        told = true;
+        tell_held(inner, key, input).await;
+    }
     loop {
         let e = match inner.store.session(key).await {
             Ok(session) => {
@@ -70,26 +77,31 @@ pub(crate) async fn session_when_stored(
         tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; holding the session's input");
         if !told {
             told = true;
-            inner.metrics.inc(
-                "switchboard_inputs_held_total",
-                &[("platform", key.platform.as_str())],
-            );
-            // Only a person who wrote is owed an explanation; notifications,
-            // schedules and resumed turns just run late.
-            if let Some(SessionInput::Message(m)) = input {
-                if let Some(adapter) = inner.adapter(m.chat.platform) {
-                    notify(
-                        adapter.as_ref(),
-                        &m.chat,
-                        STORAGE_DOWN_NOTICE,
-                        Some(m.message_id),
-                    )
-                    .await;
-                }
-            }
+            tell_held(inner, key, input).await;
         }
         if !backoff.wait(&inner.shutdown).await {
             return None;
+        }
+    }
+}
+
+/// Counts a held input and tells its sender why the answer is late. Only a
+/// person who wrote is owed an explanation; notifications, schedules and
+/// resumed turns just run late.
+async fn tell_held(inner: &Inner, key: &SessionKey, input: Option<&SessionInput>) {
+    inner.metrics.inc(
+        "switchboard_inputs_held_total",
+        &[("platform", key.platform.as_str())],
+    );
+    if let Some(SessionInput::Message(m)) = input {
+        if let Some(adapter) = inner.adapter(m.chat.platform) {
+            notify(
+                adapter.as_ref(),
+                &m.chat,
+                STORAGE_DOWN_NOTICE,
+                Some(m.message_id),
+            )
+            .await;
         }
     }
 }

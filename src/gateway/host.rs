@@ -1,12 +1,13 @@
 //! The gateway's side of a turn: approvals through the chat (the turn pauses
 //! as a row), background tasks, the memory flush before compaction.
 
+use super::sub_host::{NestedSlot, SubAgentHost};
 use super::Inner;
 use crate::agent::{Asked, TurnCheckpoint, TurnHost};
 use crate::approvals::ApprovalRequest;
 use crate::llm::{Message, ToolCall};
 use crate::store::{
-    ApprovalRecord, ApprovalStatus, Conversation, StoreError, TurnContext, TurnState,
+    ApprovalRecord, ApprovalStatus, Conversation, NestedTurn, StoreError, TurnContext, TurnState,
 };
 use crate::tasks::{StartError, TaskOrigin};
 use crate::tools::{Tool, ToolSpec};
@@ -26,6 +27,59 @@ pub(crate) struct GatewayHost {
     /// The approval the turn paused on, recorded but not yet shown: its card
     /// goes out once the turn's text so far is settled in the chat.
     pub paused: Mutex<Option<ApprovalRecord>>,
+    /// A sub-agent's approval and checkpoint, until the delegating round
+    /// pauses around them ([`TurnHost::pause_nested`]).
+    pub nested: NestedSlot,
+}
+
+/// What became of asking for a decision on a call.
+pub(super) enum Recorded {
+    /// A stored "always" rule allows it.
+    Allowed,
+    /// The approval is recorded (its card not shown yet).
+    Asking(Box<ApprovalRecord>),
+    /// Nobody can be asked (storage failed).
+    Unavailable,
+}
+
+/// Applies the requester's stored rules to `call`, or records an approval
+/// for it with these `arguments`, shown as `display`.
+pub(super) async fn record(
+    inner: &Inner,
+    session_id: &str,
+    conversation: &Conversation,
+    display: &str,
+    call: &ToolCall,
+    arguments: &Value,
+    summary: String,
+) -> Recorded {
+    let approvals = &inner.approvals;
+    let (platform, user) = (conversation.chat.platform, &conversation.user);
+    match approvals.ruled(platform, user, &call.name, arguments).await {
+        Ok(true) => return Recorded::Allowed,
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "approval could not be requested");
+            return Recorded::Unavailable;
+        }
+    }
+    let request = ApprovalRequest {
+        id: crate::domain::ApprovalId::new().0,
+        session_id,
+        requester: user,
+        chat: conversation.chat,
+        tool_name: &call.name,
+        tool_display: display,
+        arguments,
+        summary,
+    };
+    match approvals.record(request).await {
+        Ok(record) => Recorded::Asking(Box::new(record)),
+        Err(e) => {
+            tracing::warn!(error = %e, "approval could not be requested");
+            Recorded::Unavailable
+        }
+    }
 }
 
 #[async_trait]
@@ -38,63 +92,50 @@ impl TurnHost for GatewayHost {
         summary: String,
         checkpoint: TurnCheckpoint,
     ) -> Asked {
-        let approvals = &self.inner.approvals;
-        match approvals
-            .ruled(
-                self.conversation.chat.platform,
-                &self.conversation.user,
-                &call.name,
-                arguments,
-            )
-            .await
-        {
-            Ok(true) => return Asked::Allowed,
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "approval could not be requested");
-                return Asked::Unavailable;
-            }
-        }
-        let request = ApprovalRequest {
-            id: crate::domain::ApprovalId::new().0,
-            session_id: &self.session_id,
-            requester: &self.conversation.user,
-            chat: self.conversation.chat,
-            tool_name: &call.name,
-            tool_display: &spec.display_name,
+        let summary = super::consent::on_card(summary, self.context.consent.as_deref());
+        let record = match record(
+            &self.inner,
+            &self.session_id,
+            &self.conversation,
+            &spec.display_name,
+            call,
             arguments,
             summary,
+        )
+        .await
+        {
+            Recorded::Allowed => return Asked::Allowed,
+            Recorded::Unavailable => return Asked::Unavailable,
+            Recorded::Asking(record) => *record,
         };
-        let record = match approvals.record(request).await {
-            Ok(record) => record,
-            Err(e) => {
-                tracing::warn!(error = %e, "approval could not be requested");
-                return Asked::Unavailable;
-            }
-        };
-        // The paused turn is a row, stored before its card is shown: a press
-        // handled by any process must find it.
-        if let Err(e) = self.save_checkpoint(&record.id, checkpoint).await {
-            tracing::warn!(error = %e, "could not store the paused turn; the approval is withdrawn");
-            let withdrawn = self
-                .inner
-                .store
-                .decide_approval(
-                    &record.id,
-                    ApprovalStatus::Denied,
-                    None,
-                    Some("the paused turn could not be stored"),
-                    approvals.now(),
-                )
-                .await;
-            if let Err(e) = withdrawn {
-                tracing::warn!(error = %e, "could not withdraw an approval");
-            }
-            return Asked::Unavailable;
-        }
         let id = record.id.clone();
-        *self.paused.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
-        Asked::Paused(id)
+        if self.keep(record, checkpoint).await {
+            Asked::Paused(id)
+        } else {
+            Asked::Unavailable
+        }
+    }
+
+    async fn pause_nested(&self, approval: &str, mut checkpoint: TurnCheckpoint) -> bool {
+        let Some((record, nested)) = self.nested.take(approval) else {
+            tracing::warn!(
+                approval,
+                "a sub-agent paused on an approval this turn did not record"
+            );
+            return false;
+        };
+        checkpoint.nested = Some(Box::new(nested));
+        self.keep(record, checkpoint).await
+    }
+
+    fn for_subagent(&self) -> Option<Arc<dyn TurnHost>> {
+        Some(Arc::new(SubAgentHost {
+            inner: Arc::clone(&self.inner),
+            session_id: self.session_id.clone(),
+            conversation: self.conversation.clone(),
+            consent: self.context.consent.clone(),
+            nested: self.nested.clone(),
+        }))
     }
 
     async fn start_background(
@@ -124,6 +165,10 @@ impl TurnHost for GatewayHost {
             })
     }
 
+    async fn round_context(&self) -> Option<String> {
+        super::plan_cmd::round_context(&self.inner, &self.session_id).await
+    }
+
     async fn before_compaction(&self, head: &[Message]) {
         super::memory::flush(&self.inner, &self.conversation.key, &self.session_id, head).await;
     }
@@ -135,12 +180,46 @@ impl GatewayHost {
         self.paused.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// Stores the turn paused on `record` (its card is shown when the turn
+    /// ends). The paused turn is a row, stored before its card is shown: a
+    /// press handled by any process must find it. `false` when it could not
+    /// be stored: the approval is withdrawn.
+    async fn keep(&self, record: ApprovalRecord, checkpoint: TurnCheckpoint) -> bool {
+        if let Err(e) = self.save_checkpoint(&record.id, checkpoint).await {
+            tracing::warn!(error = %e, "could not store the paused turn; the approval is withdrawn");
+            let withdrawn = self
+                .inner
+                .store
+                .decide_approval(
+                    &record.id,
+                    ApprovalStatus::Denied,
+                    None,
+                    Some("the paused turn could not be stored"),
+                    self.inner.approvals.now(),
+                )
+                .await;
+            if let Err(e) = withdrawn {
+                tracing::warn!(error = %e, "could not withdraw an approval");
+            }
+            return false;
+        }
+        *self.paused.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
+        true
+    }
+
     /// Stores the paused turn so any process can resume it.
     async fn save_checkpoint(
         &self,
         approval_id: &str,
         checkpoint: TurnCheckpoint,
     ) -> Result<(), StoreError> {
+        let nested = checkpoint.nested.map(|n| NestedTurn {
+            messages: n.messages,
+            new_from: n.new_from,
+            remaining: n.remaining,
+            round: n.round,
+            system_context: n.system_context,
+        });
         let state = TurnState {
             id: crate::domain::TurnId::new().0,
             session_id: self.session_id.clone(),
@@ -152,6 +231,7 @@ impl GatewayHost {
             context: TurnContext {
                 round: checkpoint.round,
                 system_context: checkpoint.system_context,
+                nested,
                 ..self.context.clone()
             },
         };

@@ -45,36 +45,36 @@ impl Inner {
         }
     }
 
-    /// A message's turn is about to start: where it was kept has done its
-    /// job. False when the turn must not run here: another process took the
-    /// message over while this one could not renew its inbox lease.
-    pub(crate) async fn taken(&self, kept: Kept) -> bool {
+    /// A message's turn is about to start. `None` when the turn must not
+    /// run here: another process took the message over while this one could
+    /// not renew its inbox lease. Otherwise the inbox row to remove when the
+    /// turn ends (see `in_flight.rs`), if it has one; a spooled copy is
+    /// done with now.
+    pub(crate) async fn taken(&self, kept: Kept) -> Option<Option<i64>> {
         match kept {
-            Kept::Inbox(id) => {
-                self.inbox_held.fetch_sub(1, Ordering::Relaxed);
-                match self.store.inbox_claim(&self.instance, id).await {
-                    Ok(true) => true,
-                    Ok(false) => {
-                        tracing::info!(
-                            id,
-                            "a queued message was taken over by another process; it answers it"
-                        );
-                        false
-                    }
-                    Err(e) => {
-                        // Storage answered the session lookup just now; a
-                        // failure here is rare and the message is answered
-                        // rather than dropped (at worst twice).
-                        tracing::warn!(error = %e, "could not claim an inbox row");
-                        true
-                    }
+            Kept::Inbox(id) => match self.store.inbox_start(&self.instance, id).await {
+                Ok(true) => Some(Some(id)),
+                Ok(false) => {
+                    self.inbox_held.fetch_sub(1, Ordering::Relaxed);
+                    tracing::info!(
+                        id,
+                        "a queued message was taken over by another process; it answers it"
+                    );
+                    None
                 }
-            }
+                Err(e) => {
+                    // Storage answered the session lookup just now; a
+                    // failure here is rare and the message is answered
+                    // rather than dropped (at worst twice).
+                    tracing::warn!(error = %e, "could not mark an inbox row started");
+                    Some(Some(id))
+                }
+            },
             Kept::Spool(file) => {
                 if let Some(spool) = &self.spool {
                     spool.remove(file);
                 }
-                true
+                Some(None)
             }
         }
     }

@@ -31,6 +31,10 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
                 tracing::warn!(error = %e, "could not look for task cancel requests");
             }
             keep_inbox(&inner).await;
+            super::in_flight::keep_resumes(&inner).await;
+            if let Err(e) = inner.store.prune_sightings().await {
+                tracing::debug!(error = %e, "could not prune inbound sightings");
+            }
             inner.limiter.prune();
             inner.approval_presses.prune();
             // Tells the operator (and copies the live data) when the database
@@ -38,6 +42,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             inner.store.check_file().await;
         }
         expire_due_approvals(&inner).await;
+        super::relay::deliver_outbox(&inner).await;
         // Wake for the next occurrence on time rather than on a fixed tick;
         // look again at least every TICK (other processes add schedules too).
         let wait = match crate::tasks::fire_due_schedules(&inner.store, &fired).await {
@@ -160,7 +165,7 @@ pub(crate) async fn take_abandoned_inbox(inner: &Arc<Inner>) {
                 tracing::info!(count = entries.len(), "taking over queued messages");
             }
             for entry in entries {
-                super::queue_from_inbox(inner, entry);
+                super::queue_from_inbox(inner, entry).await;
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not look for abandoned inbox messages"),

@@ -7,11 +7,11 @@ use super::Inner;
 use crate::agent::{summary_messages, StopReason, TurnOutcome};
 use crate::llm::{Message, Role};
 use crate::memory::{
-    distill_rules, feedback_buttons, new_feedback_id, parse_feedback, recall_visible,
-    record_access, rules_section, system_context, wrap, ExecutionState, TaskState, MAX_RULES,
-    MEMORY_NOTE,
+    distill_rules, feedback_buttons, learnable, new_feedback_id, parse_feedback, recall_visible,
+    record_access, reflection_section, rules_section, system_context, wrap, ExecutionState,
+    LearnMode, TaskState, MAX_RULES, MEMORY_NOTE,
 };
-use crate::store::{MemoryOwner, SessionId, SessionKey, SessionState, StateDoc};
+use crate::store::{MemoryKind, MemoryOwner, SessionId, SessionKey, SessionState, StateDoc};
 use chrono::Utc;
 use std::sync::Arc;
 use switchboard_platform::{Button, ButtonPress, PlatformAdapter, PressAnswer};
@@ -76,6 +76,49 @@ pub(crate) async fn load_history(
     (messages, ids)
 }
 
+/// Learns the user's preferences from their `text` in the background (see
+/// `memory::learning`); the session's earlier user messages in `history` give
+/// the model call its context.
+pub(crate) fn learn_after_message(
+    inner: &Inner,
+    key: &SessionKey,
+    session: &SessionId,
+    history: &[Message],
+    text: &str,
+) {
+    let config = inner.extractor.book().config();
+    if !config.enabled || config.learn == LearnMode::Off || !learnable(text) {
+        return;
+    }
+    let take = usize::try_from(config.learn_every).unwrap_or(usize::MAX);
+    let mut earlier: Vec<String> = history
+        .iter()
+        .filter(|m| m.role == Role::User && !m.content.starts_with('['))
+        .rev()
+        .take(take)
+        .map(|m| m.content.clone())
+        .collect();
+    earlier.reverse();
+    let (extractor, busy) = (inner.extractor.clone(), inner.busy.clone());
+    let (owner, source, text) = (
+        MemoryOwner::of(key),
+        format!("learn:{session}"),
+        text.to_owned(),
+    );
+    tokio::spawn(async move {
+        let _busy = busy.enter();
+        match extractor
+            .learn(owner, &source, &earlier, &text, Utc::now())
+            .await
+        {
+            Ok(report) => {
+                tracing::debug!(by = ?report.by, saved = report.saved.len(), "preferences learned")
+            }
+            Err(e) => tracing::warn!(error = %e, "preference learning failed"),
+        }
+    });
+}
+
 /// The text the model sees for `model_text` (recalled memories around it when
 /// `query` recalls any) and the per-turn system context. In a shared chat
 /// (`private` false) only the kinds `MEMORY_IN_SHARED_CHATS` allows are recalled.
@@ -129,9 +172,21 @@ pub(crate) async fn prepare(
         .await
         .unwrap_or_default();
     let note = (!hits.is_empty()).then(|| MEMORY_NOTE.to_owned());
+    // The latest reflection note: private, so in direct messages only.
+    let reflection = if private {
+        inner
+            .store
+            .memories_of(owner, &[MemoryKind::Reflection], 1, now)
+            .await
+            .unwrap_or_default()
+            .first()
+            .map(reflection_section)
+    } else {
+        None
+    };
     (
         wrap(model_text, &hits),
-        system_context(&[note, task, exec, rules_section(&rules)]),
+        system_context(&[note, task, exec, reflection, rules_section(&rules)]),
     )
 }
 
@@ -180,9 +235,14 @@ pub(crate) async fn after_turn(
     if !inner.extractor.book().config().enabled || outcome.stop == StopReason::Paused {
         return;
     }
+    // The `plan` tool writes the execution state during the turn: read it anew then.
+    let planned = outcome
+        .new_messages
+        .iter()
+        .any(|m| m.tool_calls.iter().any(|c| c.name == "plan"));
     let previous_json = match &memory.state {
-        Some(state) => state.execution_state.clone(),
-        None => session_state(inner, session).await.execution_state,
+        Some(state) if !planned => state.execution_state.clone(),
+        _ => session_state(inner, session).await.execution_state,
     };
     let previous = previous_json.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok());
     let input = memory

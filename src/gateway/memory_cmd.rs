@@ -9,7 +9,8 @@ use crate::memory::memory_line;
 use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, SessionId, SessionKey, StoreError};
 use chrono::Utc;
 
-const USAGE: &str = "Usage: `/memory` · `/memory forget <id>` · `/memory trace <id>`";
+const USAGE: &str =
+    "Usage: `/memory` · `/memory forget <id>` · `/memory trace <id>` · `/memory pin <id>` · `/memory unpin <id>`";
 /// Memories listed per kind at most.
 const LIST_PER_KIND: usize = 10;
 /// Source messages shown by a trace at most.
@@ -34,6 +35,30 @@ pub(crate) async fn run(
                 format!("Forgot memory #{id}.")
             }
             Some(id) => format!("You have no memory #{id}."),
+            None => USAGE.to_owned(),
+        }),
+        [verb @ ("pin" | "unpin"), id] => Ok(match parse_id(id) {
+            Some(id) => {
+                let pin = *verb == "pin";
+                match inner.store.memory(owner, id).await? {
+                    Some(m)
+                        if visible(m.kind)
+                            && inner.store.set_memory_pinned(owner, id, pin).await? =>
+                    {
+                        if pin {
+                            format!("Pinned memory #{id}: it is kept until you unpin or forget it.")
+                        } else {
+                            format!(
+                                "Unpinned memory #{id}: it may be collected when its kind is full."
+                            )
+                        }
+                    }
+                    Some(_) => {
+                        format!("Memory #{id} can be changed only in a direct message with me.")
+                    }
+                    None => format!("You have no memory #{id}."),
+                }
+            }
             None => USAGE.to_owned(),
         }),
         ["trace", id] => match parse_id(id) {
@@ -75,7 +100,8 @@ async fn list(
         }
         out.push_str(&format!("\n_{}_ ({})", kind.as_str(), of_kind.len()));
         for m in of_kind.iter().take(LIST_PER_KIND) {
-            out.push_str(&format!("\n`#{}` {}", m.id, clip(&m.content, 120)));
+            let pin = if m.pinned { "📌 " } else { "" };
+            out.push_str(&format!("\n`#{}` {pin}{}", m.id, clip(&m.content, 120)));
         }
         if of_kind.len() > LIST_PER_KIND {
             out.push_str(&format!("\n… and {} more", of_kind.len() - LIST_PER_KIND));
@@ -129,6 +155,22 @@ async fn trace(
     if let Some(e) = m.expires_at {
         out.push_str(&format!(" · expires {}", e.format("%Y-%m-%d")));
     }
+    if m.pinned {
+        out.push_str(" · 📌 pinned");
+    }
+    if m.kind == MemoryKind::Preference {
+        if let Some(s) = inner.store.memory_stats(owner, id).await? {
+            out.push_str(&format!(
+                "\nseen {} time{} · last seen {} · confidence {:.2}",
+                s.seen_count,
+                if s.seen_count == 1 { "" } else { "s" },
+                s.last_seen
+                    .unwrap_or(m.updated_at)
+                    .format("%Y-%m-%d %H:%M UTC"),
+                s.confidence
+            ));
+        }
+    }
     for source in m.source_ref.split_whitespace() {
         out.push_str(&format!("\n\n**Source** `{source}`"));
         out.push_str(&source_excerpt(inner, owner, here, source).await?);
@@ -150,6 +192,7 @@ async fn source_excerpt(
                 "\nDistilled from your preferences and decisions listed there.".into()
             }
             Some("tool") => "\nSaved by the assistant when asked to remember it.".into(),
+            Some("learn") => "\nLearned from your messages as you chatted.".into(),
             _ => String::new(),
         });
     };

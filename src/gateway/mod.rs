@@ -8,52 +8,71 @@ pub use answer_file::ANSWER_MAX_CHARS;
 mod approvals_cmd;
 mod approve_cmd;
 mod attachments;
+mod budget;
+mod chat_turn;
+mod checkins_cmd;
 mod commands;
+mod consent;
+mod deliver;
 mod exchange;
 mod hold;
 mod host;
+mod identity_cmd;
+mod in_flight;
 mod inline;
 mod kept;
 mod limiter;
+mod live_state;
 mod maintenance;
 mod memory;
 mod memory_cmd;
 mod menu;
+mod model_cmd;
 mod model_error;
+mod operator;
 mod outbound;
 mod pairing_notice;
+mod plan_cmd;
 mod press_limit;
+mod presses;
 mod queue;
 mod queue_mode;
+mod relay;
 mod reshow;
 mod resume;
 mod scrubbed;
 mod session;
+mod settings_cmd;
 mod spool;
 mod stop;
+mod sub_host;
 mod tasks_cmd;
 mod text;
+mod tools_cmd;
 mod turn;
 mod turn_stream;
+mod turn_usage;
+mod usage_cmd;
 mod verbose_cmd;
 
 pub use access::AccessPolicy;
 pub use activity::Verbosity;
+pub use operator::{Operator, WebDecision, WEB_OPERATOR};
 pub use queue_mode::QueueMode;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
+pub use usage_cmd::report as usage_report;
 
 use crate::agent::Agent;
-use crate::approvals::{parse_action, Approvals};
+use crate::approvals::Approvals;
 use crate::busy::Busy;
-use crate::memory::{parse_feedback, Extractor, MemoryBook, MemoryConfig};
+use crate::memory::{Extractor, MemoryBook, MemoryConfig};
 use crate::metrics::Metrics;
-use crate::store::{ApprovalStatus, SessionKey, Store};
+use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use access::{Access, AccessControl};
 pub use commands::COMMANDS;
 use kept::Kept;
 use limiter::{Limit, UserLimiter};
-use press_limit::PressKind;
 use queue::session_worker;
 pub(crate) use queue::{queue_from_inbox, queue_resume, resume_in};
 pub use scrubbed::ScrubbedAdapter;
@@ -65,7 +84,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, Inbound, InboundMessage, MessageId, Platform, PlatformAdapter, PressAnswer, UserId,
+    ButtonPress, ChatAddress, Inbound, InboundMessage, MessageId, Platform, PlatformAdapter, UserId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -91,8 +110,12 @@ pub struct GatewaySettings {
     pub verbosity: Verbosity,
     /// How sessions take messages sent mid-turn unless they chose (`QUEUE_MODE`).
     pub queue_mode: QueueMode,
-    /// The primary model's name (`LLM_MODEL`): another one serving is a fallback.
-    pub primary_model: String,
+    /// Per-chat settings (`CHATS_FILE`).
+    pub chats: crate::chats::ChatBindings,
+    /// Who may add tools from the chat (`TOOL_BUILDERS`).
+    pub tool_builders: crate::tools::ToolBuilders,
+    /// Whether users may set the agent's identity for their own DMs.
+    pub identity_user_edits: bool,
 }
 
 /// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
@@ -111,11 +134,24 @@ pub(crate) struct Inner {
     /// Approval presses' own allowance (see [`press_limit`]).
     approval_presses: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
+    /// Each session's running turn: its inbox rows and what it ran.
+    in_flight: Mutex<HashMap<SessionKey, in_flight::InFlight>>,
+    /// Resumed turns of this process running now (their marks are renewed).
+    resumes_held: AtomicUsize,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
     pub skills: Arc<crate::skills::SkillLibrary>,
     /// Photos, voice notes and files users send.
     pub media: Arc<crate::media::Media>,
+    /// The model catalogue, `/model` choices and routing.
+    pub models: Arc<crate::models::Models>,
+    /// Per-chat settings (`CHATS_FILE`).
+    pub chats: crate::chats::ChatBindings,
+    /// The tools added from the chat, and who may change them.
+    pub grown: Arc<crate::tools::GrownTools>,
+    pub tool_builders: crate::tools::ToolBuilders,
+    /// Whether users may set the agent's identity for their own DMs.
+    pub identity_user_edits: bool,
     /// This process's id, owner of its inbox rows.
     instance: String,
     /// Inbox rows this process holds (renewed only while there are some).
@@ -128,13 +164,17 @@ pub(crate) struct Inner {
     pub verbosity: Verbosity,
     /// The default queue mode of a session that did not choose one.
     pub queue_mode: QueueMode,
-    /// The primary model's name: another one serving is a fallback.
-    pub primary_model: String,
 }
 
 impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
         self.adapters.get(&platform).cloned()
+    }
+
+    /// The operator's settings for the chat (or topic) of `key`, if bound.
+    pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&crate::chats::ChatSettings> {
+        self.chats
+            .get(&ChatAddress::new(key.platform, key.chat, key.thread))
     }
 
     /// Whether the person on `platform` is the operator at this machine (see
@@ -167,6 +207,13 @@ pub struct GatewayParts {
     pub skills: Arc<crate::skills::SkillLibrary>,
     /// Media handling (downloads, vision, transcription, documents).
     pub media: Arc<crate::media::Media>,
+    /// The model catalogue, `/model` choices and routing.
+    pub models: Arc<crate::models::Models>,
+    /// The cheap model (`MODEL_ROUTE_CHEAP`) for memory extraction and
+    /// summaries, falling back to the agent's; none: the agent's.
+    pub cheap: Option<Arc<dyn crate::llm::Provider>>,
+    /// The tools added from the chat (`/tools export`).
+    pub grown: Arc<crate::tools::GrownTools>,
 }
 
 impl Gateway {
@@ -185,10 +232,13 @@ impl Gateway {
             metrics,
             skills,
             media,
+            models,
+            cheap,
+            grown,
         } = parts;
         let extractor = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
-            Arc::clone(agent.provider()),
+            cheap.unwrap_or_else(|| Arc::clone(agent.provider())),
         );
         let instance = uuid::Uuid::new_v4().simple().to_string();
         let inner = Inner {
@@ -208,10 +258,13 @@ impl Gateway {
             limiter: UserLimiter::new(settings.user_messages_per_minute),
             approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
             sessions: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            resumes_held: AtomicUsize::new(0),
             busy,
             metrics,
             skills,
             media,
+            models,
             spool: match Spool::open(&settings.spool_dir, &instance) {
                 Ok(spool) => Some(spool),
                 Err(e) => {
@@ -222,7 +275,10 @@ impl Gateway {
             instance,
             verbosity: settings.verbosity,
             queue_mode: settings.queue_mode,
-            primary_model: settings.primary_model,
+            chats: settings.chats,
+            grown,
+            tool_builders: settings.tool_builders,
+            identity_user_edits: settings.identity_user_edits,
             inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
@@ -230,6 +286,11 @@ impl Gateway {
             inner: Arc::new(inner),
             finished,
         }
+    }
+
+    /// A handle for the operator's web console.
+    pub fn operator(&self) -> Operator {
+        Operator::new(Arc::clone(&self.inner))
     }
 
     /// Work in flight: queued inputs, running turns and background tasks.
@@ -243,6 +304,7 @@ impl Gateway {
         reshow::console_cards(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;
         maintenance::take_abandoned_inbox(&self.inner).await;
+        in_flight::keep_resumes(&self.inner).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
@@ -273,6 +335,14 @@ impl Gateway {
         // may take it at once.
         if let Err(e) = self.inner.store.inbox_release(&self.inner.instance).await {
             tracing::warn!(error = %e, "could not release the inbox; the next process takes it after the lease");
+        }
+        if let Err(e) = self
+            .inner
+            .store
+            .resumes_renew(&self.inner.instance, true)
+            .await
+        {
+            tracing::warn!(error = %e, "could not release the resumed turns; the next process reports them after the lease");
         }
         if let Some(spool) = &self.inner.spool {
             spool.close();
@@ -312,7 +382,11 @@ impl Gateway {
         let key = SessionKey::of(&msg.chat, msg.user.id);
         // Unaddressed group chatter is ignored, unless it answers this user's
         // pending `ask_user` question or is the edit of an approval card.
-        if !msg.addressed.is_addressed() && !inner.store.is_waiting(&key).await.unwrap_or(false) {
+        // A chat bound with `free_response` answers every message.
+        if !msg.addressed.is_addressed()
+            && !chat_turn::free_response(inner, &key)
+            && !inner.store.is_waiting(&key).await.unwrap_or(false)
+        {
             return;
         }
         let Some(adapter) = inner.adapter(msg.chat.platform) else {
@@ -365,11 +439,28 @@ impl Gateway {
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return;
         }
+        // A reply to an MCP client's question answers it; no turn runs.
+        if relay::answer_question(inner, &msg).await {
+            return reply(relay::ANSWER_PASSED_ON.into(), Some(msg.message_id));
+        }
         if let Some(answered) = self.inline_command(&msg, &key, &adapter).await {
             if let Some(text) = answered {
                 reply(text, Some(msg.message_id));
             }
             return;
+        }
+        // A repeat of a message already taken (a webhook delivery Telegram
+        // retried, or one its spool kept across a restart) is dropped.
+        if adapter.may_redeliver() {
+            match inner.store.first_sight(&msg.chat, msg.message_id).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return tracing::info!(chat = %msg.chat.chat, message = %msg.message_id, "dropped a repeated delivery")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not check for a repeated delivery; taking it")
+                }
+            }
         }
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.
@@ -383,44 +474,7 @@ impl Gateway {
     }
 
     fn on_press(&self, press: ButtonPress) {
-        let inner = Arc::clone(&self.inner);
-        tokio::spawn(async move {
-            let Some(adapter) = inner.adapter(press.chat.platform) else {
-                return;
-            };
-            match parse_action(&press.action) {
-                Some((id, choice)) => {
-                    if !press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Approval)
-                        .await
-                    {
-                        return;
-                    }
-                    let decided = inner
-                        .approvals
-                        .handle_press(adapter.as_ref(), &press, &id, choice)
-                        .await;
-                    // The paused turn resumes from its row; an edit waits
-                    // for the requester's next message instead.
-                    if let Some(record) = decided.filter(|r| r.status != ApprovalStatus::Edited) {
-                        resume_in(&inner, &record);
-                    }
-                }
-                None if parse_feedback(&press.action).is_some() => {
-                    if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback)
-                        .await
-                    {
-                        memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
-                    }
-                }
-                None => {
-                    tracing::info!(action = %press.action, "press on an unknown button");
-                    let answer = PressAnswer::Private("This button is no longer valid.".into());
-                    if let Err(e) = adapter.answer_press(&press, answer).await {
-                        tracing::warn!(error = %e, "could not answer a press");
-                    }
-                }
-            }
-        });
+        tokio::spawn(presses::handle(Arc::clone(&self.inner), press));
     }
 
     fn on_task_finished(&self, done: TaskFinished) {

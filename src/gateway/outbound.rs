@@ -35,6 +35,8 @@ pub(crate) struct ReplyStream {
     last_edit: Option<Instant>,
     /// When the first text arrived.
     started: Option<Instant>,
+    /// When the chat first received something of the answer.
+    first_byte: Option<std::time::Instant>,
     /// Buttons for the last chunk of the final answer (feedback).
     final_buttons: Vec<Vec<Button>>,
 }
@@ -58,8 +60,15 @@ impl ReplyStream {
             head: String::new(),
             last_edit: None,
             started: None,
+            first_byte: None,
             final_buttons: Vec::new(),
         }
+    }
+
+    /// When the chat first received something of the answer (a draft), if
+    /// it did yet.
+    pub(crate) fn first_byte(&self) -> Option<std::time::Instant> {
+        self.first_byte
     }
 
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
@@ -133,7 +142,10 @@ impl ReplyStream {
         };
         self.last_edit = Some(Instant::now());
         match result {
-            Ok(()) => self.shown = text,
+            Ok(()) => {
+                self.first_byte.get_or_insert_with(std::time::Instant::now);
+                self.shown = text;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "draft update failed; the final answer will still be posted")
             }

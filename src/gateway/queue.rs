@@ -18,7 +18,10 @@ pub(super) fn session_worker(inner: &Arc<Inner>, key: SessionKey) -> SessionHand
 
 /// Queues a message taken over from the inbox of a process that is gone (or
 /// of this process before a restart).
-pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
+pub(crate) async fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
+    if super::in_flight::interrupted(inner, &entry).await {
+        return;
+    }
     let msg = entry.message;
     let key = SessionKey::of(&msg.chat, msg.user.id);
     inner.inbox_held.fetch_add(1, Ordering::Relaxed);
@@ -31,6 +34,17 @@ pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEnt
 /// [`crate::store::ApprovalRecord::session_key`]), with the decision it
 /// carries. Nothing happens when no paused turn is stored.
 pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalRecord) {
+    if let Some(at) = decided.decided_at {
+        inner.metrics.observe(
+            crate::metrics::Latency::Approval,
+            &[("decision", decided.status.as_str())],
+            (at - decided.created_at).to_std().unwrap_or_default(),
+        );
+    }
+    // An MCP client's approval pauses no turn: its client reads the decision.
+    if decided.tool_name == crate::approvals::EXTERNAL_APPROVAL {
+        return;
+    }
     let guard = inner.busy.enter();
     session_worker(inner, decided.session_key()).enqueue_resume(
         decided.id.clone(),

@@ -60,13 +60,22 @@ impl ModeCell {
 const USAGE: &str = "Usage: `/queue followup|collect|interrupt` — what happens to messages sent while I am answering: followup answers each in turn; collect answers all that arrived in one next turn; interrupt stops the answer in progress and takes the new message.";
 
 /// The session's stored mode, or the operator's default.
-pub(crate) async fn stored(inner: &Inner, session: &crate::store::SessionId) -> QueueMode {
+pub(crate) async fn stored(
+    inner: &Inner,
+    key: &SessionKey,
+    session: &crate::store::SessionId,
+) -> QueueMode {
+    // The chat's own default (`CHATS_FILE`), else the operator's.
+    let default = inner
+        .chat_settings(key)
+        .and_then(|c| c.queue)
+        .unwrap_or(inner.queue_mode);
     match inner.store.queue_mode(session).await {
-        Ok(Some(raw)) => QueueMode::parse(&raw).unwrap_or(inner.queue_mode),
-        Ok(None) => inner.queue_mode,
+        Ok(Some(raw)) => QueueMode::parse(&raw).unwrap_or(default),
+        Ok(None) => default,
         Err(e) => {
             tracing::warn!(error = %e, "could not read the session's queue mode; using the default");
-            inner.queue_mode
+            default
         }
     }
 }
@@ -95,7 +104,7 @@ async fn run(
 ) -> Result<String, StoreError> {
     let session = inner.store.session(key).await?;
     let Some(arg) = args.first() else {
-        let now = stored(inner, &session).await;
+        let now = stored(inner, key, &session).await;
         return Ok(format!("Queue mode here: **{}**.\n{USAGE}", now.as_str()));
     };
     let Some(mode) = QueueMode::parse(arg) else {

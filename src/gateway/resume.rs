@@ -2,8 +2,9 @@
 //! row, apply the decision (or the requester's edit) to the call it paused on,
 //! and continue it, answering in the original chat.
 
+use super::deliver::deliver;
 use super::memory;
-use super::turn::{deliver, host, Origin};
+use super::turn::{host, Origin};
 use super::Inner;
 use crate::agent::{Resolution, ResumeRequest};
 use crate::approvals::{decision_of, edited_arguments, Decision};
@@ -91,6 +92,10 @@ pub(super) async fn resume_with(
             (decision, edit)
         }
     };
+    // The call the approval is for: the turn's own, or its sub-agent's.
+    let Some(first) = state.awaiting().cloned() else {
+        return;
+    };
     let TurnState {
         session_id,
         origin,
@@ -103,13 +108,21 @@ pub(super) async fn resume_with(
     let Some(adapter) = inner.adapter(origin.chat.platform) else {
         return tracing::warn!(platform = %origin.chat.platform, "paused turn for a platform without adapter");
     };
-    let Some(first) = remaining.first() else {
-        return;
-    };
+    let nested = context.nested.take().map(|n| {
+        Box::new(crate::agent::TurnCheckpoint {
+            messages: n.messages,
+            new_from: n.new_from,
+            remaining: n.remaining,
+            round: n.round,
+            system_context: n.system_context,
+            nested: None,
+        })
+    });
     let origin = Origin {
         conversation: origin,
         adapter,
         session: SessionId(session_id),
+        sent_at: None,
     };
     let resolution = match decision {
         Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
@@ -125,16 +138,39 @@ pub(super) async fn resume_with(
         },
         Decision::Edit => {
             context.edits += 1;
-            edited(&origin, first, edit.as_deref().unwrap_or_default()).await
+            edited(&origin, &first, edit.as_deref().unwrap_or_default()).await
         }
     };
     tracing::info!(approval = approval_id, "resuming a paused turn");
+    let allowed = matches!(resolution, Resolution::Allowed { .. });
+    inner
+        .resume_started(approval_id, &origin.conversation, &first.name, allowed)
+        .await;
     let turn_memory = memory::TurnMemory {
         plain_input: context.plain_input.clone(),
         history_ids: context.history_ids.clone(),
         state: None,
     };
     let (round, system_context) = (context.round, context.system_context.clone());
+    // The session's model, unless a routing rule chose the turn's.
+    let mut selected =
+        super::chat_turn::select(inner, &origin.conversation.key, &origin.session, None).await;
+    super::chat_turn::for_builders(inner, &mut selected, Some(&origin.conversation.user));
+    // A turn a routing rule gave to another model resumes on it (falling
+    // back to the session's, as its first call would have).
+    if let Some(name) = &context.model {
+        if let Some(routed) = inner.models.named(name).await {
+            selected.model = crate::agent::TurnModel {
+                provider: Arc::new(crate::llm::FallbackProvider::new(
+                    routed.provider,
+                    vec![Arc::clone(&selected.model.provider)],
+                )),
+                vision: routed.vision,
+                tools: selected.model.tools.clone(),
+            };
+            selected.name.clone_from(name);
+        }
+    }
     let host = host(inner, &origin, context);
     let _ = origin
         .adapter
@@ -149,10 +185,13 @@ pub(super) async fn resume_with(
         round,
         system_context,
         resolution,
+        nested,
         host: Arc::clone(&host) as _,
         cancel,
+        model: Some(selected.model.clone()),
     });
-    deliver(inner, &origin, &host, events, turn_memory).await;
+    let settled = deliver(inner, &origin, &selected, &host, events, turn_memory).await;
+    inner.resume_ended(approval_id, settled).await;
 }
 
 /// The new arguments `text` gives the call sent back for editing: a new card

@@ -8,6 +8,7 @@ use switchboard_platform::{
     PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Delegates every operation to the inner adapter, with the known secrets
 /// (see [`crate::secrets`]) replaced in the text of each message, edit, card,
@@ -53,6 +54,22 @@ impl ScrubbedAdapter {
     }
 }
 
+impl ScrubbedAdapter {
+    /// `call` to the platform in a span of its own (see `crate::telemetry`).
+    async fn traced<T>(
+        &self,
+        op: &'static str,
+        call: impl std::future::Future<Output = Result<T, PlatformError>>,
+    ) -> Result<T, PlatformError> {
+        let span = crate::telemetry::platform_span(self.inner.platform(), op);
+        let out = call.instrument(span.clone()).await;
+        if out.is_err() {
+            crate::telemetry::platform_failed(&span);
+        }
+        out
+    }
+}
+
 /// `file` with its caption scrubbed and, when it is text (an `answer.md`, a
 /// `command.txt`), its content too; binary content passes unchanged.
 fn scrubbed_file(mut file: OutgoingFile) -> OutgoingFile {
@@ -75,8 +92,16 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.capabilities()
     }
 
+    fn may_redeliver(&self) -> bool {
+        self.inner.may_redeliver()
+    }
+
     fn unreadable_inbound(&self) -> u64 {
         self.inner.unreadable_inbound()
+    }
+
+    fn link(&self) -> switchboard_platform::LinkStatus {
+        self.inner.link()
     }
 
     async fn run(
@@ -92,7 +117,8 @@ impl PlatformAdapter for ScrubbedAdapter {
         to: &ChatAddress,
         message: OutgoingMessage,
     ) -> Result<MessageRef, PlatformError> {
-        self.inner.send(to, self.scrubbed(message)).await
+        let message = self.scrubbed(message);
+        self.traced("send", self.inner.send(to, message)).await
     }
 
     async fn edit(
@@ -100,7 +126,8 @@ impl PlatformAdapter for ScrubbedAdapter {
         target: &MessageRef,
         message: OutgoingMessage,
     ) -> Result<(), PlatformError> {
-        self.inner.edit(target, self.scrubbed(message)).await
+        let message = self.scrubbed(message);
+        self.traced("edit", self.inner.edit(target, message)).await
     }
 
     async fn answer_press(
@@ -113,11 +140,13 @@ impl PlatformAdapter for ScrubbedAdapter {
             PressAnswer::Update(message) => PressAnswer::Update(self.scrubbed(message)),
             PressAnswer::Private(text) => PressAnswer::Private(crate::secrets::scrub_string(text)),
         };
-        self.inner.answer_press(press, answer).await
+        self.traced("answer_press", self.inner.answer_press(press, answer))
+            .await
     }
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
-        self.inner.send_file(scrubbed_file(file)).await
+        self.traced("send_file", self.inner.send_file(scrubbed_file(file)))
+            .await
     }
 
     async fn download(

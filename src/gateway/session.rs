@@ -13,6 +13,7 @@ use crate::tasks::TaskFinished;
 use std::sync::Arc;
 use switchboard_platform::InboundMessage;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 /// What a session works on.
 pub(crate) enum SessionInput {
@@ -81,8 +82,11 @@ impl SessionHandle {
                     Work::Input(input) => {
                         // Held (not dropped) while storage is down; its inbox
                         // row is given up only once its turn can start.
+                        // A message that could not reach the inbox is
+                        // already held in the spool: its sender hears so now.
+                        let spooled = matches!(queued.kept, Some(Kept::Spool(_)));
                         let Some(session) =
-                            hold::session_when_stored(&inner, &key, Some(&input)).await
+                            hold::session_when_stored(&inner, &key, Some(&input), spooled).await
                         else {
                             break;
                         };
@@ -91,23 +95,36 @@ impl SessionHandle {
                         if inner.shutdown.is_cancelled() {
                             break;
                         }
+                        let mut rows = Vec::new();
                         if let Some(kept) = queued.kept {
-                            if !inner.taken(kept).await {
-                                continue;
+                            match inner.taken(kept).await {
+                                Some(row) => rows.extend(row),
+                                None => continue,
                             }
                         }
                         if mode.get().is_none() {
-                            mode.set(queue_mode::stored(&inner, &session).await);
+                            mode.set(queue_mode::stored(&inner, &key, &session).await);
                         }
                         let mut input = *input;
                         let mut guards = Vec::new();
                         if mode.get() == Some(QueueMode::Collect) {
-                            input =
-                                collect(&inner, input, &mut rx, &mut pending, &mut guards).await;
+                            input = collect(
+                                &inner,
+                                input,
+                                &mut rx,
+                                &mut pending,
+                                &mut guards,
+                                &mut rows,
+                            )
+                            .await;
                         }
+                        inner.turn_started(key, rows);
                         let cancel = running.begin(&inner.shutdown);
-                        turn::process(&inner, key, session, input, cancel).await;
+                        turn::process(&inner, key, session, input, cancel)
+                            .instrument(crate::telemetry::turn_span(&key))
+                            .await;
                         running.end();
+                        inner.turn_ended(&key).await;
                         drop(guards);
                     }
                     Work::Resume {
@@ -116,7 +133,9 @@ impl SessionHandle {
                     } => {
                         // Held through an outage by the claim itself.
                         let cancel = running.begin(&inner.shutdown);
-                        super::resume::resume(&inner, &approval_id, decided, cancel).await;
+                        super::resume::resume(&inner, &approval_id, decided, cancel)
+                            .instrument(crate::telemetry::turn_span(&key))
+                            .await;
                         running.end();
                     }
                 }
@@ -189,7 +208,7 @@ impl SessionHandle {
 /// `collect`: the messages queued behind `input` (sent while the last turn
 /// ran) join it in one turn, up to the first other work (a command, a
 /// notification, a resumption), which goes next. Each message's inbox row
-/// is taken as it joins; their busy guards are held in `guards` until the
+/// is marked started as it joins (its id added to `rows`); their busy guards are held in `guards` until the
 /// turn ends.
 async fn collect(
     inner: &Arc<Inner>,
@@ -197,6 +216,7 @@ async fn collect(
     rx: &mut mpsc::UnboundedReceiver<Queued>,
     pending: &mut Option<Queued>,
     guards: &mut Vec<BusyGuard>,
+    rows: &mut Vec<i64>,
 ) -> SessionInput {
     let SessionInput::Message(first) = input else {
         return input;
@@ -212,8 +232,9 @@ async fn collect(
                 SessionInput::Message(m) if super::commands::parse(&m.text).is_none() => {
                     guards.push(_guard);
                     if let Some(kept) = kept {
-                        if !inner.taken(kept).await {
-                            continue;
+                        match inner.taken(kept).await {
+                            Some(row) => rows.extend(row),
+                            None => continue,
                         }
                     }
                     messages.push(m);

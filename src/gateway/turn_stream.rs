@@ -23,6 +23,7 @@ pub(super) async fn stream(
     reply: &mut ReplyStream,
     events: &mut mpsc::Receiver<RuntimeEvent>,
     o: &Origin,
+    selected: &crate::models::Selected,
     verbosity: Verbosity,
 ) -> Streamed {
     let tools = inner.agent.tools();
@@ -31,10 +32,19 @@ pub(super) async fn stream(
             .get(name)
             .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
     };
-    let provider = inner.agent.provider();
+    let provider = &selected.model.provider;
     let mut outcome = None;
     let mut activity = Activity::default();
+    if let Some(route) = selected.route {
+        activity.routed(&selected.name, route.reason());
+        if verbosity != Verbosity::Off {
+            reply.set_head(activity.draft(verbosity)).await;
+        }
+    }
+    let mut timing = ModelTiming::default();
+    let model = provider.model().name.clone();
     while let Some(event) = events.recv().await {
+        timing.see(inner, &model, &event);
         let changed = match event {
             RuntimeEvent::TextDelta(t) => {
                 reply.push(&t).await;
@@ -58,6 +68,7 @@ pub(super) async fn stream(
                 false
             }
             RuntimeEvent::ToolStart { call_id, name } => {
+                inner.tool_started(&o.conversation.key, &name).await;
                 activity.started(&call_id, &label(&name));
                 true
             }
@@ -97,7 +108,7 @@ pub(super) async fn stream(
                 outcome = Some(done);
                 // The fallback may have taken over inside the last call.
                 let serving = &provider.model().name;
-                if *serving != inner.primary_model {
+                if *serving != selected.name {
                     activity.switched(serving);
                 }
                 false
@@ -106,7 +117,7 @@ pub(super) async fn stream(
             // earlier turn while the primary cools down): say which.
             RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => {
                 let serving = &provider.model().name;
-                let switched = *serving != inner.primary_model;
+                let switched = *serving != selected.name;
                 if switched {
                     activity.switched(serving);
                 }
@@ -119,4 +130,55 @@ pub(super) async fn stream(
         }
     }
     Streamed { outcome, activity }
+}
+
+/// The model calls' latency, read off the turn's events: a call starts at
+/// `ModelStart`, its first token is the first text, reasoning or tool call
+/// after it, and it ends with its tool calls or the turn.
+#[derive(Default)]
+struct ModelTiming {
+    call: Option<(std::time::Instant, bool)>,
+}
+
+impl ModelTiming {
+    fn see(&mut self, inner: &Inner, model: &str, event: &RuntimeEvent) {
+        use crate::metrics::Latency;
+        let labels = [("model", model)];
+        match event {
+            RuntimeEvent::ModelStart { .. } => {
+                self.call = Some((std::time::Instant::now(), false));
+            }
+            RuntimeEvent::TextDelta(_)
+            | RuntimeEvent::ThinkingDelta(_)
+            | RuntimeEvent::ToolCalls(_)
+            | RuntimeEvent::Done(_) => {
+                if let Some((at, first)) = &mut self.call {
+                    if !*first {
+                        *first = true;
+                        inner
+                            .metrics
+                            .observe(Latency::FirstToken, &labels, at.elapsed());
+                    }
+                }
+                if matches!(event, RuntimeEvent::ToolCalls(_) | RuntimeEvent::Done(_)) {
+                    if let Some((at, _)) = self.call.take() {
+                        inner
+                            .metrics
+                            .observe(Latency::ModelCall, &labels, at.elapsed());
+                    }
+                }
+            }
+            RuntimeEvent::ToolResult { name, duration, .. } => inner.metrics.observe(
+                Latency::Tool,
+                &[("tool", name), ("outcome", "ok")],
+                *duration,
+            ),
+            RuntimeEvent::ToolError { name, duration, .. } => inner.metrics.observe(
+                Latency::Tool,
+                &[("tool", name), ("outcome", "error")],
+                *duration,
+            ),
+            _ => {}
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use super::activity::Verbosity;
 use super::commands::Command;
 use super::Inner;
-use crate::store::{SessionId, StoreError};
+use crate::store::{SessionId, SessionKey, StoreError};
 
 pub(crate) const USAGE: &str = "Usage: `/verbose off|tools|full` — off: answers only; tools: a line per tool call while I work, one summary line above the answer; full: tools and a short summary of my reasoning. `/verbose default` goes back to the operator's default.";
 
@@ -12,10 +12,11 @@ pub(crate) const USAGE: &str = "Usage: `/verbose off|tools|full` — off: answer
 pub(crate) async fn run(
     inner: &Inner,
     cmd: &Command<'_>,
+    key: &SessionKey,
     session: &SessionId,
 ) -> Result<String, StoreError> {
     let Some(arg) = cmd.args.first() else {
-        let now = verbosity(inner, session).await;
+        let now = verbosity(inner, key, session).await;
         return Ok(format!("Verbosity here: **{}**.\n{USAGE}", now.as_str()));
     };
     if arg.eq_ignore_ascii_case("default") {
@@ -46,13 +47,18 @@ pub(crate) async fn run(
 
 /// The session's verbosity: its own choice, else the operator's default
 /// (also when storage cannot say).
-pub(crate) async fn verbosity(inner: &Inner, session: &SessionId) -> Verbosity {
+pub(crate) async fn verbosity(inner: &Inner, key: &SessionKey, session: &SessionId) -> Verbosity {
+    // The chat's own default (`CHATS_FILE`), else the operator's.
+    let default = inner
+        .chat_settings(key)
+        .and_then(|c| c.verbosity)
+        .unwrap_or(inner.verbosity);
     match inner.store.verbosity(session).await {
-        Ok(Some(raw)) => Verbosity::parse(&raw).unwrap_or(inner.verbosity),
-        Ok(None) => inner.verbosity,
+        Ok(Some(raw)) => Verbosity::parse(&raw).unwrap_or(default),
+        Ok(None) => default,
         Err(e) => {
             tracing::warn!(error = %e, "could not read the session's verbosity; using the default");
-            inner.verbosity
+            default
         }
     }
 }

@@ -116,6 +116,10 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
+    fn system(&self) -> &'static str {
+        "anthropic"
+    }
+
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
         self.start(&request)
             .await

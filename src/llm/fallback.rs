@@ -105,6 +105,10 @@ impl Provider for FallbackProvider {
         self.chain[self.first()].model()
     }
 
+    fn system(&self) -> &'static str {
+        self.chain[self.first()].system()
+    }
+
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
         let order = self.order();
         // The caller sized the request for the first provider's window.

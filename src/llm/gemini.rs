@@ -195,6 +195,10 @@ impl Provider for GeminiProvider {
         &self.config.model
     }
 
+    fn system(&self) -> &'static str {
+        "gcp.gemini"
+    }
+
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChunkStream, ProviderError> {
         self.start(&request)
             .await

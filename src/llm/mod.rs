@@ -61,4 +61,10 @@ pub trait Provider: Send + Sync + 'static {
     fn has_fallbacks(&self) -> bool {
         false
     }
+
+    /// The provider's name in the OpenTelemetry GenAI conventions
+    /// (`gen_ai.system`): `openai` for every OpenAI-compatible endpoint.
+    fn system(&self) -> &'static str {
+        "openai"
+    }
 }

@@ -3,6 +3,7 @@
 
 pub(super) mod error;
 mod stream;
+mod tool_images;
 mod wire;
 
 use std::sync::atomic::{AtomicBool, Ordering};

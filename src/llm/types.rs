@@ -71,17 +71,19 @@ pub struct Message {
     /// belong to goes on; other providers ignore them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signed_reasoning: Vec<SignedReasoning>,
-    /// Images of a user message, by reference: history rows keep the
-    /// reference, the bytes stay in the media store until a call loads them.
+    /// Images of a user message or a tool result, by reference: history
+    /// rows keep the reference, the bytes stay in the media store until a
+    /// call loads them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
 }
 
-/// An image the user sent, as the model sees it: already resized and
-/// re-encoded by the gateway (see `crate::media`).
+/// An image the user sent or a tool produced, as the model sees it: checked
+/// (and resized where needed) by the gateway (see `crate::media`).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Image {
-    /// `image/jpeg` or `image/png`.
+    /// `image/jpeg` or `image/png` (a tool's image may also be
+    /// `image/gif` or `image/webp`).
     pub mime: String,
     /// The content hash the media store files it under.
     pub hash: String,
@@ -247,6 +249,27 @@ pub struct ChatRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_messages_keep_an_images_reference_not_its_bytes() {
+        let mut result =
+            Message::tool_result("call_1", "[image result 1: image/png, 9 bytes — attached]");
+        result.images.push(Image {
+            mime: "image/png".into(),
+            hash: "abc123".into(),
+            width: 2,
+            height: 1,
+            data: Some("cG5nIGJ5dGVz".into()),
+        });
+        let stored = serde_json::to_string(&result).unwrap();
+        assert!(
+            stored.contains("abc123") && !stored.contains("cG5nIGJ5dGVz"),
+            "{stored}"
+        );
+        let back: Message = serde_json::from_str(&stored).unwrap();
+        assert_eq!(back.images[0].hash, "abc123");
+        assert!(back.images[0].data.is_none());
+    }
 
     #[test]
     fn call_ids_are_made_portable_deterministically() {

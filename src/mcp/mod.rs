@@ -4,14 +4,19 @@
 
 mod approval;
 mod config;
+mod counts;
 mod http;
+mod observation;
+pub mod serve;
 mod server;
 mod tool;
 
 pub use approval::{Approval, ApprovalPolicy};
 pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAULT_CALL_TIMEOUT};
+pub use counts::{record as record_metrics, CallCounts, Outcome as CallOutcome};
+pub use observation::observation;
 pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
-pub use tool::{exposed_name, observation, sanitize, McpTool};
+pub use tool::{exposed_name, sanitize, McpTool};
 
 use crate::tools::{DynamicTools, Tool};
 use std::collections::HashSet;

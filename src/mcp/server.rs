@@ -71,6 +71,8 @@ pub struct ServerState {
 pub struct McpServer {
     pub def: McpServerDef,
     state: watch::Sender<ServerState>,
+    /// How its calls ended (for `/metrics`).
+    pub calls: super::CallCounts,
 }
 
 /// Notifies the supervisor when the server's tool list changes.
@@ -109,7 +111,11 @@ impl McpServer {
             connections: 0,
             stopped: false,
         });
-        let server = Arc::new(McpServer { def, state });
+        let server = Arc::new(McpServer {
+            def,
+            state,
+            calls: super::CallCounts::default(),
+        });
         tokio::spawn(Arc::clone(&server).supervise(shutdown));
         server
     }

@@ -1,10 +1,10 @@
 //! One MCP server tool as an agent tool: `mcp_<server>_<tool>`, its JSON
-//! Schema passed through, calls with a timeout and cancellation, and the
-//! result turned into the observation the model sees.
+//! Schema passed through, calls with a timeout and cancellation; the result
+//! becomes the observation the model sees (see `observation`).
 
 use super::server::McpServer;
 use crate::tools::{Tool, ToolContext, ToolError, ToolSource, ToolSpec};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use std::sync::Arc;
@@ -104,6 +104,14 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let result = self.call_server(args, ctx).await;
+        self.server.calls.add(super::CallOutcome::of(&result));
+        result
+    }
+}
+
+impl McpTool {
+    async fn call_server(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let server = self.server.name();
         let state = self.server.state();
         let Some(peer) = state.peer else {
@@ -147,82 +155,9 @@ impl Tool for McpTool {
                 format!("the MCP server `{server}` failed the call"),
                 Some(e.to_string()),
             )),
-            Ok(Ok(result)) => observation(result),
+            Ok(Ok(result)) => super::observation(result, &ctx.images).await,
         }
     }
-}
-
-/// The result as text: text content joined, images and audio as notes,
-/// embedded resources as text, structured content as JSON; `isError` as a
-/// tool error.
-pub fn observation(result: CallToolResult) -> Result<String, ToolError> {
-    let mut parts: Vec<String> = Vec::new();
-    for block in &result.content {
-        parts.push(match block {
-            ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(i) => {
-                format!("[image result, {} bytes]", decoded_len(&i.data))
-            }
-            ContentBlock::Audio(a) => {
-                format!("[audio result, {} bytes]", decoded_len(&a.data))
-            }
-            ContentBlock::Resource(r) => match &r.resource {
-                ResourceContents::TextResourceContents { uri, text, .. } => {
-                    format!("[resource {uri}]\n{text}")
-                }
-                ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob,
-                    ..
-                } => format!(
-                    "[resource {uri}: {}, {} bytes]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    decoded_len(blob)
-                ),
-                _ => "[a resource of a kind this gateway does not show]".to_owned(),
-            },
-            ContentBlock::ResourceLink(link) => format!("[resource link {}]", link.uri),
-            _ => "[content of a kind this gateway does not show]".to_owned(),
-        });
-    }
-    if let Some(structured) = &result.structured_content {
-        // Servers usually send the same JSON as text too (or wrap a plain
-        // result as `{"result": ...}`).
-        let wrapped = structured
-            .as_object()
-            .filter(|o| o.len() == 1)
-            .and_then(|o| o.get("result"));
-        let repeated = result.content.iter().any(|b| match b {
-            ContentBlock::Text(t) => {
-                let parsed = serde_json::from_str::<Value>(&t.text).ok();
-                parsed.as_ref() == Some(structured)
-                    || wrapped.is_some_and(|w| {
-                        w.as_str() == Some(t.text.as_str()) || parsed.as_ref() == Some(w)
-                    })
-            }
-            _ => false,
-        });
-        if !repeated {
-            parts.push(structured.to_string());
-        }
-    }
-    let text = parts.join("\n");
-    if result.is_error == Some(true) {
-        let text = if text.is_empty() {
-            "the tool reported an error".to_owned()
-        } else {
-            text
-        };
-        return Err(ToolError::failed(text));
-    }
-    Ok(text)
-}
-
-/// Bytes a base64 string decodes to.
-fn decoded_len(data: &str) -> usize {
-    let data = data.trim_end_matches('=');
-    data.len() * 3 / 4
 }
 
 #[cfg(test)]
@@ -242,31 +177,5 @@ mod tests {
         );
         let long = exposed_name("s", &"x".repeat(100));
         assert_eq!(long.len(), 64);
-    }
-
-    #[test]
-    fn results_become_observations() {
-        let result: CallToolResult = serde_json::from_value(serde_json::json!({
-            "content": [
-                {"type": "text", "text": "hello"},
-                {"type": "image", "data": "aGVsbG8h", "mimeType": "image/png"},
-                {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "inside"}}
-            ],
-            "structuredContent": {"sum": 3}
-        }))
-        .unwrap();
-        let text = observation(result).unwrap();
-        assert_eq!(
-            text,
-            "hello\n[image result, 6 bytes]\n[resource file:///a.txt]\ninside\n{\"sum\":3}"
-        );
-        let error: CallToolResult = serde_json::from_value(serde_json::json!({
-            "content": [{"type": "text", "text": "no such file"}], "isError": true
-        }))
-        .unwrap();
-        assert_eq!(
-            observation(error).unwrap_err().for_model(),
-            "error: no such file"
-        );
     }
 }

@@ -54,10 +54,11 @@ pub async fn file_away(dir: &Path, tmp: &Path) -> std::io::Result<Stored> {
         size += n as u64;
     }
     drop(file);
-    let hash = hex(&hasher.finalize());
+    let hash = crate::hex::encode(&hasher.finalize());
     let dest = path_of(dir, &hash);
     if tokio::fs::try_exists(&dest).await? {
         tokio::fs::remove_file(tmp).await?;
+        refresh(&dest).await;
     } else {
         if let Some(parent) = dest.parent() {
             tokio::fs::create_dir_all(parent).await?;
@@ -69,9 +70,11 @@ pub async fn file_away(dir: &Path, tmp: &Path) -> std::io::Result<Stored> {
 
 /// Files `bytes` (a resized image) under their hash; returns the hash.
 pub async fn put(dir: &Path, bytes: &[u8]) -> std::io::Result<String> {
-    let hash = hex(&Sha256::digest(bytes));
+    let hash = crate::hex::encode(&Sha256::digest(bytes));
     let dest = path_of(dir, &hash);
-    if !tokio::fs::try_exists(&dest).await? {
+    if tokio::fs::try_exists(&dest).await? {
+        refresh(&dest).await;
+    } else {
         if let Some(parent) = dest.parent() {
             tokio::fs::create_dir_all(parent).await?;
         }
@@ -80,6 +83,23 @@ pub async fn put(dir: &Path, bytes: &[u8]) -> std::io::Result<String> {
         tokio::fs::rename(&tmp, &dest).await?;
     }
     Ok(hash)
+}
+
+/// Marks a file filed again as written now, so the sweep's scan for
+/// unrecorded leftovers (which goes by that time) does not take a file in
+/// use for an old one while its record is being made.
+async fn refresh(path: &Path) {
+    let opened = tokio::fs::OpenOptions::new().write(true).open(path).await;
+    let refreshed = match opened {
+        Ok(file) => file
+            .into_std()
+            .await
+            .set_modified(std::time::SystemTime::now()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = refreshed {
+        tracing::debug!(error = %e, "could not refresh a media file's time");
+    }
 }
 
 /// Removes downloads left in `dir/tmp` by a crash more than a day ago;
@@ -103,14 +123,6 @@ pub async fn remove_stale_temps(dir: &Path) -> usize {
         }
     }
     removed
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// A file name safe to create anywhere: the last path component of `name`,

@@ -7,6 +7,7 @@ use super::files::{self, Stored};
 use super::sniff::{self, Content};
 use super::{document, image, notes, stt, Media};
 use crate::llm::Image;
+use crate::store::{MediaFile, MediaOrigin};
 use crate::text::human_size;
 use std::path::Path;
 use switchboard_platform::{
@@ -119,16 +120,17 @@ impl Media {
             a.name.as_deref(),
             &notes::default_name(a.kind, mime_of(content)),
         );
-        let touch = self.store.media_touch(
-            &stored.hash,
-            mime_of(content).unwrap_or("application/octet-stream"),
-            stored.size,
-        );
-        if let Err(e) = touch.await {
-            tracing::warn!(error = %e, "could not record a media file");
-        }
+        let record = MediaFile {
+            hash: &stored.hash,
+            mime: mime_of(content).unwrap_or("application/octet-stream"),
+            size: stored.size,
+            origin: MediaOrigin::Inbound,
+            session: Some(session),
+            sender: Some((m.chat.platform, m.user.id)),
+        };
+        self.record(&record).await;
         match content {
-            Content::Image(_) => self.image(&path, &name, chat, &called).await,
+            Content::Image(_) => self.image(&path, &name, chat, &called, &record).await,
             Content::Audio(mime) if is_audio || a.kind == AttachmentKind::Document => {
                 match &self.config.stt {
                     Some(stt_config) => stt::transcribe(&self.http, stt_config, &path, &name, mime)
@@ -241,12 +243,24 @@ impl Media {
         Ok(stored)
     }
 
+    /// Records a file filed for the model, so the retention sweep collects
+    /// it. A failure is logged, not refused: the sweep's scan for unrecorded
+    /// files collects the file once it is past the retention.
+    async fn record(&self, file: &MediaFile<'_>) {
+        if let Err(e) = self.store.media_touch(file).await {
+            tracing::warn!(error = %e, "could not record a media file");
+        }
+    }
+
+    /// Prepares the image at `path` (the download `original`) for the model:
+    /// its scaled copy is filed and recorded as made from the original.
     async fn image(
         &self,
         path: &Path,
         name: &str,
         chat: &str,
         called: &str,
+        original: &MediaFile<'_>,
     ) -> Result<Piece, String> {
         let owned = path.to_path_buf();
         let prepared = tokio::task::spawn_blocking(move || image::prepare(&owned))
@@ -262,6 +276,16 @@ impl Media {
             .map_err(|_| {
                 "📎 I could not store the file (the server's disk refused it).".to_owned()
             })?;
+        self.record(&MediaFile {
+            hash: &hash,
+            mime: prepared.mime,
+            size: prepared.bytes.len() as u64,
+            origin: MediaOrigin::Scaled {
+                from: original.hash,
+            },
+            ..*original
+        })
+        .await;
         let size = (prepared.width, prepared.height);
         let note = notes::image(name, &rel, size, prepared.source);
         Ok(Piece::Image(

@@ -5,6 +5,9 @@
 //! copied into the workspace for tools, and turned into what the model can
 //! use: an image part, a transcript, a document's text, or a note saying
 //! where the file is. Everything refused is said to the user plainly.
+//! Images a tool produced are filed the same way (`produced`). Every file
+//! filed is recorded in the store, and an hourly sweep collects those unused
+//! past the retention (`sweep`), and leftovers no row records (`orphans`).
 
 mod config;
 mod document;
@@ -12,11 +15,15 @@ pub mod files;
 mod image;
 mod intake;
 mod notes;
+mod orphans;
+mod produced;
 mod sniff;
 mod stt;
+mod sweep;
 
 pub use config::{MediaConfig, SttConfig, VisionSetting};
 pub use intake::Intake;
+pub use produced::{file_produced_image, ProducedImageError, MAX_PRODUCED_BYTES};
 pub use sniff::{classify, Content};
 
 use crate::store::Store;
@@ -35,6 +42,8 @@ pub struct Media {
     /// Whether images go to the model: from the setting and the model name,
     /// switched off for the run when the endpoint refuses image parts.
     vision: Arc<AtomicBool>,
+    /// Where the sweep's scan for unrecorded files goes on.
+    orphans: orphans::Cursor,
 }
 
 impl Media {
@@ -46,6 +55,7 @@ impl Media {
             http: reqwest::Client::new(),
             data_dir,
             vision,
+            orphans: orphans::Cursor::default(),
         }
     }
 
@@ -58,52 +68,9 @@ impl Media {
     pub fn images(&self) -> crate::agent::Images {
         crate::agent::Images {
             dir: self.config.dir.clone(),
+            store: self.store.clone(),
             keep_turns: self.config.image_turns,
             enabled: Arc::clone(&self.vision),
         }
-    }
-
-    /// Sweeps at start and then hourly until `shutdown`.
-    pub async fn sweep_hourly(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        loop {
-            match self.sweep().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(files = n, "collected unused media files"),
-                Err(e) => tracing::warn!(error = %e, "could not collect media files"),
-            }
-            tokio::select! {
-                () = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
-                () = shutdown.cancelled() => return,
-            }
-        }
-    }
-
-    /// Collects files unused for the retention period, and leftovers of
-    /// interrupted downloads; returns how many files went.
-    pub async fn sweep(&self) -> Result<usize, crate::store::StoreError> {
-        let retention = i64::from(self.config.retention_days) * 86_400_000;
-        let before = crate::store::now() - retention;
-        let mut removed = 0;
-        loop {
-            let batch = self.store.media_unused_since(before, 200).await?;
-            if batch.is_empty() {
-                break;
-            }
-            for hash in &batch {
-                if self.store.media_forget(hash, before).await? {
-                    match tokio::fs::remove_file(files::path_of(&self.config.dir, hash)).await {
-                        Ok(()) => removed += 1,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => tracing::warn!(error = %e, "could not remove a media file"),
-                    }
-                }
-            }
-            if batch.len() < 200 {
-                break;
-            }
-        }
-        self.store.media_prune_downloads().await?;
-        removed += files::remove_stale_temps(&self.config.dir).await;
-        Ok(removed)
     }
 }

@@ -1,6 +1,7 @@
-//! The memory book: saving with duplicate merging and per-kind caps, listing,
+//! The memory book: saving with duplicate merging and per-kind limits, listing,
 //! forgetting and collection. No model calls here (see `extract.rs`).
 
+use super::gc::{self, Limits, OverSoft};
 use super::terms::{query_terms, similarity, terms};
 use super::{MemoryConfig, MemoryError};
 use crate::store::{MemoryOwner, MemoryRecord, NewMemory, Store};
@@ -32,11 +33,16 @@ impl Saved {
 pub struct MemoryBook {
     store: Store,
     config: MemoryConfig,
+    over_soft: OverSoft,
 }
 
 impl MemoryBook {
     pub fn new(store: Store, config: MemoryConfig) -> MemoryBook {
-        MemoryBook { store, config }
+        MemoryBook {
+            store,
+            config,
+            over_soft: OverSoft::default(),
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -48,7 +54,10 @@ impl MemoryBook {
     }
 
     /// Saves a memory, merging it into a near-duplicate of the same kind, and
-    /// keeps the kind within its cap (the oldest are dropped).
+    /// keeps the kind within its limits (see `memory::gc`): at the hard limit
+    /// the least valuable go first and the insert is refused
+    /// ([`MemoryError::Full`]) when all that is left is pinned; past the soft
+    /// limit the kind is collected in the background.
     pub async fn save(
         &self,
         owner: MemoryOwner,
@@ -67,20 +76,28 @@ impl MemoryBook {
                 .await?;
             return Ok(Saved::Merged(existing.id));
         }
+        let limits = Limits::of(memory.kind, self.config.hard_limit_pct);
+        let mut count = self.store.count_memories(owner, memory.kind, now).await?;
+        if count >= limits.hard {
+            gc::collect_kind(
+                &self.store,
+                owner,
+                memory.kind,
+                limits.soft.saturating_sub(1),
+                now,
+            )
+            .await?;
+            count = self.store.count_memories(owner, memory.kind, now).await?;
+            if count >= limits.hard {
+                return Err(MemoryError::Full(memory.kind.as_str()));
+            }
+        }
         let id = self
             .store
             .insert_memory(owner, &memory, &terms(&memory.content), now)
             .await?;
-        let dropped = self
-            .store
-            .enforce_memory_cap(owner, memory.kind, memory.kind.cap())
-            .await?;
-        if dropped > 0 {
-            tracing::debug!(
-                kind = memory.kind.as_str(),
-                dropped,
-                "memory cap reached; oldest dropped"
-            );
+        if count.saturating_add(1) > limits.soft {
+            self.over_soft.mark(owner, memory.kind);
         }
         Ok(Saved::Added(id))
     }
@@ -133,10 +150,34 @@ impl MemoryBook {
         Ok(self.store.memories_of(owner, &[], 200, now).await?)
     }
 
-    /// Collects expired memories and ordinary ones unused past the retention.
+    /// Pins or unpins one of the owner's memories; false when there is none.
+    pub async fn pin(
+        &self,
+        owner: MemoryOwner,
+        id: i64,
+        pinned: bool,
+    ) -> Result<bool, MemoryError> {
+        Ok(self.store.set_memory_pinned(owner, id, pinned).await?)
+    }
+
+    /// The background part of the limits: trims the kinds that passed their
+    /// soft limit since the last call back to it, by value.
+    pub async fn collect_marked(&self, now: DateTime<Utc>) -> Result<u64, MemoryError> {
+        let mut total = 0;
+        for (owner, kind) in self.over_soft.take() {
+            let limits = Limits::of(kind, self.config.hard_limit_pct);
+            total += gc::collect_kind(&self.store, owner, kind, limits.soft, now).await?;
+        }
+        Ok(total)
+    }
+
+    /// Collects expired memories, ordinary ones unused past the retention, and
+    /// every kind over its soft limit (by value; pinned memories stay).
     pub async fn collect(&self, now: DateTime<Utc>) -> Result<u64, MemoryError> {
         let stale_before = now - Duration::days(i64::from(self.config.retention_days));
-        Ok(self.store.collect_memories(now, stale_before).await?)
+        let stale = self.store.collect_memories(now, stale_before).await?;
+        let over = gc::collect_over_soft(&self.store, self.config.hard_limit_pct, now).await?;
+        Ok(stale + over)
     }
 }
 
@@ -294,35 +335,5 @@ mod tests {
             .unwrap(),
             Saved::Added(_)
         ));
-    }
-
-    #[tokio::test]
-    async fn saving_beyond_the_cap_drops_the_oldest() {
-        let (store, _dir) = test_store().await;
-        let book = MemoryBook::new(store, MemoryConfig::default());
-        let t0 = Utc::now() - Duration::days(1);
-        for i in 0..(MemoryKind::Persona.cap() + 2) {
-            let at = t0 + Duration::minutes(i64::from(i));
-            book.save(
-                owner(1),
-                new(
-                    MemoryKind::Persona,
-                    &format!("persona trait number{i} alpha{i}"),
-                    "x",
-                ),
-                at,
-            )
-            .await
-            .unwrap();
-        }
-        let left = book
-            .store()
-            .memories_of(owner(1), &[MemoryKind::Persona], 50, Utc::now())
-            .await
-            .unwrap();
-        assert_eq!(left.len(), 5);
-        assert!(left
-            .iter()
-            .all(|m| !m.content.contains("number0 ") && !m.content.contains("number1 ")));
     }
 }

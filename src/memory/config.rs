@@ -22,6 +22,30 @@ pub struct MemoryConfig {
     pub feedback_buttons: bool,
     /// `MEMORY_IN_SHARED_CHATS` (default `preferences`): what may surface in groups.
     pub shared_chats: SharedRecall,
+    /// `MEMORY_HARD_LIMIT_PCT` (default 150, at least 100): the hard limit of
+    /// each kind as a percentage of its cap (the soft limit).
+    pub hard_limit_pct: u32,
+    /// `MEMORY_LEARN` (default `model`): how preferences are learned after
+    /// each user message.
+    pub learn: LearnMode,
+    /// `MEMORY_LEARN_EVERY` (default 5): at most one learning model call per
+    /// user per this many eligible messages.
+    pub learn_every: u32,
+    /// `REFLECTION_EVERY_HOURS` (default 6, `off`): how often a user active
+    /// since their last reflection note gets a new one.
+    pub reflection_every: Option<Duration>,
+}
+
+/// How preferences are learned after each user message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LearnMode {
+    /// A model call every `MEMORY_LEARN_EVERY` messages, the rules when it
+    /// fails or breaks the JSON contract.
+    Model,
+    /// The keyword rules only (no model calls).
+    Rules,
+    /// Not at all (idle extraction still runs).
+    Off,
 }
 
 /// Which of a user's memories may surface in a shared chat (group, channel,
@@ -60,6 +84,10 @@ impl Default for MemoryConfig {
             retention_days: 90,
             feedback_buttons: true,
             shared_chats: SharedRecall::Preferences,
+            hard_limit_pct: 150,
+            learn: LearnMode::Model,
+            learn_every: 5,
+            reflection_every: Some(Duration::from_secs(6 * 3600)),
         }
     }
 }
@@ -84,7 +112,54 @@ impl MemoryConfig {
                 .unwrap_or(d.retention_days),
             feedback_buttons: flag(get, "FEEDBACK_BUTTONS")?.unwrap_or(d.feedback_buttons),
             shared_chats: shared_recall(get)?.unwrap_or(d.shared_chats),
+            hard_limit_pct: hard_limit_pct(get)?.unwrap_or(d.hard_limit_pct),
+            learn: learn_mode(get)?.unwrap_or(d.learn),
+            learn_every: positive(get, "MEMORY_LEARN_EVERY")?
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .unwrap_or(d.learn_every),
+            reflection_every: reflection_every(get)?.unwrap_or(d.reflection_every),
         })
+    }
+}
+
+fn reflection_every(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Option<Duration>>, ConfigError> {
+    const VAR: &str = "REFLECTION_EVERY_HOURS";
+    match get(VAR).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(None),
+        Some("off") => Ok(Some(None)),
+        Some(_) => {
+            Ok(positive(get, VAR)?.map(|h| Some(Duration::from_secs(h.saturating_mul(3600)))))
+        }
+    }
+}
+
+fn learn_mode(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<LearnMode>, ConfigError> {
+    const VAR: &str = "MEMORY_LEARN";
+    match get(VAR).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(None),
+        Some("model") => Ok(Some(LearnMode::Model)),
+        Some("rules") => Ok(Some(LearnMode::Rules)),
+        Some("off") => Ok(Some(LearnMode::Off)),
+        Some(v) => Err(ConfigError::Invalid {
+            var: VAR,
+            problem: format!("{v:?} is not a known mode"),
+            fix: "use model, rules or off",
+        }),
+    }
+}
+
+fn hard_limit_pct(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<u32>, ConfigError> {
+    const VAR: &str = "MEMORY_HARD_LIMIT_PCT";
+    match positive(get, VAR)? {
+        None => Ok(None),
+        Some(v) if (100..=1000).contains(&v) => Ok(u32::try_from(v).ok()),
+        Some(v) => Err(ConfigError::Invalid {
+            var: VAR,
+            problem: format!("{v} is outside 100–1000"),
+            fix: "give a percentage of the soft limit between 100 and 1000, e.g. 150",
+        }),
     }
 }
 
@@ -148,5 +223,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MEMORY_ENABLED"), "{e}");
+        let c = read(&[("MEMORY_HARD_LIMIT_PCT", "200")]).unwrap();
+        assert_eq!(c.hard_limit_pct, 200);
+        let e = read(&[("MEMORY_HARD_LIMIT_PCT", "50")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MEMORY_HARD_LIMIT_PCT"), "{e}");
+        let c = read(&[("MEMORY_LEARN", "Rules"), ("MEMORY_LEARN_EVERY", "3")]).unwrap();
+        assert_eq!((c.learn, c.learn_every), (LearnMode::Rules, 3));
+        assert!(read(&[("MEMORY_LEARN", "sometimes")]).is_err());
+        assert_eq!(
+            read(&[("REFLECTION_EVERY_HOURS", "off")])
+                .unwrap()
+                .reflection_every,
+            None
+        );
+        assert_eq!(
+            read(&[("REFLECTION_EVERY_HOURS", "2")])
+                .unwrap()
+                .reflection_every,
+            Some(Duration::from_secs(7200))
+        );
+        assert!(read(&[("REFLECTION_EVERY_HOURS", "soon")]).is_err());
     }
 }

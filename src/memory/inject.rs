@@ -93,6 +93,7 @@ mod tests {
                 expires_at: None,
                 created_at: now,
                 updated_at: now,
+                pinned: false,
             },
             relevance: 1.0,
             score: 1.0,

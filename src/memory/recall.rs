@@ -168,7 +168,13 @@ pub async fn recall_visible(
     });
     let mut ranked: Vec<RecallHit> = found
         .into_values()
-        .filter(|m| !matches!(m.kind, MemoryKind::Persona | MemoryKind::Preference))
+        // Reflections enter the system prompt on their own (`reflect.rs`).
+        .filter(|m| {
+            !matches!(
+                m.kind,
+                MemoryKind::Persona | MemoryKind::Preference | MemoryKind::Reflection
+            )
+        })
         .filter(|m| visible(m.kind))
         .map(|m| {
             let rel = relevance(&m);
@@ -331,6 +337,7 @@ mod tests {
             expires_at: None,
             created_at: t,
             updated_at: t,
+            pinned: false,
         }
     }
 

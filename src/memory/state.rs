@@ -128,6 +128,10 @@ pub struct ExecutionState {
     /// The question the work waits on (`waiting_user`).
     pub question: Option<String>,
     pub last_error: Option<String>,
+    /// The explicit plan the agent keeps with the `plan` tool; carried from
+    /// turn to turn until replaced (see `agent::plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::agent::Plan>,
 }
 
 impl ExecutionState {
@@ -155,8 +159,10 @@ impl ExecutionState {
                 observations: Vec::new(),
                 question: None,
                 last_error: None,
+                plan: None,
             },
         };
+        state.plan = previous.and_then(|p| p.plan.clone());
         let mut by_call: HashMap<&str, usize> = HashMap::new();
         for m in new_messages {
             match m.role {
@@ -212,6 +218,20 @@ impl ExecutionState {
             }
         };
         state
+    }
+
+    /// An empty state holding `plan` (a plan made before any turn ended).
+    pub fn with_plan(plan: crate::agent::Plan) -> ExecutionState {
+        ExecutionState {
+            goal: plan.goal.clone(),
+            status: ExecStatus::Running,
+            steps: Vec::new(),
+            current_step: 0,
+            observations: Vec::new(),
+            question: None,
+            last_error: None,
+            plan: Some(plan),
+        }
     }
 
     /// The system-context section: only paused or failed work is worth the tokens.

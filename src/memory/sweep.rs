@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 const SWEEP_BATCH: u32 = 20;
 /// How often old memories and feedback are collected.
 const COLLECT_EVERY: Duration = Duration::from_secs(3600);
+/// How often the users due a reflection note are looked for.
+const REFLECT_CHECK: Duration = Duration::from_secs(60);
 /// Rated answers are kept this long.
 const FEEDBACK_RETENTION_DAYS: i64 = 30;
 
@@ -27,6 +29,7 @@ pub async fn sweep(extractor: Extractor, store: Store, busy: Busy, shutdown: Can
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_collect: Option<tokio::time::Instant> = None;
+    let mut last_reflect: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -53,6 +56,28 @@ pub async fn sweep(extractor: Extractor, store: Store, busy: Busy, shutdown: Can
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not list idle sessions"),
+        }
+        // Kinds that passed their soft limit since the last tick: trimmed by value.
+        match extractor.book().collect_marked(now).await {
+            Ok(n) if n > 0 => {
+                tracing::debug!(collected = n, "memories over a soft limit collected")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "memory collection over a soft limit failed"),
+        }
+        if let Some(every) = config.reflection_every {
+            if last_reflect.is_none_or(|t| t.elapsed() >= REFLECT_CHECK) {
+                last_reflect = Some(tokio::time::Instant::now());
+                let every = chrono::Duration::from_std(every).unwrap_or(chrono::Duration::hours(6));
+                let _busy = busy.enter();
+                match extractor.reflect_due(every, now).await {
+                    Ok(notes) if !notes.is_empty() => {
+                        tracing::info!(notes = notes.len(), "reflection notes written")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "reflection pass failed"),
+                }
+            }
         }
         if last_collect.is_none_or(|t| t.elapsed() >= COLLECT_EVERY) {
             last_collect = Some(tokio::time::Instant::now());

@@ -7,6 +7,7 @@
 //! all. It only grows; registering a value twice is harmless.
 
 mod collect;
+mod digest;
 mod log_writer;
 mod scrubber;
 mod seal;
@@ -14,6 +15,7 @@ mod stream;
 mod url_redact;
 
 pub use collect::{from_vars, is_secret_name, token_parts, url_secrets};
+pub use digest::TokenDigest;
 pub use log_writer::ScrubbingWriter;
 pub use scrubber::{Scrubber, MIN_SECRET_LEN, REDACTED};
 pub use seal::{seal_process, SealReport};

@@ -162,7 +162,7 @@ impl Store {
     pub async fn pending_pairings(&self) -> Result<Vec<PairingCode>, StoreError> {
         let rows = sqlx::query(
             "SELECT code, platform, user_id, display_name, expires_at FROM pairing_codes
-             WHERE status = 'pending' AND expires_at > $1 ORDER BY created_at",
+             WHERE status = 'pending' AND expires_at > $1 ORDER BY created_at LIMIT 200",
         )
         .bind(now())
         .fetch_all(&self.pool)
@@ -202,12 +202,12 @@ impl Store {
     }
 }
 
-fn platform_of(row: &sqlx::any::AnyRow) -> Result<Platform, StoreError> {
+pub(super) fn platform_of(row: &sqlx::any::AnyRow) -> Result<Platform, StoreError> {
     let platform: String = row.try_get("platform")?;
     Platform::parse(&platform).ok_or_else(|| StoreError::Corrupt(format!("platform {platform}")))
 }
 
-fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> {
+pub(super) fn pairing_from_row(row: &sqlx::any::AnyRow) -> Result<PairingCode, StoreError> {
     Ok(PairingCode {
         code: row.try_get("code")?,
         platform: platform_of(row)?,

@@ -13,6 +13,9 @@ pub(crate) const INBOX_LEASE_MS: i64 = 60_000;
 pub struct InboxEntry {
     pub id: i64,
     pub message: InboundMessage,
+    /// Set when its turn had started in the process that is gone: the tools
+    /// with side effects it had run (empty: none).
+    pub interrupted: Option<Vec<String>>,
 }
 
 impl Store {
@@ -62,19 +65,37 @@ impl Store {
         Ok(id)
     }
 
-    /// Takes `owner`'s row `id` out of the inbox as its turn starts. False
-    /// when the row is no longer `owner`'s (another process took it over
-    /// while this one could not renew its lease): that process answers it.
-    pub async fn inbox_claim(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM inbox WHERE id = $1 AND owner = $2")
-            .bind(id)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
+    /// Marks `owner`'s row `id` as started: its turn runs now. The row stays
+    /// until the turn ends ([`Store::inbox_remove`]), so a process that dies
+    /// mid-turn leaves it to the next. False when the row is no longer
+    /// `owner`'s (another process took it over while this one could not
+    /// renew its lease): that process answers it.
+    pub async fn inbox_start(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE inbox SET started_at = $1, ran = NULL WHERE id = $2 AND owner = $3",
+        )
+        .bind(now())
+        .bind(id)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
-    /// Removes a message whose turn has started.
+    /// Records the tools with side effects the started turn of rows `ids`
+    /// has run so far (`ran`, comma-separated).
+    pub async fn inbox_ran(&self, ids: &[i64], ran: &str) -> Result<(), StoreError> {
+        for id in ids {
+            sqlx::query("UPDATE inbox SET ran = $1 WHERE id = $2")
+                .bind(ran)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Removes a message whose turn has ended.
     pub async fn inbox_remove(&self, id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM inbox WHERE id = $1")
             .bind(id)
@@ -129,7 +150,7 @@ impl Store {
         let sql = format!(
             "UPDATE inbox SET owner = $1, lease_until = $2
              WHERE lease_until < $3 AND platform IN ({})
-             RETURNING id, message, received_at",
+             RETURNING id, message, received_at, started_at, ran",
             placeholders.join(", ")
         );
         let mut query = sqlx::query(&sql)
@@ -145,8 +166,24 @@ impl Store {
             let id: i64 = row.try_get("id")?;
             let received_at: i64 = row.try_get("received_at")?;
             let json: String = row.try_get("message")?;
+            let started: Option<i64> = row.try_get("started_at")?;
+            let ran: Option<String> = row.try_get("ran")?;
+            let interrupted = started.map(|_| {
+                ran.iter()
+                    .flat_map(|r| r.split(", "))
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            });
             match serde_json::from_str(&json) {
-                Ok(message) => entries.push((received_at, InboxEntry { id, message })),
+                Ok(message) => entries.push((
+                    received_at,
+                    InboxEntry {
+                        id,
+                        message,
+                        interrupted,
+                    },
+                )),
                 Err(e) => {
                     tracing::warn!(id, error = %e, "dropping an unreadable inbox row");
                     self.inbox_remove(id).await?;
@@ -199,9 +236,25 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
-        assert!(!store.inbox_claim("a", id).await.unwrap(), "b answers it");
-        assert!(store.inbox_claim("b", id).await.unwrap());
-        assert!(!store.inbox_claim("b", id).await.unwrap(), "once");
+        assert_eq!(taken[0].interrupted, None, "its turn never started");
+        assert!(!store.inbox_start("a", id).await.unwrap(), "b answers it");
+        assert!(store.inbox_start("b", id).await.unwrap());
+        store
+            .inbox_ran(&[id], "remember, exec_command")
+            .await
+            .unwrap();
+        // b dies mid-turn: c learns what had run.
+        store.inbox_release("b").await.unwrap();
+        let taken = store
+            .inbox_take_abandoned("c", &[Platform::Console])
+            .await
+            .unwrap();
+        assert_eq!(
+            taken[0].interrupted.as_deref(),
+            Some(&["remember".to_owned(), "exec_command".to_owned()][..])
+        );
+        store.inbox_remove(id).await.unwrap();
+        assert!(!store.inbox_start("c", id).await.unwrap(), "gone");
     }
 
     #[tokio::test]

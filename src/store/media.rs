@@ -4,6 +4,31 @@
 use super::{now, Store, StoreError};
 use switchboard_platform::{Platform, UserId};
 
+/// What a file in the media directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaOrigin<'a> {
+    /// An attachment a user sent, as downloaded.
+    Inbound,
+    /// The scaled, re-encoded copy of the download `from` that the model gets.
+    Scaled { from: &'a str },
+    /// An image a tool returned (an MCP server's image result).
+    Produced,
+}
+
+/// A file filed in the media directory, as recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct MediaFile<'a> {
+    /// Lowercase hex SHA-256 of the content (its name on disk).
+    pub hash: &'a str,
+    pub mime: &'a str,
+    pub size: u64,
+    pub origin: MediaOrigin<'a>,
+    /// The session it was filed for.
+    pub session: Option<&'a str>,
+    /// Who sent it (a download and its scaled copy).
+    pub sender: Option<(Platform, UserId)>,
+}
+
 /// How long download records are kept (the quota looks back one day).
 const DOWNLOADS_KEPT_MS: i64 = 2 * 86_400_000;
 
@@ -46,29 +71,47 @@ impl Store {
         Ok(())
     }
 
-    /// Records that the file `hash` is held (or used again) now.
-    pub async fn media_touch(&self, hash: &str, mime: &str, size: u64) -> Result<(), StoreError> {
+    /// Records that `file` is held (or used again) now. A file recorded
+    /// before keeps what it was first recorded as; only its use is renewed.
+    pub async fn media_touch(&self, file: &MediaFile<'_>) -> Result<(), StoreError> {
+        let (origin, derived_from) = match file.origin {
+            MediaOrigin::Inbound => ("inbound", None),
+            MediaOrigin::Scaled { from } => ("scaled", Some(from)),
+            MediaOrigin::Produced => ("produced", None),
+        };
         sqlx::query(
-            "INSERT INTO media (hash, mime, size, created_at, last_used_at) VALUES ($1, $2, $3, $4, $4)
+            "INSERT INTO media (hash, mime, size, created_at, last_used_at, origin, derived_from,
+                                session_id, platform, user_id)
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (hash) DO UPDATE SET last_used_at = excluded.last_used_at",
         )
-        .bind(hash)
-        .bind(mime)
-        .bind(i64::try_from(size).unwrap_or(i64::MAX))
+        .bind(file.hash)
+        .bind(file.mime)
+        .bind(i64::try_from(file.size).unwrap_or(i64::MAX))
         .bind(now())
+        .bind(origin)
+        .bind(derived_from)
+        .bind(file.session)
+        .bind(file.sender.map(|(p, _)| p.as_str()))
+        .bind(file.sender.map(|(_, u)| u.0))
         .execute(&self.pool)
         .await?;
         Ok(())
     }
 
-    /// Files last used before `before` (epoch ms), at most `limit`.
+    /// Files last used before `before` (epoch ms), at most `limit`. A scaled
+    /// copy is not among them while its original is recorded: it goes with
+    /// the original ([`Store::media_forget_derived`]).
     pub async fn media_unused_since(
         &self,
         before: i64,
         limit: i64,
     ) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT hash FROM media WHERE last_used_at < $1 ORDER BY last_used_at LIMIT $2",
+            "SELECT m.hash FROM media m WHERE m.last_used_at < $1
+               AND (m.derived_from IS NULL
+                    OR NOT EXISTS (SELECT 1 FROM media o WHERE o.hash = m.derived_from))
+             ORDER BY m.last_used_at LIMIT $2",
         )
         .bind(before)
         .bind(limit)
@@ -88,6 +131,30 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Forgets the copies made from `original` once it is forgotten (not when
+    /// another process recorded it again meanwhile); the hashes whose files
+    /// may go.
+    pub async fn media_forget_derived(&self, original: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "DELETE FROM media WHERE derived_from = $1
+               AND NOT EXISTS (SELECT 1 FROM media o WHERE o.hash = $1)
+             RETURNING hash",
+        )
+        .bind(original)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Whether the file `hash` is recorded (files that are not, and are
+    /// old, are leftovers the sweep removes).
+    pub async fn media_recorded(&self, hash: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM media WHERE hash = $1")
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+
     /// Drops download records the quota no longer looks at.
     pub async fn media_prune_downloads(&self) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM media_downloads WHERE at < $1")
@@ -100,8 +167,20 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use super::{MediaFile, MediaOrigin};
     use crate::store::{now, test_store};
     use switchboard_platform::{Platform, UserId};
+
+    fn file(hash: &str) -> MediaFile<'_> {
+        MediaFile {
+            hash,
+            mime: "image/png",
+            size: 10,
+            origin: MediaOrigin::Inbound,
+            session: Some("s1"),
+            sender: Some((Platform::Telegram, UserId(7))),
+        }
+    }
 
     #[tokio::test]
     async fn quota_counts_a_users_recent_bytes_and_retention_spares_fresh_use() {
@@ -117,7 +196,7 @@ mod tests {
             0
         );
 
-        store.media_touch("aa11", "image/png", 10).await.unwrap();
+        store.media_touch(&file("aa11")).await.unwrap();
         let later = now() + 1;
         assert_eq!(store.media_unused_since(later, 10).await.unwrap(), ["aa11"]);
         assert!(
@@ -130,5 +209,30 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_scaled_copy_goes_with_its_original() {
+        let (store, _dir) = test_store().await;
+        store.media_touch(&file("aa11")).await.unwrap();
+        let copy = MediaFile {
+            origin: MediaOrigin::Scaled { from: "aa11" },
+            ..file("bb22")
+        };
+        store.media_touch(&copy).await.unwrap();
+        assert!(store.media_recorded("bb22").await.unwrap());
+        let later = now() + 1;
+        assert_eq!(
+            store.media_unused_since(later, 10).await.unwrap(),
+            ["aa11"],
+            "the copy is not collected on its own"
+        );
+        assert!(
+            store.media_forget_derived("aa11").await.unwrap().is_empty(),
+            "not while the original is recorded"
+        );
+        assert!(store.media_forget("aa11", later).await.unwrap());
+        assert_eq!(store.media_forget_derived("aa11").await.unwrap(), ["bb22"]);
+        assert!(!store.media_recorded("bb22").await.unwrap());
     }
 }

@@ -43,15 +43,18 @@ pub enum MemoryKind {
     Persona,
     /// Something the user or the agent asked to remember.
     Fact,
+    /// The agent's periodic note on the user: changed goals, open loops, risks.
+    Reflection,
 }
 
 impl MemoryKind {
-    pub const ALL: [MemoryKind; 5] = [
+    pub const ALL: [MemoryKind; 6] = [
         MemoryKind::Persona,
         MemoryKind::Preference,
         MemoryKind::Scenario,
         MemoryKind::Decision,
         MemoryKind::Fact,
+        MemoryKind::Reflection,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +64,7 @@ impl MemoryKind {
             MemoryKind::Scenario => "scenario",
             MemoryKind::Persona => "persona",
             MemoryKind::Fact => "fact",
+            MemoryKind::Reflection => "reflection",
         }
     }
 
@@ -68,13 +72,15 @@ impl MemoryKind {
         MemoryKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// How many of this kind a user keeps; beyond, the oldest are dropped.
+    /// How many of this kind a user keeps (the soft limit): beyond, the least
+    /// valuable are collected (see `memory::gc`).
     pub fn cap(self) -> u32 {
         match self {
             MemoryKind::Preference | MemoryKind::Fact => 50,
             MemoryKind::Persona => 5,
             MemoryKind::Scenario => 20,
             MemoryKind::Decision => 30,
+            MemoryKind::Reflection => 10,
         }
     }
 
@@ -108,10 +114,12 @@ pub struct MemoryRecord {
     pub expires_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Pinned by the user (`/memory pin`): never collected.
+    pub pinned: bool,
 }
 
 pub(crate) const COLUMNS: &str =
-    "m.id, m.kind, m.content, m.source_ref, m.importance, m.access_count, m.last_access, m.expires_at, m.created_at, m.updated_at";
+    "m.id, m.kind, m.content, m.source_ref, m.importance, m.access_count, m.last_access, m.expires_at, m.created_at, m.updated_at, m.pinned";
 
 pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
     let kind: String = row.try_get("kind")?;
@@ -127,12 +135,13 @@ pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
         expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(dt),
         created_at: dt(row.try_get("created_at")?),
         updated_at: dt(row.try_get("updated_at")?),
+        pinned: row.try_get::<i64, _>("pinned")? != 0,
     })
 }
 
 impl Store {
     /// Stores a memory with its search `terms` (see `memory::terms`); returns its id.
-    /// Caps are not applied here (see [`Store::enforce_memory_cap`]).
+    /// Limits are not applied here (see `memory::gc`).
     pub async fn insert_memory(
         &self,
         owner: MemoryOwner,
@@ -319,37 +328,17 @@ impl Store {
         Ok(())
     }
 
-    /// Keeps the newest `cap` memories of `kind`; returns how many were dropped.
-    pub async fn enforce_memory_cap(
-        &self,
-        owner: MemoryOwner,
-        kind: MemoryKind,
-        cap: u32,
-    ) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "DELETE FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3 AND id NOT IN (
-                SELECT id FROM memories WHERE platform = $1 AND user_id = $2 AND kind = $3
-                ORDER BY updated_at DESC, id DESC LIMIT $4)",
-        )
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(kind.as_str())
-        .bind(i64::from(cap))
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
     /// Collects every user's expired memories and ordinary ones neither updated
-    /// nor recalled since `stale_before` (preferences and persona are kept).
+    /// nor recalled since `stale_before` (preferences, persona and pinned
+    /// memories are kept).
     pub async fn collect_memories(
         &self,
         now: DateTime<Utc>,
         stale_before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "DELETE FROM memories WHERE (expires_at IS NOT NULL AND expires_at <= $1)
-             OR (kind NOT IN ('preference', 'persona') AND updated_at < $2 AND COALESCE(last_access, 0) < $2)",
+            "DELETE FROM memories WHERE pinned = 0 AND ((expires_at IS NOT NULL AND expires_at <= $1)
+             OR (kind NOT IN ('preference', 'persona') AND updated_at < $2 AND COALESCE(last_access, 0) < $2))",
         )
         .bind(ms(now))
         .bind(ms(stale_before))
@@ -386,7 +375,7 @@ impl Store {
     }
 }
 
-async fn insert(
+pub(super) async fn insert(
     conn: &mut sqlx::AnyConnection,
     owner: MemoryOwner,
     memory: &NewMemory,
@@ -457,50 +446,6 @@ mod tests {
             .await
             .unwrap());
         assert!(store.delete_memory(owner(1), id).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn caps_drop_the_oldest_of_the_kind() {
-        let (store, _dir) = test_store().await;
-        let t0 = Utc::now() - Duration::days(10);
-        for i in 0..7 {
-            let at = t0 + Duration::hours(i);
-            store
-                .insert_memory(
-                    owner(1),
-                    &new(MemoryKind::Persona, &format!("p{i}")),
-                    &[],
-                    at,
-                )
-                .await
-                .unwrap();
-        }
-        store
-            .insert_memory(owner(1), &new(MemoryKind::Fact, "f"), &[], t0)
-            .await
-            .unwrap();
-        assert_eq!(
-            store
-                .enforce_memory_cap(owner(1), MemoryKind::Persona, 5)
-                .await
-                .unwrap(),
-            2
-        );
-        let left: Vec<String> = store
-            .memories_of(owner(1), &[MemoryKind::Persona], 10, Utc::now())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.content)
-            .collect();
-        assert_eq!(left, ["p6", "p5", "p4", "p3", "p2"]);
-        assert_eq!(
-            store
-                .count_memories(owner(1), MemoryKind::Fact, Utc::now())
-                .await
-                .unwrap(),
-            1
-        );
     }
 
     #[tokio::test]

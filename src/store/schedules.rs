@@ -42,7 +42,7 @@ pub struct ClaimedOccurrence {
     pub plan: OccurrencePlan,
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, last_fired_at, fired_count, active";
 
 impl Store {
@@ -192,7 +192,7 @@ impl Store {
     }
 }
 
-fn schedule_from_row(r: &sqlx::any::AnyRow) -> Result<ScheduleRecord, StoreError> {
+pub(super) fn schedule_from_row(r: &sqlx::any::AnyRow) -> Result<ScheduleRecord, StoreError> {
     let origin: String = r.try_get("origin")?;
     Ok(ScheduleRecord {
         id: r.try_get("id")?,

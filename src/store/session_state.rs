@@ -55,7 +55,7 @@ fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
 
 /// A session's key from its row (`platform`, `chat_id`, `thread_id` — 0 for
 /// none — and `user_id`).
-fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreError> {
+pub(super) fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreError> {
     let platform: String = r.try_get("platform")?;
     let thread: i64 = r.try_get("thread_id")?;
     Ok(SessionKey {

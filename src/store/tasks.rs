@@ -99,7 +99,7 @@ pub struct TaskRecord {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str = "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id,
+pub(super) const COLUMNS: &str = "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id,
     notify, created_at, finished_at";
 
 /// How long a running task's row stays claimed without a renewal.
@@ -289,7 +289,7 @@ impl Store {
     }
 }
 
-fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
+pub(super) fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
     let status: String = r.try_get("status")?;
     let chat: String = r.try_get("chat")?;
     Ok(TaskRecord {

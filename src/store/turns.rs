@@ -37,6 +37,38 @@ pub struct TurnContext {
     pub history_ids: Option<Vec<Option<i64>>>,
     /// How often the call it paused on was sent back for editing.
     pub edits: u32,
+    /// The user's explicit yes to the agent's question this turn answers,
+    /// quoted on the turn's approval cards (see `gateway::consent`).
+    pub consent: Option<String>,
+    /// The catalogue model a routing rule chose for the turn (it resumes
+    /// on it); `None`: the session's.
+    pub model: Option<String>,
+    /// When the first of the turn's remaining calls is a delegation whose
+    /// sub-agent paused: that sub-agent's own paused turn (the approval is
+    /// for its first remaining call).
+    pub nested: Option<NestedTurn>,
+}
+
+/// A sub-agent's turn paused inside a delegation (see
+/// [`TurnContext::nested`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NestedTurn {
+    pub messages: Vec<Message>,
+    pub new_from: usize,
+    pub remaining: Vec<ToolCall>,
+    pub round: usize,
+    pub system_context: Option<String>,
+}
+
+impl TurnState {
+    /// The call whose approval the turn waits for: the sub-agent's when the
+    /// pause is nested.
+    pub fn awaiting(&self) -> Option<&ToolCall> {
+        match &self.context.nested {
+            Some(nested) => nested.remaining.first(),
+            None => self.remaining.first(),
+        }
+    }
 }
 
 fn json<T: Serialize>(v: &T) -> Result<String, StoreError> {
@@ -297,6 +329,19 @@ mod tests {
                 plain_input: Some("hi".into()),
                 history_ids: Some(vec![Some(1), None]),
                 edits: 0,
+                consent: None,
+                model: Some("mini".into()),
+                nested: Some(NestedTurn {
+                    messages: vec![Message::user("list the files")],
+                    new_from: 0,
+                    remaining: vec![ToolCall {
+                        id: "s1".into(),
+                        name: "exec_command".into(),
+                        arguments: r#"{"command":"ls"}"#.into(),
+                    }],
+                    round: 1,
+                    system_context: None,
+                }),
             },
         };
         store.save_turn_state(&state).await.unwrap();
@@ -305,6 +350,12 @@ mod tests {
         assert_eq!(claimed.len(), 1);
         assert_eq!(claimed[0].remaining[0].id, "c1");
         assert_eq!(claimed[0].origin.reply_to, Some(MessageId(3)));
+        assert_eq!(claimed[0].context, state.context, "the context round-trips");
+        assert_eq!(
+            claimed[0].awaiting().unwrap().id,
+            "s1",
+            "a nested pause awaits the sub-agent's call"
+        );
     }
 
     #[tokio::test]

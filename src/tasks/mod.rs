@@ -21,7 +21,7 @@ use crate::busy::{Busy, BusyGuard};
 use crate::domain::Conversation;
 use crate::llm::ToolCall;
 use crate::store::{Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
-use crate::tools::{Progress, ProgressSink, Tool, ToolContext};
+use crate::tools::{ImageSink, Progress, ProgressSink, Tool, ToolContext};
 use reporter::{record_result, renew_lease, report_progress};
 use serde_json::{json, Value};
 use slots::{Slot, Slots};
@@ -375,8 +375,12 @@ impl TaskManager {
         let ctx = ToolContext {
             cancel: job.cancel.clone(),
             progress: ProgressSink::new(tx),
+            // A background result arrives as a notification: text only.
+            images: ImageSink::default(),
             session_id: job.origin.session_id.clone(),
             origin: Some(job.origin.conversation.clone()),
+            approvals: None,
+            resumed: None,
         };
         let progress_done = CancellationToken::new();
         let reporter = tokio::spawn(report_progress(

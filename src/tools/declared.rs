@@ -60,6 +60,18 @@ impl DeclaredSchema {
     /// required one.
     pub(crate) fn check(&self, args: Value) -> Result<Map<String, Value>, ToolError> {
         let args = match args {
+            // Models often wrap the arguments as {"params": {...}}: accepted
+            // unless `params` is a parameter of the tool itself.
+            Value::Object(mut map)
+                if map.len() == 1
+                    && !self.properties.iter().any(|p| p == "params")
+                    && matches!(map.get("params"), Some(Value::Object(_))) =>
+            {
+                match map.remove("params") {
+                    Some(Value::Object(inner)) => inner,
+                    _ => Map::new(),
+                }
+            }
             Value::Object(map) => map,
             Value::Null => Map::new(),
             _ => {
@@ -101,6 +113,24 @@ mod tests {
         assert!(s.check(json!("x")).is_err());
         assert!(DeclaredSchema::parse(json!({"type": "string"})).is_err());
         assert!(DeclaredSchema::parse(json!({"type": "object", "required": ["z"]})).is_err());
+    }
+
+    #[test]
+    fn arguments_wrapped_in_params_are_accepted() {
+        let s = DeclaredSchema::parse(json!({"type": "object",
+            "properties": {"city": {}}, "required": ["city"]}))
+        .unwrap();
+        let args = s.check(json!({"params": {"city": "Oslo"}})).unwrap();
+        assert_eq!(args.get("city"), Some(&json!("Oslo")));
+        // Still checked once unwrapped.
+        assert!(s.check(json!({"params": {"town": "Oslo"}})).is_err());
+        assert!(s.check(json!({"params": "Oslo"})).is_err());
+        // A tool with its own `params` parameter gets it as given.
+        let own = DeclaredSchema::parse(json!({"type": "object",
+            "properties": {"params": {}}}))
+        .unwrap();
+        let args = own.check(json!({"params": {"x": 1}})).unwrap();
+        assert_eq!(args.get("params"), Some(&json!({"x": 1})));
     }
 
     #[test]

@@ -150,6 +150,16 @@ pub fn load_http_tools(
     (defs, problems)
 }
 
+/// One tool given as JSON (a tool added from the chat, an import), checked
+/// as the file's are; `env` looks up its credential.
+pub(crate) fn parse_http(
+    tool: Value,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<HttpToolDef, String> {
+    let raw = serde_json::from_value::<RawTool>(tool).map_err(|e| e.to_string())?;
+    validate(raw, &env)
+}
+
 fn validate(raw: RawTool, env: &impl Fn(&str) -> Option<String>) -> Result<HttpToolDef, String> {
     if !valid_tool_name(&raw.name) {
         return Err("name must be 1–64 lowercase letters, digits or underscores".into());

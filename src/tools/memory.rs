@@ -186,12 +186,19 @@ impl Tool for RememberTool {
                 .filter(|d| (1..=3650).contains(d))
                 .map(|d| now + Duration::days(i64::from(d))),
         };
-        Ok(
-            match self.book.save(owner, memory, now).await.map_err(storage)? {
-                Saved::Added(id) => format!("Saved as memory #{id}."),
-                Saved::Merged(id) => format!("Already remembered as memory #{id}; updated it."),
-            },
-        )
+        let saved = match self.book.save(owner, memory, now).await {
+            Err(e @ crate::memory::MemoryError::Full(_)) => {
+                return Err(ToolError::Failed {
+                    message: e.to_string(),
+                    diagnostics: None,
+                })
+            }
+            other => other.map_err(storage)?,
+        };
+        Ok(match saved {
+            Saved::Added(id) => format!("Saved as memory #{id}."),
+            Saved::Merged(id) => format!("Already remembered as memory #{id}; updated it."),
+        })
     }
 }
 

@@ -9,14 +9,18 @@ mod exec;
 mod exec_output;
 mod fs;
 mod fs_open;
+mod grown;
 mod html_text;
 mod http_api;
 mod http_api_defs;
 #[cfg(test)]
 mod http_api_props;
 mod http_body;
+mod image_sink;
 mod memory;
 mod net_guard;
+mod plan;
+mod policy;
 mod portfolio;
 mod process;
 mod process_tree;
@@ -33,6 +37,7 @@ mod web_fetch;
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
 pub use exec::{ExecConfig, ExecTool};
+pub use policy::ToolPolicy;
 /// The names of the built-in tools; operator-declared tools cannot take them.
 pub const BUILTIN_TOOLS: &[&str] = &[
     "read_file",
@@ -51,15 +56,24 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "forget",
     "portfolio",
     "update_portfolio",
+    "plan",
     "delegate_to_research",
     "delegate_to_analysis",
+    "http_tool",
+    "script_tool",
 ];
 
 pub use declared::DeclaredSchema;
 pub use fs::{ReadFileTool, Workspace, WriteFileTool};
+pub use grown::{
+    GrownEnv, GrownTools, HttpToolManager, ScriptToolManager, ToolBuilders, HTTP_TOOL, SCRIPT_TOOL,
+    SECRET_PREFIX as TOOL_SECRET_PREFIX,
+};
 pub use http_api::HttpApiTool;
 pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
+pub use image_sink::{AttachError, ImageSink};
 pub use memory::memory_tools;
+pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
 pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};

@@ -122,8 +122,11 @@ mod tests {
         ToolContext {
             cancel: Default::default(),
             progress: Default::default(),
+            images: Default::default(),
             session_id: session.into(),
             origin: None,
+            approvals: None,
+            resumed: None,
         }
     }
 

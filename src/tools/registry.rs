@@ -65,6 +65,18 @@ impl ToolRegistry {
         all
     }
 
+    /// The tools `keep` lets through, as a registry of their own (a chat's
+    /// tool policy; the dynamic tools as they are now).
+    pub fn restricted(&self, keep: &dyn Fn(&str) -> bool) -> ToolRegistry {
+        let mut out = ToolRegistry::new();
+        for tool in self.all() {
+            if keep(&tool.spec().name) {
+                out.register(tool);
+            }
+        }
+        out
+    }
+
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         if let Some(&i) = self.by_name.get(name) {
             return Some(Arc::clone(&self.tools[i]));

@@ -96,6 +96,13 @@ pub fn load_script_tools(
     (defs, problems)
 }
 
+/// One manifest given as JSON (a tool added from the chat); a relative
+/// command is relative to `dir`.
+pub(crate) fn parse_script(manifest: Value, dir: &Path) -> Result<ScriptToolDef, String> {
+    let raw = serde_json::from_value::<RawScript>(manifest).map_err(|e| e.to_string())?;
+    validate(raw, dir)
+}
+
 fn validate(raw: RawScript, dir: &Path) -> Result<ScriptToolDef, String> {
     if !valid_tool_name(&raw.name) {
         return Err("name must be 1–64 lowercase letters, digits or underscores".into());

@@ -29,6 +29,8 @@ pub enum ToolSource {
     Http,
     /// An operator-declared script (`SCRIPT_TOOLS_DIR`).
     Script,
+    /// Added from the chat (`http_tool`, `script_tool`), approved on a card.
+    Grown,
     /// A tool of this MCP server.
     Mcp(String),
 }
@@ -39,6 +41,7 @@ impl std::fmt::Display for ToolSource {
             ToolSource::BuiltIn => f.write_str("Built-in"),
             ToolSource::Http => f.write_str("HTTP APIs"),
             ToolSource::Script => f.write_str("Scripts"),
+            ToolSource::Grown => f.write_str("Added from the chat"),
             ToolSource::Mcp(server) => write!(f, "MCP server {server}"),
         }
     }
@@ -86,16 +89,35 @@ impl ProgressSink {
 }
 
 /// Per-call context.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ToolContext {
     /// Cancelled when the turn or the background task is cancelled.
     pub cancel: CancellationToken,
     pub progress: ProgressSink,
+    /// Where the call hands over images it produced for the model to see
+    /// with its result; takes nothing unless the turn's model sees images.
+    pub images: super::ImageSink,
     /// Stable id of the calling session (for tools that keep per-session state).
     pub session_id: String,
     /// Who called and from which chat (for tools that act later on the user's
     /// behalf, like schedules). `None` outside a chat turn.
     pub origin: Option<crate::domain::Conversation>,
+    /// Who decides the approval cards of work done on the caller's behalf
+    /// (a sub-agent that acts); `None` where nobody can be asked.
+    pub approvals: Option<std::sync::Arc<dyn crate::agent::TurnHost>>,
+    /// A delegation resumed after its sub-agent's approval was decided:
+    /// where the sub-agent continues from.
+    pub resumed: Option<Box<crate::agent::NestedResume>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session_id", &self.session_id)
+            .field("origin", &self.origin)
+            .field("approvals", &self.approvals.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A tool failure. [`ToolError::for_model`] is what the model sees; `Display`
@@ -115,6 +137,10 @@ pub enum ToolError {
     Timeout(Duration),
     #[error("cancelled")]
     Cancelled,
+    /// The tool's work waits for approval `0` (a sub-agent's call): the
+    /// calling turn pauses and resumes the tool once it is decided.
+    #[error("waiting for approval {0}")]
+    Paused(String),
 }
 
 impl ToolError {

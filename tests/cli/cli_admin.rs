@@ -15,14 +15,14 @@ use tokio::process::Command;
 const HANG: Duration = Duration::from_secs(90);
 
 /// A temp home with a database and no `LLM_*` variable at all.
-struct Env {
+pub(crate) struct Env {
     dir: tempfile::TempDir,
 }
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl std::fmt::Display for Output {
@@ -36,7 +36,7 @@ impl std::fmt::Display for Output {
 }
 
 impl Env {
-    fn new() -> Env {
+    pub(crate) fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
         }
@@ -49,13 +49,13 @@ impl Env {
         )
     }
 
-    async fn store(&self) -> Store {
+    pub(crate) async fn store(&self) -> Store {
         Store::open(&self.database_url()).await.unwrap()
     }
 
     /// Runs the binary with only `DATA_DIR`, `DATABASE_URL`, `PATH` and `HOME`
     /// set, in the temp dir (so no `.env` of the repository is read).
-    async fn run(&self, args: &[&str]) -> Output {
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
         let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
             .args(args)
             .env_clear()
@@ -79,6 +79,13 @@ impl Env {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
+    }
+
+    /// Runs a command that must succeed; its stdout.
+    pub(crate) async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert_eq!(out.code, Some(0), "switchboard {args:?}\n{out}");
+        out.stdout
     }
 }
 
@@ -210,4 +217,108 @@ async fn approvals_pending_lists_the_open_cards_of_every_chat_only() {
         out.stdout.find("aaaaaaaa") < out.stdout.find("bbbbbbbb"),
         "oldest first\n{out}"
     );
+}
+
+#[tokio::test]
+async fn the_model_catalogue_and_usage_are_managed_from_the_command_line() {
+    let env = Env::new();
+    env.run(&["migrate"]).await;
+    let add = env
+        .run(&[
+            "model",
+            "add",
+            "gpt-4o",
+            "--base-url",
+            "https://api.openai.com/v1",
+            "--key-env",
+            "OPENAI_API_KEY",
+            "--price-in",
+            "2.5",
+            "--price-out",
+            "10",
+            "--vision",
+        ])
+        .await;
+    assert_eq!(add.code, Some(0), "{add}");
+    let add = env
+        .run(&[
+            "model",
+            "add",
+            "mini",
+            "--api",
+            "anthropic",
+            "--base-url",
+            "https://api.anthropic.com/v1",
+        ])
+        .await;
+    assert_eq!(add.code, Some(0), "{add}");
+    // A key is named by its variable, never given.
+    let bad = env
+        .run(&[
+            "model",
+            "add",
+            "x",
+            "--base-url",
+            "https://h/v1",
+            "--key-env",
+            "sk-live-123 456",
+        ])
+        .await;
+    assert_eq!(bad.code, Some(1), "{bad}");
+    assert!(bad.stderr.contains("names a variable"), "{bad}");
+    let bad = env
+        .run(&[
+            "model",
+            "add",
+            "x",
+            "--api",
+            "cohere",
+            "--base-url",
+            "https://h/v1",
+        ])
+        .await;
+    assert!(bad.stderr.contains("is not one of"), "{bad}");
+    assert_eq!(env.run(&["model", "default", "gpt-4o"]).await.code, Some(0));
+    assert_eq!(env.run(&["model", "fallback", "mini"]).await.code, Some(0));
+    let unknown = env.run(&["model", "default", "nope"]).await;
+    assert!(unknown.stderr.contains("no model named nope"), "{unknown}");
+    let list = env.run(&["model", "list"]).await;
+    let lines: Vec<&str> = list.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("gpt-4o") && lines[0].contains("default"),
+        "{list}"
+    );
+    assert!(
+        lines[0].contains("OPENAI_API_KEY") && lines[0].contains("in 2.5 out 10"),
+        "{list}"
+    );
+    assert!(lines[0].contains("[tools,vision]"), "{list}");
+    assert!(
+        lines[1].starts_with("mini") && lines[1].contains("fallback 1"),
+        "{list}"
+    );
+    assert_eq!(env.run(&["model", "remove", "mini"]).await.code, Some(0));
+    assert!(!env.run(&["model", "list"]).await.stdout.contains("mini"));
+
+    let store = env.store().await;
+    let usage = switchboard::llm::Usage {
+        input_tokens: 1_000_000,
+        output_tokens: 100_000,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    };
+    switchboard::models::record_usage(&store, Platform::Telegram, UserId(7), "gpt-4o", &usage, 1)
+        .await;
+    store.close().await;
+    let report = env
+        .run(&["usage", "--days", "7", "--user", "telegram:7"])
+        .await;
+    assert_eq!(report.code, Some(0), "{report}");
+    // 1M in × $2.50 + 100k out × $10 = $3.50.
+    assert!(
+        report.stdout.contains("`gpt-4o`: 1 turns") && report.stdout.contains("$3.50"),
+        "{report}"
+    );
+    let bad = env.run(&["usage", "--user", "7"]).await;
+    assert!(bad.stderr.contains("use platform:id"), "{bad}");
 }

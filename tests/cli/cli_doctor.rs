@@ -230,11 +230,19 @@ async fn doctor_accepts_working_bot_tokens_and_existing_paths() {
         .set("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
         .set("TELEGRAM_API_URL", &telegram.api_url())
         .set("DISCORD_BOT_TOKEN", DISCORD_TOKEN)
-        .set("DISCORD_API_URL", &discord.api_url);
+        .set("DISCORD_API_URL", &discord.api_url)
+        .set("WEB_LISTEN", "127.0.0.1:9480")
+        .set("MCP_LISTEN", "127.0.0.1:9481")
+        .set("MCP_TOKEN", "mcp-doctor-token-7f3a91")
+        .set("TOOL_BUILDERS", "all");
     let done = env.run(&["doctor"]).await;
     assert_eq!(done.code, Some(0), "{done}");
     assert!(!done.stdout.contains('✘'), "{done}");
+    assert!(!done.stdout.contains("mcp-doctor-token"), "{done}");
     for line in [
+        "✔ web console on http://127.0.0.1:9480/ (loopback only, no token)",
+        "✔ `switchboard mcp` serves Streamable HTTP on http://127.0.0.1:9481/mcp (bearer MCP_TOKEN)",
+        "tools added from the chat: every user (TOOL_BUILDERS=all)",
         "✔ Telegram accepts TELEGRAM_BOT_TOKEN (bot @",
         "✔ Discord accepts DISCORD_BOT_TOKEN",
         "✔ DATA_DIR",

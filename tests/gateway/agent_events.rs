@@ -128,6 +128,7 @@ async fn turn(agent: &Arc<Agent>, history: Vec<Message>, input: &str) -> Vec<Run
         host: Arc::new(NobodyToAsk),
         cancel: CancellationToken::new(),
         system_context: None,
+        model: None,
     });
     let mut events = Vec::new();
     while let Some(event) = rx.recv().await {

@@ -55,6 +55,10 @@ async fn databases(dir: &Path) -> Vec<Db> {
 }
 
 fn config(llm: &FakeLlm, db: &Db) -> Config {
+    config_with(llm, db, &[])
+}
+
+fn config_with(llm: &FakeLlm, db: &Db, extra: &[(&str, &str)]) -> Config {
     let dir = db.dir.as_path();
     let data = dir.join("data");
     let map: HashMap<String, String> = [
@@ -70,6 +74,11 @@ fn config(llm: &FakeLlm, db: &Db) -> Config {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
+    .chain(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    )
     .collect();
     Config::from_lookup(|k| map.get(k).cloned()).unwrap()
 }
@@ -88,12 +97,19 @@ async fn instance_on(
     clock: Arc<dyn Clock>,
     channel: Arc<TestChannel>,
 ) -> Instance {
+    start_instance(config(llm, db), clock, channel).await
+}
+
+async fn start_instance(
+    config: Config,
+    clock: Arc<dyn Clock>,
+    channel: Arc<TestChannel>,
+) -> Instance {
     let shutdown = CancellationToken::new();
     let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
-    let running =
-        switchboard::start_with_clock(&config(llm, db), adapters, shutdown.clone(), clock)
-            .await
-            .unwrap();
+    let running = switchboard::start_with_clock(&config, adapters, shutdown.clone(), clock)
+        .await
+        .unwrap();
     Instance {
         channel,
         running,
@@ -129,6 +145,99 @@ fn lines(path: PathBuf) -> usize {
     std::fs::read_to_string(path)
         .map(|s| s.lines().count())
         .unwrap_or(0)
+}
+
+/// A sub-agent that acts pauses on its card like the main agent: the
+/// delegating turn is stored around it, and after a restart the requester's
+/// press (not someone else's) resumes both, the command running once.
+#[tokio::test]
+async fn a_sub_agents_card_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_sub_agents_card_survives_a_restart_on(&db).await;
+    }
+}
+
+async fn a_sub_agents_card_survives_a_restart_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let vars = [("SUBAGENTS", "research,operations")];
+    let start = |llm: &FakeLlm| {
+        start_instance(
+            config_with(llm, db, &vars),
+            Arc::new(SystemClock),
+            TestChannel::new(),
+        )
+    };
+    llm.push(Reply::tool_calls(vec![(
+        "call_d",
+        "delegate_to_operations",
+        json!({"task": "Record the word acted in ran.txt."}),
+    )]));
+    llm.push(exec_call("sub_1", "echo acted >> ran.txt"));
+    let first = start(&llm).await;
+    first.channel.dm(1, "record acted please").await;
+    let card = first.channel.card().await;
+    assert!(card.text.contains("for a sub-agent"), "{}", card.text);
+    assert!(card.text.contains("echo acted"), "{}", card.text);
+    first.stop().await;
+    assert_eq!(
+        lines(db.dir.join("ws/ran.txt")),
+        0,
+        "nothing ran before the press"
+    );
+
+    llm.push(Reply::text("Wrote acted to ran.txt."));
+    llm.push(Reply::text("Done: the operations sub-agent wrote acted."));
+    let second = start(&llm).await;
+    // Someone else in the same chat presses first: it decides nothing.
+    second
+        .channel
+        .press_on(2, &card.action('y'), dm_chat(1), card.id)
+        .await;
+    second
+        .channel
+        .wait_for("the refusal", |l| {
+            l.answers().iter().any(|(u, _, a)| {
+                u.0 == 2
+                    && matches!(a, switchboard_platform::PressAnswer::Private(t) if t.contains("Only the person who asked"))
+            })
+        })
+        .await;
+    second.channel.press(1, &card.action('y')).await;
+    let log = second
+        .channel
+        .wait_for("the resumed answer", |l| {
+            l.has_text("Done: the operations sub-agent wrote acted.")
+        })
+        .await;
+    assert_eq!(
+        log.find("Done: the operations sub-agent wrote acted.")
+            .unwrap()
+            .chat,
+        dm_chat(1)
+    );
+    assert_eq!(lines(db.dir.join("ws/ran.txt")), 1, "the command ran once");
+    let requests = llm.requests().await;
+    let n = requests.len();
+    // The sub-agent continued its own conversation: its task, its call, the result.
+    let sub = &requests[n - 2];
+    let sub_messages = sub["messages"].as_array().unwrap();
+    assert!(
+        sub_messages.iter().any(|m| m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("Record the word acted"))),
+        "{sub}"
+    );
+    assert_eq!(
+        sub_messages.last().unwrap()["tool_call_id"],
+        "sub_1",
+        "the sub-agent's call ran and its result came back to it: {sub}"
+    );
+    // And the main turn got its findings.
+    let main = &requests[n - 1];
+    let findings = last_tool_result(main);
+    assert!(findings.contains("Wrote acted to ran.txt."), "{findings}");
+    second.stop().await;
 }
 
 #[tokio::test]
@@ -357,21 +466,132 @@ async fn a_message_queued_at_shutdown_is_answered_after_the_restart_on(db: &Db) 
     }
     first.stop().await;
 
+    // The cut-short turn had run nothing with side effects: it runs again,
+    // then the queued message gets its turn.
+    llm.push(Reply::text("Answering the first question."));
     llm.push(Reply::text("Answering the second question."));
     let second = instance(&llm, &db).await;
     let log = second
         .channel
-        .wait_for("the queued message's answer", |l| {
-            l.has_text("Answering the second question.")
+        .wait_for("both answers", |l| {
+            l.has_text("Answering the first question.")
+                && l.has_text("Answering the second question.")
         })
         .await;
     let answer = log.find("Answering the second question.").unwrap();
     assert_eq!(answer.chat, dm_chat(1));
     let requests = llm.requests().await;
-    assert_eq!(requests.len(), 2, "the started turn is not run again");
+    assert_eq!(requests.len(), 3, "the cut-short turn ran once more");
     let asked = support::fake_llm::last_user_text(&requests[1]).unwrap();
+    assert!(asked.contains("first question"), "{asked}");
+    let asked = support::fake_llm::last_user_text(&requests[2]).unwrap();
     assert!(asked.contains("second question"), "{asked}");
+    second.running.idle().await;
     assert_eq!(inbox_rows(&db.url).await, 0, "the inbox is empty again");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn a_resumed_turn_cut_short_after_its_allowed_call_is_reported_not_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_resumed_turn_cut_short_is_reported_on(&db).await;
+    }
+}
+
+async fn a_resumed_turn_cut_short_is_reported_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    // The allowed command runs, then the model hangs: the gateway stops.
+    llm.push(exec_call("call_x", "echo ran >> ran.txt"));
+    llm.push(Reply::text("Almost").then_stall());
+    let first = instance(&llm, &db).await;
+    let asked = first.channel.dm(1, "append to ran.txt").await;
+    let card = first.channel.card().await;
+    first.channel.press(1, &card.action('y')).await;
+    while llm.requests().await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.stop().await;
+
+    let second = instance(&llm, &db).await;
+    let log = second
+        .channel
+        .wait_for("the interruption notice", |l| {
+            l.any_contains("was interrupted")
+        })
+        .await;
+    let notice = log.find("was interrupted").unwrap();
+    assert!(
+        notice.text.contains("after `exec_command` was allowed"),
+        "{}",
+        notice.text
+    );
+    let reply_to = log.ops.iter().find_map(|op| match op {
+        support::test_channel::Op::Send { id, reply_to, .. } if *id == notice.id => Some(*reply_to),
+        _ => None,
+    });
+    assert_eq!(reply_to, Some(Some(asked)), "it answers the request");
+    second.running.idle().await;
+    assert_eq!(llm.requests().await.len(), 2, "not run again");
+    assert_eq!(lines(db.dir.join("ws/ran.txt")), 1, "the command ran once");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn a_turn_cut_short_after_a_side_effect_is_reported_not_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in databases(dir.path()).await {
+        a_turn_cut_short_after_a_side_effect_is_reported_not_run_twice_on(&db).await;
+    }
+}
+
+async fn a_turn_cut_short_after_a_side_effect_is_reported_not_run_twice_on(db: &Db) {
+    let llm = FakeLlm::start().await;
+    let db = db.clone();
+    // `remember` writes a memory (a side effect), then the model hangs.
+    llm.push(Reply::tool_calls(vec![(
+        "c_rem",
+        "remember",
+        json!({"content": "The user likes green tea."}),
+    )]));
+    llm.push(Reply::text("Noting").then_stall());
+    let first = instance(&llm, &db).await;
+    first.channel.dm(1, "remember that I like green tea").await;
+    while llm.requests().await.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        inbox_rows(&db.url).await,
+        1,
+        "the running turn's message is kept"
+    );
+    first.stop().await;
+
+    let second = instance(&llm, &db).await;
+    let log = second
+        .channel
+        .wait_for("the interruption notice", |l| {
+            l.any_contains("was interrupted")
+        })
+        .await;
+    let notice = log.find("was interrupted").unwrap();
+    assert!(notice.text.contains("`remember`"), "{}", notice.text);
+    assert_eq!(notice.chat, dm_chat(1));
+    second.running.idle().await;
+    assert_eq!(llm.requests().await.len(), 2, "not run again");
+    // The row goes once the chat was told.
+    let mut rows = inbox_rows(&db.url).await;
+    for _ in 0..100 {
+        if rows == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        rows = inbox_rows(&db.url).await;
+    }
+    assert_eq!(rows, 0);
+    let events = second.running.store.events(20).await.unwrap();
+    assert!(events.iter().any(|e| e.kind == "turn.interrupted"));
     second.stop().await;
 }
 

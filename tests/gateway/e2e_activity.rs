@@ -389,6 +389,42 @@ async fn a_sub_agents_steps_nest_under_its_delegate_line() {
 }
 
 #[tokio::test]
+async fn a_sub_agents_words_stream_under_its_delegate_line() {
+    let h = Harness::with(TOOLS).await;
+    h.llm.push(Reply::tool_calls([(
+        "call_1",
+        "delegate_to_research",
+        json!({"task": "summarize the plan"}),
+    )]));
+    // The sub-agent writes, then its model goes quiet mid-answer.
+    h.llm
+        .push(Reply::text("The plan has three steps and a deadline").then_stall());
+    h.channel.dm(1, "ask the researcher").await;
+    let log = h
+        .wait_for("the sub-agent's words", |l| {
+            shown(l).iter().any(|t| {
+                t.contains(
+                    "↳ _research sub-agent — writes: The plan has three steps and a deadline_",
+                )
+            })
+        })
+        .await;
+    let draft = shown(&log)
+        .into_iter()
+        .rev()
+        .find(|t| t.contains("writes:"))
+        .unwrap();
+    assert!(
+        draft.starts_with("⏳ Ask the research sub-agent · `summarize the plan`\n↳ _research"),
+        "{draft}"
+    );
+    assert_eq!(log.sent().len(), 1, "edits of one draft: {log}");
+    h.channel.dm(1, "/stop").await;
+    h.idle().await;
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_fallback_model_serving_is_named_above_the_answer() {
     let backup = support::fake_llm::FakeLlm::start().await;
     backup.set_responder(|_| Reply::text("From the backup."));

@@ -276,7 +276,7 @@ async fn slash_commands_are_answered_without_the_model() {
     h.idle().await;
 
     let replies = [
-        ("/usage", "Today: 1 turns"),
+        ("/usage", "`fake-model`: 1 turns"),
         (
             "/whoami",
             "You are user1 (user id 1) on console. Chat 1. Approver: no.",
@@ -289,9 +289,9 @@ async fn slash_commands_are_answered_without_the_model() {
         h.wait_for(command, |l| l.any_contains(expected)).await;
     }
     let log = h.channel.log();
-    let usage = log.find("Today:").unwrap();
+    let usage = log.find("**Today**").unwrap();
     assert!(
-        usage.text.contains("120 input tokens") && usage.text.contains("7 output tokens"),
+        usage.text.contains("120 in / 7 out tokens") && usage.text.contains("cache hits 83 %"),
         "{}",
         usage.text
     );

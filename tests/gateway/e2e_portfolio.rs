@@ -221,3 +221,96 @@ async fn approved_updates_change_only_the_requesters_ledger() {
     let refused = tool_result(requests.last().unwrap(), "call_sell");
     assert!(refused.contains("quantity must be above 0"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_check_up_after_portfolio_talk_needs_the_diagnosis_not_a_view() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "c_view",
+        "portfolio",
+        json!({ "action": "view" }),
+    )]));
+    h.llm.push(Reply::text("Your portfolio is empty for now."));
+    h.channel.dm(1, "show my portfolio").await;
+    h.wait_for("the view", |l| {
+        l.has_text("Your portfolio is empty for now.")
+    })
+    .await;
+
+    // "do a check-up" names no portfolio, but follows portfolio talk: a
+    // plain view is sent back, the diagnosis is what answers it.
+    h.llm.push(Reply::tool_calls([(
+        "c_view2",
+        "portfolio",
+        json!({ "action": "view" }),
+    )]));
+    h.llm.push(Reply::text("Looks fine to me."));
+    h.llm.push(Reply::tool_calls([(
+        "c_diag",
+        "portfolio",
+        json!({ "action": "diagnose" }),
+    )]));
+    h.llm.push(Reply::text("Nothing to diagnose: no holdings."));
+    h.channel.dm(1, "ok, now do a check-up").await;
+    let log = h
+        .wait_for("the diagnosis", |l| {
+            l.has_text("Nothing to diagnose: no holdings.")
+        })
+        .await;
+    let requests = h.requests(6).await;
+    let corrected = contents(&requests[4]);
+    assert!(
+        corrected
+            .last()
+            .unwrap()
+            .contains("`portfolio` (with action \"diagnose\")"),
+        "{corrected:?}"
+    );
+    assert!(tool_result(&requests[5], "c_diag").contains("empty"));
+    assert!(!everything_shown(&log)
+        .iter()
+        .any(|t| t.contains("Looks fine to me.")));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_to_change_rules_or_schedules_sees_them_as_they_are_now() {
+    let h = Harness::start().await;
+    h.running
+        .store
+        .add_rule(
+            switchboard_platform::Platform::Console,
+            switchboard_platform::UserId(1),
+            "exec_command",
+            "prefix:git status",
+        )
+        .await
+        .unwrap();
+    let system = |r: &Value| contents(r)[0].clone();
+    h.llm.push(Reply::text("Which rule?"));
+    h.channel
+        .dm(1, "revoke my always-allow rule and cancel the daily report")
+        .await;
+    h.wait_for("the answer", |l| l.has_text("Which rule?"))
+        .await;
+    h.llm.push(Reply::text("Hi!"));
+    h.channel.dm(1, "hello").await;
+    h.wait_for("the second answer", |l| l.has_text("Hi!")).await;
+    let requests = h.requests(2).await;
+    let first = system(&requests[0]);
+    assert!(first.contains("[Live state"), "{first}");
+    assert!(
+        first.contains("for exec_command: prefix:git status")
+            && first.contains("Schedules in this conversation: none."),
+        "{first}"
+    );
+    assert!(
+        !first.contains("Portfolio"),
+        "only what the request touches"
+    );
+    assert!(
+        !system(&requests[1]).contains("[Live state"),
+        "not for a greeting"
+    );
+    h.stop().await;
+}

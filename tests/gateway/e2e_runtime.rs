@@ -397,7 +397,7 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
     // The sub-agent's tokens count for the user who asked, as one turn.
     h.channel.dm(1, "/usage").await;
     h.wait_for("the usage", |l| {
-        l.any_contains("Today: 1 turns · 3020 input tokens (0 from cache) · 302 output tokens.")
+        l.any_contains("`fake-model`: 1 turns · 3020 in / 302 out tokens · cache hits 0 % (0 read, 0 written) · $0.00")
     })
     .await;
     h.stop().await;

@@ -99,3 +99,35 @@ async fn stop_ends_a_hanging_http_tool() {
     stop_while_running(&h, &mut accepted).await;
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_stopped_answer_stays_in_history_with_a_note() {
+    let h = Harness::start().await;
+    h.llm
+        .push(Reply::text("The first half of a long answer").then_stall());
+    h.channel.dm(1, "tell me a long story").await;
+    h.wait_for("the draft", |l| l.any_contains("The first half"))
+        .await;
+    h.channel.dm(1, "/stop").await;
+    h.wait_for("the stop", |l| l.any_contains("Cancelled."))
+        .await;
+    h.idle().await;
+    h.llm.push(Reply::text("Continuing."));
+    h.channel.dm(1, "go on").await;
+    h.wait_for("the next answer", |l| l.has_text("Continuing."))
+        .await;
+    let requests = h.requests(2).await;
+    let history = messages(&requests[1]);
+    let said: Vec<String> = history
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("The first half of a long answer")
+                && t.contains("[The user stopped this answer here; it is unfinished.]")),
+        "{said:?}"
+    );
+    h.stop().await;
+}

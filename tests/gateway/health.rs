@@ -1,5 +1,6 @@
 //! `HEALTH_LISTEN`: `/healthz` answers while the database does (503 once it is
-//! gone) and `/metrics` counts messages and turns in the Prometheus text format.
+//! gone) and `/metrics` counts messages and turns, and times turns, model
+//! calls, tools and delivery, in the OpenMetrics text format.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -24,6 +25,18 @@ async fn health_and_metrics_follow_the_gateway() {
     h.llm.push(Reply::text("Hi there."));
     h.channel.dm(1, "hello").await;
     h.wait_for("the answer", |l| l.has_text("Hi there.")).await;
+    h.write("notes.txt", "remember the milk");
+    h.llm.push(Reply::tool_calls([(
+        "c_r",
+        "read_file",
+        serde_json::json!({"path": "notes.txt"}),
+    )]));
+    h.llm.push(Reply::text("It says: remember the milk."));
+    h.channel.dm(1, "what do my notes say?").await;
+    h.wait_for("the second answer", |l| {
+        l.has_text("It says: remember the milk.")
+    })
+    .await;
     h.idle().await;
     let metrics = http
         .get(format!("http://{addr}/metrics"))
@@ -34,11 +47,17 @@ async fn health_and_metrics_follow_the_gateway() {
     assert!(metrics.headers()["content-type"]
         .to_str()
         .unwrap()
-        .starts_with("text/plain; version=0.0.4"));
+        .starts_with("application/openmetrics-text; version=1.0.0"));
     let text = metrics.text().await.unwrap();
     for line in [
-        "switchboard_inbound_messages_total{platform=\"console\"} 1",
-        "switchboard_turns_total{platform=\"console\",stop=\"answered\"} 1",
+        "switchboard_inbound_messages_total{platform=\"console\"} 2",
+        "switchboard_turns_total{platform=\"console\",stop=\"answered\"} 2",
+        "switchboard_turn_duration_seconds_count{platform=\"console\",stop=\"answered\"} 2",
+        "switchboard_model_first_token_seconds_count{model=\"fake-model\"} 3",
+        "switchboard_model_call_duration_seconds_count{model=\"fake-model\"} 3",
+        "switchboard_tool_duration_seconds_count{tool=\"read_file\",outcome=\"ok\"} 1",
+        "switchboard_delivery_latency_seconds_count{platform=\"console\"} 2",
+        "switchboard_adapter_connected{platform=\"console\"} 1",
         "switchboard_in_flight 0",
         "switchboard_approvals_pending 0",
         "switchboard_tasks_running 0",
@@ -48,6 +67,7 @@ async fn health_and_metrics_follow_the_gateway() {
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
     }
+    assert!(text.ends_with("# EOF\n"), "{text}");
 
     // The database goes away: health says so, metrics still answer.
     h.running.store.close().await;

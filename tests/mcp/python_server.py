@@ -1,11 +1,12 @@
 """A small MCP server written with the official Python SDK (`mcp` on PyPI),
 run over stdio by the tests: annotated tools for the `hints` approval mode,
-structured output, and an exception as a tool error. Every call is appended
-to $CALL_LOG."""
+structured output, an exception as a tool error, and image results (a real
+GIF and bytes that only claim to be a PNG). Every call is appended to
+$CALL_LOG."""
 
 import os
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -38,6 +39,22 @@ def add(a: int, b: int) -> dict:
     """Adds two numbers (structured output)."""
     log(f"call add {a} {b}")
     return {"sum": a + b}
+
+
+# The smallest GIF: one white pixel.
+PIXEL_GIF = (
+    b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00"
+    b"!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def pixel(fake: bool = False) -> Image:
+    """Returns a one-pixel GIF, or (fake) text claiming to be a PNG."""
+    log(f"call pixel {fake}")
+    if fake:
+        return Image(data=b"not really a png", format="png")
+    return Image(data=PIXEL_GIF, format="gif")
 
 
 @server.tool()

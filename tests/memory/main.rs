@@ -7,6 +7,12 @@ mod support;
 
 mod memory_common;
 mod memory_compaction;
+mod memory_consent;
 mod memory_extract;
 mod memory_feedback;
+mod memory_gc;
+mod memory_identity;
+mod memory_learn;
+mod memory_plan;
 mod memory_recall;
+mod memory_reflect;

@@ -101,11 +101,13 @@ async fn an_idle_session_is_extracted_under_the_contract() {
         h.channel.dm(1, "Please always use bullet points. We went with PostgreSQL for replication. I bought 100 shares of 600519.").await;
         h.wait_for("the answer", |l| l.any_contains("Noted!")).await;
 
-        // The atoms are saved one by one: wait for the last one (the
-        // decision) as well as the first.
+        // The atoms are saved one by one: wait for the first, the decision
+        // and the last one (the merge into the earlier memory).
         let all = memories_until(&h, "extracted memories", |m| {
             m.iter().any(|m| m.content.contains("bullet points"))
                 && m.iter().any(|m| m.content.contains("PostgreSQL"))
+                && m.iter()
+                    .any(|m| m.id == existing && m.source_ref.split_whitespace().count() == 2)
         })
         .await;
         let contents: Vec<&str> = all.iter().map(|m| m.content.as_str()).collect();

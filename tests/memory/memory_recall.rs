@@ -618,7 +618,7 @@ async fn shared_chats_can_be_given_everything_or_nothing() {
 }
 
 #[tokio::test]
-async fn caps_keep_the_newest_of_each_kind() {
+async fn caps_are_soft_limits_collected_by_value() {
     for (store, _dir) in stores().await {
         let book = MemoryBook::new(store.clone(), MemoryConfig::default());
         let t0 = Utc::now() - Duration::days(5);
@@ -632,6 +632,17 @@ async fn caps_keep_the_newest_of_each_kind() {
             .await
             .unwrap();
         }
+        // Past the cap (the soft limit) inserts go in; the background pass
+        // trims back. Equally important and never recalled, the least
+        // valuable are the least recent.
+        assert_eq!(
+            store
+                .count_memories(owner(1), MemoryKind::Decision, Utc::now())
+                .await
+                .unwrap(),
+            33
+        );
+        assert_eq!(book.collect_marked(Utc::now()).await.unwrap(), 3);
         let kept = store
             .memories_of(owner(1), &[MemoryKind::Decision], 100, Utc::now())
             .await

@@ -313,6 +313,7 @@ async fn direct_messages_are_always_addressed() {
 async fn send_edit_typing_and_markdown() {
     let mut h = harness(FakeDiscordOptions::default(), |c| {
         c.timings.typing_interval = Duration::from_millis(40);
+        c.timings.typing_delay = Duration::ZERO;
     })
     .await;
     let question = h
@@ -634,12 +635,29 @@ async fn malformed_payloads_and_unknown_custom_ids_are_ignored() {
 #[tokio::test]
 async fn a_dropped_connection_resumes_and_keeps_delivering() {
     let mut h = start().await;
+    let link = |h: &Harness| h.adapter.link();
+    assert!(
+        wait_until(|| link(&h).state == switchboard_platform::LinkState::Connected).await,
+        "{:?}",
+        link(&h)
+    );
     assert!(h.fake.drop_connection(0));
     assert!(
         h.fake
             .wait_for(|f| f.resumes() >= 1 && f.connected_shards() == vec![0])
             .await,
         "no resume"
+    );
+    // The console shows the drop as the last error, and the resumed
+    // connection as connected.
+    assert!(
+        wait_until(|| {
+            let now = link(&h);
+            now.state == switchboard_platform::LinkState::Connected && now.last_error.is_some()
+        })
+        .await,
+        "{:?}",
+        link(&h)
     );
     let msg = h
         .say(UserMessage::new(CHANNEL, ALICE, "after resume").mentioning_bot())
@@ -1194,6 +1212,7 @@ async fn a_slow_callback_does_not_hold_up_another_press() {
 async fn typing_lasts_until_the_last_turn_in_the_channel_ends() {
     let h = harness(FakeDiscordOptions::default(), |c| {
         c.timings.typing_interval = Duration::from_millis(40);
+        c.timings.typing_delay = Duration::ZERO;
     })
     .await;
     let chat = channel(CHANNEL);
@@ -1232,4 +1251,16 @@ async fn typing_lasts_until_the_last_turn_in_the_channel_ends() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(h.fake.typing_calls(CHANNEL) <= stopped + 1);
     h.stop().await;
+}
+
+/// Polls `check` for up to 15 s.
+async fn wait_until(check: impl Fn() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !check() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
 }

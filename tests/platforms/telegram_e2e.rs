@@ -467,6 +467,45 @@ async fn approvals_refuse_others_then_run_for_the_requester() {
 }
 
 #[tokio::test]
+async fn typing_stops_while_an_approval_card_waits() {
+    let e = E2e::start(|c| {
+        if let Some(t) = c.platforms.telegram.as_mut() {
+            t.typing_interval = Duration::from_millis(40);
+        }
+    })
+    .await;
+    e.llm.push(Reply::tool_calls([(
+        "call_1",
+        "exec_command",
+        json!({"command": "echo approved-run"}),
+    )]));
+    e.llm.push(Reply::text("Done."));
+    e.tg.message(Where::Dm, &ann(), "run it");
+    e.wait("the card", |t| {
+        t.bot_messages(900).iter().any(|m| m.reply_markup.is_some())
+    })
+    .await;
+    let typing = || e.tg.calls_to("SendChatAction").len();
+    assert!(typing() >= 1, "typing while the turn ran");
+    // The turn paused with the card: no renewal while it waits (one may
+    // have been on its way as the card went out), over many intervals.
+    let at_card = typing();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        typing() <= at_card + 1,
+        "typing renewed while the card waited"
+    );
+    // The decision resumes the turn, and its answer ends it.
+    let card = e.card(900).unwrap();
+    e.tg.callback(Where::Dm, &ann(), card.message_id, &button(&card, ":y"));
+    e.wait("the answer", |t| {
+        t.bot_messages(900).iter().any(|m| m.text.contains("Done."))
+    })
+    .await;
+    e.stop().await;
+}
+
+#[tokio::test]
 async fn denial_reaches_the_model_and_expiry_refuses_late_presses() {
     let e = E2e::start(|c| c.approval_timeout = Duration::from_secs(2)).await;
     e.llm.push(Reply::tool_calls([(

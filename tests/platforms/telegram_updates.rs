@@ -280,7 +280,7 @@ async fn the_fake_honours_allowed_updates() {
 
 /// Everything any test of this binary logs (tracing and the `log` crate),
 /// at trace level: the poisoned-update tests check what reached it.
-fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+pub(crate) fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
     use std::sync::{Mutex, OnceLock};
     static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
     LOGS.get_or_init(|| {
@@ -310,7 +310,7 @@ impl std::io::Write for Capture {
     }
 }
 
-fn logs_text() -> String {
+pub(crate) fn logs_text() -> String {
     String::from_utf8_lossy(&captured_logs().lock().unwrap()).into_owned()
 }
 
@@ -423,4 +423,91 @@ async fn a_poisoned_webhook_update_is_skipped_and_never_logged() {
     for secret in ["PRIVATE-hook", "ud800"] {
         assert!(!logs.contains(secret), "{secret} reached the logs");
     }
+}
+
+/// Webhook mode keeps what it acknowledged: deliveries are answered 200 once
+/// spooled, and those a crashed process had not forwarded reach the core
+/// after a restart, in order; a malformed body is kept for the operator.
+#[tokio::test]
+async fn webhook_deliveries_acknowledged_before_a_crash_are_forwarded_after_it() {
+    use switchboard_platform::Inbound;
+    use switchboard_telegram::TelegramAdapter;
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(981, "Ann");
+    let hook_config = || {
+        let mut cfg = config(&fake, dir.path());
+        cfg.webhook = Some(WebhookConfig {
+            url: "https://bot.example.test/tg/hook".parse().unwrap(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            secret: Secret::new("spool-secret"),
+        });
+        cfg
+    };
+    // A core that takes one message and then stops reading (a process about
+    // to crash): the rest wait in the adapter.
+    let adapter = std::sync::Arc::new(TelegramAdapter::connect(hook_config()).await.unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let (a, s) = (adapter.clone(), shutdown.clone());
+    let task = tokio::spawn(async move { a.run(tx, s).await });
+    let local = tokio::time::timeout(WAIT, adapter.webhook_addr())
+        .await
+        .unwrap()
+        .unwrap();
+    let url = format!("http://{local}/tg/hook");
+    for (id, text) in [(101, "one"), (102, "two"), (103, "three"), (104, "four")] {
+        let mut u = fake.message_update(Where::Dm, &ann, text);
+        u["update_id"] = id.into();
+        assert_eq!(
+            post_webhook(&url, Some("spool-secret"), u.to_string())
+                .await
+                .unwrap(),
+            200
+        );
+    }
+    assert_eq!(
+        post_webhook(
+            &url,
+            Some("spool-secret"),
+            "{\"update_id\": 105, \"message\": 7".into()
+        )
+        .await
+        .unwrap(),
+        200
+    );
+    // "one" fills the core's queue and leaves the spool; "two" waits for room.
+    let spool = dir.path().join(format!("telegram-webhook-{BOT_ID}"));
+    let forwarded = |id: i64| !spool.join(format!("{id:020}.json")).exists();
+    for _ in 0..500 {
+        if forwarded(101) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(forwarded(101) && !forwarded(102));
+    // The crash: the task is gone without a graceful stop.
+    task.abort();
+    let _ = task.await;
+    let Ok(Inbound::Message(first)) = rx.try_recv() else {
+        panic!("no first message")
+    };
+    assert_eq!(first.text, "one");
+    drop(rx);
+
+    let mut r = Running::start(hook_config()).await;
+    let mut after = Vec::new();
+    for _ in 0..3 {
+        after.push(r.next_message().await.text);
+    }
+    assert_eq!(
+        after,
+        ["two", "three", "four"],
+        "acknowledged deliveries were lost"
+    );
+    let bad = std::fs::read_dir(dir.path().join(format!("telegram-webhook-{BOT_ID}/bad")))
+        .unwrap()
+        .count();
+    assert_eq!(bad, 1, "the malformed body is kept for the operator");
+    r.stop().await;
 }

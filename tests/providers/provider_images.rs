@@ -1,6 +1,7 @@
 //! Images in each provider's own shape, against fakes as strict as the real
 //! APIs: a well-formed image reaches the model (the fake says what it sees),
-//! a malformed one is refused with the vendor's own 400.
+//! a malformed one is refused with the vendor's own 400; a tool result's
+//! images go where each API takes them.
 
 use crate::support;
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 use base64::Engine;
 use switchboard::llm::{
     AnthropicProvider, ChatRequest, EndpointConfig, GeminiProvider, Image, Message, ModelInfo,
-    OpenAiProvider, Provider, ProviderError,
+    OpenAiProvider, Provider, ProviderError, ToolCall, ToolDefinition,
 };
 use switchboard_platform::Secret;
 
@@ -144,5 +145,109 @@ async fn unloaded_images_are_placeholders() -> anyhow::Result<()> {
         sent[0]["messages"][1]["content"],
         "what is this?\n[image 2x1 sent earlier; no longer shown]"
     );
+    Ok(())
+}
+
+/// A tool round whose result carries an image (an MCP image result).
+fn tool_image_round(bytes: &[u8]) -> ChatRequest {
+    let mut call = Message::assistant("");
+    call.tool_calls = vec![ToolCall {
+        id: "call_shot1".into(),
+        name: "mcp_cam_shot".into(),
+        arguments: "{}".into(),
+    }];
+    let mut result = Message::tool_result(
+        "call_shot1",
+        format!(
+            "[image result 1: image/png, {} bytes — attached]",
+            bytes.len()
+        ),
+    );
+    result.images.push(Image {
+        mime: "image/png".into(),
+        hash: "h".into(),
+        width: 3,
+        height: 2,
+        data: Some(Arc::from(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        )),
+    });
+    ChatRequest {
+        system: "Be brief.".into(),
+        messages: vec![Message::user("take a shot"), call, result],
+        tools: vec![ToolDefinition {
+            name: "mcp_cam_shot".into(),
+            description: "takes a shot".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }],
+    }
+}
+
+/// A tool's image reaches the model on every API, placed where that API
+/// takes it; the strict fakes refuse any other placement.
+#[tokio::test]
+async fn tool_result_images_reach_each_model_where_its_api_takes_them() -> anyhow::Result<()> {
+    let shot = png(3, 2);
+    let expected = format!("I see {}", support::images::describe(&shot));
+
+    let openai = support::fake_llm::FakeLlm::start().await;
+    openai.set_responder(|r| support::fake_llm::Reply::text(&seen(r)));
+    let config = EndpointConfig::new(openai.base_url(), ModelInfo::new("gpt-4o", None))
+        .with_idle_timeout(IDLE);
+    let p = OpenAiProvider::new(config)?;
+    let (chunks, error) = run(&p, tool_image_round(&shot)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text(&chunks), expected);
+    let sent = &openai.requests().await[0]["messages"];
+    assert_eq!(sent[3]["role"], "tool");
+    assert!(sent[3]["content"].is_string(), "{sent}");
+    assert_eq!(sent[4]["role"], "user");
+    assert_eq!(
+        sent[4]["content"][0]["text"],
+        "Images returned by mcp_cam_shot:"
+    );
+    // The real API refuses an image inside a tool message; so does the fake.
+    let mut wrong = openai.requests().await[0].clone();
+    wrong["messages"][3]["content"] = serde_json::json!([sent[4]["content"][1].clone()]);
+    let response = reqwest::Client::new()
+        .post(format!("{}/chat/completions", openai.base_url()))
+        .json(&wrong)
+        .send()
+        .await?;
+    assert_eq!(response.status(), 400);
+    let body = response.text().await?;
+    assert!(
+        body.contains("Image URLs are only allowed for messages with role 'user'"),
+        "{body}"
+    );
+
+    let anthropic = support::fake_anthropic::FakeAnthropic::start().await;
+    anthropic.set_responder(|r| support::fake_anthropic::Reply::text(&seen(r)));
+    let config = EndpointConfig::new(
+        anthropic.base_url(),
+        ModelInfo::new("claude-sonnet-4", None),
+    )
+    .with_api_key(Secret::new("sk-ant-test-0123456789"))
+    .with_idle_timeout(IDLE);
+    let p = AnthropicProvider::new(config)?;
+    let (chunks, error) = run(&p, tool_image_round(&shot)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text(&chunks), expected);
+    let sent = &anthropic.requests()[0]["messages"][2]["content"][0];
+    assert_eq!(sent["type"], "tool_result");
+    assert_eq!(sent["content"][1]["type"], "image");
+
+    let gemini = support::fake_gemini::FakeGemini::start().await;
+    gemini.set_responder(|r| support::fake_gemini::Reply::text(&seen(r)));
+    let config = EndpointConfig::new(gemini.base_url(), ModelInfo::new("gemini-2.5-flash", None))
+        .with_api_key(Secret::new("AIzaSy-test-gemini-key-123"))
+        .with_idle_timeout(IDLE);
+    let p = GeminiProvider::new(config)?;
+    let (chunks, error) = run(&p, tool_image_round(&shot)).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text(&chunks), expected);
+    let turn = &gemini.requests()[0]["contents"][2];
+    assert!(turn["parts"][0].get("functionResponse").is_some(), "{turn}");
+    assert!(turn["parts"][1].get("inlineData").is_some(), "{turn}");
     Ok(())
 }

@@ -90,7 +90,13 @@ impl Harness {
         for (k, v) in vars {
             map.insert((*k).to_owned(), (*v).to_owned());
         }
-        let config = Config::from_lookup(|k| map.get(k).cloned()).expect("test config");
+        let mut config = Config::from_lookup(|k| map.get(k).cloned()).expect("test config");
+        // As `capture_keys` does at start: the keys tools added from the chat may name.
+        config.model_keys = map
+            .iter()
+            .filter(|(k, _)| k.starts_with("TOOL_SECRET_"))
+            .map(|(k, v)| (k.clone(), switchboard_platform::Secret::new(v.clone())))
+            .collect();
         let shutdown = CancellationToken::new();
         let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![channel.clone()];
         let running = switchboard::start_with_clock(&config, adapters, shutdown.clone(), clock)

@@ -12,7 +12,9 @@ mod cdn;
 mod events;
 mod gateway;
 mod guilds;
+mod history;
 mod limits;
+mod outage;
 mod rest;
 mod uploads;
 
@@ -22,6 +24,8 @@ pub use cdn::FakeFile;
 pub use events::{Press, UserMessage};
 #[allow(unused_imports)] // only the rate-limit tests scale the limits
 pub use limits::{DiscordLimits, Rate};
+#[allow(unused_imports)] // only the resilience tests break connections
+pub use outage::Disruption;
 #[allow(unused_imports)] // only the upload tests read files
 pub use uploads::{Upload, MAX_UPLOAD_BYTES};
 
@@ -81,6 +85,8 @@ impl Default for FakeDiscordOptions {
 pub struct Call {
     pub method: String,
     pub path: String,
+    /// The query string, without `?` (empty when none).
+    pub query: String,
     pub body: Value,
     pub status: u16,
     pub at: Instant,
@@ -137,12 +143,15 @@ pub(crate) struct Interaction {
     pub command: bool,
 }
 
-/// A gateway session (one per identified shard); survives disconnects for resume.
+/// A gateway session (one per identified shard); survives disconnects for
+/// resume, with the dispatches sent since READY kept for replay.
 pub(crate) struct Session {
     pub id: String,
     pub seq: u64,
     pub conn: u64,
     pub tx: Option<mpsc::UnboundedSender<gateway::Out>>,
+    /// Dispatches after READY, oldest first, as `(seq, frame)`.
+    pub log: VecDeque<(u64, String)>,
 }
 
 /// Everything the fake knows; one lock, never held across an await.
@@ -160,11 +169,15 @@ pub(crate) struct Inner {
     pub identifies: Vec<Identify>,
     pub heartbeats: usize,
     pub resumes: usize,
+    /// Injected gateway faults and what the fake saw of the client meanwhile.
+    pub faults: outage::Faults,
     pub channel_429s: HashMap<u64, VecDeque<f64>>,
     pub global_429s: VecDeque<f64>,
     pub rate_limited: usize,
     pub next_conn: u64,
     pub limits: Option<limits::Limits>,
+    /// Channels whose history the bot may not read (403).
+    pub history_denied: std::collections::HashSet<u64>,
     /// Messages whose edits are refused (403 Missing Permissions).
     pub refused_edits: std::collections::HashSet<u64>,
     /// The application's global commands, as the last bulk overwrite set them.

@@ -9,7 +9,9 @@
 //! nothing and gets the oldest updates), `mention`/`bot_command` entities
 //! found as Telegram finds them, injectable 429s, and Telegram's flood limits
 //! enforced by default (sliding windows, see [`PublishedLimits`]). It never
-//! answers 5xx (teloxide sleeps 10 s on those). Every call is recorded for
+//! answers 5xx (teloxide sleeps 10 s on those) except to `getUpdates` when a
+//! test breaks polling ([`PollFault`]; the adapter's own `getUpdates` does
+//! not go through teloxide's retries). Every call is recorded for
 //! assertions; helpers queue updates.
 
 mod api;
@@ -18,6 +20,10 @@ mod entities;
 mod files;
 mod html;
 mod limits;
+mod poll_faults;
+
+#[allow(unused_imports)] // only the resilience tests break polling
+pub use poll_faults::PollFault;
 
 #[allow(unused_imports)] // only the media tests tell photos from documents
 pub use documents::{FileField, StoredDocument, MAX_DOCUMENT_BYTES, MAX_PHOTO_BYTES};
@@ -153,6 +159,8 @@ struct Chat {
 
 struct Inner {
     token: String,
+    /// Every `getUpdates` fails this way while set.
+    poll_fault: Option<PollFault>,
     updates: VecDeque<(i64, Value)>,
     next_update_id: i64,
     chats: HashMap<i64, Chat>,
@@ -230,6 +238,7 @@ impl FakeTelegram {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 token: options.token,
+                poll_fault: None,
                 updates: VecDeque::new(),
                 next_update_id: 100_000,
                 chats: HashMap::new(),

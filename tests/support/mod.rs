@@ -8,6 +8,7 @@ pub mod fake_anthropic;
 pub mod fake_discord;
 pub mod fake_gemini;
 pub mod fake_llm;
+pub mod fake_otlp;
 pub mod fake_stt;
 pub mod fake_telegram;
 pub mod images;

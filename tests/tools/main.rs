@@ -10,7 +10,10 @@ mod support;
 
 mod mcp;
 mod mcp_python;
+mod mcp_serve;
+mod mcp_serve_http;
 mod sandbox;
 mod tools_builtin;
+mod tools_grown;
 mod tools_http;
 mod tools_script;

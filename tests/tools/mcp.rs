@@ -1,7 +1,8 @@
 //! The MCP client against real servers: the reference server
 //! `@modelcontextprotocol/server-everything` and a misbehaving server written
 //! with the official SDK (`tests/mcp/misbehaving.mjs`), both over stdio; and
-//! through the real core, where an MCP tool call needs an approval card.
+//! through the real core, where an MCP tool call needs an approval card and
+//! an image result reaches a model that sees images as an image part.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
@@ -166,7 +167,8 @@ async fn the_reference_server_is_initialized_and_its_tools_are_called() {
         .call(json!({}), &ctx)
         .await
         .unwrap();
-    assert!(image.contains("[image result, "), "{image}");
+    // Without a sink that takes images (a model without vision): a note.
+    assert!(image.contains("[image result 1: image/png, "), "{image}");
 
     let weather = tool(&clients, "mcp_everything_get-structured-content")
         .call(json!({"location": "Chicago"}), &ctx)
@@ -503,6 +505,7 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
         ("MCP_SERVERS_FILE", file.as_str()),
         ("MCP_TEST_GREETING", SECRET),
         ("PATH", path.as_str()),
+        ("HEALTH_LISTEN", "127.0.0.1:0"),
     ])
     .await;
     h.llm.push(Reply::tool_calls([(
@@ -583,5 +586,121 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
         "{list}"
     );
     assert!(list.contains("MCP server notes: mcp_notes_note*"), "{list}");
+
+    // `/metrics` counts the calls by server and outcome (the denied call
+    // never reached its server: nothing counted for `notes`).
+    let addr = h.running.health_addr.expect("the endpoint is bound");
+    let metrics = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "switchboard_mcp_calls_total{server=\"everything\",outcome=\"ok\"} 2",
+        "switchboard_mcp_calls_total{server=\"notes\",outcome=\"ok\"} 0",
+        "switchboard_mcp_server_up{server=\"everything\"} 1",
+        "switchboard_mcp_server_up{server=\"notes\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    h.stop().await;
+}
+
+/// The base64 PNG `get-tiny-image` of the reference server returns.
+fn tiny_image() -> String {
+    let source =
+        std::fs::read_to_string(mcp_dir().join(
+            "node_modules/@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js",
+        ))
+        .unwrap();
+    let start = source.find("MCP_TINY_IMAGE = \"").unwrap() + "MCP_TINY_IMAGE = \"".len();
+    let end = start + source[start..].find('"').unwrap();
+    source[start..end].to_owned()
+}
+
+/// A gateway whose model sees images (`vision`), with the reference server
+/// under `hints` (its read-only `get-tiny-image` runs without a card) and
+/// images kept for one turn; the model asks for the image, then answers.
+async fn image_round(vision: &str) -> (Harness, Vec<Value>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = everything_entry();
+    entry["approval"] = json!("hints");
+    let file = servers_file(dir.path(), json!({ "everything": entry }));
+    let file = file.display().to_string();
+    let path = std::env::var("PATH").unwrap();
+    let h = Harness::with(&[
+        ("MCP_SERVERS_FILE", file.as_str()),
+        ("MCP_TEST_GREETING", SECRET),
+        ("PATH", path.as_str()),
+        ("LLM_VISION", vision),
+        ("MEDIA_IMAGE_TURNS", "1"),
+    ])
+    .await;
+    h.llm.push(Reply::tool_calls([(
+        "call_img",
+        "mcp_everything_get-tiny-image",
+        json!({}),
+    )]));
+    h.llm.push(Reply::text("A tiny logo."));
+    h.channel.dm(1, "show me the tiny image").await;
+    h.wait_for("the answer", |l| l.has_text("A tiny logo."))
+        .await;
+    let requests = h.requests(2).await;
+    (h, requests, dir)
+}
+
+#[tokio::test]
+async fn an_image_result_reaches_a_model_that_sees_as_an_image_part_after_the_tool_message() {
+    let (h, requests, _dir) = image_round("true").await;
+    let messages = support::e2e::messages(&requests[1]);
+    let at = messages
+        .iter()
+        .position(|m| m["role"] == "tool" && m["tool_call_id"] == "call_img")
+        .unwrap();
+    let note = messages[at]["content"].as_str().unwrap();
+    assert!(
+        note.contains("Here's the image you requested:")
+            && note.contains("[image result 1: image/png, ")
+            && note.contains(" bytes — attached]"),
+        "{note}"
+    );
+    // The chat-completions `tool` message takes text only: the image
+    // follows in a user message, byte for byte what the server returned.
+    let images = &messages[at + 1];
+    assert_eq!(images["role"], "user", "{:#}", requests[1]);
+    assert_eq!(
+        images["content"][0],
+        json!({"type": "text", "text": "Images returned by mcp_everything_get-tiny-image:"})
+    );
+    assert_eq!(
+        images["content"][1]["image_url"]["url"],
+        format!("data:image/png;base64,{}", tiny_image())
+    );
+    assert_eq!(support::images::in_request(&requests[1]).len(), 1);
+
+    // The next turn: the image aged out (MEDIA_IMAGE_TURNS=1) and the
+    // history kept only its reference — a placeholder now.
+    h.llm.push(Reply::text("You're welcome."));
+    h.channel.dm(1, "thanks").await;
+    h.wait_for("the second answer", |l| l.has_text("You're welcome."))
+        .await;
+    let requests = h.requests(3).await;
+    assert!(!support::images::any_in(&requests[2]), "{:#}", requests[2]);
+    let note = tool_result(&requests[2], "call_img");
+    assert!(
+        note.ends_with("[image 20x20 sent earlier; no longer shown]"),
+        "{note}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn without_vision_an_image_result_is_only_a_note() {
+    let (h, requests, _dir) = image_round("false").await;
+    let note = tool_result(&requests[1], "call_img");
+    assert!(note.contains("[image result 1: image/png, "), "{note}");
+    assert!(!note.contains("attached"), "{note}");
+    assert!(!support::images::any_in(&requests[1]), "{:#}", requests[1]);
     h.stop().await;
 }

@@ -1,6 +1,7 @@
 //! The MCP client against a server written with the official Python SDK
 //! (`tests/mcp/python_server.py`, `mcp` from PyPI): `hints` trusts its
 //! read-only annotation only, structured output and exceptions come through,
+//! image results are attached for a model that sees them (or refused),
 //! and through the gateway a read-only tool runs without a card while a
 //! destructive one asks (denied: never called).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,10 +11,13 @@ use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use support::e2e::{tool_result, Harness};
 use support::fake_llm::Reply;
+use switchboard::agent::Images;
 use switchboard::mcp::Status;
-use switchboard::tools::ToolContext;
+use switchboard::tools::{ImageSink, ToolContext};
 
 /// The server's entry, after checking the SDK is installed.
 fn python_entry(log: &Path) -> Value {
@@ -33,7 +37,7 @@ fn python_entry(log: &Path) -> Value {
 }
 
 #[tokio::test]
-async fn a_python_sdk_server_annotations_structured_output_and_errors() {
+async fn a_python_sdk_server_annotations_structured_output_errors_and_images() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let (clients, shutdown) = start(dir.path(), json!({"py": python_entry(&log)})).await;
@@ -63,6 +67,56 @@ async fn a_python_sdk_server_annotations_structured_output_and_errors() {
         .unwrap();
     let sum: Value = serde_json::from_str(&sum).unwrap();
     assert_eq!(sum, json!({"sum": 5}));
+
+    // Images: a real GIF is filed and attached byte for byte; bytes that
+    // only claim to be a PNG are refused with a note.
+    let media = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", media.path().join("t.db").display());
+    let store = switchboard::store::Store::open(&db).await.unwrap();
+    let seeing = ToolContext {
+        images: ImageSink::new(
+            Images {
+                dir: media.path().to_path_buf(),
+                store: store.clone(),
+                keep_turns: 3,
+                enabled: Arc::new(AtomicBool::new(true)),
+            },
+            "s1",
+        ),
+        ..ToolContext::default()
+    };
+    let pixel = tool(&clients, "mcp_py_pixel");
+    let note = pixel.call(json!({}), &seeing).await.unwrap();
+    assert_eq!(note, "[image result 1: image/gif, 43 bytes — attached]");
+    let attached = seeing.images.take();
+    assert_eq!(attached.len(), 1);
+    assert_eq!(
+        (
+            attached[0].mime.as_str(),
+            attached[0].width,
+            attached[0].height
+        ),
+        ("image/gif", 1, 1)
+    );
+    let stored = std::fs::read(switchboard::media::files::path_of(
+        media.path(),
+        &attached[0].hash,
+    ))
+    .unwrap();
+    assert!(stored.starts_with(b"GIF89a") && stored.len() == 43);
+    assert!(
+        store.media_recorded(&attached[0].hash).await.unwrap(),
+        "recorded, so the retention sweep collects it"
+    );
+    let fake = pixel.call(json!({"fake": true}), &seeing).await.unwrap();
+    assert!(
+        fake.starts_with("[image result 1: image/png, 16 bytes — not shown: its contents are text"),
+        "{fake}"
+    );
+    assert!(seeing.images.take().is_empty());
+    // A model without vision: the note only.
+    let blind = pixel.call(json!({}), &ctx).await.unwrap();
+    assert_eq!(blind, "[image result 1: image/gif, 43 bytes]");
 
     let err = tool(&clients, "mcp_py_boom")
         .call(json!({}), &ctx)

@@ -1,18 +1,20 @@
 //! [`DiscordAdapter`]: the platform contract on top of serenity's gateway and
 //! our paced REST client.
 
+use crate::backfill::Sessions;
 use crate::config::DiscordConfig;
 use crate::errors::DiscordError;
 use crate::gateway;
 use crate::interactions::Interactions;
 use crate::lookups::{BotRoles, ChannelKinds};
 use crate::normalize::Handle;
+use crate::recent::RecentIds;
 use crate::render;
 use crate::rest::Rest;
+use crate::seen::Seen;
 use crate::slash::SlashMenu;
 use crate::typing::Typing;
 use async_trait::async_trait;
-use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,26 +41,24 @@ pub(crate) struct Shared {
     pub channels: ChannelKinds,
     /// The bot's own roles per guild: a mention of one addresses the bot.
     pub roles: BotRoles,
-    sent: Mutex<(VecDeque<u64>, HashSet<u64>)>,
+    sent: Mutex<RecentIds>,
+    /// The newest messages seen per channel, where a backfill starts.
+    pub seen: Seen,
+    /// Which shards had a session; a new one backfills.
+    pub sessions: Sessions,
+    /// The gateway connection as the operator sees it.
+    pub link: switchboard_platform::Link,
 }
 
 impl Shared {
     pub fn remember_sent(&self, id: u64) {
         let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        let (order, set) = &mut *sent;
-        if set.insert(id) {
-            order.push_back(id);
-        }
-        while order.len() > SENT_MEMORY {
-            if let Some(old) = order.pop_front() {
-                set.remove(&old);
-            }
-        }
+        sent.insert(id);
     }
 
     pub fn was_sent(&self, id: u64) -> bool {
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        sent.1.contains(&id)
+        sent.contains(id)
     }
 }
 
@@ -92,8 +92,11 @@ impl DiscordAdapter {
             )),
             typing: Arc::new(Typing::new(
                 rest.clone(),
-                timings.typing_interval,
-                timings.typing_max,
+                crate::typing::Pace {
+                    delay: timings.typing_delay,
+                    interval: timings.typing_interval,
+                    max: timings.typing_max,
+                },
                 stop.clone(),
             )),
             rest,
@@ -102,7 +105,10 @@ impl DiscordAdapter {
             channels: ChannelKinds::new(timings.lookup_retry),
             roles: BotRoles::new(timings.lookup_retry),
             config,
-            sent: Mutex::new((VecDeque::new(), HashSet::new())),
+            sent: Mutex::new(RecentIds::new(SENT_MEMORY)),
+            seen: Seen::default(),
+            sessions: Sessions::default(),
+            link: switchboard_platform::Link::default(),
         });
         Ok(Self {
             shared,
@@ -173,6 +179,10 @@ impl PlatformAdapter for DiscordAdapter {
         &self.capabilities
     }
 
+    fn link(&self) -> switchboard_platform::LinkStatus {
+        self.shared.link.status()
+    }
+
     async fn run(
         &self,
         sink: InboundSink,
@@ -180,6 +190,10 @@ impl PlatformAdapter for DiscordAdapter {
     ) -> Result<(), PlatformError> {
         let stop = shutdown.clone();
         let result = gateway::run(self.shared.clone(), sink, shutdown).await;
+        if let Err(e) = &result {
+            self.shared.link.failed(e);
+        }
+        self.shared.link.stopped();
         if stop.is_cancelled() {
             self.stop.cancel();
         }

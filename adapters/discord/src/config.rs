@@ -46,6 +46,10 @@ pub struct DiscordTimings {
     pub typing_interval: Duration,
     /// A typing indicator never outlives this, even if `Idle` never comes.
     pub typing_max: Duration,
+    /// Typing starts only for turns still running this long after they
+    /// began: a quick answer costs no typing call (it would be one REST call
+    /// of the bot's 50/s for an indicator the answer ends at once).
+    pub typing_delay: Duration,
     /// Give up looking up a channel's kind after this long (then: plain channel).
     pub lookup_timeout: Duration,
     /// After a failed channel look-up, messages of that channel count as a
@@ -61,6 +65,9 @@ pub struct DiscordTimings {
     pub reorder_window: Duration,
     /// A file download that receives nothing for this long is given up.
     pub download_stall: Duration,
+    /// How often the shards' connection stages are checked for the link
+    /// status (`/healthz`, web console) while serenity reconnects.
+    pub link_check: Duration,
 }
 
 impl Default for DiscordTimings {
@@ -69,12 +76,14 @@ impl Default for DiscordTimings {
             defer_after: Duration::from_millis(2500),
             typing_interval: Duration::from_secs(8),
             typing_max: Duration::from_secs(15 * 60),
+            typing_delay: Duration::from_secs(1),
             lookup_timeout: Duration::from_secs(5),
             lookup_retry: Duration::from_secs(10),
             interaction_ttl: Duration::from_secs(15 * 60),
             callback_timeout: Duration::from_secs(3),
             reorder_window: Duration::from_millis(50),
             download_stall: switchboard_platform::DOWNLOAD_STALL,
+            link_check: Duration::from_secs(1),
         }
     }
 }
@@ -110,12 +119,13 @@ impl DiscordConfig {
     /// The quotas never exceed Discord's windows as Discord counts them (on
     /// arrival; [`Pacer::quota_within`] with [`RATE_MARGIN`]): a GCRA with burst
     /// `b` and period `T` lets `b + ceil(W / T) - 1` requests into a window `W`.
-    /// - channel, 5 per 5 s: `b = 2`, `T = 5.05 s / 4 = 1.2625 s`, so a reply
-    ///   and its first edit go out at once and 4 more per 5.05 s follow
-    ///   (Discord's bucket resets 5 s after its first request, so this also
-    ///   never meets a full bucket);
-    /// - bot, 50 per 1 s: `b = 3`, `T = 1.05 s / 48 = 21.9 ms` (about 46/s
-    ///   sustained across all channels).
+    /// - channel, 5 per 5 s: `b = 2`, `T = 5.052 s / 4 = 1.263 s` (with the
+    ///   pacer's 2 ms timer slack), so a reply and its first edit go out at
+    ///   once and 4 more per 5.05 s follow (Discord's bucket resets 5 s after
+    ///   its first request, so this also never meets a full bucket);
+    /// - bot, 50 per 1 s: `b = 1`, `T = 1.052 s / 50 = 21.04 ms` (47.5/s
+    ///   sustained across all channels, waiting requests served in arrival
+    ///   order and on schedule however late their timer wakes them).
     pub fn new(token: Secret) -> Self {
         Self {
             token,
@@ -126,7 +136,7 @@ impl DiscordConfig {
             shards: 1,
             shard_range: None,
             channel_quota: Pacer::quota_within(5, Duration::from_secs(5), 2, RATE_MARGIN),
-            bot_quota: Pacer::quota_within(50, Duration::from_secs(1), 3, RATE_MARGIN),
+            bot_quota: Pacer::quota_within(50, Duration::from_secs(1), 1, RATE_MARGIN),
             timings: DiscordTimings::default(),
         }
     }
@@ -265,7 +275,7 @@ mod tests {
         assert_eq!(most(c.channel_quota, Duration::from_secs(5)), 5);
         assert_eq!(c.channel_quota.burst_size().get(), 2);
         assert_eq!(most(c.bot_quota, Duration::from_secs(1)), 50);
-        assert_eq!(c.bot_quota.burst_size().get(), 3);
+        assert_eq!(c.bot_quota.burst_size().get(), 1);
     }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

@@ -16,6 +16,9 @@
 //! and releases each channel's events in snowflake order ([`Reorder`]).
 //! Channels are independent, and each channel lives on a single shard.
 //!
+//! A message the pump already delivered is dropped (a backfill after a new
+//! session may fetch one that also came live; see `backfill.rs`).
+//!
 //! The pump then normalizes one event at a time (looking up and caching
 //! channel kinds, since MESSAGE_CREATE does not say whether it is a thread,
 //! and, for a message that mentions roles, the bot's own roles in the guild).
@@ -23,14 +26,17 @@
 //! [`DiscordTimings::reorder_window`]: crate::DiscordTimings::reorder_window
 
 use crate::adapter::Shared;
+use crate::backfill;
 use crate::errors::{DiscordError, RestError};
 use crate::lookups::{Cached, Kind, Lookups, Roles};
 use crate::normalize::{self, Context, NotAPress, Place};
 use crate::order::Reorder;
+use crate::recent::RecentIds;
 use crate::slash;
 use async_trait::async_trait;
 use serenity::client::{ClientBuilder, Context as SerenityContext, EventHandler};
 use serenity::gateway::GatewayError;
+use serenity::gateway::ShardStageUpdateEvent;
 use serenity::http::HttpBuilder;
 use serenity::model::application::{CommandInteraction, Interaction};
 use serenity::model::channel::Message;
@@ -47,6 +53,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Events waiting for the pump.
 const QUEUE: usize = 1024;
+/// Message ids the pump remembers: a whole backfill and then some.
+const DELIVERED_MEMORY: usize = backfill::MAX_MESSAGES + 4096;
 /// How long shards get to close cleanly on shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -58,10 +66,21 @@ pub(crate) fn intents() -> GatewayIntents {
 }
 
 /// An event for the pump, with its channel and snowflake for ordering.
-struct Queued {
+pub(crate) struct Queued {
     channel: u64,
     id: u64,
     event: Event,
+}
+
+impl Queued {
+    /// A message, from the gateway or fetched by a backfill.
+    pub fn message(message: Message) -> Queued {
+        Queued {
+            channel: message.channel_id.get(),
+            id: message.id.get(),
+            event: Event::Message(Box::new(message)),
+        }
+    }
 }
 
 enum Event {
@@ -72,17 +91,26 @@ enum Event {
 struct Handler {
     queue: mpsc::Sender<Queued>,
     shared: Arc<Shared>,
+    shutdown: CancellationToken,
 }
 
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, ctx: SerenityContext, ready: Ready) {
+        // First, before newer messages move the floors (see `seen.rs`).
+        let shard = ctx.shard_id.0;
+        if let Some(stop) = self.shared.sessions.ready(shard, &self.shutdown) {
+            let floors = backfill::floors(&self.shared, shard, self.shared.config.shards);
+            let run = backfill::run(self.shared.clone(), floors, self.queue.clone(), stop);
+            tokio::spawn(run);
+        }
         self.shared
             .bot_id
             .store(ready.user.id.get(), Ordering::Relaxed);
         let application = ready.application.id.get();
         let first = self.shared.slash.know_application(application);
         tracing::info!(shard = ctx.shard_id.0, "Discord gateway ready");
+        self.shared.link.connected();
         if first {
             tracing::info!(
                 bot = %ready.user.name,
@@ -97,19 +125,34 @@ impl EventHandler for Handler {
 
     async fn resume(&self, ctx: SerenityContext, _: ResumedEvent) {
         tracing::info!(shard = ctx.shard_id.0, "Discord gateway session resumed");
+        // A resume follows a lost connection, whether or not a stage update
+        // said so while it was down.
+        let shard = ctx.shard_id.0;
+        self.shared
+            .link
+            .failed(format!("shard {shard}: the connection dropped (resumed)"));
+        self.shared.link.connected();
+    }
+
+    async fn shard_stage_update(&self, _: SerenityContext, event: ShardStageUpdateEvent) {
+        use serenity::gateway::ConnectionStage;
+        if event.old == ConnectionStage::Connected && event.new != ConnectionStage::Connected {
+            let shard = event.shard_id.0;
+            self.shared
+                .link
+                .failed(format!("shard {shard}: connection lost ({})", event.new));
+        }
     }
 
     async fn message(&self, _: SerenityContext, message: Message) {
+        let guild = message.guild_id.map(|g| g.get());
+        let (channel, id) = (message.channel_id.get(), message.id.get());
+        self.shared.seen.saw(channel, guild, id, Instant::now());
         if message.author.bot {
             return;
         }
-        let queued = Queued {
-            channel: message.channel_id.get(),
-            id: message.id.get(),
-            event: Event::Message(Box::new(message)),
-        };
         // The queue only blocks when the core is far behind: back-pressure.
-        let _ = self.queue.send(queued).await;
+        let _ = self.queue.send(Queued::message(message)).await;
     }
 
     async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {
@@ -212,6 +255,7 @@ pub(crate) async fn run(
     let handler = Handler {
         queue,
         shared: shared.clone(),
+        shutdown: shutdown.clone(),
     };
     let mut client = ClientBuilder::new_with_http(http.build(), intents())
         .event_handler(handler)
@@ -219,6 +263,8 @@ pub(crate) async fn run(
         .map_err(|e| gateway_error(&shared, e))?;
     let manager = client.shard_manager.clone();
     let mut pump = tokio::spawn(pump(queued, shared.clone(), sink, shutdown.clone()));
+    let watch = crate::watch::watch(manager.clone(), shared.clone(), shutdown.clone());
+    let watch = tokio::spawn(watch);
     let (first, last) = config.shard_span();
     tracing::info!(
         first,
@@ -232,11 +278,15 @@ pub(crate) async fn run(
         let start = client.start_shard_range(first..last, config.shards);
         tokio::pin!(start);
         tokio::select! {
-            r = &mut start => return finish(pump, r.map_err(|e| gateway_error(&shared, e))),
+            r = &mut start => {
+                watch.abort();
+                return finish(pump, r.map_err(|e| gateway_error(&shared, e)));
+            }
             () = shutdown.cancelled() => {}
             // The sink closed: nobody listens any more, so stop receiving.
             _ = &mut pump => {}
         }
+        watch.abort();
         manager.shutdown_all().await;
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut start).await;
         Ok(())
@@ -258,6 +308,9 @@ async fn pump(
     shutdown: CancellationToken,
 ) {
     let mut held = Reorder::new(shared.config.timings.reorder_window);
+    // A message posted after a new session's READY arrives live and in its
+    // backfill: the second copy is dropped.
+    let mut delivered = RecentIds::new(DELIVERED_MEMORY);
     let mut open = true;
     while open || !held.is_empty() {
         let due = held.next_due();
@@ -281,6 +334,7 @@ async fn pump(
         for event in ready {
             let inbound = match event {
                 Event::Inbound(inbound) => Some(*inbound),
+                Event::Message(message) if !delivered.insert(message.id.get()) => None,
                 Event::Message(message) => normalize_message(&shared, &message)
                     .await
                     .map(Inbound::Message),

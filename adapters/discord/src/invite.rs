@@ -5,7 +5,7 @@ const PERMISSIONS: u64 = (1 << 10) | (1 << 11) | (1 << 16) | (1 << 38);
 
 /// The OAuth2 invite of `application`: the `bot` scope (with
 /// `applications.commands`, for the slash commands) and [`PERMISSIONS`].
-pub(crate) fn invite_url(application: u64) -> String {
+pub fn invite_url(application: u64) -> String {
     format!(
         "https://discord.com/oauth2/authorize?client_id={application}&scope=bot+applications.commands&permissions={PERMISSIONS}"
     )

@@ -16,10 +16,15 @@
 //! - Media: message attachments become the contract's attachments; a
 //!   download fetches the message again for a fresh signed URL
 //!   (`download.rs`); files go out as multipart messages (`upload.rs`).
+//! - A new gateway session (one Discord could not resume) is followed by a
+//!   backfill: the channels active in the last day are read over REST after
+//!   the last message seen, and what was missed goes the way of a gateway
+//!   message, once (`backfill.rs`). The last seen ids live in memory only.
 //! - Every REST call goes through [`switchboard_platform::Pacer`]: 5 messages / 5 s
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
 mod adapter;
+mod backfill;
 mod config;
 mod download;
 mod errors;
@@ -31,12 +36,16 @@ mod normalize;
 mod order;
 #[cfg(test)]
 mod props;
+mod recent;
 mod render;
 mod rest;
+mod seen;
 mod slash;
 mod typing;
 mod upload;
+mod watch;
 
 pub use adapter::DiscordAdapter;
 pub use config::{DiscordConfig, DiscordConfigError, DiscordTimings, RATE_MARGIN};
 pub use errors::DiscordError;
+pub use invite::invite_url;

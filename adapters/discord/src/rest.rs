@@ -28,8 +28,6 @@ pub(crate) const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) enum Lane {
     /// Create and edit messages in a channel (5 per 5 s).
     Channel(u64),
-    /// Typing in a channel: its own bucket on Discord.
-    Typing(u64),
     /// One interaction's callback and webhook followups: its calls stay in
     /// order, and a slow or paused call never holds up another press (each
     /// must be answered within 3 s). Lanes of finished interactions are idle
@@ -43,6 +41,8 @@ pub(crate) enum Lane {
     /// Message fetches for downloads: never in the way of the gateway's
     /// look-ups.
     Downloads,
+    /// Channel history read after a new gateway session (`backfill.rs`).
+    Backfill,
 }
 
 /// The bot's own user, from `GET /users/@me`.
@@ -199,16 +199,21 @@ impl Rest {
         .map(drop)
     }
 
-    pub async fn typing(&self, channel: u64) -> Result<(), RestError> {
+    /// `POST /channels/{id}/typing` at the pacer's lowest priority: only when
+    /// the bot quota has a token no call waits for and the channel has no
+    /// message on its way. `Ok(false)` when it gave way (skipped, not queued).
+    pub async fn typing(&self, channel: u64) -> Result<bool, RestError> {
         let channel_id = ChannelId::from(nz(channel)?);
-        self.call(
-            Lane::Typing(channel),
-            LightMethod::Post,
-            Route::ChannelTyping { channel_id },
-            None,
-        )
-        .await
-        .map(drop)
+        let route = Route::ChannelTyping { channel_id };
+        let sent = self
+            .pacer
+            .run_if_idle(
+                &[&Lane::Channel(channel)],
+                || self.once(LightMethod::Post, route, None, HTTP_TIMEOUT),
+                retry_of,
+            )
+            .await;
+        sent.transpose().map(|s| s.is_some())
     }
 
     /// `POST /interactions/{id}/{token}/callback`.
@@ -321,13 +326,7 @@ impl Rest {
             .run(
                 &lane,
                 || self.once(method, route, bytes.clone(), timeout),
-                |e: &RestError| match e {
-                    RestError::RateLimited { delay, global } => Retry::After {
-                        delay: *delay,
-                        global: *global,
-                    },
-                    _ => Retry::No,
-                },
+                retry_of,
             )
             .await
     }
@@ -388,6 +387,17 @@ impl Rest {
 
     fn scrub(&self, text: &str) -> String {
         self.token.scrub(text)
+    }
+}
+
+/// A 429 is retried after its delay; nothing else is.
+pub(crate) fn retry_of(e: &RestError) -> Retry {
+    match e {
+        RestError::RateLimited { delay, global } => Retry::After {
+            delay: *delay,
+            global: *global,
+        },
+        _ => Retry::No,
     }
 }
 

@@ -1,4 +1,6 @@
-//! Typing indicators: one renewal loop per channel while any turn in it runs.
+//! Typing indicators: one renewal loop per channel while any turn in it runs,
+//! started only once a turn has run for a moment, sent only when the bot's
+//! quota has room to spare.
 
 use crate::rest::Rest;
 use std::collections::HashMap;
@@ -15,8 +17,19 @@ struct Loop {
     token: CancellationToken,
 }
 
+/// When typing starts, how often it is renewed, and for how long at most.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pace {
+    /// A turn answered within this costs no typing call.
+    pub delay: Duration,
+    pub interval: Duration,
+    pub max: Duration,
+}
+
 /// Runs the typing loops. A Discord typing indicator lasts ~10 s or until the
-/// bot posts, so it is renewed every `interval` while a turn runs.
+/// bot posts, so it is renewed every `interval` while a turn runs. The first
+/// call waits `delay` (a turn that ends first never types), and each call
+/// gives way to messages: under a backlog renewals are skipped, not queued.
 ///
 /// The indicator belongs to the channel, but turns belong to sessions (one per
 /// user), so several turns can run in one channel: each `Typing` counts one
@@ -28,24 +41,17 @@ pub(crate) struct Typing {
     rest: Arc<Rest>,
     loops: Mutex<HashMap<u64, Loop>>,
     next_generation: AtomicU64,
-    interval: Duration,
-    max: Duration,
+    pace: Pace,
     stop: CancellationToken,
 }
 
 impl Typing {
-    pub fn new(
-        rest: Arc<Rest>,
-        interval: Duration,
-        max: Duration,
-        stop: CancellationToken,
-    ) -> Self {
+    pub fn new(rest: Arc<Rest>, pace: Pace, stop: CancellationToken) -> Self {
         Self {
             rest,
             loops: Mutex::new(HashMap::new()),
             next_generation: AtomicU64::new(0),
-            interval,
-            max,
+            pace,
             stop,
         }
     }
@@ -71,10 +77,20 @@ impl Typing {
         }
         let this = Arc::clone(self);
         tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + this.max;
-            loop {
+            let Pace {
+                delay,
+                interval,
+                max,
+            } = this.pace;
+            let deadline = tokio::time::Instant::now() + max;
+            let ended_early = tokio::select! {
+                () = token.cancelled() => true,
+                () = tokio::time::sleep(delay) => false,
+            };
+            while !ended_early && !token.is_cancelled() {
                 match this.rest.typing(channel).await {
-                    Ok(()) => {}
+                    Ok(true) => {}
+                    Ok(false) => tracing::trace!(channel, "typing gave way to messages"),
                     Err(e) if e.is_status(403) || e.is_status(404) => {
                         tracing::debug!(channel, error = %e, "typing refused; not retrying");
                         break;
@@ -83,7 +99,7 @@ impl Typing {
                 }
                 tokio::select! {
                     () = token.cancelled() => break,
-                    () = tokio::time::sleep(this.interval) => {}
+                    () = tokio::time::sleep(interval) => {}
                 }
                 if tokio::time::Instant::now() >= deadline {
                     break;

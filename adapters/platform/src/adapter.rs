@@ -140,12 +140,24 @@ pub enum PlatformError {
 pub trait PlatformAdapter: Send + Sync + 'static {
     fn platform(&self) -> Platform;
 
+    /// Whether the platform may deliver one message more than once (a
+    /// webhook retried after a slow answer): the core then drops repeats.
+    fn may_redeliver(&self) -> bool {
+        false
+    }
+
     fn capabilities(&self) -> &Capabilities;
 
     /// Inbound updates or events received since start that could not be read
     /// and were skipped (each logged), for the operator's metrics.
     fn unreadable_inbound(&self) -> u64 {
         0
+    }
+
+    /// The connection to the platform, for the operator's web console. An
+    /// adapter without a remote connection is always connected.
+    fn link(&self) -> crate::LinkStatus {
+        crate::LinkStatus::local()
     }
 
     /// Receives platform events and forwards them to `sink` until `shutdown`.

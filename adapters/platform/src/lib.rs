@@ -11,6 +11,7 @@ mod chunk_props;
 mod file;
 mod ids;
 mod inbound;
+mod link;
 mod media;
 mod outbound;
 mod pacing;
@@ -27,6 +28,7 @@ pub use ids::{
     ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
 };
 pub use inbound::{Addressed, ButtonPress, Inbound, InboundMessage, PressHandle, User};
+pub use link::{Link, LinkState, LinkStatus};
 pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOAD_STALL};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};

@@ -7,9 +7,8 @@
 //! jitter between our clock and theirs.
 
 use governor::clock::Clock;
-use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
-use governor::{state::InMemoryState, state::NotKeyed, Quota, RateLimiter};
+use governor::Quota;
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
@@ -19,7 +18,6 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Nanos>>;
 /// Gives each key its own quotas.
 type QuotasFor<K> = Box<dyn Fn(&K) -> Vec<Quota> + Send + Sync>;
 
@@ -52,9 +50,13 @@ impl Clock for TokioClock {
     }
 }
 
-fn limiter(quota: Quota, clock: TokioClock) -> Limiter {
-    RateLimiter::direct_with_clock(quota, clock)
-}
+/// How late a timer may wake a call waiting for the bot-wide token without
+/// the lateness being lost: tokio's timers fire on the next millisecond tick
+/// after the deadline, plus scheduling. Without it every backlogged call
+/// pushes the next slot back by its wake-up lateness (~1 ms per call, 5 % of
+/// Discord's 21 ms period). [`Pacer::quota_within`] widens each window by it,
+/// so the window guarantee holds exactly.
+pub const TIMER_SLACK: Duration = Duration::from_millis(2);
 
 /// What a failed platform call says about retrying it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +83,16 @@ struct KeyQuota {
 
 impl KeyQuota {
     fn new(quota: Quota) -> Self {
+        Self::with_slack(quota, Duration::ZERO)
+    }
+
+    /// A quota whose calls may go up to `slack` before their theoretical
+    /// time: a waiter woken late by at most `slack` keeps the schedule.
+    fn with_slack(quota: Quota, slack: Duration) -> Self {
         let interval = quota.replenish_interval();
         Self {
             interval,
-            tolerance: interval * (quota.burst_size().get() - 1),
+            tolerance: interval * (quota.burst_size().get() - 1) + slack,
             tat: None,
         }
     }
@@ -143,8 +151,12 @@ const MIN_SWEEP: usize = 256;
 /// finished (FIFO), within the key's quotas and the bot-wide quota, and never
 /// while that key (or the whole bot) is paused by a 429.
 pub struct Pacer<K> {
-    clock: TokioClock,
-    global: Limiter,
+    /// The bot-wide quota, with [`TIMER_SLACK`].
+    global: StdMutex<KeyQuota>,
+    /// Calls waiting for the bot-wide token take it in arrival order (tokio's
+    /// mutex is fair): without it they race for each token, and under a
+    /// backlog a call may wait behind hundreds that came after it.
+    global_queue: Mutex<()>,
     global_paused_until: StdMutex<Option<Instant>>,
     lanes: StdMutex<Lanes<K>>,
     quotas_for: QuotasFor<K>,
@@ -163,12 +175,9 @@ where
         global: Quota,
         quotas_for: impl Fn(&K) -> Vec<Quota> + Send + Sync + 'static,
     ) -> Self {
-        let clock = TokioClock {
-            origin: Instant::now(),
-        };
         Self {
-            clock,
-            global: limiter(global, clock),
+            global: StdMutex::new(KeyQuota::with_slack(global, TIMER_SLACK)),
+            global_queue: Mutex::new(()),
             global_paused_until: StdMutex::new(None),
             lanes: StdMutex::new(Lanes {
                 map: HashMap::new(),
@@ -234,6 +243,59 @@ where
         }
     }
 
+    /// Runs `op` at the lowest priority: only if it can go at once without
+    /// standing in anyone's way, else returns `None` without running it.
+    ///
+    /// It goes when no call waits for the bot-wide token, the bot-wide quota
+    /// has one now, no 429 pause runs, and none of the `quiet` keys has a call
+    /// running, queued or paused (a typing indicator is pointless while the
+    /// chat's message is on its way). It counts against no key's quota, holds
+    /// no key's order, and a 429 is not retried (a bot-wide one still pauses
+    /// every call). A call that comes later waits at most one bot-wide
+    /// period for the token this took; a call already waiting never does.
+    pub async fn run_if_idle<T, E, Fut>(
+        &self,
+        quiet: &[&K],
+        op: impl FnOnce() -> Fut,
+        classify: impl Fn(&E) -> Retry,
+    ) -> Option<Result<T, E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let now = Instant::now();
+        if read(&self.global_paused_until).is_some_and(|u| u > now) {
+            return None;
+        }
+        {
+            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            let busy = quiet.iter().filter_map(|k| lanes.map.get(*k)).any(|lane| {
+                lane.order.try_lock().is_err() || read(&lane.paused_until).is_some_and(|u| u > now)
+            });
+            if busy {
+                return None;
+            }
+        }
+        {
+            let Ok(_turn) = self.global_queue.try_lock() else {
+                return None;
+            };
+            if !self.take_global_now() {
+                return None;
+            }
+        }
+        let result = op().await;
+        if let Err(e) = &result {
+            if let Retry::After { delay, global } = classify(e) {
+                self.rate_limited
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if global {
+                    set_later(&self.global_paused_until, Instant::now() + delay);
+                }
+            }
+        }
+        Some(result)
+    }
+
     /// Keys that have a lane in memory. Idle lanes are dropped as new keys
     /// arrive, so this follows the recently active keys, not every key ever seen.
     pub fn lane_count(&self) -> usize {
@@ -295,24 +357,50 @@ where
                 tokio::time::sleep(key_wait).await;
                 continue;
             }
-            let global = if lane.unmetered {
-                Ok(())
-            } else {
-                self.global.check()
-            };
-            match global {
-                Ok(()) => {
-                    let now = Instant::now();
-                    let mut quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
-                    quotas.iter_mut().for_each(|q| q.count(now));
-                    return;
-                }
-                // Nothing of the key was consumed: re-check everything after the wait.
-                Err(not_until) => {
-                    tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await
-                }
+            if !lane.unmetered && !self.take_global_in_turn().await {
+                // A 429 paused the bot meanwhile: look at everything again.
+                continue;
             }
+            let now = Instant::now();
+            let mut quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
+            quotas.iter_mut().for_each(|q| q.count(now));
+            return;
         }
+    }
+
+    /// Waits for the bot-wide token in arrival order; false when a global
+    /// pause began while waiting (nothing taken).
+    async fn take_global_in_turn(&self) -> bool {
+        let _turn = self.global_queue.lock().await;
+        loop {
+            if read(&self.global_paused_until).is_some_and(|u| u > Instant::now()) {
+                return false;
+            }
+            let wait = {
+                let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Instant::now();
+                let wait = global.wait(now);
+                if wait.is_zero() {
+                    global.count(now);
+                }
+                wait
+            };
+            if wait.is_zero() {
+                return true;
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Takes the bot-wide token if it is there now.
+    fn take_global_now(&self) -> bool {
+        let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let free = global.wait(now).is_zero();
+        if free {
+            global.count(now);
+        }
+        free
     }
 }
 
@@ -322,16 +410,20 @@ impl Pacer<()> {
     /// calls at once after a quiet spell.
     ///
     /// A GCRA with burst `b` and period `T` admits at most `b + ceil(W / T) - 1`
-    /// calls in any window of length `W`: `b` at its start, then one per `T`.
-    /// Requiring that for `W = window + margin` gives
-    /// `T = (window + margin) / (limit - b + 1)`, rounded up. The `margin` covers
-    /// jitter in how long calls take to reach the platform: calls may arrive up
-    /// to `margin` closer together than they left and still not share a window.
-    /// A larger burst costs sustained rate (`limit - b + 1` per window), so
-    /// bursts stay small. Examples (50 ms margin):
-    /// - Discord channel, 5 per 5 s, `b = 2`: `T = 1.2625 s`;
-    /// - Telegram group, 20 per 60 s, `b = 3`: `T = 3.34 s` (18 per 60.05 s);
-    /// - Telegram bot, 30 per 1 s, `b = 3`: `T = 37.5 ms` (28 per 1.05 s).
+    /// calls in any window of length `W`: `b` at its start, then one per `T`;
+    /// the bot-wide quota's [`TIMER_SLACK`] lets a call go that much early,
+    /// as if the window were that much longer. Requiring that for
+    /// `W = window + margin + slack` gives
+    /// `T = (window + margin + slack) / (limit - b + 1)`, rounded up. The
+    /// `margin` covers jitter in how long calls take to reach the platform:
+    /// calls may arrive up to `margin` closer together than they left and
+    /// still not share a window. A larger burst costs sustained rate
+    /// (`limit - b + 1` per window), so bursts stay small. Examples (50 ms
+    /// margin, 2 ms slack):
+    /// - Discord channel, 5 per 5 s, `b = 2`: `T = 1.263 s`;
+    /// - Discord bot, 50 per 1 s, `b = 1`: `T = 21.04 ms` (47.5/s);
+    /// - Telegram group, 20 per 60 s, `b = 3`: `T = 3.336 s` (18 per 60.05 s);
+    /// - Telegram bot, 30 per 1 s, `b = 1`: `T = 35.07 ms` (28.5/s).
     ///
     /// `burst` is clamped to `1..=limit`; a zero `limit` is treated as 1. (It
     /// lives on `Pacer<()>` so that `Pacer::quota_within` needs no key type.)
@@ -339,7 +431,7 @@ impl Pacer<()> {
         let limit = limit.max(1);
         let burst = burst.clamp(1, limit);
         let steps = u128::from(limit - burst + 1);
-        let span = (window + margin).as_nanos().max(1);
+        let span = (window + margin + TIMER_SLACK).as_nanos().max(1);
         let period_nanos = span.div_ceil(steps);
         let period = Duration::from_nanos(u64::try_from(period_nanos).unwrap_or(u64::MAX));
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
@@ -554,6 +646,55 @@ mod tests {
         assert!(sent[20].duration_since(sent[0]) < Duration::from_secs(25));
     }
 
+    /// A backlog of 300 calls of 300 keys: served first come, first served,
+    /// at 30 per 1.05 s with burst 1 (28.5/s), never more in any window.
+    #[tokio::test(start_paused = true)]
+    async fn a_backlog_is_served_in_arrival_order_at_the_full_rate() {
+        let margin = Duration::from_millis(50);
+        let bot = Pacer::quota_within(30, Duration::from_secs(1), 1, margin);
+        let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(bot, |_| Vec::new()));
+        let order = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for key in 0..300_i64 {
+            let (pacer, order) = (pacer.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let r: Result<(), ()> = pacer
+                    .run(
+                        &key,
+                        || async {
+                            order
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push((key, Instant::now()));
+                            Ok(())
+                        },
+                        |_| Retry::No,
+                    )
+                    .await;
+                r.is_ok()
+            }));
+            // Each arrives after the one before has queued; from the 100th on
+            // they come one every 7 ms, often just as a token frees up — a
+            // racing newcomer would take it before the calls already waiting.
+            tokio::task::yield_now().await;
+            if key >= 100 {
+                tokio::time::sleep(Duration::from_millis(7)).await;
+            }
+        }
+        for t in tasks {
+            assert!(t.await.is_ok_and(|ok| ok));
+        }
+        let order = order.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let keys: Vec<i64> = order.iter().map(|(k, _)| *k).collect();
+        let sorted: Vec<i64> = (0..300).collect();
+        assert_eq!(keys, sorted, "not first come, first served");
+        let times: Vec<Instant> = order.iter().map(|(_, t)| *t).collect();
+        assert!(busiest_window(&times, Duration::from_secs(1) + margin) <= 30);
+        // 299 periods of 35.07 ms: 10.485 s for 300 calls (28.5/s).
+        let took = times[299].duration_since(times[0]);
+        assert!(took <= Duration::from_millis(10_500), "{took:?}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_bot_wide_window_holds_across_keys() {
         let margin = Duration::from_millis(50);
@@ -600,16 +741,101 @@ mod tests {
         assert_eq!(busiest_window(&sent, Duration::from_secs(1) + margin), 1);
     }
 
+    /// Lowest-priority calls (typing) never delay a queued call and are
+    /// dropped, not queued, while a backlog lasts; once it drains they go.
+    #[tokio::test(start_paused = true)]
+    async fn idle_only_calls_give_way_to_a_backlog_and_are_dropped() {
+        let bot = Quota::with_period(Duration::from_millis(100)).unwrap();
+        let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(bot, |_| Vec::new()));
+        let sent = Arc::new(StdMutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for key in 0..20_i64 {
+            let (pacer, sent) = (pacer.clone(), sent.clone());
+            tasks.push(tokio::spawn(async move {
+                let r: Result<(), ()> = pacer
+                    .run(
+                        &key,
+                        || async {
+                            sent.lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(Instant::now());
+                            Ok(())
+                        },
+                        |_| Retry::No,
+                    )
+                    .await;
+                r.is_ok()
+            }));
+            tokio::task::yield_now().await;
+        }
+        let start = Instant::now();
+        // Typing tries every 10 ms of the 1.9 s backlog, in a chat of its own.
+        let mut typed = 0;
+        while sent.lock().unwrap_or_else(|p| p.into_inner()).len() < 20 {
+            let r: Option<Result<(), ()>> = pacer
+                .run_if_idle(&[&99], || async { Ok(()) }, |_| Retry::No)
+                .await;
+            typed += usize::from(r.is_some());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for t in tasks {
+            assert!(t.await.is_ok_and(|ok| ok));
+        }
+        assert_eq!(typed, 0, "typing went out while sends were queued");
+        let sent = sent.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (i, at) in sent.iter().enumerate() {
+            // On the schedule of one per period (each waiter is woken the
+            // timer slack early, a paused clock never late), as if typing had
+            // never asked.
+            let mut due = start + Duration::from_millis(100) * u32::try_from(i).unwrap();
+            if i > 0 {
+                due -= TIMER_SLACK;
+            }
+            assert_eq!(at.duration_since(start), due.duration_since(start));
+        }
+        // The backlog is gone: the next free token goes to typing.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r: Option<Result<(), ()>> = pacer
+            .run_if_idle(&[&99], || async { Ok(()) }, |_| Retry::No)
+            .await;
+        assert!(r.is_some_and(|r| r.is_ok()));
+
+        // A call running in a quiet key holds typing back, wherever it goes.
+        let release = Arc::new(tokio::sync::Notify::new());
+        let held = release.clone();
+        let p = pacer.clone();
+        let holder = tokio::spawn(async move {
+            let r: Result<(), ()> = p
+                .run(
+                    &7,
+                    || async {
+                        held.notified().await;
+                        Ok(())
+                    },
+                    |_| Retry::No,
+                )
+                .await;
+            r.is_ok()
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let r: Option<Result<(), ()>> = pacer
+            .run_if_idle(&[&7], || async { Ok(()) }, |_| Retry::No)
+            .await;
+        assert!(r.is_none(), "typing while the chat's message is on its way");
+        release.notify_one();
+        assert!(holder.await.is_ok_and(|ok| ok));
+    }
+
     #[test]
     fn window_quotas_round_the_period_up() {
         let q = Pacer::quota_within(20, Duration::from_secs(60), 3, Duration::ZERO);
         assert_eq!(q.burst_size().get(), 3);
-        // 60 s / 18 = 3.333… s, rounded up to the nanosecond.
-        assert_eq!(q.replenish_interval(), Duration::from_nanos(3_333_333_334));
+        // (60 s + 2 ms slack) / 18 = 3.333444… s, rounded up to the nanosecond.
+        assert_eq!(q.replenish_interval(), Duration::from_nanos(3_333_444_445));
         let q = Pacer::quota_within(1, Duration::from_secs(1), 5, Duration::ZERO);
         assert_eq!(
             (q.burst_size().get(), q.replenish_interval()),
-            (1, Duration::from_secs(1))
+            (1, Duration::from_millis(1_002))
         );
     }
 

@@ -78,8 +78,9 @@ impl Typing {
     }
 }
 
-/// Sends `typing` every `interval` until `cancel` or `max` elapses.
-/// Failures are logged and do not stop the loop: the indicator is best effort.
+/// Sends `typing` every `interval` until `cancel` or `max` elapses, each at
+/// the pacer's lowest priority (skipped while messages wait). Failures are
+/// logged and do not stop the loop: the indicator is best effort.
 pub(crate) async fn typing_loop(
     out: &Outbound,
     chat: ChatAddress,
@@ -89,8 +90,12 @@ pub(crate) async fn typing_loop(
 ) {
     let deadline = tokio::time::Instant::now() + max;
     loop {
-        if let Err(e) = out.typing(&chat).await {
-            tracing::debug!(chat = chat.chat.0, error = %e, "sendChatAction failed");
+        match out.typing(&chat).await {
+            Ok(true) => {}
+            // Messages are on their way: they matter more, and the next
+            // renewal tries again.
+            Ok(false) => tracing::trace!(chat = chat.chat.0, "typing gave way to messages"),
+            Err(e) => tracing::debug!(chat = chat.chat.0, error = %e, "sendChatAction failed"),
         }
         tokio::select! {
             _ = cancel.cancelled() => return,

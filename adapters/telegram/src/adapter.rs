@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     pub webhook_addr: watch::Sender<Option<SocketAddr>>,
     /// Updates that did not parse, skipped.
     pub skipped: SkippedUpdates,
+    /// The connection as the operator sees it.
+    pub link: switchboard_platform::Link,
 }
 
 impl TelegramAdapter {
@@ -102,6 +104,7 @@ impl TelegramAdapter {
             stop: CancellationToken::new(),
             webhook_addr: watch::Sender::new(None),
             skipped: SkippedUpdates::default(),
+            link: switchboard_platform::Link::default(),
             me,
             bot,
             config,
@@ -261,8 +264,16 @@ impl PlatformAdapter for TelegramAdapter {
         self.skipped_update_count()
     }
 
+    fn link(&self) -> switchboard_platform::LinkStatus {
+        self.inner.link.status()
+    }
+
     fn capabilities(&self) -> &Capabilities {
         &self.inner.caps
+    }
+
+    fn may_redeliver(&self) -> bool {
+        self.inner.config.webhook.is_some()
     }
 
     /// Long polling, or the webhook server when configured, until `shutdown`.
@@ -276,6 +287,7 @@ impl PlatformAdapter for TelegramAdapter {
             None => crate::polling::poll(&self.inner, &sink, &shutdown).await,
         };
         self.inner.stop.cancel();
+        self.inner.link.stopped();
         result
     }
 

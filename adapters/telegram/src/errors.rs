@@ -37,6 +37,9 @@ pub(crate) enum UpdatesError {
     Shape(#[from] crate::raw_json::ScanError),
     #[error("unusable getUpdates answer: {0}")]
     Envelope(&'static str),
+    /// A non-2xx answer that is not a Bot API envelope (a proxy's 502…).
+    #[error("getUpdates answered HTTP {0}")]
+    Status(u16),
 }
 
 /// The full text of `e` and its sources, with the token removed. reqwest's

@@ -50,8 +50,14 @@ pub(crate) async fn get_updates(
         .send()
         .await
         .map_err(RequestError::from)?;
+    let status = response.status();
     let bytes = response.bytes().await.map_err(RequestError::from)?;
-    split_answer(&String::from_utf8_lossy(&bytes))
+    match split_answer(&String::from_utf8_lossy(&bytes)) {
+        Err(UpdatesError::Shape(_) | UpdatesError::Envelope(_)) if !status.is_success() => {
+            Err(UpdatesError::Status(status.as_u16()))
+        }
+        answer => answer,
+    }
 }
 
 /// The `{ok, result}` envelope → one text per update, or the API's error as

@@ -28,10 +28,12 @@ mod presses;
 mod props;
 mod raw_json;
 mod render;
+mod retry;
 mod send;
 mod upload;
 mod utf16;
 mod webhook;
+mod webhook_spool;
 
 pub use adapter::TelegramAdapter;
 pub use config::{

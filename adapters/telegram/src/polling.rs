@@ -28,6 +28,7 @@ use crate::bad_update::parse_update;
 use crate::errors::{scrubbed, UpdatesError};
 use crate::get_updates::{get_updates, GetUpdates};
 use crate::offset::{OffsetStore, Saved};
+use crate::retry::Backoff;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +40,6 @@ use tokio_util::sync::CancellationToken;
 /// The update kinds we ask Telegram for (edits and channel posts are not used).
 pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
 const BATCH: u8 = 100;
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// While an album is held, how often `getUpdates` asks again (at most).
 const REPOLL: Duration = Duration::from_millis(125);
 /// How many forwarded update ids are remembered to drop a repeat.
@@ -89,7 +89,8 @@ pub(crate) async fn poll(
         recent.insert(id);
     }
     let mut albums = Albums::new(inner.config.album_window);
-    let mut backoff = Duration::from_millis(500);
+    let config = &inner.config;
+    let mut backoff = Backoff::new(config.poll_backoff, config.poll_backoff_max);
     let timeout = inner.config.poll_timeout_secs.min(15);
     match last {
         Some(offset) => tracing::info!(offset, "Telegram long polling started"),
@@ -115,7 +116,14 @@ pub(crate) async fn poll(
         };
         let pause = match answer {
             Ok(texts) => {
-                backoff = Duration::from_millis(500);
+                inner.link.connected();
+                if let Some(r) = backoff.succeeded() {
+                    tracing::info!(
+                        failures = r.failures,
+                        down_for = ?r.down_for,
+                        "Telegram getUpdates works again"
+                    );
+                }
                 for text in texts {
                     let (id, update) = match parse_update(&text) {
                         Ok(update) => (i64::from(update.id.0), Ok(update)),
@@ -165,10 +173,20 @@ pub(crate) async fn poll(
                     UpdatesError::Request(e) => scrubbed(e, &inner.config.token),
                     other => other.to_string(),
                 };
-                tracing::warn!(%error, retry_in = ?backoff, "getUpdates failed");
-                let wait = backoff;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                Some(wait)
+                let failure = backoff.failed();
+                let hint = crate::retry::hint(&e);
+                if failure.loud {
+                    tracing::warn!(
+                        %error,
+                        failures = failure.count,
+                        retry_in = ?failure.wait,
+                        "Telegram getUpdates failed: {hint}; retrying with backoff"
+                    );
+                } else {
+                    tracing::debug!(%error, failures = failure.count, retry_in = ?failure.wait, "getUpdates failed");
+                }
+                inner.link.failed(&error);
+                Some(failure.wait)
             }
         };
         if let Some(wait) = pause {

@@ -31,7 +31,7 @@ pub(crate) struct Outbound {
     pub(crate) token: Secret,
     /// Keyed by chat id: Telegram's limits are per chat, whatever the topic.
     pub(crate) pacer: Pacer<i64>,
-    /// 429s on calls outside the pacer (chat actions, callback answers).
+    /// 429s on calls outside the pacer (callback answers, the command menu).
     unpaced_429s: AtomicU64,
     /// Groups upgraded to supergroups: old chat id → new chat id.
     migrated: Mutex<HashMap<i64, i64>>,
@@ -259,8 +259,11 @@ impl Outbound {
         req.await.map(drop).map_err(|e| self.unpaced_error(&e))
     }
 
-    /// One `sendChatAction typing`.
-    pub async fn typing(&self, to: &ChatAddress) -> Result<(), PlatformError> {
+    /// One `sendChatAction typing` at the pacer's lowest priority: only when
+    /// the bot-wide quota has a token no message is waiting for and the chat
+    /// has no message on its way. `Ok(false)` when it gave way (skipped, not
+    /// queued: the next renewal tries again).
+    pub async fn typing(&self, to: &ChatAddress) -> Result<bool, PlatformError> {
         let to = &self.current(to);
         let mut req = self
             .bot
@@ -268,7 +271,14 @@ impl Outbound {
         if let Some(t) = to.thread {
             req = req.message_thread_id(TgThreadId(tg_message_id(MessageId(t.0))?));
         }
-        req.await.map(drop).map_err(|e| self.unpaced_error(&e))
+        let sent = self
+            .pacer
+            .run_if_idle(&[&to.chat.0], move || async move { req.await }, classify)
+            .await;
+        match sent {
+            None => Ok(false),
+            Some(r) => r.map(|_| true).map_err(|e| to_platform(&e, &self.token)),
+        }
     }
 
     /// Replaces the bot's command menu (default scope, every language).

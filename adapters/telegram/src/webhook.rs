@@ -1,16 +1,21 @@
 //! Webhook mode: `setWebhook` with a secret token, then an axum route on the
 //! configured address that answers 401 to a wrong
 //! `X-Telegram-Bot-Api-Secret-Token`; updates are forwarded in arrival order.
-//! A body that does not parse is answered 200 (Telegram would otherwise
-//! resend it forever), counted, and logged by its `update_id` only.
+//! A delivery is answered 200 only once it is durable: written to the spool
+//! (see `webhook_spool.rs`) and synced; it leaves the spool when it has been
+//! forwarded to the core, and a restart forwards what a crash left there. A
+//! delivery Telegram repeats while its first copy waits is kept once (the
+//! core drops a repeat of one already forwarded, by its message). A body
+//! that does not parse is answered 200 (Telegram would otherwise resend it
+//! forever), counted, logged by its `update_id` only, and kept for the
+//! operator (size-capped). A spool that cannot be written answers 503, so
+//! Telegram keeps the update and retries.
 //!
-//! Albums are held as in polling (see `album.rs`), but a delivery is
-//! acknowledged once queued, so a held album, like the queue, lives in
-//! memory until forwarded: a crash within the window loses it, as it loses
-//! queued updates. Holding the answer instead would stall Telegram's next
-//! delivery — the album's next part — for the whole window. Behind a load
-//! balancer, parts that reach different instances arrive as separate
-//! messages.
+//! Albums are held as in polling (see `album.rs`); a part leaves the spool
+//! once held, so a crash within the hold window loses the parts held in
+//! memory. Holding the answer instead would stall Telegram's next delivery —
+//! the album's next part — for the whole window. Behind a load balancer,
+//! parts that reach different instances arrive as separate messages.
 //!
 //! The webhook is not deleted on shutdown: several instances may share it
 //! behind a load balancer, and one stopping must not cut off the others.
@@ -20,6 +25,7 @@ use crate::album::Albums;
 use crate::bad_update::parse_update;
 use crate::config::WebhookConfig;
 use crate::errors::scrubbed;
+use crate::webhook_spool::Spool;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -41,6 +47,7 @@ struct Hook {
     inner: Arc<Inner>,
     secret: Secret,
     updates: mpsc::Sender<Update>,
+    spool: Arc<Spool>,
 }
 
 pub(crate) async fn serve(
@@ -60,11 +67,36 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| PlatformError::Rejected(format!("setWebhook: {}", scrubbed(&e, token))))?;
 
+    let spool = Arc::new(
+        Spool::open(&inner.config.state_dir, inner.me.id)
+            .map_err(|e| PlatformError::Network(format!("cannot open the webhook spool: {e}")))?,
+    );
+    // What a previous run acknowledged and did not forward goes first.
+    let left = spool
+        .pending()
+        .map_err(|e| PlatformError::Network(format!("cannot read the webhook spool: {e}")))?;
+    let mut replay: std::collections::VecDeque<Update> = std::collections::VecDeque::new();
+    for (id, body) in left {
+        match parse_update(&String::from_utf8_lossy(&body)) {
+            Ok(update) => replay.push_back(update),
+            Err(bad) => {
+                inner.skipped.record(bad, "webhook spool");
+                spool.done(id);
+            }
+        }
+    }
+    if !replay.is_empty() {
+        tracing::info!(
+            count = replay.len(),
+            "forwarding webhook updates kept before a restart"
+        );
+    }
     let (updates, mut received) = mpsc::channel(QUEUE);
     let state = Hook {
         inner: inner.clone(),
         secret: hook.secret.clone(),
         updates,
+        spool: Arc::clone(&spool),
     };
     let path = match hook.url.path() {
         "" => "/",
@@ -86,6 +118,7 @@ pub(crate) async fn serve(
         .map_err(|e| PlatformError::Network(format!("webhook listener address: {e}")))?;
     inner.webhook_addr.send_replace(Some(local));
     tracing::info!(listen = %local, path = hook.url.path(), "Telegram webhook server listening");
+    inner.link.connected();
 
     let server_stop = shutdown.child_token();
     let stop_server = server_stop.clone();
@@ -100,7 +133,7 @@ pub(crate) async fn serve(
         let due = albums.next_deadline();
         let next = tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            next = received.recv() => next,
+            next = async { match replay.pop_front() { Some(u) => Some(u), None => received.recv().await } } => next,
             () = sleep_until_some(due) => {
                 let sent = tokio::select! {
                     _ = shutdown.cancelled() => break Ok(()),
@@ -122,6 +155,7 @@ pub(crate) async fn serve(
         if let Err(e) = sent {
             break Err(e);
         }
+        spool.done(i64::from(update.id.0));
     };
     // Deliveries from now on are answered 503: Telegram keeps them.
     received.close();
@@ -151,12 +185,31 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         return StatusCode::UNAUTHORIZED;
     }
     match parse_update(&String::from_utf8_lossy(&body)) {
-        Ok(update) => match hook.updates.send(update).await {
-            Ok(()) => StatusCode::OK,
-            Err(_) => StatusCode::SERVICE_UNAVAILABLE,
-        },
+        Ok(update) => {
+            // Durable before Telegram is told it arrived.
+            let spool = Arc::clone(&hook.spool);
+            let id = i64::from(update.id.0);
+            let kept = tokio::task::spawn_blocking(move || spool.put(id, &body)).await;
+            match kept {
+                Ok(Ok(true)) => {}
+                // Already kept and waiting: this is Telegram repeating it.
+                Ok(Ok(false)) => return StatusCode::OK,
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "cannot write the webhook spool; Telegram will retry");
+                    return StatusCode::SERVICE_UNAVAILABLE;
+                }
+                Err(_) => return StatusCode::SERVICE_UNAVAILABLE,
+            }
+            match hook.updates.send(update).await {
+                Ok(()) => StatusCode::OK,
+                // Stopping: the update stays in the spool for the next start.
+                Err(_) => StatusCode::OK,
+            }
+        }
         Err(bad) => {
             hook.inner.skipped.record(bad, "webhook");
+            let spool = Arc::clone(&hook.spool);
+            let _ = tokio::task::spawn_blocking(move || spool.keep_bad(&body)).await;
             StatusCode::OK
         }
     }

@@ -180,15 +180,7 @@ fn blocks_of(message: &Message, with_reasoning: bool) -> (Side, Vec<Value>) {
     match message.role {
         Role::User => {
             let text = message.text_with_placeholders();
-            let mut blocks: Vec<Value> = message
-                .loaded_images()
-                .map(|(image, data)| {
-                    json!({
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": image.mime, "data": data},
-                    })
-                })
-                .collect();
+            let mut blocks: Vec<Value> = image_blocks(message);
             // Images first: Anthropic recommends them before the question.
             blocks.extend(non_blank(&text).map(text_block));
             (Side::User, blocks)
@@ -211,10 +203,34 @@ fn blocks_of(message: &Message, with_reasoning: bool) -> (Side, Vec<Value>) {
             (Side::Assistant, blocks)
         }
         Role::Tool => {
-            let id = message.tool_call_id.as_deref().unwrap_or_default();
-            (Side::User, vec![tool_result(&portable_call_id(id), text)])
+            let id = portable_call_id(message.tool_call_id.as_deref().unwrap_or_default());
+            let text = message.text_with_placeholders();
+            let images = image_blocks(message);
+            let block = if images.is_empty() {
+                tool_result(&id, &text)
+            } else {
+                // A result with images: its text, then its image blocks.
+                let mut content: Vec<Value> =
+                    non_blank(&text).map(text_block).into_iter().collect();
+                content.extend(images);
+                json!({"type": "tool_result", "tool_use_id": id, "content": content})
+            };
+            (Side::User, vec![block])
         }
     }
+}
+
+/// The loaded images of a message as base64 image blocks.
+fn image_blocks(message: &Message) -> Vec<Value> {
+    message
+        .loaded_images()
+        .map(|(image, data)| {
+            json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.mime, "data": data},
+            })
+        })
+        .collect()
 }
 
 /// A signed reasoning block exactly as the API issued it.
@@ -318,9 +334,24 @@ fn answer_calls(blocks: &mut Vec<Value>, ids: &[String]) {
     blocks.extend(rest);
 }
 
+/// A result that answers no call, as user text (its images dropped: the
+/// text notes them).
 fn stray_result_text(block: &Value) -> Value {
     let id = block["tool_use_id"].as_str().unwrap_or_default();
-    let content = block["content"].as_str().unwrap_or("(empty)");
+    let content = match &block["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let content = if content.is_empty() {
+        "(empty)"
+    } else {
+        &content
+    };
     text_block(&format!("[result of tool call {id}]\n{content}"))
 }
 

@@ -73,17 +73,24 @@ fn declaration(tool: &ToolDefinition) -> Value {
 
 /// The conversation as contents: system notes and tool results become `user`
 /// parts, assistant turns `model` parts, consecutive same-role turns one content
-/// (Gemini wants the function responses of a turn together, right after it).
+/// (Gemini wants the function responses of a turn together, right after it);
+/// the images of tool results follow the function responses as `inlineData`.
 fn contents(messages: &[Message]) -> Vec<Value> {
     let mut call_names: HashMap<&str, &str> = HashMap::new();
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    // Images of the current run of tool results: they follow its function
+    // responses in the same turn.
+    let mut tool_images: Vec<Value> = Vec::new();
     for message in messages {
+        if message.role != Role::Tool && !tool_images.is_empty() {
+            if let Some((_, parts)) = out.last_mut() {
+                parts.append(&mut tool_images);
+            }
+        }
         let (role, parts) = match message.role {
             Role::User => {
                 let mut parts = text_part(&message.text_with_placeholders());
-                parts.extend(message.loaded_images().map(
-                    |(image, data)| json!({"inlineData": {"mimeType": image.mime, "data": data}}),
-                ));
+                parts.extend(inline_images(message));
                 ("user", parts)
             }
             Role::System => ("user", text_part(&message.content)),
@@ -97,12 +104,14 @@ fn contents(messages: &[Message]) -> Vec<Value> {
             }
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
+                let content = message.text_with_placeholders();
                 let part = match call_names.get(id) {
-                    Some(name) => function_response(id, name, &message.content),
+                    Some(name) => function_response(id, name, &content),
                     // A result without its call (cut history) cannot be a
                     // functionResponse: Gemini pairs them strictly.
-                    None => json!({"text": format!("[tool result] {}", message.content)}),
+                    None => json!({"text": format!("[tool result] {content}")}),
                 };
+                tool_images.extend(inline_images(message));
                 ("user", vec![part])
             }
         };
@@ -114,9 +123,19 @@ fn contents(messages: &[Message]) -> Vec<Value> {
             _ => out.push((role, parts)),
         }
     }
+    if let Some((_, parts)) = out.last_mut() {
+        parts.append(&mut tool_images);
+    }
     out.into_iter()
         .map(|(role, parts)| json!({"role": role, "parts": parts}))
         .collect()
+}
+
+/// The loaded images of a message as `inlineData` parts.
+fn inline_images(message: &Message) -> impl Iterator<Item = Value> + '_ {
+    message
+        .loaded_images()
+        .map(|(image, data)| json!({"inlineData": {"mimeType": image.mime, "data": data}}))
 }
 
 fn text_part(text: &str) -> Vec<Value> {
@@ -207,6 +226,41 @@ mod tests {
         assert_eq!(
             request_body(&request, &NONE),
             json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        );
+    }
+
+    #[test]
+    fn tool_images_follow_the_function_responses_in_the_same_turn() {
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls = vec![call("gc_1", "shot", "{}"), call("gc_2", "ls", "{}")];
+        let mut shot =
+            Message::tool_result("gc_1", "[image result 1: image/png, 3 bytes — attached]");
+        shot.images.push(crate::llm::Image {
+            mime: "image/png".into(),
+            hash: "ab".into(),
+            width: 1,
+            height: 1,
+            data: Some("iVBO".into()),
+        });
+        let request = ChatRequest {
+            system: String::new(),
+            messages: vec![
+                Message::user("hi"),
+                assistant,
+                shot,
+                Message::tool_result("gc_2", "a b"),
+            ],
+            tools: vec![],
+        };
+        let body = request_body(&request, &NONE);
+        assert_eq!(
+            body["contents"][2],
+            json!({"role": "user", "parts": [
+                {"functionResponse": {"name": "shot",
+                    "response": {"result": "[image result 1: image/png, 3 bytes — attached]"}}},
+                {"functionResponse": {"name": "ls", "response": {"result": "a b"}}},
+                {"inlineData": {"mimeType": "image/png", "data": "iVBO"}},
+            ]})
         );
     }
 

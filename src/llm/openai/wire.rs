@@ -2,6 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::tool_images::{call_names, images_message};
 use crate::llm::types::{portable_call_id, ChatRequest, Message, Role, ToolDefinition};
 
 /// Which optional parameters to send (the endpoint may have rejected some).
@@ -28,13 +29,23 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest, options: &Request
         .iter()
         .rposition(|m| m.role == Role::User)
         .map_or(0, |i| i + 1);
-    messages.extend(
-        request
+    let names = call_names(&request.messages);
+    let mut run_start = 0;
+    for (i, m) in request.messages.iter().enumerate() {
+        messages.push(message(m, options.reasoning_content && i >= current_turn));
+        if m.role != Role::Tool {
+            run_start = i + 1;
+            continue;
+        }
+        // After the last of a run of tool results: their images.
+        let run_ends = request
             .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| message(m, options.reasoning_content && i >= current_turn)),
-    );
+            .get(i + 1)
+            .is_none_or(|next| next.role != Role::Tool);
+        if run_ends {
+            messages.extend(images_message(&request.messages[run_start..=i], &names));
+        }
+    }
 
     let mut body = Map::new();
     body.insert("model".into(), Value::from(model));
@@ -219,6 +230,62 @@ mod tests {
         assert_eq!(body["tool_choice"], "auto");
         assert_eq!(body["frequency_penalty"], 0.5);
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn tool_images_follow_the_run_of_tool_messages_as_a_user_message() {
+        let mut assistant = Message::assistant("");
+        assistant.tool_calls = ["call_1", "call_2"]
+            .map(|id| ToolCall {
+                id: id.into(),
+                name: "mcp_s_shot".into(),
+                arguments: "{}".into(),
+            })
+            .to_vec();
+        let mut shot =
+            Message::tool_result("call_1", "[image result 1: image/png, 3 bytes — attached]");
+        shot.images.push(crate::llm::Image {
+            mime: "image/png".into(),
+            hash: "ab".into(),
+            width: 1,
+            height: 1,
+            data: Some("iVBO".into()),
+        });
+        let req = request(
+            vec![
+                Message::user("q"),
+                assistant,
+                shot,
+                Message::tool_result("call_2", "plain"),
+                Message::assistant("seen"),
+            ],
+            vec![],
+        );
+        let body = request_body("m", &req, &ALL);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "content": "[image result 1: image/png, 3 bytes — attached]",
+                   "tool_call_id": "call_1"})
+        );
+        assert_eq!(messages[4]["role"], "tool");
+        assert_eq!(
+            messages[5],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "Images returned by mcp_s_shot:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+            ]})
+        );
+        assert_eq!(messages[6]["role"], "assistant");
+        // Not loaded (an old turn, a blind model): the placeholder only.
+        let mut unloaded = req.clone();
+        unloaded.messages[2].images[0].data = None;
+        let body = request_body("m", &unloaded, &ALL);
+        assert_eq!(body["messages"].as_array().unwrap().len(), 6);
+        assert!(body["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("[image 1x1 sent earlier; no longer shown]"));
     }
 
     #[test]

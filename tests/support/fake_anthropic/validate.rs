@@ -355,12 +355,14 @@ fn check_tool_result_content(block: &Value, at: &str) -> Checked {
         None => Ok(()),
         Some(Value::String(_)) => Ok(()),
         Some(Value::Array(parts)) => parts.iter().enumerate().try_for_each(|(k, part)| {
-            if part["type"] != "text" {
-                return Err(format!(
-                    "{at}.content.{k}: only text blocks are supported by the fake"
-                ));
+            let at = format!("{at}.content.{k}");
+            match part["type"].as_str().unwrap_or_default() {
+                "text" => check_text(part, &at),
+                "image" => check_image(part, &at),
+                other => Err(format!(
+                    "{at}.type: Input tag '{other}' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'"
+                )),
             }
-            check_text(part, &format!("{at}.content.{k}"))
         }),
         Some(_) => Err(format!(
             "{at}.content: Input should be a valid string or list"

@@ -100,10 +100,21 @@ impl Press {
 
 impl FakeDiscord {
     /// Dispatches MESSAGE_CREATE to the shard owning the channel; returns the
-    /// message id, or `None` when that shard is not connected. Unknown channels
-    /// become text channels of the default guild.
+    /// message id, or `None` when that shard has no session (never identified,
+    /// or invalidated: Discord delivers it to no one). While the session is
+    /// disconnected the event waits for a resume to replay it. Unknown
+    /// channels become text channels of the default guild.
     pub fn send_message(&self, message: UserMessage) -> Option<u64> {
         let mut inner = self.shared.lock();
+        self.send_message_locked(&mut inner, message)
+    }
+
+    /// [`FakeDiscord::send_message`] under a lock the caller holds.
+    pub(crate) fn send_message_locked(
+        &self,
+        inner: &mut Inner,
+        message: UserMessage,
+    ) -> Option<u64> {
         let channel = *inner.channels.entry(message.channel).or_insert(Channel {
             kind: TEXT,
             guild: Some(GUILD_ID),
@@ -132,7 +143,7 @@ impl FakeDiscord {
         let files: Vec<Value> = message
             .files
             .into_iter()
-            .map(|f| super::cdn::host(&mut inner, &self.shared.api_url, message.channel, f))
+            .map(|f| super::cdn::host(inner, &self.shared.api_url, message.channel, f))
             .collect();
         if files.iter().any(|f| f.get("waveform").is_some()) {
             msg["flags"] = json!(1 << 13); // IS_VOICE_MESSAGE
@@ -155,12 +166,12 @@ impl FakeDiscord {
             });
         }
         if let Some(reply_to) = message.reply_to {
-            attach_reference(&inner, &mut msg, message.channel, channel.guild, reply_to);
+            attach_reference(inner, &mut msg, message.channel, channel.guild, reply_to);
         }
         inner.messages.insert(id, msg.clone());
         inner.order.push(id);
         let shard = shard_of(channel.guild, self.shared.options.shards);
-        gateway::dispatch(&mut inner, shard, "MESSAGE_CREATE", msg).then_some(id)
+        gateway::dispatch(inner, shard, "MESSAGE_CREATE", msg).then_some(id)
     }
 
     /// Dispatches INTERACTION_CREATE for a button on a stored message; returns

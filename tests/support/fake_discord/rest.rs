@@ -78,6 +78,7 @@ async fn handle(
     let request = Request {
         method: &method,
         path: &path,
+        query: uri.query().unwrap_or_default(),
         body: parsed.as_ref(),
         authorized,
         arrived,
@@ -132,6 +133,7 @@ fn answer(
     inner.calls.push(Call {
         method: request.method.to_string(),
         path: request.path.to_owned(),
+        query: request.query.to_owned(),
         body,
         status,
         at: Instant::now(),
@@ -164,6 +166,7 @@ fn injected_429(retry_after: f64, global: bool) -> Answer {
 struct Request<'a> {
     method: &'a Method,
     path: &'a str,
+    query: &'a str,
     body: Option<&'a Value>,
     authorized: bool,
     arrived: Instant,
@@ -216,6 +219,11 @@ fn route(shared: &Shared, inner: &mut Inner, request: &Request<'_>) -> Answer {
         }
         None => &Value::Null,
     };
+    if let ("GET", ["channels", channel, "messages"]) =
+        (request.method.as_str(), segments.as_slice())
+    {
+        return super::history::messages(inner, channel, request.query);
+    }
     let (status, answer, mut headers) = dispatch(shared, inner, request.method, &segments, body);
     headers.extend(bucket_headers);
     (status, answer, headers)

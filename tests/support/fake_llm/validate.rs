@@ -109,6 +109,7 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                         "Invalid 'messages[{i}].content': expected a string."
                     ));
                 }
+                check_tool_parts(i, content)?;
             }
             other => {
                 return Err(format!("Invalid value: '{other}' (messages[{i}].role). Supported values are: 'system', 'assistant', 'user', 'tool', and 'developer'."));
@@ -138,6 +139,19 @@ fn check_parts(i: usize, content: &Value) -> Result<(), String> {
                 check_data_url(i, j, url)?;
             }
             other => return Err(format!("Invalid value: '{other}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.")),
+        }
+    }
+    Ok(())
+}
+
+/// A tool message's content parts: text only, as the real API takes them.
+fn check_tool_parts(i: usize, content: &Value) -> Result<(), String> {
+    if content.to_string().contains("\"image_url\"") {
+        return Err(format!("Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL."));
+    }
+    for (j, part) in content.as_array().into_iter().flatten().enumerate() {
+        if part["type"] != "text" || !part["text"].is_string() {
+            return Err(format!("Invalid value: '{}'. Supported values are: 'text'. (messages[{i}].content[{j}].type)", part["type"].as_str().unwrap_or_default()));
         }
     }
     Ok(())

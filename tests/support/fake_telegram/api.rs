@@ -82,6 +82,10 @@ pub(super) async fn handle(
     } else if let Some(kind) = upload {
         super::documents::send_file(&mut shared.lock(), kind, &content_type, &body, arrived)
     } else if method.eq_ignore_ascii_case("getupdates") {
+        let fault = shared.lock().poll_fault;
+        if let Some(fault) = fault {
+            return super::poll_faults::answer(&shared, fault, params);
+        }
         get_updates(&shared, &params).await
     } else {
         dispatch(&mut shared.lock(), &method, &params, arrived)

@@ -242,3 +242,56 @@ fn a_kept_tail_merged_into_the_summary_acknowledgement_still_starts_with_thinkin
         .unwrap_or_default();
     assert_eq!(kinds, ["thinking", "text", "tool_use"]);
 }
+
+fn with_loaded_image(mut message: Message) -> Message {
+    message.images.push(crate::llm::Image {
+        mime: "image/png".into(),
+        hash: "ab".into(),
+        width: 1,
+        height: 1,
+        data: Some("iVBO".into()),
+    });
+    message
+}
+
+#[test]
+fn a_tool_results_images_go_inside_its_tool_result() {
+    let history = vec![
+        Message::user("shoot"),
+        assistant_calls("", &[("toolu_1", "{}")]),
+        with_loaded_image(Message::tool_result(
+            "toolu_1",
+            "[image result 1: image/png, 3 bytes — attached]",
+        )),
+    ];
+    let body = request_body("claude", 1024, None, &request(history.clone(), vec![]));
+    assert_eq!(
+        body["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_1", "cache_control": {"type": "ephemeral"},
+        "content": [
+            {"type": "text", "text": "[image result 1: image/png, 3 bytes — attached]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+        ]})
+    );
+    // Unloaded: the text with the placeholder, no image.
+    let mut unloaded = history;
+    unloaded[2].images[0].data = None;
+    let body = request_body("claude", 1024, None, &request(unloaded.clone(), vec![]));
+    let content = body["messages"][2]["content"][0]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        content.ends_with("[image 1x1 sent earlier; no longer shown]"),
+        "{content}"
+    );
+    // A result whose call is gone becomes text, its images dropped.
+    let stray = vec![
+        Message::user("hi"),
+        with_loaded_image(Message::tool_result("toolu_9", "the note")),
+    ];
+    let body = request_body("claude", 1024, None, &request(stray, vec![]));
+    assert_eq!(
+        body["messages"][0]["content"][1]["text"],
+        "[result of tool call toolu_9]\nthe note"
+    );
+}

@@ -1,0 +1,7 @@
+-- Preference learning on every message: how often a memory was observed, when
+-- last, and how sure the learner is (0.0–1.0); and each user's eligible
+-- messages since the last learning call (one call per MEMORY_LEARN_EVERY).
+ALTER TABLE memories ADD COLUMN seen_count INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE memories ADD COLUMN last_seen INTEGER;
+ALTER TABLE memories ADD COLUMN confidence REAL NOT NULL DEFAULT 0.5;
+ALTER TABLE memory_owners ADD COLUMN learn_pending INTEGER NOT NULL DEFAULT 0;

@@ -1,0 +1,164 @@
+//! `switchboard mcp`'s settings: where an external agent's notices, cards
+//! and questions go (`MCP_NOTIFY_CHAT`; the operator's choice, never the
+//! client's), and whether it serves Streamable HTTP (`MCP_LISTEN`, with the
+//! bearer token `MCP_TOKEN`) instead of stdio.
+
+use super::{web, ConfigError, Lookup};
+use std::net::SocketAddr;
+use switchboard_platform::{ChatAddress, ChatId, Platform, Secret, ThreadId};
+
+/// `switchboard mcp` over Streamable HTTP: where, and the token every
+/// request must carry. A listener never exists without its token.
+#[derive(Debug, Clone)]
+pub struct McpHttpConfig {
+    /// `MCP_LISTEN`: the address served (`/mcp` on it).
+    pub listen: SocketAddr,
+    /// `MCP_TOKEN`: `Authorization: Bearer <token>` on every request.
+    pub token: Secret,
+}
+
+/// `MCP_LISTEN` and `MCP_TOKEN`: none when `MCP_LISTEN` is unset (stdio);
+/// a listener without a long enough token is refused.
+pub(super) fn http(get: &Lookup<'_>) -> Result<Option<McpHttpConfig>, ConfigError> {
+    let Some(raw) = get("MCP_LISTEN") else {
+        return Ok(None);
+    };
+    let listen = raw
+        .parse::<SocketAddr>()
+        .map_err(|_| ConfigError::Invalid {
+            var: "MCP_LISTEN",
+            problem: format!("{raw:?} is not an address with a port"),
+            fix: "use IP:PORT, e.g. MCP_LISTEN=127.0.0.1:8766, or unset it for stdio",
+        })?;
+    let token = get("MCP_TOKEN")
+        .map(Secret::new)
+        .ok_or(ConfigError::Missing {
+            var: "MCP_TOKEN",
+            fix: "MCP_LISTEN serves `switchboard mcp` over HTTP, and every request must carry this token: set it to a long random value (e.g. $(openssl rand -hex 24)), or unset MCP_LISTEN",
+        })?;
+    web::long_enough(
+        "MCP_TOKEN",
+        &token,
+        "use a long random value, e.g. MCP_TOKEN=$(openssl rand -hex 24)",
+    )?;
+    Ok(Some(McpHttpConfig { listen, token }))
+}
+
+const FIX: &str = "use telegram:<chat_id>, telegram:<chat_id>/<topic_id>, discord:<channel_id> or discord:<channel_id>/<thread_id>, or unset it";
+
+/// `MCP_NOTIFY_CHAT`: the chat `switchboard mcp` posts to (unset: the
+/// server starts, and its tools say it is not configured).
+pub(super) fn notify_chat(get: &Lookup<'_>) -> Result<Option<ChatAddress>, ConfigError> {
+    let Some(raw) = get("MCP_NOTIFY_CHAT") else {
+        return Ok(None);
+    };
+    parse(raw.trim())
+        .map(Some)
+        .ok_or_else(|| ConfigError::Invalid {
+            var: "MCP_NOTIFY_CHAT",
+            problem: format!("{raw:?} is not a platform and chat id"),
+            fix: FIX,
+        })
+}
+
+fn parse(raw: &str) -> Option<ChatAddress> {
+    let (platform, rest) = raw.split_once(':')?;
+    let platform = match Platform::parse(platform)? {
+        p @ (Platform::Telegram | Platform::Discord) => p,
+        _ => return None,
+    };
+    let (chat, thread) = match rest.split_once('/') {
+        Some((chat, thread)) => (chat, Some(ThreadId(thread.parse().ok()?))),
+        None => (rest, None),
+    };
+    Some(ChatAddress::new(
+        platform,
+        ChatId(chat.parse().ok()?),
+        thread,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn http_of(vars: &[(&str, &str)]) -> Result<Option<McpHttpConfig>, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        http(&|k: &str| map.get(k).cloned())
+    }
+
+    #[test]
+    fn stdio_by_default_and_a_listener_needs_a_long_token() {
+        assert!(http_of(&[]).unwrap().is_none());
+        assert!(http_of(&[("MCP_TOKEN", "0123456789abcdef0123")])
+            .unwrap()
+            .is_none());
+        for vars in [
+            &[("MCP_LISTEN", "127.0.0.1:8766")][..],
+            &[("MCP_LISTEN", "127.0.0.1:8766"), ("MCP_TOKEN", "short")][..],
+        ] {
+            let err = http_of(vars).unwrap_err().to_string();
+            assert!(err.starts_with("MCP_TOKEN"), "{err}");
+        }
+        let err = http_of(&[("MCP_LISTEN", "localhost")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("MCP_LISTEN"), "{err}");
+        let ok = http_of(&[
+            ("MCP_LISTEN", "0.0.0.0:8766"),
+            ("MCP_TOKEN", "0123456789abcdef0123"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(ok.listen.port(), 8766);
+        assert!(!format!("{ok:?}").contains("0123456789"), "{ok:?}");
+    }
+
+    #[test]
+    fn the_token_is_registered_as_a_secret() {
+        let vars = [
+            ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("LLM_MODEL", "m"),
+            ("MCP_LISTEN", "127.0.0.1:8766"),
+            ("MCP_TOKEN", "mcp-token-5d2c9e41aa"),
+        ];
+        let config = crate::config::Config::from_lookup(|k| {
+            vars.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .unwrap();
+        assert!(config.mcp_http.is_some());
+        let secrets = config.secret_values();
+        assert!(secrets.iter().any(|s| s == "mcp-token-5d2c9e41aa"));
+    }
+
+    #[test]
+    fn targets_parse_and_bad_ones_are_refused() {
+        let t = parse("telegram:-1001234").unwrap();
+        assert_eq!(
+            (t.platform, t.chat, t.thread),
+            (Platform::Telegram, ChatId(-1001234), None)
+        );
+        let d = parse("discord:42/43").unwrap();
+        assert_eq!(
+            (d.platform, d.chat, d.thread),
+            (Platform::Discord, ChatId(42), Some(ThreadId(43)))
+        );
+        for bad in [
+            "",
+            "telegram",
+            "telegram:",
+            "slack:1",
+            "console:1",
+            "telegram:x",
+            "discord:1/y",
+        ] {
+            assert!(parse(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Reflection notes: every `REFLECTION_EVERY_HOURS` (6) for each user active
+//! since their last note, one side call writes a short private note — what
+//! changed in their goals, open loops, risks — kept as a `reflection` memory
+//! (its own cap) and shown in that user's direct-message system prompt; a
+//! note with an open loop or a risk may schedule an opt-in check-in.
+
+use super::extract::transcript;
+use super::model::{clip, complete, json_object};
+use super::{Extractor, MemoryError};
+use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// Users considered per pass at most.
+const REFLECT_BATCH: u32 = 20;
+/// Messages since the last note a reflection reads at most.
+const REFLECT_MESSAGES: u32 = 40;
+const ITEM_CHARS: usize = 200;
+const MAX_ITEMS: usize = 3;
+
+const PROMPT: &str = r#"You write a short private reflection note about the USER for the assistant's own use, from their recent conversations.
+Reply with ONLY a JSON object, no prose, exactly of this shape:
+{"note": "<at most three sentences: what changed in the user's goals or situation>", "open_loops": ["<something promised or unfinished>"], "risks": ["<something that may go wrong for the user>"]}
+At most 3 open loops and 3 risks; empty lists when there are none. Write in the user's language. Never secrets, never prices or trades."#;
+
+/// A note written for one user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reflection {
+    pub owner: MemoryOwner,
+    pub memory: i64,
+    pub note: String,
+    pub open_loops: Vec<String>,
+    pub risks: Vec<String>,
+    /// The check-in it scheduled (see `checkins.rs`), if any.
+    pub checkin: Option<String>,
+}
+
+impl Extractor {
+    /// Writes the notes that are due at `now`: users active since a note at
+    /// least `every` old. A user the reflector sees for the first time starts
+    /// their clock (no call). Each note is claimed once across processes.
+    pub async fn reflect_due(
+        &self,
+        every: chrono::Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Reflection>, MemoryError> {
+        let store = self.book().store();
+        let mut out = Vec::new();
+        for (owner, was) in store
+            .reflection_candidates(now - every, REFLECT_BATCH)
+            .await?
+        {
+            let Some(was) = was else {
+                store.start_reflection_clock(owner, now).await?;
+                continue;
+            };
+            if !store.claim_reflection(owner, was, now).await? {
+                continue;
+            }
+            match self.reflect(owner, was, now).await {
+                Ok(Some(mut r)) => {
+                    r.checkin = super::schedule_checkin(store, &r, now)
+                        .await
+                        .unwrap_or_else(|e| {
+                            tracing::warn!(error = %e, "could not schedule a check-in");
+                            None
+                        });
+                    out.push(r);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "reflection failed"),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn reflect(
+        &self,
+        owner: MemoryOwner,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Reflection>, MemoryError> {
+        let messages = self
+            .book()
+            .store()
+            .messages_of_user_since(owner, since, REFLECT_MESSAGES)
+            .await?;
+        let Some(transcript) = transcript(&messages) else {
+            return Ok(None);
+        };
+        let reply = complete(self.provider().as_ref(), PROMPT, transcript).await?;
+        let (note, open_loops, risks) = parse_reflection(&reply)?;
+        let mut content = note.clone();
+        if !open_loops.is_empty() {
+            content.push_str(&format!(" Open loops: {}.", open_loops.join("; ")));
+        }
+        if !risks.is_empty() {
+            content.push_str(&format!(" Risks: {}.", risks.join("; ")));
+        }
+        let memory = NewMemory {
+            kind: MemoryKind::Reflection,
+            content,
+            source_ref: format!("reflection:{}", now.format("%Y-%m-%dT%H:%MZ")),
+            importance: 0.6,
+            expires_at: None,
+        };
+        let saved = self.book().save(owner, memory, now).await?;
+        Ok(Some(Reflection {
+            owner,
+            memory: saved.id(),
+            note,
+            open_loops,
+            risks,
+            checkin: None,
+        }))
+    }
+}
+
+type Parsed = (String, Vec<String>, Vec<String>);
+
+/// Reads a reflection reply under its contract.
+pub(crate) fn parse_reflection(reply: &str) -> Result<Parsed, MemoryError> {
+    let map = json_object(reply)?;
+    let note = map
+        .get("note")
+        .and_then(Value::as_str)
+        .map(|s| clip(s.trim(), ITEM_CHARS * 3))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| MemoryError::Contract("`note` must be a non-empty string".into()))?;
+    let list = |key: &str| -> Vec<String> {
+        map.get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| clip(s.trim(), ITEM_CHARS))
+                    .filter(|s| !s.is_empty())
+                    .take(MAX_ITEMS)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok((note, list("open_loops"), list("risks")))
+}
+
+/// The system-context section of the user's latest note.
+pub fn reflection_section(m: &MemoryRecord) -> String {
+    format!(
+        "[Reflection — your latest private note on this user ({}); use it to follow up, never quote it]\n{}",
+        m.updated_at.format("%Y-%m-%d"),
+        m.content
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reply_needs_a_note_and_clips_the_lists() {
+        let (note, loops, risks) = parse_reflection(
+            r#"{"note": "Started a new job.", "open_loops": ["send the CV", "", "a", "b", "c"], "risks": []}"#,
+        )
+        .unwrap();
+        assert_eq!(note, "Started a new job.");
+        assert_eq!(loops, ["send the CV", "a", "b"]);
+        assert!(risks.is_empty());
+        assert!(parse_reflection(r#"{"open_loops": []}"#).is_err());
+        assert!(parse_reflection("no").is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! The web console's pages: each renders for a signed-in operator, unknown
+//! things are 404, pages are bounded, and hostile or secret text in a
+//! conversation is shown escaped and masked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support::e2e::Harness;
+use crate::web_client::{WebClient, TOKEN};
+use reqwest::StatusCode;
+use switchboard::llm::{Message, ToolCall};
+use switchboard::store::SessionKey;
+use switchboard_platform::{ChatId, Platform, UserId};
+
+async fn console() -> Harness {
+    Harness::with(&[("WEB_LISTEN", "127.0.0.1:0"), ("WEB_TOKEN", TOKEN)]).await
+}
+
+fn key(user: i64) -> SessionKey {
+    SessionKey {
+        platform: Platform::Telegram,
+        chat: ChatId(user),
+        thread: None,
+        user: UserId(user),
+    }
+}
+
+#[tokio::test]
+async fn every_page_renders() {
+    let h = console().await;
+    let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
+    for (path, title) in [
+        ("/", "Overview"),
+        ("/conversations", "Conversations"),
+        ("/approvals", "Approvals"),
+        ("/tasks", "Tasks &amp; schedules"),
+        ("/users", "Users &amp; access"),
+        ("/audit", "Audit log"),
+        (
+            "/audit?kind=web&since=2020-01-01&until=2099-12-31",
+            "Audit log",
+        ),
+        ("/conversations?platform=telegram", "Conversations"),
+    ] {
+        let r = c.get(path).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
+        assert!(
+            r.body.contains(&format!("<h1>{title}</h1>")),
+            "{path}: {}",
+            r.body
+        );
+        assert!(r.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"));
+    }
+    // This process is listed among those sharing the database, and the
+    // test channel's connection is shown.
+    let overview = c.get("/").await.body;
+    assert!(overview.contains(env!("CARGO_PKG_VERSION")), "{overview}");
+    assert!(overview.contains("connected"), "{overview}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_things_are_not_found() {
+    let h = console().await;
+    let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
+    for path in [
+        "/nope",
+        "/conversations/no-such-session",
+        "/static/other.js",
+    ] {
+        assert_eq!(c.get(path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    let r = c
+        .post_from("/", "/schedules/no-such-schedule/cancel", &[])
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = c.post_from("/", "/memories/myspace/1/1/forget", &[]).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn lists_are_paged_and_bounded() {
+    let h = console().await;
+    let store = &h.running.store;
+    for user in 0..53 {
+        store.session(&key(1000 + user)).await.unwrap();
+    }
+    let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
+    let first = c.get("/conversations").await.body;
+    assert_eq!(first.matches("href=\"/conversations/").count(), 50);
+    assert!(first.contains("rel=\"next\" href=\"?page=2\""), "{first}");
+    let second = c.get("/conversations?page=2").await.body;
+    assert_eq!(second.matches("href=\"/conversations/").count(), 3);
+    assert!(!second.contains("rel=\"next\""), "{second}");
+    let one = c
+        .get("/conversations?platform=telegram&chat=1003&user=")
+        .await
+        .body;
+    assert_eq!(one.matches("href=\"/conversations/").count(), 1, "{one}");
+    let none = c.get("/conversations?user=99").await.body;
+    assert_eq!(none.matches("href=\"/conversations/").count(), 0, "{none}");
+    assert_eq!(
+        c.get("/conversations?chat=abc").await.status,
+        StatusCode::BAD_REQUEST
+    );
+    let past = c.get("/conversations?page=9").await;
+    assert_eq!(past.status, StatusCode::OK);
+    assert!(past.body.contains("No conversation on this page."));
+    for bad in [
+        "/conversations?page=0",
+        "/conversations?page=10001",
+        "/conversations?page=-1",
+        "/conversations?page=abc",
+        "/audit?page=0",
+        "/audit?since=yesterday",
+        "/tasks?history=0",
+        "/users?memories=99999999",
+        "/approvals?rules=0",
+    ] {
+        assert_eq!(c.get(bad).await.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+    // A conversation page holds at most 500 messages.
+    let session = store.session(&key(7)).await.unwrap();
+    let msgs: Vec<Message> = (0..120).map(|i| Message::user(format!("n{i}"))).collect();
+    store.append_messages(&session, &msgs).await.unwrap();
+    let page = c.get(&format!("/conversations/{}", session.0)).await.body;
+    assert_eq!(page.matches("<li class=\"msg user").count(), 100);
+    let rest = c
+        .get(&format!("/conversations/{}?page=2", session.0))
+        .await
+        .body;
+    assert_eq!(rest.matches("<li class=\"msg user").count(), 20);
+    let bad = c
+        .get(&format!("/conversations/{}?per=501", session.0))
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_and_secret_text_is_escaped_and_masked() {
+    let h = console().await;
+    let store = &h.running.store;
+    let session = store.session(&key(42)).await.unwrap();
+    let mut call = Message::assistant("I'll fetch it. <img src=x onerror=alert(2)>");
+    call.tool_calls = vec![ToolCall {
+        id: "call_1".into(),
+        name: "http_get".into(),
+        arguments: r#"{"url":"https://api.example.com/x","headers":{"Authorization":"Bearer sk-live-abcdefghijkl"},"api_key":"k-123456"}"#.into(),
+    }];
+    let history = [
+        Message::user("hello <script>alert('user')</script> [x](javascript:alert(3))"),
+        call,
+        Message::tool_result(
+            "call_1",
+            "<script>alert('tool')</script> token=tok_secret_value",
+        ),
+        Message::assistant("Done **bold**"),
+    ];
+    store.append_messages(&session, &history).await.unwrap();
+    let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
+    let page = c.get(&format!("/conversations/{}", session.0)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    assert!(!body.contains("<script>alert"), "{body}");
+    assert!(!body.contains("<img src=x"), "{body}");
+    assert!(!body.contains("javascript:"), "{body}");
+    assert!(
+        body.contains("&lt;script&gt;alert('user')")
+            || body.contains("&lt;script&gt;alert(&#39;user&#39;)"),
+        "{body}"
+    );
+    assert!(body.contains("&lt;script&gt;alert"), "{body}");
+    assert!(body.contains("<strong>bold</strong>"), "{body}");
+    for secret in ["sk-live-abcdefghijkl", "k-123456", "tok_secret_value"] {
+        assert!(!body.contains(secret), "{secret} shown: {body}");
+    }
+    assert!(body.contains("https://api.example.com/x"), "{body}");
+    assert!(body.contains("http_get"), "{body}");
+    h.stop().await;
+}
