@@ -35,7 +35,11 @@ impl PlatformConfigs {
             telegram: TelegramConfig::from_env(get, data_dir)
                 .map_err(|e| ConfigError::Platform(e.to_string()))?,
             discord: DiscordConfig::from_env(get)
-                .map_err(|e| ConfigError::Platform(e.to_string()))?,
+                .map_err(|e| ConfigError::Platform(e.to_string()))?
+                .map(|mut discord| {
+                    discord.state_dir = Some(data_dir.to_owned());
+                    discord
+                }),
         })
     }
 
@@ -96,10 +100,12 @@ impl PlatformConfigs {
             });
         }
         if let Some(config) = &self.discord {
+            let mut config = config.clone();
+            config.state_dir = None;
             out.push(TokenCheck {
                 platform: "Discord",
                 var: "DISCORD_BOT_TOKEN",
-                result: DiscordAdapter::connect(config.clone())
+                result: DiscordAdapter::connect(config)
                     .await
                     .map(|a| format!("bot id {}", a.bot_user_id()))
                     .map_err(|e| e.to_string()),

@@ -7,6 +7,7 @@ use crate::support;
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 use support::fake_discord::{
     custom_ids, id_eq, message_id, FakeDiscord, Press, UserMessage, TOKEN,
@@ -30,6 +31,8 @@ pub(crate) struct E2e {
     pub(crate) run: JoinHandle<Result<(), RunError>>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) _dir: tempfile::TempDir,
+    /// The variables the gateway was started with (for [`E2e::restart`]).
+    env: HashMap<String, String>,
 }
 
 impl E2e {
@@ -72,24 +75,41 @@ impl E2e {
         for (k, v) in vars {
             env.insert((*k).to_owned(), (*v).to_owned());
         }
-        let config = Config::from_lookup(|k| env.get(k).cloned()).expect("core config");
-        assert!(
-            config.platforms.discord.is_some(),
-            "DISCORD_BOT_TOKEN enables Discord"
-        );
-        let shutdown = CancellationToken::new();
-        let mut run = tokio::spawn(switchboard::run(config, shutdown.clone()));
-        let ready = tokio::select! {
-            ready = discord.wait_ready(1) => ready,
-            ended = async { (&mut run).await } => panic!("run ended early: {ended:?}"),
-        };
-        assert!(ready, "the shard never became ready");
+        let (run, shutdown) = launch(&env, &discord).await;
         E2e {
             discord,
             llm,
             run,
             shutdown,
             _dir: dir,
+            env,
+        }
+    }
+
+    /// Stops the gateway, lets `meanwhile` act on the fakes and the data
+    /// directory while no process runs, and starts a new process on the
+    /// same data, model and Discord.
+    pub(crate) async fn restart(self, meanwhile: impl FnOnce(&FakeDiscord, &Path)) -> E2e {
+        let E2e {
+            discord,
+            llm,
+            run,
+            shutdown,
+            _dir,
+            env,
+        } = self;
+        stop(run, shutdown).await;
+        let closed = discord.wait_for(|f| f.connected_shards().is_empty()).await;
+        assert!(closed, "the stopped gateway's connection never closed");
+        meanwhile(&discord, &_dir.path().join("data"));
+        let (run, shutdown) = launch(&env, &discord).await;
+        E2e {
+            discord,
+            llm,
+            run,
+            shutdown,
+            _dir,
+            env,
         }
     }
 
@@ -155,13 +175,37 @@ impl E2e {
     }
 
     pub(crate) async fn stop(self) {
-        self.shutdown.cancel();
-        let ended = tokio::time::timeout(Duration::from_secs(20), self.run)
-            .await
-            .expect("run stops after shutdown")
-            .expect("run task");
-        assert!(ended.is_ok(), "{ended:?}");
+        stop(self.run, self.shutdown).await;
     }
+}
+
+/// Runs the gateway on `env` until its Discord shard is ready.
+async fn launch(
+    env: &HashMap<String, String>,
+    discord: &FakeDiscord,
+) -> (JoinHandle<Result<(), RunError>>, CancellationToken) {
+    let config = Config::from_lookup(|k| env.get(k).cloned()).expect("core config");
+    assert!(
+        config.platforms.discord.is_some(),
+        "DISCORD_BOT_TOKEN enables Discord"
+    );
+    let shutdown = CancellationToken::new();
+    let mut run = tokio::spawn(switchboard::run(config, shutdown.clone()));
+    let ready = tokio::select! {
+        ready = discord.wait_ready(1) => ready,
+        ended = async { (&mut run).await } => panic!("run ended early: {ended:?}"),
+    };
+    assert!(ready, "the shard never became ready");
+    (run, shutdown)
+}
+
+async fn stop(run: JoinHandle<Result<(), RunError>>, shutdown: CancellationToken) {
+    shutdown.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("run stops after shutdown")
+        .expect("run task");
+    assert!(ended.is_ok(), "{ended:?}");
 }
 
 fn has_text(d: &FakeDiscord, channel: u64, text: &str) -> bool {

@@ -550,3 +550,45 @@ async fn messages_missed_between_sessions_are_answered_exactly_once() {
     assert_eq!(e.discord.identifies().len(), 2);
     e.stop().await;
 }
+
+/// End to end across a restart: a mention posted while no process ran is
+/// answered by the next one, once. The stopped process left each channel's
+/// last delivered message on disk; here that mark is set back one message,
+/// as a crash right after "hello" was answered would leave it, so "hello"
+/// is fetched again — and not answered twice.
+#[tokio::test]
+async fn messages_posted_while_no_process_ran_are_answered_after_a_restart() {
+    use crate::discord_e2e::{texts, E2e, ALICE as E2E_ALICE, CHANNEL as E2E_CHANNEL};
+    use support::fake_discord::BOT_ID;
+    use support::fake_llm::Reply;
+    let mention = |text: &str| UserMessage::new(E2E_CHANNEL, E2E_ALICE, text).mentioning_bot();
+    let e = E2e::start().await;
+    e.llm.push(Reply::text("Hi."));
+    let hello = e.say(mention("hello"));
+    e.wait_text(E2E_CHANNEL, "Hi.").await;
+    e.llm.push(Reply::text("Caught up."));
+    let e = e
+        .restart(|discord, data| {
+            let path = data.join(format!("discord-{BOT_ID}-shards-0-0.json"));
+            let saved = std::fs::read(&path).expect("the stop saved the marks");
+            let mut marks: serde_json::Value = serde_json::from_slice(&saved).unwrap();
+            let mark = &mut marks["channels"][E2E_CHANNEL.to_string()];
+            assert_eq!(mark["last"], hello, "the last delivered message");
+            mark["last"] = (hello - 1).into();
+            std::fs::write(&path, marks.to_string()).unwrap();
+            let sent = discord.send_message(mention("while away"));
+            assert_eq!(sent, None, "posted while no gateway session existed");
+        })
+        .await;
+    e.wait_text(E2E_CHANNEL, "Caught up.").await;
+    e.quiet().await;
+    assert_eq!(texts(&e.discord, E2E_CHANNEL), ["Hi.", "Caught up."]);
+    let requests = e.llm.requests().await;
+    assert_eq!(requests.len(), 2, "each message asked once");
+    let asked = support::fake_llm::last_user_text(&requests[1]).unwrap_or_default();
+    assert!(asked.contains("while away"), "{asked}");
+    let reads = e.discord.history_reads(E2E_CHANNEL);
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0].1, format!("after={}&limit=100", hello - 1));
+    e.stop().await;
+}

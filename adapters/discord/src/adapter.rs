@@ -7,6 +7,7 @@ use crate::errors::DiscordError;
 use crate::gateway;
 use crate::interactions::Interactions;
 use crate::lookups::{BotRoles, ChannelKinds};
+use crate::marks::Marks;
 use crate::normalize::Handle;
 use crate::recent::RecentIds;
 use crate::render;
@@ -46,6 +47,8 @@ pub(crate) struct Shared {
     pub seen: Seen,
     /// Which shards had a session; a new one backfills.
     pub sessions: Sessions,
+    /// The newest delivered message per channel, kept across restarts.
+    pub marks: Marks,
     /// The gateway connection as the operator sees it.
     pub link: switchboard_platform::Link,
 }
@@ -77,6 +80,33 @@ impl DiscordAdapter {
         let rest = Arc::new(Rest::new(&config)?);
         let me = rest.current_user().await?;
         tracing::info!(bot = %me.username, id = me.id.get(), "Discord token accepted");
+        let seen = Seen::default();
+        let sessions = Sessions::default();
+        let marks = match &config.state_dir {
+            Some(dir) => {
+                let (marks, active) =
+                    Marks::open(dir, me.id.get(), config.shard_span()).map_err(|e| {
+                        DiscordError::State {
+                            path: dir.display().to_string(),
+                            reason: e.to_string(),
+                        }
+                    })?;
+                if !active.is_empty() {
+                    tracing::info!(
+                        channels = active.len(),
+                        "Discord channels were active before the restart: the first sessions fetch what was posted meanwhile"
+                    );
+                    let now = tokio::time::Instant::now();
+                    for (channel, mark) in active {
+                        seen.saw(channel, mark.guild, mark.last, now);
+                    }
+                    let (first, last) = config.shard_span();
+                    sessions.carry_over(first..=last);
+                }
+                marks
+            }
+            None => Marks::in_memory(),
+        };
         let stop = CancellationToken::new();
         let timings = config.timings;
         let config_edit_interval = config
@@ -106,8 +136,9 @@ impl DiscordAdapter {
             roles: BotRoles::new(timings.lookup_retry),
             config,
             sent: Mutex::new(RecentIds::new(SENT_MEMORY)),
-            seen: Seen::default(),
-            sessions: Sessions::default(),
+            seen,
+            sessions,
+            marks,
             link: switchboard_platform::Link::default(),
         });
         Ok(Self {
@@ -177,6 +208,13 @@ impl PlatformAdapter for DiscordAdapter {
 
     fn capabilities(&self) -> &Capabilities {
         &self.capabilities
+    }
+
+    /// With marks on disk, a restart's backfill may fetch again what the
+    /// previous process delivered after its last write (a crash): the core
+    /// then drops the repeats.
+    fn may_redeliver(&self) -> bool {
+        self.shared.config.state_dir.is_some()
     }
 
     fn link(&self) -> switchboard_platform::LinkStatus {

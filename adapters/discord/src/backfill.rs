@@ -51,6 +51,15 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
+    /// The previous process had sessions on `shards`: their first session
+    /// here is a new one after those, and backfills.
+    pub fn carry_over(&self, shards: impl IntoIterator<Item = u32>) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        for shard in shards {
+            running.entry(shard).or_default();
+        }
+    }
+
     /// A READY on `shard`: `Some(token)` for a new backfill when the shard
     /// had a session before (whose backfill, if still running, is stopped).
     pub fn ready(&self, shard: u32, shutdown: &CancellationToken) -> Option<CancellationToken> {

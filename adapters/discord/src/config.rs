@@ -2,6 +2,7 @@
 //! naming the variable and the fix.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::time::Duration;
 use switchboard_platform::{Pacer, Quota, Secret};
 
@@ -34,6 +35,10 @@ pub struct DiscordConfig {
     pub bot_quota: Quota,
     /// Delays of the adapter's own timers.
     pub timings: DiscordTimings,
+    /// Where the newest delivered message per channel is kept across
+    /// restarts (`DATA_DIR`), so the next process fetches what was posted
+    /// while none ran; `None` keeps it in memory only.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Timers of the adapter; the defaults match Discord, tests shorten them.
@@ -138,6 +143,7 @@ impl DiscordConfig {
             channel_quota: Pacer::quota_within(5, Duration::from_secs(5), 2, RATE_MARGIN),
             bot_quota: Pacer::quota_within(50, Duration::from_secs(1), 1, RATE_MARGIN),
             timings: DiscordTimings::default(),
+            state_dir: None,
         }
     }
 

@@ -22,6 +22,8 @@ pub enum DiscordError {
     Protocol(String),
     #[error("the Discord gateway stopped: {0}")]
     Gateway(String),
+    #[error("cannot keep the Discord channel marks in {path}: {reason}")]
+    State { path: String, reason: String },
 }
 
 /// A failed REST call, already scrubbed of secrets.

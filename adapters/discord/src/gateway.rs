@@ -29,6 +29,7 @@ use crate::adapter::Shared;
 use crate::backfill;
 use crate::errors::{DiscordError, RestError};
 use crate::lookups::{Cached, Kind, Lookups, Roles};
+use crate::marks;
 use crate::normalize::{self, Context, NotAPress, Place};
 use crate::order::Reorder;
 use crate::recent::RecentIds;
@@ -238,8 +239,34 @@ impl Handler {
     }
 }
 
-/// Connects the configured shard range and forwards events until `shutdown`.
+/// Connects the configured shard range and forwards events until `shutdown`,
+/// saving the channel marks meanwhile and once more at the end.
 pub(crate) async fn run(
+    shared: Arc<Shared>,
+    sink: InboundSink,
+    shutdown: CancellationToken,
+) -> Result<(), DiscordError> {
+    let saving = CancellationToken::new();
+    let saver = tokio::spawn(save_marks(shared.clone(), saving.clone()));
+    let result = connect(shared.clone(), sink, shutdown).await;
+    saving.cancel();
+    let _ = saver.await;
+    shared.marks.flush().await;
+    result
+}
+
+/// Writes the changed marks every [`marks::FLUSH_EVERY`] until `stop`
+/// (never in the middle of a write).
+async fn save_marks(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(marks::FLUSH_EVERY) => shared.marks.flush().await,
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+async fn connect(
     shared: Arc<Shared>,
     sink: InboundSink,
     shutdown: CancellationToken,
@@ -332,17 +359,27 @@ async fn pump(
             held.release_all()
         };
         for event in ready {
-            let inbound = match event {
-                Event::Inbound(inbound) => Some(*inbound),
-                Event::Message(message) if !delivered.insert(message.id.get()) => None,
-                Event::Message(message) => normalize_message(&shared, &message)
-                    .await
-                    .map(Inbound::Message),
+            // A channel's mark moves past a message once the core has it
+            // (or it was dropped on purpose); never for a slash command,
+            // whose id is an interaction's.
+            let (inbound, mark) = match event {
+                Event::Inbound(inbound) => (Some(*inbound), None),
+                Event::Message(message) if !delivered.insert(message.id.get()) => continue,
+                Event::Message(message) => {
+                    let guild = message.guild_id.map(|g| g.get());
+                    let mark = (message.channel_id.get(), guild, message.id.get());
+                    let inbound = normalize_message(&shared, &message).await;
+                    (inbound.map(Inbound::Message), Some(mark))
+                }
             };
-            let Some(inbound) = inbound else { continue };
-            if sink.send(inbound).await.is_err() {
-                tracing::info!("inbound sink closed; Discord events are no longer forwarded");
-                return;
+            if let Some(inbound) = inbound {
+                if sink.send(inbound).await.is_err() {
+                    tracing::info!("inbound sink closed; Discord events are no longer forwarded");
+                    return;
+                }
+            }
+            if let Some((channel, guild, id)) = mark {
+                shared.marks.delivered(channel, guild, id);
             }
         }
     }

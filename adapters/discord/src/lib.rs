@@ -19,7 +19,9 @@
 //! - A new gateway session (one Discord could not resume) is followed by a
 //!   backfill: the channels active in the last day are read over REST after
 //!   the last message seen, and what was missed goes the way of a gateway
-//!   message, once (`backfill.rs`). The last seen ids live in memory only.
+//!   message, once (`backfill.rs`). The newest delivered message per channel
+//!   is also kept in `DATA_DIR` (`marks.rs`), so the first sessions after a
+//!   restart fetch what was posted while no process ran.
 //! - Every REST call goes through [`switchboard_platform::Pacer`]: 5 messages / 5 s
 //!   per channel, 50 requests/s per bot, 429s honoured (`global` pauses everything).
 
@@ -32,6 +34,7 @@ mod gateway;
 mod interactions;
 mod invite;
 mod lookups;
+mod marks;
 mod normalize;
 mod order;
 #[cfg(test)]

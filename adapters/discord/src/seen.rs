@@ -1,9 +1,9 @@
 //! The newest messages seen per channel in this process, so a new gateway
 //! session knows where each channel's missed messages start.
 //!
-//! Only channels with a message seen in this process are known: after a
-//! restart nothing is, so nothing is fetched (the adapter keeps no state on
-//! disk). Each channel keeps its last few message ids with the instant they
+//! Channels with a message seen in this process are known, and at start
+//! those whose marks the previous process left on disk (`marks.rs`). Each
+//! channel keeps its last few message ids with the instant they
 //! reached us. The floor of a backfill is the newest id that reached us
 //! before `cutoff` (a moment before the new session's READY was handled): a
 //! message of the new session whose handler ran before READY's (serenity
