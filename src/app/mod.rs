@@ -5,27 +5,22 @@ use crate::busy::Busy;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::gateway::{Gateway, GatewayParts, GatewaySettings, DEFAULT_SYSTEM_PROMPT};
-use crate::llm::{EndpointConfig, FallbackProvider, ModelInfo, Provider, ProviderError};
-use crate::memory::MemoryBook;
+use crate::llm::ProviderError;
 use crate::metrics::Metrics;
-use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
+use crate::skills::SkillLibrary;
 use crate::store::{Store, StoreError};
-use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
-use crate::tools::{
-    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, GrownEnv,
-    GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool, ReadStoredResultTool,
-    Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
-};
+use crate::tasks::TaskManager;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::PlatformAdapter;
-use switchboard_platform::Secret;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+mod parts;
+pub use parts::{build_provider, build_tools, load_skills};
 
 /// Why Switchboard could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -91,148 +86,6 @@ impl Running {
         self.mcp.stopped().await;
         self.store.record_event("gateway.stop", json!({})).await;
     }
-}
-
-/// Builds the model provider from the config.
-pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
-    let llm = &config.llm;
-    let endpoint = |api, base_url: &str, model: &str, window, key: Option<&Secret>, text_calls| {
-        let mut ec = EndpointConfig::new(base_url, ModelInfo::new(model, window))
-            .with_idle_timeout(llm.idle_timeout);
-        ec.frequency_penalty = llm.frequency_penalty;
-        ec.max_output_tokens = llm.max_output_tokens;
-        ec.thinking_budget = llm.thinking_budget;
-        ec.text_tool_calls = text_calls;
-        if let Some(key) = key {
-            ec = ec.with_api_key(key.clone());
-        }
-        crate::llm::connect(api, ec)
-    };
-    let primary = endpoint(
-        llm.api,
-        &llm.base_url,
-        &llm.model,
-        llm.context_window,
-        llm.api_key.as_ref(),
-        llm.text_tool_calls,
-    )?;
-    if llm.fallbacks.is_empty() {
-        return Ok(primary);
-    }
-    let fallbacks = llm
-        .fallbacks
-        .iter()
-        .map(|f| {
-            endpoint(
-                f.api,
-                &f.base_url,
-                &f.model,
-                f.context_window,
-                f.api_key.as_ref(),
-                f.text_tool_calls,
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Arc::new(FallbackProvider::new(primary, fallbacks)))
-}
-
-/// The built-in tools, the operator's, and those added from the chat.
-pub fn build_tools(
-    config: &Config,
-    store: &Store,
-    tasks: &Arc<TaskManager>,
-    skills: &Arc<SkillLibrary>,
-    adapters: &[Arc<dyn PlatformAdapter>],
-) -> Result<(ToolRegistry, Arc<GrownTools>), RunError> {
-    let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
-        path: config.workspace_dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let ws = Arc::new(ws);
-    let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
-    tracing::info!("exec sandbox: {}", sandbox.describe());
-    if let Some(warning) = sandbox.warning() {
-        tracing::warn!("{warning}");
-    }
-    let mut exec = ExecConfig::new(Arc::clone(&ws));
-    exec.timeout = config.exec_timeout;
-    exec.sandbox = Arc::clone(&sandbox);
-    let max_output_chars = exec.max_output_chars;
-    let fetch = WebFetchConfig {
-        allow: config.web_fetch_allow.clone(),
-        ..WebFetchConfig::default()
-    };
-    let mut registry = ToolRegistry::new();
-    registry
-        .register(Arc::new(ReadFileTool::new(Arc::clone(&ws))))
-        .register(Arc::new(WriteFileTool::new(Arc::clone(&ws))))
-        .register(Arc::new(ExecTool::new(exec)))
-        .register(Arc::new(WebFetchTool::new(fetch)))
-        .register(Arc::new(AskUserTool::new()))
-        .register(Arc::new(SendFileTool::new(Arc::clone(&ws), adapters)))
-        .register(Arc::new(CheckTasksTool::new(store.clone())))
-        .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
-        .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
-        .register(Arc::new(SkillTool::new(Arc::clone(skills))))
-        .register(Arc::new(
-            ScheduleTool::new(store.clone(), config.timezone.clone())
-                .with_user_cap(config.caps.max_schedules),
-        ));
-    registry.register(Arc::new(PlanTool::new(store.clone())));
-    for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
-        registry.register(tool);
-    }
-    if config.portfolio_tools {
-        for tool in portfolio_tools(store.clone()) {
-            registry.register(tool);
-        }
-    }
-    for def in &config.script_tools {
-        registry.register(Arc::new(ScriptTool::new(
-            def.clone(),
-            Arc::clone(&ws),
-            max_output_chars,
-            Arc::clone(&sandbox),
-        )));
-    }
-    for def in &config.http_tools {
-        registry.register(Arc::new(HttpApiTool::new(
-            def.clone(),
-            &config.web_fetch_allow,
-        )));
-    }
-    let grown = Arc::new(GrownTools::new(
-        store.clone(),
-        GrownEnv {
-            reserved: registry.names(),
-            workspace: ws,
-            sandbox,
-            max_output_chars,
-            allow: config.web_fetch_allow.clone(),
-            secrets: config
-                .model_keys
-                .iter()
-                .filter(|(name, _)| name.starts_with(TOOL_SECRET_PREFIX))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect(),
-        },
-    ));
-    registry
-        .register(Arc::new(HttpToolManager::new(
-            Arc::clone(&grown),
-            config.tool_builders,
-        )))
-        .register(Arc::new(ScriptToolManager::new(
-            Arc::clone(&grown),
-            config.tool_builders,
-        )));
-    Ok((registry, grown))
-}
-
-/// The built-in skills and those of `SKILLS_DIR`; files that cannot be used
-/// are logged (and shown by `switchboard doctor`) and skipped.
-pub fn load_skills(config: &Config) -> (SkillBook, Vec<SkillProblem>) {
-    SkillBook::load(&config.skills_dir, &crate::gateway::COMMANDS)
 }
 
 /// Opens the store, builds the agent and starts the gateway with `adapters`.
