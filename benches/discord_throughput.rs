@@ -209,15 +209,18 @@ async fn run(scenario: &Scenario) -> Outcome {
     for c in 0..scenario.channels {
         discord.add_text_channel(FIRST_CHANNEL + c);
     }
-    let adapter = Arc::new(
-        DiscordAdapter::connect(discord_config(&discord, scenario.limits))
-            .await
-            .expect("connect"),
-    );
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut config = discord_config(&discord, scenario.limits);
+    if matches!(scenario.path, Path::Gateway) {
+        // As `switchboard run` sets it: channel marks kept across restarts,
+        // and the core drops repeated deliveries (one database row each).
+        config.state_dir = Some(data.clone());
+    }
+    let adapter = Arc::new(DiscordAdapter::connect(config).await.expect("connect"));
     let shutdown = CancellationToken::new();
     // Kept alive for the whole run: the gateway's LLM and store, or the echo loop.
     let _llm;
-    let _dir;
     let mut stopped = None;
     match scenario.path {
         Path::Gateway => {
@@ -232,8 +235,6 @@ async fn run(scenario: &Scenario) -> Outcome {
                     asked.split_whitespace().last().unwrap_or("?")
                 ))
             });
-            let dir = tempfile::tempdir().unwrap();
-            let data = dir.path().join("data");
             let env: HashMap<&str, String> = [
                 ("LLM_BASE_URL", llm.base_url()),
                 ("LLM_MODEL", "fake-model".to_owned()),
@@ -255,7 +256,6 @@ async fn run(scenario: &Scenario) -> Outcome {
                 .expect("start");
             stopped = Some(running);
             _llm = Some(llm);
-            _dir = Some(dir);
         }
         Path::AdapterOnly => {
             let (tx, mut rx) = mpsc::channel(1024);
@@ -273,7 +273,6 @@ async fn run(scenario: &Scenario) -> Outcome {
                 }
             });
             _llm = None;
-            _dir = None;
         }
     }
     assert!(discord.wait_ready(1).await, "shard ready");
