@@ -801,3 +801,54 @@ async fn stop_at_an_open_card_denies_it_and_the_paused_turn_answers() {
     .await;
     h.stop().await;
 }
+
+/// Approval presses have an allowance of their own
+/// (`APPROVAL_PRESSES_PER_MINUTE`): a stranger hammering someone's card is
+/// told to slow down once past it — without a decision — and the card's
+/// owner, with an allowance of their own, still decides it.
+#[tokio::test]
+async fn approval_presses_past_the_allowance_are_told_to_slow_down() {
+    let h = Harness::with(&[("APPROVAL_PRESSES_PER_MINUTE", "2")]).await;
+    let card = exec_card(&h, "touch limited.txt", "Ran it.").await;
+    let (chat, id) = {
+        let log = h.channel.log();
+        let m = &log.messages[&card.id.0];
+        (m.chat, m.id)
+    };
+    for _ in 0..3 {
+        h.channel.press_on(2, &card.action('y'), chat, id).await;
+    }
+    let log = h
+        .wait_for("three answers", |l| l.answers().len() == 3)
+        .await;
+    let texts: Vec<String> = log
+        .answers()
+        .into_iter()
+        .map(|(_, _, a)| match a {
+            PressAnswer::Private(t) => t,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // Presses are handled concurrently: which one is refused may vary.
+    let slowed = texts.iter().filter(|t| t.contains("Slow down")).count();
+    let refused = texts
+        .iter()
+        .filter(|t| t.contains("Only the person who asked"))
+        .count();
+    assert_eq!((slowed, refused), (1, 2), "{texts:?}");
+    assert_eq!(
+        h.running
+            .store
+            .approval(&card.approval_id())
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ApprovalStatus::Pending,
+        "no press decided anything"
+    );
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the owner's decision ran", |l| l.has_text("Ran it."))
+        .await;
+    h.stop().await;
+}
