@@ -108,6 +108,9 @@ fn adapters(metrics: &Metrics, adapters: &[Arc<dyn PlatformAdapter>]) {
             &platform,
             a.unreadable_inbound(),
         );
+        if let Some(waits) = a.pacer_waits() {
+            metrics.set_histogram("switchboard_pacer_wait", &platform, waits);
+        }
         let connected = a.link().state == switchboard_platform::LinkState::Connected;
         metrics.set_gauge(
             "switchboard_adapter_connected",

@@ -5,14 +5,17 @@
 //! and the MCP servers ([`Metrics::set_gauge`], [`Metrics::set_counter`]).
 
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_platform::WaitSnapshot;
 
 /// A series' labels, in order.
 type Labels = Vec<(String, String)>;
@@ -85,6 +88,42 @@ const GAUGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Histograms kept elsewhere (each adapter's flood control) and copied in
+/// at each scrape ([`Metrics::set_histogram`]): name (without `_seconds`) and help.
+const COPIED_HISTOGRAMS: &[(&str, &str)] = &[(
+    "switchboard_pacer_wait",
+    "Outbound platform calls: time queued in flood control (behind the chat's earlier calls, for a quota, out a 429 pause) before the first attempt went out, by platform.",
+)];
+
+/// A histogram whose buckets are counted elsewhere: the last reading.
+#[derive(Debug, Clone, Default)]
+struct Copied(Arc<Mutex<Option<WaitSnapshot>>>);
+
+impl TypedMetric for Copied {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Copied {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let reading = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let reading = reading.unwrap_or(WaitSnapshot {
+            buckets: vec![(f64::INFINITY, 0)],
+            count: 0,
+            sum_seconds: 0.0,
+        });
+        encoder.encode_histogram::<NoLabelSet>(
+            reading.sum_seconds,
+            reading.count,
+            &reading.buckets,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
 /// The latency histograms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Latency {
@@ -131,6 +170,7 @@ pub struct Metrics {
     counters: HashMap<&'static str, Family<Labels, Counter>>,
     gauges: HashMap<&'static str, Family<Labels, Gauge>>,
     latencies: HashMap<Latency, Family<Labels, Histogram>>,
+    copied: HashMap<&'static str, Family<Labels, Copied>>,
     /// Serializes the scrape's updates of counters read from elsewhere.
     scrape: Mutex<()>,
 }
@@ -173,11 +213,23 @@ impl Default for Metrics {
             );
             latencies.insert(which, family);
         }
+        let mut copied = HashMap::new();
+        for (name, help) in COPIED_HISTOGRAMS {
+            let family = Family::<Labels, Copied>::default();
+            registry.register_with_unit(
+                *name,
+                *help,
+                prometheus_client::registry::Unit::Seconds,
+                family.clone(),
+            );
+            copied.insert(*name, family);
+        }
         Metrics {
             registry,
             counters,
             gauges,
             latencies,
+            copied,
             scrape: Mutex::new(()),
         }
     }
@@ -229,6 +281,25 @@ impl Metrics {
             if total > now {
                 c.inc_by(total - now);
             }
+        }
+    }
+
+    /// Sets histogram `name` (one of [`COPIED_HISTOGRAMS`]) to `reading`, a
+    /// histogram counted elsewhere (an adapter's flood control).
+    pub fn set_histogram(
+        &self,
+        name: &'static str,
+        labels_: &[(&str, &str)],
+        reading: WaitSnapshot,
+    ) {
+        match self.copied.get(name) {
+            Some(f) => {
+                *f.get_or_create(&labels(labels_))
+                    .0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(reading);
+            }
+            None => debug_assert!(false, "unknown histogram {name}"),
         }
     }
 
@@ -285,5 +356,30 @@ mod tests {
         // Label values are escaped by the encoder.
         m.inc("switchboard_turns_by_model_total", &[("model", "a\"b")]);
         assert!(m.render().contains("model=\"a\\\"b\""));
+    }
+
+    #[test]
+    fn a_pacers_waits_render_as_a_histogram_with_cumulative_buckets() {
+        let m = Metrics::default();
+        let waits = switchboard_platform::WaitHistogram::default();
+        waits.record(Duration::from_millis(2));
+        waits.record(Duration::from_millis(30));
+        waits.record(Duration::from_secs(3));
+        m.set_histogram(
+            "switchboard_pacer_wait",
+            &[("platform", "discord")],
+            waits.snapshot(),
+        );
+        let text = m.render();
+        for line in [
+            "# TYPE switchboard_pacer_wait_seconds histogram\n",
+            "switchboard_pacer_wait_seconds_count{platform=\"discord\"} 3\n",
+            "switchboard_pacer_wait_seconds_bucket{le=\"0.005\",platform=\"discord\"} 1\n",
+            "switchboard_pacer_wait_seconds_bucket{le=\"0.04\",platform=\"discord\"} 2\n",
+            "switchboard_pacer_wait_seconds_bucket{le=\"5.12\",platform=\"discord\"} 3\n",
+            "switchboard_pacer_wait_seconds_bucket{le=\"+Inf\",platform=\"discord\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line:?} in\n{text}");
+        }
     }
 }

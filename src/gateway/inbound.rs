@@ -141,7 +141,7 @@ impl Gateway {
 /// Sends a reply from the inbound path on a task of its own: a chat paused by
 /// the platform's flood control must not hold up the inbound loop of every
 /// other chat.
-fn reply_later(
+pub(super) fn reply_later(
     adapter: &Arc<dyn PlatformAdapter>,
     chat: switchboard_platform::ChatAddress,
     text: String,

@@ -1,11 +1,19 @@
-//! The commands answered the moment they arrive instead of queueing behind
-//! the session's turn: decisions, card listings, `/stop` and `/queue`.
+//! Commands are answered the moment they arrive, never behind the session's
+//! turn: a user whose answer stalls can still ask `/help`, look at `/tasks`
+//! or `/stop` it. Only what would itself start a turn (a skill, a `/tools`
+//! request for the model) or change what the running turn reads and writes
+//! (`/clear`) is queued like a message — and `/clear` says so at once.
 
-use super::commands::{self, Builtin};
-use super::{approvals_cmd, approve_cmd, queue_mode, stop, Gateway};
+use super::commands::{self, Builtin, Command};
+use super::inbound::reply_later;
+use super::{approvals_cmd, approve_cmd, queue_mode, stop, tools_cmd, Gateway};
 use crate::domain::SessionKey;
 use std::sync::Arc;
 use switchboard_platform::{InboundMessage, PlatformAdapter};
+
+/// The answer to `/clear` sent while a turn runs (the clear itself waits).
+const CLEAR_AFTER_TURN: &str =
+    "I'll clear this conversation as soon as the current answer ends (/stop ends it now).";
 
 impl Gateway {
     /// The commands answered as they arrive instead of queueing: `Some` when
@@ -20,9 +28,8 @@ impl Gateway {
         let cmd = commands::parse(&msg.text)?;
         Some(match cmd.builtin? {
             // A decision is quick and may be for a card of another session
-            // (an approver's), so it does not queue behind this session's
-            // turn; an edit's new arguments right behind it then find the
-            // approval already sent back.
+            // (an approver's); an edit's new arguments right behind it then
+            // find the approval already sent back.
             Builtin::Approve => Some(approve_cmd::run(inner, adapter, &msg.user, &cmd.args).await),
             // A read of the cards, not a turn.
             Builtin::Approvals => Some(approvals_cmd::run(inner, &cmd, key).await.unwrap_or_else(
@@ -31,24 +38,81 @@ impl Gateway {
                     "⚠️ I can't read the approvals right now (storage unavailable).".into()
                 },
             )),
-            // `/stop` cancels the turn running now; it must not queue behind
-            // it. A stopped turn answers for itself ("Cancelled.").
-            Builtin::Stop => {
-                if self.session_if_exists(key).is_some_and(|h| h.stop()) {
-                    None
-                } else {
-                    Some(
-                        stop::deny_waiting_card(inner, key, &msg.user)
-                            .await
-                            .unwrap_or_else(|| stop::NOTHING_TO_STOP.to_owned()),
-                    )
-                }
-            }
+            Builtin::Stop => self.stop(msg, key, &cmd).await,
             // About the turn running now: answered at once.
             Builtin::Queue => {
                 Some(queue_mode::answer(inner, key, &cmd.args, &self.session(*key)).await)
             }
-            _ => return None,
+            // A request the model carries out: a turn of its own.
+            Builtin::Tools
+                if tools_cmd::invocation(inner, &cmd, &msg.text, &msg.user).is_some() =>
+            {
+                return None
+            }
+            // The running turn still writes this conversation: cleared after it.
+            Builtin::Clear => {
+                if self.session_if_exists(key).is_some_and(|h| h.is_running()) {
+                    reply_later(
+                        adapter,
+                        msg.chat,
+                        CLEAR_AFTER_TURN.into(),
+                        Some(msg.message_id),
+                    );
+                }
+                return None;
+            }
+            _ => Some(self.answer_now(msg, key, &cmd).await),
+        })
+    }
+
+    /// `/stop` cancels the turn running now (it answers for itself:
+    /// "Cancelled."); with none, it denies the card a paused turn waits at.
+    /// `/stop all` also cancels the chat's background tasks.
+    async fn stop(
+        &self,
+        msg: &InboundMessage,
+        key: &SessionKey,
+        cmd: &Command<'_>,
+    ) -> Option<String> {
+        let inner = &self.inner;
+        let all = cmd
+            .args
+            .first()
+            .is_some_and(|a| a.eq_ignore_ascii_case("all"));
+        let stopped = self.session_if_exists(key).is_some_and(|h| h.stop());
+        let tasks = if all {
+            Some(stop::cancel_tasks(inner, key).await)
+        } else {
+            None
+        };
+        if stopped {
+            return tasks;
+        }
+        let card = stop::deny_waiting_card(inner, key, &msg.user).await;
+        Some(match (card, tasks) {
+            (Some(card), Some(tasks)) => format!("{card}\n{tasks}"),
+            (Some(card), None) => card,
+            (None, Some(tasks)) => tasks,
+            (None, None) => stop::NOTHING_TO_STOP.to_owned(),
+        })
+    }
+
+    /// Runs a command that neither starts nor changes a turn, now.
+    async fn answer_now(
+        &self,
+        msg: &InboundMessage,
+        key: &SessionKey,
+        cmd: &Command<'_>,
+    ) -> String {
+        let inner = &self.inner;
+        let private = msg.chat_kind.is_private();
+        let answer = match inner.store.session(key).await {
+            Ok(session) => commands::run(inner, cmd, key, &session, &msg.user, private).await,
+            Err(e) => Err(e),
+        };
+        answer.unwrap_or_else(|e| {
+            tracing::error!(error = %e, command = %cmd.name, "command failed");
+            "⚠️ That command failed because storage is unavailable. Please try again.".into()
         })
     }
 }

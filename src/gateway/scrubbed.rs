@@ -104,6 +104,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.link()
     }
 
+    fn pacer_waits(&self) -> Option<switchboard_platform::WaitSnapshot> {
+        self.inner.pacer_waits()
+    }
+
     async fn run(
         &self,
         sink: InboundSink,

@@ -195,6 +195,11 @@ impl SessionHandle {
         self.running.stop()
     }
 
+    /// Whether a turn of this session runs now.
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.is_running()
+    }
+
     /// The session's queue mode; `default` until its worker has read it.
     pub(crate) fn mode(&self, default: QueueMode) -> QueueMode {
         self.mode.get().unwrap_or(default)

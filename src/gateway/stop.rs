@@ -11,6 +11,24 @@ use tokio_util::sync::CancellationToken;
 /// The reply to `/stop` when the session runs no turn.
 pub(crate) const NOTHING_TO_STOP: &str = "Nothing is running to stop.";
 
+/// `/stop all`'s part: cancels the session's background tasks. The reply
+/// part saying how many, or why none could be.
+pub(super) async fn cancel_tasks(inner: &Inner, key: &SessionKey) -> String {
+    let stopped = match inner.store.session(key).await {
+        Ok(session) => inner.tasks.cancel_all_in_session(&session.0).await,
+        Err(e) => Err(e),
+    };
+    match stopped {
+        Ok(0) => "No background task was running.".to_owned(),
+        Ok(1) => "Stopped 1 background task.".to_owned(),
+        Ok(n) => format!("Stopped {n} background tasks."),
+        Err(e) => {
+            tracing::error!(error = %e, "could not stop the background tasks");
+            "⚠️ I can't reach the background tasks right now (storage unavailable).".to_owned()
+        }
+    }
+}
+
 /// `/stop` while no turn runs: a turn of this session paused at a card (or
 /// waiting for an edit of one) ends there — the card is denied, as a press
 /// on Deny would, and the turn resumes with that. `None` when nothing waits.
@@ -55,6 +73,11 @@ impl RunningTurn {
     /// The turn ended: `/stop` has nothing to cancel until the next begins.
     pub(crate) fn end(&self) {
         self.slot().take();
+    }
+
+    /// Whether a turn runs now (and was not stopped yet).
+    pub(crate) fn is_running(&self) -> bool {
+        self.slot().as_ref().is_some_and(|t| !t.is_cancelled())
     }
 
     /// Cancels the running turn. False when none runs (or it was already stopped).

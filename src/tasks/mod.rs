@@ -225,6 +225,22 @@ impl TaskManager {
         })
     }
 
+    /// Cancels every unfinished task of the session (`/stop all`): those of
+    /// this process at once, those of another process by request. Schedules
+    /// stay. Returns how many were stopped or asked to stop.
+    pub async fn cancel_all_in_session(&self, session_id: &str) -> Result<usize, StoreError> {
+        let mut stopped = 0;
+        for task in self.store.session_tasks(session_id, 1000).await? {
+            if task.status.is_finished() {
+                continue;
+            }
+            if self.cancel(&task.id) || self.store.request_task_cancel(&task.id).await? {
+                stopped += 1;
+            }
+        }
+        Ok(stopped)
+    }
+
     /// Stops the tasks of this process that another process was asked to
     /// cancel. Costs nothing while this process runs no task.
     pub async fn apply_cancel_requests(&self) -> Result<(), StoreError> {

@@ -9,6 +9,7 @@ use crate::support;
 use serde_json::{json, Value};
 use support::e2e::{messages, Harness};
 use support::fake_llm::Reply;
+use switchboard::store::TaskStatus;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -130,4 +131,90 @@ async fn a_stopped_answer_stays_in_history_with_a_note() {
         "{said:?}"
     );
     h.stop().await;
+}
+
+/// Commands never wait behind a turn: while a tool hangs, `/help`,
+/// `/whoami`, `/verbose` and `/tasks` are answered at once and the turn
+/// keeps running; `/clear` says it waits for the turn; then `/stop` ends it.
+#[tokio::test]
+async fn commands_are_answered_while_a_turn_runs() {
+    let (url, mut accepted) = hanging_server().await;
+    let h = Harness::with(&[("WEB_FETCH_ALLOW", "127.0.0.1")]).await;
+    model(&h, "web_fetch", json!({ "url": format!("{url}/slow") }));
+    h.channel.dm(1, "go").await;
+    accepted.recv().await.unwrap();
+    for (command, answer) in [
+        ("/help", "**Commands**"),
+        ("/whoami", "(user id 1)"),
+        ("/verbose", "erbos"),
+        ("/tasks", "task"),
+        ("/clear", "as soon as the current answer ends"),
+    ] {
+        h.channel.dm(1, command).await;
+        h.wait_for(&format!("the answer to {command} during the turn"), |l| {
+            l.any_contains(answer)
+        })
+        .await;
+    }
+    let log = h.channel.log();
+    assert!(
+        !log.any_contains("Cancelled."),
+        "the turn still runs: {log}"
+    );
+    assert!(!log.any_contains("Cleared this conversation"), "{log}");
+    h.channel.dm(1, "/stop").await;
+    h.wait_for("the stopped turn", |l| l.any_contains("Cancelled."))
+        .await;
+    h.wait_for("the clear, after the turn", |l| {
+        l.any_contains("Cleared this conversation")
+    })
+    .await;
+    h.stop().await;
+}
+
+/// `/stop` leaves background tasks running; `/stop all` stops them too.
+#[tokio::test]
+async fn stop_all_also_stops_the_chats_background_tasks() {
+    let h = Harness::start().await;
+    h.llm.push(Reply::tool_calls([(
+        "call_bg",
+        "exec_command",
+        json!({"command": "echo waiting; sleep 60", "background": true}),
+    )]));
+    h.llm.push(Reply::text("Started."));
+    h.llm.push(Reply::text("The task was cancelled."));
+    h.channel.dm(1, "start the slow job").await;
+    let card = h.channel.card().await;
+    h.channel.press(1, &card.action('y')).await;
+    h.wait_for("the first answer", |l| l.has_text("Started."))
+        .await;
+    // Handled in arrival order: once `/whoami` is answered, `/stop` was too.
+    h.channel.dm(1, "/stop").await;
+    h.channel.dm(1, "/whoami").await;
+    h.wait_for("the whoami after the stop", |l| {
+        l.any_contains("(user id 1)")
+    })
+    .await;
+    assert_eq!(
+        task_status(&h).await,
+        TaskStatus::Running,
+        "the task runs on"
+    );
+    h.channel.dm(1, "/stop all").await;
+    h.wait_for("the tasks stopped", |l| {
+        l.any_contains("Stopped 1 background task.")
+    })
+    .await;
+    h.wait_for("the cancelled task's notification answered", |l| {
+        l.has_text("The task was cancelled.")
+    })
+    .await;
+    assert_eq!(task_status(&h).await, TaskStatus::Cancelled);
+    h.stop().await;
+}
+
+async fn task_status(h: &Harness) -> TaskStatus {
+    let tasks = h.running.store.recent_tasks(None, 10).await.unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    tasks[0].status
 }

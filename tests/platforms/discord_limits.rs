@@ -232,6 +232,17 @@ async fn a_long_answer_in_one_channel_gets_no_429() {
         posts[7].at.duration_since(posts[0].at) >= Duration::from_secs(1),
         "8 > 5 per bucket"
     );
+    // The waits reach the adapter's histogram (`switchboard_pacer_wait_seconds`):
+    // the last chunk queued for about a second.
+    let waits = adapter.pacer_waits().expect("a paced adapter");
+    assert!(waits.count >= 8, "{waits:?}");
+    let long: u64 = waits
+        .buckets
+        .iter()
+        .filter(|(le, _)| *le > 0.64)
+        .map(|(_, n)| n)
+        .sum();
+    assert!(long >= 1, "{waits:?}");
 }
 
 #[tokio::test]

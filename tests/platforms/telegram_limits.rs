@@ -209,6 +209,17 @@ async fn a_busy_group_gets_every_message_in_order_without_a_429() {
     assert_eq!(texts(&fake, -7201), expected, "each once, in order");
     assert_eq!(fake.rate_limited_responses(), 0, "{:?}", fake.limit_hits());
     assert_eq!(adapter.rate_limited_count(), 0);
+    // The waits reach the adapter's histogram (`switchboard_pacer_wait_seconds`):
+    // the last part queued behind a full group window.
+    let waits = adapter.pacer_waits().expect("a paced adapter");
+    assert!(waits.count >= 12, "{waits:?}");
+    let long: u64 = waits
+        .buckets
+        .iter()
+        .filter(|(le, _)| *le > 0.64)
+        .map(|(_, n)| n)
+        .sum();
+    assert!(long >= 1, "{waits:?}");
     // More than the group window holds were sent: the window really bound.
     let sends = fake.calls_to("SendMessage");
     assert_eq!(sends.len(), 12);

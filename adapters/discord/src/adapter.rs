@@ -210,6 +210,10 @@ impl PlatformAdapter for DiscordAdapter {
         &self.capabilities
     }
 
+    fn pacer_waits(&self) -> Option<switchboard_platform::WaitSnapshot> {
+        Some(self.shared.rest.pacer.waits())
+    }
+
     /// With marks on disk, a restart's backfill may fetch again what the
     /// previous process delivered after its last write (a crash): the core
     /// then drops the repeats.

@@ -154,6 +154,12 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         0
     }
 
+    /// How long outbound calls waited in the adapter's flood control before
+    /// going out, for the operator's metrics; `None` without one.
+    fn pacer_waits(&self) -> Option<crate::WaitSnapshot> {
+        None
+    }
+
     /// The connection to the platform, for the operator's web console. An
     /// adapter without a remote connection is always connected.
     fn link(&self) -> crate::LinkStatus {

@@ -16,6 +16,7 @@ mod media;
 mod outbound;
 mod pacing;
 mod secret;
+mod waits;
 
 pub use adapter::{
     Capabilities, CommandInfo, InboundSink, LengthUnit, PlatformAdapter, PlatformError,
@@ -33,3 +34,4 @@ pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOA
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;
+pub use waits::{WaitHistogram, WaitSnapshot};

@@ -163,6 +163,8 @@ pub struct Pacer<K> {
     unmetered: Box<dyn Fn(&K) -> bool + Send + Sync>,
     max_retries: u32,
     rate_limited: std::sync::atomic::AtomicU64,
+    /// How long calls waited before their first attempt went out.
+    waits: crate::waits::WaitHistogram,
 }
 
 impl<K> Pacer<K>
@@ -187,6 +189,7 @@ where
             unmetered: Box::new(|_| false),
             max_retries: 20,
             rate_limited: std::sync::atomic::AtomicU64::new(0),
+            waits: crate::waits::WaitHistogram::default(),
         }
     }
 
@@ -205,6 +208,12 @@ where
         self.rate_limited.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How long calls waited — behind their key's earlier calls, for a
+    /// quota, out a 429 pause — before their first attempt went out.
+    pub fn waits(&self) -> crate::WaitSnapshot {
+        self.waits.snapshot()
+    }
+
     /// Runs `op` for `key` in order, within quotas, retrying it after 429s as
     /// `classify` says. Other keys keep flowing while this one is paused.
     pub async fn run<T, E, F, Fut>(
@@ -217,11 +226,15 @@ where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        let entered = Instant::now();
         let lane = self.lane(key);
         let _order = lane.order.lock().await;
         let mut attempts = 0;
         loop {
             self.wait_ready(&lane).await;
+            if attempts == 0 {
+                self.waits.record(entered.elapsed());
+            }
             match op().await {
                 Ok(v) => return Ok(v),
                 Err(e) => match classify(&e) {

@@ -272,6 +272,10 @@ impl PlatformAdapter for TelegramAdapter {
         &self.inner.caps
     }
 
+    fn pacer_waits(&self) -> Option<switchboard_platform::WaitSnapshot> {
+        Some(self.inner.out.pacer.waits())
+    }
+
     fn may_redeliver(&self) -> bool {
         self.inner.config.webhook.is_some()
     }
