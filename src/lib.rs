@@ -14,6 +14,8 @@ pub mod config;
 pub mod dirs;
 pub mod domain;
 pub mod env;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod gateway;
 mod health;
 mod heartbeat;

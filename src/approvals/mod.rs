@@ -6,7 +6,7 @@ mod card;
 mod card_layout;
 mod edit;
 mod expiry;
-mod rules;
+pub(crate) mod rules;
 #[cfg(test)]
 mod rules_props;
 

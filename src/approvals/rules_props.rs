@@ -5,12 +5,8 @@
 //! such options allows exactly its own command.
 
 use super::rules::{allows, prefix_pattern};
+use crate::fuzzing::{command_args as args, dangerous};
 use proptest::prelude::*;
-use serde_json::json;
-
-fn args(command: &str) -> String {
-    json!({ "command": command }).to_string()
-}
 
 /// A continuation salted with everything that must make a command ask.
 fn continuation() -> impl Strategy<Value = String> {
@@ -43,15 +39,6 @@ fn continuation() -> impl Strategy<Value = String> {
         .prop_map(str::to_owned),
     ];
     prop::collection::vec(piece, 1..6).prop_map(|p| p.concat())
-}
-
-/// Whether `text` could chain, substitute, redirect or hide a word: what no
-/// command on a prefix rule may hold (the open-ended programs have no option
-/// that runs or writes anything, so their options may follow).
-fn dangerous(text: &str) -> bool {
-    text.contains([
-        ';', '&', '|', '`', '$', '<', '>', '(', ')', '\n', '\r', '\'', '"', '\\', '!',
-    ])
 }
 
 proptest! {

@@ -110,9 +110,14 @@ impl Gateway {
             Ok(session) => commands::run(inner, cmd, key, &session, &msg.user, private).await,
             Err(e) => Err(e),
         };
-        answer.unwrap_or_else(|e| {
+        let mut answer = answer.unwrap_or_else(|e| {
             tracing::error!(error = %e, command = %cmd.name, "command failed");
             "⚠️ That command failed because storage is unavailable. Please try again.".into()
-        })
+        });
+        let running = self.session_if_exists(key).is_some_and(|h| h.is_running());
+        if running && cmd.builtin == Some(Builtin::Usage) {
+            answer.push_str("\n_(An answer is still in progress here; it counts once it ends.)_");
+        }
+        answer
     }
 }

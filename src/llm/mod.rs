@@ -11,10 +11,10 @@ mod gemini;
 mod http;
 mod metadata;
 mod openai;
-mod sse;
+pub(crate) mod sse;
 #[cfg(test)]
 mod sse_props;
-mod tool_call_text;
+pub(crate) mod tool_call_text;
 #[cfg(test)]
 mod tool_call_text_props;
 mod types;

@@ -3,34 +3,9 @@
 //! run): any text in any split never panics, text without a block passes
 //! through byte for byte, and a block that quotes a tool result never runs.
 
-use super::tool_call_text::ToolCallTextFilter;
 use super::TextToolCalls;
+use crate::fuzzing::tool_call_filtered as filtered;
 use proptest::prelude::*;
-
-/// Runs `text` through a filter in pieces cut at `cuts` (char positions).
-fn filtered(
-    mode: TextToolCalls,
-    results: Vec<String>,
-    text: &str,
-    cuts: &[usize],
-) -> (String, usize) {
-    let Some(mut f) = ToolCallTextFilter::new(mode, results) else {
-        return (text.to_owned(), 0);
-    };
-    let chars: Vec<char> = text.chars().collect();
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
-    points.sort_unstable();
-    let mut out = String::new();
-    let mut from = 0;
-    for p in points.into_iter().chain([chars.len()]) {
-        let piece: String = chars[from..p.max(from)].iter().collect();
-        out.push_str(&f.push(&piece));
-        from = p.max(from);
-    }
-    let (rest, calls) = f.finish(false);
-    out.push_str(&rest);
-    (out, calls.len())
-}
 
 fn mode() -> impl Strategy<Value = TextToolCalls> {
     prop_oneof![Just(TextToolCalls::Auto), Just(TextToolCalls::On)]

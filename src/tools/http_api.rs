@@ -109,8 +109,8 @@ impl HttpApiTool {
     }
 
     /// [`Self::build`]'s URL, for the property tests.
-    #[cfg(test)]
-    pub(super) fn build_for_test(&self, args: &Map<String, Value>) -> Result<Url, ToolError> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn build_for_test(&self, args: &Map<String, Value>) -> Result<Url, ToolError> {
         self.build(args).map(|(url, _)| url)
     }
 

@@ -394,7 +394,9 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
         "{findings}"
     );
     assert_eq!(h.channel.log().cards_ever(), 0, "a sub-agent never asks");
-    // The sub-agent's tokens count for the user who asked, as one turn.
+    // The sub-agent's tokens count for the user who asked, as one turn
+    // (once it has ended: `/usage` answers at once, even mid-turn).
+    h.idle().await;
     h.channel.dm(1, "/usage").await;
     h.wait_for("the usage", |l| {
         l.any_contains("`fake-model`: 1 turns · 3020 in / 302 out tokens · cache hits 0 % (0 read, 0 written) · $0.00")

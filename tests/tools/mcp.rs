@@ -423,6 +423,30 @@ async fn a_hanging_call_times_out_and_a_cancelled_turn_cancels_it_at_the_server(
     shutdown.cancel();
 }
 
+/// A server that starts but never answers `initialize` (here a process that
+/// reads nothing and writes nothing) is marked down once `INIT_TIMEOUT`
+/// passes — on a paused clock, so the 30 s cost nothing — with the reason;
+/// the start goes on without it.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_initialize_is_marked_down_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clients, shutdown) = start(
+        dir.path(),
+        json!({"silent": {"command": "sleep", "args": ["600"]}}),
+    )
+    .await;
+    let state = clients.servers()[0].state();
+    assert_eq!(state.status, Status::Down);
+    let error = state.last_error.unwrap_or_default();
+    assert!(
+        error.contains("no answer to initialize within 30s"),
+        "{error}"
+    );
+    assert!(clients.tools(&[]).is_empty());
+    shutdown.cancel();
+    clients.stopped().await;
+}
+
 #[tokio::test]
 async fn a_server_that_cannot_start_is_down_and_the_rest_load() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,6 +30,8 @@ mod backfill;
 mod config;
 mod download;
 mod errors;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod gateway;
 mod interactions;
 mod invite;

@@ -3,13 +3,10 @@
 //! Unicode, attachments of any type — never panic the normalizer, and what it
 //! forwards never grows.
 
-use crate::normalize::{message, Context, Place};
+use crate::fuzzing::check;
 use proptest::prelude::*;
 use serde_json::json;
 use serenity::model::channel::Message;
-use std::collections::HashSet;
-
-const BOT: u64 = 4_000_000_000_000_000_001;
 
 fn content() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
@@ -35,7 +32,6 @@ proptest! {
         text in content(),
         mime in prop::option::of("[a-z]{1,8}/[a-z0-9.+-]{1,12}"),
         with_file in any::<bool>(),
-        place in 0u8..3,
     ) {
         let mut attachments = Vec::new();
         if with_file {
@@ -55,22 +51,6 @@ proptest! {
         let msg = serde_json::from_value::<Message>(raw);
         prop_assert!(msg.is_ok(), "the fixture is a valid message: {msg:?}");
         let Ok(msg) = msg else { unreachable!() };
-        let none = HashSet::new();
-        let ctx = Context {
-            bot_id: BOT,
-            bot_roles: &[77],
-            approvers: &none,
-            approver_roles: &none,
-            free_channels: &none,
-        };
-        let place = match place {
-            0 => Place::Dm,
-            1 => Place::Channel,
-            _ => Place::Thread { parent: Some(42) },
-        };
-        if let Some(m) = message(&msg, place, &ctx, |_| false) {
-            prop_assert!(m.text.chars().count() <= text.chars().count());
-            prop_assert_eq!(m.attachments.len(), usize::from(with_file));
-        }
+        check(&msg);
     }
 }

@@ -62,7 +62,7 @@ pub(crate) async fn get_updates(
 
 /// The `{ok, result}` envelope → one text per update, or the API's error as
 /// teloxide reports it (so 429s keep their `retry_after`).
-fn split_answer(text: &str) -> Result<Vec<String>, UpdatesError> {
+pub(crate) fn split_answer(text: &str) -> Result<Vec<String>, UpdatesError> {
     let members = raw_json::members(text)?;
     let field = |name: &str| members.iter().find_map(|(k, v)| (*k == name).then_some(*v));
     match field("ok") {

@@ -19,6 +19,8 @@ mod config;
 mod download;
 mod errors;
 mod fit;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod get_updates;
 mod normalize;
 mod offset;

@@ -5,21 +5,10 @@
 //! forwards more text than came in; the HTML renderer on any Markdown emits
 //! balanced tags and escapes every `<` it did not write.
 
-use crate::normalize::{BotIdentity, Normalizer};
+use crate::fuzzing::{balanced, normalizer};
 use crate::render::markdown_to_html;
 use proptest::prelude::*;
 use serde_json::json;
-use std::collections::HashSet;
-
-fn normalizer() -> Normalizer {
-    Normalizer::new(
-        BotIdentity {
-            id: 4242,
-            username: "SwitchBot".into(),
-        },
-        HashSet::new(),
-    )
-}
 
 fn entity() -> impl Strategy<Value = serde_json::Value> {
     let kind = prop_oneof![
@@ -37,28 +26,6 @@ fn entity() -> impl Strategy<Value = serde_json::Value> {
         }
         e
     })
-}
-
-/// Every HTML tag in `html` closed in order (Telegram refuses anything else).
-fn balanced(html: &str) -> bool {
-    let mut open: Vec<String> = Vec::new();
-    let mut rest = html;
-    while let Some(at) = rest.find('<') {
-        let Some(end) = rest[at..].find('>') else {
-            return false;
-        };
-        let tag = &rest[at + 1..at + end];
-        rest = &rest[at + end + 1..];
-        if let Some(name) = tag.strip_prefix('/') {
-            if open.pop().as_deref() != Some(name) {
-                return false;
-            }
-        } else {
-            let name = tag.split_whitespace().next().unwrap_or_default();
-            open.push(name.to_owned());
-        }
-    }
-    open.is_empty()
 }
 
 proptest! {
