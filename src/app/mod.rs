@@ -128,12 +128,7 @@ pub async fn start_with_clock(
         config.max_background_tasks,
         config.caps.max_tasks,
     );
-    for p in &config.http_tool_problems {
-        tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
-    }
-    for p in &config.script_tool_problems {
-        tracing::warn!(manifest = %p.manifest.display(), problem = %p.problem, "script tool skipped");
-    }
+    log_skipped_entries(config);
     let (skills, problems) = SkillLibrary::load(&config.skills_dir, &crate::gateway::COMMANDS);
     for p in &problems {
         tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
@@ -164,20 +159,7 @@ pub async fn start_with_clock(
     ));
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
-    for p in &config.chat_problems {
-        tracing::warn!(chat = %p.target, problem = %p.problem, "CHATS_FILE entry");
-    }
-    for p in &config.mcp_problems {
-        tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
-    }
-    // Concurrently; a slow server holds the start up for the initialize
-    // timeout at most, and is then down (and retried), not fatal.
-    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, &shutdown).await;
-    // Logs the names refused now; the registry asks again each time.
-    let _ = mcp.tools(&tools.names());
-    let mcp = Arc::new(mcp);
-    tools.register_dynamic(Arc::clone(&mcp) as Arc<dyn crate::tools::DynamicTools>);
-    tools.register_dynamic(Arc::clone(&grown) as Arc<dyn crate::tools::DynamicTools>);
+    let mcp = start_mcp(config, &mut tools, &grown, &shutdown).await;
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config
@@ -203,38 +185,11 @@ pub async fn start_with_clock(
     }
     let agent = Arc::new(Agent::new(provider, Arc::new(tools), agent_config));
     let agent_provider = Arc::clone(agent.provider());
-    let settings = GatewaySettings {
-        access_policy: config.access_policy,
-        allowed_users: config.allowed_users.clone(),
-        user_messages_per_minute: config.user_messages_per_minute,
-        approval_presses_per_minute: config.caps.approval_presses_per_minute,
-        approval_timeout: config.approval_timeout,
-        pairing_ttl: Duration::from_secs(3600),
-        memory: config.memory.clone(),
-        clock,
-        spool_dir: config.data_dir.join("spool"),
-        verbosity: config.chat_verbosity,
-        queue_mode: config.queue_mode,
-        chats: config.chats.clone(),
-        tool_builders: config.tool_builders,
-        identity_user_edits: config.identity_user_edits,
-    };
+    let settings = gateway_settings(config, clock);
     let metrics = Arc::new(Metrics::default());
     // Bound now (a taken port stops the start early); served once the
     // gateway exists, since the web console may share this listener.
-    let health = match config.health_listen {
-        Some(addr) => {
-            Some(
-                tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| RunError::Health {
-                        addr: addr.to_string(),
-                        reason: e.to_string(),
-                    })?,
-            )
-        }
-        None => None,
-    };
+    let health = bind_health(config).await?;
     let health_addr = health.as_ref().and_then(|l| l.local_addr().ok());
     let parts = GatewayParts {
         media: Arc::clone(&media),
@@ -286,6 +241,100 @@ pub async fn start_with_clock(
         shutdown.clone(),
     ));
     let (sink, inbound) = mpsc::channel(1024);
+    let (handles, adapters_done) = run_adapters(adapters, sink, &shutdown);
+    store
+        .record_event("gateway.start", json!({ "platforms": handles.len() }))
+        .await;
+    let gateway = tokio::spawn(gateway.serve(inbound));
+    Ok(Running {
+        store,
+        health_addr,
+        web_addr,
+        busy,
+        gateway,
+        adapters: handles,
+        adapters_done,
+        shutdown,
+        mcp,
+    })
+}
+
+/// Reports the entries of the operator's files that were skipped (each also
+/// shown by `switchboard doctor`).
+fn log_skipped_entries(config: &Config) {
+    for p in &config.http_tool_problems {
+        tracing::warn!(file = %p.file.display(), tool = %p.tool, problem = %p.problem, "HTTP tool skipped");
+    }
+    for p in &config.script_tool_problems {
+        tracing::warn!(manifest = %p.manifest.display(), problem = %p.problem, "script tool skipped");
+    }
+    for p in &config.chat_problems {
+        tracing::warn!(chat = %p.target, problem = %p.problem, "CHATS_FILE entry");
+    }
+    for p in &config.mcp_problems {
+        tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
+    }
+}
+
+/// Starts the MCP servers (concurrently; a slow one holds the start up for
+/// the initialize timeout at most, and is then down and retried, not
+/// fatal) and adds theirs and the grown tools to `tools`.
+async fn start_mcp(
+    config: &Config,
+    tools: &mut crate::tools::ToolRegistry,
+    grown: &Arc<crate::tools::GrownTools>,
+    shutdown: &CancellationToken,
+) -> Arc<crate::mcp::McpClients> {
+    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, shutdown).await;
+    // Logs the names refused now; the registry asks again each time.
+    let _ = mcp.tools(&tools.names());
+    let mcp = Arc::new(mcp);
+    tools.register_dynamic(Arc::clone(&mcp) as Arc<dyn crate::tools::DynamicTools>);
+    tools.register_dynamic(Arc::clone(grown) as Arc<dyn crate::tools::DynamicTools>);
+    mcp
+}
+
+/// The gateway's slice of the configuration.
+fn gateway_settings(config: &Config, clock: Arc<dyn Clock>) -> GatewaySettings {
+    GatewaySettings {
+        access_policy: config.access_policy,
+        allowed_users: config.allowed_users.clone(),
+        user_messages_per_minute: config.user_messages_per_minute,
+        approval_presses_per_minute: config.caps.approval_presses_per_minute,
+        approval_timeout: config.approval_timeout,
+        pairing_ttl: Duration::from_secs(3600),
+        memory: config.memory.clone(),
+        clock,
+        spool_dir: config.data_dir.join("spool"),
+        verbosity: config.chat_verbosity,
+        queue_mode: config.queue_mode,
+        chats: config.chats.clone(),
+        tool_builders: config.tool_builders,
+        identity_user_edits: config.identity_user_edits,
+    }
+}
+
+/// The `HEALTH_LISTEN` listener, bound (a taken port stops the start).
+async fn bind_health(config: &Config) -> Result<Option<tokio::net::TcpListener>, RunError> {
+    let Some(addr) = config.health_listen else {
+        return Ok(None);
+    };
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map(Some)
+        .map_err(|e| RunError::Health {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+/// Runs each adapter on a task of its own, feeding `sink`; the token is
+/// cancelled once every adapter has stopped.
+fn run_adapters(
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    sink: mpsc::Sender<switchboard_platform::Inbound>,
+    shutdown: &CancellationToken,
+) -> (Vec<JoinHandle<()>>, CancellationToken) {
     let adapters_done = CancellationToken::new();
     let remaining = Arc::new(AtomicUsize::new(adapters.len()));
     let mut handles = Vec::with_capacity(adapters.len());
@@ -304,22 +353,7 @@ pub async fn start_with_clock(
             }
         }));
     }
-    drop(sink);
-    store
-        .record_event("gateway.start", json!({ "platforms": handles.len() }))
-        .await;
-    let gateway = tokio::spawn(gateway.serve(inbound));
-    Ok(Running {
-        store,
-        health_addr,
-        web_addr,
-        busy,
-        gateway,
-        adapters: handles,
-        adapters_done,
-        shutdown,
-        mcp,
-    })
+    (handles, adapters_done)
 }
 
 /// Serves the web console when `WEB_LISTEN` is set; returns where.

@@ -551,9 +551,16 @@ fn fetcher(allow: &[&str], max_bytes: usize) -> WebFetchTool {
 async fn web_fetch_refuses_loopback_by_default() {
     let port = serve().await;
     let t = fetcher(&[], 2_000_000);
+    // The other spellings of 127.0.0.1 that browsers and curl accept:
+    // decimal, hex, octal and shortened forms are the same address.
     for url in [
         format!("http://127.0.0.1:{port}/"),
         format!("http://[::ffff:127.0.0.1]:{port}/"),
+        format!("http://2130706433:{port}/"),
+        format!("http://0x7f.0.0.1:{port}/"),
+        format!("http://0177.0.0.1:{port}/"),
+        format!("http://127.1:{port}/"),
+        format!("http://0x7f000001:{port}/"),
     ] {
         let err = call(&t, json!({ "url": url })).await.unwrap_err();
         assert!(
