@@ -1,9 +1,8 @@
 //! Whether the directories and files the configuration names are usable; each
 //! problem names its variable (for `switchboard doctor` and start-up).
 
+use crate::text::safe_name;
 use std::path::{Path, PathBuf};
-
-use crate::config::Config;
 
 /// A path from the configuration that cannot be used as it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -120,14 +119,23 @@ pub fn check_existing_file(var: &'static str, path: &Path) -> Result<(), PathPro
     }
 }
 
+/// Where the large result of tool call `call_id` in `session` is stored
+/// (`DATA_DIR/results/<session>/<call>.txt`).
+pub(crate) fn stored_result_path(data_dir: &Path, session: &str, call_id: &str) -> PathBuf {
+    data_dir
+        .join("results")
+        .join(safe_name(session))
+        .join(format!("{}.txt", safe_name(call_id)))
+}
+
 /// Whether the database is the default file inside `DATA_DIR` (no
 /// `DATABASE_URL` of its own): then a database that cannot be opened is a
 /// `DATA_DIR` problem.
-pub fn database_in_data_dir(config: &Config) -> bool {
-    config.database_url == default_database_url(&config.data_dir)
+pub fn database_in_data_dir(database_url: &str, data_dir: &Path) -> bool {
+    database_url == default_database_url(data_dir)
 }
 
-/// The database URL used when `DATABASE_URL` is unset (as [`Config`] reads it).
+/// The database URL used when `DATABASE_URL` is unset (as the configuration reads it).
 fn default_database_url(data_dir: &Path) -> String {
     format!("sqlite://{}", data_dir.join("switchboard.db").display())
 }
@@ -163,6 +171,7 @@ fn nearest_existing(path: &Path) -> Option<(PathBuf, std::fs::Metadata)> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn a_file_where_a_directory_belongs_names_the_variable() {
@@ -201,9 +210,12 @@ mod tests {
             }
         };
         let config = Config::from_lookup(get("/srv/sb", None)).unwrap();
-        assert!(database_in_data_dir(&config));
+        assert!(database_in_data_dir(&config.database_url, &config.data_dir));
         let config = Config::from_lookup(get("/srv/sb", Some("postgres://db/sb"))).unwrap();
-        assert!(!database_in_data_dir(&config));
+        assert!(!database_in_data_dir(
+            &config.database_url,
+            &config.data_dir
+        ));
     }
 
     #[test]

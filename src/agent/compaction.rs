@@ -6,12 +6,12 @@
 //! and checkpointed); compaction keeps a [`ContextView`] over it instead.
 
 use super::events::RuntimeEvent;
-use super::host::TurnHost;
 use crate::llm::{
     complete, estimate_message_tokens, estimate_tokens, is_unsegmented, Message, Provider, Role,
     ToolDefinition,
 };
 use crate::text::clip;
+use crate::tools::TurnHost;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,9 +3,9 @@
 //! progress passed on, and a delegation's sub-agent pause handed back.
 
 use super::events::RuntimeEvent;
-use super::host::NestedResume;
 use super::round::{Paused, RoundRunner};
 use crate::llm::ToolCall;
+use crate::tools::NestedResume;
 use crate::tools::{Progress, ProgressSink, Tool, ToolContext, ToolError};
 use serde_json::Value;
 use std::sync::Arc;

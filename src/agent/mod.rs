@@ -6,11 +6,9 @@ mod deadline;
 mod doom_loop;
 mod events;
 mod foreground;
-mod host;
 mod intent;
 mod intent_check;
 mod model_call;
-mod plan;
 mod produced;
 mod redact;
 mod requests;
@@ -22,19 +20,18 @@ mod scratchpad;
 mod start;
 mod subagent;
 mod turn;
-mod vision;
 
+pub use crate::domain::plan::{is_resume, Plan, PlanError, PlanStep, StepStatus, MAX_PLAN_STEPS};
+pub use crate::media::Images;
+pub use crate::tools::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use compaction::{
     clip_words, compaction_point, key_fields, reserve, summarize_head, summary_messages,
     tail_start, threshold, transcript, Compacted, FoldedHead, MAX_CONTEXT_MESSAGES, SUMMARY_MARK,
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
-pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
-pub use plan::{is_resume, Plan, PlanError, PlanStep, StepStatus, MAX_PLAN_STEPS};
 pub use roles::{builtin_roles, find_role, load_roles, Role, SUBAGENT_MAX_ROUNDS};
 pub use runtime::{
     Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,
 };
 pub use subagent::{delegate_tools, NobodyToAsk, WRITES};
-pub use vision::Images;

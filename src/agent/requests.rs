@@ -2,9 +2,9 @@
 //! sub-agent's delegate tool) hands the agent, the model a turn runs on, and
 //! the state the agent's loop works on.
 
-use super::host::{Resolution, TurnCheckpoint, TurnHost};
 use crate::domain::Conversation;
-use crate::llm::{Message, Provider, ToolCall};
+use crate::llm::{Message, ToolCall};
+use crate::tools::{Resolution, TurnCheckpoint, TurnHost};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -66,11 +66,4 @@ pub struct TurnRequest {
     pub model: Option<TurnModel>,
 }
 
-/// The model one turn runs on, whether it is sent images, and the tools
-/// it may use (a chat's policy; none: all).
-#[derive(Clone)]
-pub struct TurnModel {
-    pub provider: Arc<dyn Provider>,
-    pub vision: bool,
-    pub tools: Option<Arc<crate::tools::ToolPolicy>>,
-}
+pub use crate::models::TurnModel;

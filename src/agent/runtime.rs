@@ -4,7 +4,6 @@ use super::compaction::{self, ContextView};
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
-use super::host::Pause;
 use super::intent::{self, IntentRules};
 use super::intent_check::{IntentCheck, Verdict};
 use super::model_call::{
@@ -16,6 +15,7 @@ use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
 use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, Usage};
+use crate::tools::Pause;
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
@@ -352,7 +352,7 @@ impl Agent {
             let with_images = match &self.config.images {
                 Some(images) if turn.model.vision => images.load(&mut messages).await > 0,
                 _ => {
-                    super::vision::without_images(&mut messages);
+                    crate::media::without_images(&mut messages);
                     false
                 }
             };

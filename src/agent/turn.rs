@@ -4,7 +4,6 @@
 use super::compaction::ContextView;
 use super::deadline::Deadline;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
-use super::host::TurnHost;
 use super::intent::{self, Requirement};
 use super::intent_check::IntentCheck;
 use super::model_call::ROUND_SEPARATOR;
@@ -12,6 +11,7 @@ use super::results::shrink_stale;
 use super::runtime::ASK_USER;
 use super::scratchpad::Scratchpad;
 use crate::llm::{Message, Role, ToolCall, Usage};
+use crate::tools::TurnHost;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;

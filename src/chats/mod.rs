@@ -13,7 +13,7 @@
 //! }}
 //! ```
 
-use crate::gateway::{QueueMode, Verbosity};
+use crate::domain::{QueueMode, Verbosity};
 use crate::tools::ToolPolicy;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};

@@ -150,7 +150,7 @@ fn sandbox(r: &mut Report, config: &Config) {
 }
 
 async fn database(r: &mut Report, config: &Config, data_ok: bool) {
-    let in_data_dir = dirs::database_in_data_dir(config);
+    let in_data_dir = dirs::database_in_data_dir(&config.database_url, &config.data_dir);
     if in_data_dir && !data_ok {
         r.fail("database: not opened, it lives in DATA_DIR (DATABASE_URL is unset); fix DATA_DIR first");
         return;
@@ -410,7 +410,8 @@ async fn probe(provider: &dyn Provider) -> Result<(), String> {
 /// line naming `DATA_DIR` (the store's own error can only suggest
 /// `DATABASE_URL`). Captured before the config moves into the command.
 pub fn data_dir_hint(config: &Config) -> impl Fn(&anyhow::Error) -> Option<String> {
-    let dir = dirs::database_in_data_dir(config).then(|| config.data_dir.display().to_string());
+    let dir = dirs::database_in_data_dir(&config.database_url, &config.data_dir)
+        .then(|| config.data_dir.display().to_string());
     move |e: &anyhow::Error| {
         let dir = dir.as_ref()?;
         let opening = e.chain().any(|cause| {

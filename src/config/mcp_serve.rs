@@ -7,15 +7,7 @@ use super::{web, ConfigError, Lookup};
 use std::net::SocketAddr;
 use switchboard_platform::{ChatAddress, ChatId, Platform, Secret, ThreadId};
 
-/// `switchboard mcp` over Streamable HTTP: where, and the token every
-/// request must carry. A listener never exists without its token.
-#[derive(Debug, Clone)]
-pub struct McpHttpConfig {
-    /// `MCP_LISTEN`: the address served (`/mcp` on it).
-    pub listen: SocketAddr,
-    /// `MCP_TOKEN`: `Authorization: Bearer <token>` on every request.
-    pub token: Secret,
-}
+pub use crate::mcp::McpHttpConfig;
 
 /// `MCP_LISTEN` and `MCP_TOKEN`: none when `MCP_LISTEN` is unset (stdio);
 /// a listener without a long enough token is refused.

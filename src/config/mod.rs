@@ -1,11 +1,10 @@
 //! Typed configuration from the environment (and `.env`), validated at start.
 
 use crate::gateway::AccessPolicy;
-use crate::llm::{ApiKind, TextToolCalls};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
-use switchboard_platform::{Platform, Secret, UserId};
+use switchboard_platform::{Platform, UserId};
 
 mod chat;
 mod files;
@@ -17,6 +16,7 @@ pub mod reference;
 mod secrets;
 mod web;
 
+pub use crate::llm::{FallbackEndpoint, LlmConfig};
 pub use mcp_serve::McpHttpConfig;
 pub use otel::{OtelConfig, RootSampling, Sampling, DEFAULT_SERVICE_NAME};
 pub use web::{WebConfig, MIN_WEB_TOKEN_CHARS};
@@ -31,49 +31,6 @@ pub use crate::env::{flag, ConfigError};
 pub enum LogFormat {
     Pretty,
     Json,
-}
-
-/// The model endpoint.
-#[derive(Debug, Clone)]
-pub struct LlmConfig {
-    /// The protocol the endpoint speaks (`LLM_API`, default OpenAI-compatible).
-    pub api: ApiKind,
-    /// Base URL with the version segment; OpenAI-style requests go to
-    /// `{base_url}/chat/completions`, Anthropic's to `{base_url}/messages`.
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub model: String,
-    pub context_window: Option<u32>,
-    /// A stream idle this long is a timeout.
-    pub idle_timeout: Duration,
-    /// `frequency_penalty` sent with every request (`LLM_FREQUENCY_PENALTY`,
-    /// -2.0 to 2.0); unset sends none.
-    pub frequency_penalty: Option<f32>,
-    /// Generated tokens per call (`LLM_MAX_OUTPUT_TOKENS`); Anthropic needs a
-    /// bound and uses 8192 when unset.
-    pub max_output_tokens: Option<u32>,
-    /// Tokens the model may think before answering (`LLM_THINKING_BUDGET`):
-    /// Anthropic extended thinking, Gemini's thinking budget; unset or 0
-    /// leaves the endpoint's default (Anthropic: no extended thinking).
-    pub thinking_budget: Option<u32>,
-    /// When `<tool_call>` text in an answer runs as tool calls
-    /// (`LLM_TEXT_TOOL_CALLS`, default auto).
-    pub text_tool_calls: TextToolCalls,
-    /// Endpoints tried in order when the one before fails recoverably
-    /// (`LLM_FALLBACK_<n>_*`, n = 1..=3).
-    pub fallbacks: Vec<FallbackEndpoint>,
-}
-
-/// A fallback model endpoint; timeouts and parameters are the primary's.
-#[derive(Debug, Clone)]
-pub struct FallbackEndpoint {
-    pub api: ApiKind,
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub model: String,
-    pub context_window: Option<u32>,
-    /// `LLM_FALLBACK_<n>_TEXT_TOOL_CALLS`, else the primary's setting.
-    pub text_tool_calls: TextToolCalls,
 }
 
 /// The variables of fallback n: base URL, model, API key, context window, API,
@@ -379,6 +336,7 @@ fn parse_ids(var: &'static str, raw: Option<String>) -> Result<HashSet<UserId>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::TextToolCalls;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs

@@ -2,10 +2,14 @@
 //! is, and what a turn waits for. It depends on nothing but the platform
 //! contract; the store keeps its rows keyed by these types.
 
+mod chat_modes;
 mod conversation;
 mod ids;
+pub mod plan;
+pub mod schedule;
 mod turn;
 
+pub use chat_modes::{QueueMode, Verbosity};
 pub use conversation::{Conversation, SessionKey};
 pub use ids::{short_id, ApprovalId, ScheduleId, SessionId, TaskId, TurnId};
 pub use turn::{Pause, StopReason};

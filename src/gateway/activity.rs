@@ -7,35 +7,7 @@
 
 use std::time::Duration;
 
-/// How much of a turn's work a chat sees (`/verbose`, `CHAT_VERBOSITY`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Verbosity {
-    /// The answer only (the behaviour before activity lines).
-    Off,
-    /// Tool lines while the turn runs, one summary line above the answer.
-    #[default]
-    Tools,
-    /// `tools` plus a short, clipped summary of the model's reasoning.
-    Full,
-}
-
-impl Verbosity {
-    pub const ALL: [Verbosity; 3] = [Verbosity::Off, Verbosity::Tools, Verbosity::Full];
-
-    pub fn parse(raw: &str) -> Option<Verbosity> {
-        Verbosity::ALL
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(raw.trim()))
-    }
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Verbosity::Off => "off",
-            Verbosity::Tools => "tools",
-            Verbosity::Full => "full",
-        }
-    }
-}
+pub use crate::domain::Verbosity;
 
 /// The longest argument summary, in characters.
 pub(crate) const SUMMARY_CHARS: usize = 60;

@@ -8,39 +8,7 @@ use crate::store::{SessionKey, StoreError};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::InboundMessage;
 
-/// How a session takes messages that arrive mid-turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum QueueMode {
-    /// One turn per message, in order.
-    #[default]
-    Followup,
-    /// The messages that arrived during a turn are answered in one next turn.
-    Collect,
-    /// A new message stops the running turn and starts its own.
-    Interrupt,
-}
-
-impl QueueMode {
-    pub const ALL: [QueueMode; 3] = [
-        QueueMode::Followup,
-        QueueMode::Collect,
-        QueueMode::Interrupt,
-    ];
-
-    pub fn parse(raw: &str) -> Option<QueueMode> {
-        QueueMode::ALL
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(raw.trim()))
-    }
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            QueueMode::Followup => "followup",
-            QueueMode::Collect => "collect",
-            QueueMode::Interrupt => "interrupt",
-        }
-    }
-}
+pub use crate::domain::QueueMode;
 
 /// A session's mode as its worker knows it: `None` until read from storage
 /// (or set with `/queue`).

@@ -11,6 +11,7 @@ mod gemini;
 mod http;
 mod metadata;
 mod openai;
+mod settings;
 pub(crate) mod sse;
 #[cfg(test)]
 mod sse_props;
@@ -30,6 +31,7 @@ pub use fallback::FallbackProvider;
 pub use gemini::GeminiProvider;
 pub use metadata::{context_window_for, reserve, sees_images, threshold, ModelInfo};
 pub use openai::OpenAiProvider;
+pub use settings::{FallbackEndpoint, LlmConfig};
 pub use types::{
     ChatRequest, Chunk, Image, Message, Role, SignedReasoning, ToolCall, ToolDefinition, Usage,
 };

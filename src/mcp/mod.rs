@@ -15,6 +15,7 @@ pub use approval::{Approval, ApprovalPolicy};
 pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAULT_CALL_TIMEOUT};
 pub use counts::{record as record_metrics, CallCounts, Outcome as CallOutcome};
 pub use observation::observation;
+pub use serve::McpHttpConfig;
 pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
 pub use tool::{exposed_name, sanitize, McpTool};
 

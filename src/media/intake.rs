@@ -333,7 +333,7 @@ impl Media {
             ))),
             document::Shown::Preview { preview, total } => {
                 let id = format!("file-{}", stored.hash.get(..16).unwrap_or_default());
-                let at = crate::tools::stored_result_path(&self.data_dir, session, &id);
+                let at = crate::dirs::stored_result_path(&self.data_dir, session, &id);
                 let saved = async {
                     if let Some(dir) = at.parent() {
                         tokio::fs::create_dir_all(dir).await?;

@@ -9,6 +9,9 @@
 //! filed is recorded in the store, and an hourly sweep collects those unused
 //! past the retention (`sweep`), and leftovers no row records (`orphans`).
 
+mod vision;
+pub(crate) use vision::without_images;
+pub use vision::Images;
 mod config;
 mod document;
 pub mod files;
@@ -65,8 +68,8 @@ impl Media {
     }
 
     /// What the agent loads images through (shares the vision switch).
-    pub fn images(&self) -> crate::agent::Images {
-        crate::agent::Images {
+    pub fn images(&self) -> Images {
+        Images {
             dir: self.config.dir.clone(),
             store: self.store.clone(),
             keep_turns: self.config.image_turns,

@@ -47,7 +47,7 @@ pub async fn schedule_checkin(
             settings.at_time
         )));
     };
-    let next = crate::tasks::next_occurrence(
+    let next = crate::domain::schedule::next_occurrence(
         "cron",
         &format!("{m} {h} * * *"),
         &settings.timezone,

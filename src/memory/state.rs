@@ -131,7 +131,7 @@ pub struct ExecutionState {
     /// The explicit plan the agent keeps with the `plan` tool; carried from
     /// turn to turn until replaced (see `agent::plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::agent::Plan>,
+    pub plan: Option<crate::domain::plan::Plan>,
 }
 
 impl ExecutionState {
@@ -221,7 +221,7 @@ impl ExecutionState {
     }
 
     /// An empty state holding `plan` (a plan made before any turn ended).
-    pub fn with_plan(plan: crate::agent::Plan) -> ExecutionState {
+    pub fn with_plan(plan: crate::domain::plan::Plan) -> ExecutionState {
         ExecutionState {
             goal: plan.goal.clone(),
             status: ExecStatus::Running,

@@ -17,13 +17,21 @@ pub use config::{Budgets, ModelSettings, Routes, Selectable};
 pub use keys::capture as capture_keys;
 pub use route::{Input as RouteInput, Route};
 
-use crate::agent::TurnModel;
-use crate::config::LlmConfig;
+use crate::llm::LlmConfig;
 use crate::llm::{ApiKind, EndpointConfig, FallbackProvider, ModelInfo, Provider, Usage};
 use crate::store::{ModelRow, Prices, SessionId, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::Secret;
+
+/// The model one turn runs on, whether it is sent images, and the tools
+/// it may use (a chat's policy; none: all).
+#[derive(Clone)]
+pub struct TurnModel {
+    pub provider: Arc<dyn Provider>,
+    pub vision: bool,
+    pub tools: Option<Arc<crate::tools::ToolPolicy>>,
+}
 
 /// The model chosen for one turn.
 #[derive(Clone)]

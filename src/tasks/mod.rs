@@ -7,14 +7,14 @@ mod firing;
 mod notice;
 mod progress;
 mod reporter;
-mod schedule;
+
 mod slots;
 mod tools;
 
+pub use crate::domain::schedule::{first_occurrence, next_occurrence, ScheduleError};
 pub use admission::StartError;
 pub use firing::{fire_due_schedules, Fired};
 pub use notice::{notification_text, scheduled_text};
-pub use schedule::{first_occurrence, next_occurrence, ScheduleError};
 pub use tools::{CancelTaskTool, ScheduleTool};
 
 use crate::busy::{Busy, BusyGuard};

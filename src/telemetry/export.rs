@@ -1,8 +1,8 @@
 //! The trace exporter: OTLP over HTTP (protobuf) with reqwest, spans batched
 //! on the tokio runtime, and flushed at shutdown.
 
+use super::settings::{OtelConfig, RootSampling, Sampling};
 use super::TARGET;
-use crate::config::{OtelConfig, RootSampling, Sampling};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;

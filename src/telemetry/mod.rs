@@ -7,8 +7,10 @@
 //! and with no exporter configured they are disabled at their call sites.
 
 mod export;
+mod settings;
 
 pub use export::{layer, Telemetry, TelemetryError};
+pub use settings::{OtelConfig, RootSampling, Sampling, DEFAULT_SERVICE_NAME};
 
 use crate::domain::SessionKey;
 use crate::llm::{ProviderError, Usage};

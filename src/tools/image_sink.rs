@@ -2,8 +2,8 @@
 //! result (an MCP server's image content): filed in the media store, then
 //! attached to the call's tool message by the round.
 
-use crate::agent::Images;
 use crate::llm::Image;
+use crate::media::Images;
 use crate::media::{file_produced_image, ProducedImageError};
 use std::sync::{Arc, Mutex};
 

@@ -1,5 +1,7 @@
 //! Tools: specs, the registry and the built-in tools (one file per family).
 
+mod host;
+pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 mod args;
 mod ask_user;
 mod check_tasks;
@@ -63,6 +65,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "script_tool",
 ];
 
+pub(crate) use crate::dirs::stored_result_path;
 pub use declared::DeclaredSchema;
 pub use fs::{ReadFileTool, Workspace, WriteFileTool};
 pub use grown::{
@@ -75,7 +78,6 @@ pub use image_sink::{AttachError, ImageSink};
 pub use memory::memory_tools;
 pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
-pub(crate) use read_result::stored_result_path;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
 pub use sandbox::{Level, Limits, Network, Sandbox, SandboxConfig, SandboxError, SandboxMode};

@@ -4,7 +4,7 @@
 
 use super::args::parse_args;
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::agent::{Plan, MAX_PLAN_STEPS};
+use crate::domain::plan::{Plan, PlanError, MAX_PLAN_STEPS};
 use crate::memory::ExecutionState;
 use crate::store::{SessionId, StateDoc, Store};
 use serde::Deserialize;
@@ -99,7 +99,7 @@ impl Tool for PlanTool {
         let args: PlanArgs = parse_args(NAME, args)?;
         let session = SessionId(ctx.session_id.clone());
         let mut state = self.load(&session).await?;
-        let invalid = |e: crate::agent::PlanError| ToolError::InvalidArguments(e.0);
+        let invalid = |e: PlanError| ToolError::InvalidArguments(e.0);
         let no_plan =
             || ToolError::InvalidArguments("there is no plan yet: create one first".into());
         let reason = args.reason.as_deref().unwrap_or_default();

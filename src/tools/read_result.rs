@@ -5,24 +5,16 @@
 
 use super::args::parse_args;
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::text::safe_name;
+use crate::dirs::stored_result_path;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The tool's name, as the large-result preview tells the model.
 pub const NAME: &str = "read_stored_result";
 const DEFAULT_LIMIT: usize = 20_000;
 /// Below the size at which a result is stored again.
 const MAX_LIMIT: usize = 40_000;
-
-/// Where the result of `call_id` in `session` is stored.
-pub(crate) fn stored_result_path(data_dir: &Path, session: &str, call_id: &str) -> PathBuf {
-    data_dir
-        .join("results")
-        .join(safe_name(session))
-        .join(format!("{}.txt", safe_name(call_id)))
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

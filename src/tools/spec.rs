@@ -104,10 +104,10 @@ pub struct ToolContext {
     pub origin: Option<crate::domain::Conversation>,
     /// Who decides the approval cards of work done on the caller's behalf
     /// (a sub-agent that acts); `None` where nobody can be asked.
-    pub approvals: Option<std::sync::Arc<dyn crate::agent::TurnHost>>,
+    pub approvals: Option<std::sync::Arc<dyn super::TurnHost>>,
     /// A delegation resumed after its sub-agent's approval was decided:
     /// where the sub-agent continues from.
-    pub resumed: Option<Box<crate::agent::NestedResume>>,
+    pub resumed: Option<Box<super::NestedResume>>,
 }
 
 impl std::fmt::Debug for ToolContext {

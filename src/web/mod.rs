@@ -14,13 +14,14 @@ mod layout;
 mod markdown;
 mod mask;
 mod overview;
+mod settings;
 mod tasks;
 mod users;
 
 pub use markdown::render as render_markdown;
 pub use mask::{mask_json, mask_text};
+pub use settings::{WebConfig, MIN_WEB_TOKEN_CHARS};
 
-use crate::config::WebConfig;
 use crate::gateway::Operator;
 use crate::store::{Store, StoreError};
 use axum::extract::Request;

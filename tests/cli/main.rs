@@ -19,5 +19,6 @@ mod console_tty_stream;
 mod docs;
 mod first_run;
 mod init_wizard;
+mod layers;
 mod otel_traces;
 mod packaging;

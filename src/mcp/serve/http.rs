@@ -4,16 +4,27 @@
 
 use super::guard::{self, Ends, Gate};
 use super::{Bridge, ServeError};
-use crate::config::McpHttpConfig;
 use crate::secrets::TokenDigest;
 use axum::middleware;
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_platform::Secret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+/// `switchboard mcp` over Streamable HTTP: where, and the token every
+/// request must carry. A listener never exists without its token.
+#[derive(Debug, Clone)]
+pub struct McpHttpConfig {
+    /// `MCP_LISTEN`: the address served (`/mcp` on it).
+    pub listen: SocketAddr,
+    /// `MCP_TOKEN`: `Authorization: Bearer <token>` on every request.
+    pub token: Secret,
+}
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";

@@ -13,7 +13,7 @@ mod http;
 mod requests;
 mod tools;
 
-pub use http::{router, MCP_PATH};
+pub use http::{router, McpHttpConfig, MCP_PATH};
 pub use tools::{list as tool_list, Call};
 
 use crate::store::{Store, TaskStatus};

@@ -1,9 +1,9 @@
 //! What a turn needs from its surroundings: asking for approvals, background
 //! submission, a memory flush before compaction.
 
+use super::{Tool, ToolSpec};
 pub use crate::domain::Pause;
 use crate::llm::{Message, ToolCall};
-use crate::tools::{Tool, ToolSpec};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
