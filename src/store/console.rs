@@ -23,6 +23,16 @@ impl<T> Slice<T> {
         items.truncate(limit);
         Slice { items, more }
     }
+
+    /// [`Slice::of`] the rows read with `read`.
+    pub(super) fn from_rows(
+        rows: &[sqlx::any::AnyRow],
+        limit: u32,
+        read: impl Fn(&sqlx::any::AnyRow) -> Result<T, StoreError>,
+    ) -> Result<Slice<T>, StoreError> {
+        let items = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+        Ok(Slice::of(items, limit))
+    }
 }
 
 /// `limit + 1` and the offset, as bound parameters.
@@ -214,19 +224,15 @@ impl Store {
         .bind(filter.user.unwrap_or(0))
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| {
-                Ok(SessionRow {
-                    id: r.try_get("id")?,
-                    key: key_from_row(r)?,
-                    name: r.try_get("name")?,
-                    messages: r.try_get("messages")?,
-                    updated_at: dt(r.try_get("updated_at")?),
-                })
+        Slice::from_rows(&rows, limit, |r| {
+            Ok(SessionRow {
+                id: r.try_get("id")?,
+                key: key_from_row(r)?,
+                name: r.try_get("name")?,
+                messages: r.try_get("messages")?,
+                updated_at: dt(r.try_get("updated_at")?),
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// One session's row, when it exists.
@@ -269,20 +275,16 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| {
-                let payload: String = r.try_get("payload")?;
-                Ok(HistoryRow {
-                    id: r.try_get("id")?,
-                    message: serde_json::from_str(&payload)
-                        .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?,
-                    at: dt(r.try_get("created_at")?),
-                    archived: r.try_get::<i64, _>("archived")? != 0,
-                })
+        Slice::from_rows(&rows, limit, |r| {
+            let payload: String = r.try_get("payload")?;
+            Ok(HistoryRow {
+                id: r.try_get("id")?,
+                message: serde_json::from_str(&payload)
+                    .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?,
+                at: dt(r.try_get("created_at")?),
+                archived: r.try_get::<i64, _>("archived")? != 0,
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// A session's approvals (newest first, at most `limit`).
@@ -318,11 +320,7 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(approval_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Slice::of(items, limit))
+        Slice::from_rows(&rows, limit, approval_from_row)
     }
 
     /// A page of the audit log, newest first.
@@ -347,20 +345,15 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| {
-                let detail: String = r.try_get("detail")?;
-                Ok(SystemEvent {
-                    id: r.try_get("id")?,
-                    at: dt(r.try_get("at")?),
-                    kind: r.try_get("kind")?,
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                })
+        Slice::from_rows(&rows, limit, |r| {
+            let detail: String = r.try_get("detail")?;
+            Ok(SystemEvent {
+                id: r.try_get("id")?,
+                at: dt(r.try_get("at")?),
+                kind: r.try_get("kind")?,
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// The kinds recorded so far (at most 200), for the audit log's filter.

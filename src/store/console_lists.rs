@@ -54,11 +54,7 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(task_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Slice::of(items, limit))
+        Slice::from_rows(&rows, limit, task_from_row)
     }
 
     /// Active schedules, next to fire first.
@@ -75,11 +71,7 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(schedule_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Slice::of(items, limit))
+        Slice::from_rows(&rows, limit, schedule_from_row)
     }
 
     /// One schedule by its full id.
@@ -108,19 +100,15 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| {
-                Ok(ApprovalRule {
-                    id: r.try_get("id")?,
-                    platform: platform_of(r)?,
-                    user: UserId(r.try_get("user_id")?),
-                    tool_name: r.try_get("tool_name")?,
-                    pattern: r.try_get("pattern")?,
-                })
+        Slice::from_rows(&rows, limit, |r| {
+            Ok(ApprovalRule {
+                id: r.try_get("id")?,
+                platform: platform_of(r)?,
+                user: UserId(r.try_get("user_id")?),
+                tool_name: r.try_get("tool_name")?,
+                pattern: r.try_get("pattern")?,
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// Admitted users, oldest admission first.
@@ -138,19 +126,15 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|row| {
-                Ok(AdmittedUser {
-                    platform: platform_of(row)?,
-                    user: UserId(row.try_get("user_id")?),
-                    display_name: row.try_get("display_name")?,
-                    admitted_at: dt(row.try_get("admitted_at")?),
-                    admitted_by: row.try_get("admitted_by")?,
-                })
+        Slice::from_rows(&rows, limit, |row| {
+            Ok(AdmittedUser {
+                platform: platform_of(row)?,
+                user: UserId(row.try_get("user_id")?),
+                display_name: row.try_get("display_name")?,
+                admitted_at: dt(row.try_get("admitted_at")?),
+                admitted_by: row.try_get("admitted_by")?,
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// Live memories of every user, newest first.
@@ -171,16 +155,12 @@ impl Store {
         .bind(skip)
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| {
-                Ok(OwnedMemory {
-                    owner: MemoryOwner::new(platform_of(r)?, UserId(r.try_get("user_id")?)),
-                    memory: memory_from_row(r)?,
-                })
+        Slice::from_rows(&rows, limit, |r| {
+            Ok(OwnedMemory {
+                owner: MemoryOwner::new(platform_of(r)?, UserId(r.try_get("user_id")?)),
+                memory: memory_from_row(r)?,
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Slice::of(items, limit))
+        })
     }
 
     /// Usage per user per day from `since_day` (`YYYY-MM-DD`) on, at most

@@ -41,6 +41,7 @@ mod normalize;
 mod order;
 #[cfg(test)]
 mod props;
+mod pump;
 mod recent;
 mod render;
 mod rest;

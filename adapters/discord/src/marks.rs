@@ -11,7 +11,7 @@
 //! of channels active within the backfill window seed the backfill of each
 //! shard's first session (see `backfill.rs`).
 //!
-//! After a crash the file may lag the last second of deliveries: those
+//! After a crash the file may lag the last seconds of deliveries: those
 //! messages are fetched again, and the core drops them as repeats
 //! ([`switchboard_platform::PlatformAdapter::may_redeliver`]). A file that
 //! does not read is reported and set aside; nothing is backfilled then.
@@ -25,8 +25,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-/// How often changed marks are written.
-pub(crate) const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often changed marks are written. The whole file is rewritten (up to
+/// ~1 MB with every channel known), so not every second under steady
+/// traffic; what a crash leaves behind is fetched again and dropped by the
+/// core as a repeat.
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_secs(10);
 /// Channels kept; past this the least recently active quarter is forgotten.
 const MAX_CHANNELS: usize = 20_000;
 /// The file's layout version.
