@@ -6,7 +6,7 @@
 
 use super::http_api_defs::{AuthPlace, HttpToolDef};
 use super::http_body::{read_capped, CappedBody};
-use super::net_guard::{vet_target, Allowlist};
+use super::net_guard::{vet_target, Allowlist, SystemResolver};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use serde_json::{Map, Value};
 use switchboard_platform::Secret;
@@ -121,7 +121,9 @@ impl HttpApiTool {
             .user_agent(USER_AGENT)
             .timeout(self.def.timeout);
         if !self.def.allow_private {
-            if let Some((domain, addrs)) = vet_target(&url, &self.allow, &self.def.name).await? {
+            if let Some((domain, addrs)) =
+                vet_target(&url, &self.allow, &self.def.name, &SystemResolver).await?
+            {
                 builder = builder.resolve_to_addrs(&domain, &addrs);
             }
         }

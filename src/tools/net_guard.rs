@@ -1,8 +1,29 @@
 //! Address checks for outbound fetches: which IPs are off limits and the allowlist.
 
 use super::ToolError;
+use std::future::Future;
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
 use url::{Host, Url};
+
+/// A host name's addresses, as a boxed future (the trait is used as `dyn`).
+pub(crate) type Lookup<'a> = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'a>>;
+
+/// Turns a host name into addresses: [`SystemResolver`] in service; tests
+/// play a rebinding DNS server with their own.
+pub(crate) trait Resolver: Send + Sync {
+    fn lookup<'a>(&'a self, host: &'a str, port: u16) -> Lookup<'a>;
+}
+
+/// The operating system's resolver (`getaddrinfo`).
+pub(crate) struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn lookup<'a>(&'a self, host: &'a str, port: u16) -> Lookup<'a> {
+        Box::pin(async move { Ok(tokio::net::lookup_host((host, port)).await?.collect()) })
+    }
+}
 
 /// Why an address is refused, or `None` when it is a public unicast address.
 ///
@@ -213,12 +234,14 @@ fn in_net(ip: IpAddr, base: IpAddr, prefix: u8) -> bool {
 /// Checks where `url` leads and returns the vetted addresses to connect to
 /// (`None` for an IP literal, which needs no resolution). Loopback, private
 /// and link-local targets are refused unless `allow` lists them; `who` names
-/// the tool in the refusal. Connect only to the returned addresses, so a
-/// rebinding DNS server cannot answer a second lookup differently.
+/// the tool in the refusal. The name is looked up once, through `resolver`:
+/// connect only to the returned addresses, so a rebinding DNS server cannot
+/// answer a second lookup differently.
 pub(crate) async fn vet_target(
     url: &Url,
     allow: &Allowlist,
     who: &str,
+    resolver: &dyn Resolver,
 ) -> Result<Option<(String, Vec<SocketAddr>)>, ToolError> {
     let port = url
         .port_or_known_default()
@@ -240,13 +263,13 @@ pub(crate) async fn vet_target(
         Some(Host::Domain(d)) => d.to_string(),
     };
     let host_allowed = allow.allows_host(&domain);
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((domain.as_str(), port))
+    let addrs = resolver
+        .lookup(&domain, port)
         .await
         .map_err(|e| ToolError::Failed {
             message: format!("could not resolve host `{domain}`"),
             diagnostics: Some(e.to_string()),
-        })?
-        .collect();
+        })?;
     if addrs.is_empty() {
         return Err(ToolError::failed(format!(
             "host `{domain}` has no addresses"

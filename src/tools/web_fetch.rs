@@ -3,11 +3,12 @@
 use super::args::parse_args;
 use super::html_text::html_to_text;
 use super::http_body::{read_capped, CappedBody};
-use super::net_guard::{vet_target, Allowlist};
+use super::net_guard::{vet_target, Allowlist, Resolver, SystemResolver};
 use super::{Tool, ToolContext, ToolError, ToolSpec};
 use reqwest::header::{ACCEPT, LOCATION};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
@@ -50,6 +51,7 @@ struct FetchArgs {
 pub struct WebFetchTool {
     config: WebFetchConfig,
     allow: Allowlist,
+    resolver: Arc<dyn Resolver>,
     spec: ToolSpec,
 }
 
@@ -85,8 +87,16 @@ impl WebFetchTool {
         Self {
             config,
             allow,
+            resolver: Arc::new(SystemResolver),
             spec,
         }
+    }
+
+    /// The same tool looking host names up through `resolver`.
+    #[cfg(test)]
+    fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = resolver;
+        self
     }
 
     async fn fetch(&self, url: Url, max_chars: usize) -> Result<String, ToolError> {
@@ -94,7 +104,7 @@ impl WebFetchTool {
         let mut current = url;
         for hop in 0..=MAX_REDIRECTS {
             check_scheme(&current)?;
-            let vetted = vet_target(&current, &self.allow, "web_fetch").await?;
+            let vetted = vet_target(&current, &self.allow, "web_fetch", &*self.resolver).await?;
             let mut builder = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
@@ -315,7 +325,12 @@ impl Tool for WebFetchTool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::net_guard::Lookup;
     use super::*;
+    use std::net::SocketAddr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
 
     #[test]
     fn classification() {
@@ -339,6 +354,114 @@ mod tests {
             classify("", &[0xff, 0xfe, 0x00, 0x41]),
             Kind::Binary
         ));
+    }
+
+    /// A DNS server that rebinds: lookup `n` gets answer `n` (the last repeats).
+    struct Rebinding {
+        answers: Vec<std::net::IpAddr>,
+        asked: AtomicUsize,
+    }
+
+    impl Resolver for Rebinding {
+        fn lookup<'a>(&'a self, _host: &'a str, port: u16) -> Lookup<'a> {
+            let n = self.asked.fetch_add(1, Ordering::SeqCst);
+            let ip = self.answers[n.min(self.answers.len() - 1)];
+            Box::pin(async move { Ok(vec![SocketAddr::new(ip, port)]) })
+        }
+    }
+
+    /// Answers every request with `body`, except `/hop`, which redirects to
+    /// `/`; counts the connections it accepted.
+    fn serve(listener: TcpListener, body: &'static str) -> Arc<AtomicUsize> {
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let response = if request.starts_with(b"GET /hop ") {
+                    "HTTP/1.1 302 Found\r\nLocation: /\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+                } else {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                         Connection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = stream.write_all(response.as_bytes()).await;
+            }
+        });
+        accepted
+    }
+
+    /// Two servers on one port: 127.0.0.1 (allowlisted, the address the
+    /// check sees) and 127.0.0.2 (loopback, refused: where a rebinding DNS
+    /// server would send the second lookup).
+    async fn checked_and_rebound() -> (u16, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        loop {
+            let checked = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = checked.local_addr().unwrap().port();
+            if let Ok(rebound) = TcpListener::bind(("127.0.0.2", port)).await {
+                return (port, serve(checked, "checked"), serve(rebound, "rebound"));
+            }
+        }
+    }
+
+    fn rebinding_fetcher(answers: &[&str]) -> (WebFetchTool, Arc<Rebinding>) {
+        let dns = Arc::new(Rebinding {
+            answers: answers.iter().map(|a| a.parse().unwrap()).collect(),
+            asked: AtomicUsize::new(0),
+        });
+        let tool = WebFetchTool::new(WebFetchConfig {
+            allow: vec!["127.0.0.1".into()],
+            ..WebFetchConfig::default()
+        })
+        .with_resolver(Arc::clone(&dns) as Arc<dyn Resolver>);
+        (tool, dns)
+    }
+
+    #[tokio::test]
+    async fn a_name_that_rebinds_is_fetched_from_the_address_that_was_checked() {
+        let (port, checked, rebound) = checked_and_rebound().await;
+        let url = |path: &str| Url::parse(&format!("http://rebind.test:{port}{path}")).unwrap();
+
+        // First answer vetted, second one private: the connection goes to the
+        // first, and the name is looked up once.
+        let (tool, dns) = rebinding_fetcher(&["127.0.0.1", "127.0.0.2"]);
+        let out = tool.fetch(url("/"), 1_000).await.unwrap();
+        assert!(out.ends_with("\nchecked"), "{out}");
+        assert_eq!(dns.asked.load(Ordering::SeqCst), 1);
+
+        // A redirect is a new lookup, vetted again: the rebound answer is refused.
+        let (tool, dns) = rebinding_fetcher(&["127.0.0.1", "127.0.0.2"]);
+        let err = tool.fetch(url("/hop"), 1_000).await.unwrap_err();
+        assert_eq!(dns.asked.load(Ordering::SeqCst), 2);
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("resolves to 127.0.0.2")),
+            "{err}"
+        );
+
+        // One private address among the answers refuses the name outright.
+        let (tool, _) = rebinding_fetcher(&["127.0.0.2"]);
+        let err = tool.fetch(url("/"), 1_000).await.unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("loopback")),
+            "{err}"
+        );
+
+        assert_eq!(checked.load(Ordering::SeqCst), 2, "the / and /hop requests");
+        assert_eq!(
+            rebound.load(Ordering::SeqCst),
+            0,
+            "a refused address was connected to"
+        );
     }
 
     #[test]
