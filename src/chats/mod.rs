@@ -78,12 +78,21 @@ pub struct ChatBindings {
 }
 
 impl ChatBindings {
-    /// The settings for `chat`: its thread's entry, else its chat's.
-    pub fn get(&self, chat: &ChatAddress) -> Option<&ChatSettings> {
-        let key = |thread| (chat.platform, chat.chat, thread);
+    /// The settings for `chat`: its thread's (topic's) entry, else its
+    /// chat's. Where a thread is a chat of its own (Discord; `parent` is the
+    /// channel it was opened in), then the channel's entry for the thread
+    /// (`discord:<channel>/<thread>`), else the channel's.
+    pub fn get(&self, chat: &ChatAddress, parent: Option<ChatId>) -> Option<&ChatSettings> {
+        let key = |id: ChatId, thread| (chat.platform, id, thread);
         chat.thread
-            .and_then(|t| self.by_chat.get(&key(Some(t))))
-            .or_else(|| self.by_chat.get(&key(None)))
+            .and_then(|t| self.by_chat.get(&key(chat.chat, Some(t))))
+            .or_else(|| self.by_chat.get(&key(chat.chat, None)))
+            .or_else(|| {
+                let parent = parent?;
+                self.by_chat
+                    .get(&key(parent, Some(ThreadId(chat.chat.0))))
+                    .or_else(|| self.by_chat.get(&key(parent, None)))
+            })
     }
 
     pub fn len(&self) -> usize {
@@ -290,14 +299,16 @@ mod tests {
         assert_eq!(b.len(), 2);
         let topic = ChatAddress::new(Platform::Telegram, ChatId(-100), Some(ThreadId(42)));
         let other_topic = ChatAddress::new(Platform::Telegram, ChatId(-100), Some(ThreadId(9)));
-        let t = b.get(&topic).unwrap_or_else(|| panic!("topic bound"));
+        let t = b.get(&topic, None).unwrap_or_else(|| panic!("topic bound"));
         assert_eq!(t.model.as_deref(), Some("big"));
         assert_eq!(
             (t.verbosity, t.queue, t.memory),
             (Some(Verbosity::Full), Some(QueueMode::Collect), Some(false))
         );
         assert!(t.tools.allows("delegate_to_research") && !t.tools.allows("delegate_to_analysis"));
-        let g = b.get(&other_topic).unwrap_or_else(|| panic!("group bound"));
+        let g = b
+            .get(&other_topic, None)
+            .unwrap_or_else(|| panic!("group bound"));
         assert_eq!(g.model.as_deref(), Some("mini"));
         assert!(g.free_response && !g.tools.allows("exec_command") && g.tools.allows("read_file"));
         // A chat that denies exec_command denies the role that would run it.
@@ -305,7 +316,10 @@ mod tests {
             !g.tools.allows("delegate_to_operations") && g.tools.allows("delegate_to_research")
         );
         assert!(b
-            .get(&ChatAddress::new(Platform::Telegram, ChatId(-5), None))
+            .get(
+                &ChatAddress::new(Platform::Telegram, ChatId(-5), None),
+                None
+            )
             .is_none());
         let named: Vec<&str> = problems.iter().map(|p| p.target.as_str()).collect();
         assert_eq!(
@@ -316,5 +330,30 @@ mod tests {
         assert!(problems[2].problem.contains("unknown field \"colour\""));
         let (_, bad) = load_str("[1]");
         assert!(bad[0].problem.contains("expected"));
+    }
+
+    #[test]
+    fn a_discord_thread_takes_its_own_entry_then_its_channels() {
+        let (b, problems) = load_str(
+            r#"{"chats": {
+                "discord:11": {"model": "channel"},
+                "discord:11/13": {"model": "thread-by-channel"},
+                "discord:14": {"model": "thread-by-id"}
+            }}"#,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let thread = |id| ChatAddress::new(Platform::Discord, ChatId(id), None);
+        let model = |id, parent| {
+            b.get(&thread(id), parent)
+                .and_then(|s| s.model.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(model(13, Some(ChatId(11))), "thread-by-channel");
+        assert_eq!(model(14, Some(ChatId(11))), "thread-by-id");
+        assert_eq!(model(15, Some(ChatId(11))), "channel");
+        assert_eq!(model(11, None), "channel");
+        // A thread of an unbound channel, or one whose channel is unknown.
+        assert_eq!(model(16, Some(ChatId(12))), "");
+        assert_eq!(model(15, None), "");
     }
 }

@@ -39,6 +39,12 @@ impl Gateway {
         if msg.user.is_bot {
             return;
         }
+        if let Some(parent) = msg.parent {
+            let chat = msg.chat;
+            inner
+                .parents
+                .note(&inner.store, chat.platform, chat.chat, parent);
+        }
         inner.metrics.inc(
             "switchboard_inbound_messages_total",
             &[("platform", msg.chat.platform.as_str())],

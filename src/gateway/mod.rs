@@ -33,6 +33,7 @@ mod model_error;
 mod operator;
 mod outbound;
 mod pairing_notice;
+mod parents;
 mod plan_cmd;
 mod press_limit;
 mod presses;
@@ -146,6 +147,8 @@ pub(crate) struct Inner {
     pub models: Arc<crate::models::Models>,
     /// Per-chat settings (`CHATS_FILE`).
     pub chats: crate::chats::ChatBindings,
+    /// Each thread's channel, for the settings' fallback to the channel.
+    parents: parents::Parents,
     /// The tools added from the chat, and who may change them.
     pub grown: Arc<crate::tools::GrownTools>,
     pub tool_builders: crate::tools::ToolBuilders,
@@ -170,10 +173,13 @@ impl Inner {
         self.adapters.get(&platform).cloned()
     }
 
-    /// The operator's settings for the chat (or topic) of `key`, if bound.
+    /// The operator's settings for the chat (or topic) of `key`, if bound;
+    /// a thread that is a chat of its own falls back to its channel's.
     pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&crate::chats::ChatSettings> {
-        self.chats
-            .get(&ChatAddress::new(key.platform, key.chat, key.thread))
+        self.chats.get(
+            &ChatAddress::new(key.platform, key.chat, key.thread),
+            self.parents.of(key.platform, key.chat),
+        )
     }
 
     /// Whether the person on `platform` is the operator at this machine (see
@@ -275,6 +281,7 @@ impl Gateway {
             verbosity: settings.verbosity,
             queue_mode: settings.queue_mode,
             chats: settings.chats,
+            parents: parents::Parents::default(),
             grown,
             tool_builders: settings.tool_builders,
             identity_user_edits: settings.identity_user_edits,
@@ -299,6 +306,7 @@ impl Gateway {
 
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
+        self.inner.parents.load(&self.inner.store).await;
         maintenance::announce_interrupted_tasks(&self.inner).await;
         reshow::console_cards(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;

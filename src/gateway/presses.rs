@@ -15,6 +15,12 @@ pub(super) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
     let Some(adapter) = inner.adapter(press.chat.platform) else {
         return;
     };
+    if let Some(parent) = press.parent {
+        let chat = press.chat;
+        inner
+            .parents
+            .note(&inner.store, chat.platform, chat.chat, parent);
+    }
     match parse_action(&press.action) {
         Some((id, choice)) => {
             if !press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Approval).await {

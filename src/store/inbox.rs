@@ -223,6 +223,7 @@ pub(crate) mod tests {
             reply_to: None,
             attachments: Vec::new(),
             timestamp: chrono::Utc::now(),
+            parent: None,
         }
     }
 

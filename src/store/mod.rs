@@ -5,6 +5,7 @@ mod approvals;
 mod approvals_pending;
 mod backoff;
 mod caps;
+mod chat_parents;
 mod chat_settings;
 mod checkins;
 mod console;

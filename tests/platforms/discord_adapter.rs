@@ -847,6 +847,7 @@ fn press_template() -> ButtonPress {
         message: None,
         handle: switchboard_platform::PressHandle(String::new()),
         timestamp: chrono::Utc::now(),
+        parent: None,
     }
 }
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) const CHANNEL: u64 = 1_200_000_000_000_000_011;
 const OTHER_CHANNEL: u64 = 1_200_000_000_000_000_012;
-const THREAD: u64 = 1_200_000_000_000_000_013;
+pub(crate) const THREAD: u64 = 1_200_000_000_000_000_013;
 const DM_CHANNEL: u64 = 1_200_000_000_000_000_014;
 pub(crate) const ALICE: u64 = 1_300_000_000_000_000_011;
 const BOB: u64 = 1_300_000_000_000_000_012;
@@ -143,14 +143,14 @@ impl E2e {
             .unwrap()
     }
 
-    async fn wait_card(&self, channel: u64) -> Value {
+    pub(crate) async fn wait_card(&self, channel: u64) -> Value {
         self.wait("an approval card", |d| d.card(channel).is_some())
             .await;
         self.discord.card(channel).unwrap()
     }
 
     /// Waits for the `n`-th interaction callback and returns it (kind, data).
-    async fn wait_callback(&self, n: usize) -> (u64, Value) {
+    pub(crate) async fn wait_callback(&self, n: usize) -> (u64, Value) {
         self.wait(&format!("{n} interaction callbacks"), |d| {
             d.callbacks().len() >= n
         })
@@ -224,7 +224,7 @@ fn ephemeral(data: &Value) -> bool {
 }
 
 /// The content of the tool message answering `call_id` in an LLM request.
-fn tool_result(request: &Value, call_id: &str) -> String {
+pub(crate) fn tool_result(request: &Value, call_id: &str) -> String {
     request["messages"]
         .as_array()
         .into_iter()
@@ -533,7 +533,7 @@ async fn an_approver_role_may_decide_for_the_requester() {
 }
 
 /// The custom_id of a card's "Allow once" button.
-fn allow_button(card: &Value) -> String {
+pub(crate) fn allow_button(card: &Value) -> String {
     custom_ids(card)
         .into_iter()
         .find(|a| a.ends_with(":y"))

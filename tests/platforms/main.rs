@@ -11,6 +11,7 @@ mod support;
 
 mod activity_lines;
 mod discord_adapter;
+mod discord_chats;
 mod discord_e2e;
 mod discord_limits;
 mod discord_media;

@@ -441,6 +441,7 @@ impl TestChannel {
             addressed,
             attachments: Vec::new(),
             timestamp: chrono::Utc::now(),
+            parent: None,
         }))
         .await;
         id
@@ -478,6 +479,7 @@ impl TestChannel {
             addressed: Addressed::Dm,
             attachments,
             timestamp: chrono::Utc::now(),
+            parent: None,
         }))
         .await;
         id
@@ -554,6 +556,7 @@ impl TestChannel {
             message: (id.0 != 0).then_some(MessageRef { chat, id }),
             handle,
             timestamp: chrono::Utc::now(),
+            parent: None,
         }))
         .await;
     }

@@ -255,6 +255,7 @@ impl ConsoleAdapter {
             addressed: Addressed::Dm,
             attachments,
             timestamp: chrono::Utc::now(),
+            parent: None,
         };
         io.next_id += 1;
         io.sink
@@ -275,6 +276,7 @@ impl ConsoleAdapter {
             message: None,
             handle: PressHandle(format!("console-{}", button.action)),
             timestamp: chrono::Utc::now(),
+            parent: None,
         })
     }
 

@@ -48,6 +48,14 @@ impl Place {
             Place::Thread { .. } => ChatKind::Thread,
         }
     }
+
+    /// A thread's channel, as the contract's id.
+    fn parent(self) -> Option<ChatId> {
+        match self {
+            Place::Thread { parent: Some(p) } => to_i64(p).map(ChatId),
+            _ => None,
+        }
+    }
 }
 
 /// What the adapter needs to answer an interaction, carried opaquely in
@@ -172,6 +180,7 @@ pub(crate) fn message(
         addressed,
         attachments,
         timestamp: utc(&msg.timestamp),
+        parent: place.parent(),
     })
 }
 
@@ -219,6 +228,7 @@ pub(crate) fn press(
         }),
         handle: handle.encode(),
         timestamp: utc(&interaction.id.created_at()),
+        parent: place.parent(),
     })
 }
 
@@ -261,6 +271,7 @@ pub(crate) fn slash_command(
         addressed: Addressed::Command,
         attachments: Vec::new(),
         timestamp: utc(&interaction.id.created_at()),
+        parent: place.parent(),
     })
 }
 

@@ -1,6 +1,6 @@
 //! Inbound events: every message and button press, normalized.
 
-use crate::ids::{ActionId, ChatAddress, ChatKind, MessageId, MessageRef, UserId};
+use crate::ids::{ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, UserId};
 use crate::media::Attachment;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -61,6 +61,10 @@ pub struct InboundMessage {
     #[serde(default)]
     pub attachments: Vec<Attachment>,
     pub timestamp: DateTime<Utc>,
+    /// Where a thread is a chat of its own (Discord): the channel it was
+    /// opened in, so the chat's settings can fall back to the channel's.
+    #[serde(default)]
+    pub parent: Option<ChatId>,
 }
 
 impl InboundMessage {
@@ -88,4 +92,7 @@ pub struct ButtonPress {
     pub message: Option<MessageRef>,
     pub handle: PressHandle,
     pub timestamp: DateTime<Utc>,
+    /// As [`InboundMessage::parent`]: a thread's channel, where the platform says.
+    #[serde(default)]
+    pub parent: Option<ChatId>,
 }

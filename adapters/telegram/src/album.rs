@@ -161,6 +161,7 @@ mod tests {
             addressed,
             attachments: vec![Attachment::new(AttachmentKind::Image, format!("f{id}"))],
             timestamp: Utc::now(),
+            parent: None,
         }
     }
 

@@ -132,6 +132,7 @@ impl Normalizer {
             addressed,
             attachments: attachment.into_iter().collect(),
             timestamp: msg.date,
+            parent: None,
         }))
     }
 
@@ -261,6 +262,7 @@ impl Normalizer {
             }),
             handle: PressHandle(id),
             timestamp: Utc::now(),
+            parent: None,
         }))
     }
 }
