@@ -108,6 +108,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.pacer_waits()
     }
 
+    fn upload_limit(&self, chat: ChatAddress) -> usize {
+        self.inner.upload_limit(chat)
+    }
+
     async fn run(
         &self,
         sink: InboundSink,

@@ -103,7 +103,7 @@ impl Tool for SendFileTool {
             .adapters
             .get(&origin.chat.platform)
             .ok_or_else(|| ToolError::failed("this chat's platform is not connected"))?;
-        let max = adapter.capabilities().max_upload_bytes as u64;
+        let max = adapter.upload_limit(origin.chat) as u64;
         let ws = Arc::clone(&self.ws);
         let path = a.path.clone();
         let (bytes, shown) = tokio::task::spawn_blocking(move || read_checked(&ws, &path, max))

@@ -9,11 +9,14 @@ use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
-use support::fake_discord::{FakeDiscord, FakeFile, UserMessage, MAX_UPLOAD_BYTES, TOKEN};
+use support::fake_discord::{
+    FakeDiscord, FakeFile, Press, UserMessage, GUILD_ID, MAX_UPLOAD_BYTES, TOKEN,
+};
 use switchboard_discord::{DiscordAdapter, DiscordConfig};
 use switchboard_platform::{
-    AttachmentKind, ChatAddress, ChatId, FileKind, Inbound, InboundMessage, OutgoingFile, Platform,
-    PlatformAdapter, PlatformError, Secret, ThreadId,
+    ActionId, AttachmentKind, Button, ButtonStyle, ChatAddress, ChatId, FileKind, Inbound,
+    InboundMessage, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
+    Secret, ThreadId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -240,6 +243,62 @@ async fn a_file_for_a_thread_goes_to_the_threads_channel() {
     let big = OutgoingFile::document(to, "big.bin", vec![0; MAX_UPLOAD_BYTES + 1]);
     let e = h.adapter.send_file(big).await.unwrap_err();
     assert!(matches!(e, PlatformError::Rejected(_)), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_boosted_servers_upload_limit_is_learned_from_its_interactions() {
+    let mut h = start().await;
+    h.fake.boost(GUILD_ID, 50 << 20);
+    let to = ChatAddress::new(Platform::Discord, ChatId(CHANNEL as i64), None);
+    let twelve_mib = || OutgoingFile::document(to, "data.bin", vec![7; 12 << 20]);
+
+    // Before Discord said otherwise: the 10 MiB every server allows, refused
+    // before any transfer.
+    assert_eq!(h.adapter.upload_limit(to), MAX_UPLOAD_BYTES);
+    let e = h.adapter.send_file(twelve_mib()).await.unwrap_err();
+    assert!(
+        matches!(&e, PlatformError::Rejected(m) if m.contains("upload limit")),
+        "{e:?}"
+    );
+    assert!(h.fake.uploads(CHANNEL).is_empty());
+
+    // A press in the guild carries its `attachment_size_limit`.
+    let button = Button {
+        label: "OK".into(),
+        action: ActionId::parse("fb:1:up").unwrap(),
+        style: ButtonStyle::Primary,
+        shortcut: None,
+    };
+    let sent = h
+        .adapter
+        .send(
+            &to,
+            OutgoingMessage::text("Was this useful?").with_buttons(vec![vec![button]]),
+        )
+        .await
+        .unwrap();
+    h.fake
+        .press(Press::new(sent.id.0 as u64, "fb:1:up", ALICE))
+        .expect("pressed");
+    let press = tokio::time::timeout(Duration::from_secs(15), h.inbound.recv()).await;
+    assert!(
+        matches!(press, Ok(Some(Inbound::ButtonPress(_)))),
+        "{press:?}"
+    );
+    assert_eq!(h.adapter.upload_limit(to), 50 << 20);
+    h.adapter.send_file(twelve_mib()).await.unwrap();
+    let uploads = h.fake.uploads(CHANNEL);
+    assert_eq!(
+        (uploads.len(), uploads[0].bytes.len()),
+        (1, 12 << 20),
+        "the file went through whole"
+    );
+    let over = OutgoingFile::document(to, "huge.bin", vec![0; (50 << 20) + 1]);
+    let e = h.adapter.send_file(over).await.unwrap_err();
+    assert!(matches!(e, PlatformError::Rejected(_)), "{e:?}");
+    // A DM keeps the default.
+    let dm = ChatAddress::new(Platform::Discord, ChatId(99), None);
+    assert_eq!(h.adapter.upload_limit(dm), MAX_UPLOAD_BYTES);
 }
 
 /// Posts a multipart body to the fake's message route.

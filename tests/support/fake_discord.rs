@@ -199,6 +199,8 @@ pub(crate) struct Inner {
     pub cdn: Vec<cdn::CdnFile>,
     /// Attachment ids the CDN route was asked for.
     pub cdn_hits: Vec<u64>,
+    /// Boosted guilds' upload limits (others: [`MAX_UPLOAD_BYTES`]).
+    pub upload_limits: HashMap<u64, usize>,
 }
 
 impl Inner {
@@ -320,7 +322,7 @@ impl FakeDiscord {
             inner: Mutex::new(inner),
         });
         let router = rest::router(shared.clone()).layer(axum::extract::DefaultBodyLimit::max(
-            MAX_UPLOAD_BYTES + (2 << 20),
+            uploads::MAX_BOOSTED_UPLOAD_BYTES + (2 << 20),
         ));
         let rest_task = tokio::spawn(async move {
             let _ = axum::serve(rest_listener, router).await;

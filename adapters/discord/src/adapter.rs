@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub marks: Marks,
     /// The gateway connection as the operator sees it.
     pub link: switchboard_platform::Link,
+    /// How large a message's files may be, per guild (boosts raise it).
+    pub uploads: crate::upload_limits::UploadLimits,
 }
 
 impl Shared {
@@ -140,6 +142,7 @@ impl DiscordAdapter {
             sessions,
             marks,
             link: switchboard_platform::Link::default(),
+            uploads: crate::upload_limits::UploadLimits::default(),
         });
         Ok(Self {
             shared,
@@ -152,7 +155,7 @@ impl DiscordAdapter {
                 // Edits share the channel's quota: faster ones would only queue.
                 min_edit_interval: config_edit_interval,
                 private_answers: true,
-                max_upload_bytes: crate::upload::MAX_UPLOAD_BYTES,
+                max_upload_bytes: crate::upload_limits::DEFAULT_UPLOAD_BYTES,
                 max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
                 answer_buttons: true,
                 local_operator: false,
@@ -264,9 +267,26 @@ impl PlatformAdapter for DiscordAdapter {
         })
     }
 
+    /// The limit Discord last reported for the chat's guild (or DM), else
+    /// the 10 MiB every server allows.
+    fn upload_limit(&self, chat: ChatAddress) -> usize {
+        match channel_of(&chat) {
+            Ok(channel) => {
+                let guild = self.shared.seen.guild_of(channel);
+                self.shared.uploads.limit(guild, channel)
+            }
+            Err(_) => self.capabilities.max_upload_bytes,
+        }
+    }
+
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let channel = channel_of(&file.to)?;
-        let id = self.shared.rest.create_file_message(channel, &file).await?;
+        let limit = self.upload_limit(file.to);
+        let id = self
+            .shared
+            .rest
+            .create_file_message(channel, &file, limit)
+            .await?;
         self.shared.remember_sent(id);
         let id = i64::try_from(id)
             .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;

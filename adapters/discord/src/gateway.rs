@@ -161,6 +161,11 @@ impl EventHandler for Handler {
         {
             shared.channels.learned(id, (kind, parent));
         }
+        shared.uploads.reported(
+            component.guild_id.map(|g| g.get()),
+            component.channel_id.get(),
+            component.attachment_size_limit,
+        );
         let ctx = self.context();
         let handle = normalize::Handle {
             interaction: component.id.get(),
@@ -209,6 +214,11 @@ impl Handler {
         if let Some((id, kind, parent)) = normalize::interaction_channel(command.channel.as_ref()) {
             shared.channels.learned(id, (kind, parent));
         }
+        shared.uploads.reported(
+            command.guild_id.map(|g| g.get()),
+            command.channel_id.get(),
+            command.attachment_size_limit,
+        );
         let Some(message) = normalize::slash_command(command, &self.context()) else {
             tracing::debug!("ignoring a slash command with ids outside the contract");
             return;

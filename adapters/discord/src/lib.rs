@@ -49,6 +49,7 @@ mod seen;
 mod slash;
 mod typing;
 mod upload;
+mod upload_limits;
 mod watch;
 
 pub use adapter::DiscordAdapter;

@@ -87,6 +87,13 @@ impl Seen {
         }
     }
 
+    /// The guild of `channel`, when a message from it was seen (`None` for a
+    /// DM channel or one not seen lately).
+    pub fn guild_of(&self, channel: u64) -> Option<u64> {
+        let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        channels.get(&channel).and_then(|t| t.guild)
+    }
+
     /// The floors of at most `max` channels whose newest message is at or
     /// after snowflake `active_since` and whose guild `wanted` accepts, the
     /// most recently active first.

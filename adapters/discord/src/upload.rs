@@ -9,22 +9,21 @@ use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
 use serenity::model::id::ChannelId;
 use switchboard_platform::{OutgoingFile, Retry};
 
-/// Discord's default limit on the files of one message (servers without boosts).
-pub(crate) const MAX_UPLOAD_BYTES: usize = 10 << 20;
 /// Discord's limit on message content, in characters.
 const MAX_CONTENT_CHARS: usize = 2000;
 
 impl Rest {
     /// Posts `file` as the one attachment of a new message whose content is the
-    /// caption; returns the message id.
+    /// caption; returns the message id. `limit`: the channel's upload limit.
     pub async fn create_file_message(
         &self,
         channel: u64,
         file: &OutgoingFile,
+        limit: usize,
     ) -> Result<u64, RestError> {
-        if file.bytes.len() > MAX_UPLOAD_BYTES {
+        if file.bytes.len() > limit {
             return Err(RestError::Invalid(format!(
-                "a file of {} bytes is over Discord's {MAX_UPLOAD_BYTES}",
+                "a file of {} bytes is over this channel's upload limit of {limit} bytes",
                 file.bytes.len()
             )));
         }

@@ -194,7 +194,15 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         answer: PressAnswer,
     ) -> Result<(), PlatformError>;
 
-    /// Sends a file (at most `capabilities().max_upload_bytes`) with its
+    /// The largest file [`Self::send_file`] can deliver to `chat`: at least
+    /// `capabilities().max_upload_bytes`, more where the platform allows it
+    /// there (a boosted Discord server). The default is the capability.
+    fn upload_limit(&self, chat: ChatAddress) -> usize {
+        let _ = chat;
+        self.capabilities().max_upload_bytes
+    }
+
+    /// Sends a file (at most [`Self::upload_limit`] of its chat) with its
     /// caption. The default refuses: adapters that can upload override it.
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let _ = file;

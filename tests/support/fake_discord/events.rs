@@ -189,6 +189,7 @@ impl FakeDiscord {
         let id = inner.next_id();
         let token = format!("interaction-token-{id}");
         let mut interaction = envelope(id, &token, channel_id, channel, press.user, &press.roles);
+        interaction["attachment_size_limit"] = json!(inner.upload_limit(channel_id));
         interaction["type"] = json!(3);
         interaction["data"] = json!({ "custom_id": press.custom_id, "component_type": 2 });
         interaction["message"] = message;
@@ -226,6 +227,7 @@ impl FakeDiscord {
             data["options"] = json!([{ "name": "input", "type": 3, "value": input }]);
         }
         let mut interaction = envelope(id, &token, channel, channel_info, user, &[]);
+        interaction["attachment_size_limit"] = json!(inner.upload_limit(channel));
         interaction["type"] = json!(2);
         interaction["data"] = data;
         interaction["app_permissions"] = json!("0");
@@ -343,7 +345,6 @@ fn envelope(
         "locale": "en-US",
         "entitlements": [],
         "authorizing_integration_owners": {},
-        "attachment_size_limit": 26_214_400,
     });
     let user = user_json(user, &format!("user{user}"), false);
     match channel.guild {

@@ -50,7 +50,14 @@ async fn handle(
         .unwrap_or_default();
     let mut upload = None;
     let parsed: Option<Value> = if super::uploads::is_multipart(content_type) {
-        match super::uploads::read(content_type, &body) {
+        let channel = path
+            .strip_prefix("/channels/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|id| id.parse::<u64>().ok());
+        let limit = channel.map_or(super::uploads::MAX_UPLOAD_BYTES, |c| {
+            shared.lock().upload_limit(c)
+        });
+        match super::uploads::read(content_type, &body, limit) {
             Ok(form) => {
                 upload = Some(form.files);
                 Some(form.payload)
@@ -470,7 +477,13 @@ fn validate(body: &Value, require_content: bool) -> Result<(), Answer> {
             }
         }
     }
-    if require_content && content.trim().is_empty() && rows.is_empty() {
+    // Discord needs one of content, components or files (among others).
+    // Uploaded files are the `attachments` entries `uploads::read` wrote
+    // (with their size); a client's own entries upload nothing.
+    let files = body["attachments"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|f| f["size"].is_u64()));
+    if require_content && content.trim().is_empty() && rows.is_empty() && !files {
         return Err(error(400, 50006, "Cannot send an empty message"));
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! Messages with files, as Discord takes them: `multipart/form-data` (parsed
 //! strictly) with a `payload_json` part and `files[n]` parts, each named by
-//! an `attachments` entry's `id`, at most 10 MiB in all (413 beyond).
+//! an `attachments` entry's `id`, at most the guild's upload limit in all
+//! (413 beyond): 10 MiB, or what a test boosted the guild to.
 
 use super::rest::{error, Answer};
 use super::Inner;
@@ -9,6 +10,29 @@ use serde_json::{json, Value};
 
 /// Discord's default upload limit for a message's files.
 pub const MAX_UPLOAD_BYTES: usize = 10 << 20;
+/// The limit of a server at the highest boost level.
+pub const MAX_BOOSTED_UPLOAD_BYTES: usize = 100 << 20;
+
+impl Inner {
+    /// The upload limit of `channel`'s guild (DMs: the default), as
+    /// interactions report it in `attachment_size_limit`.
+    pub fn upload_limit(&self, channel: u64) -> usize {
+        self.channels
+            .get(&channel)
+            .and_then(|c| c.guild)
+            .and_then(|g| self.upload_limits.get(&g).copied())
+            .unwrap_or(MAX_UPLOAD_BYTES)
+    }
+}
+
+impl super::FakeDiscord {
+    /// Boosts `guild`: its messages take files up to `bytes` (Discord: 50 MiB
+    /// at level 2, 100 MiB at level 3), and its interactions say so.
+    pub fn boost(&self, guild: u64, bytes: usize) {
+        assert!(bytes <= MAX_BOOSTED_UPLOAD_BYTES);
+        self.shared.lock().upload_limits.insert(guild, bytes);
+    }
+}
 
 /// A file the bot attached to a message.
 #[derive(Debug, Clone)]
@@ -48,8 +72,9 @@ fn invalid(message: &str) -> Answer {
     )
 }
 
-pub(crate) fn read(content_type: &str, body: &[u8]) -> Result<Form, Answer> {
-    if body.len() > MAX_UPLOAD_BYTES + (1 << 20) {
+/// Reads a multipart message body whose files may total `limit` bytes.
+pub(crate) fn read(content_type: &str, body: &[u8], limit: usize) -> Result<Form, Answer> {
+    if body.len() > limit + (1 << 20) {
         return Err(error(413, 40005, "Request entity too large"));
     }
     let parts = multipart::parse(content_type, body).map_err(|e| invalid(&e))?;
@@ -77,7 +102,7 @@ pub(crate) fn read(content_type: &str, body: &[u8]) -> Result<Form, Answer> {
     if files.is_empty() {
         return Err(invalid("a multipart message without files"));
     }
-    if files.iter().map(|f| f.2.len()).sum::<usize>() > MAX_UPLOAD_BYTES {
+    if files.iter().map(|f| f.2.len()).sum::<usize>() > limit {
         return Err(error(413, 40005, "Request entity too large"));
     }
     let declared = payload["attachments"]
