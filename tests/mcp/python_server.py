@@ -1,10 +1,13 @@
 """A small MCP server written with the official Python SDK (`mcp` on PyPI),
 run over stdio by the tests: annotated tools for the `hints` approval mode,
-structured output, an exception as a tool error, and image results (a real
-GIF and bytes that only claim to be a PNG). Every call is appended to
-$CALL_LOG."""
+structured output, an exception as a tool error, image results (a real
+GIF and bytes that only claim to be a PNG), and a tool taking nested models
+(its schema uses `$defs` and `$ref`, as pydantic writes them). Every call is
+appended to $CALL_LOG."""
 
 import os
+
+from pydantic import BaseModel
 
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -55,6 +58,24 @@ def pixel(fake: bool = False) -> Image:
     if fake:
         return Image(data=b"not really a png", format="png")
     return Image(data=PIXEL_GIF, format="gif")
+
+
+class Address(BaseModel):
+    city: str
+    street: str | None = None
+
+
+class Order(BaseModel):
+    to: Address
+    items: list[str]
+    note: str | None = None
+
+
+@server.tool()
+def ship(order: Order) -> str:
+    """Ships an order to an address."""
+    log(f"call ship {order.to.city}")
+    return f"shipping {len(order.items)} items to {order.to.city}"
 
 
 @server.tool()

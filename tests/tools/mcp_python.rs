@@ -1,9 +1,11 @@
 //! The MCP client against a server written with the official Python SDK
 //! (`tests/mcp/python_server.py`, `mcp` from PyPI): `hints` trusts its
 //! read-only annotation only, structured output and exceptions come through,
-//! image results are attached for a model that sees them (or refused),
-//! and through the gateway a read-only tool runs without a card while a
-//! destructive one asks (denied: never called).
+//! image results are attached for a model that sees them (or refused), a
+//! nested model's schema (`$defs`/`$ref`) reaches the strict fake Gemini
+//! whole, and through the gateway a read-only tool runs without a card
+//! while a destructive one asks (denied: never called), and a sub-agent role
+//! gets the read-only tool but never the one that asks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::mcp::{log_lines, mcp_dir, servers_file, start, tool};
@@ -14,8 +16,12 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use support::e2e::{tool_result, Harness};
+use support::fake_gemini::FakeGemini;
 use support::fake_llm::Reply;
 use switchboard::agent::Images;
+use switchboard::llm::{
+    ChatRequest, EndpointConfig, GeminiProvider, Message, ModelInfo, ToolDefinition,
+};
 use switchboard::mcp::Status;
 use switchboard::tools::{ImageSink, ToolContext};
 
@@ -181,5 +187,129 @@ async fn through_the_gateway_a_read_only_tool_runs_without_a_card_and_a_destruct
         ["call lookup colour"],
         "the denied call never reached the server"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_nested_models_schema_reaches_gemini_inlined_and_the_call_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry(&log)})).await;
+    let ship = tool(&clients, "mcp_py_ship");
+    let schema = ship.spec().parameters.clone();
+    assert_eq!(
+        schema["properties"]["order"]["$ref"], "#/$defs/Order",
+        "the SDK writes nested models as references: {schema:#}"
+    );
+
+    // The strict fake refuses any keyword outside Gemini's subset: the
+    // declaration goes through whole, the references inlined.
+    let gemini = FakeGemini::start().await;
+    gemini.push(support::fake_gemini::Reply::text("Declared."));
+    let provider = GeminiProvider::new(EndpointConfig::new(
+        gemini.base_url(),
+        ModelInfo::new("gemini-2.5-flash", None),
+    ))
+    .unwrap();
+    let request = ChatRequest {
+        system: "You are terse.".into(),
+        messages: vec![Message::user("ship it")],
+        tools: vec![ToolDefinition {
+            name: ship.spec().name.clone(),
+            description: ship.description(),
+            parameters: schema,
+        }],
+    };
+    let (chunks, error) = support::provider::run(&provider, request).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(support::provider::text(&chunks), "Declared.");
+    let declared = &gemini.requests()[0]["tools"][0]["functionDeclarations"][0]["parameters"];
+    let order = &declared["properties"]["order"];
+    assert_eq!(order["required"], json!(["to", "items"]), "{declared:#}");
+    assert_eq!(
+        order["properties"]["to"]["properties"]["city"]["type"],
+        "STRING"
+    );
+    assert_eq!(order["properties"]["note"]["nullable"], true);
+    assert!(!declared.to_string().contains("$ref"), "{declared:#}");
+
+    let out = ship
+        .call(
+            json!({"order": {"to": {"city": "Oslo"}, "items": ["a", "b"]}}),
+            &ToolContext::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, "shipping 2 items to Oslo");
+    shutdown.cancel();
+    clients.stopped().await;
+}
+
+#[tokio::test]
+async fn a_sub_agent_role_gets_the_read_only_mcp_tool_and_never_the_one_that_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let file = servers_file(dir.path(), json!({"py": python_entry(&log)}));
+    let file = file.display().to_string();
+    // An own role that names both MCP tools but does not act.
+    let roles = dir.path().join("roles.json");
+    std::fs::write(
+        &roles,
+        json!({"roles": [{"name": "keeper", "description": "Looks keys up.",
+            "system_prompt": "You look keys up.",
+            "tools": ["mcp_py_lookup", "mcp_py_delete"]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let roles = roles.display().to_string();
+    let path = std::env::var("PATH").unwrap();
+    let h = Harness::with(&[
+        ("MCP_SERVERS_FILE", file.as_str()),
+        ("SUBAGENTS_FILE", roles.as_str()),
+        ("SUBAGENTS", "research,keeper"),
+        ("PATH", path.as_str()),
+    ])
+    .await;
+
+    h.llm.push(Reply::tool_calls([(
+        "call_k",
+        "delegate_to_keeper",
+        json!({"task": "look up colour"}),
+    )]));
+    h.llm.push(Reply::tool_calls([(
+        "call_l",
+        "mcp_py_lookup",
+        json!({"key": "colour"}),
+    )]));
+    h.llm.push(Reply::text("colour is 42"));
+    h.llm.push(Reply::text("The keeper says colour is 42."));
+    h.channel.dm(1, "what is colour?").await;
+    h.wait_for("the answer", |l| {
+        l.has_text("The keeper says colour is 42.")
+    })
+    .await;
+    let requests = h.requests(4).await;
+    let names = |request: &Value| -> Vec<String> {
+        request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let keeper = names(&requests[1]);
+    assert_eq!(keeper, ["mcp_py_lookup"], "the keeper's tools");
+    let research = names(&requests[0]);
+    assert!(research.contains(&"delegate_to_research".to_owned()));
+    assert_eq!(tool_result(&requests[2], "call_l"), "colour = 42");
+    assert!(
+        h.channel.log().card().is_none(),
+        "a read-only tool in a role asked for approval"
+    );
+    let calls: Vec<String> = log_lines(&log)
+        .into_iter()
+        .filter(|l| l.starts_with("call "))
+        .collect();
+    assert_eq!(calls, ["call lookup colour"]);
     h.stop().await;
 }

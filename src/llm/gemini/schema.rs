@@ -9,8 +9,12 @@
 //! Rewritten: `["string", "null"]` types become `nullable`; `const` becomes a
 //! one-value `enum`; `oneOf` becomes `anyOf`; a `null` member of `anyOf` becomes
 //! `nullable`; a single-member `anyOf`/`allOf` is inlined; `examples` gives its
-//! first value to `example`. Dropped: everything else (`additionalProperties`,
-//! `$schema`, `$id`, `$ref`, `definitions`, `not`, `if`, ...). An object with no
+//! first value to `example`; a local `$ref` (`#/$defs/Item`, as the Python
+//! MCP SDK and pydantic write nested models) is replaced by the schema it
+//! points at (its own `description`/`title`/`default` kept), and a recursive
+//! or unresolvable one becomes a free-form value. Dropped: everything else
+//! (`additionalProperties`, `$schema`, `$id`, `$defs`, `definitions`, `not`,
+//! `if`, ...). An object with no
 //! properties loses its `type` (Gemini rejects an `OBJECT` without properties),
 //! so it stays a free-form value; an array without `items` gets `items: {}`.
 
@@ -35,6 +39,34 @@ const VERBATIM: [&str; 13] = [
 
 /// `format` values the Gemini API accepts (others fail the request).
 const FORMATS: [&str; 6] = ["enum", "date-time", "int32", "int64", "float", "double"];
+/// `$ref`s followed within one another before the rest is left free-form.
+const MAX_REF_DEPTH: usize = 16;
+/// A `$ref`'s siblings that describe this use of the target, kept over it.
+const REF_SIBLINGS: [&str; 3] = ["description", "title", "default"];
+
+/// The whole schema, for local `$ref`s, and the ones being inlined now.
+struct Refs<'a> {
+    root: &'a Value,
+    open: Vec<&'a str>,
+}
+
+impl<'a> Refs<'a> {
+    /// The target of `reference`, when it is local, resolvable and not
+    /// already being inlined (a recursive type) nor too deep.
+    fn enter(&mut self, reference: &'a str) -> Option<&'a Value> {
+        let pointer = reference.strip_prefix('#')?;
+        if self.open.contains(&reference) || self.open.len() >= MAX_REF_DEPTH {
+            return None;
+        }
+        let target = self.root.pointer(pointer)?;
+        self.open.push(reference);
+        Some(target)
+    }
+
+    fn leave(&mut self) {
+        self.open.pop();
+    }
+}
 
 /// The `parameters` of a function declaration, or `None` when the tool takes no
 /// arguments (Gemini rejects an object schema without properties).
@@ -47,12 +79,41 @@ pub(crate) fn function_parameters(schema: &Value) -> Option<Value> {
     has_properties.then_some(converted)
 }
 
-/// Converts one JSON Schema (sub)tree.
+/// Converts one JSON Schema (its local `$ref`s resolved against itself).
 pub(crate) fn convert(schema: &Value) -> Value {
+    convert_in(
+        schema,
+        &mut Refs {
+            root: schema,
+            open: Vec::new(),
+        },
+    )
+}
+
+/// Converts a (sub)tree of `refs.root`.
+fn convert_in<'a>(schema: &'a Value, refs: &mut Refs<'a>) -> Value {
     let Some(source) = schema.as_object() else {
         // `true` / `false` schemas (and garbage) become "anything".
         return Value::Object(Map::new());
     };
+    if let Some(reference) = source.get("$ref").and_then(Value::as_str) {
+        let mut out = match refs.enter(reference) {
+            Some(target) => {
+                let inlined = convert_in(target, refs);
+                refs.leave();
+                inlined
+            }
+            None => Value::Object(Map::new()),
+        };
+        if let Value::Object(fields) = &mut out {
+            for key in REF_SIBLINGS {
+                if let Some(value) = source.get(key) {
+                    fields.insert(key.to_owned(), value.clone());
+                }
+            }
+        }
+        return out;
+    }
     let mut out = Map::new();
     for key in VERBATIM {
         if let Some(value) = source.get(key) {
@@ -86,10 +147,10 @@ pub(crate) fn convert(schema: &Value) -> Value {
     if let Some(items) = source.get("items") {
         // A tuple (`items: [...]`) keeps its first member's schema.
         let items = items.as_array().and_then(|i| i.first()).unwrap_or(items);
-        out.insert("items".to_owned(), convert(items));
+        out.insert("items".to_owned(), convert_in(items, refs));
     }
-    convert_properties(source, &mut out);
-    convert_alternatives(source, &mut out);
+    convert_properties(source, &mut out, refs);
+    convert_alternatives(source, &mut out, refs);
     match out.get("type").and_then(Value::as_str) {
         Some("OBJECT") if !out.contains_key("properties") => {
             out.remove("type");
@@ -154,7 +215,11 @@ fn convert_enum(values: &[Value], out: &mut Map<String, Value>) {
     }
 }
 
-fn convert_properties(source: &Map<String, Value>, out: &mut Map<String, Value>) {
+fn convert_properties<'a>(
+    source: &'a Map<String, Value>,
+    out: &mut Map<String, Value>,
+    refs: &mut Refs<'a>,
+) {
     let Some(properties) = source.get("properties").and_then(Value::as_object) else {
         return;
     };
@@ -163,7 +228,7 @@ fn convert_properties(source: &Map<String, Value>, out: &mut Map<String, Value>)
     }
     let converted: Map<String, Value> = properties
         .iter()
-        .map(|(name, schema)| (name.clone(), convert(schema)))
+        .map(|(name, schema)| (name.clone(), convert_in(schema, refs)))
         .collect();
     let required: Vec<Value> = source
         .get("required")
@@ -185,7 +250,11 @@ fn convert_properties(source: &Map<String, Value>, out: &mut Map<String, Value>)
 
 /// `anyOf` / `oneOf` (→ `anyOf`, `null` members → `nullable`) and `allOf`
 /// (members merged, first one wins on conflicts).
-fn convert_alternatives(source: &Map<String, Value>, out: &mut Map<String, Value>) {
+fn convert_alternatives<'a>(
+    source: &'a Map<String, Value>,
+    out: &mut Map<String, Value>,
+    refs: &mut Refs<'a>,
+) {
     let alternatives: Vec<&Value> = ["anyOf", "oneOf"]
         .into_iter()
         .filter_map(|key| source.get(key).and_then(Value::as_array))
@@ -196,7 +265,7 @@ fn convert_alternatives(source: &Map<String, Value>, out: &mut Map<String, Value
         if member.get("type").and_then(Value::as_str) == Some("null") {
             out.insert("nullable".to_owned(), Value::Bool(true));
         } else {
-            members.push(convert(member));
+            members.push(convert_in(member, refs));
         }
     }
     let mut merge = |member: Value| {
@@ -217,7 +286,7 @@ fn convert_alternatives(source: &Map<String, Value>, out: &mut Map<String, Value
         .into_iter()
         .flatten()
     {
-        merge(convert(member));
+        merge(convert_in(member, refs));
     }
 }
 
@@ -295,6 +364,56 @@ mod tests {
         assert_eq!(
             function_parameters(&json!({"type": "object", "properties": {}})),
             None
+        );
+    }
+
+    #[test]
+    fn local_refs_are_inlined_and_recursive_ones_left_free_form() {
+        // As pydantic writes `def ship(order: Order)` with `Order.to: Address`
+        // and a recursive `Node`.
+        let schema = json!({
+            "$defs": {
+                "Address": {"type": "object", "title": "Address",
+                    "properties": {"city": {"type": "string", "title": "City"}},
+                    "required": ["city"]},
+                "Order": {"type": "object", "title": "Order",
+                    "properties": {
+                        "to": {"$ref": "#/$defs/Address", "description": "where it goes"},
+                        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}
+                    },
+                    "required": ["to"]},
+                "Node": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+            },
+            "type": "object",
+            "properties": {
+                "order": {"$ref": "#/$defs/Order"},
+                "tree": {"$ref": "#/$defs/Node"},
+                "elsewhere": {"$ref": "https://example.com/schema.json"}
+            },
+            "required": ["order"],
+        });
+        assert_eq!(
+            function_parameters(&schema),
+            Some(json!({
+                "type": "OBJECT",
+                "properties": {
+                    "order": {"type": "OBJECT", "title": "Order",
+                        "properties": {
+                            "to": {"type": "OBJECT", "title": "Address", "description": "where it goes",
+                                "properties": {"city": {"type": "STRING", "title": "City"}},
+                                "required": ["city"]},
+                            "note": {"type": "STRING", "nullable": true, "default": null}
+                        },
+                        "required": ["to"]},
+                    "tree": {"type": "OBJECT", "properties": {
+                        "name": {"type": "STRING"},
+                        "children": {"type": "ARRAY", "items": {}}}},
+                    "elsewhere": {}
+                },
+                "required": ["order"],
+            }))
         );
     }
 }
