@@ -38,8 +38,16 @@ fn unreadable(e: &dyn std::fmt::Display) -> ImageError {
 }
 
 /// Reads, checks, scales and re-encodes the image at `path`. Blocking: run
-/// it on a blocking thread.
+/// it on a blocking thread. The memory of the decoded frames goes back to
+/// the system when it is done (a photo does not leave the gateway tens of
+/// megabytes larger).
 pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
+    let prepared = decode_scale_encode(path);
+    release_freed_memory();
+    prepared
+}
+
+fn decode_scale_encode(path: &Path) -> Result<Prepared, ImageError> {
     let open = || -> Result<ImageReader<std::io::BufReader<std::fs::File>>, ImageError> {
         ImageReader::open(path)
             .map_err(|e| unreadable(&e))?
@@ -58,7 +66,9 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
         return Err(ImageError::TooManyPixels { w, h });
     }
     let decoded = if format == Some(ImageFormat::Jpeg) {
-        decode_jpeg_scaled(path, fitted(w, h))?
+        let decoded = decode_jpeg_scaled(path, fitted(w, h))?;
+        release_freed_memory();
+        decoded
     } else {
         let mut reader = open()?;
         let mut limits = image::Limits::default();
@@ -92,6 +102,24 @@ pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
         source: (w, h),
     })
 }
+
+/// Hands freed heap memory back to the system. The JPEG decoder's worker
+/// threads allocate in malloc arenas of their own, which keep what they
+/// freed: without this the scaling step that follows (on this thread)
+/// cannot reuse it, and a 12-megapixel photo costs its decode plus its
+/// scaling (2.2× the file) instead of the larger of the two (1.7×).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn release_freed_memory() {
+    // SAFETY: `malloc_trim` only returns free pages of glibc's own heaps to
+    // the kernel; it takes glibc's arena locks and touches no Rust object.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_freed_memory() {}
 
 /// A JPEG's size, from its header.
 fn jpeg_size(path: &Path) -> Result<(u32, u32), ImageError> {
