@@ -52,6 +52,7 @@ mod tasks_cmd;
 mod text;
 mod tools_cmd;
 mod turn;
+mod turn_prompt;
 mod turn_stream;
 mod turn_usage;
 mod usage_cmd;

@@ -10,7 +10,8 @@ use crate::agent::{Resolution, ResumeRequest};
 use crate::approvals::{decision_of, edited_arguments, Decision};
 use crate::domain::SessionId;
 use crate::llm::ToolCall;
-use crate::store::TurnState;
+use crate::models::Selected;
+use crate::store::{TurnContext, TurnState};
 use serde_json::Value;
 use std::sync::Arc;
 use switchboard_platform::{Activity, OutgoingMessage};
@@ -54,43 +55,8 @@ pub(super) async fn resume_with(
     next: Next,
     cancel: CancellationToken,
 ) {
-    let store = &inner.store;
-    // A decided approval must not be lost to an outage: the claim waits for
-    // storage (the row stays for the next process if the gateway stops
-    // first). Without the requester's text, an approval sent back for
-    // editing leaves its row alone.
-    let editing = matches!(next, Next::Edit(_));
-    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
-        if editing {
-            store.claim_turn_state(approval_id).await
-        } else {
-            store.claim_decided_turn(approval_id).await
-        }
-    })
-    .await;
-    let Some(Some(state)) = claimed else {
+    let Some((state, decision, edit)) = claim(inner, approval_id, next).await else {
         return;
-    };
-    let (decision, edit) = match next {
-        Next::Decided(decision) => (decision, None),
-        // Read after the claim: an edit nobody sent may have expired meanwhile.
-        Next::Read | Next::Edit(_) => {
-            let record = super::hold::until_stored(inner, "reading a decided approval", || {
-                store.approval(approval_id)
-            })
-            .await;
-            let decision = match record {
-                Some(Some(record)) => decision_of(&record),
-                Some(None) => Decision::Expired,
-                // Stopping: the claimed turn is not run (at most once).
-                None => return,
-            };
-            let edit = match next {
-                Next::Edit(text) => Some(text),
-                _ => None,
-            };
-            (decision, edit)
-        }
     };
     // The call the approval is for: the turn's own, or its sub-agent's.
     let Some(first) = state.awaiting().cloned() else {
@@ -124,23 +90,7 @@ pub(super) async fn resume_with(
         session: SessionId(session_id),
         sent_at: None,
     };
-    let resolution = match decision {
-        Decision::Allow | Decision::Always => match serde_json::from_str(&first.arguments) {
-            Ok(arguments) => Resolution::Allowed { arguments },
-            Err(_) => Resolution::Denied {
-                reason: Some("stored arguments unreadable".into()),
-            },
-        },
-        Decision::Deny(reason) => Resolution::Denied { reason },
-        Decision::Expired => Resolution::Expired,
-        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
-            reason: Some("too many edits".into()),
-        },
-        Decision::Edit => {
-            context.edits += 1;
-            edited(&origin, &first, edit.as_deref().unwrap_or_default()).await
-        }
-    };
+    let resolution = resolve(decision, &first, &mut context, &origin, edit).await;
     tracing::info!(approval = approval_id, "resuming a paused turn");
     let allowed = matches!(resolution, Resolution::Allowed { .. });
     inner
@@ -152,25 +102,7 @@ pub(super) async fn resume_with(
         state: None,
     };
     let (round, system_context) = (context.round, context.system_context.clone());
-    // The session's model, unless a routing rule chose the turn's.
-    let mut selected =
-        super::chat_turn::select(inner, &origin.conversation.key, &origin.session, None).await;
-    super::chat_turn::for_builders(inner, &mut selected, Some(&origin.conversation.user));
-    // A turn a routing rule gave to another model resumes on it (falling
-    // back to the session's, as its first call would have).
-    if let Some(name) = &context.model {
-        if let Some(routed) = inner.models.named(name).await {
-            selected.model = crate::agent::TurnModel {
-                provider: Arc::new(crate::llm::FallbackProvider::new(
-                    routed.provider,
-                    vec![Arc::clone(&selected.model.provider)],
-                )),
-                vision: routed.vision,
-                tools: selected.model.tools.clone(),
-            };
-            selected.name.clone_from(name);
-        }
-    }
+    let selected = resumed_model(inner, &origin, context.model.as_deref()).await;
     let host = host(inner, &origin, context);
     let _ = origin
         .adapter
@@ -192,6 +124,104 @@ pub(super) async fn resume_with(
     });
     let settled = deliver(inner, &origin, &selected, &host, events, turn_memory).await;
     inner.resume_ended(approval_id, settled).await;
+}
+
+/// Claims the paused turn of `approval_id` for this process and reads its
+/// decision (and the requester's edit); `None` when another process has
+/// it, nothing is paused there, or the gateway is stopping.
+async fn claim(
+    inner: &Arc<Inner>,
+    approval_id: &str,
+    next: Next,
+) -> Option<(TurnState, Decision, Option<String>)> {
+    let store = &inner.store;
+    // A decided approval must not be lost to an outage: the claim waits for
+    // storage (the row stays for the next process if the gateway stops
+    // first). Without the requester's text, an approval sent back for
+    // editing leaves its row alone.
+    let editing = matches!(next, Next::Edit(_));
+    let claimed = super::hold::until_stored(inner, "claiming a paused turn", || async move {
+        if editing {
+            store.claim_turn_state(approval_id).await
+        } else {
+            store.claim_decided_turn(approval_id).await
+        }
+    })
+    .await;
+    let state = claimed.flatten()?;
+    match next {
+        Next::Decided(decision) => Some((state, decision, None)),
+        // Read after the claim: an edit nobody sent may have expired meanwhile.
+        Next::Read | Next::Edit(_) => {
+            let record = super::hold::until_stored(inner, "reading a decided approval", || {
+                store.approval(approval_id)
+            })
+            .await;
+            let decision = match record {
+                Some(Some(record)) => decision_of(&record),
+                Some(None) => Decision::Expired,
+                // Stopping: the claimed turn is not run (at most once).
+                None => return None,
+            };
+            let edit = match next {
+                Next::Edit(text) => Some(text),
+                _ => None,
+            };
+            Some((state, decision, edit))
+        }
+    }
+}
+
+/// What the paused call gets: its arguments (allowed), a refusal, an
+/// expiry, or — sent back for editing — a new card with the edited ones
+/// (at most [`MAX_EDITS`] times).
+async fn resolve(
+    decision: Decision,
+    call: &ToolCall,
+    context: &mut TurnContext,
+    origin: &Origin,
+    edit: Option<String>,
+) -> Resolution {
+    match decision {
+        Decision::Allow | Decision::Always => match serde_json::from_str(&call.arguments) {
+            Ok(arguments) => Resolution::Allowed { arguments },
+            Err(_) => Resolution::Denied {
+                reason: Some("stored arguments unreadable".into()),
+            },
+        },
+        Decision::Deny(reason) => Resolution::Denied { reason },
+        Decision::Expired => Resolution::Expired,
+        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
+            reason: Some("too many edits".into()),
+        },
+        Decision::Edit => {
+            context.edits += 1;
+            edited(origin, call, edit.as_deref().unwrap_or_default()).await
+        }
+    }
+}
+
+/// The model a resumed turn runs on: the session's, unless a routing rule
+/// gave the turn to another (then that one, falling back to the session's
+/// as its first call would have).
+async fn resumed_model(inner: &Inner, origin: &Origin, routed: Option<&str>) -> Selected {
+    let mut selected =
+        super::chat_turn::select(inner, &origin.conversation.key, &origin.session, None).await;
+    super::chat_turn::for_builders(inner, &mut selected, Some(&origin.conversation.user));
+    if let Some(name) = routed {
+        if let Some(routed) = inner.models.named(name).await {
+            selected.model = crate::agent::TurnModel {
+                provider: Arc::new(crate::llm::FallbackProvider::new(
+                    routed.provider,
+                    vec![Arc::clone(&selected.model.provider)],
+                )),
+                vision: routed.vision,
+                tools: selected.model.tools.clone(),
+            };
+            name.clone_into(&mut selected.name);
+        }
+    }
+    selected
 }
 
 /// The new arguments `text` gives the call sent back for editing: a new card

@@ -6,24 +6,20 @@
 use super::commands;
 use super::deliver::deliver;
 use super::host::GatewayHost;
-use super::memory;
 use super::outbound::send_text;
 use super::session::SessionInput;
 use super::text;
+use super::turn_prompt;
 use super::Inner;
 use crate::agent::TurnRequest;
 use crate::domain::{Conversation, SessionId, SessionKey};
 use crate::llm::Message;
+use crate::models::Selected;
 use crate::store::TurnContext;
 use crate::tasks::{notification_text, scheduled_text};
 use std::sync::{Arc, Mutex};
 use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter};
 use tokio_util::sync::CancellationToken;
-
-/// How many live (not compacted) past messages a turn loads at most: twice
-/// the count at which the context is compacted anyway, so compaction — not
-/// this limit — decides what leaves the context.
-const HISTORY_LIMIT: u32 = 2 * crate::agent::MAX_CONTEXT_MESSAGES as u32;
 
 /// Who a turn answers, where, and through which adapter and session.
 pub(super) struct Origin {
@@ -46,21 +42,69 @@ pub(crate) async fn process(
     // A turn paused on an approval sent back for editing takes the
     // requester's next message in this session as the new arguments.
     if let SessionInput::Message(m) = &input {
-        match inner.store.awaited_edit(&session.0).await {
-            Ok(Some(approval_id)) => {
-                return super::resume::resume_with(
-                    inner,
-                    &approval_id,
-                    super::resume::Next::Edit(m.text.clone()),
-                    cancel,
-                )
-                .await
-            }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "could not look for an awaited edit"),
+        if let Some(approval_id) = awaited_edit(inner, &session).await {
+            let edit = super::resume::Next::Edit(m.text.clone());
+            return super::resume::resume_with(inner, &approval_id, edit, cancel).await;
         }
     }
-    let conversation = match &input {
+    let Some(origin) = origin_of(inner, &input, session) else {
+        return;
+    };
+    let Some(given) = model_input(inner, &origin, &input).await else {
+        // A command, answered.
+        return inner.turn_settled(&key);
+    };
+    if let Some(notice) = super::budget::refusal(inner, &key).await {
+        inner.turn_settled(&key);
+        let (chat, reply_to) = (origin.conversation.chat, origin.conversation.reply_to);
+        return notify(origin.adapter.as_ref(), &chat, &notice, reply_to).await;
+    }
+    let selected = select(inner, &key, &origin, &input, &given).await;
+    let _ = origin
+        .adapter
+        .activity(&origin.conversation.chat, Activity::Typing)
+        .await;
+    let prompt = turn_prompt::assemble(inner, &key, &origin, &input, given).await;
+    let context = TurnContext {
+        plain_input: prompt.memory.plain_input.clone(),
+        history_ids: prompt.memory.history_ids.clone(),
+        consent: prompt.consent,
+        model: selected.route.map(|_| selected.name.clone()),
+        ..TurnContext::default()
+    };
+    let host = host(inner, &origin, context);
+    let events = inner.agent.run_turn(TurnRequest {
+        session_id: origin.session.0.clone(),
+        origin: Some(origin.conversation.clone()),
+        history: prompt.history,
+        input: prompt.input,
+        host: Arc::clone(&host) as _,
+        cancel,
+        system_context: prompt.system_context,
+        model: Some(selected.model.clone()),
+    });
+    if deliver(inner, &origin, &selected, &host, events, prompt.memory).await {
+        inner.turn_settled(&key);
+    }
+}
+
+/// The approval whose new arguments this session's next message is, if one
+/// was sent back for editing.
+async fn awaited_edit(inner: &Inner, session: &SessionId) -> Option<String> {
+    inner
+        .store
+        .awaited_edit(&session.0)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not look for an awaited edit");
+            None
+        })
+}
+
+/// Who a turn of `input` answers, where, and through which adapter; `None`
+/// when the chat's platform has no adapter in this process.
+fn origin_of(inner: &Inner, input: &SessionInput, session: SessionId) -> Option<Origin> {
+    let conversation = match input {
         SessionInput::Message(m) => {
             Conversation::new(m.chat, m.chat_kind, m.user.clone(), Some(m.message_id))
         }
@@ -76,126 +120,44 @@ pub(crate) async fn process(
     };
     let Some(adapter) = inner.adapter(conversation.chat.platform) else {
         tracing::warn!(platform = %conversation.chat.platform, "no adapter for this platform");
-        return;
+        return None;
     };
-    let sent_at = match &input {
+    let sent_at = match input {
         SessionInput::Message(m) => Some(m.timestamp),
         _ => None,
     };
-    let origin = Origin {
+    Some(Origin {
         conversation,
         adapter,
         session,
         sent_at,
+    })
+}
+
+/// The model and tools of the turn: the chat's binding and the routing
+/// rules, without the tools that change tools unless the asker may; the
+/// tools added from the chat refreshed as every process sees them now.
+async fn select(
+    inner: &Inner,
+    key: &SessionKey,
+    origin: &Origin,
+    input: &SessionInput,
+    given: &Message,
+) -> Selected {
+    let route = crate::models::RouteInput {
+        text: query_text(input),
+        images: !given.images.is_empty(),
     };
-    let Some(model_input) = model_input(inner, &origin, &input).await else {
-        // A command, answered.
-        return inner.turn_settled(&key);
-    };
-    if let Some(notice) = super::budget::refusal(inner, &key).await {
-        inner.turn_settled(&key);
-        let reply_to = origin.conversation.reply_to;
-        return notify(
-            origin.adapter.as_ref(),
-            &origin.conversation.chat,
-            &notice,
-            reply_to,
-        )
-        .await;
-    }
-    let mut selected = super::chat_turn::select(
-        inner,
-        &key,
-        &origin.session,
-        Some(crate::models::RouteInput {
-            text: query_text(&input),
-            images: !model_input.images.is_empty(),
-        }),
-    )
-    .await;
-    let asker = match &input {
+    let mut selected = super::chat_turn::select(inner, key, &origin.session, Some(route)).await;
+    let asker = match input {
         SessionInput::Message(m) => Some(&m.user),
         _ => None,
     };
     super::chat_turn::for_builders(inner, &mut selected, asker);
-    // The tools added from the chat, as every process sees them now.
     if let Err(e) = inner.grown.refresh().await {
         tracing::warn!(error = %e, "could not load the tools added from the chat");
     }
-    let _ = origin
-        .adapter
-        .activity(&origin.conversation.chat, Activity::Typing)
-        .await;
-    let state = memory::session_state(inner, &origin.session).await;
-    let (history, ids) = memory::load_history(
-        inner,
-        &origin.session,
-        state.summary.as_deref(),
-        HISTORY_LIMIT,
-    )
-    .await;
-    // Only the model sees recalled memories; history keeps the plain input.
-    // A chat bound with `"memory": false` recalls nothing.
-    let query = match &input {
-        SessionInput::Message(m) if super::chat_turn::memory_on(inner, &key) => {
-            Some(m.text.as_str())
-        }
-        _ => None,
-    };
-    let private = origin.conversation.kind.is_private();
-    let (wrapped, system_context) =
-        memory::prepare(inner, &key, private, &state, &model_input.content, query).await;
-    if let Some(text) = query {
-        memory::learn_after_message(inner, &key, &origin.session, &history, text);
-    }
-    let system_context = super::plan_cmd::with_resume(system_context, &state, query);
-    let live = match &input {
-        SessionInput::Message(m) => {
-            super::live_state::section(inner, &key, &origin.session, &m.text).await
-        }
-        _ => None,
-    };
-    let system_context = match (system_context, live) {
-        (Some(c), Some(l)) => Some(format!("{c}\n\n{l}")),
-        (c, l) => c.or(l),
-    };
-    let own = private.then(|| crate::store::MemoryOwner::new(key.platform, key.user));
-    let system_context = super::identity_cmd::with_identity(inner, system_context, own).await;
-    let system_context = match (super::chat_turn::instructions(inner, &key), system_context) {
-        (Some(chat), Some(rest)) => Some(format!("{chat}\n\n{rest}")),
-        (chat, rest) => chat.or(rest),
-    };
-    let turn_memory = memory::TurnMemory {
-        plain_input: Some(model_input.content),
-        history_ids: Some(ids),
-        state: Some(state),
-    };
-    let context = TurnContext {
-        plain_input: turn_memory.plain_input.clone(),
-        history_ids: turn_memory.history_ids.clone(),
-        consent: turn_memory
-            .state
-            .as_ref()
-            .and_then(|st| super::consent::consent_for(st, query)),
-        model: selected.route.map(|_| selected.name.clone()),
-        ..TurnContext::default()
-    };
-    let host = host(inner, &origin, context);
-    let mut input = Message::user(wrapped);
-    input.images = model_input.images;
-    let events = inner.agent.run_turn(TurnRequest {
-        session_id: origin.session.0.clone(),
-        origin: Some(origin.conversation.clone()),
-        history,
-        input,
-        host: Arc::clone(&host) as _,
-        cancel,
-        system_context,
-        model: Some(selected.model.clone()),
-    });
-    if deliver(inner, &origin, &selected, &host, events, turn_memory).await {
-        inner.turn_settled(&key);
-    }
+    selected
 }
 
 /// The user's own words of `input` (routing looks at them); none for a
