@@ -4,7 +4,7 @@
 //! result that states the exit code. Shared by `exec_command` and script tools.
 
 use super::exec_output::{OutputCapture, ProgressTracker};
-use super::sandbox::Sandbox;
+use super::sandbox::{Confined, Sandbox};
 use super::{Progress, ToolContext, ToolError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -108,11 +108,93 @@ pub(crate) async fn run_process(
     sandbox: &Sandbox,
     cwd: &Path,
     max_output_chars: usize,
-    launch: Launch,
+    mut launch: Launch,
     timeout: Duration,
     ctx: &ToolContext,
 ) -> Result<String, ToolError> {
     let started = Instant::now();
+    let what = launch.what;
+    let mut running = spawn(sandbox, cwd, &mut launch)?;
+    let mut seen = Seen {
+        capture: OutputCapture::new(max_output_chars),
+        tracker: ProgressTracker::default(),
+        ctx,
+    };
+    seen.report(launch.label.clone(), None);
+    let ending = running.watch(&mut seen, timeout, what).await?;
+    running.settle(&ending).await;
+    seen.tracker.flush();
+    let (detail, percent) = seen.tracker.current();
+    seen.report(detail, percent);
+
+    let output = render_output(&seen.capture);
+    let elapsed = started.elapsed();
+    match ending {
+        Ending::Cancelled => Err(ToolError::Cancelled),
+        Ending::TimedOut => Err(ToolError::Failed {
+            message: format!(
+                "{what} timed out after {}s and was killed together with its child \
+                 processes. Output so far:\n{output}\n{}",
+                timeout.as_secs(),
+                launch.timeout_hint
+            ),
+            diagnostics: None,
+        }),
+        Ending::Exited(s) => Ok(format_result(what, s, elapsed, &output, None)),
+        Ending::Lingered(s) => Ok(format_result(
+            what,
+            s,
+            elapsed,
+            &output,
+            Some(
+                "processes started by the program kept its output open after it \
+                 exited and were killed; redirect their output (e.g. `cmd > log 2>&1 &`) to \
+                 keep them running",
+            ),
+        )),
+    }
+}
+
+/// A started program: the process, its output pipes and the killer of its
+/// process group.
+struct Running {
+    child: tokio::process::Child,
+    stdout: tokio::process::ChildStdout,
+    stderr: tokio::process::ChildStderr,
+    killer: GroupKiller,
+    /// Its exit status, once reaped.
+    status: Option<ExitStatus>,
+    /// The sandbox's hold on the private temp dir, removed when the program
+    /// is done (dropped after the killer: its processes are gone by then).
+    _confined: Confined,
+}
+
+/// What the program printed so far, and the progress read from it.
+struct Seen<'a> {
+    capture: OutputCapture,
+    tracker: ProgressTracker,
+    ctx: &'a ToolContext,
+}
+
+impl Seen<'_> {
+    fn push(&mut self, bytes: &[u8]) {
+        self.capture.push(bytes);
+        self.tracker.push(bytes);
+    }
+
+    fn report(&self, detail: String, percent: Option<u8>) {
+        self.ctx.progress.report(Progress {
+            stage: "running".into(),
+            detail,
+            percent,
+        });
+    }
+}
+
+/// Starts the program in its sandbox, in a process group of its own, with
+/// the allowlisted environment (confined: the private temp dir as `HOME`
+/// and `TMPDIR`) and its stdin written on a task of its own.
+fn spawn(sandbox: &Sandbox, cwd: &Path, launch: &mut Launch) -> Result<Running, ToolError> {
     let what = launch.what;
     let mut confined = sandbox
         .command(&launch.program, &launch.args, cwd, &launch.readable)
@@ -149,130 +231,104 @@ pub(crate) async fn run_process(
         })?;
     // Written on its own task: a program that prints before reading all of
     // its input must not deadlock against us.
-    if let (Some(input), Some(mut pipe)) = (launch.stdin, child.stdin.take()) {
+    if let (Some(input), Some(mut pipe)) = (launch.stdin.take(), child.stdin.take()) {
         tokio::spawn(async move {
             let _ = pipe.write_all(&input).await;
         });
     }
-    let mut killer = GroupKiller {
+    let killer = GroupKiller {
         pgid: child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(rustix::process::Pid::from_raw),
         unreaped: true,
     };
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ToolError::failed(format!(
             "could not capture the {what}'s output"
         )));
     };
+    Ok(Running {
+        child,
+        stdout,
+        stderr,
+        killer,
+        status: None,
+        _confined: confined,
+    })
+}
 
-    let mut capture = OutputCapture::new(max_output_chars);
-    let mut tracker = ProgressTracker::default();
-    let report = |detail: String, percent: Option<u8>| {
-        ctx.progress.report(Progress {
-            stage: "running".into(),
-            detail,
-            percent,
-        });
-    };
-    report(launch.label.clone(), None);
-
-    let (mut out_buf, mut err_buf) = (vec![0u8; READ_BUF], vec![0u8; READ_BUF]);
-    let (mut out_open, mut err_open) = (true, true);
-    let mut status: Option<ExitStatus> = None;
-    let deadline = tokio::time::sleep(timeout);
-    let linger = tokio::time::sleep(timeout);
-    tokio::pin!(deadline, linger);
-    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
-
-    let ending = loop {
-        if let (Some(s), false, false) = (status, out_open, err_open) {
-            break Ending::Exited(s);
-        }
-        tokio::select! {
-            r = stdout.read(&mut out_buf), if out_open => match r {
-                Ok(n) if n > 0 => {
-                    capture.push(&out_buf[..n]);
-                    tracker.push(&out_buf[..n]);
-                }
-                _ => out_open = false,
-            },
-            r = stderr.read(&mut err_buf), if err_open => match r {
-                Ok(n) if n > 0 => {
-                    capture.push(&err_buf[..n]);
-                    tracker.push(&err_buf[..n]);
-                }
-                _ => err_open = false,
-            },
-            r = child.wait(), if status.is_none() => match r {
-                Ok(s) => {
-                    killer.reaped();
-                    status = Some(s);
-                    linger.as_mut().reset(Instant::now() + LINGER);
-                }
-                Err(e) => {
-                    return Err(ToolError::Failed {
-                        message: format!("lost track of the {what}"),
-                        diagnostics: Some(e.to_string()),
-                    })
-                }
-            },
-            () = &mut linger, if status.is_some() => {
-                if let Some(s) = status {
-                    break Ending::Lingered(s);
-                }
+impl Running {
+    /// Reads the output until the program exits and its pipes close, its
+    /// descendants keep them open [`LINGER`] past its exit, the timeout
+    /// passes or the call is cancelled; progress every [`PROGRESS_EVERY`].
+    async fn watch(
+        &mut self,
+        seen: &mut Seen<'_>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Ending, ToolError> {
+        let cancel = &seen.ctx.cancel;
+        let (mut out_buf, mut err_buf) = (vec![0u8; READ_BUF], vec![0u8; READ_BUF]);
+        let (mut out_open, mut err_open) = (true, true);
+        let deadline = tokio::time::sleep(timeout);
+        let linger = tokio::time::sleep(timeout);
+        tokio::pin!(deadline, linger);
+        let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        loop {
+            if let (Some(s), false, false) = (self.status, out_open, err_open) {
+                return Ok(Ending::Exited(s));
             }
-            () = &mut deadline => break Ending::TimedOut,
-            () = ctx.cancel.cancelled() => break Ending::Cancelled,
-            _ = ticker.tick() => {
-                if let Some((detail, percent)) = tracker.take_update() {
-                    report(detail, percent);
+            tokio::select! {
+                r = self.stdout.read(&mut out_buf), if out_open => match r {
+                    Ok(n) if n > 0 => seen.push(&out_buf[..n]),
+                    _ => out_open = false,
+                },
+                r = self.stderr.read(&mut err_buf), if err_open => match r {
+                    Ok(n) if n > 0 => seen.push(&err_buf[..n]),
+                    _ => err_open = false,
+                },
+                r = self.child.wait(), if self.status.is_none() => match r {
+                    Ok(s) => {
+                        self.killer.reaped();
+                        self.status = Some(s);
+                        linger.as_mut().reset(Instant::now() + LINGER);
+                    }
+                    Err(e) => {
+                        return Err(ToolError::Failed {
+                            message: format!("lost track of the {what}"),
+                            diagnostics: Some(e.to_string()),
+                        })
+                    }
+                },
+                () = &mut linger, if self.status.is_some() => {
+                    if let Some(s) = self.status {
+                        return Ok(Ending::Lingered(s));
+                    }
                 }
-            }
-        }
-    };
-
-    match ending {
-        Ending::Exited(_) => killer.disarm(),
-        _ => {
-            killer.kill();
-            if status.is_none() {
-                // Reap the shell now that its group is dead.
-                let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+                () = &mut deadline => return Ok(Ending::TimedOut),
+                () = cancel.cancelled() => return Ok(Ending::Cancelled),
+                _ = ticker.tick() => {
+                    if let Some((detail, percent)) = seen.tracker.take_update() {
+                        seen.report(detail, percent);
+                    }
+                }
             }
         }
     }
-    tracker.flush();
-    let (detail, percent) = tracker.current();
-    report(detail, percent);
 
-    let output = render_output(&capture);
-    let elapsed = started.elapsed();
-    match ending {
-        Ending::Cancelled => Err(ToolError::Cancelled),
-        Ending::TimedOut => Err(ToolError::Failed {
-            message: format!(
-                "{what} timed out after {}s and was killed together with its child \
-                 processes. Output so far:\n{output}\n{}",
-                timeout.as_secs(),
-                launch.timeout_hint
-            ),
-            diagnostics: None,
-        }),
-        Ending::Exited(s) => Ok(format_result(what, s, elapsed, &output, None)),
-        Ending::Lingered(s) => Ok(format_result(
-            what,
-            s,
-            elapsed,
-            &output,
-            Some(
-                "processes started by the program kept its output open after it \
-                 exited and were killed; redirect their output (e.g. `cmd > log 2>&1 &`) to \
-                 keep them running",
-            ),
-        )),
+    /// After `ending`: a program that ended on its own keeps nothing to
+    /// kill; otherwise its group and tree are killed and it is reaped.
+    async fn settle(&mut self, ending: &Ending) {
+        if let Ending::Exited(_) = ending {
+            return self.killer.disarm();
+        }
+        self.killer.kill();
+        if self.status.is_none() {
+            // Reap the shell now that its group is dead.
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        }
     }
 }
 
