@@ -129,12 +129,7 @@ pub async fn start_with_clock(
         config.caps.max_tasks,
     );
     log_skipped_entries(config);
-    let (skills, problems) = SkillLibrary::load(&config.skills_dir, &crate::gateway::COMMANDS);
-    for p in &problems {
-        tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
-    }
-    let skills = Arc::new(skills);
-    skills.watch(shutdown.clone());
+    let skills = skill_library(config, &shutdown);
     // Images are kept for a vision route even when the main model is blind;
     // each turn is sent them only when its model sees.
     let env_vision = config.media.vision_for(&config.llm.model);
@@ -160,30 +155,7 @@ pub async fn start_with_clock(
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
     let mcp = start_mcp(config, &mut tools, &grown, &shutdown).await;
-    let agent_config = AgentConfig {
-        max_tool_rounds: config.max_tool_rounds,
-        system_prompt: config
-            .system_prompt
-            .clone()
-            .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
-        data_dir: config.data_dir.clone(),
-        model_retries: 2,
-        tool_timeout: DEFAULT_TOOL_TIMEOUT,
-        intents: config.intents.clone(),
-        turn_deadline: config.caps.turn_deadline,
-        images: Some(media.images()),
-    };
-    for tool in delegate_tools(
-        &config.subagents,
-        &provider,
-        &tools,
-        &agent_config,
-        &store,
-        Some(&models),
-    ) {
-        tools.register(tool);
-    }
-    let agent = Arc::new(Agent::new(provider, Arc::new(tools), agent_config));
+    let agent = build_agent(config, provider, tools, &media, &store, &models);
     let agent_provider = Arc::clone(agent.provider());
     let settings = gateway_settings(config, clock);
     let metrics = Arc::new(Metrics::default());
@@ -211,30 +183,14 @@ pub async fn start_with_clock(
         models,
     };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
-    // `WEB_LISTEN` equal to `HEALTH_LISTEN`: one listener serves both.
-    let shared = config.web.listen.is_some() && config.web.listen == config.health_listen;
-    let web_addr = if shared {
-        health_addr
-    } else {
-        start_web(config, &gateway, &shutdown).await?
+    let probe = crate::health::Probe {
+        store: store.clone(),
+        busy: busy.clone(),
+        metrics: Arc::clone(&metrics),
+        adapters: adapters.clone(),
+        mcp: Arc::clone(&mcp),
     };
-    if let Some(listener) = health {
-        let console = shared.then(|| crate::web::router(web_state(config, &gateway)));
-        let probe = crate::health::Probe {
-            store: store.clone(),
-            busy: busy.clone(),
-            metrics: Arc::clone(&metrics),
-            adapters: adapters.clone(),
-            mcp: Arc::clone(&mcp),
-        };
-        tokio::spawn(crate::health::serve(
-            listener,
-            probe,
-            console,
-            shutdown.clone(),
-        ));
-        tracing::info!(addr = ?health_addr, console = shared, "health and metrics endpoint listening");
-    }
+    let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown).await?;
     tokio::spawn(crate::heartbeat::run(
         store.clone(),
         web_addr.map(|a| a.to_string()),
@@ -257,6 +213,84 @@ pub async fn start_with_clock(
         shutdown,
         mcp,
     })
+}
+
+/// The skills of `SKILLS_DIR` (a bad one skipped with a log line), watched
+/// for changes until shutdown.
+fn skill_library(config: &Config, shutdown: &CancellationToken) -> Arc<SkillLibrary> {
+    let (skills, problems) = SkillLibrary::load(&config.skills_dir, &crate::gateway::COMMANDS);
+    for p in &problems {
+        tracing::warn!(path = %p.path.display(), problem = %p.problem, "skill skipped");
+    }
+    let skills = Arc::new(skills);
+    skills.watch(shutdown.clone());
+    skills
+}
+
+/// The agent: the configured prompt and limits, the tools, and a
+/// `delegate_to_<role>` tool per sub-agent role.
+fn build_agent(
+    config: &Config,
+    provider: Arc<dyn crate::llm::Provider>,
+    mut tools: crate::tools::ToolRegistry,
+    media: &crate::media::Media,
+    store: &Store,
+    models: &Arc<crate::models::Models>,
+) -> Arc<Agent> {
+    let agent_config = AgentConfig {
+        max_tool_rounds: config.max_tool_rounds,
+        system_prompt: config
+            .system_prompt
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_owned()),
+        data_dir: config.data_dir.clone(),
+        model_retries: 2,
+        tool_timeout: DEFAULT_TOOL_TIMEOUT,
+        intents: config.intents.clone(),
+        turn_deadline: config.caps.turn_deadline,
+        images: Some(media.images()),
+    };
+    for tool in delegate_tools(
+        &config.subagents,
+        &provider,
+        &tools,
+        &agent_config,
+        store,
+        Some(models),
+    ) {
+        tools.register(tool);
+    }
+    Arc::new(Agent::new(provider, Arc::new(tools), agent_config))
+}
+
+/// Serves the web console (`WEB_LISTEN`) and the health endpoint on the
+/// listener bound earlier — one listener for both when they are the same
+/// address; returns the console's address.
+async fn serve_listeners(
+    config: &Config,
+    gateway: &Gateway,
+    health: Option<tokio::net::TcpListener>,
+    probe: crate::health::Probe,
+    shutdown: &CancellationToken,
+) -> Result<Option<std::net::SocketAddr>, RunError> {
+    let health_addr = health.as_ref().and_then(|l| l.local_addr().ok());
+    let shared = config.web.listen.is_some() && config.web.listen == config.health_listen;
+    let web_addr = if shared {
+        health_addr
+    } else {
+        start_web(config, gateway, shutdown).await?
+    };
+    if let Some(listener) = health {
+        let console = shared.then(|| crate::web::router(web_state(config, gateway)));
+        tokio::spawn(crate::health::serve(
+            listener,
+            probe,
+            console,
+            shutdown.clone(),
+        ));
+        tracing::info!(addr = ?health_addr, console = shared, "health and metrics endpoint listening");
+    }
+    Ok(web_addr)
 }
 
 /// Reports the entries of the operator's files that were skipped (each also
