@@ -90,9 +90,39 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         lines: std::io::stdin().lock().lines(),
     };
     let http = reqwest::Client::builder().timeout(PROBE_TIMEOUT).build()?;
-    let mut vars: Vec<(&str, String)> = Vec::new();
+    let mut vars: Vars = Vec::new();
+    ask_model(&mut asker, &http, &args, &mut vars).await?;
+    ask_platforms(&mut asker, &http, &args, &mut vars).await?;
+    ask_access(&mut asker, &args, &mut vars)?;
 
-    // The model endpoint.
+    let backup = write_env(&args.output, &vars)?;
+    if let Some(b) = backup {
+        println!("The previous file is kept as {}.", b.display());
+    }
+    println!("Wrote {} (mode 0600):", args.output.display());
+    for (k, v) in &vars {
+        let shown = if switchboard::secrets::is_secret_name(k) {
+            "(set, not shown)".to_owned()
+        } else {
+            v.clone()
+        };
+        println!("  {k}={shown}");
+    }
+    println!("Next: `switchboard doctor`, then `switchboard run` (or `switchboard chat`).");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The variables written, in order.
+type Vars = Vec<(&'static str, String)>;
+
+/// The model endpoint: base URL, protocol, key (the endpoint asked for its
+/// models with them) and model.
+async fn ask_model(
+    asker: &mut Asker,
+    http: &reqwest::Client,
+    args: &InitArgs,
+    vars: &mut Vars,
+) -> anyhow::Result<()> {
     let base = asker
         .ask(
             "Model endpoint base URL (e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1)",
@@ -118,7 +148,7 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
             Some(""),
         )?
         .filter(|k| !k.is_empty());
-    match list_models(&http, &api, &base, key.as_deref()).await {
+    match list_models(http, &api, &base, key.as_deref()).await {
         Ok(models) if !models.is_empty() => {
             println!("✔ the endpoint answers; models: {}", preview(&models));
         }
@@ -130,14 +160,22 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     let model = asker
         .ask("Model", args.llm_model.clone(), None)?
         .ok_or_else(|| anyhow::anyhow!("--llm-model is required"))?;
-    vars.push(("LLM_BASE_URL", base.clone()));
-    vars.push(("LLM_API", api.clone()));
+    vars.push(("LLM_BASE_URL", base));
+    vars.push(("LLM_API", api));
     vars.push(("LLM_MODEL", model));
     if let Some(k) = key {
         vars.push(("LLM_API_KEY", k));
     }
+    Ok(())
+}
 
-    // The platforms.
+/// The Telegram and Discord bot tokens, each checked with the platform.
+async fn ask_platforms(
+    asker: &mut Asker,
+    http: &reqwest::Client,
+    args: &InitArgs,
+    vars: &mut Vars,
+) -> anyhow::Result<()> {
     let telegram = asker
         .ask(
             "Telegram bot token (empty to skip)",
@@ -146,7 +184,7 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         )?
         .filter(|t| !t.is_empty());
     if let Some(token) = telegram {
-        let bot = telegram_me(&http, &args.telegram_api_url, &token)
+        let bot = telegram_me(http, &args.telegram_api_url, &token)
             .await
             .map_err(|e| anyhow::anyhow!("the Telegram token was refused: {e}"))?;
         println!("✔ Telegram accepts the token: https://t.me/{bot}");
@@ -163,7 +201,7 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         )?
         .filter(|t| !t.is_empty());
     if let Some(token) = discord {
-        let (name, application) = discord_me(&http, &args.discord_api_url, &token)
+        let (name, application) = discord_me(http, &args.discord_api_url, &token)
             .await
             .map_err(|e| anyhow::anyhow!("the Discord token was refused: {e}"))?;
         println!(
@@ -176,8 +214,11 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
             vars.push(("DISCORD_API_URL", args.discord_api_url.clone()));
         }
     }
+    Ok(())
+}
 
-    // Access.
+/// The access policy, and the operator's own id as allowed user and approver.
+fn ask_access(asker: &mut Asker, args: &InitArgs, vars: &mut Vars) -> anyhow::Result<()> {
     let access = asker
         .ask(
             "Access policy: pairing, allowlist or open",
@@ -189,56 +230,27 @@ pub async fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--access {access:?}: use pairing, allowlist or open");
     }
     vars.push(("ACCESS_POLICY", access));
-    if let Some(op) = asker
+    let Some(op) = asker
         .ask(
             "Your own user id, as telegram:ID or discord:ID (empty to skip)",
             args.operator.clone(),
             Some(""),
         )?
         .filter(|o| !o.is_empty())
-    {
-        let (platform, id) = op
-            .split_once(':')
-            .filter(|(p, id)| matches!(*p, "telegram" | "discord") && id.parse::<u64>().is_ok())
-            .ok_or_else(|| anyhow::anyhow!("--operator {op:?}: use telegram:ID or discord:ID"))?;
-        let prefix = if platform == "telegram" {
-            "TELEGRAM"
-        } else {
-            "DISCORD"
-        };
-        vars.push((
-            if prefix == "TELEGRAM" {
-                "TELEGRAM_ALLOWED_USERS"
-            } else {
-                "DISCORD_ALLOWED_USERS"
-            },
-            id.to_owned(),
-        ));
-        vars.push((
-            if prefix == "TELEGRAM" {
-                "TELEGRAM_APPROVERS"
-            } else {
-                "DISCORD_APPROVERS"
-            },
-            id.to_owned(),
-        ));
+    else {
+        return Ok(());
+    };
+    let (allowed, approvers, id) = match op.split_once(':') {
+        Some(("telegram", id)) => ("TELEGRAM_ALLOWED_USERS", "TELEGRAM_APPROVERS", id),
+        Some(("discord", id)) => ("DISCORD_ALLOWED_USERS", "DISCORD_APPROVERS", id),
+        _ => anyhow::bail!("--operator {op:?}: use telegram:ID or discord:ID"),
+    };
+    if id.parse::<u64>().is_err() {
+        anyhow::bail!("--operator {op:?}: use telegram:ID or discord:ID");
     }
-
-    let backup = write_env(&args.output, &vars)?;
-    if let Some(b) = backup {
-        println!("The previous file is kept as {}.", b.display());
-    }
-    println!("Wrote {} (mode 0600):", args.output.display());
-    for (k, v) in &vars {
-        let shown = if switchboard::secrets::is_secret_name(k) {
-            "(set, not shown)".to_owned()
-        } else {
-            v.clone()
-        };
-        println!("  {k}={shown}");
-    }
-    println!("Next: `switchboard doctor`, then `switchboard run` (or `switchboard chat`).");
-    Ok(ExitCode::SUCCESS)
+    vars.push((allowed, id.to_owned()));
+    vars.push((approvers, id.to_owned()));
+    Ok(())
 }
 
 fn preview(models: &[String]) -> String {
