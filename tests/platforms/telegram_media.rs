@@ -512,6 +512,94 @@ async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
     r.stop().await;
 }
 
+/// A webhook answers an album's parts at once, so a crash while they are
+/// held must not lose them: they stay in the spool until their album has
+/// left, and the next start sends the album.
+#[tokio::test]
+async fn webhook_album_parts_held_at_a_crash_are_delivered_after_it() {
+    use switchboard_platform::Inbound;
+    use switchboard_telegram::{TelegramAdapter, WebhookConfig};
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hook_config = |window: Duration| {
+        let mut c = config(&fake, dir.path());
+        c.album_window = window;
+        c.webhook = Some(WebhookConfig {
+            url: "https://bot.example.test/tg/hook".parse().unwrap(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            secret: switchboard_platform::Secret::new("album-secret"),
+        });
+        c
+    };
+    // A process whose album window outlasts it.
+    let adapter = std::sync::Arc::new(
+        TelegramAdapter::connect(hook_config(Duration::from_secs(60)))
+            .await
+            .unwrap(),
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let (a, s) = (adapter.clone(), shutdown.clone());
+    let task = tokio::spawn(async move { a.run(tx, s).await });
+    let local = tokio::time::timeout(Duration::from_secs(10), adapter.webhook_addr())
+        .await
+        .unwrap()
+        .unwrap();
+    let url = format!("http://{local}/tg/hook");
+    let ann = ann();
+    let parts = [("p1", Some("a pair")), ("p2", None)];
+    for (n, (file, caption)) in parts.into_iter().enumerate() {
+        let mut update = fake.media_update(Where::Dm, &ann, album_part("c", file, caption));
+        update["update_id"] = json!(n + 1);
+        let status =
+            support::fake_telegram::post_webhook(&url, Some("album-secret"), update.to_string());
+        assert_eq!(status.await.unwrap(), 200);
+    }
+    let mut after = fake.message_update(Where::Dm, &ann, "after the album");
+    after["update_id"] = json!(3);
+    let status =
+        support::fake_telegram::post_webhook(&url, Some("album-secret"), after.to_string());
+    assert_eq!(status.await.unwrap(), 200);
+    // Updates are taken in order: when the message arrives, both parts are held.
+    let next = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+    let Ok(Some(Inbound::Message(m))) = next else {
+        panic!("no message: {next:?}")
+    };
+    assert_eq!(m.text, "after the album");
+    // The crash.
+    task.abort();
+    let _ = task.await;
+    drop(rx);
+
+    let mut r = Running::start(hook_config(Duration::from_millis(200))).await;
+    let album = r.next_message().await;
+    assert_eq!(
+        (album.text.as_str(), handles(&album)),
+        ("a pair", vec!["p1", "p2"]),
+        "the held parts were lost"
+    );
+    r.stop().await;
+    let spool = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("telegram-webhook-")
+        })
+        .unwrap()
+        .path();
+    let left: Vec<_> = std::fs::read_dir(spool)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "forwarded parts left in the spool: {left:?}"
+    );
+}
+
 #[tokio::test]
 async fn webhook_deliveries_of_an_album_make_one_message() {
     let fake = FakeTelegram::start_lenient().await.unwrap();

@@ -7,8 +7,10 @@
 //! Only the album waits: other messages, even from the same chat, go out
 //! at once (an album always ends up after a message sent before its first
 //! part, and may come after one sent during its window — the user sent
-//! them at the same moment). Durability is the poller's business: see
-//! `polling.rs`, which does not confirm an update while its album is held.
+//! them at the same moment). Durability is the receiver's business: the
+//! poller does not confirm an update while its album is held (`polling.rs`),
+//! and the webhook keeps a held part in its spool until its album has left
+//! (`webhook.rs`).
 
 use std::time::Duration;
 use switchboard_platform::{ChatKind, InboundMessage};
@@ -80,6 +82,14 @@ impl Albums {
             .iter()
             .flat_map(|a| a.updates.iter().copied())
             .min()
+    }
+
+    /// The update ids of every part still held.
+    pub fn held_updates(&self) -> Vec<i64> {
+        self.open
+            .iter()
+            .flat_map(|a| a.updates.iter().copied())
+            .collect()
     }
 
     /// Whether update `id` is part of an album still held.

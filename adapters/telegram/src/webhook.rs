@@ -11,11 +11,12 @@
 //! operator (size-capped). A spool that cannot be written answers 503, so
 //! Telegram keeps the update and retries.
 //!
-//! Albums are held as in polling (see `album.rs`); a part leaves the spool
-//! once held, so a crash within the hold window loses the parts held in
-//! memory. Holding the answer instead would stall Telegram's next delivery —
-//! the album's next part — for the whole window. Behind a load balancer,
-//! parts that reach different instances arrive as separate messages.
+//! Albums are held as in polling (see `album.rs`): a part is answered 200
+//! at once (holding the answer would stall Telegram's next delivery — the
+//! album's next part — for the whole window) but stays in the spool until
+//! its album has been forwarded, so a crash within the window replays it
+//! at the next start. Behind a load balancer, parts that reach different
+//! instances arrive as separate messages.
 //!
 //! The webhook is not deleted on shutdown: several instances may share it
 //! behind a load balancer, and one stopping must not cut off the others.
@@ -135,12 +136,19 @@ pub(crate) async fn serve(
             _ = shutdown.cancelled() => break Ok(()),
             next = async { match replay.pop_front() { Some(u) => Some(u), None => received.recv().await } } => next,
             () = sleep_until_some(due) => {
+                let held = albums.held_updates();
                 let sent = tokio::select! {
                     _ = shutdown.cancelled() => break Ok(()),
                     sent = inner.flush_albums(&mut albums, sink) => sent,
                 };
                 match sent {
-                    Ok(()) => continue,
+                    Ok(()) => {
+                        // The parts of the albums that left (or were not for the bot).
+                        for id in held.into_iter().filter(|id| !albums.holds(*id)) {
+                            spool.done(id);
+                        }
+                        continue;
+                    }
                     Err(e) => break Err(e),
                 }
             }
@@ -155,7 +163,11 @@ pub(crate) async fn serve(
         if let Err(e) = sent {
             break Err(e);
         }
-        spool.done(i64::from(update.id.0));
+        // A held album part stays in the spool until its album leaves.
+        let id = i64::from(update.id.0);
+        if !albums.holds(id) {
+            spool.done(id);
+        }
     };
     // Deliveries from now on are answered 503: Telegram keeps them.
     received.close();
