@@ -73,38 +73,17 @@ pub(crate) async fn poll(
     shutdown: &CancellationToken,
 ) -> Result<(), PlatformError> {
     prepare(inner).await;
-    let store = OffsetStore::new(&inner.config.state_dir, inner.me.id);
-    let mut recent = RecentIds::default();
-    let mut saved = match store.load().await {
-        Ok(saved) => saved,
-        Err(e) => {
-            tracing::error!(path = %store.path().display(), error = %e, "cannot read the Telegram offset file");
-            None
-        }
-    };
-    // Polling resumes after `last`; the updates listed as done after it
-    // (forwarded while an album was held) are dropped when they come again.
-    let mut last = saved.as_ref().map(|s| s.last);
-    for id in saved.iter().flat_map(|s| s.done.iter().copied()) {
-        recent.insert(id);
-    }
-    let mut albums = Albums::new(inner.config.album_window);
-    let config = &inner.config;
-    let mut backoff = Backoff::new(config.poll_backoff, config.poll_backoff_max);
+    let mut p = Poller::resume(inner).await;
     let timeout = inner.config.poll_timeout_secs.min(15);
-    match last {
-        Some(offset) => tracing::info!(offset, "Telegram long polling started"),
-        None => tracing::info!("Telegram long polling started (no update seen yet)"),
-    }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            sent = inner.flush_albums(&mut albums, sink) => sent?,
+            sent = inner.flush_albums(&mut p.albums, sink) => sent?,
         }
-        persist(&store, &mut saved, last, &albums, &recent).await;
-        let held = albums.oldest_update();
+        p.persist().await;
+        let held = p.albums.oldest_update();
         let params = GetUpdates {
-            offset: held.or(last.map(|id| id + 1)),
+            offset: held.or(p.last.map(|id| id + 1)),
             limit: BATCH,
             // Telegram answers at once anyway: it still holds the album.
             timeout: if held.is_some() { 0 } else { timeout },
@@ -116,78 +95,23 @@ pub(crate) async fn poll(
         };
         let pause = match answer {
             Ok(texts) => {
-                inner.link.connected();
-                if let Some(r) = backoff.succeeded() {
-                    tracing::info!(
-                        failures = r.failures,
-                        down_for = ?r.down_for,
-                        "Telegram getUpdates works again"
-                    );
-                }
+                p.answered();
                 for text in texts {
-                    let (id, update) = match parse_update(&text) {
-                        Ok(update) => (i64::from(update.id.0), Ok(update)),
-                        Err(bad) => match bad.update_id {
-                            Some(id) => (id, Err(bad)),
-                            None => {
-                                inner.skipped.record(bad, "getUpdates");
-                                continue;
-                            }
-                        },
-                    };
-                    if recent.contains(id) {
-                        tracing::debug!(update_id = id, "skipping an update already forwarded");
-                    } else {
-                        if let Some(previous) = last.filter(|l| id <= *l) {
-                            tracing::info!(
-                                update_id = id,
-                                previous,
-                                "Telegram restarted the update_id sequence"
-                            );
-                        }
-                        match update {
-                            Ok(update) => {
-                                tokio::select! {
-                                    _ = shutdown.cancelled() => return Ok(()),
-                                    sent = inner.dispatch(&update, sink, &mut albums) => sent?,
-                                }
-                            }
-                            Err(bad) => inner.skipped.record(bad, "getUpdates"),
-                        }
-                        recent.insert(id);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        taken = p.take(&text, sink) => taken?,
                     }
-                    // Whatever it was, the next offset confirms it.
-                    last = Some(id);
-                    persist(&store, &mut saved, last, &albums, &recent).await;
+                    p.persist().await;
                 }
                 // An album is held: look for more parts (and other chats'
                 // messages) soon, and send it when its window ends.
-                albums.next_deadline().map(|due| {
+                p.albums.next_deadline().map(|due| {
                     due.saturating_duration_since(tokio::time::Instant::now())
                         .min(REPOLL.min(inner.config.album_window / 4))
                 })
             }
             Err(UpdatesError::Request(RequestError::RetryAfter(after))) => Some(after.duration()),
-            Err(e) => {
-                let error = match &e {
-                    UpdatesError::Request(e) => scrubbed(e, &inner.config.token),
-                    other => other.to_string(),
-                };
-                let failure = backoff.failed();
-                let hint = crate::retry::hint(&e);
-                if failure.loud {
-                    tracing::warn!(
-                        %error,
-                        failures = failure.count,
-                        retry_in = ?failure.wait,
-                        "Telegram getUpdates failed: {hint}; retrying with backoff"
-                    );
-                } else {
-                    tracing::debug!(%error, failures = failure.count, retry_in = ?failure.wait, "getUpdates failed");
-                }
-                inner.link.failed(&error);
-                Some(failure.wait)
-            }
+            Err(e) => Some(p.failed(&e)),
         };
         if let Some(wait) = pause {
             tokio::select! {
@@ -195,6 +119,135 @@ pub(crate) async fn poll(
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+}
+
+/// Where polling stands: the last update confirmed, what was saved of it,
+/// the ids forwarded lately, the albums held and the backoff after failures.
+struct Poller<'a> {
+    inner: &'a Arc<Inner>,
+    store: OffsetStore,
+    saved: Option<Saved>,
+    last: Option<i64>,
+    recent: RecentIds,
+    albums: Albums,
+    backoff: Backoff,
+}
+
+impl<'a> Poller<'a> {
+    /// Picks up where the offset file says the last process stopped.
+    async fn resume(inner: &'a Arc<Inner>) -> Poller<'a> {
+        let store = OffsetStore::new(&inner.config.state_dir, inner.me.id);
+        let saved = match store.load().await {
+            Ok(saved) => saved,
+            Err(e) => {
+                tracing::error!(path = %store.path().display(), error = %e, "cannot read the Telegram offset file");
+                None
+            }
+        };
+        // Polling resumes after `last`; the updates listed as done after it
+        // (forwarded while an album was held) are dropped when they come again.
+        let last = saved.as_ref().map(|s| s.last);
+        let mut recent = RecentIds::default();
+        for id in saved.iter().flat_map(|s| s.done.iter().copied()) {
+            recent.insert(id);
+        }
+        match last {
+            Some(offset) => tracing::info!(offset, "Telegram long polling started"),
+            None => tracing::info!("Telegram long polling started (no update seen yet)"),
+        }
+        let config = &inner.config;
+        Poller {
+            inner,
+            store,
+            saved,
+            last,
+            recent,
+            albums: Albums::new(config.album_window),
+            backoff: Backoff::new(config.poll_backoff, config.poll_backoff_max),
+        }
+    }
+
+    /// `getUpdates` answered: the link is up again.
+    fn answered(&mut self) {
+        self.inner.link.connected();
+        if let Some(r) = self.backoff.succeeded() {
+            tracing::info!(
+                failures = r.failures,
+                down_for = ?r.down_for,
+                "Telegram getUpdates works again"
+            );
+        }
+    }
+
+    /// One update of a batch, as Telegram's text: forwarded (or held in its
+    /// album) unless it repeats one forwarded lately, skipped and logged by
+    /// its id when it does not parse; confirmed either way (the caller
+    /// persists the offset).
+    async fn take(&mut self, text: &str, sink: &InboundSink) -> Result<(), PlatformError> {
+        let (id, update) = match parse_update(text) {
+            Ok(update) => (i64::from(update.id.0), Ok(update)),
+            Err(bad) => match bad.update_id {
+                Some(id) => (id, Err(bad)),
+                None => {
+                    self.inner.skipped.record(bad, "getUpdates");
+                    return Ok(());
+                }
+            },
+        };
+        if self.recent.contains(id) {
+            tracing::debug!(update_id = id, "skipping an update already forwarded");
+        } else {
+            if let Some(previous) = self.last.filter(|l| id <= *l) {
+                tracing::info!(
+                    update_id = id,
+                    previous,
+                    "Telegram restarted the update_id sequence"
+                );
+            }
+            match update {
+                Ok(update) => self.inner.dispatch(&update, sink, &mut self.albums).await?,
+                Err(bad) => self.inner.skipped.record(bad, "getUpdates"),
+            }
+            self.recent.insert(id);
+        }
+        // Whatever it was, the next offset confirms it.
+        self.last = Some(id);
+        Ok(())
+    }
+
+    /// A failed `getUpdates`: logged (loudly once the failures add up), the
+    /// link marked down; returns how long to wait before the next one.
+    fn failed(&mut self, e: &UpdatesError) -> Duration {
+        let error = match e {
+            UpdatesError::Request(e) => scrubbed(e, &self.inner.config.token),
+            other => other.to_string(),
+        };
+        let failure = self.backoff.failed();
+        let hint = crate::retry::hint(e);
+        if failure.loud {
+            tracing::warn!(
+                %error,
+                failures = failure.count,
+                retry_in = ?failure.wait,
+                "Telegram getUpdates failed: {hint}; retrying with backoff"
+            );
+        } else {
+            tracing::debug!(%error, failures = failure.count, retry_in = ?failure.wait, "getUpdates failed");
+        }
+        self.inner.link.failed(&error);
+        failure.wait
+    }
+
+    async fn persist(&mut self) {
+        persist(
+            &self.store,
+            &mut self.saved,
+            self.last,
+            &self.albums,
+            &self.recent,
+        )
+        .await;
     }
 }
 
