@@ -6,16 +6,13 @@ use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
 use super::intent::{self, IntentRules};
 use super::intent_check::{IntentCheck, Verdict};
-use super::model_call::{
-    call_model, CallSink, Called, ModelFailure, ModelReply, Retries, TextOut, ROUND_SEPARATOR,
-};
+use super::model_call::{call_model, CallSink, Called, ModelFailure, ModelReply, Retries, TextOut};
 use super::requests::Drive;
 pub use super::requests::{ResumeRequest, TurnModel, TurnRequest};
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
 use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, Usage};
-use crate::tools::Pause;
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
@@ -131,13 +128,7 @@ impl Agent {
             "init",
             json!({ "session": session_id, "model": model.provider.model().name, "input": input, "resumed": pending.is_some() }),
         );
-        // A chat's tool policy: the turn sees (and runs) only what it allows.
-        let tools = match &model.tools {
-            Some(policy) if !policy.is_open() => {
-                Arc::new(self.tools.restricted(&|name| policy.allows(name)))
-            }
-            _ => Arc::clone(&self.tools),
-        };
+        let tools = self.tools_for(&model);
         let intents = IntentCheck::for_turn(
             &self.config.intents,
             messages.get(new_from),
@@ -208,35 +199,28 @@ impl Agent {
                 .run(round, turn.log.messages, &calls, &mut guard, &mut turn.pad)
                 .await;
             if let Some(approval) = output.paused {
-                // The checkpoint is stored: the turn ends here and the
-                // decision resumes it.
-                turn.pad
-                    .record("paused", json!({ "round": round, "approval": approval }));
-                let text = std::mem::take(&mut turn.text);
-                let mut outcome = turn.finish(text, StopReason::Paused);
-                outcome.pause = Some(Pause::Approval(approval));
-                return outcome;
+                return turn.paused(round, approval);
             }
             turn.log.messages.extend(output.messages);
             if cancel.is_cancelled() {
                 return turn.stopped();
             }
             if let Some(question) = asked_question(&calls) {
-                turn.log.messages.push(Message::assistant(question.clone()));
-                let text = if turn.text.trim().is_empty() {
-                    question
-                } else {
-                    format!("{}{ROUND_SEPARATOR}{question}", turn.text)
-                };
-                return turn.finish(text, StopReason::WaitingForUser);
+                return turn.asked(question);
             }
         }
-        let text = format!(
-            "I stopped after {} tool rounds without reaching an answer. Tell me how to continue, or narrow the request.",
-            self.config.max_tool_rounds
-        );
-        turn.log.messages.push(Message::assistant(text.clone()));
-        turn.finish(text, StopReason::MaxRounds)
+        turn.out_of_rounds(self.config.max_tool_rounds)
+    }
+
+    /// The tools a turn on `model` sees (and runs): all of them, or what its
+    /// chat's tool policy allows.
+    fn tools_for(&self, model: &TurnModel) -> Arc<ToolRegistry> {
+        match &model.tools {
+            Some(policy) if !policy.is_open() => {
+                Arc::new(self.tools.restricted(&|name| policy.allows(name)))
+            }
+            _ => Arc::clone(&self.tools),
+        }
     }
 
     /// One model call of the turn and what the reply asks for next: tool

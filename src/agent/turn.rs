@@ -104,6 +104,38 @@ impl Turn<'_> {
         self.finish("Cancelled.".into(), StopReason::Cancelled)
     }
 
+    /// A call of `round` waits for approval `approval`: its checkpoint is
+    /// stored, the turn ends here and the decision resumes it.
+    pub(super) fn paused(&mut self, round: usize, approval: String) -> TurnOutcome {
+        self.pad
+            .record("paused", json!({ "round": round, "approval": approval }));
+        let text = std::mem::take(&mut self.text);
+        let mut outcome = self.finish(text, StopReason::Paused);
+        outcome.pause = Some(crate::tools::Pause::Approval(approval));
+        outcome
+    }
+
+    /// The model asked the user `question` (`ask_user`): the turn ends with
+    /// it, and the next message answers it.
+    pub(super) fn asked(&mut self, question: String) -> TurnOutcome {
+        self.log.messages.push(Message::assistant(question.clone()));
+        let text = if self.text.trim().is_empty() {
+            question
+        } else {
+            format!("{}{ROUND_SEPARATOR}{question}", self.text)
+        };
+        self.finish(text, StopReason::WaitingForUser)
+    }
+
+    /// Every round was used without an answer.
+    pub(super) fn out_of_rounds(&mut self, max: usize) -> TurnOutcome {
+        let text = format!(
+            "I stopped after {max} tool rounds without reaching an answer. Tell me how to continue, or narrow the request."
+        );
+        self.log.messages.push(Message::assistant(text.clone()));
+        self.finish(text, StopReason::MaxRounds)
+    }
+
     pub(super) fn stop_at_deadline(&mut self) -> TurnOutcome {
         let text = std::mem::take(&mut self.text);
         self.log
