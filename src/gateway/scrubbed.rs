@@ -112,6 +112,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.upload_limit(chat)
     }
 
+    fn download_limit(&self, chat: ChatAddress) -> u64 {
+        self.inner.download_limit(chat)
+    }
+
     async fn run(
         &self,
         sink: InboundSink,

@@ -168,7 +168,7 @@ impl Media {
         a: &Attachment,
         called: &str,
     ) -> Result<Stored, String> {
-        let platform_max = adapter.capabilities().max_download_bytes;
+        let platform_max = adapter.download_limit(m.chat);
         if platform_max == 0 {
             return Err(format!(
                 "📎 I can't open files sent here, so {called} was not read."

@@ -246,15 +246,26 @@ async fn a_file_for_a_thread_goes_to_the_threads_channel() {
 }
 
 #[tokio::test]
-async fn a_boosted_servers_upload_limit_is_learned_from_its_interactions() {
+async fn a_boosted_servers_file_limit_is_learned_from_its_interactions() {
     let mut h = start().await;
     h.fake.boost(GUILD_ID, 50 << 20);
     let to = ChatAddress::new(Platform::Discord, ChatId(CHANNEL as i64), None);
     let twelve_mib = || OutgoingFile::document(to, "data.bin", vec![7; 12 << 20]);
 
     // Before Discord said otherwise: the 10 MiB every server allows, refused
-    // before any transfer.
+    // before any transfer, both ways.
     assert_eq!(h.adapter.upload_limit(to), MAX_UPLOAD_BYTES);
+    assert_eq!(h.adapter.download_limit(to), MAX_UPLOAD_BYTES as u64);
+    let big = FakeFile::new("scan.pdf", "application/pdf", vec![b'%'; 12 << 20]);
+    let sent_by_alice = h
+        .say(
+            UserMessage::new(CHANNEL, ALICE, "the scan")
+                .mentioning_bot()
+                .with_file(big),
+        )
+        .await;
+    let e = h.download(&sent_by_alice, 1 << 30).await.unwrap_err();
+    assert!(matches!(e, PlatformError::TooLarge { .. }), "{e:?}");
     let e = h.adapter.send_file(twelve_mib()).await.unwrap_err();
     assert!(
         matches!(&e, PlatformError::Rejected(m) if m.contains("upload limit")),
@@ -286,6 +297,9 @@ async fn a_boosted_servers_upload_limit_is_learned_from_its_interactions() {
         "{press:?}"
     );
     assert_eq!(h.adapter.upload_limit(to), 50 << 20);
+    assert_eq!(h.adapter.download_limit(to), 50 << 20);
+    let scan = h.download(&sent_by_alice, 1 << 30).await.unwrap();
+    assert_eq!(scan.len(), 12 << 20, "the boosted server's file came whole");
     h.adapter.send_file(twelve_mib()).await.unwrap();
     let uploads = h.fake.uploads(CHANNEL);
     assert_eq!(

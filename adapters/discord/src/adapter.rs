@@ -61,6 +61,13 @@ impl Shared {
         sent.insert(id);
     }
 
+    /// How large the files of one message may be in `channel`: what Discord
+    /// reported for its guild (or DM), else the 10 MiB every server allows.
+    pub fn file_limit(&self, channel: u64) -> usize {
+        let guild = self.seen.guild_of(channel);
+        self.uploads.limit(guild, channel)
+    }
+
     pub fn was_sent(&self, id: u64) -> bool {
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         sent.contains(id)
@@ -271,12 +278,14 @@ impl PlatformAdapter for DiscordAdapter {
     /// the 10 MiB every server allows.
     fn upload_limit(&self, chat: ChatAddress) -> usize {
         match channel_of(&chat) {
-            Ok(channel) => {
-                let guild = self.shared.seen.guild_of(channel);
-                self.shared.uploads.limit(guild, channel)
-            }
+            Ok(channel) => self.shared.file_limit(channel),
             Err(_) => self.capabilities.max_upload_bytes,
         }
+    }
+
+    /// What people may send there: the same limit as [`Self::upload_limit`].
+    fn download_limit(&self, chat: ChatAddress) -> u64 {
+        self.upload_limit(chat) as u64
     }
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
@@ -303,7 +312,11 @@ impl PlatformAdapter for DiscordAdapter {
         dest: &mut (dyn AsyncWrite + Unpin + Send),
         max_bytes: u64,
     ) -> Result<u64, PlatformError> {
-        let max = max_bytes.min(self.capabilities.max_download_bytes);
+        let limit = crate::download::AttachmentRef::parse(&attachment.handle.0)
+            .map_or(self.capabilities.max_download_bytes, |a| {
+                self.shared.file_limit(a.channel) as u64
+            });
+        let max = max_bytes.min(limit);
         let stall = self.shared.config.timings.download_stall;
         self.shared
             .rest

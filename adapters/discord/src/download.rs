@@ -13,9 +13,8 @@ use switchboard_platform::{stream_to, Attachment, PlatformError};
 use tokio::io::AsyncWrite;
 
 /// Discord's default limit on a message's files (servers without boosts),
-/// which is also what a bot can be sent. A boosted server allows more; its
-/// limit is in the gateway's guild payload, which this adapter ignores: a
-/// larger file is refused as too large.
+/// which is also what a bot can be sent; a boosted server's own limit, as
+/// its interactions report it, is the adapter's `download_limit` there.
 pub(crate) const MAX_DOWNLOAD_BYTES: u64 = 10 << 20;
 
 /// The whole transfer may take this long (the REST client's own timeout is

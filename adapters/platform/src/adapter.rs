@@ -202,6 +202,14 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         self.capabilities().max_upload_bytes
     }
 
+    /// The largest attachment [`Self::download`] fetches from `chat`: at least
+    /// `capabilities().max_download_bytes`, more where people may send more
+    /// there (a boosted Discord server). The default is the capability.
+    fn download_limit(&self, chat: ChatAddress) -> u64 {
+        let _ = chat;
+        self.capabilities().max_download_bytes
+    }
+
     /// Sends a file (at most [`Self::upload_limit`] of its chat) with its
     /// caption. The default refuses: adapters that can upload override it.
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
@@ -210,8 +218,8 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     }
 
     /// Streams `attachment` (one this adapter normalized) into `dest`,
-    /// refusing more than `max_bytes` (and at most
-    /// `capabilities().max_download_bytes`) and giving up on a stalled
+    /// refusing more than `max_bytes` (and at most the [`Self::download_limit`]
+    /// of its chat) and giving up on a stalled
     /// transfer ([`crate::stream_to`] does both). Returns the bytes written.
     /// The default refuses: adapters that receive files override it.
     async fn download(
