@@ -246,26 +246,15 @@ async fn a_file_for_a_thread_goes_to_the_threads_channel() {
 }
 
 #[tokio::test]
-async fn a_boosted_servers_file_limit_is_learned_from_its_interactions() {
+async fn a_boosted_servers_upload_limit_is_learned_from_its_interactions() {
     let mut h = start().await;
-    h.fake.boost(GUILD_ID, 50 << 20);
+    h.fake.boost(GUILD_ID, 2);
     let to = ChatAddress::new(Platform::Discord, ChatId(CHANNEL as i64), None);
     let twelve_mib = || OutgoingFile::document(to, "data.bin", vec![7; 12 << 20]);
 
     // Before Discord said otherwise: the 10 MiB every server allows, refused
-    // before any transfer, both ways.
+    // before any transfer.
     assert_eq!(h.adapter.upload_limit(to), MAX_UPLOAD_BYTES);
-    assert_eq!(h.adapter.download_limit(to), MAX_UPLOAD_BYTES as u64);
-    let big = FakeFile::new("scan.pdf", "application/pdf", vec![b'%'; 12 << 20]);
-    let sent_by_alice = h
-        .say(
-            UserMessage::new(CHANNEL, ALICE, "the scan")
-                .mentioning_bot()
-                .with_file(big),
-        )
-        .await;
-    let e = h.download(&sent_by_alice, 1 << 30).await.unwrap_err();
-    assert!(matches!(e, PlatformError::TooLarge { .. }), "{e:?}");
     let e = h.adapter.send_file(twelve_mib()).await.unwrap_err();
     assert!(
         matches!(&e, PlatformError::Rejected(m) if m.contains("upload limit")),
@@ -298,8 +287,7 @@ async fn a_boosted_servers_file_limit_is_learned_from_its_interactions() {
     );
     assert_eq!(h.adapter.upload_limit(to), 50 << 20);
     assert_eq!(h.adapter.download_limit(to), 50 << 20);
-    let scan = h.download(&sent_by_alice, 1 << 30).await.unwrap();
-    assert_eq!(scan.len(), 12 << 20, "the boosted server's file came whole");
+    assert_eq!(h.fake.guild_lookups(), 0, "the interaction alone said so");
     h.adapter.send_file(twelve_mib()).await.unwrap();
     let uploads = h.fake.uploads(CHANNEL);
     assert_eq!(
@@ -313,6 +301,42 @@ async fn a_boosted_servers_file_limit_is_learned_from_its_interactions() {
     // A DM keeps the default.
     let dm = ChatAddress::new(Platform::Discord, ChatId(99), None);
     assert_eq!(h.adapter.upload_limit(dm), MAX_UPLOAD_BYTES);
+}
+
+#[tokio::test]
+async fn a_boosted_servers_limit_is_looked_up_at_its_first_message() {
+    let mut h = start().await;
+    h.fake.boost(GUILD_ID, 3);
+    let to = ChatAddress::new(Platform::Discord, ChatId(CHANNEL as i64), None);
+    assert_eq!(h.adapter.download_limit(to), MAX_UPLOAD_BYTES as u64);
+
+    // The guild's first message: its boost level is looked up, once.
+    let big = FakeFile::new("scan.pdf", "application/pdf", vec![b'%'; 12 << 20]);
+    let scan = h
+        .say(
+            UserMessage::new(CHANNEL, ALICE, "the scan")
+                .mentioning_bot()
+                .with_file(big),
+        )
+        .await;
+    for _ in 0..200 {
+        if h.adapter.download_limit(to) > MAX_UPLOAD_BYTES as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(h.adapter.download_limit(to), 100 << 20);
+    let bytes = h.download(&scan, 1 << 30).await.unwrap();
+    assert_eq!(
+        bytes.len(),
+        12 << 20,
+        "the boosted server's file came whole"
+    );
+    let file = OutgoingFile::document(to, "back.bin", vec![1; 12 << 20]);
+    h.adapter.send_file(file).await.unwrap();
+    h.say(UserMessage::new(CHANNEL, ALICE, "thanks").mentioning_bot())
+        .await;
+    assert_eq!(h.fake.guild_lookups(), 1, "one look-up per guild");
 }
 
 /// Posts a multipart body to the fake's message route.

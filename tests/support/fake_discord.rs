@@ -199,8 +199,10 @@ pub(crate) struct Inner {
     pub cdn: Vec<cdn::CdnFile>,
     /// Attachment ids the CDN route was asked for.
     pub cdn_hits: Vec<u64>,
-    /// Boosted guilds' upload limits (others: [`MAX_UPLOAD_BYTES`]).
-    pub upload_limits: HashMap<u64, usize>,
+    /// Boosted guilds' level and upload limit (others: 0 and [`MAX_UPLOAD_BYTES`]).
+    pub upload_limits: HashMap<u64, (u8, usize)>,
+    /// How many times `GET /guilds/{id}` was answered.
+    pub guild_lookups: usize,
 }
 
 impl Inner {

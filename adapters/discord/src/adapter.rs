@@ -61,6 +61,23 @@ impl Shared {
         sent.insert(id);
     }
 
+    /// Looks `guild`'s boost level up once, in the background: its file
+    /// limit is then known before anyone presses a button there.
+    pub fn learn_boost(self: &Arc<Self>, guild: u64) {
+        if !self.uploads.first_look(guild) {
+            return;
+        }
+        let shared = Arc::clone(self);
+        tokio::spawn(async move {
+            match shared.rest.guild_tier(guild).await {
+                Ok(tier) => shared.uploads.boosted(guild, tier),
+                Err(e) => {
+                    tracing::debug!(guild, error = %e, "could not look up a guild's boost level")
+                }
+            }
+        });
+    }
+
     /// How large the files of one message may be in `channel`: what Discord
     /// reported for its guild (or DM), else the 10 MiB every server allows.
     pub fn file_limit(&self, channel: u64) -> usize {

@@ -143,6 +143,9 @@ impl EventHandler for Handler {
         let guild = message.guild_id.map(|g| g.get());
         let (channel, id) = (message.channel_id.get(), message.id.get());
         self.shared.seen.saw(channel, guild, id, Instant::now());
+        if let Some(guild) = guild {
+            self.shared.learn_boost(guild);
+        }
         if message.author.bot {
             return;
         }

@@ -38,6 +38,8 @@ pub(crate) enum Lane {
     Lookup,
     /// Slash-command registration: a long 429 on it must not stall look-ups.
     Commands,
+    /// Look-ups nothing waits on (a guild's boost level).
+    Background,
     /// Message fetches for downloads: never in the way of the gateway's
     /// look-ups.
     Downloads,
@@ -162,6 +164,22 @@ impl Rest {
         self.call(Lane::Lookup, LightMethod::Get, route, None)
             .await
             .and_then(decode)
+    }
+
+    /// `guild`'s boost level (Get Guild): it sets the guild's file limit.
+    pub async fn guild_tier(&self, guild: u64) -> Result<u8, RestError> {
+        #[derive(Deserialize)]
+        struct Tier {
+            premium_tier: u8,
+        }
+        let route = Route::Guild {
+            guild_id: GuildId::from(nz(guild)?),
+        };
+        let tier: Tier = self
+            .call(Lane::Background, LightMethod::Get, route, None)
+            .await
+            .and_then(decode)?;
+        Ok(tier.premium_tier)
     }
 
     /// Posts a message; returns its id.

@@ -1,7 +1,8 @@
 //! How large a message's files may be, per place. Discord reports the limit
 //! of the place an interaction came from (`attachment_size_limit`: boosts
-//! raise it to 50 or 100 MiB); until one came from a guild, its channels get
-//! the 10 MiB every server allows.
+//! raise it to 50 or 100 MiB); before that, a guild's boost level (looked up
+//! once, when its first message arrives) gives it; until either is known,
+//! its channels get the 10 MiB every server allows.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -37,6 +38,17 @@ struct Known {
     reported: HashMap<Place, usize>,
     /// The guild of each channel an interaction came from.
     guild_of: HashMap<u64, u64>,
+    /// Guilds whose boost level was looked up (or is being).
+    looked_up: std::collections::HashSet<u64>,
+}
+
+/// A boost level's file limit (levels 0 and 1: the default).
+pub(crate) fn tier_limit(tier: u8) -> usize {
+    match tier {
+        2 => 50 << 20,
+        3 => 100 << 20,
+        _ => DEFAULT_UPLOAD_BYTES,
+    }
 }
 
 impl UploadLimits {
@@ -55,6 +67,25 @@ impl UploadLimits {
         if let Some(guild) = guild {
             known.guild_of.insert(channel, guild);
         }
+    }
+
+    /// Whether `guild`'s boost level is still to be looked up (true once).
+    pub fn first_look(&self, guild: u64) -> bool {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if known.looked_up.len() >= MAX_PLACES {
+            known.looked_up.clear();
+        }
+        known.looked_up.insert(guild)
+    }
+
+    /// `guild` is at boost level `tier`; an interaction's report, the
+    /// exact figure, is kept over it.
+    pub fn boosted(&self, guild: u64, tier: u8) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .reported
+            .entry(Place::Guild(guild))
+            .or_insert(tier_limit(tier));
     }
 
     /// The limit in `channel` (of `guild`, when a message said; else the
@@ -99,5 +130,25 @@ mod tests {
             50 << 20,
             "a missing field changes nothing"
         );
+    }
+
+    #[test]
+    fn a_boost_level_sets_a_guilds_limit_unless_an_interaction_did() {
+        let limits = UploadLimits::default();
+        assert!(
+            limits.first_look(7) && !limits.first_look(7),
+            "looked up once"
+        );
+        limits.boosted(7, 3);
+        assert_eq!(limits.limit(Some(7), 70), 100 << 20);
+        limits.reported(Some(8), 80, 50 << 20);
+        limits.boosted(8, 1);
+        assert_eq!(
+            limits.limit(Some(8), 80),
+            50 << 20,
+            "the interaction's figure stays"
+        );
+        limits.boosted(9, 1);
+        assert_eq!(limits.limit(Some(9), 90), DEFAULT_UPLOAD_BYTES);
     }
 }

@@ -21,11 +21,61 @@ impl FakeDiscord {
         self.shared.lock().bot_roles.insert(guild, roles.to_vec());
     }
 
+    /// How many times a guild was looked up (`GET /guilds/{id}`).
+    pub fn guild_lookups(&self) -> usize {
+        self.shared.lock().guild_lookups
+    }
+
     /// The next `times` look-ups of a member of `guild`
     /// (`GET /guilds/{id}/members/{user}`) answer 500, as in an outage.
     pub fn fail_member_lookups(&self, guild: u64, times: usize) {
         *self.shared.lock().member_failures.entry(guild).or_default() += times;
     }
+}
+
+/// `GET /guilds/{guild}` (Get Guild): the guild object, for a guild the bot
+/// is in, with its boost level.
+pub(crate) fn guild(inner: &mut Inner, guild: &str) -> Answer {
+    let Some(guild) = guild.parse::<u64>().ok().filter(|g| inner.bot_in_guild(*g)) else {
+        return error(404, 10004, "Unknown Guild");
+    };
+    inner.guild_lookups += 1;
+    let tier = inner
+        .upload_limits
+        .get(&guild)
+        .map_or(0, |(level, _)| *level);
+    let boosts = [0, 2, 7, 14][usize::from(tier)];
+    let body = json!({
+        "id": guild.to_string(),
+        "name": format!("guild-{guild}"),
+        "icon": null,
+        "splash": null,
+        "discovery_splash": null,
+        "owner_id": "1300000000000000999",
+        "afk_channel_id": null,
+        "afk_timeout": 300,
+        "verification_level": 1,
+        "default_message_notifications": 1,
+        "explicit_content_filter": 2,
+        "roles": [],
+        "emojis": [],
+        "features": [],
+        "mfa_level": 0,
+        "application_id": null,
+        "system_channel_id": null,
+        "system_channel_flags": 0,
+        "rules_channel_id": null,
+        "vanity_url_code": null,
+        "description": null,
+        "banner": null,
+        "premium_tier": tier,
+        "premium_subscription_count": boosts,
+        "preferred_locale": "en-US",
+        "public_updates_channel_id": null,
+        "nsfw_level": 0,
+        "premium_progress_bar_enabled": false,
+    });
+    (200, body, Vec::new())
 }
 
 /// `GET /guilds/{guild}/members/{user}`: the fake knows one member per guild,

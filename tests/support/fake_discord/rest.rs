@@ -284,6 +284,7 @@ fn dispatch(
             }
         }
         ("GET", ["guilds", guild, "members", user]) => super::guilds::member(inner, guild, user),
+        ("GET", ["guilds", guild]) => super::guilds::guild(inner, guild),
         ("POST", ["channels", channel, "messages"]) => match id(channel) {
             Some(c) if inner.channels.contains_key(&c) => create_message(inner, c, body),
             _ => error(404, 10003, "Unknown Channel"),

@@ -20,17 +20,26 @@ impl Inner {
         self.channels
             .get(&channel)
             .and_then(|c| c.guild)
-            .and_then(|g| self.upload_limits.get(&g).copied())
-            .unwrap_or(MAX_UPLOAD_BYTES)
+            .and_then(|g| self.upload_limits.get(&g))
+            .map_or(MAX_UPLOAD_BYTES, |(_, bytes)| *bytes)
     }
 }
 
 impl super::FakeDiscord {
-    /// Boosts `guild`: its messages take files up to `bytes` (Discord: 50 MiB
-    /// at level 2, 100 MiB at level 3), and its interactions say so.
-    pub fn boost(&self, guild: u64, bytes: usize) {
-        assert!(bytes <= MAX_BOOSTED_UPLOAD_BYTES);
-        self.shared.lock().upload_limits.insert(guild, bytes);
+    /// Boosts `guild` to `level` (its `premium_tier`): its messages take
+    /// files up to 50 MiB at level 2 and 100 MiB at level 3 (levels 0 and 1
+    /// keep the default), and its interactions say so.
+    pub fn boost(&self, guild: u64, level: u8) {
+        let bytes = match level {
+            0 | 1 => MAX_UPLOAD_BYTES,
+            2 => 50 << 20,
+            3 => MAX_BOOSTED_UPLOAD_BYTES,
+            _ => panic!("Discord has boost levels 0 to 3"),
+        };
+        self.shared
+            .lock()
+            .upload_limits
+            .insert(guild, (level, bytes));
     }
 }
 
