@@ -12,7 +12,8 @@ use switchboard_platform::{Platform, UserId};
 impl Store {
     /// Users with a session active since their last note whose note is due
     /// (written at or before `due_before`), and users never seen by the
-    /// reflector (`None`: their clock has not started).
+    /// reflector (`None`: their clock has not started). Activity in the very
+    /// millisecond the clock started counts as after it.
     pub async fn reflection_candidates(
         &self,
         due_before: DateTime<Utc>,
@@ -21,7 +22,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT s.platform, s.user_id, mo.reflected_at FROM sessions s
              LEFT JOIN memory_owners mo ON mo.platform = s.platform AND mo.user_id = s.user_id
-             WHERE mo.reflected_at IS NULL OR (s.updated_at > mo.reflected_at AND mo.reflected_at <= $1)
+             WHERE mo.reflected_at IS NULL OR (s.updated_at >= mo.reflected_at AND mo.reflected_at <= $1)
              GROUP BY s.platform, s.user_id, mo.reflected_at LIMIT $2",
         )
         .bind(ms(due_before))
@@ -81,8 +82,8 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// The owner's messages in every chat since `since`: the newest `limit`,
-    /// oldest first.
+    /// The owner's messages in every chat since `since` (its millisecond
+    /// included): the newest `limit`, oldest first.
     pub async fn messages_of_user_since(
         &self,
         owner: MemoryOwner,
@@ -91,7 +92,7 @@ impl Store {
     ) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
             "SELECT m.payload FROM messages m JOIN sessions s ON s.id = m.session_id
-             WHERE s.platform = $1 AND s.user_id = $2 AND m.created_at > $3
+             WHERE s.platform = $1 AND s.user_id = $2 AND m.created_at >= $3
              ORDER BY m.id DESC LIMIT $4",
         )
         .bind(owner.platform.as_str())
