@@ -3,9 +3,13 @@
 //! restart opens an empty database and history and pending approvals are
 //! gone. The identity (device + inode) of the file is remembered at open;
 //! when the path no longer leads to it, the operator is told and the live
-//! database is copied next to the path (`VACUUM INTO`) to be put back.
+//! database is copied next to the path (`VACUUM INTO`) to be put back. The
+//! copy is made through a connection opened with the store, which holds the
+//! original file: one the pool opens later would open whatever is at the
+//! path now.
 
 use super::{Store, StoreError};
+use sqlx::{AnyConnection, Connection, Executor};
 use std::path::{Path, PathBuf};
 use tokio::sync::Mutex;
 
@@ -14,6 +18,9 @@ use tokio::sync::Mutex;
 pub(crate) struct DbFile {
     path: PathBuf,
     id: FileId,
+    /// A connection to the file as opened, kept for the copy (none when it
+    /// could not be opened: the pool's is used then).
+    witness: Mutex<Option<AnyConnection>>,
     /// The copy made once the file was found gone.
     rescued: Mutex<Option<PathBuf>>,
 }
@@ -47,12 +54,33 @@ impl FileState {
 }
 
 impl DbFile {
-    /// The file at `path` as it is now; `None` when it cannot be read.
-    pub(crate) fn remember(path: &Path) -> Option<DbFile> {
+    /// The file at `path` (opened by `url`) as it is now; `None` when it
+    /// cannot be read.
+    pub(crate) async fn remember(path: &Path, url: &str) -> Option<DbFile> {
         let id = file_id(path).ok()??;
+        let witness = match AnyConnection::connect(url).await {
+            Ok(mut conn) => {
+                // A copy waits out a writer rather than failing; the read
+                // opens the write-ahead log and its index, which this
+                // connection then holds too (a deleted `-wal` keeps what
+                // was not checkpointed yet).
+                let ready = conn
+                    .execute("PRAGMA busy_timeout = 5000; SELECT count(*) FROM sqlite_master;")
+                    .await;
+                if let Err(e) = ready {
+                    tracing::debug!(error = %e, "the connection kept for a rescue copy cannot read");
+                }
+                Some(conn)
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "no connection kept for a rescue copy");
+                None
+            }
+        };
         Some(DbFile {
             path: path.to_owned(),
             id,
+            witness: Mutex::new(witness),
             rescued: Mutex::new(None),
         })
     }
@@ -116,7 +144,7 @@ impl Store {
         let copy = file
             .path
             .with_file_name(format!("{name}.rescued-{}", super::now()));
-        match self.vacuum_into(&copy).await {
+        match self.vacuum_into(file, &copy).await {
             Ok(()) => {
                 tracing::error!(
                     path = %file.path.display(),
@@ -138,15 +166,17 @@ impl Store {
         }
     }
 
-    /// Writes a compact copy of the live database to `to` (a new file).
-    async fn vacuum_into(&self, to: &Path) -> Result<(), StoreError> {
+    /// Writes a compact copy of the live database to `to` (a new file),
+    /// through the connection kept on the file as opened.
+    async fn vacuum_into(&self, file: &DbFile, to: &Path) -> Result<(), StoreError> {
         let to = to.to_str().ok_or_else(|| {
             StoreError::Corrupt(format!("copy path {} is not UTF-8", to.display()))
         })?;
-        sqlx::query("VACUUM INTO $1")
-            .bind(to)
-            .execute(&self.pool)
-            .await?;
+        let vacuum = sqlx::query("VACUUM INTO $1").bind(to);
+        match file.witness.lock().await.as_mut() {
+            Some(conn) => vacuum.execute(conn).await?,
+            None => vacuum.execute(&self.pool).await?,
+        };
         Ok(())
     }
 }

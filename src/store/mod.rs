@@ -198,7 +198,7 @@ impl Store {
         let file = if in_memory {
             None
         } else {
-            DbFile::remember(&path).map(Arc::new)
+            DbFile::remember(&path, &url).await.map(Arc::new)
         };
         Ok(Store {
             pool,
