@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use switchboard_platform::{Platform, UserId};
 
+mod basics;
 mod chat;
 mod files;
 mod limits;
@@ -214,8 +215,8 @@ impl Config {
             mcp_servers: files.mcp_servers,
             mcp_problems: files.mcp_problems,
             mcp_servers_file: get("MCP_SERVERS_FILE").map(PathBuf::from),
-            access_policy: access_policy(&get)?,
-            allowed_users: allowed_users(&get)?,
+            access_policy: basics::access_policy(&get)?,
+            allowed_users: basics::allowed_users(&get)?,
             user_messages_per_minute: number(&get, "USER_MESSAGES_PER_MINUTE")?.unwrap_or(20),
             max_tool_rounds: number(&get, "MAX_TOOL_ROUNDS")?.unwrap_or(15),
             approval_timeout: Duration::from_secs(number(&get, "APPROVAL_TIMEOUT")?.unwrap_or(600)),
@@ -234,9 +235,9 @@ impl Config {
                 })
                 .unwrap_or_default(),
             system_prompt: get("SYSTEM_PROMPT"),
-            timezone: timezone(&get)?,
-            log_format: log_format(&get)?,
-            health_listen: health_listen(&get)?,
+            timezone: basics::timezone(&get)?,
+            log_format: basics::log_format(&get)?,
+            health_listen: basics::health_listen(&get)?,
             web: web::web(&get)?,
             otel: otel::otel(&get)?,
             memory: crate::memory::MemoryConfig::from_lookup(&get)?,
@@ -245,75 +246,6 @@ impl Config {
             queue_mode: chat::queue_mode(&get)?,
         })
     }
-}
-
-/// `ACCESS_POLICY`: pairing (default), allowlist or open.
-fn access_policy(get: &impl Fn(&str) -> Option<String>) -> Result<AccessPolicy, ConfigError> {
-    match get("ACCESS_POLICY").as_deref() {
-        None | Some("pairing") => Ok(AccessPolicy::Pairing),
-        Some("allowlist") => Ok(AccessPolicy::Allowlist),
-        Some("open") => Ok(AccessPolicy::Open),
-        Some(other) => Err(ConfigError::Invalid {
-            var: "ACCESS_POLICY",
-            problem: format!("unknown policy {other:?}"),
-            fix: "use pairing (default), allowlist or open",
-        }),
-    }
-}
-
-/// `TELEGRAM_ALLOWED_USERS` and `DISCORD_ALLOWED_USERS`, by platform.
-fn allowed_users(
-    get: &impl Fn(&str) -> Option<String>,
-) -> Result<HashMap<Platform, HashSet<UserId>>, ConfigError> {
-    let mut allowed = HashMap::new();
-    for (platform, var) in [
-        (Platform::Telegram, "TELEGRAM_ALLOWED_USERS"),
-        (Platform::Discord, "DISCORD_ALLOWED_USERS"),
-    ] {
-        allowed.insert(platform, parse_ids(var, get(var))?);
-    }
-    Ok(allowed)
-}
-
-/// `LOG_FORMAT`: pretty (default) or json.
-fn log_format(get: &impl Fn(&str) -> Option<String>) -> Result<LogFormat, ConfigError> {
-    match get("LOG_FORMAT").as_deref() {
-        None | Some("pretty") => Ok(LogFormat::Pretty),
-        Some("json") => Ok(LogFormat::Json),
-        Some(other) => Err(ConfigError::Invalid {
-            var: "LOG_FORMAT",
-            problem: format!("unknown format {other:?}"),
-            fix: "use pretty (default) or json",
-        }),
-    }
-}
-
-/// `TIMEZONE`: an IANA name, UTC by default.
-fn timezone(get: &impl Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
-    let timezone = get("TIMEZONE").unwrap_or_else(|| "UTC".into());
-    if timezone.parse::<chrono_tz::Tz>().is_err() {
-        return Err(ConfigError::Invalid {
-            var: "TIMEZONE",
-            problem: format!("unknown time zone {timezone:?}"),
-            fix: "use an IANA name such as Europe/Berlin or UTC",
-        });
-    }
-    Ok(timezone)
-}
-
-/// `HEALTH_LISTEN`: the health endpoint's address, off when unset.
-fn health_listen(
-    get: &impl Fn(&str) -> Option<String>,
-) -> Result<Option<std::net::SocketAddr>, ConfigError> {
-    get("HEALTH_LISTEN")
-        .map(|raw| {
-            raw.parse().map_err(|_| ConfigError::Invalid {
-                var: "HEALTH_LISTEN",
-                problem: format!("{raw:?} is not an address with a port"),
-                fix: "use IP:PORT, e.g. HEALTH_LISTEN=127.0.0.1:9464, or unset it",
-            })
-        })
-        .transpose()
 }
 
 /// Parses an optional positive number.

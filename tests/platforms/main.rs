@@ -17,6 +17,7 @@ mod discord_limits;
 mod discord_media;
 mod discord_resilience;
 mod telegram_adapter;
+mod telegram_albums;
 mod telegram_e2e;
 mod telegram_limits;
 mod telegram_link;
