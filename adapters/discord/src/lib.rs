@@ -45,6 +45,7 @@ mod pump;
 mod recent;
 mod render;
 mod rest;
+mod rest_lookups;
 mod seen;
 mod slash;
 mod typing;

@@ -11,9 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use serenity::http::{LightMethod, Request, Route};
-use serenity::model::id::{
-    ApplicationId, ChannelId, GuildId, InteractionId, MessageId, RoleId, UserId,
-};
+use serenity::model::id::{ApplicationId, ChannelId, InteractionId, MessageId};
 use std::num::NonZeroU64;
 use std::time::Duration;
 use switchboard_platform::{Pacer, Retry, Secret};
@@ -45,35 +43,6 @@ pub(crate) enum Lane {
     Downloads,
     /// Channel history read after a new gateway session (`backfill.rs`).
     Backfill,
-}
-
-/// The bot's own user, from `GET /users/@me`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct BotUser {
-    pub id: UserId,
-    pub username: String,
-}
-
-/// What the adapter needs to know about a channel.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub(crate) struct ChannelInfo {
-    #[serde(rename = "type")]
-    pub kind: u8,
-    #[serde(default)]
-    pub parent_id: Option<ChannelId>,
-}
-
-impl ChannelInfo {
-    /// Public, private and announcement threads.
-    pub fn is_thread(&self) -> bool {
-        matches!(self.kind, 10..=12)
-    }
-}
-
-/// The bot's own guild member, from `GET /guilds/{guild}/members/{bot}`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct BotMember {
-    pub roles: Vec<RoleId>,
 }
 
 #[derive(Deserialize)]
@@ -134,52 +103,6 @@ impl Rest {
 
     pub fn rate_limited_count(&self) -> u64 {
         self.pacer.rate_limited_count()
-    }
-
-    pub async fn current_user(&self) -> Result<BotUser, RestError> {
-        self.call(Lane::Lookup, LightMethod::Get, Route::UserMe, None)
-            .await
-            .and_then(decode)
-    }
-
-    pub async fn channel(&self, channel: u64) -> Result<ChannelInfo, RestError> {
-        let channel_id = ChannelId::from(nz(channel)?);
-        self.call(
-            Lane::Lookup,
-            LightMethod::Get,
-            Route::Channel { channel_id },
-            None,
-        )
-        .await
-        .and_then(decode)
-    }
-
-    /// The bot's member object in `guild` (Get Guild Member with the bot's own
-    /// id: the documented read; `members/@me` is only for PATCH).
-    pub async fn bot_member(&self, guild: u64, bot: u64) -> Result<BotMember, RestError> {
-        let route = Route::GuildMember {
-            guild_id: GuildId::from(nz(guild)?),
-            user_id: UserId::from(nz(bot)?),
-        };
-        self.call(Lane::Lookup, LightMethod::Get, route, None)
-            .await
-            .and_then(decode)
-    }
-
-    /// `guild`'s boost level (Get Guild): it sets the guild's file limit.
-    pub async fn guild_tier(&self, guild: u64) -> Result<u8, RestError> {
-        #[derive(Deserialize)]
-        struct Tier {
-            premium_tier: u8,
-        }
-        let route = Route::Guild {
-            guild_id: GuildId::from(nz(guild)?),
-        };
-        let tier: Tier = self
-            .call(Lane::Background, LightMethod::Get, route, None)
-            .await
-            .and_then(decode)?;
-        Ok(tier.premium_tier)
     }
 
     /// Posts a message; returns its id.
