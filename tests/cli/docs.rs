@@ -13,6 +13,7 @@ use switchboard::config::reference;
 /// The files that read the environment.
 const CONFIG_SOURCES: &[&str] = &[
     "src/config/mod.rs",
+    "src/config/basics.rs",
     "src/config/chat.rs",
     "src/config/files.rs",
     "src/config/limits.rs",
