@@ -8,9 +8,9 @@
 //! Compiled for tests and with the `fuzzing` feature only.
 
 use crate::approvals::rules::{allows, prefix_pattern};
-use crate::llm::sse::{chunk_stream, SseDecoder, Step};
+use crate::llm::sse::{chunk_stream, Collect};
 use crate::llm::tool_call_text::ToolCallTextFilter;
-use crate::llm::{Chunk, ProviderError, TextToolCalls};
+use crate::llm::{Chunk, TextToolCalls};
 use crate::tools::{DeclaredSchema, HttpApiTool, HttpToolDef};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -22,20 +22,6 @@ fn cuts_and_rest(data: &[u8], n: usize) -> (Vec<usize>, &[u8]) {
     let n = n.min(data.len());
     let (head, rest) = data.split_at(n);
     (head.iter().map(|b| usize::from(*b) * 7).collect(), rest)
-}
-
-/// Every event's data as a text chunk.
-struct Collect;
-
-impl SseDecoder for Collect {
-    fn on_data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
-        out.push(Chunk::Text(data.to_owned()));
-        Ok(Step::Continue)
-    }
-
-    fn on_end(&mut self, _: &mut Vec<Chunk>) -> Result<(), ProviderError> {
-        Ok(())
-    }
 }
 
 /// The events the SSE reader reads from `body` delivered in pieces cut at

@@ -142,23 +142,25 @@ fn event_error(error: EventStreamError<BodyError>) -> ProviderError {
     }
 }
 
+/// Every event's data as a text chunk (for the tests and the fuzz target).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) struct Collect;
+
+#[cfg(any(test, feature = "fuzzing"))]
+impl SseDecoder for Collect {
+    fn on_data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
+        out.push(Chunk::Text(data.to_owned()));
+        Ok(Step::Continue)
+    }
+
+    fn on_end(&mut self, _: &mut Vec<Chunk>) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every event's data as a text chunk.
-    struct Collect;
-
-    impl SseDecoder for Collect {
-        fn on_data(&mut self, data: &str, out: &mut Vec<Chunk>) -> Result<Step, ProviderError> {
-            out.push(Chunk::Text(data.to_owned()));
-            Ok(Step::Continue)
-        }
-
-        fn on_end(&mut self, _: &mut Vec<Chunk>) -> Result<(), ProviderError> {
-            Ok(())
-        }
-    }
 
     async fn events(body: &'static str) -> Vec<String> {
         let response = reqwest::Response::from(axum::http::Response::new(body));

@@ -153,25 +153,45 @@ async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
     r.stop().await;
 }
 
+/// The adapter's configuration in webhook mode, albums held `window`.
+fn hook_config(
+    fake: &FakeTelegram,
+    dir: &std::path::Path,
+    window: Duration,
+) -> switchboard_telegram::TelegramConfig {
+    let mut c = config(fake, dir);
+    c.album_window = window;
+    c.webhook = Some(switchboard_telegram::WebhookConfig {
+        url: "https://bot.example.test/tg/hook".parse().unwrap(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        secret: switchboard_platform::Secret::new("album-secret"),
+    });
+    c
+}
+
+/// Ann's two-photo album `group` (updates 1 and 2), delivered to the webhook at `url`.
+async fn post_album(fake: &FakeTelegram, url: &str, group: &str) {
+    let ann = ann();
+    let parts = [("p1", Some("a pair")), ("p2", None)];
+    for (n, (file, caption)) in parts.into_iter().enumerate() {
+        let mut update = fake.media_update(Where::Dm, &ann, album_part(group, file, caption));
+        update["update_id"] = json!(n + 1);
+        let status =
+            support::fake_telegram::post_webhook(url, Some("album-secret"), update.to_string());
+        assert_eq!(status.await.unwrap(), 200);
+    }
+}
+
 /// A webhook answers an album's parts at once, so a crash while they are
 /// held must not lose them: they stay in the spool until their album has
 /// left, and the next start sends the album.
 #[tokio::test]
 async fn webhook_album_parts_held_at_a_crash_are_delivered_after_it() {
     use switchboard_platform::Inbound;
-    use switchboard_telegram::{TelegramAdapter, WebhookConfig};
+    use switchboard_telegram::TelegramAdapter;
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let hook_config = |window: Duration| {
-        let mut c = config(&fake, dir.path());
-        c.album_window = window;
-        c.webhook = Some(WebhookConfig {
-            url: "https://bot.example.test/tg/hook".parse().unwrap(),
-            listen: "127.0.0.1:0".parse().unwrap(),
-            secret: switchboard_platform::Secret::new("album-secret"),
-        });
-        c
-    };
+    let hook_config = |window: Duration| hook_config(&fake, dir.path(), window);
     // A process whose album window outlasts it.
     let adapter = std::sync::Arc::new(
         TelegramAdapter::connect(hook_config(Duration::from_secs(60)))
@@ -187,16 +207,8 @@ async fn webhook_album_parts_held_at_a_crash_are_delivered_after_it() {
         .unwrap()
         .unwrap();
     let url = format!("http://{local}/tg/hook");
-    let ann = ann();
-    let parts = [("p1", Some("a pair")), ("p2", None)];
-    for (n, (file, caption)) in parts.into_iter().enumerate() {
-        let mut update = fake.media_update(Where::Dm, &ann, album_part("c", file, caption));
-        update["update_id"] = json!(n + 1);
-        let status =
-            support::fake_telegram::post_webhook(&url, Some("album-secret"), update.to_string());
-        assert_eq!(status.await.unwrap(), 200);
-    }
-    let mut after = fake.message_update(Where::Dm, &ann, "after the album");
+    post_album(&fake, &url, "c").await;
+    let mut after = fake.message_update(Where::Dm, &ann(), "after the album");
     after["update_id"] = json!(3);
     let status =
         support::fake_telegram::post_webhook(&url, Some("album-secret"), after.to_string());
@@ -245,28 +257,12 @@ async fn webhook_album_parts_held_at_a_crash_are_delivered_after_it() {
 async fn webhook_deliveries_of_an_album_make_one_message() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_secs(1);
-    c.webhook = Some(switchboard_telegram::WebhookConfig {
-        url: "https://bot.example.test/tg/hook".parse().unwrap(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        secret: switchboard_platform::Secret::new("album-secret"),
-    });
-    let mut r = Running::start(c).await;
+    let mut r = Running::start(hook_config(&fake, dir.path(), Duration::from_secs(1))).await;
     let local = tokio::time::timeout(Duration::from_secs(10), r.adapter.webhook_addr())
         .await
         .unwrap()
         .unwrap();
-    let url = format!("http://{local}/tg/hook");
-    let ann = ann();
-    let parts = [("p1", Some("a pair")), ("p2", None)];
-    for (n, (file, caption)) in parts.into_iter().enumerate() {
-        let mut update = fake.media_update(Where::Dm, &ann, album_part("w", file, caption));
-        update["update_id"] = json!(n + 1);
-        let status =
-            support::fake_telegram::post_webhook(&url, Some("album-secret"), update.to_string());
-        assert_eq!(status.await.unwrap(), 200);
-    }
+    post_album(&fake, &format!("http://{local}/tg/hook"), "w").await;
     let album = r.next_message().await;
     assert_eq!(
         (album.text.as_str(), handles(&album)),
