@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::Value;
 use switchboard::memory::{Extractor, LearnMode, LearnedBy, MemoryBook, MemoryConfig};
-use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord};
+use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, MemoryStats};
 use switchboard_platform::{Platform, UserId};
 
 fn owner() -> MemoryOwner {
@@ -48,6 +48,25 @@ async fn preference(h: &Harness, check: impl Fn(&MemoryRecord) -> bool) -> Memor
     }
 }
 
+/// Waits (bounded) until memory `id`'s statistics satisfy `check`.
+async fn stats_when(h: &Harness, id: i64, check: impl Fn(&MemoryStats) -> bool) -> MemoryStats {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = h
+            .running
+            .store
+            .memory_stats(owner(), id)
+            .await
+            .unwrap()
+            .unwrap();
+        if check(&s) {
+            return s;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_single_message_updates_preferences_with_statistics() {
     for db in backends().await {
@@ -64,13 +83,8 @@ async fn a_single_message_updates_preferences_with_statistics() {
             .await;
         let m = preference(&h, |m| m.content.contains("bullet points")).await;
         assert!(m.source_ref.starts_with("learn:"), "{}", m.source_ref);
-        let stats = h
-            .running
-            .store
-            .memory_stats(owner(), m.id)
-            .await
-            .unwrap()
-            .unwrap();
+        // The observation is written just after the memory: wait for it.
+        let stats = stats_when(&h, m.id, |s| s.last_seen.is_some()).await;
         assert_eq!(stats.seen_count, 1);
         assert!((stats.confidence - 0.8).abs() < 1e-9);
 
@@ -78,21 +92,7 @@ async fn a_single_message_updates_preferences_with_statistics() {
         h.channel
             .dm(1, "Again: bullet points, not paragraphs")
             .await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        let stats = loop {
-            let s = h
-                .running
-                .store
-                .memory_stats(owner(), m.id)
-                .await
-                .unwrap()
-                .unwrap();
-            if s.seen_count == 2 {
-                break s;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "{s:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let stats = stats_when(&h, m.id, |s| s.seen_count == 2).await;
         assert!(stats.confidence > 0.8, "{stats:?}");
         // The user sees the statistics in the trace.
         h.channel.dm(1, &format!("/memory trace {}", m.id)).await;
@@ -132,13 +132,7 @@ async fn a_garbage_reply_falls_back_to_the_keyword_rules() {
         })
         .await;
         preference(&h, |m| m.content == "用户不喜欢表格").await;
-        let stats = h
-            .running
-            .store
-            .memory_stats(owner(), m.id)
-            .await
-            .unwrap()
-            .unwrap();
+        let stats = stats_when(&h, m.id, |s| s.last_seen.is_some()).await;
         assert_eq!(stats.seen_count, 1);
         assert!((stats.confidence - 0.5).abs() < 1e-9);
         h.stop().await;
