@@ -11,7 +11,7 @@
 
 use super::{
     Agent, AgentConfig, Asked, Pause, ResumeRequest, RuntimeEvent, TurnCheckpoint, TurnHost,
-    TurnRequest,
+    TurnOutcome, TurnRequest,
 };
 use crate::llm::{Message, Provider, ToolCall};
 use crate::store::Store;
@@ -19,6 +19,7 @@ use crate::tools::{Progress, Tool, ToolContext, ToolError, ToolRegistry, ToolSpe
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 pub use super::roles::Role;
 
@@ -156,49 +157,7 @@ impl Tool for DelegateTool {
             .ok_or_else(|| {
                 ToolError::InvalidArguments("`task` (a non-empty string) is required".into())
             })?;
-        // A role that acts asks the person who asked, through the calling
-        // turn's chat; others have nobody to ask.
-        let host: Arc<dyn TurnHost> = match (&ctx.approvals, self.role.acts) {
-            (Some(asker), true) => Arc::clone(asker),
-            _ => Arc::new(NobodyToAsk),
-        };
-        let model = self.role_model().await;
-        // The sub-agent's tools act for the calling session (its memories, its
-        // stored results); only its trace is its own.
-        let mut events = match ctx.resumed.as_deref().cloned() {
-            // Its approval was decided: it continues where it paused.
-            Some(resumed) => {
-                let checkpoint = resumed.checkpoint;
-                let request = ResumeRequest {
-                    session_id: ctx.session_id.clone(),
-                    origin: ctx.origin.clone(),
-                    messages: checkpoint.messages,
-                    new_from: checkpoint.new_from,
-                    remaining: checkpoint.remaining,
-                    round: checkpoint.round,
-                    system_context: checkpoint.system_context,
-                    resolution: resumed.resolution,
-                    nested: None,
-                    host,
-                    cancel: ctx.cancel.child_token(),
-                    model,
-                };
-                self.agent.resume_delegated(request, &self.role.name)
-            }
-            None => {
-                let request = TurnRequest {
-                    session_id: ctx.session_id.clone(),
-                    origin: ctx.origin.clone(),
-                    history: Vec::new(),
-                    input: Message::user(task),
-                    host,
-                    cancel: ctx.cancel.child_token(),
-                    system_context: None,
-                    model,
-                };
-                self.agent.run_delegated(request, &self.role.name)
-            }
-        };
+        let mut events = self.start(task, ctx).await;
         let mut steps = 0_usize;
         let mut said = String::new();
         while let Some(event) = events.recv().await {
@@ -208,56 +167,14 @@ impl Tool for DelegateTool {
                 RuntimeEvent::TextDelta(delta) => {
                     said.push_str(&delta);
                     if let Some(tail) = latest_words(&mut said) {
-                        ctx.progress.report(Progress {
-                            stage: format!("{} sub-agent", self.role.name),
-                            detail: format!("{WRITES}{tail}"),
-                            percent: None,
-                        });
+                        self.report(ctx, format!("{WRITES}{tail}"));
                     }
                 }
                 RuntimeEvent::ToolStart { name, .. } => {
                     steps += 1;
-                    ctx.progress.report(Progress {
-                        stage: format!("{} sub-agent", self.role.name),
-                        detail: format!("step {steps}: {name}"),
-                        percent: None,
-                    });
+                    self.report(ctx, format!("step {steps}: {name}"));
                 }
-                RuntimeEvent::Done(outcome) => {
-                    if let Some(origin) = &ctx.origin {
-                        let (platform, user) = (origin.key.platform, origin.key.user);
-                        let model = self.agent.provider().model().name.clone();
-                        let model = self.role.model.clone().unwrap_or(model);
-                        crate::models::record_usage(
-                            &self.store,
-                            platform,
-                            user,
-                            &model,
-                            &outcome.usage,
-                            0,
-                        )
-                        .await;
-                    }
-                    if ctx.cancel.is_cancelled() {
-                        return Err(ToolError::Cancelled);
-                    }
-                    // Its call waits for a card: the calling turn pauses too.
-                    if let Some(Pause::Approval(approval)) = outcome.pause {
-                        return Err(ToolError::Paused(approval));
-                    }
-                    let text = outcome.text.trim();
-                    return if text.is_empty() {
-                        Err(ToolError::failed(format!(
-                            "the {} sub-agent ended without findings ({:?} after {} rounds)",
-                            self.role.name, outcome.stop, outcome.rounds
-                        )))
-                    } else {
-                        Ok(format!(
-                            "Findings of the {} sub-agent (after {} model rounds):\n{text}",
-                            self.role.name, outcome.rounds
-                        ))
-                    };
-                }
+                RuntimeEvent::Done(outcome) => return self.done(outcome, ctx).await,
                 _ => {}
             }
         }
@@ -293,6 +210,92 @@ fn latest_words(said: &mut String) -> Option<String> {
 }
 
 impl DelegateTool {
+    /// Starts the sub-agent's loop on `task` — or, when its approval was
+    /// decided, continues it where it paused. Its tools act for the calling
+    /// session (its memories, its stored results); only its trace is its own.
+    async fn start(&self, task: &str, ctx: &ToolContext) -> mpsc::Receiver<RuntimeEvent> {
+        // A role that acts asks the person who asked, through the calling
+        // turn's chat; others have nobody to ask.
+        let host: Arc<dyn TurnHost> = match (&ctx.approvals, self.role.acts) {
+            (Some(asker), true) => Arc::clone(asker),
+            _ => Arc::new(NobodyToAsk),
+        };
+        let model = self.role_model().await;
+        match ctx.resumed.as_deref().cloned() {
+            Some(resumed) => {
+                let checkpoint = resumed.checkpoint;
+                let request = ResumeRequest {
+                    session_id: ctx.session_id.clone(),
+                    origin: ctx.origin.clone(),
+                    messages: checkpoint.messages,
+                    new_from: checkpoint.new_from,
+                    remaining: checkpoint.remaining,
+                    round: checkpoint.round,
+                    system_context: checkpoint.system_context,
+                    resolution: resumed.resolution,
+                    nested: None,
+                    host,
+                    cancel: ctx.cancel.child_token(),
+                    model,
+                };
+                self.agent.resume_delegated(request, &self.role.name)
+            }
+            None => {
+                let request = TurnRequest {
+                    session_id: ctx.session_id.clone(),
+                    origin: ctx.origin.clone(),
+                    history: Vec::new(),
+                    input: Message::user(task),
+                    host,
+                    cancel: ctx.cancel.child_token(),
+                    system_context: None,
+                    model,
+                };
+                self.agent.run_delegated(request, &self.role.name)
+            }
+        }
+    }
+
+    /// One progress line under the delegate's.
+    fn report(&self, ctx: &ToolContext, detail: String) {
+        ctx.progress.report(Progress {
+            stage: format!("{} sub-agent", self.role.name),
+            detail,
+            percent: None,
+        });
+    }
+
+    /// The sub-agent's end: its usage counted for the user who asked, then
+    /// its findings — or the calling turn pauses on its card.
+    async fn done(&self, outcome: TurnOutcome, ctx: &ToolContext) -> Result<String, ToolError> {
+        if let Some(origin) = &ctx.origin {
+            let (platform, user) = (origin.key.platform, origin.key.user);
+            let model = self.agent.provider().model().name.clone();
+            let model = self.role.model.clone().unwrap_or(model);
+            crate::models::record_usage(&self.store, platform, user, &model, &outcome.usage, 0)
+                .await;
+        }
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        // Its call waits for a card: the calling turn pauses too.
+        if let Some(Pause::Approval(approval)) = outcome.pause {
+            return Err(ToolError::Paused(approval));
+        }
+        let text = outcome.text.trim();
+        if text.is_empty() {
+            Err(ToolError::failed(format!(
+                "the {} sub-agent ended without findings ({:?} after {} rounds)",
+                self.role.name, outcome.stop, outcome.rounds
+            )))
+        } else {
+            Ok(format!(
+                "Findings of the {} sub-agent (after {} model rounds):\n{text}",
+                self.role.name, outcome.rounds
+            ))
+        }
+    }
+
     /// The role's own catalogue model, when it names one that can be used.
     async fn role_model(&self) -> Option<super::TurnModel> {
         let name = self.role.model.as_deref()?;

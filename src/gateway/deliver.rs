@@ -67,8 +67,34 @@ pub(super) async fn deliver(
         );
     }
     memory::restore_input(&mut outcome, &turn_memory);
-    // Held, not dropped, when storage fails: saved once it is back (below,
-    // after the answer is delivered), or by the next start.
+    let held = save_exchange(inner, o, &turn_memory, &outcome).await;
+    if held.as_ref().is_some_and(|held| !held.restart_proof()) {
+        final_text.push_str("\n\n_(I couldn't save this exchange yet; I may not remember it if I restart before my storage is back.)_");
+    }
+    super::turn_usage::record(inner, o, &served, &outcome, 1).await;
+    let head = streamed.activity.head(verbosity);
+    answer(inner, o, reply, &outcome, &head, final_text).await;
+    // The session's next input waits until this exchange is in its history.
+    if let Some(held) = held {
+        let reason = format!("saved late: {}", held.reason());
+        if held.save_when_back(inner).await {
+            audit_late_save(inner, o, &reason).await;
+            memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
+        }
+    }
+    outcome.stop != StopReason::Cancelled
+}
+
+/// Saves the turn's new messages into the session's history — held, not
+/// dropped, when storage fails: saved once it is back (after the answer is
+/// delivered), or by the next start — lets memory learn from a saved
+/// exchange, and marks a session whose turn asked the user a question.
+async fn save_exchange(
+    inner: &Arc<Inner>,
+    o: &Origin,
+    turn_memory: &memory::TurnMemory,
+    outcome: &TurnOutcome,
+) -> Option<exchange::HeldExchange> {
     let held = exchange::save_or_hold(
         inner,
         o.conversation.chat.platform,
@@ -76,12 +102,8 @@ pub(super) async fn deliver(
         &outcome.new_messages,
     )
     .await;
-    match &held {
-        None => memory::after_turn(inner, &o.session, &turn_memory, &outcome).await,
-        Some(held) if !held.restart_proof() => {
-            final_text.push_str("\n\n_(I couldn't save this exchange yet; I may not remember it if I restart before my storage is back.)_");
-        }
-        Some(_) => {}
+    if held.is_none() {
+        memory::after_turn(inner, &o.session, turn_memory, outcome).await;
     }
     if outcome.stop == StopReason::WaitingForUser {
         let question = outcome.new_messages.last().map(|m| m.content.as_str());
@@ -93,7 +115,20 @@ pub(super) async fn deliver(
             tracing::warn!(error = %e, "could not mark the session as waiting for an answer");
         }
     }
-    super::turn_usage::record(inner, o, &served, &outcome, 1).await;
+    held
+}
+
+/// Posts the final answer — the activity `head` above it, the answer's
+/// buttons under it — in place of the streamed draft, and ends the typing
+/// indicator.
+async fn answer(
+    inner: &Arc<Inner>,
+    o: &Origin,
+    mut reply: ReplyStream,
+    outcome: &TurnOutcome,
+    head: &str,
+    mut final_text: String,
+) {
     let question = outcome
         .new_messages
         .first()
@@ -105,18 +140,17 @@ pub(super) async fn deliver(
         &o.session,
         o.adapter.as_ref(),
         question,
-        &outcome,
+        outcome,
     )
     .await;
     reply.set_final_buttons(buttons);
-    let head = streamed.activity.head(verbosity);
     if !head.is_empty() {
         let answer = if final_text.trim().is_empty() {
             "(no answer)"
         } else {
             final_text.as_str()
         };
-        final_text = activity::above(&head, answer);
+        final_text = activity::above(head, answer);
     }
     let first_byte = reply.first_byte();
     match reply.finish(&final_text).await {
@@ -130,15 +164,6 @@ pub(super) async fn deliver(
         .adapter
         .activity(&o.conversation.chat, Activity::Idle)
         .await;
-    // The session's next input waits until this exchange is in its history.
-    if let Some(held) = held {
-        let reason = format!("saved late: {}", held.reason());
-        if held.save_when_back(inner).await {
-            audit_late_save(inner, o, &reason).await;
-            memory::after_turn(inner, &o.session, &turn_memory, &outcome).await;
-        }
-    }
-    outcome.stop != StopReason::Cancelled
 }
 
 /// A turn paused on an approval: what it said so far is settled in the chat

@@ -62,48 +62,12 @@ impl Gateway {
         let Some(adapter) = inner.adapter(msg.chat.platform) else {
             return;
         };
+        if !self.admit(&msg, &key, &adapter).await {
+            return;
+        }
         let reply = |text: String, reply_to: Option<MessageId>| {
             reply_later(&adapter, msg.chat, text, reply_to);
         };
-        match inner
-            .access
-            .check(
-                &inner.store,
-                &msg,
-                adapter.capabilities().local_operator,
-                inner.storage.is_down(),
-            )
-            .await
-        {
-            Ok(Access::Admit) => {}
-            // Refusals count against the sender's inbound limit too, so a
-            // stranger cannot make the bot send a stream of them.
-            Ok(Access::Refuse(text)) => {
-                return match inner.limiter.check(key.platform, key.user) {
-                    Limit::Allowed => reply(text, Some(msg.message_id)),
-                    Limit::Notice(notice) => reply(notice, Some(msg.message_id)),
-                    Limit::Silent => {}
-                }
-            }
-            Ok(Access::Ignore) => return,
-            Err(e) => {
-                inner.storage.failed();
-                tracing::error!(error = %e, "access check failed");
-                return reply(
-                    "⚠️ I can't check access right now (storage unavailable).".into(),
-                    None,
-                );
-            }
-        }
-        // The console is the operator at the machine: no inbound limit (a
-        // piped script may send lines as fast as it likes).
-        if !adapter.capabilities().local_operator {
-            match inner.limiter.check(key.platform, key.user) {
-                Limit::Allowed => {}
-                Limit::Notice(text) => return reply(text, Some(msg.message_id)),
-                Limit::Silent => return,
-            }
-        }
         // A message is its text, its files, or both; files are taken in by
         // the session (downloads never hold up this loop).
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
@@ -119,18 +83,8 @@ impl Gateway {
             }
             return;
         }
-        // A repeat of a message already taken (a webhook delivery Telegram
-        // retried, or one its spool kept across a restart) is dropped.
-        if adapter.may_redeliver() {
-            match inner.store.first_sight(&msg.chat, msg.message_id).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    return tracing::info!(chat = %msg.chat.chat, message = %msg.message_id, "dropped a repeated delivery")
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not check for a repeated delivery; taking it")
-                }
-            }
+        if adapter.may_redeliver() && self.repeated(&msg).await {
+            return;
         }
         // Durable before it is queued: the platform already counts it as
         // delivered (Telegram's offset moves on), so a restart must not lose it.
@@ -141,6 +95,87 @@ impl Gateway {
             session.stop();
         }
         session.enqueue_message(msg, kept, guard);
+    }
+
+    /// Access, then the sender's inbound limit: `false` when the message
+    /// goes no further (refused — with a reply while the limit allows one —
+    /// ignored, or over the limit).
+    async fn admit(
+        &self,
+        msg: &InboundMessage,
+        key: &SessionKey,
+        adapter: &Arc<dyn PlatformAdapter>,
+    ) -> bool {
+        let inner = &self.inner;
+        let reply = |text: String, reply_to: Option<MessageId>| {
+            reply_later(adapter, msg.chat, text, reply_to);
+        };
+        let checked = inner
+            .access
+            .check(
+                &inner.store,
+                msg,
+                adapter.capabilities().local_operator,
+                inner.storage.is_down(),
+            )
+            .await;
+        match checked {
+            Ok(Access::Admit) => {}
+            // Refusals count against the sender's inbound limit too, so a
+            // stranger cannot make the bot send a stream of them.
+            Ok(Access::Refuse(text)) => {
+                match inner.limiter.check(key.platform, key.user) {
+                    Limit::Allowed => reply(text, Some(msg.message_id)),
+                    Limit::Notice(notice) => reply(notice, Some(msg.message_id)),
+                    Limit::Silent => {}
+                }
+                return false;
+            }
+            Ok(Access::Ignore) => return false,
+            Err(e) => {
+                inner.storage.failed();
+                tracing::error!(error = %e, "access check failed");
+                let text = "⚠️ I can't check access right now (storage unavailable).";
+                reply(text.into(), None);
+                return false;
+            }
+        }
+        // The console is the operator at the machine: no inbound limit (a
+        // piped script may send lines as fast as it likes).
+        if adapter.capabilities().local_operator {
+            return true;
+        }
+        match inner.limiter.check(key.platform, key.user) {
+            Limit::Allowed => true,
+            Limit::Notice(text) => {
+                reply(text, Some(msg.message_id));
+                false
+            }
+            Limit::Silent => false,
+        }
+    }
+
+    /// A repeat of a message already taken (a webhook delivery Telegram
+    /// retried, or one its spool kept across a restart) is dropped; when
+    /// that cannot be checked, the message is taken.
+    async fn repeated(&self, msg: &InboundMessage) -> bool {
+        match self
+            .inner
+            .store
+            .first_sight(&msg.chat, msg.message_id)
+            .await
+        {
+            Ok(first) => {
+                if !first {
+                    tracing::info!(chat = %msg.chat.chat, message = %msg.message_id, "dropped a repeated delivery");
+                }
+                !first
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check for a repeated delivery; taking it");
+                false
+            }
+        }
     }
 }
 

@@ -208,7 +208,7 @@ impl Media {
             )
             .await
             .unwrap_or(Err(PlatformError::Stalled)),
-            Err(e) => Err(PlatformError::Storage(e.to_string())),
+            Err(e) => Err(PlatformError::Storage(e)),
         };
         let written = match got {
             Ok(n) => n,

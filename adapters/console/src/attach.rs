@@ -118,7 +118,7 @@ pub(crate) async fn copy(
     dest: &mut (dyn AsyncWrite + Unpin + Send),
     max: u64,
 ) -> Result<u64, PlatformError> {
-    let storage = |e: std::io::Error| PlatformError::Storage(e.to_string());
+    let storage = PlatformError::Storage;
     let mut file = tokio::fs::File::open(&attachment.handle.0)
         .await
         .map_err(|_| PlatformError::NotFound)?;

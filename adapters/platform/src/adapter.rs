@@ -129,7 +129,15 @@ pub enum PlatformError {
     #[error("the download stalled")]
     Stalled,
     #[error("could not write the file: {0}")]
-    Storage(String),
+    Storage(#[source] std::io::Error),
+    /// A local resource the adapter needs failed: its spool, its listener,
+    /// its input.
+    #[error("{what}: {source}")]
+    Local {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A chat platform as the core sees it.

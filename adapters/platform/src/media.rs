@@ -119,11 +119,9 @@ where
         }
         dest.write_all(chunk)
             .await
-            .map_err(|e| PlatformError::Storage(e.to_string()))?;
+            .map_err(PlatformError::Storage)?;
     }
-    dest.flush()
-        .await
-        .map_err(|e| PlatformError::Storage(e.to_string()))?;
+    dest.flush().await.map_err(PlatformError::Storage)?;
     Ok(written)
 }
 

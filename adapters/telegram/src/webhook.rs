@@ -30,12 +30,14 @@ use crate::webhook_spool::Spool;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use switchboard_platform::{InboundSink, PlatformError, Secret};
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, Update};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Updates received and not yet forwarded; a full queue holds Telegram's
@@ -57,7 +59,35 @@ pub(crate) async fn serve(
     sink: &InboundSink,
     shutdown: &CancellationToken,
 ) -> Result<(), PlatformError> {
-    let token = &inner.config.token;
+    register(inner, hook).await?;
+    let spool = Arc::new(
+        Spool::open(&inner.config.state_dir, inner.me.id)
+            .map_err(|e| local("cannot open the webhook spool", e))?,
+    );
+    let replay = spooled(inner, &spool)?;
+    let (updates, mut received) = mpsc::channel(QUEUE);
+    let state = Hook {
+        inner: inner.clone(),
+        secret: hook.secret.clone(),
+        updates,
+        spool: Arc::clone(&spool),
+    };
+    let stop_server = shutdown.child_token();
+    let server = listen(inner, hook, state, stop_server.clone()).await?;
+    let result = forward(inner, sink, &spool, replay, &mut received, shutdown).await;
+    // Deliveries from now on are answered 503: Telegram keeps them.
+    received.close();
+    stop_server.cancel();
+    match server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "webhook server ended with an error"),
+        Err(e) => tracing::warn!(error = %e, "webhook server task failed"),
+    }
+    result
+}
+
+/// Tells Telegram where to deliver, with the secret it must present.
+async fn register(inner: &Inner, hook: &WebhookConfig) -> Result<(), PlatformError> {
     // Same kinds as `polling::ALLOWED_UPDATES`.
     let allowed = vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
     inner
@@ -66,17 +96,19 @@ pub(crate) async fn serve(
         .secret_token(hook.secret.expose().to_owned())
         .allowed_updates(allowed)
         .await
-        .map_err(|e| PlatformError::Rejected(format!("setWebhook: {}", scrubbed(&e, token))))?;
+        .map_err(|e| {
+            let token = &inner.config.token;
+            PlatformError::Rejected(format!("setWebhook: {}", scrubbed(&e, token)))
+        })?;
+    Ok(())
+}
 
-    let spool = Arc::new(
-        Spool::open(&inner.config.state_dir, inner.me.id)
-            .map_err(|e| PlatformError::Network(format!("cannot open the webhook spool: {e}")))?,
-    );
-    // What a previous run acknowledged and did not forward goes first.
+/// What a previous run acknowledged and did not forward: it goes first.
+fn spooled(inner: &Inner, spool: &Spool) -> Result<VecDeque<Update>, PlatformError> {
     let left = spool
         .pending()
-        .map_err(|e| PlatformError::Network(format!("cannot read the webhook spool: {e}")))?;
-    let mut replay: std::collections::VecDeque<Update> = std::collections::VecDeque::new();
+        .map_err(|e| local("cannot read the webhook spool", e))?;
+    let mut replay = VecDeque::new();
     for (id, body) in left {
         match parse_update(&String::from_utf8_lossy(&body)) {
             Ok(update) => replay.push_back(update),
@@ -92,13 +124,16 @@ pub(crate) async fn serve(
             "forwarding webhook updates kept before a restart"
         );
     }
-    let (updates, mut received) = mpsc::channel(QUEUE);
-    let state = Hook {
-        inner: inner.clone(),
-        secret: hook.secret.clone(),
-        updates,
-        spool: Arc::clone(&spool),
-    };
+    Ok(replay)
+}
+
+/// Binds the webhook listener and serves the route until `stop`.
+async fn listen(
+    inner: &Inner,
+    hook: &WebhookConfig,
+    state: Hook,
+    stop: CancellationToken,
+) -> Result<JoinHandle<std::io::Result<()>>, PlatformError> {
     let path = match hook.url.path() {
         "" => "/",
         path => path,
@@ -108,76 +143,74 @@ pub(crate) async fn serve(
         .with_state(state);
     let tcp = tokio::net::TcpListener::bind(hook.listen)
         .await
-        .map_err(|e| {
-            PlatformError::Network(format!(
-                "cannot bind the webhook listener {}: {e}",
-                hook.listen
-            ))
+        .map_err(|source| PlatformError::Local {
+            what: format!("cannot bind the webhook listener {}", hook.listen),
+            source,
         })?;
     let local = tcp
         .local_addr()
-        .map_err(|e| PlatformError::Network(format!("webhook listener address: {e}")))?;
+        .map_err(|e| local("webhook listener address", e))?;
     inner.webhook_addr.send_replace(Some(local));
     tracing::info!(listen = %local, path = hook.url.path(), "Telegram webhook server listening");
     inner.link.connected();
-
-    let server_stop = shutdown.child_token();
-    let stop_server = server_stop.clone();
-    let server = tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         axum::serve(tcp, router)
-            .with_graceful_shutdown(server_stop.cancelled_owned())
+            .with_graceful_shutdown(stop.cancelled_owned())
             .await
-    });
+    }))
+}
 
+/// Forwards the spooled updates, then each delivery, in order, until
+/// shutdown; an update leaves the spool once forwarded (an album part once
+/// its album has).
+async fn forward(
+    inner: &Arc<Inner>,
+    sink: &InboundSink,
+    spool: &Spool,
+    mut replay: VecDeque<Update>,
+    received: &mut mpsc::Receiver<Update>,
+    shutdown: &CancellationToken,
+) -> Result<(), PlatformError> {
     let mut albums = Albums::new(inner.config.album_window);
-    let result = loop {
+    loop {
         let due = albums.next_deadline();
         let next = tokio::select! {
-            _ = shutdown.cancelled() => break Ok(()),
+            _ = shutdown.cancelled() => return Ok(()),
             next = async { match replay.pop_front() { Some(u) => Some(u), None => received.recv().await } } => next,
             () = sleep_until_some(due) => {
                 let held = albums.held_updates();
-                let sent = tokio::select! {
-                    _ = shutdown.cancelled() => break Ok(()),
-                    sent = inner.flush_albums(&mut albums, sink) => sent,
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    sent = inner.flush_albums(&mut albums, sink) => sent?,
                 };
-                match sent {
-                    Ok(()) => {
-                        // The parts of the albums that left (or were not for the bot).
-                        for id in held.into_iter().filter(|id| !albums.holds(*id)) {
-                            spool.done(id);
-                        }
-                        continue;
-                    }
-                    Err(e) => break Err(e),
+                // The parts of the albums that left (or were not for the bot).
+                for id in held.into_iter().filter(|id| !albums.holds(*id)) {
+                    spool.done(id);
                 }
+                continue;
             }
         };
         let Some(update) = next else {
-            break Ok(());
+            return Ok(());
         };
-        let sent = tokio::select! {
-            _ = shutdown.cancelled() => break Ok(()),
-            sent = inner.dispatch(&update, sink, &mut albums) => sent,
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            sent = inner.dispatch(&update, sink, &mut albums) => sent?,
         };
-        if let Err(e) = sent {
-            break Err(e);
-        }
         // A held album part stays in the spool until its album leaves.
         let id = i64::from(update.id.0);
         if !albums.holds(id) {
             spool.done(id);
         }
-    };
-    // Deliveries from now on are answered 503: Telegram keeps them.
-    received.close();
-    stop_server.cancel();
-    match server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "webhook server ended with an error"),
-        Err(e) => tracing::warn!(error = %e, "webhook server task failed"),
     }
-    result
+}
+
+/// A failure of the webhook's own spool or listener.
+fn local(what: &str, source: std::io::Error) -> PlatformError {
+    PlatformError::Local {
+        what: what.to_owned(),
+        source,
+    }
 }
 
 /// Sleeps until `deadline`, or forever without one.
