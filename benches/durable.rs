@@ -53,6 +53,7 @@ use stats::{ms, pct};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, Log, TestChannel};
+use switchboard::domain::ApprovalId;
 use switchboard::store::{Conversation, ScheduleRecord, SessionKey};
 use switchboard::Running;
 use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
@@ -251,7 +252,7 @@ async fn approval_round_trip(name: &str, url: &str, dir: &Path, across: bool) {
         // As a person would: pressed once the card is fully shown (its
         // message recorded). A press racing that one write waits for it, so
         // the press can be matched to the card.
-        let approval = action.split(':').nth(1).unwrap().to_owned();
+        let approval = ApprovalId::from(action.split(':').nth(1).unwrap());
         while a
             .running
             .store
@@ -366,7 +367,10 @@ async fn spaced_schedules(name: &str, url: &str, dir: &Path) {
     tokio::time::sleep(Duration::from_millis(1_000 + N as u64 * 300 + 1_000)).await;
     let fired = fired_times(url).await;
     assert_eq!(fired.len() as i64, N, "all fired");
-    let claim: Vec<Duration> = fired.iter().map(|(id, at, _)| late(*at, due[id])).collect();
+    let claim: Vec<Duration> = fired
+        .iter()
+        .map(|(id, at, _)| late(*at, due[id.as_str()]))
+        .collect();
     row(&format!("{name}, idle, 20 due 300 ms apart: claim"), &claim);
     instance.stop().await;
 }
@@ -448,8 +452,8 @@ fn job_schedule(job: i64, due_ms: i64) -> ScheduleRecord {
         user: UserId(id),
     };
     ScheduleRecord {
-        id: format!("bench-{job:05}"),
-        session_id: format!("bench-session-{job}"),
+        id: format!("bench-{job:05}").into(),
+        session_id: format!("bench-session-{job}").into(),
         origin: Conversation {
             key,
             chat: dm_chat(id),

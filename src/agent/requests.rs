@@ -2,7 +2,7 @@
 //! sub-agent's delegate tool) hands the agent, the model a turn runs on, and
 //! the state the agent's loop works on.
 
-use crate::domain::Conversation;
+use crate::domain::{Conversation, SessionId};
 use crate::llm::{Message, ToolCall};
 use crate::tools::{Resolution, TurnCheckpoint, TurnHost};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A paused turn to resume (see [`crate::agent::TurnCheckpoint`]).
 pub struct ResumeRequest {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub origin: Option<Conversation>,
     pub messages: Vec<Message>,
     pub new_from: usize,
@@ -33,7 +33,7 @@ pub struct ResumeRequest {
 /// What [`super::Agent`]'s loop works on.
 pub(super) struct Drive {
     /// The session the tools act for (memory, stored results, schedules).
-    pub(super) session_id: String,
+    pub(super) session_id: SessionId,
     /// What the turn's trace is filed under: the session's id, or a
     /// sub-agent's own (`{session}:{role}`).
     pub(super) trace_id: String,
@@ -52,7 +52,7 @@ pub(super) struct Drive {
 
 /// One turn's input.
 pub struct TurnRequest {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The chat and user the turn serves (tools such as `schedule` need it).
     pub origin: Option<Conversation>,
     pub history: Vec<Message>,

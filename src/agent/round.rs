@@ -8,7 +8,7 @@ use super::events::RuntimeEvent;
 use super::produced::ProducedImages;
 use super::results::keep_or_store;
 use super::scratchpad::Scratchpad;
-use crate::domain::Conversation;
+use crate::domain::{ApprovalId, Conversation, SessionId};
 use crate::llm::{Message, ToolCall};
 use crate::tools::{Asked, NestedResume, Resolution, TurnCheckpoint, TurnHost};
 use crate::tools::{Tool, ToolRegistry};
@@ -29,13 +29,13 @@ const NOBODY_TO_ASK: &str =
      Use ask_user to explain what you want to do first.";
 
 /// The call needs a decision: the turn pauses on this approval.
-pub(super) struct Paused(pub(super) String);
+pub(super) struct Paused(pub(super) ApprovalId);
 
 pub(crate) struct RoundRunner<'a> {
     pub tools: &'a ToolRegistry,
     pub host: &'a Arc<dyn TurnHost>,
     pub data_dir: &'a Path,
-    pub session_id: &'a str,
+    pub session_id: &'a SessionId,
     pub cancel: &'a CancellationToken,
     pub events: &'a mpsc::Sender<RuntimeEvent>,
     /// Images the calls hand over, attached to their tool messages.
@@ -67,7 +67,7 @@ pub(crate) struct RoundOutput {
     /// One tool message per call, in call order.
     pub messages: Vec<Message>,
     /// A call awaits this approval: the turn pauses (its checkpoint is stored).
-    pub paused: Option<String>,
+    pub paused: Option<ApprovalId>,
 }
 
 /// A call checked and ready to run, or already failed.
@@ -99,7 +99,7 @@ struct CallResult {
     call: ToolCall,
     outcome: Result<String, String>,
     duration: Duration,
-    paused: Option<String>,
+    paused: Option<ApprovalId>,
 }
 
 impl RoundRunner<'_> {
@@ -365,13 +365,13 @@ impl RoundRunner<'_> {
     /// with `checkpoint` (this round, the delegation first) stored by the host.
     async fn pause_around(
         &self,
-        approval: String,
+        approval: ApprovalId,
         checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Result<String, String>, Paused> {
         let kept = match checkpoint {
             Some(checkpoint) => self.host.pause_nested(&approval, checkpoint).await,
             None => {
-                tracing::warn!(approval, "a sub-agent paused where its turn cannot pause");
+                tracing::warn!(%approval, "a sub-agent paused where its turn cannot pause");
                 false
             }
         };

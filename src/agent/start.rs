@@ -11,7 +11,7 @@ impl Agent {
     /// Runs one turn on its own task; events arrive on the returned channel and
     /// the last one is always [`RuntimeEvent::Done`].
     pub fn run_turn(self: &Arc<Self>, request: TurnRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let trace_id = request.session_id.clone();
+        let trace_id = request.session_id.to_string();
         self.start_turn(request, trace_id)
     }
 
@@ -63,7 +63,7 @@ impl Agent {
     /// Resumes a turn paused on an approval (in this process or another, before
     /// or after a restart): runs the round's remaining calls, then continues.
     pub fn resume_turn(self: &Arc<Self>, request: ResumeRequest) -> mpsc::Receiver<RuntimeEvent> {
-        let trace_id = request.session_id.clone();
+        let trace_id = request.session_id.to_string();
         self.continue_turn(request, trace_id)
     }
 

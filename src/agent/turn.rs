@@ -10,6 +10,7 @@ use super::model_call::ROUND_SEPARATOR;
 use super::results::shrink_stale;
 use super::runtime::ASK_USER;
 use super::scratchpad::Scratchpad;
+use crate::domain::ApprovalId;
 use crate::llm::{Message, Role, ToolCall, Usage};
 use crate::tools::TurnHost;
 use serde_json::json;
@@ -106,7 +107,7 @@ impl Turn<'_> {
 
     /// A call of `round` waits for approval `approval`: its checkpoint is
     /// stored, the turn ends here and the decision resumes it.
-    pub(super) fn paused(&mut self, round: usize, approval: String) -> TurnOutcome {
+    pub(super) fn paused(&mut self, round: usize, approval: ApprovalId) -> TurnOutcome {
         self.pad
             .record("paused", json!({ "round": round, "approval": approval }));
         let text = std::mem::take(&mut self.text);

@@ -1,7 +1,7 @@
 //! `/approve <id> allow|always|edit|deny [reason]`: deciding an approval by
 //! its short id, from any chat, under the buttons' authorization.
 
-use super::{card, rules, short_id, status_word, Approvals, Choice};
+use super::{card, rules, status_word, Approvals, Choice};
 use crate::store::{ApprovalRecord, ApprovalStatus};
 use switchboard_platform::{MessageRef, OutgoingMessage, Platform, User};
 
@@ -53,7 +53,7 @@ impl Approvals {
                     reply: format!(
                         "Recorded: {}{scope} for `{}`.",
                         status_word(record.status),
-                        short_id(&record.id)
+                        record.id.short()
                     ),
                     card: record.card_message.map(|msg| {
                         let at = MessageRef {

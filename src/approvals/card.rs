@@ -1,7 +1,7 @@
 //! Approval cards: the pending card with its buttons and the final, decided card.
 
 use super::card_layout::{clip_name, Shown};
-use crate::domain::short_id;
+use crate::domain::ApprovalId;
 use crate::store::{ApprovalRecord, ApprovalStatus};
 use crate::visible::{visible, visible_command};
 use switchboard_platform::{ActionId, Button, ButtonStyle, OutgoingMessage};
@@ -65,18 +65,19 @@ impl Choice {
 const PREFIX: &str = "ap:";
 
 /// The action id of `choice` on approval `id`: `ap:<32 hex>:<code>` (38 bytes).
-pub fn action_id(id: &str, choice: Choice) -> Option<ActionId> {
+pub fn action_id(id: &ApprovalId, choice: Choice) -> Option<ActionId> {
     ActionId::parse(&format!("{PREFIX}{id}:{}", choice.code()))
 }
 
 /// Parses an approval action id back into (approval id, choice).
-pub fn parse_action(action: &ActionId) -> Option<(String, Choice)> {
+pub fn parse_action(action: &ActionId) -> Option<(ApprovalId, Choice)> {
     let rest = action.as_str().strip_prefix(PREFIX)?;
     let (id, code) = rest.rsplit_once(':')?;
     let choice = Choice::ALL
         .into_iter()
         .find(|c| code.len() == 1 && code.starts_with(c.code()))?;
-    (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| (id.to_owned(), choice))
+    (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| (ApprovalId::from(id), choice))
 }
 
 /// What the card says of the call: who asked for what, the summary (its
@@ -101,7 +102,7 @@ fn body(record: &ApprovalRecord) -> String {
         summary.warning(),
         shown.text().replace("```", "ʼʼʼ"),
         shown.note(),
-        short_id(&record.id)
+        record.id.short()
     )
 }
 
@@ -130,7 +131,7 @@ pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> Ou
     let prefix_hint = if record.tool_name == "exec_command" {
         format!(
             "\nTo allow every command starting with some words: `/approve {} always <words>`.",
-            short_id(&record.id)
+            record.id.short()
         )
     } else {
         String::new()
@@ -198,7 +199,7 @@ mod tests {
 
     #[test]
     fn action_ids_round_trip_and_fit_telegram() {
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = ApprovalId::new();
         for c in Choice::ALL {
             let a = action_id(&id, c).unwrap();
             assert!(a.as_str().len() <= 64);

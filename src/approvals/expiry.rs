@@ -3,6 +3,7 @@
 //! one process the expirer of each; the caller resumes the paused turns.
 
 use super::Approvals;
+use crate::domain::ApprovalId;
 use serde_json::json;
 use std::sync::Arc;
 use switchboard_platform::{MessageRef, Platform, PlatformAdapter};
@@ -13,7 +14,7 @@ impl Approvals {
     pub async fn expire_due(
         &self,
         adapter_of: impl Fn(Platform) -> Option<Arc<dyn PlatformAdapter>>,
-    ) -> Vec<String> {
+    ) -> Vec<ApprovalId> {
         let mut expired = self.expire_stale_edits().await;
         let due = match self.store.due_approvals(self.now()).await {
             Ok(d) => d,
@@ -41,7 +42,7 @@ impl Approvals {
     }
 
     /// Approvals sent back for editing whose new arguments never came.
-    async fn expire_stale_edits(&self) -> Vec<String> {
+    async fn expire_stale_edits(&self) -> Vec<ApprovalId> {
         let timeout =
             chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10));
         let cutoff = (self.now() - timeout).timestamp_millis();

@@ -19,6 +19,7 @@ pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
 pub use rules::describe as describe_rule;
 
 use crate::clock::Clock;
+use crate::domain::{ApprovalId, SessionId};
 use crate::store::{ApprovalRecord, ApprovalStatus, Store, StoreError};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -64,8 +65,8 @@ pub enum ApprovalError {
 pub struct ApprovalRequest<'a> {
     /// The approval's id, a simple (hex) UUID chosen by the caller (the paused
     /// turn's row is stored under it).
-    pub id: String,
-    pub session_id: &'a str,
+    pub id: ApprovalId,
+    pub session_id: &'a SessionId,
     pub requester: &'a User,
     pub chat: ChatAddress,
     pub tool_name: &'a str,
@@ -90,7 +91,7 @@ async fn attach_full_text(adapter: &dyn PlatformAdapter, record: &ApprovalRecord
     let file = OutgoingFile::document(record.chat, name, record.summary.clone().into_bytes())
         .with_caption(format!(
             "Full text of approval {} ({} characters)",
-            short_id(&record.id),
+            record.id.short(),
             crate::text::grouped(record.summary.chars().count())
         ));
     if let Err(e) = adapter.send_file(file).await {
@@ -155,7 +156,7 @@ impl Approvals {
         let now = self.clock.now();
         let record = ApprovalRecord {
             id: req.id,
-            session_id: req.session_id.to_owned(),
+            session_id: req.session_id.clone(),
             tool_name: req.tool_name.to_owned(),
             tool_display: req.tool_display.to_owned(),
             arguments: req.arguments.to_string(),
@@ -236,7 +237,7 @@ impl Approvals {
     pub(crate) async fn expire(
         &self,
         adapter: &dyn PlatformAdapter,
-        id: &str,
+        id: &ApprovalId,
         card_ref: Option<MessageRef>,
     ) -> Result<bool, ApprovalError> {
         let Some(record) = self.store.expire_approval(id, self.clock.now()).await? else {
@@ -262,7 +263,7 @@ impl Approvals {
         &self,
         adapter: &dyn PlatformAdapter,
         press: &ButtonPress,
-        id: &str,
+        id: &ApprovalId,
         choice: Choice,
     ) -> Option<ApprovalRecord> {
         let mut recorded = None;
@@ -302,7 +303,7 @@ impl Approvals {
     async fn press_on_card(
         &self,
         press: &ButtonPress,
-        id: &str,
+        id: &ApprovalId,
     ) -> Result<Option<String>, StoreError> {
         let Some(mut record) = self.store.approval(id).await? else {
             return Ok(None); // `decide` says it is unknown
@@ -336,7 +337,7 @@ impl Approvals {
             return Ok(None);
         }
         tracing::warn!(
-            approval = id,
+            approval = %id,
             "press for an approval on a message that is not its card"
         );
         Ok(Some("This button does not belong to this message.".into()))
@@ -346,7 +347,7 @@ impl Approvals {
     /// refusal for the presser.
     pub(crate) async fn decide(
         &self,
-        id: &str,
+        id: &ApprovalId,
         platform: Platform,
         user: &User,
         choice: Choice,

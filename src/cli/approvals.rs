@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use switchboard::approvals::short_id;
 use switchboard::store::{ApprovalRecord, Store};
 
 /// Characters of an action's summary shown.
@@ -33,7 +32,7 @@ fn print_pending(a: &ApprovalRecord) {
         .unwrap_or_default();
     println!(
         "{}  {} chat {}{thread}  {}  requested by {} (user {})  expires {}",
-        short_id(&a.id),
+        a.id.short(),
         a.chat.platform,
         a.chat.chat,
         a.tool_name,

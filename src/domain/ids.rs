@@ -1,6 +1,7 @@
 //! Typed ids: one newtype per kind of row, so an approval id cannot be passed
 //! where a task id is meant. Every id is text; new ones are simple (hex, 32
 //! characters) UUIDs, and [`short_id`] is the one short form users see.
+//! Ids are bound and read as text in SQL (`sqlx(transparent)`).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,8 +14,11 @@ pub fn short_id(id: &str) -> &str {
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(
+            Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type,
+        )]
         #[serde(transparent)]
+        #[sqlx(transparent)]
         pub struct $name(pub String);
 
         impl $name {
@@ -60,6 +64,34 @@ macro_rules! id_type {
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
+            }
+        }
+
+        /// An id reads as its text (`&id` where a `&str` is taken); the
+        /// other way round is explicit (`From`).
+        impl std::ops::Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
             }
         }
     };

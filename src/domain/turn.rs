@@ -1,5 +1,7 @@
 //! How a turn ends: why it stopped, and what a paused one waits for.
 
+use super::ApprovalId;
+
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
@@ -39,5 +41,5 @@ impl StopReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pause {
     /// The approval with this id; deciding it resumes the turn.
-    Approval(String),
+    Approval(ApprovalId),
 }

@@ -63,7 +63,7 @@ fn pending_line(a: &ApprovalRecord) -> String {
         .replace('`', "ʼ");
     format!(
         "`{}` {} ({}) for {}, until {}: `{}`",
-        short_id(&a.id),
+        a.id.short(),
         a.tool_display,
         a.tool_name,
         visible(&a.requester_name).text,

@@ -5,6 +5,7 @@ use super::sub_host::{NestedSlot, SubAgentHost};
 use super::Inner;
 use crate::agent::{Asked, TurnCheckpoint, TurnHost};
 use crate::approvals::ApprovalRequest;
+use crate::domain::{ApprovalId, SessionId};
 use crate::llm::{Message, ToolCall};
 use crate::store::{
     ApprovalRecord, ApprovalStatus, Conversation, NestedTurn, StoreError, TurnContext, TurnState,
@@ -18,7 +19,7 @@ use switchboard_platform::PlatformAdapter;
 
 pub(crate) struct GatewayHost {
     pub inner: Arc<Inner>,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Who the turn answers, where, and the message it answers.
     pub conversation: Conversation,
     pub adapter: Arc<dyn PlatformAdapter>,
@@ -46,7 +47,7 @@ pub(super) enum Recorded {
 /// for it with these `arguments`, shown as `display`.
 pub(super) async fn record(
     inner: &Inner,
-    session_id: &str,
+    session_id: &SessionId,
     conversation: &Conversation,
     display: &str,
     call: &ToolCall,
@@ -64,7 +65,7 @@ pub(super) async fn record(
         }
     }
     let request = ApprovalRequest {
-        id: crate::domain::ApprovalId::new().0,
+        id: ApprovalId::new(),
         session_id,
         requester: user,
         chat: conversation.chat,
@@ -116,10 +117,10 @@ impl TurnHost for GatewayHost {
         }
     }
 
-    async fn pause_nested(&self, approval: &str, mut checkpoint: TurnCheckpoint) -> bool {
+    async fn pause_nested(&self, approval: &ApprovalId, mut checkpoint: TurnCheckpoint) -> bool {
         let Some((record, nested)) = self.nested.take(approval) else {
             tracing::warn!(
-                approval,
+                %approval,
                 "a sub-agent paused on an approval this turn did not record"
             );
             return false;
@@ -156,6 +157,7 @@ impl TurnHost for GatewayHost {
             .tasks
             .start(tool, call, arguments, origin)
             .await
+            .map(|id| id.0)
             .map_err(|e| match e {
                 StartError::UserCap { .. } => e.to_string(),
                 StartError::Store(e) => {
@@ -210,7 +212,7 @@ impl GatewayHost {
     /// Stores the paused turn so any process can resume it.
     async fn save_checkpoint(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         checkpoint: TurnCheckpoint,
     ) -> Result<(), StoreError> {
         let nested = checkpoint.nested.map(|n| NestedTurn {
@@ -221,7 +223,7 @@ impl GatewayHost {
             system_context: n.system_context,
         });
         let state = TurnState {
-            id: crate::domain::TurnId::new().0,
+            id: crate::domain::TurnId::new(),
             session_id: self.session_id.clone(),
             approval_id: approval_id.to_owned(),
             origin: self.conversation.clone(),

@@ -8,7 +8,7 @@
 //! (the call it paused on may have run; it is not run again).
 
 use super::Inner;
-use crate::domain::SessionKey;
+use crate::domain::{ApprovalId, SessionKey};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -101,7 +101,7 @@ impl Inner {
     /// (`allowed` or not).
     pub(super) async fn resume_started(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         conversation: &crate::domain::Conversation,
         tool: &str,
         allowed: bool,
@@ -119,7 +119,7 @@ impl Inner {
     /// The resumed turn ended — unless the gateway is stopping and it was
     /// cut short before it `settled`: then its mark stays for the next
     /// process to report.
-    pub(super) async fn resume_ended(&self, approval_id: &str, settled: bool) {
+    pub(super) async fn resume_ended(&self, approval_id: &ApprovalId, settled: bool) {
         if self.shutdown.is_cancelled() && !settled {
             return;
         }

@@ -374,7 +374,7 @@ fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
 
 /// The memory flush before compaction: what the head holds that is worth
 /// keeping is extracted before it is summarized away.
-pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &str, head: &[Message]) {
+pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &SessionId, head: &[Message]) {
     if !inner.extractor.book().config().enabled {
         return;
     }

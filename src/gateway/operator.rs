@@ -4,6 +4,7 @@
 
 use super::{approve_cmd, Inner};
 use crate::approvals::Choice;
+use crate::domain::ApprovalId;
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 use switchboard_platform::{LinkStatus, Platform, User, UserId};
@@ -49,7 +50,12 @@ impl Operator {
 
     /// Decides approval `id` as the operator (an approver on every
     /// platform): the first decision wins, whoever takes it.
-    pub async fn decide(&self, id: &str, choice: Choice, reason: Option<String>) -> WebDecision {
+    pub async fn decide(
+        &self,
+        id: &ApprovalId,
+        choice: Choice,
+        reason: Option<String>,
+    ) -> WebDecision {
         let platform = match self.inner.store.approval(id).await {
             Ok(Some(record)) => record.chat.platform,
             Ok(None) => return WebDecision::Refused("This approval is unknown.".into()),
@@ -67,7 +73,7 @@ impl Operator {
         let decided = self
             .inner
             .approvals
-            .handle_text(platform, &operator, id, choice, reason)
+            .handle_text(platform, &operator, id.as_str(), choice, reason)
             .await;
         let recorded = decided.resume.is_some() || decided.card.is_some();
         let reply = approve_cmd::apply(&self.inner, decided);

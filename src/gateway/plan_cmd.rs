@@ -36,9 +36,8 @@ pub(crate) async fn run(inner: &Inner, session: &SessionId) -> Result<String, St
 
 /// The plan's part of a round's system prompt: read anew, so a step marked
 /// done in one round shows in the next.
-pub(crate) async fn round_context(inner: &Inner, session_id: &str) -> Option<String> {
-    let session = SessionId(session_id.to_owned());
-    match inner.store.session_state(&session).await {
+pub(crate) async fn round_context(inner: &Inner, session_id: &SessionId) -> Option<String> {
+    match inner.store.session_state(session_id).await {
         Ok(state) => plan_of(&state).and_then(|p| p.context()),
         Err(e) => {
             tracing::debug!(error = %e, "plan unavailable for this round");

@@ -3,7 +3,7 @@
 
 use super::session::SessionHandle;
 use super::{Inner, Kept};
-use crate::domain::SessionKey;
+use crate::domain::{ApprovalId, SessionKey};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -56,7 +56,7 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
 /// Queues the resumption of the turn paused on `approval_id` in its session,
 /// behind whatever that session is doing: one turn at a time per session,
 /// resumed turns included. Nothing happens when no paused turn is stored.
-pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: String) {
+pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
     match inner.store.paused_turn_origin(&approval_id).await {
         Ok(Some(origin)) => {
             let guard = inner.busy.enter();

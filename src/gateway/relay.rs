@@ -4,6 +4,7 @@
 //! buttons like any other), or a question whose reply is written back.
 
 use super::Inner;
+use crate::domain::ApprovalId;
 use crate::store::{OutboxEntry, OutboxKind};
 use std::sync::Arc;
 use switchboard_platform::{InboundMessage, OutgoingMessage, PlatformAdapter};
@@ -34,7 +35,9 @@ async fn deliver(inner: &Inner, adapter: &dyn PlatformAdapter, entry: &OutboxEnt
             .send(&entry.chat, OutgoingMessage::text(entry.body.clone()))
             .await
             .map_err(|e| e.to_string()),
-        OutboxKind::Approval => show_card(inner, adapter, &entry.body).await,
+        OutboxKind::Approval => {
+            show_card(inner, adapter, &ApprovalId::from(entry.body.as_str())).await
+        }
     };
     let recorded = match sent {
         Ok(message) => inner.store.outbox_sent(&entry.id, message.id).await,
@@ -53,7 +56,7 @@ async fn deliver(inner: &Inner, adapter: &dyn PlatformAdapter, entry: &OutboxEnt
 async fn show_card(
     inner: &Inner,
     adapter: &dyn PlatformAdapter,
-    approval_id: &str,
+    approval_id: &ApprovalId,
 ) -> Result<switchboard_platform::MessageRef, String> {
     let record = match inner.store.approval(approval_id).await {
         Ok(Some(r)) if r.status == crate::store::ApprovalStatus::Pending => r,

@@ -8,7 +8,7 @@ use super::turn::{host, Origin};
 use super::Inner;
 use crate::agent::{Resolution, ResumeRequest};
 use crate::approvals::{decision_of, edited_arguments, Decision};
-use crate::domain::SessionId;
+use crate::domain::ApprovalId;
 use crate::llm::ToolCall;
 use crate::models::Selected;
 use crate::store::{TurnContext, TurnState};
@@ -28,7 +28,7 @@ const MAX_EDITS: u32 = 3;
 /// of the session.
 pub(crate) async fn resume(
     inner: &Arc<Inner>,
-    approval_id: &str,
+    approval_id: &ApprovalId,
     decided: Option<Decision>,
     cancel: CancellationToken,
 ) {
@@ -51,7 +51,7 @@ pub(super) enum Next {
 
 pub(super) async fn resume_with(
     inner: &Arc<Inner>,
-    approval_id: &str,
+    approval_id: &ApprovalId,
     next: Next,
     cancel: CancellationToken,
 ) {
@@ -87,11 +87,11 @@ pub(super) async fn resume_with(
     let origin = Origin {
         conversation: origin,
         adapter,
-        session: SessionId(session_id),
+        session: session_id,
         sent_at: None,
     };
     let resolution = resolve(decision, &first, &mut context, &origin, edit).await;
-    tracing::info!(approval = approval_id, "resuming a paused turn");
+    tracing::info!(approval = %approval_id, "resuming a paused turn");
     let allowed = matches!(resolution, Resolution::Allowed { .. });
     inner
         .resume_started(approval_id, &origin.conversation, &first.name, allowed)
@@ -109,7 +109,7 @@ pub(super) async fn resume_with(
         .activity(&origin.conversation.chat, Activity::Typing)
         .await;
     let events = inner.agent.resume_turn(ResumeRequest {
-        session_id: origin.session.0.clone(),
+        session_id: origin.session.clone(),
         origin: Some(origin.conversation.clone()),
         messages,
         new_from,
@@ -131,7 +131,7 @@ pub(super) async fn resume_with(
 /// it, nothing is paused there, or the gateway is stopping.
 async fn claim(
     inner: &Arc<Inner>,
-    approval_id: &str,
+    approval_id: &ApprovalId,
     next: Next,
 ) -> Option<(TurnState, Decision, Option<String>)> {
     let store = &inner.store;

@@ -8,7 +8,7 @@ use super::turn;
 use super::{Inner, Kept};
 use crate::approvals::Decision;
 use crate::busy::BusyGuard;
-use crate::domain::{Conversation, SessionKey};
+use crate::domain::{ApprovalId, Conversation, SessionKey};
 use crate::tasks::TaskFinished;
 use std::sync::Arc;
 use switchboard_platform::InboundMessage;
@@ -33,7 +33,7 @@ enum Work {
     /// expiry sweeper — in this process or, after a restart, another), with
     /// the decision when the decider passed it along (final: no read needed).
     Resume {
-        approval_id: String,
+        approval_id: ApprovalId,
         decided: Option<Decision>,
     },
 }
@@ -166,7 +166,7 @@ impl SessionHandle {
     /// Queues the resumption of the turn paused on `approval_id`.
     pub(crate) fn enqueue_resume(
         &self,
-        approval_id: String,
+        approval_id: ApprovalId,
         decided: Option<Decision>,
         guard: BusyGuard,
     ) -> bool {

@@ -15,7 +15,7 @@ pub(crate) const NOTHING_TO_STOP: &str = "Nothing is running to stop.";
 /// part saying how many, or why none could be.
 pub(super) async fn cancel_tasks(inner: &Inner, key: &SessionKey) -> String {
     let stopped = match inner.store.session(key).await {
-        Ok(session) => inner.tasks.cancel_all_in_session(&session.0).await,
+        Ok(session) => inner.tasks.cancel_all_in_session(&session).await,
         Err(e) => Err(e),
     };
     match stopped {
@@ -50,7 +50,7 @@ pub(super) async fn deny_waiting_card(
         .handle_text(
             key.platform,
             user,
-            &record.id,
+            record.id.as_str(),
             Choice::Deny,
             Some("stopped with /stop".into()),
         )

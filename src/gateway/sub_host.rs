@@ -10,6 +10,7 @@
 use super::host::{record, Recorded};
 use super::Inner;
 use crate::agent::{Asked, TurnCheckpoint, TurnHost};
+use crate::domain::{ApprovalId, SessionId};
 use crate::llm::ToolCall;
 use crate::store::{ApprovalRecord, Conversation};
 use crate::tools::{Tool, ToolSpec};
@@ -28,9 +29,9 @@ impl NestedSlot {
     }
 
     /// The pause recorded for `approval`, once.
-    pub(crate) fn take(&self, approval: &str) -> Option<(ApprovalRecord, TurnCheckpoint)> {
+    pub(crate) fn take(&self, approval: &ApprovalId) -> Option<(ApprovalRecord, TurnCheckpoint)> {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_some_and(|(r, _)| r.id == approval) {
+        if slot.as_ref().is_some_and(|(r, _)| r.id == *approval) {
             slot.take()
         } else {
             None
@@ -40,7 +41,7 @@ impl NestedSlot {
 
 pub(crate) struct SubAgentHost {
     pub inner: Arc<Inner>,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub conversation: Conversation,
     /// The delegating turn's consent quote (see `gateway::consent`).
     pub consent: Option<String>,

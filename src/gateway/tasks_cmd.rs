@@ -26,7 +26,7 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
     if id.len() < 6 {
         return Ok("Give at least 6 characters of the id.".into());
     }
-    Ok(match inner.tasks.cancel_in_session(&session.0, id).await? {
+    Ok(match inner.tasks.cancel_in_session(session, id).await? {
         Cancelled::Task(t) => format!("Cancelling task `{}`.", short_id(&t)),
         Cancelled::Requested(t) => format!(
             "Task `{}` runs in another gateway process; it was asked to stop and will within a few seconds.",
@@ -47,8 +47,8 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
 }
 
 async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> {
-    let tasks = inner.store.session_tasks(&session.0, LIST_TASKS).await?;
-    let schedules = inner.store.session_schedules(&session.0).await?;
+    let tasks = inner.store.session_tasks(session, LIST_TASKS).await?;
+    let schedules = inner.store.session_schedules(session).await?;
     if tasks.is_empty() && schedules.is_empty() {
         return Ok("No background tasks or schedules in this conversation.".into());
     }

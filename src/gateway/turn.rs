@@ -12,7 +12,7 @@ use super::text;
 use super::turn_prompt;
 use super::Inner;
 use crate::agent::TurnRequest;
-use crate::domain::{Conversation, SessionId, SessionKey};
+use crate::domain::{ApprovalId, Conversation, SessionId, SessionKey};
 use crate::llm::Message;
 use crate::models::Selected;
 use crate::store::TurnContext;
@@ -74,7 +74,7 @@ pub(crate) async fn process(
     };
     let host = host(inner, &origin, context);
     let events = inner.agent.run_turn(TurnRequest {
-        session_id: origin.session.0.clone(),
+        session_id: origin.session.clone(),
         origin: Some(origin.conversation.clone()),
         history: prompt.history,
         input: prompt.input,
@@ -90,15 +90,11 @@ pub(crate) async fn process(
 
 /// The approval whose new arguments this session's next message is, if one
 /// was sent back for editing.
-async fn awaited_edit(inner: &Inner, session: &SessionId) -> Option<String> {
-    inner
-        .store
-        .awaited_edit(&session.0)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "could not look for an awaited edit");
-            None
-        })
+async fn awaited_edit(inner: &Inner, session: &SessionId) -> Option<ApprovalId> {
+    inner.store.awaited_edit(session).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not look for an awaited edit");
+        None
+    })
 }
 
 /// Who a turn of `input` answers, where, and through which adapter; `None`
@@ -238,7 +234,7 @@ async fn user_message(
 pub(super) fn host(inner: &Arc<Inner>, o: &Origin, context: TurnContext) -> Arc<GatewayHost> {
     Arc::new(GatewayHost {
         inner: Arc::clone(inner),
-        session_id: o.session.0.clone(),
+        session_id: o.session.clone(),
         conversation: o.conversation.clone(),
         adapter: Arc::clone(&o.adapter),
         context,

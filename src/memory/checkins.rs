@@ -26,7 +26,7 @@ pub async fn schedule_checkin(
     store: &Store,
     note: &Reflection,
     now: DateTime<Utc>,
-) -> Result<Option<String>, MemoryError> {
+) -> Result<Option<ScheduleId>, MemoryError> {
     if note.open_loops.is_empty() && note.risks.is_empty() {
         return Ok(None);
     }
@@ -69,10 +69,10 @@ pub async fn schedule_checkin(
         .map(|l| format!("open loop: {l}"))
         .collect();
     about.extend(note.risks.iter().map(|r| format!("risk: {r}")));
-    let id = ScheduleId::new().0;
+    let id = ScheduleId::new();
     let record = ScheduleRecord {
         id: id.clone(),
-        session_id: settings.session_id,
+        session_id: settings.session_id.into(),
         origin,
         kind: "at".into(),
         spec: DateTime::<Utc>::from_timestamp_millis(next)

@@ -32,7 +32,7 @@ pub struct Reflection {
     pub open_loops: Vec<String>,
     pub risks: Vec<String>,
     /// The check-in it scheduled (see `checkins.rs`), if any.
-    pub checkin: Option<String>,
+    pub checkin: Option<crate::domain::ScheduleId>,
 }
 
 impl Extractor {

@@ -1,6 +1,7 @@
 //! Approval requests, their decisions (first decision wins) and "always allow" rules.
 
 use super::{dt, ms, now, Store, StoreError};
+use crate::domain::{ApprovalId, SessionId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
@@ -45,8 +46,8 @@ impl ApprovalStatus {
 /// One approval request as stored.
 #[derive(Debug, Clone)]
 pub struct ApprovalRecord {
-    pub id: String,
-    pub session_id: String,
+    pub id: ApprovalId,
+    pub session_id: SessionId,
     pub tool_name: String,
     pub tool_display: String,
     pub arguments: String,
@@ -110,7 +111,11 @@ impl Store {
         Ok(())
     }
 
-    pub async fn set_approval_card(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+    pub async fn set_approval_card(
+        &self,
+        id: &ApprovalId,
+        message: MessageId,
+    ) -> Result<(), StoreError> {
         sqlx::query("UPDATE approvals SET card_message_id = $1 WHERE id = $2")
             .bind(message.0)
             .bind(id)
@@ -119,7 +124,7 @@ impl Store {
         Ok(())
     }
 
-    pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+    pub async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
@@ -132,7 +137,7 @@ impl Store {
     /// Returns the decided record, or `None` when someone (or expiry) was first.
     pub async fn decide_approval(
         &self,
-        id: &str,
+        id: &ApprovalId,
         status: ApprovalStatus,
         by: Option<&User>,
         reason: Option<&str>,
@@ -164,7 +169,7 @@ impl Store {
     /// Expires a pending approval now (its in-process waiter's deadline passed).
     pub async fn expire_approval(
         &self,
-        id: &str,
+        id: &ApprovalId,
         at: DateTime<Utc>,
     ) -> Result<Option<ApprovalRecord>, StoreError> {
         let row = sqlx::query(&format!(
@@ -179,7 +184,7 @@ impl Store {
 
     /// The full id of the approval whose id starts with `prefix` (at least 8
     /// hex chars), when exactly one matches.
-    pub async fn approval_by_prefix(&self, prefix: &str) -> Result<Option<String>, StoreError> {
+    pub async fn approval_by_prefix(&self, prefix: &str) -> Result<Option<ApprovalId>, StoreError> {
         let prefix = prefix.trim().to_ascii_lowercase();
         if prefix.len() < 8 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             return Ok(None);
@@ -420,7 +425,13 @@ pub(crate) mod tests {
     /// Ann denies approval `id`.
     async fn deny(store: &Store, id: &str) -> Option<ApprovalRecord> {
         store
-            .decide_approval(id, ApprovalStatus::Denied, Some(&ann()), None, Utc::now())
+            .decide_approval(
+                &id.into(),
+                ApprovalStatus::Denied,
+                Some(&ann()),
+                None,
+                Utc::now(),
+            )
             .await
             .unwrap()
     }
@@ -431,7 +442,7 @@ pub(crate) mod tests {
         store.insert_approval(&record("a1", 600)).await.unwrap();
         let first = store
             .decide_approval(
-                "a1",
+                &"a1".into(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
                 None,
@@ -444,7 +455,11 @@ pub(crate) mod tests {
         assert_eq!(first.decided_by_name.as_deref(), Some("Ann"));
         assert!(deny(&store, "a1").await.is_none());
         assert_eq!(
-            store.approval("a1").await.unwrap().map(|r| r.status),
+            store
+                .approval(&"a1".into())
+                .await
+                .unwrap()
+                .map(|r| r.status),
             Some(ApprovalStatus::Allowed)
         );
     }
@@ -503,7 +518,7 @@ pub(crate) mod tests {
         store.insert_approval(&record("a2", -1)).await.unwrap();
         assert!(store
             .decide_approval(
-                "a2",
+                &"a2".into(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
                 None,
@@ -514,7 +529,13 @@ pub(crate) mod tests {
             .is_none());
         assert_eq!(store.due_approvals(Utc::now()).await.unwrap().len(), 1);
         assert!(store
-            .decide_approval("a2", ApprovalStatus::Expired, None, None, Utc::now())
+            .decide_approval(
+                &"a2".into(),
+                ApprovalStatus::Expired,
+                None,
+                None,
+                Utc::now()
+            )
             .await
             .unwrap()
             .is_some());

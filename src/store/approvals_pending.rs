@@ -3,6 +3,7 @@
 
 use super::approvals::{approval_from_row, COLUMNS};
 use super::{ms, ApprovalRecord, Store, StoreError};
+use crate::domain::ApprovalId;
 use chrono::{DateTime, Utc};
 
 impl Store {
@@ -23,7 +24,7 @@ impl Store {
 
     /// Forgets which message shows an approval's card (a press anywhere in
     /// its chat decides it) while the card is shown again.
-    pub async fn forget_approval_card(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn forget_approval_card(&self, id: &ApprovalId) -> Result<(), StoreError> {
         sqlx::query("UPDATE approvals SET card_message_id = NULL WHERE id = $1")
             .bind(id)
             .execute(&self.pool)

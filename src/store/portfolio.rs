@@ -4,6 +4,7 @@
 
 use super::memories::MemoryOwner;
 use super::{dt, ms, Backend, Store, StoreError};
+use crate::domain::SessionId;
 use crate::portfolio::{self, Applied, Decimal, LedgerError, Operation, Order, Position};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -106,7 +107,7 @@ impl Store {
         &self,
         owner: MemoryOwner,
         order: &Order,
-        session_id: &str,
+        session_id: &SessionId,
         at: DateTime<Utc>,
     ) -> Result<Applied, PortfolioError> {
         let mut tx = self.begin_write().await?;
@@ -248,11 +249,11 @@ mod tests {
         let bob = MemoryOwner::new(Platform::Telegram, UserId(2));
         let now = Utc::now();
         store
-            .apply_portfolio_order(alice, &buy("AAPL", "10", "100"), "s", now)
+            .apply_portfolio_order(alice, &buy("AAPL", "10", "100"), &"s".into(), now)
             .await
             .unwrap();
         store
-            .apply_portfolio_order(alice, &buy("AAPL", "10", "200"), "s", now)
+            .apply_portfolio_order(alice, &buy("AAPL", "10", "200"), &"s".into(), now)
             .await
             .unwrap();
         let held = store.portfolio(alice).await.unwrap();
@@ -268,7 +269,9 @@ mod tests {
             },
             ..buy("AAPL", "1", "1")
         };
-        let refused = store.apply_portfolio_order(alice, &sell, "s", now).await;
+        let refused = store
+            .apply_portfolio_order(alice, &sell, &"s".into(), now)
+            .await;
         assert!(matches!(
             refused,
             Err(PortfolioError::Ledger(LedgerError::Insufficient { .. }))

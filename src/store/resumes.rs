@@ -4,13 +4,13 @@
 
 use super::inbox::INBOX_LEASE_MS;
 use super::{now, Store, StoreError};
-use crate::domain::Conversation;
+use crate::domain::{ApprovalId, Conversation};
 use sqlx::Row;
 
 /// A resumed turn a gone process left unfinished.
 #[derive(Debug, Clone)]
 pub struct InterruptedResume {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     pub conversation: Conversation,
     /// The call the card was about, and whether it was allowed.
     pub tool: String,
@@ -22,7 +22,7 @@ impl Store {
     pub async fn resume_started(
         &self,
         owner: &str,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         conversation: &Conversation,
         tool: &str,
         allowed: bool,
@@ -47,7 +47,7 @@ impl Store {
     }
 
     /// The resumed turn ended.
-    pub async fn resume_ended(&self, approval_id: &str) -> Result<(), StoreError> {
+    pub async fn resume_ended(&self, approval_id: &ApprovalId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM resumes_in_flight WHERE approval_id = $1")
             .bind(approval_id)
             .execute(&self.pool)

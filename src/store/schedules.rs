@@ -3,14 +3,14 @@
 //! `FOR UPDATE SKIP LOCKED` on PostgreSQL).
 
 use super::{Backend, Store, StoreError};
-use crate::domain::Conversation;
+use crate::domain::{Conversation, ScheduleId, SessionId};
 use sqlx::Row;
 
 /// A stored schedule.
 #[derive(Debug, Clone)]
 pub struct ScheduleRecord {
-    pub id: String,
-    pub session_id: String,
+    pub id: ScheduleId,
+    pub session_id: SessionId,
     pub origin: Conversation,
     pub kind: String,
     pub spec: String,
@@ -153,7 +153,7 @@ impl Store {
 
     pub async fn session_schedules(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE session_id = $1 AND active = 1 ORDER BY next_run_at"
@@ -168,9 +168,9 @@ impl Store {
     /// unambiguous prefix of 6+ characters. Returns the full id when it did.
     pub async fn cancel_schedule(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         id: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<ScheduleId>, StoreError> {
         if id.len() < 6 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return Ok(None);
         }
@@ -188,7 +188,7 @@ impl Store {
             .bind(only)
             .execute(&self.pool)
             .await?;
-        Ok((done.rows_affected() == 1).then(|| only.clone()))
+        Ok((done.rows_affected() == 1).then(|| ScheduleId::from(only.as_str())))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Background task rows: status, progress and results.
 
 use super::{dt, ms, now, Store, StoreError};
+use crate::domain::{SessionId, TaskId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId};
@@ -83,8 +84,8 @@ impl TaskStatus {
 /// One background task as stored.
 #[derive(Debug, Clone)]
 pub struct TaskRecord {
-    pub id: String,
-    pub session_id: String,
+    pub id: TaskId,
+    pub session_id: SessionId,
     pub tool_name: String,
     pub arguments: String,
     pub status: TaskStatus,
@@ -211,7 +212,7 @@ impl Store {
     /// storage outage, but they still run.
     pub async fn interrupt_abandoned_tasks(
         &self,
-        alive: &[String],
+        alive: &[TaskId],
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let spared = if alive.is_empty() {
             String::new()
@@ -246,7 +247,7 @@ impl Store {
     /// A session's most recent tasks, newest first.
     pub async fn session_tasks(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let rows = sqlx::query(&format!(
@@ -381,7 +382,7 @@ mod tests {
             .await
             .unwrap();
         let interrupted = store
-            .interrupt_abandoned_tasks(&["mine".to_owned()])
+            .interrupt_abandoned_tasks(&["mine".into()])
             .await
             .unwrap();
         let ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();

@@ -1,7 +1,7 @@
 //! Paused turns as rows, and sessions waiting for an `ask_user` answer.
 
 use super::{SessionKey, Store, StoreError};
-use crate::domain::Conversation;
+use crate::domain::{ApprovalId, Conversation, SessionId, TurnId};
 use crate::llm::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -9,9 +9,9 @@ use sqlx::Row;
 /// A turn paused on an approval.
 #[derive(Debug, Clone)]
 pub struct TurnState {
-    pub id: String,
-    pub session_id: String,
-    pub approval_id: String,
+    pub id: TurnId,
+    pub session_id: SessionId,
+    pub approval_id: ApprovalId,
     pub origin: Conversation,
     /// The conversation so far, including this round's completed results.
     pub messages: Vec<Message>,
@@ -126,7 +126,7 @@ impl Store {
     /// exactly one process (or one waiter) gets to resume it.
     pub async fn claim_turn_state(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(&format!(
             "DELETE FROM turn_states WHERE approval_id = $1 RETURNING {TURN_COLUMNS}"
@@ -142,7 +142,7 @@ impl Store {
     /// one atomic delete, like [`Store::claim_turn_state`].
     pub async fn claim_decided_turn(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(&format!(
             "DELETE FROM turn_states WHERE approval_id = $1
@@ -159,7 +159,7 @@ impl Store {
     /// queue its resumption in the right session). One indexed read.
     pub async fn paused_turn_origin(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<Option<Conversation>, StoreError> {
         let row = sqlx::query("SELECT origin FROM turn_states WHERE approval_id = $1")
             .bind(approval_id)
@@ -172,7 +172,10 @@ impl Store {
 
     /// The approval of `session` sent back for editing whose paused turn waits
     /// for the requester's next message (the new arguments).
-    pub async fn awaited_edit(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+    pub async fn awaited_edit(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<ApprovalId>, StoreError> {
         let row = sqlx::query(
             "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id
              WHERE t.session_id = $1 AND a.status = 'edited' LIMIT 1",
@@ -189,7 +192,7 @@ impl Store {
     /// `cutoff` whose turn still waits), returning their ids: their turns
     /// resume with the expiry. The conditional update makes one process the
     /// expirer.
-    pub async fn expire_stale_edits(&self, cutoff: i64) -> Result<Vec<String>, StoreError> {
+    pub async fn expire_stale_edits(&self, cutoff: i64) -> Result<Vec<ApprovalId>, StoreError> {
         let rows = sqlx::query(
             "UPDATE approvals SET status = 'expired'
              WHERE status = 'edited' AND decided_at <= $1
@@ -205,7 +208,7 @@ impl Store {
     /// Approvals already decided (or expired) whose paused turn nobody claimed —
     /// the process that should have resumed it died in between. An edit waits
     /// for the requester's message instead.
-    pub async fn orphaned_turns(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn orphaned_turns(&self) -> Result<Vec<ApprovalId>, StoreError> {
         let rows = sqlx::query(
             "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id
              WHERE a.status NOT IN ('pending', 'edited')",
@@ -345,7 +348,8 @@ mod tests {
             },
         };
         store.save_turn_state(&state).await.unwrap();
-        let (a, b) = tokio::join!(store.claim_turn_state("a1"), store.claim_turn_state("a1"));
+        let id = ApprovalId::from("a1");
+        let (a, b) = tokio::join!(store.claim_turn_state(&id), store.claim_turn_state(&id));
         let claimed: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
         assert_eq!(claimed.len(), 1);
         assert_eq!(claimed[0].remaining[0].id, "c1");

@@ -18,7 +18,7 @@ pub use notice::{notification_text, scheduled_text};
 pub use tools::{CancelTaskTool, ScheduleTool};
 
 use crate::busy::{Busy, BusyGuard};
-use crate::domain::Conversation;
+use crate::domain::{Conversation, ScheduleId, SessionId, TaskId};
 use crate::llm::ToolCall;
 use crate::store::{Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
 use crate::tools::{ImageSink, Progress, ProgressSink, Tool, ToolContext};
@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 /// Where a task came from; its notification goes back there.
 #[derive(Clone)]
 pub struct TaskOrigin {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Who started it, where (a notification replies to no message).
     pub conversation: Conversation,
     pub adapter: Arc<dyn PlatformAdapter>,
@@ -43,7 +43,7 @@ pub struct TaskOrigin {
 
 /// A finished task, for the gateway to inject into the session.
 pub struct TaskFinished {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub tool_name: String,
     pub status: TaskStatus,
     pub result: String,
@@ -56,21 +56,21 @@ pub struct TaskFinished {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cancelled {
     /// A running task of the conversation: it is being stopped.
-    Task(String),
+    Task(TaskId),
     /// A task of the conversation that another gateway process runs: that
     /// process was asked to stop it and does so within a few seconds.
-    Requested(String),
+    Requested(TaskId),
     /// A task of the conversation that is not running (any more).
-    NotRunning(String, TaskStatus),
+    NotRunning(TaskId, TaskStatus),
     /// An active schedule of the conversation, now stopped.
-    Schedule(String),
+    Schedule(ScheduleId),
     /// Nothing of this conversation has that id.
     NotFound,
 }
 
 /// A started task and what it needs to run and report.
 struct Job {
-    id: String,
+    id: TaskId,
     short: String,
     tool_name: String,
     tool: Arc<dyn Tool>,
@@ -90,7 +90,7 @@ pub const DEFAULT_TASKS_PER_SESSION: usize = 3;
 pub struct TaskManager {
     store: Store,
     finished: mpsc::Sender<TaskFinished>,
-    running: Mutex<HashMap<String, CancellationToken>>,
+    running: Mutex<HashMap<TaskId, CancellationToken>>,
     slots: Slots,
     /// Unfinished tasks one user may have across all chats (`MAX_TASKS_PER_USER`).
     per_user: usize,
@@ -128,13 +128,13 @@ impl TaskManager {
         call: &ToolCall,
         args: Value,
         origin: TaskOrigin,
-    ) -> Result<String, StartError> {
+    ) -> Result<TaskId, StartError> {
         let notify = args
             .get("notify")
             .and_then(Value::as_str)
             .and_then(TaskNotify::parse)
             .unwrap_or_default();
-        let id = crate::domain::TaskId::new().0;
+        let id = TaskId::new();
         let slot = self.slots.take(&origin.session_id);
         let status = match slot {
             Slot::Running(_) => TaskStatus::Running,
@@ -171,7 +171,7 @@ impl TaskManager {
         self.running_lock().insert(id.clone(), cancel.clone());
         let job = Job {
             id: id.clone(),
-            short: crate::domain::short_id(&id).to_owned(),
+            short: id.short().to_owned(),
             tool_name: call.name.clone(),
             tool,
             args,
@@ -201,7 +201,7 @@ impl TaskManager {
     /// reachable.
     pub async fn cancel_in_session(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         id: &str,
     ) -> Result<Cancelled, StoreError> {
         let id = id.trim().to_ascii_lowercase();
@@ -228,7 +228,7 @@ impl TaskManager {
     /// Cancels every unfinished task of the session (`/stop all`): those of
     /// this process at once, those of another process by request. Schedules
     /// stay. Returns how many were stopped or asked to stop.
-    pub async fn cancel_all_in_session(&self, session_id: &str) -> Result<usize, StoreError> {
+    pub async fn cancel_all_in_session(&self, session_id: &SessionId) -> Result<usize, StoreError> {
         let mut stopped = 0;
         for task in self.store.session_tasks(session_id, 1000).await? {
             if task.status.is_finished() {
@@ -468,11 +468,11 @@ impl TaskManager {
     }
 
     /// The tasks this process runs (or has queued to run).
-    pub fn running_ids(&self) -> Vec<String> {
+    pub fn running_ids(&self) -> Vec<TaskId> {
         self.running_lock().keys().cloned().collect()
     }
 
-    fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+    fn running_lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -3,6 +3,7 @@
 //! (with `notify: changes`) milestone messages, and the recording of its result.
 
 use super::progress;
+use crate::domain::TaskId;
 use crate::store::{Backoff, Store, TaskStatus};
 use crate::tools::Progress;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Keeps the task's row leased while this process runs it, so a restart can
 /// tell tasks of dead processes from live ones.
-pub(super) async fn renew_lease(store: Store, id: String, cancel: CancellationToken) {
+pub(super) async fn renew_lease(store: Store, id: TaskId, cancel: CancellationToken) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(LEASE_RENEWAL) => {}
@@ -37,7 +38,7 @@ pub(super) async fn report_progress(
     store: Store,
     adapter: Arc<dyn PlatformAdapter>,
     status_ref: Option<MessageRef>,
-    id: String,
+    id: TaskId,
     short: String,
     tool: String,
     mut rx: watch::Receiver<Progress>,

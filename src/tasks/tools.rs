@@ -114,8 +114,8 @@ impl Tool for ScheduleTool {
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?
             .ok_or_else(|| ToolError::InvalidArguments("that time is in the past".into()))?;
         let record = ScheduleRecord {
-            id: crate::domain::ScheduleId::new().0,
-            session_id: ctx.session_id.clone(),
+            id: crate::domain::ScheduleId::new(),
+            session_id: ctx.session_id.as_str().into(),
             origin,
             kind: args.kind,
             spec: args.spec,

@@ -46,7 +46,7 @@ impl Tool for CheckTasksTool {
         if let Some(id) = args.get("task_id").and_then(Value::as_str) {
             let task = self.store.task(id).await.map_err(failed)?;
             return match task {
-                Some(t) if t.session_id == ctx.session_id => Ok(json!({
+                Some(t) if *t.session_id == *ctx.session_id => Ok(json!({
                     "task_id": t.id, "tool": t.tool_name, "status": t.status.as_str(), "stage": t.stage,
                     "detail": t.detail, "percent": t.percent, "result": t.result,
                 })

@@ -2,6 +2,7 @@
 //! submission, a memory flush before compaction.
 
 use super::{Tool, ToolSpec};
+use crate::domain::ApprovalId;
 pub use crate::domain::Pause;
 use crate::llm::{Message, ToolCall};
 use async_trait::async_trait;
@@ -15,7 +16,7 @@ pub enum Asked {
     Allowed,
     /// The card is recorded and the checkpoint stored: the turn ends here and
     /// is resumed, in any process, once the approval is decided.
-    Paused(String),
+    Paused(crate::domain::ApprovalId),
     /// There is no way to ask anyone (no confirm channel, or nowhere to keep
     /// the paused turn).
     Unavailable,
@@ -102,7 +103,7 @@ pub trait TurnHost: Send + Sync + 'static {
     /// [`TurnHost::for_subagent`]'s host, with the sub-agent's checkpoint):
     /// stores this turn's `checkpoint` around it so the whole turn pauses as
     /// one row. `false`: it could not be kept (the approval is withdrawn).
-    async fn pause_nested(&self, _approval: &str, _checkpoint: TurnCheckpoint) -> bool {
+    async fn pause_nested(&self, _approval: &ApprovalId, _checkpoint: TurnCheckpoint) -> bool {
         false
     }
 

@@ -97,7 +97,7 @@ impl Tool for PlanTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: PlanArgs = parse_args(NAME, args)?;
-        let session = SessionId(ctx.session_id.clone());
+        let session = ctx.session_id.clone();
         let mut state = self.load(&session).await?;
         let invalid = |e: PlanError| ToolError::InvalidArguments(e.0);
         let no_plan =

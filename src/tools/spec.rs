@@ -98,7 +98,7 @@ pub struct ToolContext {
     /// with its result; takes nothing unless the turn's model sees images.
     pub images: super::ImageSink,
     /// Stable id of the calling session (for tools that keep per-session state).
-    pub session_id: String,
+    pub session_id: crate::domain::SessionId,
     /// Who called and from which chat (for tools that act later on the user's
     /// behalf, like schedules). `None` outside a chat turn.
     pub origin: Option<crate::domain::Conversation>,
@@ -140,7 +140,7 @@ pub enum ToolError {
     /// The tool's work waits for approval `0` (a sub-agent's call): the
     /// calling turn pauses and resumes the tool once it is decided.
     #[error("waiting for approval {0}")]
-    Paused(String),
+    Paused(crate::domain::ApprovalId),
 }
 
 impl ToolError {

@@ -7,7 +7,7 @@ use super::csrf::{self, Form};
 use super::layout::{self, button, csrf_field, pager, when, Chrome};
 use super::{mask_json, mask_text, offset, WebError, WebState, PER_PAGE};
 use crate::approvals::Choice;
-use crate::domain::short_id;
+use crate::domain::{short_id, ApprovalId};
 use crate::gateway::WebDecision;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, Redirect};
@@ -50,7 +50,7 @@ pub(crate) async fn page(
                 article.approval id={ "approval-" (a.id) } {
                     header {
                         strong { (a.tool_display) } " "
-                        code { (short_id(&a.id)) }
+                        code { (a.id.short()) }
                         " requested by " (a.requester_name)
                         " on " (a.chat.platform.as_str())
                         " — expires " (when(a.expires_at))
@@ -116,6 +116,7 @@ pub(crate) async fn decide(
         .field("reason")
         .map(|r| crate::text::clip(r.trim(), 300))
         .filter(|r| !r.is_empty() && choice == Choice::Deny);
+    let id = ApprovalId::from(id);
     let outcome = state.operator.decide(&id, choice, reason).await;
     let (flash, decided) = match &outcome {
         WebDecision::Decided(_) => ("decided", true),

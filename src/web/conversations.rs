@@ -169,7 +169,7 @@ pub(crate) async fn show(
                 tbody {
                     @for a in &approvals {
                         tr {
-                            td { code { (short_id(&a.id)) } }
+                            td { code { (a.id.short()) } }
                             td { (a.tool_display) }
                             td { pre { (mask_json(&a.arguments)) } }
                             td { span class={ "status " (a.status.as_str()) } { (a.status.as_str()) } }

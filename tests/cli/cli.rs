@@ -715,7 +715,7 @@ async fn seed_task(
 ) -> TaskRecord {
     let task = TaskRecord {
         id: id.into(),
-        session_id: format!("session-{id}"),
+        session_id: format!("session-{id}").into(),
         tool_name: tool.into(),
         arguments: "{}".into(),
         status: TaskStatus::Running,

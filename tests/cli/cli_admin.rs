@@ -130,7 +130,7 @@ fn approval(id: &str, chat: ChatAddress, summary: &str, expires_in: Span) -> App
     let now = Utc::now();
     ApprovalRecord {
         id: id.into(),
-        session_id: format!("session-{id}"),
+        session_id: format!("session-{id}").into(),
         tool_name: "exec_command".into(),
         tool_display: "Run command".into(),
         arguments: "{}".into(),

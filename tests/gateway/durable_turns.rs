@@ -949,7 +949,10 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
         .await
         .unwrap();
     assert!(left.is_empty());
-    let s = first.session_schedules("sched-session").await.unwrap();
+    let s = first
+        .session_schedules(&"sched-session".into())
+        .await
+        .unwrap();
     assert!(s.is_empty(), "one-offs end once fired");
 }
 
@@ -1179,7 +1182,7 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
         .wait_for("the first answer", |l| l.has_text("Started."))
         .await;
     let session = session(&a, 1).await;
-    let task = a.running.store.session_tasks(&session.0, 1).await.unwrap()[0].clone();
+    let task = a.running.store.session_tasks(&session, 1).await.unwrap()[0].clone();
     assert_eq!(task.status, TaskStatus::Running);
     let short = &task.id[..8];
 
@@ -1239,8 +1242,8 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
             let session = sessions[i % 4].clone();
             async move {
                 let task = TaskRecord {
-                    id: format!("{i:032x}"),
-                    session_id: session.clone(),
+                    id: format!("{i:032x}").into(),
+                    session_id: session.clone().into(),
                     tool_name: "delegate_to_research".into(),
                     arguments: "{}".into(),
                     status: TaskStatus::Running,
@@ -1255,7 +1258,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                     finished_at: None,
                 };
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
-                plan.session_id = session;
+                plan.session_id = session.into();
                 let t = store
                     .insert_task_within_cap(&task, Platform::Console, UserId(7), 5)
                     .await
@@ -1279,7 +1282,11 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         assert_eq!((tasks, schedules), (5, 3), "{}", db.url);
         let mut stored = 0;
         for session in &sessions {
-            stored += stores[1].session_tasks(session, 100).await.unwrap().len();
+            stored += stores[1]
+                .session_tasks(&session.as_str().into(), 100)
+                .await
+                .unwrap()
+                .len();
         }
         assert_eq!(stored, 5);
         // Another user of the same chats is not affected.

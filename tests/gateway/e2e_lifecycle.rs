@@ -147,7 +147,7 @@ async fn a_background_task_can_be_listed_and_cancelled() {
     let notification = last_user_text(&requests[2]).unwrap();
     assert!(notification.contains("status: cancelled"), "{notification}");
     let session = h.session(1, 1).await;
-    let tasks = h.running.store.session_tasks(&session.0, 10).await.unwrap();
+    let tasks = h.running.store.session_tasks(&session, 10).await.unwrap();
     assert_eq!(tasks[0].status, TaskStatus::Cancelled);
     h.stop().await;
 }
@@ -183,7 +183,7 @@ async fn start_approved(h: &Harness, asks: &[(&str, &str)]) -> Vec<switchboard::
         h.wait_for(answer, |l| l.has_text(answer)).await;
     }
     let session = h.session(1, 1).await;
-    h.running.store.session_tasks(&session.0, 10).await.unwrap()
+    h.running.store.session_tasks(&session, 10).await.unwrap()
 }
 
 #[tokio::test]

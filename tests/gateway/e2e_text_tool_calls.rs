@@ -34,7 +34,7 @@ async fn schedules(h: &Harness) -> usize {
     let session = h.session(1, 1).await;
     h.running
         .store
-        .session_schedules(&session.0)
+        .session_schedules(&session)
         .await
         .unwrap()
         .len()

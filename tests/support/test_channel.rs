@@ -246,12 +246,12 @@ impl Card {
     }
 
     /// The approval id carried by the buttons (`ap:<id>:<code>`).
-    pub fn approval_id(&self) -> String {
+    pub fn approval_id(&self) -> switchboard::domain::ApprovalId {
         self.actions
             .first()
             .and_then(|a| a.split(':').nth(1))
             .unwrap_or_default()
-            .to_owned()
+            .into()
     }
 }
 

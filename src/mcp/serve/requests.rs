@@ -5,6 +5,7 @@
 //! outcome, not a second card.
 
 use crate::approvals::EXTERNAL_APPROVAL;
+use crate::domain::{ApprovalId, SessionId};
 use crate::store::{ApprovalRecord, ApprovalStatus, OutboxKind, OutboxStatus, Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -113,7 +114,7 @@ impl Requests {
         request_id: Option<&str>,
         cancel: &CancellationToken,
     ) -> Outcome {
-        let id = row_id("approval", request_id);
+        let id = ApprovalId::from(row_id("approval", request_id));
         let existing = self.store.approval(&id).await.map_err(store_error)?;
         let record = match existing {
             Some(record) => record,
@@ -131,15 +132,16 @@ impl Requests {
                     .map_err(store_error)?;
                 self.store
                     .queue_outbox(
-                        &id,
+                        id.as_str(),
                         OutboxKind::Approval,
                         &self.target,
-                        &id,
+                        id.as_str(),
                         record.expires_at,
                     )
                     .await
                     .map_err(store_error)?;
-                self.audit("mcp.approval_requested", &id, client).await;
+                self.audit("mcp.approval_requested", id.as_str(), client)
+                    .await;
                 record
             }
         };
@@ -154,7 +156,7 @@ impl Requests {
             if current.status != ApprovalStatus::Pending {
                 return Ok(decision(&current));
             }
-            if let Some(failed) = self.failed(&id).await? {
+            if let Some(failed) = self.failed(id.as_str()).await? {
                 return Err(format!(
                     "the gateway could not post the approval card: {failed}"
                 ));
@@ -230,7 +232,7 @@ impl Requests {
 
     fn new_approval(
         &self,
-        id: &str,
+        id: &ApprovalId,
         client: &str,
         action: &str,
         details: &str,
@@ -243,8 +245,8 @@ impl Requests {
             format!("{action}\n\n{details}")
         };
         ApprovalRecord {
-            id: id.to_owned(),
-            session_id: "mcp".into(),
+            id: id.clone(),
+            session_id: SessionId::from("mcp"),
             tool_name: EXTERNAL_APPROVAL.into(),
             tool_display: "External agent request".into(),
             arguments: json!({"action": action, "details": details}).to_string(),
