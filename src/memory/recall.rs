@@ -89,53 +89,10 @@ pub async fn recall_visible(
     let terms = query_terms(message);
     let codes = codes(message);
     let ids = id_refs(message);
-    // The three reads are independent: run them at once on separate connections.
-    let singles: Vec<&String> = terms
-        .iter()
-        .filter(|t| is_single_char(t) && !t.is_ascii())
-        .take(3)
-        .collect();
-    let (fts, pinned_rows, single_hits) = tokio::join!(
-        store.search_memories(owner, &terms, None, FTS_CANDIDATES, now),
-        store.memories_of(
-            owner,
-            &[MemoryKind::Persona, MemoryKind::Preference],
-            PINNED_CANDIDATES,
-            now
-        ),
-        async {
-            let mut hits = Vec::new();
-            for needle in &singles {
-                hits.extend(store.memories_containing(owner, needle, 10, now).await?);
-            }
-            Ok::<_, StoreError>(hits)
-        },
-    );
-    let pinned_rows = pinned_rows?;
-    let mut found: HashMap<i64, MemoryRecord> = HashMap::new();
-    for m in fts?.into_iter().chain(single_hits?) {
-        found.entry(m.id).or_insert(m);
-    }
-    // Codes the term index missed (punctuation inside), and memories named by id.
-    let missing: Vec<&String> = codes
-        .iter()
-        .filter(|c| !found.values().any(|m| contains_ci(&m.content, c)))
-        .take(2)
-        .collect();
-    for code in missing {
-        for m in store.memories_containing(owner, code, 10, now).await? {
-            found.entry(m.id).or_insert(m);
-        }
-    }
-    for id in &ids {
-        if let Some(m) = store
-            .memory(owner, *id)
-            .await?
-            .filter(|m| m.expires_at.is_none_or(|e| e > now))
-        {
-            found.entry(m.id).or_insert(m);
-        }
-    }
+    let Candidates {
+        mut found,
+        pinned: pinned_rows,
+    } = candidates(store, owner, &terms, &codes, &ids, now).await?;
     let weigh = Weights::new(&terms, found.values().chain(&pinned_rows));
     let relevance = |m: &MemoryRecord| {
         let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
@@ -189,6 +146,74 @@ pub async fn recall_visible(
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(fit_budget(pinned, ranked, budget))
+}
+
+/// What a message could recall: the memories its terms, codes and ids find,
+/// and the owner's persona and preferences (candidates on every turn).
+struct Candidates {
+    found: HashMap<i64, MemoryRecord>,
+    pinned: Vec<MemoryRecord>,
+}
+
+async fn candidates(
+    store: &Store,
+    owner: MemoryOwner,
+    terms: &[String],
+    codes: &[String],
+    ids: &[i64],
+    now: DateTime<Utc>,
+) -> Result<Candidates, StoreError> {
+    // The three reads are independent: run them at once on separate connections.
+    let singles: Vec<&String> = terms
+        .iter()
+        .filter(|t| is_single_char(t) && !t.is_ascii())
+        .take(3)
+        .collect();
+    let (fts, pinned_rows, single_hits) = tokio::join!(
+        store.search_memories(owner, terms, None, FTS_CANDIDATES, now),
+        store.memories_of(
+            owner,
+            &[MemoryKind::Persona, MemoryKind::Preference],
+            PINNED_CANDIDATES,
+            now
+        ),
+        async {
+            let mut hits = Vec::new();
+            for needle in &singles {
+                hits.extend(store.memories_containing(owner, needle, 10, now).await?);
+            }
+            Ok::<_, StoreError>(hits)
+        },
+    );
+    let pinned_rows = pinned_rows?;
+    let mut found: HashMap<i64, MemoryRecord> = HashMap::new();
+    for m in fts?.into_iter().chain(single_hits?) {
+        found.entry(m.id).or_insert(m);
+    }
+    // Codes the term index missed (punctuation inside), and memories named by id.
+    let missing: Vec<&String> = codes
+        .iter()
+        .filter(|c| !found.values().any(|m| contains_ci(&m.content, c)))
+        .take(2)
+        .collect();
+    for code in missing {
+        for m in store.memories_containing(owner, code, 10, now).await? {
+            found.entry(m.id).or_insert(m);
+        }
+    }
+    for id in ids {
+        if let Some(m) = store
+            .memory(owner, *id)
+            .await?
+            .filter(|m| m.expires_at.is_none_or(|e| e > now))
+        {
+            found.entry(m.id).or_insert(m);
+        }
+    }
+    Ok(Candidates {
+        found,
+        pinned: pinned_rows,
+    })
 }
 
 /// Query terms weighted by rarity among the candidates (an inverse document

@@ -123,100 +123,135 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let row = sqlx::query(
-            "SELECT quantity, cost, currency FROM portfolio_positions
-             WHERE platform = $1 AND user_id = $2 AND symbol = $3",
-        )
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(&order.symbol)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let current = match row {
-            Some(r) => Some(Position {
-                symbol: order.symbol.clone(),
-                quantity: decimal(&r.try_get::<String, _>("quantity")?)?,
-                cost: decimal(&r.try_get::<String, _>("cost")?)?,
-                currency: r.try_get("currency")?,
-            }),
-            None => None,
-        };
+        let current = position_in(&mut tx, owner, &order.symbol).await?;
         let applied = portfolio::apply(current.as_ref(), order)?;
-        match &applied.after {
-            Some(p) => {
-                sqlx::query(
-                    "INSERT INTO portfolio_positions (platform, user_id, symbol, quantity, cost, currency, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)
-                     ON CONFLICT (platform, user_id, symbol) DO UPDATE SET
-                       quantity = excluded.quantity, cost = excluded.cost,
-                       currency = excluded.currency, updated_at = excluded.updated_at",
-                )
-                .bind(owner.platform.as_str())
-                .bind(owner.user.0)
-                .bind(&p.symbol)
-                .bind(p.quantity.to_string())
-                .bind(p.cost.to_string())
-                .bind(&p.currency)
-                .bind(ms(at))
-                .execute(&mut *tx)
-                .await?;
-            }
-            None => {
-                sqlx::query(
-                    "DELETE FROM portfolio_positions WHERE platform = $1 AND user_id = $2 AND symbol = $3",
-                )
-                .bind(owner.platform.as_str())
-                .bind(owner.user.0)
-                .bind(&order.symbol)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        let (quantity, price, fee) = match &order.operation {
-            Operation::Buy {
-                quantity,
-                price,
-                fee,
-            }
-            | Operation::Sell {
-                quantity,
-                price,
-                fee,
-            } => (Some(*quantity), Some(*price), Some(*fee)),
-            Operation::Set {
-                quantity,
-                average_cost,
-            } => (Some(*quantity), Some(*average_cost), None),
-            Operation::Remove => (None, None, None),
-        };
+        write_position(&mut tx, owner, &order.symbol, applied.after.as_ref(), at).await?;
         let currency = applied
             .after
             .as_ref()
             .map(|p| p.currency.clone())
             .or_else(|| current.map(|p| p.currency))
             .unwrap_or_default();
-        sqlx::query(
-            "INSERT INTO portfolio_trades
-               (platform, user_id, symbol, operation, quantity, price, fee, realized, currency, note, session_id, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        )
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(&order.symbol)
-        .bind(order.operation.name())
-        .bind(quantity.map(|d| d.to_string()))
-        .bind(price.map(|d| d.to_string()))
-        .bind(fee.map(|d| d.to_string()))
-        .bind(applied.realized.map(|d| d.to_string()))
-        .bind(currency)
-        .bind(order.note.clone())
-        .bind(session_id)
-        .bind(ms(at))
-        .execute(&mut *tx)
-        .await?;
+        log_trade(&mut tx, owner, order, &applied, &currency, session_id, at).await?;
         tx.commit().await?;
         Ok(applied)
     }
+}
+
+/// The owner's position in `symbol`, read inside the order's transaction.
+async fn position_in(
+    tx: &mut sqlx::AnyConnection,
+    owner: MemoryOwner,
+    symbol: &str,
+) -> Result<Option<Position>, StoreError> {
+    let row = sqlx::query(
+        "SELECT quantity, cost, currency FROM portfolio_positions
+         WHERE platform = $1 AND user_id = $2 AND symbol = $3",
+    )
+    .bind(owner.platform.as_str())
+    .bind(owner.user.0)
+    .bind(symbol)
+    .fetch_optional(&mut *tx)
+    .await?;
+    row.map(|r| {
+        Ok(Position {
+            symbol: symbol.to_owned(),
+            quantity: decimal(&r.try_get::<String, _>("quantity")?)?,
+            cost: decimal(&r.try_get::<String, _>("cost")?)?,
+            currency: r.try_get("currency")?,
+        })
+    })
+    .transpose()
+}
+
+/// Stores the position after an order (`None`: the position is closed).
+async fn write_position(
+    tx: &mut sqlx::AnyConnection,
+    owner: MemoryOwner,
+    symbol: &str,
+    after: Option<&Position>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    match after {
+        Some(p) => {
+            sqlx::query(
+                "INSERT INTO portfolio_positions (platform, user_id, symbol, quantity, cost, currency, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (platform, user_id, symbol) DO UPDATE SET
+                   quantity = excluded.quantity, cost = excluded.cost,
+                   currency = excluded.currency, updated_at = excluded.updated_at",
+            )
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .bind(&p.symbol)
+            .bind(p.quantity.to_string())
+            .bind(p.cost.to_string())
+            .bind(&p.currency)
+            .bind(ms(at))
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query(
+                "DELETE FROM portfolio_positions WHERE platform = $1 AND user_id = $2 AND symbol = $3",
+            )
+            .bind(owner.platform.as_str())
+            .bind(owner.user.0)
+            .bind(symbol)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends the order to the owner's trade log.
+async fn log_trade(
+    tx: &mut sqlx::AnyConnection,
+    owner: MemoryOwner,
+    order: &Order,
+    applied: &Applied,
+    currency: &str,
+    session_id: &SessionId,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let (quantity, price, fee) = match &order.operation {
+        Operation::Buy {
+            quantity,
+            price,
+            fee,
+        }
+        | Operation::Sell {
+            quantity,
+            price,
+            fee,
+        } => (Some(*quantity), Some(*price), Some(*fee)),
+        Operation::Set {
+            quantity,
+            average_cost,
+        } => (Some(*quantity), Some(*average_cost), None),
+        Operation::Remove => (None, None, None),
+    };
+    sqlx::query(
+        "INSERT INTO portfolio_trades
+           (platform, user_id, symbol, operation, quantity, price, fee, realized, currency, note, session_id, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(owner.platform.as_str())
+    .bind(owner.user.0)
+    .bind(&order.symbol)
+    .bind(order.operation.name())
+    .bind(quantity.map(|d| d.to_string()))
+    .bind(price.map(|d| d.to_string()))
+    .bind(fee.map(|d| d.to_string()))
+    .bind(applied.realized.map(|d| d.to_string()))
+    .bind(currency)
+    .bind(order.note.clone())
+    .bind(session_id)
+    .bind(ms(at))
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]
