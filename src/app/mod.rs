@@ -130,28 +130,7 @@ pub async fn start_with_clock(
     );
     log_skipped_entries(config);
     let skills = skill_library(config, &shutdown);
-    // Images are kept for a vision route even when the main model is blind;
-    // each turn is sent them only when its model sees.
-    let env_vision = config.media.vision_for(&config.llm.model);
-    let mut media_config = config.media.clone();
-    if !env_vision && config.models.routes.vision.is_some() {
-        media_config.vision = crate::media::VisionSetting::On;
-    }
-    let models = Arc::new(crate::models::Models::new(
-        store.clone(),
-        config.models.clone(),
-        Arc::clone(&provider),
-        env_vision,
-        config.llm.clone(),
-        config.model_keys.clone(),
-    ));
-    models.seed().await;
-    let media = Arc::new(crate::media::Media::new(
-        media_config,
-        store.clone(),
-        config.data_dir.clone(),
-        &config.llm.model,
-    ));
+    let (models, media) = models_and_media(config, &store, &provider).await;
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
     let mcp = start_mcp(config, &mut tools, &grown, &shutdown).await;
@@ -213,6 +192,37 @@ pub async fn start_with_clock(
         shutdown,
         mcp,
     })
+}
+
+/// The model catalogue (seeded from the configuration) and the media
+/// pipeline. Images are kept for a vision route even when the main model is
+/// blind; each turn is sent them only when its model sees.
+async fn models_and_media(
+    config: &Config,
+    store: &Store,
+    provider: &Arc<dyn crate::llm::Provider>,
+) -> (Arc<crate::models::Models>, Arc<crate::media::Media>) {
+    let env_vision = config.media.vision_for(&config.llm.model);
+    let mut media_config = config.media.clone();
+    if !env_vision && config.models.routes.vision.is_some() {
+        media_config.vision = crate::media::VisionSetting::On;
+    }
+    let models = Arc::new(crate::models::Models::new(
+        store.clone(),
+        config.models.clone(),
+        Arc::clone(provider),
+        env_vision,
+        config.llm.clone(),
+        config.model_keys.clone(),
+    ));
+    models.seed().await;
+    let media = Arc::new(crate::media::Media::new(
+        media_config,
+        store.clone(),
+        config.data_dir.clone(),
+        &config.llm.model,
+    ));
+    (models, media)
 }
 
 /// The skills of `SKILLS_DIR` (a bad one skipped with a log line), watched
