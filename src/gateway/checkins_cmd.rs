@@ -64,7 +64,7 @@ pub(crate) async fn run(
                 enabled: true,
                 at_time: format!("{h:02}:{m:02}"),
                 timezone: zone.to_owned(),
-                session_id: session.0.clone(),
+                session_id: session.clone(),
                 origin,
             };
             inner.store.set_checkins(owner, &settings).await?;

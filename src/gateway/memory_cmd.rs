@@ -198,7 +198,7 @@ async fn source_excerpt(
     };
     let (session, range) = rest.split_once('#').unwrap_or((rest, ""));
     let session = SessionId(session.to_owned());
-    match inner.store.session_key(&session.0).await? {
+    match inner.store.session_key(&session).await? {
         Some(k) if MemoryOwner::of(&k) != owner => {
             return Ok("\n(That conversation no longer exists.)".into())
         }

@@ -41,7 +41,7 @@ struct Spooled {
 /// One answered exchange on disk, for its session's history.
 #[derive(Debug, Serialize, Deserialize)]
 struct SpooledExchange {
-    session_id: String,
+    session_id: SessionId,
     messages: Vec<Message>,
 }
 
@@ -99,7 +99,7 @@ impl Spool {
         messages: &[Message],
     ) -> io::Result<SpoolFile> {
         let body = serde_json::to_vec(&SpooledExchange {
-            session_id: session.0.clone(),
+            session_id: session.clone(),
             messages: messages.to_vec(),
         })
         .map_err(io::Error::other)?;
@@ -197,7 +197,7 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .append_messages(&SessionId(exchange.session_id), &exchange.messages)
+            .append_messages(&exchange.session_id, &exchange.messages)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a saved spooled exchange");

@@ -72,7 +72,7 @@ pub async fn schedule_checkin(
     let id = ScheduleId::new();
     let record = ScheduleRecord {
         id: id.clone(),
-        session_id: settings.session_id.into(),
+        session_id: settings.session_id,
         origin,
         kind: "at".into(),
         spec: DateTime::<Utc>::from_timestamp_millis(next)

@@ -1,7 +1,7 @@
 //! Opt-in check-in settings per user and the rate-limit claim on sending one.
 
 use super::memories::MemoryOwner;
-use super::{ms, Store, StoreError};
+use super::{ms, SessionId, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -13,7 +13,7 @@ pub struct CheckinSettings {
     pub at_time: String,
     pub timezone: String,
     /// The direct-message session check-ins are sent in, and its conversation (JSON).
-    pub session_id: String,
+    pub session_id: SessionId,
     pub origin: String,
 }
 

@@ -3,7 +3,7 @@
 
 use super::approvals::{approval_from_row, COLUMNS as APPROVAL_COLUMNS};
 use super::session_state::key_from_row;
-use super::{dt, ms, now, ApprovalRecord, SessionKey, Store, StoreError, SystemEvent};
+use super::{dt, ms, now, ApprovalRecord, SessionId, SessionKey, Store, StoreError, SystemEvent};
 use crate::llm::Message;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -236,7 +236,7 @@ impl Store {
     }
 
     /// One session's row, when it exists.
-    pub async fn session_row(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+    pub async fn session_row(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         let row = sqlx::query(
             "SELECT s.id, s.platform, s.chat_id, s.thread_id, s.user_id, s.updated_at,
                     (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages,
@@ -261,7 +261,7 @@ impl Store {
     /// A page of a session's messages (compacted ones included), oldest first.
     pub async fn history_page(
         &self,
-        session: &str,
+        session: &SessionId,
         limit: u32,
         offset: u64,
     ) -> Result<Slice<HistoryRow>, StoreError> {
@@ -290,7 +290,7 @@ impl Store {
     /// A session's approvals (newest first, at most `limit`).
     pub async fn session_approvals(
         &self,
-        session: &str,
+        session: &SessionId,
         limit: u32,
     ) -> Result<Vec<ApprovalRecord>, StoreError> {
         let rows = sqlx::query(&format!(

@@ -9,7 +9,7 @@ use sqlx::Row;
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedbackRecord {
     pub id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub owner: MemoryOwner,
     pub question: String,
     pub answer: String,

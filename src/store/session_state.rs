@@ -69,7 +69,7 @@ pub(super) fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreErr
 
 impl Store {
     /// The key of a session by id (who owns it, where it is).
-    pub async fn session_key(&self, session: &str) -> Result<Option<SessionKey>, StoreError> {
+    pub async fn session_key(&self, session: &SessionId) -> Result<Option<SessionKey>, StoreError> {
         let row =
             sqlx::query("SELECT platform, chat_id, thread_id, user_id FROM sessions WHERE id = $1")
                 .bind(session)
@@ -360,7 +360,7 @@ mod tests {
     async fn documents_are_written_and_cleared() {
         let (store, _dir) = test_store().await;
         let s = store.session(&key(1)).await.unwrap();
-        assert_eq!(store.session_key(&s.0).await.unwrap(), Some(key(1)));
+        assert_eq!(store.session_key(&s).await.unwrap(), Some(key(1)));
         store
             .set_session_doc(&s, StateDoc::Task, Some("{\"goal\":1}"))
             .await

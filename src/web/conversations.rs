@@ -117,7 +117,7 @@ pub(crate) struct ShowQuery {
 pub(crate) async fn show(
     State(state): State<WebState>,
     Extension(session): Extension<Session>,
-    Path(id): Path<String>,
+    Path(id): Path<SessionId>,
     Query(q): Query<ShowQuery>,
 ) -> Result<Html<String>, WebError> {
     let per = q.per.unwrap_or(MESSAGES_PER_PAGE);
@@ -133,7 +133,7 @@ pub(crate) async fn show(
     };
     let history = store.history_page(&id, per, skip).await?;
     let approvals = store.session_approvals(&id, PER_PAGE).await?;
-    let summary = store.session_state(&SessionId(id.clone())).await?.summary;
+    let summary = store.session_state(&id).await?.summary;
     let chrome = Chrome {
         csrf: csrf::token(&state.auth, &session.nonce),
         flash: None,
