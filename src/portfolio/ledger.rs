@@ -57,6 +57,28 @@ impl Operation {
             Operation::Remove => "remove",
         }
     }
+
+    /// What the trade log records of it: quantity, price (the average cost
+    /// for `set`) and fee, each where the operation has one.
+    pub fn figures(&self) -> (Option<Decimal>, Option<Decimal>, Option<Decimal>) {
+        match self {
+            Operation::Buy {
+                quantity,
+                price,
+                fee,
+            }
+            | Operation::Sell {
+                quantity,
+                price,
+                fee,
+            } => (Some(*quantity), Some(*price), Some(*fee)),
+            Operation::Set {
+                quantity,
+                average_cost,
+            } => (Some(*quantity), Some(*average_cost), None),
+            Operation::Remove => (None, None, None),
+        }
+    }
 }
 
 /// An operation on a symbol, as requested.

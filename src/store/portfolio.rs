@@ -5,7 +5,7 @@
 use super::memories::MemoryOwner;
 use super::{dt, ms, Backend, Store, StoreError};
 use crate::domain::SessionId;
-use crate::portfolio::{self, Applied, Decimal, LedgerError, Operation, Order, Position};
+use crate::portfolio::{self, Applied, Decimal, LedgerError, Order, Position};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -215,23 +215,7 @@ async fn log_trade(
     session_id: &SessionId,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let (quantity, price, fee) = match &order.operation {
-        Operation::Buy {
-            quantity,
-            price,
-            fee,
-        }
-        | Operation::Sell {
-            quantity,
-            price,
-            fee,
-        } => (Some(*quantity), Some(*price), Some(*fee)),
-        Operation::Set {
-            quantity,
-            average_cost,
-        } => (Some(*quantity), Some(*average_cost), None),
-        Operation::Remove => (None, None, None),
-    };
+    let (quantity, price, fee) = order.operation.figures();
     sqlx::query(
         "INSERT INTO portfolio_trades
            (platform, user_id, symbol, operation, quantity, price, fee, realized, currency, note, session_id, created_at)
@@ -257,6 +241,7 @@ async fn log_trade(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::portfolio::Operation;
     use crate::store::test_store;
     use switchboard_platform::{Platform, UserId};
 

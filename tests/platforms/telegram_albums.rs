@@ -30,13 +30,18 @@ fn handles(m: &InboundMessage) -> Vec<&str> {
     m.attachments.iter().map(|a| a.handle.0.as_str()).collect()
 }
 
+/// The adapter polling `fake` with state in `dir`, albums held `window`.
+async fn polling(fake: &FakeTelegram, dir: &std::path::Path, window: Duration) -> Running {
+    let mut c = config(fake, dir);
+    c.album_window = window;
+    Running::start(c).await
+}
+
 #[tokio::test]
 async fn an_album_arrives_as_one_message_and_holds_up_no_other_chat() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_secs(1);
-    let mut r = Running::start(c).await;
+    let mut r = polling(&fake, dir.path(), Duration::from_secs(1)).await;
     let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
     let first = fake.media(Where::Dm, &ann, album_part("g1", "p1", None));
     fake.media(Where::Dm, &ann, album_part("g1", "p2", Some("our trip")));
@@ -77,9 +82,7 @@ async fn an_album_arrives_as_one_message_and_holds_up_no_other_chat() {
 async fn an_album_split_across_batches_is_still_one_message() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_secs(2);
-    let mut r = Running::start(c).await;
+    let mut r = polling(&fake, dir.path(), Duration::from_secs(2)).await;
     let ann = ann();
     let first = fake.media(Where::Dm, &ann, album_part("g", "p1", None));
     fake.media(Where::Dm, &ann, album_part("g", "p2", None));
@@ -110,9 +113,7 @@ async fn an_album_split_across_batches_is_still_one_message() {
 async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_secs(3600);
-    let mut r = Running::start(c).await;
+    let mut r = polling(&fake, dir.path(), Duration::from_secs(3600)).await;
     let (ann, bob) = (ann(), FakeUser::new(901, "Bob"));
     let first = fake.media(Where::Dm, &ann, album_part("g", "p1", Some("two photos")));
     fake.media(Where::Dm, &ann, album_part("g", "p2", None));
@@ -136,9 +137,7 @@ async fn a_crash_while_an_album_is_held_loses_and_repeats_nothing() {
 
     r.task.abort();
     let _ = r.task.await;
-    let mut c = config(&fake, dir.path());
-    c.album_window = Duration::from_millis(100);
-    let mut r = Running::start(c).await;
+    let mut r = polling(&fake, dir.path(), Duration::from_millis(100)).await;
     let album = r.next_message().await;
     assert_eq!(
         (album.text.as_str(), handles(&album)),
