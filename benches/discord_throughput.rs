@@ -41,7 +41,6 @@ use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use switchboard::Config;
 use switchboard_discord::{DiscordAdapter, DiscordConfig};
 use switchboard_platform::{Inbound, OutgoingMessage, PlatformAdapter, Quota, Secret};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const FIRST_CHANNEL: u64 = 1_700_000_000_000_000_000;
@@ -258,7 +257,7 @@ async fn run(scenario: &Scenario) -> Outcome {
             _llm = Some(llm);
         }
         Path::AdapterOnly => {
-            let (tx, mut rx) = mpsc::channel(1024);
+            let (tx, mut rx) = support::intake::acking(1024);
             let runner = adapter.clone();
             let token = shutdown.clone();
             tokio::spawn(async move { runner.run(tx, token).await });

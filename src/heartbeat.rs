@@ -7,11 +7,17 @@ use tokio_util::sync::CancellationToken;
 
 const EVERY: Duration = Duration::from_secs(30);
 
-/// Renews the heartbeat until `shutdown`, then takes the row away.
-pub(crate) async fn run(store: Store, web: Option<String>, shutdown: CancellationToken) {
+/// Renews the heartbeat of process `instance` until `shutdown`, then takes
+/// the row away.
+pub(crate) async fn run(
+    store: Store,
+    instance: String,
+    web: Option<String>,
+    shutdown: CancellationToken,
+) {
     let now = chrono::Utc::now();
     let row = ProcessRow {
-        id: uuid::Uuid::new_v4().simple().to_string(),
+        id: instance,
         host: hostname(),
         pid: i64::from(std::process::id()),
         version: env!("CARGO_PKG_VERSION").to_owned(),

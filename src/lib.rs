@@ -7,6 +7,7 @@ pub mod agent;
 mod app;
 pub mod approvals;
 mod busy;
+use switchboard_platform::failpoint;
 pub mod caps;
 pub mod chats;
 pub mod clock;

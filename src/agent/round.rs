@@ -113,6 +113,7 @@ impl RoundRunner<'_> {
         guard: &mut DoomLoopGuard,
         pad: &mut Scratchpad,
     ) -> RoundOutput {
+        crate::failpoint::hit("model_answered");
         let prepared = self.prepare(calls, guard);
         let mut messages: Vec<Message> = Vec::with_capacity(prepared.len());
         let mut pending = prepared.into_iter().enumerate().peekable();
@@ -271,6 +272,7 @@ impl RoundRunner<'_> {
             }
         };
         let duration = started.elapsed();
+        crate::failpoint::hit("tool_finished");
         let event = match &outcome {
             Ok(text) => RuntimeEvent::ToolResult {
                 call_id: call.id.clone(),
@@ -337,6 +339,7 @@ impl RoundRunner<'_> {
                 Resolution::AskAgain { .. } => return Ok(Err(NOBODY_TO_ASK.into())),
             }
         }
+        self.host.before_run(&call.name).await;
         if tool.runs_in_background(&args) {
             // The arguments may have been edited on the card.
             if let Err(e) = tool.validate(&args) {

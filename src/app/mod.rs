@@ -14,7 +14,7 @@ use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard_platform::PlatformAdapter;
+use switchboard_platform::{InboundSink, PlatformAdapter};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -61,6 +61,8 @@ pub struct Running {
     shutdown: CancellationToken,
     /// The MCP servers, stopped (their process groups gone) before `wait` returns.
     mcp: Arc<crate::mcp::McpClients>,
+    /// This process's claim to be alive, ended when it has stopped.
+    _liveness: crate::store::LivenessClaim,
 }
 
 impl Running {
@@ -117,6 +119,10 @@ pub async fn start_with_clock(
     // unusable DATA_DIR should be named as such.
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
     let store = Store::open(&config.database_url).await?;
+    // This process's id, and its claim to be alive: its queued messages,
+    // resumed turns and tasks are its own until the claim ends with it.
+    let instance = uuid::Uuid::new_v4().simple().to_string();
+    let liveness = store.claim_liveness(&instance).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
     let (finished_tx, finished_rx) = mpsc::channel(64);
@@ -127,6 +133,7 @@ pub async fn start_with_clock(
         busy.clone(),
         config.max_background_tasks,
         config.caps.max_tasks,
+        instance.clone(),
     );
     log_skipped_entries(config);
     let skills = skill_library(config, &shutdown);
@@ -152,6 +159,7 @@ pub async fn start_with_clock(
         metrics: Arc::clone(&metrics),
         skills,
         grown,
+        instance: instance.clone(),
         cheap: config.models.routes.cheap.as_deref().map(|name| {
             Arc::new(crate::models::CheapRoute::new(
                 Arc::clone(&models),
@@ -172,10 +180,11 @@ pub async fn start_with_clock(
     let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown).await?;
     tokio::spawn(crate::heartbeat::run(
         store.clone(),
+        instance,
         web_addr.map(|a| a.to_string()),
         shutdown.clone(),
     ));
-    let (sink, inbound) = mpsc::channel(1024);
+    let (sink, inbound) = InboundSink::channel(1024);
     let (handles, adapters_done) = run_adapters(adapters, sink, &shutdown);
     store
         .record_event("gateway.start", json!({ "platforms": handles.len() }))
@@ -191,6 +200,7 @@ pub async fn start_with_clock(
         adapters_done,
         shutdown,
         mcp,
+        _liveness: liveness,
     })
 }
 
@@ -376,7 +386,7 @@ async fn bind_health(config: &Config) -> Result<Option<tokio::net::TcpListener>,
 /// cancelled once every adapter has stopped.
 fn run_adapters(
     adapters: Vec<Arc<dyn PlatformAdapter>>,
-    sink: mpsc::Sender<switchboard_platform::Inbound>,
+    sink: InboundSink,
     shutdown: &CancellationToken,
 ) -> (Vec<JoinHandle<()>>, CancellationToken) {
     let adapters_done = CancellationToken::new();

@@ -53,6 +53,7 @@ pub(super) async fn deliver(
     let served = selected.model.provider.model().name.clone();
     super::turn_usage::count(inner, o, &served, &outcome, started.elapsed());
     if outcome.stop == StopReason::Paused {
+        inner.answer_visible(&o.conversation.key).await;
         pause(inner, o, &served, host, reply, &outcome).await;
         return true;
     }
@@ -73,6 +74,7 @@ pub(super) async fn deliver(
     }
     super::turn_usage::record(inner, o, &served, &outcome, 1).await;
     let head = streamed.activity.head(verbosity);
+    inner.answer_visible(&o.conversation.key).await;
     answer(inner, o, reply, &outcome, &head, final_text).await;
     // The session's next input waits until this exchange is in its history.
     if let Some(held) = held {

@@ -85,6 +85,10 @@ pub(super) async fn record(
 
 #[async_trait]
 impl TurnHost for GatewayHost {
+    async fn before_run(&self, tool: &str) {
+        self.inner.tool_started(&self.conversation.key, tool).await;
+    }
+
     async fn request_approval(
         &self,
         spec: &ToolSpec,

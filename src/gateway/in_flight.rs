@@ -1,34 +1,41 @@
 //! The turn a session runs now, for what a process that dies mid-turn
 //! leaves behind: the inbox rows of the messages it answers stay (marked
-//! started) until it ends, with the tools with side effects it has run. The
-//! process that takes them over re-runs the turn when nothing with side
-//! effects ran, and otherwise tells the chat instead of doing it twice. A
-//! turn resumed after its card was decided has no inbox row: it is marked
-//! while it runs, and a mark its gone process left is reported to its chat
-//! (the call it paused on may have run; it is not run again).
+//! started, with the tools with side effects it has run, and when its
+//! answer began to reach the chat) until the answer is out. The process
+//! that takes them over re-runs the turn when nothing with side effects ran
+//! and nothing was shown yet; otherwise it tells the chat instead of doing
+//! it twice, and a message whose turn took the process down twice is set
+//! aside. A turn resumed after its card was decided has no inbox row: it is
+//! marked while it runs, and a mark its gone process left is reported to
+//! its chat (the call it paused on may have run; it is not run again).
 
 use super::Inner;
 use crate::domain::{ApprovalId, SessionKey};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Tools that change nothing outside the turn although not marked
 /// concurrency-safe: they never make a re-run unsafe.
 const TURN_LOCAL: &[&str] = &["ask_user", "plan"];
 
+/// How many times a message's turn may start and take the process down
+/// with it before the message is set aside (one, for a message with files:
+/// parsing what users send is the likeliest culprit).
+const MAX_ATTEMPTS: i64 = 2;
+const MAX_ATTEMPTS_WITH_FILES: i64 = 1;
+
 /// A running turn's rows and what it ran.
 #[derive(Debug, Default)]
 pub(super) struct InFlight {
     rows: Vec<i64>,
     ran: Vec<String>,
-    /// The turn's outcome reached the chat (an answer, or a paused turn's
-    /// card): its rows are done even if the gateway stops now.
-    settled: bool,
+    /// Its answer began to reach the chat (recorded on the rows).
+    answering: bool,
 }
 
 impl Inner {
     /// `key`'s turn starts, answering the messages of inbox `rows`.
     pub(super) fn turn_started(&self, key: SessionKey, rows: Vec<i64>) {
+        crate::failpoint::hit("turn_started");
         let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(
             key,
@@ -40,7 +47,7 @@ impl Inner {
     }
 
     /// A tool of `key`'s turn starts: one with side effects is recorded on
-    /// the turn's rows (once per tool name).
+    /// the turn's rows (once per tool name) before it runs.
     pub(super) async fn tool_started(&self, key: &SessionKey, name: &str) {
         if TURN_LOCAL.contains(&name)
             || self
@@ -65,30 +72,59 @@ impl Inner {
         if let Err(e) = self.store.inbox_ran(&rows, &ran).await {
             tracing::warn!(error = %e, "could not record a tool run on the turn's inbox rows");
         }
+        crate::failpoint::hit("tool_started");
     }
 
-    /// `key`'s turn is settled: its answer, or its card, is in the chat.
-    pub(super) fn turn_settled(&self, key: &SessionKey) {
-        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = map.get_mut(key) {
-            f.settled = true;
+    /// `key`'s answer begins to reach the chat (its first visible text, or
+    /// the final answer): from now on a crash does not re-run the turn.
+    pub(super) async fn answer_visible(&self, key: &SessionKey) {
+        let rows = {
+            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            match map.get_mut(key) {
+                Some(f) if !f.answering && !f.rows.is_empty() => {
+                    f.answering = true;
+                    f.rows.clone()
+                }
+                _ => return,
+            }
+        };
+        if let Err(e) = self.store.inbox_answering(&rows).await {
+            tracing::warn!(error = %e, "could not record that an answer is being sent");
         }
     }
 
-    /// `key`'s turn ended: its rows are done — unless the gateway is
-    /// stopping and the turn was cut short before it settled, when they stay
-    /// for the next process.
+    /// `key`'s turn is settled — its answer, or its card, is in the chat:
+    /// its rows are done, even if the gateway stops now.
+    pub(super) async fn turn_settled(&self, key: &SessionKey) {
+        crate::failpoint::hit("answer_sent");
+        let rows = {
+            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            map.get_mut(key).map(|f| std::mem::take(&mut f.rows))
+        };
+        self.remove_rows(rows.unwrap_or_default()).await;
+        crate::failpoint::hit("answer_recorded");
+    }
+
+    /// `key`'s turn ended. Rows it did not settle are done too — unless the
+    /// gateway is stopping and cut the turn short: they stay for the next
+    /// process, and this start does not count against them.
     pub(super) async fn turn_ended(&self, key: &SessionKey) {
         let done = {
             let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
             map.remove(key)
         };
         let Some(done) = done else { return };
-        if self.shutdown.is_cancelled() && !done.settled {
+        if self.shutdown.is_cancelled() {
+            if let Err(e) = self.store.inbox_unstart(&done.rows).await {
+                tracing::warn!(error = %e, "could not release the rows of a turn cut short by the stop");
+            }
             return;
         }
-        for id in done.rows {
-            self.inbox_held.fetch_sub(1, Ordering::Relaxed);
+        self.remove_rows(done.rows).await;
+    }
+
+    async fn remove_rows(&self, rows: Vec<i64>) {
+        for id in rows {
             if let Err(e) = self.store.inbox_remove(id).await {
                 tracing::warn!(error = %e, id, "could not remove an answered message from the inbox");
             }
@@ -106,7 +142,6 @@ impl Inner {
         tool: &str,
         allowed: bool,
     ) {
-        self.resumes_held.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self
             .store
             .resume_started(&self.instance, approval_id, conversation, tool, allowed)
@@ -123,22 +158,16 @@ impl Inner {
         if self.shutdown.is_cancelled() && !settled {
             return;
         }
-        self.resumes_held.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = self.store.resume_ended(approval_id).await {
             tracing::warn!(error = %e, "could not unmark a resumed turn");
         }
     }
 }
 
-/// Renews this process's resumed-turn marks, and tells the chats of those a
-/// gone process left that their answer was interrupted.
-pub(super) async fn keep_resumes(inner: &Arc<Inner>) {
-    if inner.resumes_held.load(Ordering::Relaxed) > 0 {
-        if let Err(e) = inner.store.resumes_renew(&inner.instance, false).await {
-            tracing::warn!(error = %e, "could not renew the resumed turns' lease");
-        }
-    }
-    let left = match inner.store.take_interrupted_resumes().await {
+/// Tells the chats of the turns `gone` (a process that is gone) was
+/// running after a card's decision that their answer was interrupted.
+pub(super) async fn report_interrupted_resumes(inner: &Arc<Inner>, gone: &str) {
+    let left = match inner.store.take_interrupted_resumes(gone).await {
         Ok(left) => left,
         Err(e) => return tracing::warn!(error = %e, "could not look for interrupted resumed turns"),
     };
@@ -166,42 +195,152 @@ pub(super) async fn keep_resumes(inner: &Arc<Inner>) {
     }
 }
 
+/// Why a message taken over from a process that died while its turn ran
+/// is not run again.
+#[derive(Debug, PartialEq, Eq)]
+enum SetAside {
+    /// Its answer had begun to reach the chat.
+    Answered,
+    /// Tools with side effects had run.
+    Ran(Vec<String>),
+    /// Its turn took the process down this many times.
+    Poisoned(i64),
+}
+
+fn set_aside(entry: &crate::store::InboxEntry) -> Option<SetAside> {
+    let ran = entry.interrupted.as_ref()?;
+    if entry.answered {
+        return Some(SetAside::Answered);
+    }
+    if !ran.is_empty() {
+        return Some(SetAside::Ran(ran.clone()));
+    }
+    let max = if entry.message.attachments.is_empty() {
+        MAX_ATTEMPTS
+    } else {
+        MAX_ATTEMPTS_WITH_FILES
+    };
+    (entry.attempts >= max).then_some(SetAside::Poisoned(entry.attempts))
+}
+
 /// A message taken over from a process that died while its turn ran: run
-/// again when nothing with side effects had run; otherwise the chat is told
-/// what had run and the message is dropped (true).
+/// again when nothing with side effects had run, nothing had been shown
+/// and it has not taken the process down too often; otherwise the chat is
+/// told why and the message is dropped (true).
 pub(super) async fn interrupted(inner: &Arc<Inner>, entry: &crate::store::InboxEntry) -> bool {
-    let Some(ran) = entry.interrupted.as_ref() else {
+    let msg = &entry.message;
+    let Some(why) = set_aside(entry) else {
+        if entry.interrupted.is_some() {
+            tracing::info!(
+                id = entry.id,
+                attempts = entry.attempts,
+                "re-running a turn cut short by a stopped process (nothing with side effects had run)"
+            );
+        }
         return false;
     };
-    let msg = &entry.message;
-    if ran.is_empty() {
-        tracing::info!(
-            id = entry.id,
-            "re-running a turn cut short by a stopped process (nothing with side effects had run)"
-        );
-        return false;
-    }
-    inner
-        .store
-        .record_event(
+    let (event, detail, text) = match &why {
+        SetAside::Answered => (
             "turn.interrupted",
-            serde_json::json!({ "chat": msg.chat.chat.0, "user": msg.user.id.0, "ran": ran }),
-        )
-        .await;
-    if let Some(adapter) = inner.adapter(msg.chat.platform) {
-        let text = format!(
-            "⚠️ My answer to this message was interrupted: the gateway stopped while it ran, after it \
-             had started {}. I did not start it again, so nothing runs twice — send it again if you \
-             still want it.",
-            ran.iter()
-                .map(|t| format!("`{t}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            serde_json::json!({ "answered": true }),
+            "⚠️ A restart interrupted my answer to this message. I did not start it over, so \
+             nothing is sent twice — if it looks incomplete, send it again."
+                .to_owned(),
+        ),
+        SetAside::Ran(ran) => (
+            "turn.interrupted",
+            serde_json::json!({ "ran": ran }),
+            format!(
+                "⚠️ My answer to this message was interrupted: the gateway stopped while it ran, after it \
+                 had started {}. I did not start it again, so nothing runs twice — send it again if you \
+                 still want it.",
+                ran.iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        SetAside::Poisoned(attempts) => (
+            "inbox.poisoned",
+            serde_json::json!({ "attempts": attempts, "files": msg.attachments.len() }),
+            "⚠️ I couldn't handle this message: the gateway stopped while working on it, so I've \
+             set it aside rather than try again. Send it in another form (or without its file), \
+             or ask the operator to look at the log."
+                .to_owned(),
+        ),
+    };
+    let mut audit = serde_json::json!({ "chat": msg.chat.chat.0, "user": msg.user.id.0, "message": msg.message_id.0 });
+    if let (Some(audit), Some(detail)) = (audit.as_object_mut(), detail.as_object()) {
+        audit.extend(detail.clone());
+    }
+    inner.store.record_event(event, audit).await;
+    if matches!(why, SetAside::Poisoned(_)) {
+        tracing::error!(
+            id = entry.id,
+            "set aside a message whose turn stopped the gateway"
         );
+    }
+    if let Some(adapter) = inner.adapter(msg.chat.platform) {
         super::turn::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id)).await;
     }
     if let Err(e) = inner.store.inbox_remove(entry.id).await {
         tracing::warn!(error = %e, "could not remove an interrupted message from the inbox");
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::InboxEntry;
+
+    fn entry(started: Option<&[&str]>, attempts: i64, answered: bool, files: bool) -> InboxEntry {
+        let mut message = crate::store::test_message("hi");
+        if files {
+            message
+                .attachments
+                .push(switchboard_platform::Attachment::new(
+                    switchboard_platform::AttachmentKind::Document,
+                    "f",
+                ));
+        }
+        InboxEntry {
+            id: 1,
+            message,
+            interrupted: started.map(|r| r.iter().map(|t| (*t).to_owned()).collect()),
+            attempts,
+            answered,
+        }
+    }
+
+    #[test]
+    fn what_a_dead_process_left_is_run_again_only_when_safe() {
+        assert_eq!(
+            set_aside(&entry(None, 0, false, false)),
+            None,
+            "never started"
+        );
+        assert_eq!(
+            set_aside(&entry(Some(&[]), 1, false, false)),
+            None,
+            "one crash"
+        );
+        assert_eq!(
+            set_aside(&entry(Some(&[]), 2, false, false)),
+            Some(SetAside::Poisoned(2))
+        );
+        assert_eq!(
+            set_aside(&entry(Some(&[]), 1, false, true)),
+            Some(SetAside::Poisoned(1)),
+            "a message with a file: once"
+        );
+        assert_eq!(
+            set_aside(&entry(Some(&["exec_command"]), 1, false, false)),
+            Some(SetAside::Ran(vec!["exec_command".into()]))
+        );
+        assert_eq!(
+            set_aside(&entry(Some(&["exec_command"]), 1, true, false)),
+            Some(SetAside::Answered)
+        );
+    }
 }

@@ -1,29 +1,107 @@
-//! The inbound path: a message from an adapter is filtered (bots, unaddressed
-//! group chatter), checked (access, the sender's limit), answered at once
-//! when it is a command, kept (inbox row, or spool while storage is down)
-//! and queued on its session's worker.
+//! The inbound path: the adapters' events are taken a burst at a time; a
+//! message is filtered (bots, unaddressed group chatter), checked (access,
+//! the sender's limit), answered at once when it is a command, and
+//! otherwise kept — the burst's inbox rows written in one transaction, or
+//! the local spool while storage is down — then acknowledged to its
+//! adapter (which only now forgets it on the platform's side) and queued
+//! on its session's worker.
 
 use super::access::Access;
+use super::kept::KeepOutcome;
 use super::limiter::Limit;
 use super::queue_mode::QueueMode;
 use super::{chat_turn, relay, turn, Gateway};
+use crate::busy::BusyGuard;
 use crate::store::SessionKey;
 use std::sync::Arc;
-use switchboard_platform::{Inbound, InboundMessage, MessageId, PlatformAdapter};
-use tokio::sync::mpsc;
+use switchboard_platform::{
+    Ack, Delivery, Inbound, InboundMessage, InboundQueue, MessageId, PlatformAdapter, Receipt,
+};
+
+/// Events taken at once: whatever is waiting, up to this many.
+const MAX_BURST: usize = 64;
+
+/// A message accepted for a turn, on its way to being kept.
+pub(super) struct Accepted {
+    pub(super) msg: InboundMessage,
+    key: SessionKey,
+    /// Its platform may deliver it again: a repeat is dropped when kept.
+    pub(super) dedupe: bool,
+    ack: Ack,
+    guard: BusyGuard,
+}
 
 impl Gateway {
-    /// At shutdown: messages the adapters already handed over (Telegram's
-    /// offset has moved past them) but the loop did not reach are checked and
-    /// kept like any other, for the next process. Presses are not kept: the
-    /// platform shows them as failed and the user presses again.
-    pub(super) async fn keep_undelivered(&self, inbound: &mut mpsc::Receiver<Inbound>) {
+    /// Takes `first` and whatever else is queued now as one burst: presses
+    /// go to their handlers, messages are screened, and the accepted ones
+    /// kept at once and queued.
+    pub(super) async fn take_in(&self, first: Delivery, queue: &mut InboundQueue) {
+        let mut burst = vec![first];
+        while burst.len() < MAX_BURST {
+            let Some(next) = queue.try_recv() else { break };
+            burst.push(next);
+        }
+        crate::failpoint::hit("received");
+        let mut accepted = Vec::new();
+        for Delivery { event, ack } in burst {
+            match event {
+                Inbound::ButtonPress(press) => self.on_press(press, ack),
+                Inbound::Message(msg) => match self.screen(msg).await {
+                    Some((msg, key, dedupe)) => accepted.push(Accepted {
+                        msg,
+                        key,
+                        dedupe,
+                        ack,
+                        guard: self.inner.busy.enter(),
+                    }),
+                    None => ack.send(Receipt::Handled),
+                },
+            }
+        }
+        self.keep_and_queue(accepted).await;
+    }
+
+    /// Keeps the accepted messages of a burst (one transaction), tells each
+    /// adapter, and queues them on their sessions in order. A message that
+    /// could be kept nowhere gets no receipt: its adapter offers it again.
+    async fn keep_and_queue(&self, accepted: Vec<Accepted>) {
+        if accepted.is_empty() {
+            return;
+        }
+        let inner = &self.inner;
+        let outcomes = inner.keep_burst(&accepted).await;
+        crate::failpoint::hit("kept");
+        for (a, outcome) in accepted.into_iter().zip(outcomes) {
+            match outcome {
+                KeepOutcome::Kept(kept) => {
+                    a.ack.send(Receipt::Kept);
+                    let session = self.session(a.key);
+                    if session.mode(inner.queue_mode) == QueueMode::Interrupt {
+                        session.stop();
+                    }
+                    session.enqueue_message(a.msg, Some(kept), a.guard);
+                }
+                KeepOutcome::Repeat => {
+                    tracing::info!(chat = %a.msg.chat.chat, message = %a.msg.message_id, "dropped a repeated delivery");
+                    a.ack.send(Receipt::Handled);
+                }
+                // No receipt: the adapter keeps it and offers it again.
+                KeepOutcome::Lost => drop(a.ack),
+            }
+        }
+        crate::failpoint::hit("queued");
+    }
+
+    /// At shutdown: messages the adapters handed over that the loop did not
+    /// reach are kept like any other, for the next process; presses get no
+    /// receipt (the platform offers them again, or the user presses again).
+    pub(super) async fn keep_undelivered(&self, inbound: &mut InboundQueue) {
         inbound.close();
         let mut kept = 0usize;
-        while let Some(event) = inbound.recv().await {
-            if let Inbound::Message(m) = event {
-                self.on_message(m).await;
+        while let Some(delivery) = inbound.recv().await {
+            if matches!(delivery.event, Inbound::Message(_)) {
                 kept += 1;
+                self.take_in(delivery, inbound).await;
             }
         }
         if kept > 0 {
@@ -34,10 +112,13 @@ impl Gateway {
         }
     }
 
-    pub(super) async fn on_message(&self, msg: InboundMessage) {
+    /// Filters, checks and — for a command — answers `msg`. `Some` with its
+    /// session and whether it may come again when it is to be kept for a
+    /// turn; `None` when it is done with.
+    async fn screen(&self, msg: InboundMessage) -> Option<(InboundMessage, SessionKey, bool)> {
         let inner = &self.inner;
         if msg.user.is_bot {
-            return;
+            return None;
         }
         if let Some(parent) = msg.parent {
             let chat = msg.chat;
@@ -57,44 +138,55 @@ impl Gateway {
             && !chat_turn::free_response(inner, &key)
             && !inner.store.is_waiting(&key).await.unwrap_or(false)
         {
-            return;
+            return None;
         }
-        let Some(adapter) = inner.adapter(msg.chat.platform) else {
-            return;
-        };
+        let adapter = inner.adapter(msg.chat.platform)?;
         if !self.admit(&msg, &key, &adapter).await {
-            return;
+            return None;
         }
-        let reply = |text: String, reply_to: Option<MessageId>| {
-            reply_later(&adapter, msg.chat, text, reply_to);
-        };
         // A message is its text, its files, or both; files are taken in by
         // the session (downloads never hold up this loop).
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
-            return;
+            return None;
         }
-        // A reply to an MCP client's question answers it; no turn runs.
-        if relay::answer_question(inner, &msg).await {
-            return reply(relay::ANSWER_PASSED_ON.into(), Some(msg.message_id));
-        }
-        if let Some(answered) = self.inline_command(&msg, &key, &adapter).await {
-            if let Some(text) = answered {
-                reply(text, Some(msg.message_id));
+        let mut dedupe = adapter.may_redeliver();
+        // What may be answered at once is checked for a repeat first (its
+        // sighting recorded now, so it is not asked again when kept).
+        if dedupe && (msg.reply_to.is_some() || super::commands::parse(&msg.text).is_some()) {
+            if self.repeated(&msg).await {
+                return None;
             }
-            return;
+            dedupe = false;
         }
-        if adapter.may_redeliver() && self.repeated(&msg).await {
-            return;
+        if self.answered_at_once(&msg, &key, &adapter).await {
+            return None;
         }
-        // Durable before it is queued: the platform already counts it as
-        // delivered (Telegram's offset moves on), so a restart must not lose it.
-        let guard = inner.busy.enter();
-        let kept = inner.keep(&msg).await;
-        let session = self.session(key);
-        if session.mode(inner.queue_mode) == QueueMode::Interrupt {
-            session.stop();
+        Some((msg, key, dedupe))
+    }
+
+    /// A reply to an MCP client's question, or a command answered at once:
+    /// `true` when `msg` was one (and is done with).
+    async fn answered_at_once(
+        &self,
+        msg: &InboundMessage,
+        key: &SessionKey,
+        adapter: &Arc<dyn PlatformAdapter>,
+    ) -> bool {
+        let reply = |text: String, reply_to: Option<MessageId>| {
+            reply_later(adapter, msg.chat, text, reply_to);
+        };
+        if relay::answer_question(&self.inner, msg).await {
+            reply(relay::ANSWER_PASSED_ON.into(), Some(msg.message_id));
+            return true;
         }
-        session.enqueue_message(msg, kept, guard);
+        match self.inline_command(msg, key, adapter).await {
+            Some(Some(text)) => {
+                reply(text, Some(msg.message_id));
+                true
+            }
+            Some(None) => true,
+            None => false,
+        }
     }
 
     /// Access, then the sender's inbound limit: `false` when the message
@@ -155,9 +247,9 @@ impl Gateway {
         }
     }
 
-    /// A repeat of a message already taken (a webhook delivery Telegram
-    /// retried, or one its spool kept across a restart) is dropped; when
-    /// that cannot be checked, the message is taken.
+    /// A repeat of a message already answered at once (its platform
+    /// delivered it again) is dropped; when that cannot be checked, it is
+    /// taken.
     async fn repeated(&self, msg: &InboundMessage) -> bool {
         match self
             .inner

@@ -1,6 +1,7 @@
 //! The gateway's periodic loop: it asks `approvals` to expire what is due
 //! (and resumes those turns), `tasks` to fire due schedules (and queues them),
-//! and tells users about tasks a dead process left behind.
+//! and takes over what processes that are gone left behind — their queued
+//! messages, resumed turns and tasks — within [`TAKEOVER`] of their death.
 
 use super::Inner;
 use crate::store::TaskNotify;
@@ -14,24 +15,28 @@ use tokio::sync::mpsc;
 const TICK: Duration = Duration::from_secs(1);
 /// The shortest sleep between passes, so a row that stays due cannot spin the loop.
 const MIN_WAIT: Duration = Duration::from_millis(10);
-/// How often tasks abandoned by a dead process are looked for (their lease is
-/// 60 s, so a crash is reported within about a minute and a quarter, also when
-/// the process restarted before the lease ran out), cancel requests from other
-/// processes are applied, and idle limiter state is dropped.
+/// How often cancel requests from other processes are applied, approved
+/// pairings announced and idle limiter state dropped.
 const HOUSEKEEPING: Duration = Duration::from_secs(5);
+/// How often the owners of queued work are asked whether they are alive
+/// (one indexed read; a liveness check per foreign owner): a dead process's
+/// work is taken over within this.
+const TAKEOVER: Duration = Duration::from_secs(2);
 
 pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
     let mut last_housekeeping = tokio::time::Instant::now();
+    let mut last_takeover = tokio::time::Instant::now();
     loop {
+        if last_takeover.elapsed() >= TAKEOVER {
+            last_takeover = tokio::time::Instant::now();
+            take_over(&inner, false).await;
+        }
         if last_housekeeping.elapsed() >= HOUSEKEEPING {
             last_housekeeping = tokio::time::Instant::now();
-            announce_interrupted_tasks(&inner).await;
             super::pairing_notice::announce_approved_pairings(&inner).await;
             if let Err(e) = inner.tasks.apply_cancel_requests().await {
                 tracing::warn!(error = %e, "could not look for task cancel requests");
             }
-            keep_inbox(&inner).await;
-            super::in_flight::keep_resumes(&inner).await;
             if let Err(e) = inner.store.prune_sightings().await {
                 tracing::debug!(error = %e, "could not prune inbound sightings");
             }
@@ -86,12 +91,72 @@ pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
     }
 }
 
-/// Tasks whose process died are marked interrupted and their chats told (at
-/// start-up and then every [`HOUSEKEEPING`]; the conditional update makes one
-/// process the teller).
-pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
+/// Takes over what the processes that are gone left: the messages they
+/// (or their spools) kept, the resumed turns they ran, and their tasks
+/// (marked interrupted, their chats told). At start, also the tasks no
+/// process owns (from before owners were recorded).
+pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
+    if let Some(spool) = &inner.spool {
+        match spool.adopt(&inner.store).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                count = n,
+                "moved messages spooled by a stopped process into the inbox"
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not move spooled messages into the inbox"),
+        }
+    }
+    let gone = match gone_owners(inner).await {
+        Ok(gone) => gone,
+        Err(e) => {
+            return tracing::warn!(error = %e, "could not look for the work of stopped processes")
+        }
+    };
+    for owner in &gone {
+        take_inbox(inner, owner).await;
+        super::in_flight::report_interrupted_resumes(inner, owner).await;
+    }
+    if at_start || !gone.is_empty() {
+        announce_interrupted_tasks(inner, &gone).await;
+    }
+}
+
+/// The owners of queued work other than this process whose liveness claim
+/// has ended.
+async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreError> {
+    let owners = inner.store.foreign_owners(&inner.instance).await?;
+    inner.store.gone_owners(&owners).await
+}
+
+/// Queues the messages `gone` accepted and never answered, oldest first.
+async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
+    let platforms: Vec<_> = inner.adapters.keys().copied().collect();
+    match inner
+        .store
+        .inbox_take_over(gone, &inner.instance, &platforms)
+        .await
+    {
+        Ok(entries) => {
+            if !entries.is_empty() {
+                tracing::info!(
+                    count = entries.len(),
+                    "taking over queued messages of a stopped process"
+                );
+            }
+            for entry in entries {
+                super::queue_from_inbox(inner, entry).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not take over queued messages"),
+    }
+}
+
+/// The unfinished tasks of the `gone` processes (and of none) are marked
+/// interrupted and their chats told; the conditional update makes one
+/// process the teller.
+async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
     let alive = inner.tasks.running_ids();
-    let tasks = match inner.store.interrupt_abandoned_tasks(&alive).await {
+    let tasks = match inner.store.interrupt_orphaned_tasks(gone, &alive).await {
         Ok(t) => t,
         Err(e) => return tracing::warn!(error = %e, "could not check for interrupted tasks"),
     };
@@ -126,48 +191,5 @@ pub(crate) async fn announce_interrupted_tasks(inner: &Arc<Inner>) {
         if let Err(e) = adapter.send(&task.chat, OutgoingMessage::text(text)).await {
             tracing::warn!(error = %e, "could not tell a chat about an interrupted task");
         }
-    }
-}
-
-/// Renews this process's inbox lease and takes over the inbox of processes
-/// that are gone.
-async fn keep_inbox(inner: &Arc<Inner>) {
-    if inner.inbox_held.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-        if let Err(e) = inner.store.inbox_renew(&inner.instance).await {
-            tracing::warn!(error = %e, "could not renew the inbox lease");
-        }
-    }
-    take_abandoned_inbox(inner).await;
-}
-
-/// Queues the messages other (dead) processes — or this one before a
-/// restart — accepted but never started, oldest first: those in the inbox,
-/// and those they could only spool locally during a storage outage.
-pub(crate) async fn take_abandoned_inbox(inner: &Arc<Inner>) {
-    if let Some(spool) = &inner.spool {
-        match spool.adopt(&inner.store).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                count = n,
-                "moved messages spooled by a stopped process into the inbox"
-            ),
-            Err(e) => tracing::warn!(error = %e, "could not move spooled messages into the inbox"),
-        }
-    }
-    let platforms: Vec<_> = inner.adapters.keys().copied().collect();
-    match inner
-        .store
-        .inbox_take_abandoned(&inner.instance, &platforms)
-        .await
-    {
-        Ok(entries) => {
-            if !entries.is_empty() {
-                tracing::info!(count = entries.len(), "taking over queued messages");
-            }
-            for entry in entries {
-                super::queue_from_inbox(inner, entry).await;
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "could not look for abandoned inbox messages"),
     }
 }

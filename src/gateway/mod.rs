@@ -83,10 +83,11 @@ use session::{SessionHandle, SessionInput};
 use spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_platform::{ButtonPress, ChatAddress, Inbound, Platform, PlatformAdapter, UserId};
+use switchboard_platform::{
+    Ack, ButtonPress, ChatAddress, InboundQueue, Platform, PlatformAdapter, Receipt, UserId,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -137,8 +138,6 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     /// Each session's running turn: its inbox rows and what it ran.
     in_flight: Mutex<HashMap<SessionKey, in_flight::InFlight>>,
-    /// Resumed turns of this process running now (their marks are renewed).
-    resumes_held: AtomicUsize,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
     pub skills: Arc<crate::skills::SkillLibrary>,
@@ -155,10 +154,9 @@ pub(crate) struct Inner {
     pub tool_builders: crate::tools::ToolBuilders,
     /// Whether users may set the agent's identity for their own DMs.
     pub identity_user_edits: bool,
-    /// This process's id, owner of its inbox rows.
+    /// This process's id: owner of its inbox rows, resumed-turn marks and
+    /// tasks while it is alive (see `store::LivenessClaim`).
     instance: String,
-    /// Inbox rows this process holds (renewed only while there are some).
-    inbox_held: AtomicUsize,
     /// Whether storage just failed (the inbound path then skips what it can).
     storage: hold::StorageHealth,
     /// Where accepted messages are kept while storage is down.
@@ -220,6 +218,8 @@ pub struct GatewayParts {
     pub cheap: Option<Arc<dyn crate::llm::Provider>>,
     /// The tools added from the chat (`/tools export`).
     pub grown: Arc<crate::tools::GrownTools>,
+    /// This process's id, claimed alive in the store for the process's life.
+    pub instance: String,
 }
 
 impl Gateway {
@@ -241,12 +241,12 @@ impl Gateway {
             models,
             cheap,
             grown,
+            instance,
         } = parts;
         let extractor = Extractor::new(
             MemoryBook::new(store.clone(), settings.memory.clone()),
             cheap.unwrap_or_else(|| Arc::clone(agent.provider())),
         );
-        let instance = uuid::Uuid::new_v4().simple().to_string();
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
             extractor,
@@ -265,7 +265,6 @@ impl Gateway {
             approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
             sessions: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
-            resumes_held: AtomicUsize::new(0),
             busy,
             metrics,
             skills,
@@ -286,7 +285,6 @@ impl Gateway {
             grown,
             tool_builders: settings.tool_builders,
             identity_user_edits: settings.identity_user_edits,
-            inbox_held: AtomicUsize::new(0),
             storage: hold::StorageHealth::default(),
         };
         Gateway {
@@ -306,13 +304,13 @@ impl Gateway {
     }
 
     /// Routes inbound events and task notifications until shutdown.
-    pub async fn serve(mut self, mut inbound: mpsc::Receiver<Inbound>) {
+    pub async fn serve(mut self, mut inbound: InboundQueue) {
         self.inner.parents.load(&self.inner.store).await;
-        maintenance::announce_interrupted_tasks(&self.inner).await;
         reshow::console_cards(&self.inner).await;
         maintenance::resume_orphaned_turns(&self.inner).await;
-        maintenance::take_abandoned_inbox(&self.inner).await;
-        in_flight::keep_resumes(&self.inner).await;
+        // What processes that are gone (this one's predecessor included)
+        // left: their queued messages, resumed turns and tasks.
+        maintenance::take_over(&self.inner, true).await;
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
@@ -329,36 +327,30 @@ impl Gateway {
         loop {
             tokio::select! {
                 () = self.inner.shutdown.cancelled() => break,
-                event = inbound.recv(), if inbound_open => match event {
-                    Some(Inbound::Message(m)) => self.on_message(m).await,
-                    Some(Inbound::ButtonPress(p)) => self.on_press(p),
+                delivery = inbound.recv(), if inbound_open => match delivery {
+                    Some(first) => self.take_in(first, &mut inbound).await,
                     None => inbound_open = false,
                 },
                 Some(done) = self.finished.recv() => self.on_task_finished(done),
                 Some(fired) = due.recv() => self.on_schedule_fired(fired),
             }
         }
+        // What is still queued stays in the inbox for the next process (or
+        // a peer), which takes it as soon as this one's liveness claim ends.
         self.keep_undelivered(&mut inbound).await;
-        // What is still queued stays in the inbox for the next process, which
-        // may take it at once.
-        if let Err(e) = self.inner.store.inbox_release(&self.inner.instance).await {
-            tracing::warn!(error = %e, "could not release the inbox; the next process takes it after the lease");
-        }
-        if let Err(e) = self
-            .inner
-            .store
-            .resumes_renew(&self.inner.instance, true)
-            .await
-        {
-            tracing::warn!(error = %e, "could not release the resumed turns; the next process reports them after the lease");
-        }
         if let Some(spool) = &self.inner.spool {
             spool.close();
         }
     }
 
-    fn on_press(&self, press: ButtonPress) {
-        tokio::spawn(presses::handle(Arc::clone(&self.inner), press));
+    /// A press is handled on a task of its own; its receipt goes to the
+    /// adapter once its decision (if any) is recorded.
+    fn on_press(&self, press: ButtonPress, ack: Ack) {
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            presses::handle(inner, press).await;
+            ack.send(Receipt::Handled);
+        });
     }
 
     fn on_task_finished(&self, done: TaskFinished) {

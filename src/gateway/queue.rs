@@ -4,7 +4,6 @@
 use super::session::SessionHandle;
 use super::{Inner, Kept};
 use crate::domain::{ApprovalId, SessionKey};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The worker of `key`'s session, started on first use.
@@ -24,7 +23,6 @@ pub(crate) async fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::In
     }
     let msg = entry.message;
     let key = SessionKey::of(&msg.chat, msg.user.id);
-    inner.inbox_held.fetch_add(1, Ordering::Relaxed);
     let guard = inner.busy.enter();
     session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
 }

@@ -36,6 +36,10 @@ struct Spooled {
     /// When the message was accepted (ms since the epoch).
     received_at: i64,
     message: InboundMessage,
+    /// Its platform may deliver it again: a copy kept meanwhile makes this
+    /// one a repeat when it moves into the inbox.
+    #[serde(default)]
+    dedupe: bool,
 }
 
 /// One answered exchange on disk, for its session's history.
@@ -82,11 +86,13 @@ impl Spool {
         })
     }
 
-    /// Writes `message` durably (written, synced, then renamed into place).
-    pub(crate) fn put(&self, message: &InboundMessage) -> io::Result<SpoolFile> {
+    /// Writes `message` durably (written, synced, then renamed into place);
+    /// `dedupe` as in [`crate::store::Intake`].
+    pub(crate) fn put(&self, message: &InboundMessage, dedupe: bool) -> io::Result<SpoolFile> {
         let body = serde_json::to_vec(&Spooled {
             received_at: crate::store::now(),
             message: message.clone(),
+            dedupe,
         })
         .map_err(io::Error::other)?;
         self.write(&body, MESSAGE)
@@ -127,7 +133,7 @@ impl Spool {
     }
 
     /// Saves the exchanges and moves the messages of spools whose process is
-    /// gone into the inbox, released for any process to take; returns how
+    /// gone into the inbox, still the gone owner's (taken over like its other rows); returns how
     /// many messages were moved. Stops at
     /// the first storage error (the rest stay for the next attempt).
     pub(crate) async fn adopt(&self, store: &Store) -> Result<usize, AdoptError> {
@@ -184,8 +190,8 @@ impl Spool {
     }
 }
 
-/// Moves every message of `dir` (oldest first) into the inbox as `owner`'s,
-/// released.
+/// Moves every message of `dir` (oldest first) into the inbox as `owner`'s
+/// (a gone process's: taken over next).
 async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, AdoptError> {
     let io_err = |source| AdoptError::Io {
         path: dir.to_owned(),
@@ -210,7 +216,7 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .inbox_restore(owner, &spooled.message, spooled.received_at)
+            .inbox_restore(owner, &spooled.message, spooled.received_at, spooled.dedupe)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a moved spooled message");
@@ -269,7 +275,9 @@ mod tests {
         assert!(!root.path().join("empty").exists());
 
         let spool = Spool::open(root.path(), "full").unwrap();
-        let file = spool.put(&crate::store::test_message("hello")).unwrap();
+        let file = spool
+            .put(&crate::store::test_message("hello"), false)
+            .unwrap();
         spool.close();
         assert!(file.0.exists());
         assert_eq!(
@@ -285,10 +293,13 @@ mod tests {
         let (store, _db) = crate::store::test_store().await;
         let root = tempfile::tempdir().unwrap();
         let gone = Spool::open(root.path(), "gone").unwrap();
-        gone.put(&crate::store::test_message("first")).unwrap();
-        gone.put(&crate::store::test_message("second")).unwrap();
+        gone.put(&crate::store::test_message("first"), false)
+            .unwrap();
+        gone.put(&crate::store::test_message("second"), false)
+            .unwrap();
         let live = Spool::open(root.path(), "live").unwrap();
-        live.put(&crate::store::test_message("mine")).unwrap();
+        live.put(&crate::store::test_message("mine"), false)
+            .unwrap();
         let me = Spool::open(root.path(), "me").unwrap();
 
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "both owners are alive");
@@ -299,7 +310,7 @@ mod tests {
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "moved once");
 
         let taken = store
-            .inbox_take_abandoned("me", &[switchboard_platform::Platform::Console])
+            .inbox_take_over("gone", "me", &[switchboard_platform::Platform::Console])
             .await
             .unwrap();
         let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();
@@ -358,7 +369,12 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let spool = Spool::open(root.path(), "p").unwrap();
         let paths: Vec<_> = (0..12)
-            .map(|_| spool.put(&crate::store::test_message("hello")).unwrap().0)
+            .map(|_| {
+                spool
+                    .put(&crate::store::test_message("hello"), false)
+                    .unwrap()
+                    .0
+            })
             .collect();
         assert_eq!(
             spooled_files(&root.path().join("p"), MESSAGE).unwrap(),

@@ -50,6 +50,11 @@ pub(crate) struct SubAgentHost {
 
 #[async_trait]
 impl TurnHost for SubAgentHost {
+    /// A sub-agent's tool counts as its delegating turn's.
+    async fn before_run(&self, tool: &str) {
+        self.inner.tool_started(&self.conversation.key, tool).await;
+    }
+
     async fn request_approval(
         &self,
         spec: &ToolSpec,

@@ -52,10 +52,10 @@ pub(crate) async fn process(
     };
     let Some(given) = model_input(inner, &origin, &input).await else {
         // A command, answered.
-        return inner.turn_settled(&key);
+        return inner.turn_settled(&key).await;
     };
     if let Some(notice) = super::budget::refusal(inner, &key).await {
-        inner.turn_settled(&key);
+        inner.turn_settled(&key).await;
         let (chat, reply_to) = (origin.conversation.chat, origin.conversation.reply_to);
         return notify(origin.adapter.as_ref(), &chat, &notice, reply_to).await;
     }
@@ -84,7 +84,7 @@ pub(crate) async fn process(
         model: Some(selected.model.clone()),
     });
     if deliver(inner, &origin, &selected, &host, events, prompt.memory).await {
-        inner.turn_settled(&key);
+        inner.turn_settled(&key).await;
     }
 }
 

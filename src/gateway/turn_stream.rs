@@ -48,6 +48,11 @@ pub(super) async fn stream(
         let changed = match event {
             RuntimeEvent::TextDelta(t) => {
                 reply.push(&t).await;
+                // The answer's text is in the chat: from now on a crash
+                // does not run the turn again.
+                if reply.first_byte().is_some() {
+                    inner.answer_visible(&o.conversation.key).await;
+                }
                 false
             }
             RuntimeEvent::ToolProgress {
@@ -68,7 +73,6 @@ pub(super) async fn stream(
                 false
             }
             RuntimeEvent::ToolStart { call_id, name } => {
-                inner.tool_started(&o.conversation.key, &name).await;
                 activity.started(&call_id, &label(&name));
                 true
             }

@@ -29,6 +29,7 @@ impl Store {
     pub async fn insert_task_within_cap(
         &self,
         task: &TaskRecord,
+        owner: &str,
         platform: Platform,
         user: UserId,
         cap: usize,
@@ -38,7 +39,7 @@ impl Store {
         if held >= cap {
             return Ok(Admission::Full(held));
         }
-        super::tasks::insert_task_query(task)?
+        super::tasks::insert_task_query(task, Some(owner))?
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

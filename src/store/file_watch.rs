@@ -85,6 +85,11 @@ impl DbFile {
         })
     }
 
+    /// The database's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Whether the path still leads to the file opened.
     pub(crate) fn is_in_place(&self) -> bool {
         self.state() == FileState::Present

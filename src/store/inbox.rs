@@ -1,12 +1,17 @@
 //! The inbox: accepted messages waiting for their session, durable so that a
-//! restart (or a dead process) loses none of them.
+//! restart (or a dead process) loses none of them. A burst of messages is
+//! kept in one transaction, each with its sighting when its platform may
+//! deliver it again (a repeat is dropped there, atomically with the keep).
+//! A row belongs to the process that kept it until that process is gone
+//! (see `liveness.rs`); then a process serving its platform takes it over.
 
 use super::{now, Store, StoreError};
 use sqlx::Row;
 use switchboard_platform::{InboundMessage, Platform};
 
-/// How long a process's inbox rows stay its own without a renewal.
-pub(crate) const INBOX_LEASE_MS: i64 = 60_000;
+/// What old versions read as the lease of a row: never lapsing, so that a
+/// process of an earlier version running beside this one leaves it alone.
+const NO_LEASE: i64 = i64::MAX / 4;
 
 /// A queued message taken over from a process that is gone.
 #[derive(Debug, Clone)]
@@ -16,63 +21,86 @@ pub struct InboxEntry {
     /// Set when its turn had started in the process that is gone: the tools
     /// with side effects it had run (empty: none).
     pub interrupted: Option<Vec<String>>,
+    /// How many times a turn answering it started (and, the row being
+    /// here, did not end).
+    pub attempts: i64,
+    /// Its answer had begun to reach the chat.
+    pub answered: bool,
+}
+
+/// A message to keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Intake<'a> {
+    pub message: &'a InboundMessage,
+    /// Its platform may deliver it again (a webhook retry, an update not
+    /// yet confirmed at a crash): a copy already seen is a repeat.
+    pub dedupe: bool,
+}
+
+/// What became of a message given to [`Store::inbox_keep`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Kept as this inbox row.
+    Row(i64),
+    /// Seen before: kept (and maybe answered) already.
+    Repeat,
 }
 
 impl Store {
-    /// Stores an accepted message for `owner` (a process id); returns its row id.
-    pub async fn inbox_add(
+    /// Keeps a burst of accepted messages for `owner` (a process id), in
+    /// one transaction: one commit however many they are.
+    pub async fn inbox_keep(
         &self,
         owner: &str,
-        message: &InboundMessage,
-    ) -> Result<i64, StoreError> {
-        let json =
-            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO inbox (platform, message, owner, lease_until, received_at)
-             VALUES ($1, $2, $3, $4, $5) RETURNING id",
-        )
-        .bind(message.chat.platform.as_str())
-        .bind(json)
-        .bind(owner)
-        .bind(now() + INBOX_LEASE_MS)
-        .bind(now())
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(id)
+        burst: &[Intake<'_>],
+    ) -> Result<Vec<Keep>, StoreError> {
+        if burst.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.begin_write().await?;
+        let mut kept = Vec::with_capacity(burst.len());
+        for intake in burst {
+            if intake.dedupe && !first_sight(&mut tx, intake.message).await? {
+                kept.push(Keep::Repeat);
+                continue;
+            }
+            let id = insert(&mut tx, owner, intake.message, now()).await?;
+            kept.push(Keep::Row(id));
+        }
+        tx.commit().await?;
+        Ok(kept)
     }
 
     /// Stores a message `owner` accepted at `received_at` but kept only in its
-    /// local spool (storage was down), released so that the next
-    /// [`Store::inbox_take_abandoned`] of a process serving its platform takes it.
+    /// local spool (storage was down); `owner` is gone, so the next
+    /// take-over by a process serving its platform takes it. `None`: a
+    /// repeat of one kept already (`dedupe`, as in [`Intake`]).
     pub async fn inbox_restore(
         &self,
         owner: &str,
         message: &InboundMessage,
         received_at: i64,
-    ) -> Result<i64, StoreError> {
-        let json =
-            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO inbox (platform, message, owner, lease_until, received_at)
-             VALUES ($1, $2, $3, 0, $4) RETURNING id",
-        )
-        .bind(message.chat.platform.as_str())
-        .bind(json)
-        .bind(owner)
-        .bind(received_at)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(id)
+        dedupe: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if dedupe && !first_sight(&mut tx, message).await? {
+            tx.commit().await?;
+            return Ok(None);
+        }
+        let id = insert(&mut tx, owner, message, received_at).await?;
+        tx.commit().await?;
+        Ok(Some(id))
     }
 
-    /// Marks `owner`'s row `id` as started: its turn runs now. The row stays
-    /// until the turn ends ([`Store::inbox_remove`]), so a process that dies
-    /// mid-turn leaves it to the next. False when the row is no longer
-    /// `owner`'s (another process took it over while this one could not
-    /// renew its lease): that process answers it.
+    /// Marks `owner`'s row `id` as started: its turn runs now (one more
+    /// attempt). The row stays until the turn's answer is out
+    /// ([`Store::inbox_remove`]), so a process that dies mid-turn leaves it
+    /// to the next. False when the row is no longer `owner`'s (another
+    /// process took it over): that process answers it.
     pub async fn inbox_start(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE inbox SET started_at = $1, ran = NULL WHERE id = $2 AND owner = $3",
+            "UPDATE inbox SET started_at = $1, ran = NULL, attempts = attempts + 1
+             WHERE id = $2 AND owner = $3",
         )
         .bind(now())
         .bind(id)
@@ -82,12 +110,36 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// The turn of rows `ids` was cut short by a clean stop: that start does
+    /// not count against the message (see [`InboxEntry::attempts`]).
+    pub async fn inbox_unstart(&self, ids: &[i64]) -> Result<(), StoreError> {
+        for id in ids {
+            sqlx::query("UPDATE inbox SET attempts = attempts - 1 WHERE id = $1 AND attempts > 0")
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Records the tools with side effects the started turn of rows `ids`
     /// has run so far (`ran`, comma-separated).
     pub async fn inbox_ran(&self, ids: &[i64], ran: &str) -> Result<(), StoreError> {
         for id in ids {
             sqlx::query("UPDATE inbox SET ran = $1 WHERE id = $2")
                 .bind(ran)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The answer of rows `ids` begins to reach the chat.
+    pub async fn inbox_answering(&self, ids: &[i64]) -> Result<(), StoreError> {
+        for id in ids {
+            sqlx::query("UPDATE inbox SET answered_at = $1 WHERE id = $2 AND answered_at IS NULL")
+                .bind(now())
                 .bind(id)
                 .execute(&self.pool)
                 .await?;
@@ -104,59 +156,42 @@ impl Store {
         Ok(())
     }
 
-    /// Extends the lease on `owner`'s rows: the process is alive.
-    pub async fn inbox_renew(&self, owner: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET lease_until = $1 WHERE owner = $2")
-            .bind(now() + INBOX_LEASE_MS)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// The processes other than `me` that own queued messages, paused-turn
+    /// marks or running tasks: the ones whose liveness matters.
+    pub async fn foreign_owners(&self, me: &str) -> Result<Vec<String>, StoreError> {
+        let owners = sqlx::query_scalar(
+            "SELECT owner FROM inbox WHERE owner <> $1
+             UNION SELECT owner FROM resumes_in_flight WHERE owner <> $1
+             UNION SELECT owner FROM tasks WHERE finished_at IS NULL AND owner <> $1",
+        )
+        .bind(me)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(owners)
     }
 
-    /// Gives up `owner`'s rows at a clean shutdown, so the next process takes
-    /// them at once instead of after the lease.
-    pub async fn inbox_release(&self, owner: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET lease_until = 0 WHERE owner = $1")
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Takes over the rows of processes that are gone (lapsed lease) for the
-    /// `platforms` this process serves, oldest first. The conditional update
-    /// gives each row to one taker.
-    pub async fn inbox_take_abandoned(
+    /// Takes over the rows of `gone` (a process that is gone) for the
+    /// `platforms` this process (`owner`) serves, oldest first. The
+    /// conditional update gives each row to one taker.
+    pub async fn inbox_take_over(
         &self,
+        gone: &str,
         owner: &str,
         platforms: &[Platform],
     ) -> Result<Vec<InboxEntry>, StoreError> {
         if platforms.is_empty() {
             return Ok(Vec::new());
         }
-        // Nearly always nothing is abandoned: one indexed read, no write lock.
-        let any: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM inbox WHERE lease_until < $1 LIMIT 1")
-                .bind(now())
-                .fetch_optional(&self.pool)
-                .await?;
-        if any.is_none() {
-            return Ok(Vec::new());
-        }
         let placeholders: Vec<String> = (0..platforms.len())
-            .map(|i| format!("${}", i + 4))
+            .map(|i| format!("${}", i + 3))
             .collect();
         let sql = format!(
-            "UPDATE inbox SET owner = $1, lease_until = $2
-             WHERE lease_until < $3 AND platform IN ({})
-             RETURNING id, message, received_at, started_at, ran",
+            "UPDATE inbox SET owner = $1
+             WHERE owner = $2 AND platform IN ({})
+             RETURNING id, message, received_at, started_at, ran, attempts, answered_at",
             placeholders.join(", ")
         );
-        let mut query = sqlx::query(&sql)
-            .bind(owner)
-            .bind(now() + INBOX_LEASE_MS)
-            .bind(now());
+        let mut query = sqlx::query(&sql).bind(owner).bind(gone);
         for p in platforms {
             query = query.bind(p.as_str());
         }
@@ -165,25 +200,8 @@ impl Store {
         for row in rows {
             let id: i64 = row.try_get("id")?;
             let received_at: i64 = row.try_get("received_at")?;
-            let json: String = row.try_get("message")?;
-            let started: Option<i64> = row.try_get("started_at")?;
-            let ran: Option<String> = row.try_get("ran")?;
-            let interrupted = started.map(|_| {
-                ran.iter()
-                    .flat_map(|r| r.split(", "))
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            });
-            match serde_json::from_str(&json) {
-                Ok(message) => entries.push((
-                    received_at,
-                    InboxEntry {
-                        id,
-                        message,
-                        interrupted,
-                    },
-                )),
+            match entry(&row) {
+                Ok(e) => entries.push((received_at, e)),
                 Err(e) => {
                     tracing::warn!(id, error = %e, "dropping an unreadable inbox row");
                     self.inbox_remove(id).await?;
@@ -195,6 +213,68 @@ impl Store {
         entries.sort_by_key(|(received_at, e)| (*received_at, e.id));
         Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
+}
+
+/// An inbox row as taken over.
+fn entry(row: &sqlx::any::AnyRow) -> Result<InboxEntry, StoreError> {
+    let json: String = row.try_get("message")?;
+    let started: Option<i64> = row.try_get("started_at")?;
+    let ran: Option<String> = row.try_get("ran")?;
+    let answered: Option<i64> = row.try_get("answered_at")?;
+    let interrupted = started.map(|_| {
+        ran.iter()
+            .flat_map(|r| r.split(", "))
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    });
+    Ok(InboxEntry {
+        id: row.try_get("id")?,
+        message: serde_json::from_str(&json).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        interrupted,
+        attempts: row.try_get("attempts")?,
+        answered: answered.is_some(),
+    })
+}
+
+/// Records the sighting of `message` in `tx`: true the first time.
+async fn first_sight(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    message: &InboundMessage,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "INSERT INTO inbound_seen (platform, chat, message_id, seen_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (platform, chat, message_id) DO NOTHING",
+    )
+    .bind(message.chat.platform.as_str())
+    .bind(message.chat.chat.0)
+    .bind(message.message_id.0)
+    .bind(now())
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Inserts `message` as `owner`'s row in `tx`; returns its id.
+async fn insert(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    owner: &str,
+    message: &InboundMessage,
+    received_at: i64,
+) -> Result<i64, StoreError> {
+    let json = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let id = sqlx::query_scalar(
+        "INSERT INTO inbox (platform, message, owner, lease_until, received_at)
+         VALUES ($1, $2, $3, $4, $5) RETURNING id",
+    )
+    .bind(message.chat.platform.as_str())
+    .bind(json)
+    .bind(owner)
+    .bind(NO_LEASE)
+    .bind(received_at)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
 }
 
 #[cfg(test)]
@@ -227,72 +307,99 @@ pub(crate) mod tests {
         }
     }
 
+    fn keep(message: &InboundMessage, dedupe: bool) -> Intake<'_> {
+        Intake { message, dedupe }
+    }
+
+    #[tokio::test]
+    async fn a_burst_is_kept_at_once_and_a_repeat_is_dropped() {
+        let (store, _dir) = test_store().await;
+        let (one, two) = (message("one"), message("two"));
+        let mut two = two;
+        two.message_id = switchboard_platform::MessageId(8);
+        let kept = store
+            .inbox_keep("a", &[keep(&one, true), keep(&two, true), keep(&one, true)])
+            .await
+            .unwrap();
+        assert!(matches!(
+            kept[..],
+            [Keep::Row(_), Keep::Row(_), Keep::Repeat]
+        ));
+        // The console never delivers twice: no sighting is asked for.
+        let again = store.inbox_keep("a", &[keep(&one, false)]).await.unwrap();
+        assert!(matches!(again[..], [Keep::Row(_)]));
+        assert_eq!(
+            store.inbox_restore("gone", &one, 1, true).await.unwrap(),
+            None,
+            "a spooled copy of a kept message"
+        );
+    }
+
     #[tokio::test]
     async fn a_row_taken_over_is_no_longer_its_first_owners_to_claim() {
         let (store, _dir) = test_store().await;
-        let id = store.inbox_add("a", &message("one")).await.unwrap();
-        store.inbox_release("a").await.unwrap(); // a's lease lapses
+        let id = match store
+            .inbox_keep("a", &[keep(&message("one"), false)])
+            .await
+            .unwrap()[..]
+        {
+            [Keep::Row(id)] => id,
+            _ => unreachable!(),
+        };
         let taken = store
-            .inbox_take_abandoned("b", &[Platform::Console])
+            .inbox_take_over("a", "b", &[Platform::Console])
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].interrupted, None, "its turn never started");
+        assert_eq!((taken[0].attempts, taken[0].answered), (0, false));
         assert!(!store.inbox_start("a", id).await.unwrap(), "b answers it");
         assert!(store.inbox_start("b", id).await.unwrap());
         store
             .inbox_ran(&[id], "remember, exec_command")
             .await
             .unwrap();
+        store.inbox_answering(&[id]).await.unwrap();
         // b dies mid-turn: c learns what had run.
-        store.inbox_release("b").await.unwrap();
         let taken = store
-            .inbox_take_abandoned("c", &[Platform::Console])
+            .inbox_take_over("b", "c", &[Platform::Console])
             .await
             .unwrap();
         assert_eq!(
             taken[0].interrupted.as_deref(),
             Some(&["remember".to_owned(), "exec_command".to_owned()][..])
         );
+        assert_eq!((taken[0].attempts, taken[0].answered), (1, true));
+        assert_eq!(store.foreign_owners("a").await.unwrap(), ["c"]);
         store.inbox_remove(id).await.unwrap();
         assert!(!store.inbox_start("c", id).await.unwrap(), "gone");
+        assert!(store.foreign_owners("a").await.unwrap().is_empty());
     }
 
     #[tokio::test]
-    async fn rows_of_a_live_process_stay_and_a_gone_ones_are_taken_once() {
+    async fn rows_of_other_platforms_stay_for_a_process_serving_them() {
         let (store, _dir) = test_store().await;
-        let first = store.inbox_add("a", &message("one")).await.unwrap();
-        store.inbox_add("a", &message("two")).await.unwrap();
-        let platforms = [Platform::Console];
-        assert!(
-            store
-                .inbox_take_abandoned("b", &platforms)
-                .await
-                .unwrap()
-                .is_empty(),
-            "a's lease is live"
-        );
-        store.inbox_release("a").await.unwrap();
-        assert!(
-            store
-                .inbox_take_abandoned("b", &[Platform::Telegram])
-                .await
-                .unwrap()
-                .is_empty(),
-            "b does not serve that platform"
-        );
-        let taken = store.inbox_take_abandoned("b", &platforms).await.unwrap();
-        let texts: Vec<&str> = taken.iter().map(|e| e.message.text.as_str()).collect();
-        assert_eq!(texts, ["one", "two"], "oldest first");
-        assert_eq!(taken[0].id, first);
+        store
+            .inbox_keep("a", &[keep(&message("one"), false)])
+            .await
+            .unwrap();
         assert!(store
-            .inbox_take_abandoned("c", &platforms)
+            .inbox_take_over("a", "b", &[Platform::Telegram])
             .await
             .unwrap()
             .is_empty());
-        store.inbox_remove(first).await.unwrap();
-        store.inbox_release("b").await.unwrap();
-        let left = store.inbox_take_abandoned("c", &platforms).await.unwrap();
-        assert_eq!(left.len(), 1);
+        let taken = store
+            .inbox_take_over("a", "b", &[Platform::Console])
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 1);
+        assert!(
+            store
+                .inbox_take_over("a", "c", &[Platform::Console])
+                .await
+                .unwrap()
+                .is_empty(),
+            "taken once"
+        );
     }
 }

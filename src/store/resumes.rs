@@ -1,8 +1,7 @@
 //! Resumed turns while they run (see the `resumes_in_flight` migration):
-//! marked at start, removed at the end, leased like the inbox so that the
-//! marks a gone process left are taken over once.
+//! marked at start, removed at the end, owned like the inbox rows so that
+//! the marks a gone process left are taken over once (see `liveness.rs`).
 
-use super::inbox::INBOX_LEASE_MS;
 use super::{now, Store, StoreError};
 use crate::domain::{ApprovalId, Conversation};
 use sqlx::Row;
@@ -36,7 +35,8 @@ impl Store {
         )
         .bind(approval_id)
         .bind(owner)
-        .bind(now() + INBOX_LEASE_MS)
+        // Never lapsing for an earlier version reading leases.
+        .bind(i64::MAX / 4)
         .bind(conversation)
         .bind(tool)
         .bind(i64::from(allowed))
@@ -55,25 +55,17 @@ impl Store {
         Ok(())
     }
 
-    /// Extends (`release`: ends) the lease on `owner`'s marks.
-    pub async fn resumes_renew(&self, owner: &str, release: bool) -> Result<(), StoreError> {
-        let until = if release { 0 } else { now() + INBOX_LEASE_MS };
-        sqlx::query("UPDATE resumes_in_flight SET lease_until = $1 WHERE owner = $2")
-            .bind(until)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Takes the marks whose lease lapsed (their process is gone): each is
-    /// removed by one taker, who tells its chat.
-    pub async fn take_interrupted_resumes(&self) -> Result<Vec<InterruptedResume>, StoreError> {
+    /// Takes the marks of `gone` (a process that is gone): each is removed
+    /// by one taker, who tells its chat.
+    pub async fn take_interrupted_resumes(
+        &self,
+        gone: &str,
+    ) -> Result<Vec<InterruptedResume>, StoreError> {
         let rows = sqlx::query(
-            "DELETE FROM resumes_in_flight WHERE lease_until < $1
+            "DELETE FROM resumes_in_flight WHERE owner = $1
              RETURNING approval_id, conversation, tool, allowed",
         )
-        .bind(now())
+        .bind(gone)
         .fetch_all(&self.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());

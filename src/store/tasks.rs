@@ -103,12 +103,11 @@ pub struct TaskRecord {
 pub(super) const COLUMNS: &str = "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id,
     notify, created_at, finished_at";
 
-/// How long a running task's row stays claimed without a renewal.
-pub(crate) const LEASE_MS: i64 = 60_000;
-
 impl Store {
+    /// Records a task run by no process (listings, imports); the next
+    /// take-over marks it interrupted if it is unfinished.
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
-        insert_task_query(t)?.execute(&self.pool).await?;
+        insert_task_query(t, None)?.execute(&self.pool).await?;
         Ok(())
     }
 
@@ -171,16 +170,6 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Extends a running task's lease: its process is alive.
-    pub async fn renew_task_lease(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE tasks SET lease_until = $1 WHERE id = $2 AND finished_at IS NULL")
-            .bind(now() + LEASE_MS)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
     /// Asks whichever process runs the task to stop it (see
     /// [`Store::cancel_requested_tasks`]). Returns whether the task is unfinished.
     pub async fn request_task_cancel(&self, id: &str) -> Result<bool, StoreError> {
@@ -206,29 +195,42 @@ impl Store {
         Ok(ids)
     }
 
-    /// Marks tasks whose process died (lease expired while unfinished) as
-    /// interrupted and returns them, once: the update is conditional. `alive`
-    /// are the caller's own tasks: their leases may have lapsed during a
-    /// storage outage, but they still run.
-    pub async fn interrupt_abandoned_tasks(
+    /// Marks the unfinished tasks of the `gone` processes — and those no
+    /// process owns — as interrupted and returns them, once: the update is
+    /// conditional. `alive` are the caller's own tasks, spared whatever
+    /// their row says.
+    pub async fn interrupt_orphaned_tasks(
         &self,
+        gone: &[String],
         alive: &[TaskId],
     ) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut next = 2;
+        let mut placeholders = |n: usize| {
+            let p: Vec<String> = (0..n).map(|i| format!("${}", next + i)).collect();
+            next += n;
+            p.join(", ")
+        };
+        let owners = if gone.is_empty() {
+            String::new()
+        } else {
+            format!(" OR owner IN ({})", placeholders(gone.len()))
+        };
         let spared = if alive.is_empty() {
             String::new()
         } else {
-            let placeholders: Vec<String> =
-                (0..alive.len()).map(|i| format!("${}", i + 3)).collect();
-            format!(" AND id NOT IN ({})", placeholders.join(", "))
+            format!(" AND id NOT IN ({})", placeholders(alive.len()))
         };
         let sql = format!(
             "UPDATE tasks SET status = 'interrupted', finished_at = $1,
                  result = 'interrupted: the gateway process running it stopped',
                  stage = 'interrupted', detail = ''
-             WHERE finished_at IS NULL AND lease_until < $2{spared}
+             WHERE finished_at IS NULL AND (owner IS NULL{owners}){spared}
              RETURNING {COLUMNS}"
         );
-        let mut query = sqlx::query(&sql).bind(now()).bind(now());
+        let mut query = sqlx::query(&sql).bind(now());
+        for owner in gone {
+            query = query.bind(owner);
+        }
         for id in alive {
             query = query.bind(id);
         }
@@ -324,11 +326,12 @@ pub(super) fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreEr
 /// The insert of a new task row (also run inside a capped transaction).
 pub(super) fn insert_task_query(
     t: &TaskRecord,
+    owner: Option<&str>,
 ) -> Result<sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments<'static>>, StoreError> {
     let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     Ok(sqlx::query(
-        "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO tasks (id, session_id, tool_name, arguments, status, chat, created_at, notify, lease_until, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(t.id.clone())
     .bind(t.session_id.clone())
@@ -338,7 +341,9 @@ pub(super) fn insert_task_query(
     .bind(chat)
     .bind(ms(t.created_at))
     .bind(t.notify.as_str())
-    .bind(now() + LEASE_MS))
+    // Never lapsing for an earlier version reading leases.
+    .bind(i64::MAX / 4)
+    .bind(owner.map(str::to_owned)))
 }
 
 #[cfg(test)]
@@ -371,39 +376,44 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_lapsed_lease_interrupts_only_tasks_nobody_here_runs() {
+    async fn tasks_of_gone_processes_are_interrupted_once_and_live_ones_spared() {
         let (store, _dir) = test_store().await;
-        for id in ["mine", "theirs"] {
-            store.insert_task(&task(id)).await.unwrap();
+        for (id, owner) in [("mine", "me"), ("theirs", "dead"), ("peer", "alive")] {
+            insert_task_query(&task(id), Some(owner))
+                .unwrap()
+                .execute(&store.pool)
+                .await
+                .unwrap();
         }
-        // An outage: nobody could renew.
-        sqlx::query("UPDATE tasks SET lease_until = 0")
-            .execute(&store.pool)
-            .await
-            .unwrap();
+        store.insert_task(&task("nobody")).await.unwrap();
         let interrupted = store
-            .interrupt_abandoned_tasks(&["mine".into()])
+            .interrupt_orphaned_tasks(&["dead".into(), "me".into()], &["mine".into()])
             .await
             .unwrap();
-        let ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids, ["theirs"]);
+        let mut ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["nobody", "theirs"]);
         assert!(store
-            .interrupt_abandoned_tasks(&[])
+            .interrupt_orphaned_tasks(&["dead".into()], &[])
             .await
             .unwrap()
-            .iter()
-            .all(|t| t.id == "mine"));
+            .is_empty());
+        let peer = store.task("peer").await.unwrap().unwrap();
+        assert_eq!(peer.status, TaskStatus::Running);
     }
 
     #[tokio::test]
     async fn the_runner_of_a_task_judged_interrupted_still_records_its_result() {
         let (store, _dir) = test_store().await;
         store.insert_task(&task("t")).await.unwrap();
-        sqlx::query("UPDATE tasks SET lease_until = 0")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-        assert_eq!(store.interrupt_abandoned_tasks(&[]).await.unwrap().len(), 1);
+        assert_eq!(
+            store
+                .interrupt_orphaned_tasks(&[], &[])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         assert!(store
             .finish_task("t", TaskStatus::Succeeded, "done after all")
             .await

@@ -18,16 +18,19 @@ pub enum StartError {
     Store(#[from] StoreError),
 }
 
-/// Records `record` for `origin`'s user unless that user is at `cap`.
+/// Records `record` as run by `owner` (this process) for `origin`'s user
+/// unless that user is at `cap`.
 pub(super) async fn admit(
     store: &Store,
     record: &TaskRecord,
+    owner: &str,
     origin: &TaskOrigin,
     cap: usize,
 ) -> Result<(), StartError> {
     match store
         .insert_task_within_cap(
             record,
+            owner,
             origin.conversation.key.platform,
             origin.conversation.key.user,
             cap,

@@ -22,7 +22,7 @@ use crate::domain::{Conversation, ScheduleId, SessionId, TaskId};
 use crate::llm::ToolCall;
 use crate::store::{Store, StoreError, TaskNotify, TaskRecord, TaskStatus};
 use crate::tools::{ImageSink, Progress, ProgressSink, Tool, ToolContext};
-use reporter::{record_result, renew_lease, report_progress};
+use reporter::{record_result, report_progress};
 use serde_json::{json, Value};
 use slots::{Slot, Slots};
 use std::collections::HashMap;
@@ -96,6 +96,8 @@ pub struct TaskManager {
     per_user: usize,
     shutdown: CancellationToken,
     busy: Busy,
+    /// This process's id: the owner recorded on the tasks it runs.
+    owner: String,
 }
 
 impl TaskManager {
@@ -106,8 +108,10 @@ impl TaskManager {
         busy: Busy,
         per_session: usize,
         per_user: usize,
+        owner: String,
     ) -> Arc<TaskManager> {
         Arc::new(TaskManager {
+            owner,
             store,
             finished,
             running: Mutex::new(HashMap::new()),
@@ -156,7 +160,9 @@ impl TaskManager {
             created_at: chrono::Utc::now(),
             finished_at: None,
         };
-        if let Err(e) = admission::admit(&self.store, &record, &origin, self.per_user).await {
+        if let Err(e) =
+            admission::admit(&self.store, &record, &self.owner, &origin, self.per_user).await
+        {
             drop(slot);
             self.slots.release(&origin.session_id);
             return Err(e);
@@ -266,11 +272,6 @@ impl TaskManager {
                 self.post_status(&job, status).await
             }
         };
-        let lease = tokio::spawn(renew_lease(
-            self.store.clone(),
-            job.id.clone(),
-            job.cancel.clone(),
-        ));
         let (status, result, last_progress, started, permit) =
             match self.wait_for_slot(&job, slot, status_ref.as_ref()).await {
                 Some(permit) => {
@@ -283,7 +284,6 @@ impl TaskManager {
                     (status, result, Progress::default(), Instant::now(), None)
                 }
             };
-        lease.abort();
         record_result(&self.store, &self.shutdown, &job.id, status, &result).await;
         self.running_lock().remove(&job.id);
         // The next queued task starts once this one's row says it ended.

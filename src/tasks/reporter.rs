@@ -1,5 +1,4 @@
-//! What runs beside a background task: the lease renewal that marks it alive,
-//! the reporter that mirrors its progress into its row, its status message and
+//! What runs beside a background task: the reporter that mirrors its progress into its row, its status message and
 //! (with `notify: changes`) milestone messages, and the recording of its result.
 
 use super::progress;
@@ -12,24 +11,8 @@ use switchboard_platform::{ChatAddress, MessageRef, OutgoingMessage, PlatformAda
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// How often a running task renews its lease (the lease lasts 60 s).
-const LEASE_RENEWAL: Duration = Duration::from_secs(20);
 /// Minimum time between two progress edits of a status message.
 const PROGRESS_EDIT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Keeps the task's row leased while this process runs it, so a restart can
-/// tell tasks of dead processes from live ones.
-pub(super) async fn renew_lease(store: Store, id: TaskId, cancel: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(LEASE_RENEWAL) => {}
-            () = cancel.cancelled() => return,
-        }
-        if let Err(e) = store.renew_task_lease(&id).await {
-            tracing::warn!(error = %e, task = %id, "could not renew a task lease");
-        }
-    }
-}
 
 /// Mirrors progress into the database and the status message, at most once per
 /// [`PROGRESS_EDIT_INTERVAL`]. Returns the last progress seen.

@@ -89,6 +89,12 @@ pub trait TurnHost: Send + Sync + 'static {
         arguments: Value,
     ) -> Result<String, String>;
 
+    /// Called once `tool` is cleared to run (approved when it needs it),
+    /// before it runs or its background task starts: where the host records
+    /// that a tool with side effects ran, so that a crash from here on does
+    /// not run the turn again. Default: nothing.
+    async fn before_run(&self, _tool: &str) {}
+
     /// Called before `head` is folded into a summary by compaction, so what is
     /// worth remembering can be saved first (memory flush). Default: nothing.
     async fn before_compaction(&self, _head: &[Message]) {}

@@ -1260,7 +1260,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
                 plan.session_id = session.into();
                 let t = store
-                    .insert_task_within_cap(&task, Platform::Console, UserId(7), 5)
+                    .insert_task_within_cap(&task, "test", Platform::Console, UserId(7), 5)
                     .await
                     .unwrap();
                 let s = store

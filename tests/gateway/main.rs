@@ -7,6 +7,7 @@ mod support;
 
 mod agent_events;
 mod cdp;
+mod crash_matrix;
 mod durable_turns;
 mod e2e_access;
 mod e2e_activity;

@@ -15,7 +15,6 @@ use switchboard_platform::{
     ChatAddress, ChatId, ChatKind, Inbound, InboundMessage, LengthUnit, MessageId, MessageRef,
     OutgoingMessage, Platform, PlatformAdapter, PlatformError, PressAnswer, Secret, ThreadId,
 };
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +34,7 @@ const MODS_ROLE: u64 = 1_400_000_000_000_000_003;
 struct Harness {
     fake: FakeDiscord,
     adapter: Arc<DiscordAdapter>,
-    inbound: mpsc::Receiver<Inbound>,
+    inbound: support::intake::Received,
     shutdown: CancellationToken,
     run: JoinHandle<Result<(), PlatformError>>,
 }
@@ -61,7 +60,7 @@ async fn harness(options: FakeDiscordOptions, tweak: impl FnOnce(&mut DiscordCon
     tweak(&mut config);
     let shards = config.shard_range.map_or(config.shards, |(a, b)| b - a + 1) as usize;
     let adapter = Arc::new(DiscordAdapter::connect(config).await.expect("connect"));
-    let (tx, inbound) = mpsc::channel(64);
+    let (tx, inbound) = support::intake::acking(64);
     let shutdown = CancellationToken::new();
     let run = {
         let adapter = adapter.clone();

@@ -18,7 +18,6 @@ use switchboard_platform::{
     InboundMessage, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
     Secret, ThreadId,
 };
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const CHANNEL: u64 = 1_200_000_000_000_000_011;
@@ -28,7 +27,7 @@ const ALICE: u64 = 1_300_000_000_000_000_011;
 struct Media {
     fake: FakeDiscord,
     adapter: Arc<DiscordAdapter>,
-    inbound: mpsc::Receiver<Inbound>,
+    inbound: support::intake::Received,
     shutdown: CancellationToken,
 }
 
@@ -39,7 +38,7 @@ async fn start() -> Media {
     let mut config = DiscordConfig::new(Secret::new(TOKEN));
     config.api_url = Some(fake.api_url.clone());
     let adapter = Arc::new(DiscordAdapter::connect(config).await.unwrap());
-    let (tx, inbound) = mpsc::channel(16);
+    let (tx, inbound) = support::intake::acking(16);
     let shutdown = CancellationToken::new();
     let (a, s) = (adapter.clone(), shutdown.clone());
     tokio::spawn(async move { a.run(tx, s).await });

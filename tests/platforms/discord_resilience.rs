@@ -20,7 +20,6 @@ use std::time::Duration;
 use support::fake_discord::{Disruption, FakeDiscord, FakeDiscordOptions, UserMessage, TOKEN};
 use switchboard_discord::{DiscordAdapter, DiscordConfig};
 use switchboard_platform::{Inbound, LinkState, PlatformAdapter, PlatformError, Secret};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +31,7 @@ const PATIENCE: Duration = Duration::from_secs(40);
 struct Harness {
     fake: FakeDiscord,
     adapter: Arc<DiscordAdapter>,
-    inbound: mpsc::Receiver<Inbound>,
+    inbound: support::intake::Received,
     shutdown: CancellationToken,
     run: JoinHandle<Result<(), PlatformError>>,
     /// Texts the core received, in order.
@@ -55,7 +54,7 @@ async fn start() -> Harness {
     config.free_channels.insert(CHANNEL);
     config.timings.link_check = Duration::from_millis(20);
     let adapter = Arc::new(DiscordAdapter::connect(config).await.expect("connect"));
-    let (tx, inbound) = mpsc::channel(64);
+    let (tx, inbound) = support::intake::acking(64);
     let shutdown = CancellationToken::new();
     let run = {
         let (adapter, shutdown) = (adapter.clone(), shutdown.clone());

@@ -197,7 +197,7 @@ async fn webhook_album_parts_held_at_a_crash_are_delivered_after_it() {
             .await
             .unwrap(),
     );
-    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let (tx, mut rx) = support::intake::acking(8);
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (a, s) = (adapter.clone(), shutdown.clone());
     let task = tokio::spawn(async move { a.run(tx, s).await });

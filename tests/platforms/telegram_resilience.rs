@@ -20,7 +20,6 @@ use support::fake_telegram::{FakeTelegram, FakeUser, PollFault, Where};
 use support::telegram_run::{config, Running, WAIT};
 use switchboard_platform::{LinkState, PlatformAdapter};
 use switchboard_telegram::TelegramAdapter;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -36,7 +35,7 @@ async fn start(fake: &FakeTelegram, dir: &std::path::Path, case: &'static str) -
     c.poll_backoff = FIRST_WAIT;
     c.poll_backoff_max = CAP;
     let adapter = Arc::new(TelegramAdapter::connect(c).await.unwrap());
-    let (tx, rx) = mpsc::channel(64);
+    let (tx, rx) = support::intake::acking(64);
     let shutdown = CancellationToken::new();
     let (a, s) = (adapter.clone(), shutdown.clone());
     let span = tracing::info_span!("resilience", case);
@@ -105,7 +104,7 @@ async fn polling_survives(fault: PollFault, case: &'static str, hint: &str) {
     );
     assert_eq!(r.adapter.link().state, LinkState::Connected);
     let failures = fake.failed_polls();
-    let rx = r.stop().await;
+    let mut rx = r.stop().await;
     assert!(rx.is_empty(), "nothing else was forwarded");
 
     // One clear line per streak (then every tenth failure), not one per retry.

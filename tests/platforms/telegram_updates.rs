@@ -74,6 +74,74 @@ async fn offset_persists_across_restarts() {
     assert!(rx.try_recv().is_err(), "nothing re-delivered");
 }
 
+/// Long polling confirms an update only once the core has it: updates
+/// handed over but never acknowledged (a core that died before keeping
+/// them) are still Telegram's, and a restart gets them again.
+#[tokio::test]
+async fn polled_updates_are_confirmed_only_once_the_core_has_them() {
+    use switchboard_platform::{Inbound, Receipt};
+    use switchboard_telegram::TelegramAdapter;
+    let fake = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ann = FakeUser::new(971, "Ann");
+    let adapter = std::sync::Arc::new(
+        TelegramAdapter::connect(config(&fake, dir.path()))
+            .await
+            .unwrap(),
+    );
+    let (tx, mut rx) = support::intake::acking(64);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let (a, s) = (adapter.clone(), shutdown.clone());
+    let task = tokio::spawn(async move { a.run(tx, s).await });
+    for i in 0..5 {
+        fake.message(Where::Dm, &ann, &format!("m{i}"));
+    }
+    // The core keeps the first two; it has the other three in hand, not kept.
+    let mut held = Vec::new();
+    for i in 0..5 {
+        let delivery = tokio::time::timeout(WAIT, rx.recv_unacked())
+            .await
+            .unwrap()
+            .unwrap();
+        let Inbound::Message(m) = &delivery.event else {
+            panic!("a message")
+        };
+        assert_eq!(m.text, format!("m{i}"));
+        if i < 2 {
+            delivery.ack.send(Receipt::Kept);
+        } else {
+            held.push(delivery);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        fake.pending_updates(),
+        5,
+        "nothing of the batch is confirmed while part of it has no receipt"
+    );
+    // The crash.
+    task.abort();
+    let _ = task.await;
+    drop(held);
+    drop(rx);
+
+    let mut r = Running::start(config(&fake, dir.path())).await;
+    let mut again = Vec::new();
+    for _ in 0..5 {
+        again.push(r.next_message().await.text);
+    }
+    assert_eq!(
+        again,
+        ["m0", "m1", "m2", "m3", "m4"],
+        "offered again (the core drops the two it kept as repeats)"
+    );
+    assert!(
+        fake.wait_until(WAIT, |f| f.pending_updates() == 0).await,
+        "confirmed once acknowledged"
+    );
+    r.stop().await;
+}
+
 #[tokio::test]
 async fn a_restarted_update_id_sequence_is_followed() {
     let fake = FakeTelegram::start_lenient().await.unwrap();
@@ -426,8 +494,9 @@ async fn a_poisoned_webhook_update_is_skipped_and_never_logged() {
 }
 
 /// Webhook mode keeps what it acknowledged: deliveries are answered 200 once
-/// spooled, and those a crashed process had not forwarded reach the core
-/// after a restart, in order; a malformed body is kept for the operator.
+/// spooled, leave the spool only once the core has acknowledged them, and
+/// those a crashed process had not got a receipt for reach the core after a
+/// restart, in order; a malformed body is kept for the operator.
 #[tokio::test]
 async fn webhook_deliveries_acknowledged_before_a_crash_are_forwarded_after_it() {
     use switchboard_platform::Inbound;
@@ -447,7 +516,7 @@ async fn webhook_deliveries_acknowledged_before_a_crash_are_forwarded_after_it()
     // A core that takes one message and then stops reading (a process about
     // to crash): the rest wait in the adapter.
     let adapter = std::sync::Arc::new(TelegramAdapter::connect(hook_config()).await.unwrap());
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let (tx, mut rx) = support::intake::acking(1);
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (a, s) = (adapter.clone(), shutdown.clone());
     let task = tokio::spawn(async move { a.run(tx, s).await });
@@ -476,35 +545,45 @@ async fn webhook_deliveries_acknowledged_before_a_crash_are_forwarded_after_it()
         .unwrap(),
         200
     );
-    // "one" fills the core's queue and leaves the spool; "two" waits for room.
+    // The core has "one" in hand but has not kept it (no receipt): it stays
+    // in the spool, like the ones still waiting for room.
     let spool = dir.path().join(format!("telegram-webhook-{BOT_ID}"));
-    let forwarded = |id: i64| !spool.join(format!("{id:020}.json")).exists();
-    for _ in 0..500 {
-        if forwarded(101) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(forwarded(101) && !forwarded(102));
-    // The crash: the task is gone without a graceful stop.
-    task.abort();
-    let _ = task.await;
-    let Ok(Inbound::Message(first)) = rx.try_recv() else {
+    let spooled = |id: i64| spool.join(format!("{id:020}.json")).exists();
+    let Some(held) = rx.recv_unacked().await else {
         panic!("no first message")
     };
+    let Inbound::Message(first) = &held.event else {
+        panic!("not a message")
+    };
     assert_eq!(first.text, "one");
+    assert!(
+        (101..=104).all(spooled),
+        "nothing leaves the spool before its receipt"
+    );
+    // The crash: the task is gone without a graceful stop, "one" unkept.
+    task.abort();
+    let _ = task.await;
+    drop(held);
     drop(rx);
 
     let mut r = Running::start(hook_config()).await;
     let mut after = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         after.push(r.next_message().await.text);
     }
     assert_eq!(
         after,
-        ["two", "three", "four"],
+        ["one", "two", "three", "four"],
         "acknowledged deliveries were lost"
     );
+    // Received (and acknowledged by the core) now: they leave the spool.
+    for _ in 0..500 {
+        if !(101..=104).any(spooled) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!(101..=104).any(spooled), "kept updates leave the spool");
     let bad = std::fs::read_dir(dir.path().join(format!("telegram-webhook-{BOT_ID}/bad")))
         .unwrap()
         .count();

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod e2e;
+pub mod effects;
 pub mod fake_anthropic;
 pub mod fake_discord;
 pub mod fake_gemini;
@@ -12,8 +13,10 @@ pub mod fake_otlp;
 pub mod fake_stt;
 pub mod fake_telegram;
 pub mod images;
+pub mod intake;
 pub mod multipart;
 pub mod postgres;
+pub mod process;
 pub mod provider;
 pub mod serve;
 pub mod tcp_proxy;

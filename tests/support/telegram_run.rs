@@ -11,7 +11,6 @@ use switchboard_platform::{
     OutgoingMessage, Platform, PlatformAdapter, PlatformError, Quota, Secret, ThreadId,
 };
 use switchboard_telegram::{TelegramAdapter, TelegramConfig, TelegramLimits};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -42,7 +41,7 @@ pub fn config(fake: &FakeTelegram, dir: &Path) -> TelegramConfig {
 
 pub struct Running {
     pub adapter: Arc<TelegramAdapter>,
-    pub rx: mpsc::Receiver<Inbound>,
+    pub rx: super::intake::Received,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<Result<(), PlatformError>>,
 }
@@ -50,7 +49,7 @@ pub struct Running {
 impl Running {
     pub async fn start(config: TelegramConfig) -> Running {
         let adapter = Arc::new(TelegramAdapter::connect(config).await.unwrap());
-        let (tx, rx) = mpsc::channel(64);
+        let (tx, rx) = super::intake::acking(64);
         let shutdown = CancellationToken::new();
         let (a, s) = (adapter.clone(), shutdown.clone());
         let task = tokio::spawn(async move { a.run(tx, s).await });
@@ -83,7 +82,7 @@ impl Running {
         }
     }
 
-    pub async fn stop(self) -> mpsc::Receiver<Inbound> {
+    pub async fn stop(self) -> super::intake::Received {
         self.shutdown.cancel();
         let ended = tokio::time::timeout(WAIT, self.task).await;
         assert!(

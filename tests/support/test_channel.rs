@@ -416,8 +416,9 @@ impl TestChannel {
             _ => panic!("the test channel is not running (was it passed to switchboard::start?)"),
         };
         let Some(sink) = sink else { unreachable!() };
-        if sink.send(event).await.is_err() {
-            panic!("the gateway stopped reading inbound events");
+        match sink.deliver(event).await {
+            Ok(_) => {}
+            Err(e) => panic!("the gateway did not take an inbound event: {e}"),
         }
     }
 

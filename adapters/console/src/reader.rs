@@ -164,7 +164,7 @@ impl ConsoleAdapter {
         let is_edit = press.action.as_str().ends_with(":e");
         self.drain_signals();
         io.sink
-            .send(Inbound::ButtonPress(press))
+            .deliver(Inbound::ButtonPress(press))
             .await
             .map_err(|_| PlatformError::Closed)?;
         self.wait_for(&[Signal::PressAnswered], io).await?;
@@ -180,7 +180,9 @@ impl ConsoleAdapter {
         self.send_message(text, Vec::new(), io).await
     }
 
-    /// Sends `text` with `attachments`, without waiting for the answer.
+    /// Sends `text` with `attachments`, without waiting for the answer: once
+    /// the core has kept it (the next line is read only then, so a line
+    /// typed is never lost between the terminal and the inbox).
     async fn send_message(
         &self,
         text: &str,
@@ -201,8 +203,9 @@ impl ConsoleAdapter {
         };
         io.next_id += 1;
         io.sink
-            .send(Inbound::Message(msg))
+            .deliver(Inbound::Message(msg))
             .await
+            .map(|_| ())
             .map_err(|_| PlatformError::Closed)
     }
 

@@ -53,6 +53,8 @@ struct File {
 struct State {
     channels: HashMap<u64, Mark>,
     dirty: bool,
+    /// Channels the file on disk has a mark for: a restart backfills them.
+    durable: std::collections::HashSet<u64>,
 }
 
 /// The marks of this process, and the file they go to (none: memory only).
@@ -109,6 +111,7 @@ impl Marks {
         let marks = Marks {
             path: Some(path),
             state: Mutex::new(State {
+                durable: channels.keys().copied().collect(),
                 channels,
                 dirty: false,
             }),
@@ -136,22 +139,43 @@ impl Marks {
         }
     }
 
+    /// Makes sure a restart would backfill `channel` from before message
+    /// `first` (the oldest of it about to be handed to the core): a channel
+    /// the file does not know yet gets a mark just below it. `true` when
+    /// that added a mark to write ([`Marks::flush`] before handing over).
+    pub fn note_first(&self, channel: u64, guild: Option<u64>, first: u64) -> bool {
+        if self.path.is_none() {
+            return false;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.durable.contains(&channel) {
+            return false;
+        }
+        state.channels.entry(channel).or_insert(Mark {
+            guild,
+            last: first.saturating_sub(1),
+        });
+        state.dirty = true;
+        true
+    }
+
     /// Writes the marks when they changed since the last write. An error is
     /// logged; the marks stay changed and the next flush tries again.
     pub async fn flush(&self) {
         let Some(path) = &self.path else { return };
-        let bytes = {
+        let (bytes, written_channels) = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             if !state.dirty {
                 return;
             }
             state.dirty = false;
+            let written: Vec<u64> = state.channels.keys().copied().collect();
             let file = File {
                 version: VERSION,
                 channels: state.channels.clone(),
             };
             match serde_json::to_vec(&file) {
-                Ok(bytes) => bytes,
+                Ok(bytes) => (bytes, written),
                 Err(e) => {
                     return tracing::error!(error = %e, "could not encode the Discord channel marks")
                 }
@@ -160,7 +184,11 @@ impl Marks {
         let target = path.clone();
         let written = tokio::task::spawn_blocking(move || write_atomically(&target, &bytes)).await;
         let error = match written {
-            Ok(Ok(())) => return,
+            Ok(Ok(())) => {
+                let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                state.durable = written_channels.into_iter().collect();
+                return;
+            }
             Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         };

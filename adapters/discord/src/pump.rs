@@ -4,7 +4,10 @@
 //! looking up and caching channel kinds (MESSAGE_CREATE does not say
 //! whether it is a thread) and, for a message that mentions roles, the bot's
 //! own roles in the guild — and handed to the core's sink. Each channel's
-//! mark moves past what was handed over (`marks.rs`).
+//! mark moves past a message only once the core has acknowledged it (or it
+//! was dropped on purpose): receipts are awaited in order by a settler
+//! beside the pump, so the pump never waits on the core's storage
+//! (`marks.rs`).
 use crate::adapter::Shared;
 use crate::backfill;
 use crate::errors::RestError;
@@ -33,6 +36,8 @@ pub(crate) async fn pump(
     sink: InboundSink,
     shutdown: CancellationToken,
 ) {
+    let (settling, receipts) = mpsc::unbounded_channel();
+    tokio::spawn(settle(receipts, Arc::clone(&shared), sink.clone()));
     let mut held = Reorder::new(shared.config.timings.reorder_window);
     // A message posted after a new session's READY arrives live and in its
     // backfill: the second copy is dropped.
@@ -57,6 +62,21 @@ pub(crate) async fn pump(
         } else {
             held.release_all()
         };
+        // A restart must know every channel whose messages the core may not
+        // have kept yet: a channel new to the marks file gets its mark
+        // written before its first message is handed over.
+        let mut new_channel = false;
+        for event in &ready {
+            if let Event::Message(m) = event {
+                let guild = m.guild_id.map(|g| g.get());
+                new_channel |= shared
+                    .marks
+                    .note_first(m.channel_id.get(), guild, m.id.get());
+            }
+        }
+        if new_channel {
+            shared.marks.flush().await;
+        }
         for event in ready {
             // A channel's mark moves past a message once the core has it
             // (or it was dropped on purpose); never for a slash command,
@@ -71,15 +91,45 @@ pub(crate) async fn pump(
                     (inbound.map(Inbound::Message), Some(mark))
                 }
             };
-            if let Some(inbound) = inbound {
-                if sink.send(inbound).await.is_err() {
-                    tracing::info!("inbound sink closed; Discord events are no longer forwarded");
-                    return;
-                }
+            let pending = match inbound {
+                Some(inbound) => match sink.hand_over(inbound).await {
+                    Ok(pending) => Some(pending),
+                    Err(_) => {
+                        tracing::info!(
+                            "inbound sink closed; Discord events are no longer forwarded"
+                        );
+                        return;
+                    }
+                },
+                None => None,
+            };
+            if settling.send((mark, pending)).is_err() {
+                return;
             }
-            if let Some((channel, guild, id)) = mark {
-                shared.marks.delivered(channel, guild, id);
+        }
+    }
+}
+
+/// A channel's mark, moved once its message's receipt has come.
+type Mark = (u64, Option<u64>, u64);
+
+/// Awaits the receipts in the order the pump handed the events over, and
+/// moves each channel's mark past its acknowledged messages (a message
+/// the core could not keep is offered again until it is; until then no
+/// mark moves past it).
+async fn settle(
+    mut receipts: mpsc::UnboundedReceiver<(Option<Mark>, Option<switchboard_platform::Pending>)>,
+    shared: Arc<Shared>,
+    sink: InboundSink,
+) {
+    while let Some((mark, pending)) = receipts.recv().await {
+        if let Some(pending) = pending {
+            if pending.settle(&sink).await.is_err() {
+                return;
             }
+        }
+        if let Some((channel, guild, id)) = mark {
+            shared.marks.delivered(channel, guild, id);
         }
     }
 }

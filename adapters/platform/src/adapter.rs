@@ -2,18 +2,14 @@
 
 use crate::file::OutgoingFile;
 use crate::ids::{ChatAddress, MessageRef, Platform};
-use crate::inbound::{ButtonPress, Inbound};
+use crate::inbound::ButtonPress;
+use crate::intake::InboundSink;
 use crate::media::Attachment;
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// Where adapters deliver inbound events. Bounded: a full queue slows the
-/// platform reader down instead of dropping events.
-pub type InboundSink = mpsc::Sender<Inbound>;
 
 /// The unit a platform measures message length in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +170,11 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         crate::LinkStatus::local()
     }
 
-    /// Receives platform events and forwards them to `sink` until `shutdown`.
+    /// Receives platform events and hands them to `sink` until `shutdown`,
+    /// forgetting each on the platform's side (confirming it, dropping it
+    /// from a spool, moving a mark past it) only once its receipt has come:
+    /// an event without one is offered again, at the latest by the next
+    /// process.
     async fn run(
         &self,
         sink: InboundSink,

@@ -8,9 +8,11 @@ mod adapter;
 mod chunk;
 #[cfg(test)]
 mod chunk_props;
+pub mod failpoint;
 mod file;
 mod ids;
 mod inbound;
+mod intake;
 mod link;
 mod media;
 mod outbound;
@@ -18,9 +20,7 @@ mod pacing;
 mod secret;
 mod waits;
 
-pub use adapter::{
-    Capabilities, CommandInfo, InboundSink, LengthUnit, PlatformAdapter, PlatformError,
-};
+pub use adapter::{Capabilities, CommandInfo, LengthUnit, PlatformAdapter, PlatformError};
 pub use chunk::{chunk_markdown, measure};
 pub use file::{FileKind, OutgoingFile};
 /// Re-exported so adapters build quotas without naming governor themselves.
@@ -29,6 +29,7 @@ pub use ids::{
     ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
 };
 pub use inbound::{Addressed, ButtonPress, Inbound, InboundMessage, PressHandle, User};
+pub use intake::{Ack, Delivery, InboundQueue, InboundSink, IntakeError, Pending, Receipt};
 pub use link::{Link, LinkState, LinkStatus};
 pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOAD_STALL};
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};

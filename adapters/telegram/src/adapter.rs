@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound,
-    InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Pending, Platform,
+    PlatformAdapter, PlatformError, PressAnswer,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{Update, UpdateKind};
@@ -150,16 +150,18 @@ impl TelegramAdapter {
 }
 
 impl Inner {
-    /// Normalizes one update and forwards it in order, or holds it in
+    /// Normalizes one update and hands it over in order, or holds it in
     /// `albums` when it is part of a media group; side replies (answers
     /// to unusable callbacks) run on their own tasks so they never hold up the
-    /// reader. `Err` when the core has gone away.
+    /// reader. Returns the receipt to wait for before the update is
+    /// confirmed (none: nothing was handed over). `Err` when the core has
+    /// gone away.
     pub async fn dispatch(
         self: &Arc<Self>,
         update: &Update,
         sink: &InboundSink,
         albums: &mut Albums,
-    ) -> Result<(), PlatformError> {
+    ) -> Result<Option<Pending>, PlatformError> {
         let group = match &update.kind {
             UpdateKind::Message(msg) => msg.media_group_id().map(|g| g.0.as_str()),
             _ => None,
@@ -172,9 +174,11 @@ impl Inner {
                 if let Inbound::ButtonPress(press) = &inbound {
                     self.watch_press(press);
                 }
-                sink.send(inbound)
+                let pending = sink
+                    .hand_over(inbound)
                     .await
                     .map_err(|_| PlatformError::Closed)?;
+                return Ok(Some(pending));
             }
             (Action::AnswerEmpty(id), _) => {
                 tracing::info!(
@@ -192,20 +196,27 @@ impl Inner {
                 tracing::debug!(update_id = update.id.0, reason, "ignoring Telegram update");
             }
         }
-        Ok(())
+        Ok(None)
     }
 
-    /// Forwards the albums whose window has passed. `Err` when the core has
-    /// gone away.
+    /// Hands over the albums whose window has passed, each once the core has
+    /// it. Returns the update ids of the parts done with (their album
+    /// acknowledged, or not for the bot), for the webhook's spool; parts of
+    /// an album not acknowledged when this is cut short are not among them.
+    /// `Err` when the core has gone away.
     pub async fn flush_albums(
         &self,
         albums: &mut Albums,
         sink: &InboundSink,
+        done: &mut Vec<i64>,
     ) -> Result<(), PlatformError> {
-        for album in albums.take_due(Instant::now()) {
-            sink.send(Inbound::Message(album))
-                .await
-                .map_err(|_| PlatformError::Closed)?;
+        for (parts, album) in albums.take_due_parts(Instant::now()) {
+            if let Some(album) = album {
+                sink.deliver(Inbound::Message(album))
+                    .await
+                    .map_err(|_| PlatformError::Closed)?;
+            }
+            done.extend(parts);
         }
         Ok(())
     }
@@ -276,8 +287,11 @@ impl PlatformAdapter for TelegramAdapter {
         Some(self.inner.out.pacer.waits())
     }
 
+    /// Always: a webhook delivery is retried by Telegram, and an update
+    /// the core kept just before a crash, but the poller had not confirmed
+    /// yet, comes again after the restart.
     fn may_redeliver(&self) -> bool {
-        self.inner.config.webhook.is_some()
+        true
     }
 
     /// Long polling, or the webhook server when configured, until `shutdown`.

@@ -84,14 +84,6 @@ impl Albums {
             .min()
     }
 
-    /// The update ids of every part still held.
-    pub fn held_updates(&self) -> Vec<i64> {
-        self.open
-            .iter()
-            .flat_map(|a| a.updates.iter().copied())
-            .collect()
-    }
-
     /// Whether update `id` is part of an album still held.
     pub fn holds(&self, id: i64) -> bool {
         self.open.iter().any(|a| a.updates.contains(&id))
@@ -101,11 +93,23 @@ impl Albums {
     /// first parts arrived. An album that is not for the bot (captionless
     /// group media that replies to no bot message) is dropped, as a single
     /// such photo is.
+    #[cfg(test)]
     pub fn take_due(&mut self, now: Instant) -> Vec<InboundMessage> {
+        self.take_due_parts(now)
+            .into_iter()
+            .filter_map(|(_, album)| album)
+            .collect()
+    }
+
+    /// [`Albums::take_due`] with the update ids of each album's parts (an
+    /// album not for the bot comes as `None`: its parts are done with).
+    pub fn take_due_parts(&mut self, now: Instant) -> Vec<(Vec<i64>, Option<InboundMessage>)> {
         let (due, open): (Vec<Album>, Vec<Album>) =
             self.open.drain(..).partition(|a| a.deadline <= now);
         self.open = open;
-        due.into_iter().filter_map(|a| merge(a.parts)).collect()
+        due.into_iter()
+            .map(|a| (a.updates, merge(a.parts)))
+            .collect()
     }
 }
 

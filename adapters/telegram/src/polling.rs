@@ -6,6 +6,12 @@
 //! missing fields) never blocks the batch: it is counted and logged by its
 //! `update_id` only, and the offset still moves past it.
 //!
+//! An update is confirmed only once the core has it: a batch is handed over
+//! whole, then each update's receipt is awaited in order (see
+//! [`switchboard_platform::Pending`]), and only then does the offset file —
+//! and the next `getUpdates` — move past them. A crash before that gets
+//! them again at the next start; the core drops the ones it had kept.
+//!
 //! The offset follows the ids Telegram returns, not their size: after a week
 //! without updates Telegram restarts the `update_id` sequence at a random
 //! value, possibly below our offset, and answers an offset from the old
@@ -32,7 +38,7 @@ use crate::retry::Backoff;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard_platform::{InboundSink, PlatformError};
+use switchboard_platform::{InboundSink, Pending, PlatformError};
 use teloxide::prelude::Requester;
 use teloxide::RequestError;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +48,8 @@ pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
 const BATCH: u8 = 100;
 /// While an album is held, how often `getUpdates` asks again (at most).
 const REPOLL: Duration = Duration::from_millis(125);
+/// How long a stopping poller still waits for the receipts of its batch.
+const SETTLE_AT_STOP: Duration = Duration::from_secs(2);
 /// How many forwarded update ids are remembered to drop a repeat.
 const RECENT_IDS: usize = 256;
 
@@ -76,9 +84,12 @@ pub(crate) async fn poll(
     let mut p = Poller::resume(inner).await;
     let timeout = inner.config.poll_timeout_secs.min(15);
     loop {
+        // The offset stays below an album until it is acknowledged (see
+        // `persist`): which parts are done matters only to the webhook.
+        let mut done = Vec::new();
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            sent = inner.flush_albums(&mut p.albums, sink) => sent?,
+            sent = inner.flush_albums(&mut p.albums, sink, &mut done) => sent?,
         }
         p.persist().await;
         let held = p.albums.oldest_update();
@@ -96,12 +107,19 @@ pub(crate) async fn poll(
         let pause = match answer {
             Ok(texts) => {
                 p.answered();
+                let mut batch = Vec::with_capacity(texts.len());
                 for text in texts {
                     tokio::select! {
                         _ = shutdown.cancelled() => return Ok(()),
-                        taken = p.take(&text, sink) => taken?,
+                        taken = p.take(&text, sink) => batch.extend(taken?),
                     }
-                    p.persist().await;
+                }
+                let settled = p.settle_until_stop(batch, sink, shutdown).await;
+                p.persist().await;
+                switchboard_platform::failpoint::hit("confirmed");
+                match settled {
+                    Some(settled) => settled?,
+                    None => return Ok(()),
                 }
                 // An album is held: look for more parts (and other chats'
                 // messages) soon, and send it when its window ends.
@@ -180,21 +198,26 @@ impl<'a> Poller<'a> {
         }
     }
 
-    /// One update of a batch, as Telegram's text: forwarded (or held in its
-    /// album) unless it repeats one forwarded lately, skipped and logged by
-    /// its id when it does not parse; confirmed either way (the caller
-    /// persists the offset).
-    async fn take(&mut self, text: &str, sink: &InboundSink) -> Result<(), PlatformError> {
+    /// One update of a batch, as Telegram's text: handed over (or held in
+    /// its album) unless it repeats one forwarded lately, skipped and logged
+    /// by its id when it does not parse. Returns its id and the receipt to
+    /// wait for before it is confirmed (see [`Poller::settle`]).
+    async fn take(
+        &mut self,
+        text: &str,
+        sink: &InboundSink,
+    ) -> Result<Option<(i64, Option<Pending>)>, PlatformError> {
         let (id, update) = match parse_update(text) {
             Ok(update) => (i64::from(update.id.0), Ok(update)),
             Err(bad) => match bad.update_id {
                 Some(id) => (id, Err(bad)),
                 None => {
                     self.inner.skipped.record(bad, "getUpdates");
-                    return Ok(());
+                    return Ok(None);
                 }
             },
         };
+        let mut pending = None;
         if self.recent.contains(id) {
             tracing::debug!(update_id = id, "skipping an update already forwarded");
         } else {
@@ -206,13 +229,55 @@ impl<'a> Poller<'a> {
                 );
             }
             match update {
-                Ok(update) => self.inner.dispatch(&update, sink, &mut self.albums).await?,
+                Ok(update) => {
+                    pending = self.inner.dispatch(&update, sink, &mut self.albums).await?;
+                }
                 Err(bad) => self.inner.skipped.record(bad, "getUpdates"),
             }
             self.recent.insert(id);
         }
-        // Whatever it was, the next offset confirms it.
-        self.last = Some(id);
+        Ok(Some((id, pending)))
+    }
+
+    /// [`Poller::settle`] until `shutdown`, then a moment more: the core
+    /// acknowledges what it still has when it stops. `None` after a stop
+    /// (what was settled by then is confirmed all the same).
+    async fn settle_until_stop(
+        &mut self,
+        batch: Vec<(i64, Option<Pending>)>,
+        sink: &InboundSink,
+        shutdown: &CancellationToken,
+    ) -> Option<Result<(), PlatformError>> {
+        let settle = self.settle(batch, sink);
+        tokio::pin!(settle);
+        tokio::select! {
+            biased;
+            settled = &mut settle => return Some(settled),
+            _ = shutdown.cancelled() => {}
+        }
+        let _ = tokio::time::timeout(SETTLE_AT_STOP, settle).await;
+        None
+    }
+
+    /// Waits, in order, for the receipts of a batch's updates; each one
+    /// acknowledged (or with nothing to acknowledge) becomes the last to
+    /// confirm. An update the core could not keep is offered again until it
+    /// is (see [`Pending::settle`]). `Err` when the core has gone away.
+    async fn settle(
+        &mut self,
+        batch: Vec<(i64, Option<Pending>)>,
+        sink: &InboundSink,
+    ) -> Result<(), PlatformError> {
+        for (id, pending) in batch {
+            if let Some(pending) = pending {
+                pending
+                    .settle(sink)
+                    .await
+                    .map_err(|_| PlatformError::Closed)?;
+            }
+            // Whatever it was, the next offset confirms it.
+            self.last = Some(id);
+        }
         Ok(())
     }
 

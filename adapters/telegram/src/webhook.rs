@@ -32,7 +32,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use switchboard_platform::{InboundSink, PlatformError, Secret};
+use switchboard_platform::{InboundSink, Pending, PlatformError, Secret};
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, Update};
@@ -161,14 +161,56 @@ async fn listen(
 }
 
 /// Forwards the spooled updates, then each delivery, in order, until
-/// shutdown; an update leaves the spool once forwarded (an album part once
-/// its album has).
+/// shutdown; an update leaves the spool once the core has acknowledged it
+/// (an album part once its album has been).
 async fn forward(
+    inner: &Arc<Inner>,
+    sink: &InboundSink,
+    spool: &Arc<Spool>,
+    replay: VecDeque<Update>,
+    received: &mut mpsc::Receiver<Update>,
+    shutdown: &CancellationToken,
+) -> Result<(), PlatformError> {
+    let (settling, receipts) = mpsc::unbounded_channel();
+    let settler = tokio::spawn(settle(receipts, sink.clone(), Arc::clone(spool)));
+    let result = hand_over(inner, sink, spool, replay, received, &settling, shutdown).await;
+    drop(settling);
+    // At shutdown the core acknowledges what it still has queued; what
+    // gets no receipt in time stays in the spool for the next start.
+    let _ = tokio::time::timeout(SETTLE_AT_STOP, settler).await;
+    result
+}
+
+/// How long a stopping webhook waits for the receipts still due.
+const SETTLE_AT_STOP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Removes each update from the spool once its receipt has come, in order.
+async fn settle(
+    mut receipts: mpsc::UnboundedReceiver<(i64, Pending)>,
+    sink: InboundSink,
+    spool: Arc<Spool>,
+) {
+    while let Some((id, pending)) = receipts.recv().await {
+        match pending.settle(&sink).await {
+            Ok(_) => {
+                spool.done(id);
+                switchboard_platform::failpoint::hit("confirmed");
+            }
+            // The core has gone: the update stays for the next start.
+            Err(_) => return,
+        }
+    }
+}
+
+/// The forwarding loop of [`forward`]: hands each update over and passes
+/// its receipt to the settler.
+async fn hand_over(
     inner: &Arc<Inner>,
     sink: &InboundSink,
     spool: &Spool,
     mut replay: VecDeque<Update>,
     received: &mut mpsc::Receiver<Update>,
+    settling: &mpsc::UnboundedSender<(i64, Pending)>,
     shutdown: &CancellationToken,
 ) -> Result<(), PlatformError> {
     let mut albums = Albums::new(inner.config.album_window);
@@ -178,14 +220,27 @@ async fn forward(
             _ = shutdown.cancelled() => return Ok(()),
             next = async { match replay.pop_front() { Some(u) => Some(u), None => received.recv().await } } => next,
             () = sleep_until_some(due) => {
-                let held = albums.held_updates();
-                tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(()),
-                    sent = inner.flush_albums(&mut albums, sink) => sent?,
+                // The parts of the albums acknowledged (or not for the bot)
+                // leave the spool, also when a stop cuts the flush short.
+                let mut done = Vec::new();
+                let flushed = {
+                    let flush = inner.flush_albums(&mut albums, sink, &mut done);
+                    tokio::pin!(flush);
+                    tokio::select! {
+                        biased;
+                        sent = &mut flush => Some(sent),
+                        _ = shutdown.cancelled() => {
+                            let _ = tokio::time::timeout(SETTLE_AT_STOP, flush).await;
+                            None
+                        }
+                    }
                 };
-                // The parts of the albums that left (or were not for the bot).
-                for id in held.into_iter().filter(|id| !albums.holds(*id)) {
+                for id in done {
                     spool.done(id);
+                }
+                match flushed {
+                    Some(sent) => sent?,
+                    None => return Ok(()),
                 }
                 continue;
             }
@@ -193,14 +248,24 @@ async fn forward(
         let Some(update) = next else {
             return Ok(());
         };
-        tokio::select! {
+        let pending = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             sent = inner.dispatch(&update, sink, &mut albums) => sent?,
         };
-        // A held album part stays in the spool until its album leaves.
         let id = i64::from(update.id.0);
-        if !albums.holds(id) {
-            spool.done(id);
+        let settled = match pending {
+            Some(pending) => settling.send((id, pending)).is_ok(),
+            // Nothing was handed over; a held album part stays in the
+            // spool until its album has been acknowledged.
+            None => {
+                if !albums.holds(id) {
+                    spool.done(id);
+                }
+                true
+            }
+        };
+        if !settled {
+            return Err(PlatformError::Closed);
         }
     }
 }
