@@ -21,6 +21,7 @@ mod e2e_media;
 mod e2e_models;
 mod e2e_portfolio;
 mod e2e_queue;
+mod e2e_rule_scope;
 mod e2e_runtime;
 mod e2e_schedules;
 mod e2e_stop;
