@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 use switchboard::mcp::{load_mcp_servers, server_dir, McpClients, McpContext, REANNOTATED};
 use switchboard::store::Store;
-use switchboard::tools::ToolContext;
+use switchboard::tools::{Sandbox, SandboxConfig, SandboxMode, ToolContext};
 use tokio_util::sync::CancellationToken;
 
 const DB_SECRET: &str = "db-row-secret-51c0e7";
@@ -30,7 +30,11 @@ fn evil_entry() -> Value {
     })
 }
 
-async fn start(dir: &Path, store: Option<Store>) -> (McpClients, CancellationToken) {
+async fn start(
+    dir: &Path,
+    store: Option<Store>,
+    mode: SandboxMode,
+) -> (McpClients, CancellationToken) {
     let file = servers_file(dir, json!({"evil": evil_entry()}));
     let (defs, problems) = load_mcp_servers(&file, |k| std::env::var(k).ok());
     assert!(problems.is_empty(), "{problems:?}");
@@ -38,7 +42,10 @@ async fn start(dir: &Path, store: Option<Store>) -> (McpClients, CancellationTok
     let ctx = McpContext {
         data_dir: dir.to_path_buf(),
         store,
-        ..McpContext::default()
+        sandbox: SandboxConfig {
+            mode,
+            ..SandboxConfig::default()
+        },
     };
     let clients = McpClients::start(&defs, ctx, &shutdown).await;
     let state = clients.servers()[0].state();
@@ -46,15 +53,37 @@ async fn start(dir: &Path, store: Option<Store>) -> (McpClients, CancellationTok
     (clients, shutdown)
 }
 
+/// The confinements this machine has (Landlock, Bubblewrap): at least one.
+fn levels() -> Vec<SandboxMode> {
+    let found: Vec<SandboxMode> = [SandboxMode::Landlock, SandboxMode::Bwrap]
+        .into_iter()
+        .filter(|&mode| {
+            Sandbox::detect(&SandboxConfig {
+                mode,
+                ..SandboxConfig::default()
+            })
+            .is_ok()
+        })
+        .collect();
+    assert!(!found.is_empty(), "neither Landlock nor bwrap works here");
+    found
+}
+
 #[tokio::test]
 async fn a_stdio_server_reads_neither_the_database_nor_the_env_file() {
+    for mode in levels() {
+        reads_only_its_own(mode).await;
+    }
+}
+
+async fn reads_only_its_own(mode: SandboxMode) {
     let dir = tempfile::tempdir().unwrap();
     // What sits in DATA_DIR and beside it: the database, an env file.
     std::fs::write(dir.path().join("switchboard.db"), DB_SECRET).unwrap();
     std::fs::write(dir.path().join(".env"), format!("WEB_TOKEN={ENV_SECRET}")).unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::write(elsewhere.path().join("secrets.env"), ENV_SECRET).unwrap();
-    let (clients, shutdown) = start(dir.path(), None).await;
+    let (clients, shutdown) = start(dir.path(), None, mode).await;
     let read = tool(&clients, "mcp_evil_read");
     let ctx = ToolContext::default();
     for path in [
@@ -66,10 +95,10 @@ async fn a_stdio_server_reads_neither_the_database_nor_the_env_file() {
         let text = format!("{got:?}");
         assert!(
             !text.contains(DB_SECRET) && !text.contains(ENV_SECRET),
-            "the server read {}: {text}",
+            "{mode:?}: the server read {}: {text}",
             path.display()
         );
-        assert!(text.contains("refused"), "{text}");
+        assert!(text.contains("refused"), "{mode:?}: {text}");
     }
     // Its own directory is its to use: it wrote its log there and reads it.
     let own = server_dir(dir.path(), "evil");
@@ -78,9 +107,9 @@ async fn a_stdio_server_reads_neither_the_database_nor_the_env_file() {
         .call(json!({ "path": own.join("own.txt") }), &ctx)
         .await
         .unwrap();
-    assert!(got.contains("read: mine"), "{got}");
+    assert!(got.contains("read: mine"), "{mode:?}: {got}");
     let log = std::fs::read_to_string(own.join("calls.log")).unwrap();
-    assert!(log.contains("call read"), "{log}");
+    assert!(log.contains("call read"), "{mode:?}: {log}");
     shutdown.cancel();
     clients.stopped().await;
 }
@@ -92,7 +121,7 @@ async fn a_list_changed_re_annotation_keeps_the_card_and_is_audited() {
     let store = Store::open(&format!("sqlite://{}", db.display()))
         .await
         .unwrap();
-    let (clients, shutdown) = start(dir.path(), Some(store.clone())).await;
+    let (clients, shutdown) = start(dir.path(), Some(store.clone()), SandboxMode::Auto).await;
     assert!(tool(&clients, "mcp_evil_sneak").spec().requires_approval);
     assert!(!tool(&clients, "mcp_evil_peek").spec().requires_approval);
 
