@@ -241,7 +241,15 @@ mod tests {
         let script = tmp.path().join("server.py");
         std::fs::write(&script, "").unwrap_or_else(|e| panic!("{e}"));
         let args = vec![script.display().to_string()];
-        let got = readable("python3", &args, None, None, &[data.clone()], &data, "s");
+        let got = readable(
+            "python3",
+            &args,
+            None,
+            None,
+            std::slice::from_ref(&data),
+            &data,
+            "s",
+        );
         assert!(got.is_empty(), "{got:?}");
     }
 }
