@@ -50,7 +50,12 @@ async fn clients(servers: Value) -> (McpClients, CancellationToken) {
     let (defs, problems) = load_mcp_servers(&path, |k| std::env::var(k).ok());
     assert!(problems.is_empty(), "{problems:?}");
     let shutdown = CancellationToken::new();
-    let clients = McpClients::start(&defs, &shutdown).await;
+    let ctx = switchboard::mcp::McpContext {
+        // Outlives `dir`: the servers write in it while the bench runs.
+        data_dir: std::env::temp_dir().join("switchboard-mcp-bench"),
+        ..switchboard::mcp::McpContext::default()
+    };
+    let clients = McpClients::start(&defs, ctx, &shutdown).await;
     (clients, shutdown)
 }
 

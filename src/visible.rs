@@ -63,6 +63,12 @@ pub(crate) fn visible_command(text: &str) -> Visible {
     escape(text, true)
 }
 
+/// Whether `c` is always escaped on a card: a control, bidi, invisible or
+/// format character, an unusual space, private use (tab included).
+pub(crate) fn hidden(c: char) -> bool {
+    class(c) == Class::Hidden
+}
+
 fn escape(text: &str, strict: bool) -> Visible {
     let mut out = Visible {
         text: String::with_capacity(text.len()),

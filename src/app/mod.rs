@@ -140,7 +140,7 @@ pub async fn start_with_clock(
     let (models, media) = models_and_media(config, &store, &provider).await;
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
-    let mcp = start_mcp(config, &mut tools, &grown, &shutdown).await;
+    let mcp = start_mcp(config, &store, &mut tools, &grown, &shutdown).await;
     let agent = build_agent(config, provider, tools, &media, &store, &models);
     let agent_provider = Arc::clone(agent.provider());
     let settings = gateway_settings(config, clock);
@@ -335,11 +335,17 @@ fn log_skipped_entries(config: &Config) {
 /// fatal) and adds theirs and the grown tools to `tools`.
 async fn start_mcp(
     config: &Config,
+    store: &Store,
     tools: &mut crate::tools::ToolRegistry,
     grown: &Arc<crate::tools::GrownTools>,
     shutdown: &CancellationToken,
 ) -> Arc<crate::mcp::McpClients> {
-    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, shutdown).await;
+    let ctx = crate::mcp::McpContext {
+        sandbox: config.exec_sandbox,
+        data_dir: config.data_dir.clone(),
+        store: Some(store.clone()),
+    };
+    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, ctx, shutdown).await;
     // Logs the names refused now; the registry asks again each time.
     let _ = mcp.tools(&tools.names());
     let mcp = Arc::new(mcp);

@@ -47,7 +47,14 @@ impl Approvals {
         match self.decide(&id, platform, user, choice, reason).await {
             Ok(Ok(record)) => {
                 let scope = prefix
-                    .map(|p| format!(" ({})", rules::describe_prefix(&p)))
+                    .map(|p| {
+                        let rule = rules::prefix_pattern(&record.tool_name, &record.arguments, &p);
+                        let described = rule.map_or_else(
+                            |_| rules::describe_prefix(&p),
+                            |pattern| rules::describe(&pattern),
+                        );
+                        format!(" ({described})")
+                    })
                     .unwrap_or_default();
                 TextDecision {
                     reply: format!(

@@ -18,11 +18,25 @@
 //! never get a rule at all, not even for their exact arguments: a `config`
 //! write, an `--output`/`-o` option, and a `--format`/`--pretty` with `%`
 //! escapes always ask ([`always_asks`]).
+//!
+//! Words are split as `sh` splits them — on space, tab and newline only — and
+//! a command holding any other blank (no-break space, U+3000, vertical tab,
+//! form feed, U+0085, …), a control or an invisible character never rides on
+//! a rule: to `sh`, `ls\u{a0}/../bin/x` is one word, not `ls` and a path.
+//!
+//! A prefix rule is made for the way the card's command ran: an "always"
+//! given to a foreground run (at most the foreground timeout) does not cover
+//! the same command run with `background: true` (an hour), nor the other way.
 
 use crate::visible::visible;
 use serde_json::Value;
 
 const PREFIX: &str = "prefix:";
+/// A prefix rule for commands run with `background: true`.
+const BACKGROUND_PREFIX: &str = "background-prefix:";
+/// The blanks `sh` splits words on (a newline also ends the command, so a
+/// command holding one is refused with the shell controls).
+const SH_BLANKS: &[char] = &[' ', '\t', '\n'];
 /// The tool whose `command` argument prefix rules apply to.
 const COMMAND_TOOL: &str = "exec_command";
 const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '<', '>', '(', ')', '\n', '\r'];
@@ -89,13 +103,52 @@ const RUNS_SOMETHING_ELSE: &[&str] = &[
 /// looser checks cannot allow more than these do.
 pub fn allows(pattern: &str, arguments: &str) -> bool {
     let command = command_of(arguments);
-    if command.as_deref().is_some_and(always_asks) {
+    if command
+        .as_deref()
+        .is_some_and(|c| always_asks(c) || !sh_plain(c))
+    {
         return false;
     }
-    match pattern.strip_prefix(PREFIX) {
-        Some(prefix) => command.is_some_and(|c| continues(&c, prefix)),
+    match split_pattern(pattern) {
+        Some((prefix, background)) => {
+            background == in_background(arguments) && command.is_some_and(|c| continues(&c, prefix))
+        }
         None => pattern == arguments,
     }
+}
+
+/// A prefix pattern's prefix, and whether it is for background runs.
+fn split_pattern(pattern: &str) -> Option<(&str, bool)> {
+    match pattern.strip_prefix(PREFIX) {
+        Some(prefix) => Some((prefix, false)),
+        None => pattern.strip_prefix(BACKGROUND_PREFIX).map(|p| (p, true)),
+    }
+}
+
+/// Whether the call runs as a background task (`background: true`).
+fn in_background(arguments: &str) -> bool {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|args| args.get("background").and_then(Value::as_bool))
+        == Some(true)
+}
+
+/// Whether `sh` reads `text` as it looks: no blank but space, tab and
+/// newline, no control character, nothing invisible.
+fn sh_plain(text: &str) -> bool {
+    text.chars().all(|c| {
+        SH_BLANKS.contains(&c)
+            || !(c.is_whitespace() || c.is_control() || crate::visible::hidden(c))
+    })
+}
+
+/// The words `sh` sees (before quoting, which no rule lets through).
+fn sh_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(SH_BLANKS).filter(|w| !w.is_empty())
+}
+
+fn hidden_refusal() -> String {
+    "This command holds blanks or characters a shell does not split on as they look (shown as ⟨U+…⟩ on the card); allow it once.".to_owned()
 }
 
 /// The pattern for "always allow exactly these arguments"; `Err` is the
@@ -103,6 +156,7 @@ pub fn allows(pattern: &str, arguments: &str) -> bool {
 pub fn exact_pattern(arguments: &str) -> Result<String, String> {
     match command_of(arguments) {
         Some(command) if always_asks(&command) => Err(always_asks_refusal()),
+        Some(command) if !sh_plain(&command) => Err(hidden_refusal()),
         _ => Ok(arguments.to_owned()),
     }
 }
@@ -114,6 +168,9 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
         return Err(format!(
             "A prefix rule is only possible for `{COMMAND_TOOL}`; use `always` alone to allow exactly these arguments."
         ));
+    }
+    if !sh_plain(prefix) {
+        return Err(hidden_refusal());
     }
     let prefix = normalize(prefix);
     if prefix.chars().count() < MIN_PREFIX_CHARS || prefix.contains(SHELL_CONTROL) {
@@ -133,8 +190,16 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
     if always_asks(&command) {
         return Err(always_asks_refusal());
     }
+    if !sh_plain(&command) {
+        return Err(hidden_refusal());
+    }
     if continues(&command, &prefix) {
-        return Ok(format!("{PREFIX}{prefix}"));
+        let kind = if in_background(arguments) {
+            BACKGROUND_PREFIX
+        } else {
+            PREFIX
+        };
+        return Ok(format!("{kind}{prefix}"));
     }
     let command = normalize(&command);
     if command.starts_with(&prefix) && !open_ended(&prefix) {
@@ -149,8 +214,9 @@ pub fn prefix_pattern(tool: &str, arguments: &str, prefix: &str) -> Result<Strin
 
 /// How a pattern reads in `/approvals` listings.
 pub fn describe(pattern: &str) -> String {
-    match pattern.strip_prefix(PREFIX) {
-        Some(prefix) => describe_prefix(prefix),
+    match split_pattern(pattern) {
+        Some((prefix, false)) => describe_prefix(prefix),
+        Some((prefix, true)) => format!("{}, run in the background", describe_prefix(prefix)),
         None => format!("exactly `{}`", visible(pattern).text),
     }
 }
@@ -173,10 +239,7 @@ fn always_asks(command: &str) -> bool {
     if open_ended(command) {
         return false;
     }
-    let words: Vec<String> = command
-        .split_whitespace()
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let words: Vec<String> = sh_words(command).map(str::to_ascii_lowercase).collect();
     words.iter().skip(1).any(|w| {
         w == "config"
             || w == "-o"
@@ -193,7 +256,7 @@ fn always_asks_refusal() -> String {
 
 /// The program a command or prefix runs: `/usr/bin/git` is `git`.
 fn program(command: &str) -> &str {
-    let first = command.split_whitespace().next().unwrap_or_default();
+    let first = sh_words(command).next().unwrap_or_default();
     first.rsplit('/').next().unwrap_or(first)
 }
 
@@ -201,15 +264,18 @@ fn open_ended(prefix: &str) -> bool {
     OPEN_ENDED.contains(&program(prefix))
 }
 
-/// Words joined by single spaces.
+/// Words (as `sh` splits them) joined by single spaces.
 fn normalize(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    sh_words(text).collect::<Vec<_>>().join(" ")
 }
 
-/// The command as it will run: newlines and tabs are not spaces to a shell.
+/// The command as it will run, without the blanks `sh` ignores around it
+/// (only those: a leading no-break space is part of the first word).
 fn command_of(arguments: &str) -> Option<String> {
     let args: Value = serde_json::from_str(arguments).ok()?;
-    args.get("command")?.as_str().map(|c| c.trim().to_owned())
+    args.get("command")?
+        .as_str()
+        .map(|c| c.trim_matches(SH_BLANKS).to_owned())
 }
 
 /// `command` is `prefix`, or — for an open-ended program — `prefix`
@@ -229,7 +295,7 @@ fn continues(command: &str, prefix: &str) -> bool {
 /// No option that would make the program run something else (`-c`/`-e`
 /// alone too: for many programs they take code).
 fn plain_continuation(rest: &str) -> bool {
-    rest.split_whitespace().all(|word| {
+    sh_words(rest).all(|word| {
         let lower = word.to_ascii_lowercase();
         // `-c`, also glued to its value (`-ccore.pager=…`), and `-e`.
         if lower.starts_with("-c") || lower == "-e" {
@@ -343,6 +409,53 @@ mod tests {
             "exactly the command `git status`"
         );
         assert_eq!(describe("prefix:ls"), "commands starting with `ls`");
+    }
+
+    /// Issue 38 item 7: with `always ls`, `ls\u{a0}/../../usr/bin/touch X`
+    /// ran with no card — to `sh` the first word is `ls\u{a0}/../../usr/bin/touch`.
+    #[test]
+    fn only_the_blanks_sh_splits_on_separate_words() {
+        let rule = prefix_pattern("exec_command", &cmd("ls -la"), "ls").unwrap();
+        let cat = prefix_pattern("exec_command", &cmd("cat a"), "cat").unwrap();
+        for blank in [
+            '\u{a0}', '\u{b}', '\u{c}', '\u{3000}', '\u{85}', '\u{2003}', '\u{1680}', '\u{2028}',
+            '\u{200b}', '\u{feff}', '\u{1b}', '\u{7f}', '\u{0}',
+        ] {
+            for (rule, program) in [(&rule, "ls"), (&cat, "cat")] {
+                let attack = format!("{program}{blank}/../../usr/bin/touch X");
+                assert!(!allows(rule, &cmd(&attack)), "{rule} allowed {attack:?}");
+                let inside = format!("{program} a{blank}b");
+                assert!(!allows(rule, &cmd(&inside)), "{rule} allowed {inside:?}");
+                let leading = format!("{blank}{program}");
+                assert!(!allows(rule, &cmd(&leading)), "{rule} allowed {leading:?}");
+            }
+            let command = format!("ls{blank}x");
+            assert!(prefix_pattern("exec_command", &cmd(&command), "ls").is_err());
+            assert!(exact_pattern(&cmd(&command)).is_err(), "{command:?}");
+            assert!(!allows(&cmd(&command), &cmd(&command)), "{command:?}");
+        }
+        // Tabs are blanks to `sh` as well.
+        assert!(allows(&rule, &cmd("ls\t-la\tsrc")));
+    }
+
+    /// Issue 38 item 9: an "always" given to a foreground run allowed the same
+    /// command as an hour-long background task.
+    #[test]
+    fn a_background_run_needs_its_own_rule() {
+        let fg = prefix_pattern("exec_command", &cmd("ls -la"), "ls").unwrap();
+        let bg_args = json!({ "command": "ls -la", "background": true }).to_string();
+        assert!(allows(&fg, &cmd("ls src")));
+        assert!(!allows(&fg, &bg_args));
+        let bg = prefix_pattern("exec_command", &bg_args, "ls").unwrap();
+        assert_ne!(fg, bg);
+        assert!(allows(&bg, &bg_args));
+        assert!(!allows(&bg, &cmd("ls -la")));
+        let off = json!({ "command": "ls", "background": false }).to_string();
+        assert!(allows(&fg, &off) && !allows(&bg, &off));
+        assert_eq!(
+            describe(&bg),
+            "commands starting with `ls`, run in the background"
+        );
     }
 
     #[test]

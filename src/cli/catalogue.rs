@@ -28,9 +28,14 @@ pub struct AddArgs {
     /// openai, anthropic or gemini.
     #[arg(long, default_value = "openai")]
     pub api: String,
-    /// Base URL with the version segment (e.g. https://api.openai.com/v1).
+    /// Base URL with the version segment (e.g. https://api.openai.com/v1),
+    /// without credentials (see --base-url-env).
     #[arg(long)]
     pub base_url: String,
+    /// The environment variable holding the base URL with its credentials
+    /// (`https://user:pass@host/v1`, `?key=`); the catalogue stores none.
+    #[arg(long)]
+    pub base_url_env: Option<String>,
     /// The environment variable holding its key (the key itself is never stored).
     #[arg(long)]
     pub key_env: Option<String>,
@@ -69,7 +74,15 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
                 anyhow::bail!("--api {:?} is not one of {}", a.api, ApiKind::NAMES);
             }
             if url::Url::parse(&a.base_url).is_err() {
-                anyhow::bail!("--base-url {:?} is not a URL", a.base_url);
+                anyhow::bail!(
+                    "--base-url {:?} is not a URL",
+                    switchboard::secrets::shown_url(&a.base_url)
+                );
+            }
+            if switchboard::models::without_credentials(&a.base_url).1 {
+                anyhow::bail!(
+                    "--base-url holds credentials, which the catalogue does not store: put the whole URL in a variable of the gateway's environment, pass --base-url-env VAR, and --base-url without them"
+                );
             }
             let prices = [
                 a.price_in,
@@ -87,12 +100,20 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
                     );
                 }
             }
+            if let Some(var) = &a.base_url_env {
+                if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    anyhow::bail!(
+                        "--base-url-env names a variable (like PROXY_LLM_URL), not the URL itself"
+                    );
+                }
+            }
             store
                 .put_model(&ModelRow {
                     name: a.name.clone(),
                     api: a.api.to_ascii_lowercase(),
                     base_url: a.base_url,
                     key_env: a.key_env,
+                    url_env: a.base_url_env,
                     context_window: a.context,
                     prices: Prices {
                         input: a.price_in,

@@ -298,7 +298,14 @@ async fn mcp_servers(r: &mut Report, config: &Config) {
         return;
     }
     let stop = tokio_util::sync::CancellationToken::new();
-    let clients = McpClients::start(&config.mcp_servers, &stop).await;
+    let store = Store::open(&config.database_url).await.ok();
+    reannotated(r, store.as_ref()).await;
+    let ctx = switchboard::mcp::McpContext {
+        sandbox: config.exec_sandbox,
+        data_dir: config.data_dir.clone(),
+        store: None,
+    };
+    let clients = McpClients::start(&config.mcp_servers, ctx, &stop).await;
     let offered = clients.tools(&[]);
     for server in clients.servers() {
         let state = server.state();
@@ -327,6 +334,27 @@ async fn mcp_servers(r: &mut Report, config: &Config) {
     }
     stop.cancel();
     clients.stopped().await;
+}
+
+/// MCP tools that re-annotated themselves read-only in the last week while
+/// the gateway ran (they kept their first approval; see the audit log).
+async fn reannotated(r: &mut Report, store: Option<&Store>) {
+    let Some(store) = store else { return };
+    let Ok(events) = store.events(1_000).await else {
+        return;
+    };
+    let since = chrono::Utc::now() - chrono::Duration::days(7);
+    for e in events
+        .iter()
+        .filter(|e| e.kind == switchboard::mcp::REANNOTATED && e.at > since)
+    {
+        r.note(&format!(
+            "MCP server {} re-annotated its tool {} as read-only at {} (it kept the approval it was first listed with; the new annotation counts from the next start)",
+            e.detail["server"].as_str().unwrap_or("?"),
+            e.detail["tool"].as_str().unwrap_or("?"),
+            e.at.format("%Y-%m-%d %H:%M UTC"),
+        ));
+    }
 }
 
 fn skills(r: &mut Report, config: &Config) {

@@ -40,6 +40,10 @@ pub struct McpServerDef {
     pub policy: ApprovalPolicy,
     /// Values expanded from `${VAR}`: redacted everywhere.
     pub secrets: Vec<String>,
+    /// Whether a stdio server's sandbox has network access (`"network"`).
+    pub network: crate::tools::Network,
+    /// Paths a stdio server may read besides its own (`"read"`).
+    pub read: Vec<PathBuf>,
 }
 
 /// Env values and headers may hold credentials: only their names are shown.
@@ -83,6 +87,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "allow",
     "deny",
     "disabled",
+    "network",
+    "read",
 ];
 
 /// Reads `path`. Entries that cannot be used are problems (the others load);
@@ -233,12 +239,25 @@ fn parse_entry(
         policy.allow = Some(strings(entry.get("allow"), "allow")?);
     }
     policy.deny = strings(entry.get("deny"), "deny")?;
+    let network = super::launch::network(entry.get("network"))?;
+    let read = strings(entry.get("read"), "read")?
+        .iter()
+        .map(|p| expand("read", p).map(PathBuf::from))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(relative) = read.iter().find(|p| p.is_relative()) {
+        return Err(format!(
+            "`read` paths must be absolute: {}",
+            relative.display()
+        ));
+    }
     Ok(McpServerDef {
         name: name.to_owned(),
         transport,
         timeout,
         policy,
         secrets,
+        network,
+        read,
     })
 }
 

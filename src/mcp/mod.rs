@@ -5,7 +5,9 @@
 mod approval;
 mod config;
 mod counts;
+mod frozen;
 mod http;
+mod launch;
 mod observation;
 pub mod serve;
 mod server;
@@ -14,6 +16,8 @@ mod tool;
 pub use approval::{Approval, ApprovalPolicy};
 pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAULT_CALL_TIMEOUT};
 pub use counts::{record as record_metrics, CallCounts, Outcome as CallOutcome};
+pub use frozen::REANNOTATED;
+pub use launch::{server_dir, McpContext};
 pub use observation::observation;
 pub use serve::McpHttpConfig;
 pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
@@ -37,10 +41,15 @@ pub struct McpClients {
 impl McpClients {
     /// Starts every server at once and waits until each is up or down (at
     /// most [`INIT_TIMEOUT`] for a slow one). They stop on `shutdown`.
-    pub async fn start(defs: &[McpServerDef], shutdown: &CancellationToken) -> McpClients {
+    pub async fn start(
+        defs: &[McpServerDef],
+        ctx: McpContext,
+        shutdown: &CancellationToken,
+    ) -> McpClients {
+        let ctx = Arc::new(ctx);
         let servers: Vec<Arc<McpServer>> = defs
             .iter()
-            .map(|def| McpServer::spawn(def.clone(), shutdown.child_token()))
+            .map(|def| McpServer::spawn(def.clone(), Arc::clone(&ctx), shutdown.child_token()))
             .collect();
         futures::future::join_all(servers.iter().map(|s| s.settled())).await;
         McpClients { servers }

@@ -1,17 +1,19 @@
-//! One MCP server's connection, kept in its own task: the child process (own
-//! process group, cleared environment, stderr into our log) or the Streamable
-//! HTTP session, `initialize`
-//! within 30 s, the tool list, restarts with backoff when it dies, and a clean
-//! stop on shutdown.
+//! One MCP server's connection, kept in its own task: the child process
+//! (sandboxed, see `launch`; own process group, stderr into our log) or the
+//! Streamable HTTP session, `initialize` within 30 s, the tool list (each
+//! tool's read-only annotation frozen at first sight, see `frozen`),
+//! restarts with backoff when it dies, and a clean stop on shutdown.
 
 use super::config::{McpServerDef, McpTransport};
+use super::frozen::Frozen;
+use super::launch::McpContext;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool as RemoteTool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +31,11 @@ const STDERR_LINES_PER_SEC: u32 = 50;
 /// Why a connection attempt failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
+    #[error("cannot confine `{command}`: {source}")]
+    Sandbox {
+        command: String,
+        source: crate::tools::SandboxError,
+    },
     #[error("cannot start `{command}`: {source}")]
     Spawn {
         command: String,
@@ -73,6 +80,9 @@ pub struct McpServer {
     state: watch::Sender<ServerState>,
     /// How its calls ended (for `/metrics`).
     pub calls: super::CallCounts,
+    ctx: Arc<McpContext>,
+    /// Each tool's read-only annotation as first seen.
+    frozen: Arc<Frozen>,
 }
 
 /// Notifies the supervisor when the server's tool list changes.
@@ -97,11 +107,17 @@ struct Connection {
     service: RunningService<RoleClient, Handler>,
     /// The process of a stdio server.
     child: Option<Child>,
+    /// The sandbox's hold on the process's private temp dir.
+    _confined: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl McpServer {
     /// Starts the server's task; it runs until `shutdown`.
-    pub fn spawn(def: McpServerDef, shutdown: CancellationToken) -> Arc<McpServer> {
+    pub fn spawn(
+        def: McpServerDef,
+        ctx: Arc<McpContext>,
+        shutdown: CancellationToken,
+    ) -> Arc<McpServer> {
         let (state, _) = watch::channel(ServerState {
             status: Status::Starting,
             peer: None,
@@ -111,10 +127,13 @@ impl McpServer {
             connections: 0,
             stopped: false,
         });
+        let frozen = Arc::new(Frozen::new(def.name.clone(), ctx.store.clone()));
         let server = Arc::new(McpServer {
             def,
             state,
             calls: super::CallCounts::default(),
+            ctx,
+            frozen,
         });
         tokio::spawn(Arc::clone(&server).supervise(shutdown));
         server
@@ -122,6 +141,12 @@ impl McpServer {
 
     pub fn name(&self) -> &str {
         &self.def.name
+    }
+
+    /// The read-only annotation a tool's approval is decided by: `Some(true)`
+    /// only when it said so at first sight and still does (see `frozen`).
+    pub fn trusted_read_only(&self, tool: &str, now: Option<bool>) -> Option<bool> {
+        self.frozen.trusted(tool, now)
     }
 
     /// The state now.
@@ -196,19 +221,26 @@ impl McpServer {
                 cwd,
                 path,
             } => {
-                let mut cmd = Command::new(command);
-                cmd.args(args)
-                    .env_clear()
-                    .envs(path.iter().map(|p| ("PATH", p.as_str())))
-                    .envs(env.iter().map(|(k, v)| (k, v)))
-                    .stdin(Stdio::piped())
+                let launch = super::launch::command(
+                    &self.def,
+                    &self.ctx,
+                    command,
+                    args,
+                    env,
+                    cwd.as_deref(),
+                    path.as_deref(),
+                )
+                .map_err(|source| ConnectError::Sandbox {
+                    command: command.clone(),
+                    source,
+                })?;
+                let confined = launch.confined;
+                let mut cmd = launch.command;
+                cmd.stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .process_group(0)
                     .kill_on_drop(true);
-                if let Some(cwd) = cwd {
-                    cmd.current_dir(cwd);
-                }
                 let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
                     command: command.clone(),
                     source,
@@ -224,6 +256,7 @@ impl McpServer {
                     Ok(service) => Ok(Connection {
                         service,
                         child: Some(child),
+                        _confined: Some(confined),
                     }),
                     Err(e) => {
                         stop_child(&mut child).await;
@@ -237,6 +270,7 @@ impl McpServer {
                 Ok(Connection {
                     service,
                     child: None,
+                    _confined: None,
                 })
             }
         }
@@ -281,6 +315,7 @@ impl McpServer {
             "MCP server up"
         );
         warn_if_too_many(&self.def.name, tools.len());
+        self.frozen.see(&tools).await;
         self.state.send_modify(|s| {
             s.status = Status::Up;
             s.peer = Some(peer.clone());
@@ -293,6 +328,7 @@ impl McpServer {
             changed,
             self.state.clone(),
             self.def.name.clone(),
+            Arc::clone(&self.frozen),
         ));
         Ok(service)
     }
@@ -300,7 +336,11 @@ impl McpServer {
     /// Runs a connection until the process dies or the session ends (the
     /// reason), or until shutdown (`None`).
     async fn serve(&self, conn: Connection, shutdown: &CancellationToken) -> Option<String> {
-        let Connection { service, mut child } = conn;
+        let Connection {
+            service,
+            mut child,
+            _confined,
+        } = conn;
         let stop = service.cancellation_token();
         let changed = Arc::clone(&service.service().changed);
         let ended = service.waiting();
@@ -340,6 +380,7 @@ async fn relist(
     changed: Arc<Notify>,
     state: watch::Sender<ServerState>,
     name: String,
+    frozen: Arc<Frozen>,
 ) {
     loop {
         changed.notified().await;
@@ -350,6 +391,7 @@ async fn relist(
             Ok(tools) => {
                 tracing::info!(server = %name, tools = tools.len(), "MCP server's tool list changed");
                 warn_if_too_many(&name, tools.len());
+                frozen.see(&tools).await;
                 state.send_modify(|s| s.tools = tools);
             }
             Err(e) => {

@@ -11,11 +11,13 @@ mod cheap;
 pub mod config;
 mod keys;
 mod route;
+mod url_auth;
 
 pub use cheap::CheapRoute;
 pub use config::{Budgets, ModelSettings, Routes, Selectable};
 pub use keys::capture as capture_keys;
 pub use route::{Input as RouteInput, Route};
+pub use url_auth::{with_credentials, without_credentials};
 
 use crate::llm::LlmConfig;
 use crate::llm::{ApiKind, EndpointConfig, FallbackProvider, ModelInfo, Provider, Usage};
@@ -84,12 +86,13 @@ impl Models {
     }
 
     /// Writes the `LLM_*` endpoints into the catalogue unless entries of
-    /// those names exist (the operator's edits win).
+    /// those names exist (the operator's edits win). A URL's credentials
+    /// stay in its variable: the row names it (`url_env`).
     pub async fn seed(&self) {
         let llm = &self.llm;
         let mut rows = vec![seed_row(
             llm.api,
-            &llm.base_url,
+            ("LLM_BASE_URL", &llm.base_url),
             &llm.model,
             llm.context_window,
             llm.api_key.as_ref().map(|_| "LLM_API_KEY".to_owned()),
@@ -98,7 +101,7 @@ impl Models {
         for (i, f) in llm.fallbacks.iter().enumerate() {
             rows.push(seed_row(
                 f.api,
-                &f.base_url,
+                (&format!("LLM_FALLBACK_{}_BASE_URL", i + 1), &f.base_url),
                 &f.model,
                 f.context_window,
                 f.api_key
@@ -112,6 +115,68 @@ impl Models {
                 tracing::warn!(error = %e, model = %row.name, "could not seed the model catalogue");
             }
         }
+        self.move_url_credentials().await;
+    }
+
+    /// Rows stored before credentials were kept out of the catalogue: one
+    /// whose URL is a variable's value gets that variable named instead;
+    /// any other is reported (re-add it with `--base-url-env`).
+    async fn move_url_credentials(&self) {
+        let Ok(rows) = self.store.models().await else {
+            return;
+        };
+        for mut row in rows {
+            let (bare, had) = without_credentials(&row.base_url);
+            if !had {
+                continue;
+            }
+            match self
+                .url_vars()
+                .into_iter()
+                .find(|(_, v)| *v == row.base_url)
+            {
+                Some((var, _)) => {
+                    row.base_url = bare;
+                    row.url_env = Some(var);
+                    match self.store.put_model(&row).await {
+                        Ok(()) => {
+                            tracing::info!(model = %row.name, "a catalogue URL's credentials moved out of the database")
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, model = %row.name, "could not move a catalogue URL's credentials out of the database")
+                        }
+                    }
+                }
+                None => tracing::warn!(
+                    model = %row.name,
+                    "the catalogue stores this model's base URL with credentials; re-add it with `switchboard model add --base-url <URL without them> --base-url-env <VAR>`"
+                ),
+            }
+        }
+    }
+
+    /// The `LLM_*` base URL variables and their values.
+    fn url_vars(&self) -> Vec<(String, String)> {
+        let llm = &self.llm;
+        std::iter::once(("LLM_BASE_URL".to_owned(), llm.base_url.clone()))
+            .chain(llm.fallbacks.iter().enumerate().map(|(i, f)| {
+                (
+                    format!("LLM_FALLBACK_{}_BASE_URL", i + 1),
+                    f.base_url.clone(),
+                )
+            }))
+            .collect()
+    }
+
+    /// The value of the URL variable `var`: an `LLM_*` one, one captured at
+    /// start (removed from the environment since), or the environment's.
+    fn url_var(&self, var: &str) -> Option<String> {
+        self.url_vars()
+            .into_iter()
+            .find(|(name, _)| name == var)
+            .map(|(_, value)| value)
+            .or_else(|| self.keys.get(var).map(|s| s.expose().to_owned()))
+            .or_else(|| std::env::var(var).ok())
     }
 
     /// The names a user may switch to with `/model`, the default first.
@@ -270,9 +335,17 @@ impl Models {
     fn build(&self, row: &ModelRow) -> Result<Arc<dyn Provider>, String> {
         let api = ApiKind::parse(&row.api).ok_or_else(|| format!("unknown api {:?}", row.api))?;
         let llm = &self.llm;
-        let mut ec =
-            EndpointConfig::new(&row.base_url, ModelInfo::new(&row.name, row.context_window))
-                .with_idle_timeout(llm.idle_timeout);
+        let url = match &row.url_env {
+            None => row.base_url.clone(),
+            Some(var) => {
+                let full = self
+                    .url_var(var)
+                    .ok_or_else(|| format!("its URL variable {var} is not set"))?;
+                with_credentials(&row.base_url, &full, var)?
+            }
+        };
+        let mut ec = EndpointConfig::new(&url, ModelInfo::new(&row.name, row.context_window))
+            .with_idle_timeout(llm.idle_timeout);
         ec.frequency_penalty = llm.frequency_penalty;
         ec.max_output_tokens = llm.max_output_tokens;
         ec.thinking_budget = if row.reasoning {
@@ -354,19 +427,23 @@ fn model(provider: Arc<dyn Provider>, vision: bool) -> TurnModel {
     }
 }
 
+/// A catalogue row for an `LLM_*` endpoint; `(var, url)` is its base URL
+/// variable and value (stored without credentials; the row names `var`).
 fn seed_row(
     api: ApiKind,
-    base_url: &str,
+    (var, url): (&str, &str),
     model: &str,
     context_window: Option<u32>,
     key_env: Option<String>,
     vision: bool,
 ) -> ModelRow {
+    let (base_url, had_credentials) = without_credentials(url);
     ModelRow {
         name: model.to_owned(),
         api: api.name().to_owned(),
-        base_url: base_url.to_owned(),
+        base_url,
         key_env,
+        url_env: had_credentials.then(|| var.to_owned()),
         context_window,
         prices: Prices::default(),
         vision,

@@ -20,6 +20,7 @@ pub use log_writer::ScrubbingWriter;
 pub use scrubber::{Scrubber, MIN_SECRET_LEN, REDACTED};
 pub use seal::{seal_process, SealReport};
 pub use stream::StreamScrubber;
+pub(crate) use url_redact::is_secret_param;
 pub use url_redact::shown_url;
 
 use serde_json::Value;

@@ -38,6 +38,7 @@ mod tasks;
 mod turns;
 mod usage;
 mod user_identity;
+mod web_sessions;
 
 pub use crate::domain::Conversation;
 pub use access::{AdmittedUser, PairingCode};

@@ -23,6 +23,9 @@ pub struct ModelRow {
     pub base_url: String,
     /// The environment variable holding the key (never the key).
     pub key_env: Option<String>,
+    /// The variable holding `base_url` with its credentials (a user and
+    /// password, `?key=`), which the catalogue never stores.
+    pub url_env: Option<String>,
     pub context_window: Option<u32>,
     pub prices: Prices,
     pub vision: bool,
@@ -36,17 +39,17 @@ pub struct ModelRow {
     pub seeded: bool,
 }
 
-const COLUMNS: &str = "name, api, base_url, key_env, context_window, price_input, price_output, price_cache_read, price_cache_write, vision, tools, reasoning, role, rank, seeded";
+const COLUMNS: &str = "name, api, base_url, key_env, url_env, context_window, price_input, price_output, price_cache_read, price_cache_write, vision, tools, reasoning, role, rank, seeded";
 
 impl Store {
     /// Adds `m` or replaces the entry of that name (its role is kept).
     pub async fn put_model(&self, m: &ModelRow) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO models (name, api, base_url, key_env, context_window, price_input, price_output,
-                                 price_cache_read, price_cache_write, vision, tools, reasoning, seeded, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                 price_cache_read, price_cache_write, vision, tools, reasoning, seeded, updated_at, url_env)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
              ON CONFLICT (name) DO UPDATE SET api = excluded.api, base_url = excluded.base_url,
-               key_env = excluded.key_env, context_window = excluded.context_window,
+               key_env = excluded.key_env, url_env = excluded.url_env, context_window = excluded.context_window,
                price_input = excluded.price_input, price_output = excluded.price_output,
                price_cache_read = excluded.price_cache_read, price_cache_write = excluded.price_cache_write,
                vision = excluded.vision, tools = excluded.tools, reasoning = excluded.reasoning,
@@ -66,6 +69,7 @@ impl Store {
         .bind(i64::from(m.reasoning))
         .bind(i64::from(m.seeded))
         .bind(now())
+        .bind(m.url_env.as_deref())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -184,6 +188,7 @@ fn model_from_row(r: &sqlx::any::AnyRow) -> Result<ModelRow, StoreError> {
         api: r.try_get("api")?,
         base_url: r.try_get("base_url")?,
         key_env: r.try_get("key_env")?,
+        url_env: r.try_get("url_env")?,
         context_window: r
             .try_get::<Option<i64>, _>("context_window")?
             .and_then(|w| u32::try_from(w).ok()),
@@ -212,6 +217,7 @@ mod tests {
             api: "openai".into(),
             base_url: "http://127.0.0.1:1/v1".into(),
             key_env: Some("OPENAI_API_KEY".into()),
+            url_env: None,
             context_window: Some(128_000),
             prices: Prices {
                 input: 2.5,

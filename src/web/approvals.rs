@@ -1,20 +1,24 @@
 //! Approvals: pending cards with their exact arguments (secrets masked),
 //! Approve / Deny through the gateway's own decision path, and the
-//! "always" rules, revocable.
+//! "always" rules, revocable. Approve needs the token re-entered (see
+//! [`super::reauth`]).
 
 use super::auth::Session;
 use super::csrf::{self, Form};
 use super::layout::{self, button, csrf_field, pager, when, Chrome};
+use super::reauth;
 use super::{mask_json, mask_text, offset, WebError, WebState, PER_PAGE};
 use crate::approvals::Choice;
 use crate::domain::{short_id, ApprovalId};
 use crate::gateway::WebDecision;
-use axum::extract::{Path, Query, State};
-use axum::response::{Html, Redirect};
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Extension;
 use maud::html;
 use serde::Deserialize;
 use serde_json::json;
+use std::net::SocketAddr;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalsQuery {
@@ -42,9 +46,13 @@ pub(crate) async fn page(
         refresh: Some(5),
     };
     let (p, r) = (page.to_string(), rpage.to_string());
+    let can_approve = reauth::can_approve(&state);
     let body = html! {
         section #pending data-live {
             h2 { "Pending" }
+            @if !can_approve {
+                p.muted { "This console has no WEB_TOKEN, so it cannot approve: a program on this machine could reach it as well as you. Approve in the chat, or set WEB_TOKEN." }
+            }
             @if pending.items.is_empty() { p.empty { "No approval is waiting." } }
             @for a in &pending.items {
                 article.approval id={ "approval-" (a.id) } {
@@ -60,7 +68,10 @@ pub(crate) async fn page(
                     form.decide method="post" action={ "/approvals/" (a.id) "/decide" } {
                         (csrf_field(&csrf))
                         input type="text" name="reason" placeholder="reason (optional, for a denial)" maxlength="300";
-                        button.approve type="submit" name="choice" value="allow" { "Approve" }
+                        (reauth::field(&state, &session))
+                        @if can_approve {
+                            button.approve type="submit" name="choice" value="allow" { "Approve" }
+                        }
                         button.danger type="submit" name="choice" value="deny" { "Deny" }
                     }
                 }
@@ -96,13 +107,16 @@ pub(crate) async fn page(
 }
 
 /// Approve (allow once) or Deny, as the operator: the same conditional
-/// update as a button press, so only the first decision counts.
+/// update as a button press, so only the first decision counts. Approve
+/// needs the token entered recently, or in the form (see [`reauth`]).
 pub(crate) async fn decide(
     State(state): State<WebState>,
     Extension(session): Extension<Session>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Path(id): Path<String>,
     form: axum::extract::Form<Form>,
-) -> Result<Redirect, WebError> {
+) -> Result<Response, WebError> {
     csrf::check(&state.auth, &session, &form)?;
     let choice = match form.field("choice") {
         Some("allow") => Choice::AllowOnce,
@@ -111,6 +125,22 @@ pub(crate) async fn decide(
     };
     if id.len() != 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(WebError::NotFound);
+    }
+    let mut renewed = None;
+    if choice == Choice::AllowOnce {
+        match reauth::confirm(&state, &session, peer.ip(), &headers, &form).await {
+            Ok(cookie) => renewed = cookie,
+            Err(refusal) => {
+                state
+                    .audit(
+                        "web.approval_decide",
+                        json!({ "id": id, "choice": "allow", "decided": false, "refused": refusal.flash() }),
+                    )
+                    .await;
+                let to = format!("/approvals?flash={}", refusal.flash());
+                return Ok(Redirect::to(&to).into_response());
+            }
+        }
     }
     let reason = form
         .field("reason")
@@ -132,7 +162,11 @@ pub(crate) async fn decide(
             }),
         )
         .await;
-    Ok(Redirect::to(&format!("/approvals?flash={flash}")))
+    let mut response = Redirect::to(&format!("/approvals?flash={flash}")).into_response();
+    if let Some(cookie) = renewed {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
 }
 
 pub(crate) async fn revoke_rule(

@@ -1,9 +1,10 @@
 //! Login by token: signed session cookies any process with the same
-//! `WEB_TOKEN` accepts, failed logins limited per address and audited, and
-//! a loopback-only console that refuses other `Host` names.
+//! `WEB_TOKEN` accepts (unless signed out: revoked in the store), token
+//! attempts limited per client address and audited, and a loopback-only
+//! console that refuses other `Host` names.
 
 use super::csrf::{self, Form};
-use super::{layout, WebState};
+use super::{client, layout, WebConfig, WebError, WebState};
 use crate::secrets::TokenDigest;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -19,13 +20,13 @@ use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use subtle::ConstantTimeEq;
-use switchboard_platform::{Secret, TokioClock};
+use switchboard_platform::TokioClock;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "sb_session";
 /// How long a login lasts.
 const SESSION_MS: i64 = 12 * 3_600_000;
-/// Login attempts one address may make a minute.
+/// Token attempts (sign-in and re-entry to approve) one client may make a minute.
 const ATTEMPTS_PER_MINUTE: u32 = 5;
 
 type Limiter = RateLimiter<IpAddr, HashMapStateStore<IpAddr>, TokioClock, NoOpMiddleware<Nanos>>;
@@ -37,7 +38,12 @@ pub(crate) struct Auth {
     /// Signs cookies and CSRF tokens: derived from the token, so every
     /// process sharing it accepts the others' sessions.
     key: [u8; 32],
+    /// Token attempts per client address.
     attempts: Limiter,
+    /// How long an entered token lets a session approve (zero: each time).
+    reauth: std::time::Duration,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    trusted: Vec<IpAddr>,
 }
 
 /// Who is asking, from a verified cookie.
@@ -45,11 +51,27 @@ pub(crate) struct Auth {
 pub(crate) struct Session {
     pub nonce: String,
     pub signed_in: bool,
+    /// When the cookie expires (epoch ms).
+    pub expires: i64,
+    /// When the token was last entered in this session (epoch ms; 0: never).
+    pub confirmed: i64,
+}
+
+impl Session {
+    /// A new session (a fresh nonce), valid [`SESSION_MS`].
+    pub(crate) fn new(signed_in: bool, confirmed: i64) -> Session {
+        Session {
+            nonce: new_nonce(),
+            signed_in,
+            expires: crate::store::now() + SESSION_MS,
+            confirmed,
+        }
+    }
 }
 
 impl Auth {
-    pub(crate) fn new(token: Option<&Secret>) -> Auth {
-        let digest = token.map(TokenDigest::new);
+    pub(crate) fn new(config: &WebConfig) -> Auth {
+        let digest = config.token.as_ref().map(TokenDigest::new);
         let key = match &digest {
             Some(d) => {
                 let mut h = Sha256::new();
@@ -65,7 +87,40 @@ impl Auth {
             token: digest,
             key,
             attempts: RateLimiter::hashmap_with_clock(quota, TokioClock::new()),
+            reauth: config.reauth,
+            trusted: config.trusted_proxies.clone(),
         }
+    }
+
+    /// The client a request comes from (see [`client::address`]).
+    pub(crate) fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        client::address(peer, headers, &self.trusted)
+    }
+
+    /// Counts a token attempt of `client`; false when its minute's
+    /// allowance is used up.
+    pub(crate) fn attempt(&self, client: IpAddr) -> bool {
+        // Addresses whose allowance is full again are forgotten, so a stream
+        // of new addresses cannot grow the table without bound.
+        if self.attempts.len() > 10_000 {
+            self.attempts.retain_recent();
+        }
+        self.attempts.check_key(&client).is_ok()
+    }
+
+    /// Whether `session` entered the token recently enough to approve.
+    pub(crate) fn fresh(&self, session: &Session) -> bool {
+        let window = i64::try_from(self.reauth.as_millis()).unwrap_or(i64::MAX);
+        self.token.is_some()
+            && session.confirmed > 0
+            && crate::store::now().saturating_sub(session.confirmed) < window
+    }
+
+    /// Until when `session` may approve without entering the token (epoch ms).
+    pub(crate) fn fresh_until(&self, session: &Session) -> Option<i64> {
+        let window = i64::try_from(self.reauth.as_millis()).unwrap_or(i64::MAX);
+        self.fresh(session)
+            .then(|| session.confirmed.saturating_add(window))
     }
 
     /// Whether a token is needed at all (no: a loopback console without one).
@@ -84,33 +139,43 @@ impl Auth {
         crate::hex::encode(&mac.finalize().into_bytes())
     }
 
-    fn cookie_value(&self, nonce: &str, signed_in: bool) -> String {
-        let expires = (crate::store::now() + SESSION_MS).to_string();
-        let level = if signed_in { "in" } else { "pre" };
-        let sig = self.mac(&["session", &expires, nonce, level]);
-        format!("{expires}.{nonce}.{level}.{sig}")
+    fn cookie_value(&self, session: &Session) -> String {
+        let expires = session.expires.to_string();
+        let confirmed = session.confirmed.to_string();
+        let level = if session.signed_in { "in" } else { "pre" };
+        let nonce = session.nonce.as_str();
+        let sig = self.mac(&["session", &expires, nonce, level, &confirmed]);
+        format!("{expires}.{nonce}.{level}.{confirmed}.{sig}")
     }
 
     /// The session a cookie carries, when its signature holds and it is unexpired.
     pub(crate) fn session(&self, headers: &HeaderMap) -> Option<Session> {
         let value = cookie(headers, COOKIE)?;
         let mut parts = value.split('.');
-        let (expires, nonce, level, sig) =
-            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-        let expected = self.mac(&["session", expires, nonce, level]);
+        let (expires, nonce, level, confirmed, sig) = (
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+        );
+        let expected = self.mac(&["session", expires, nonce, level, confirmed]);
         if !bool::from(expected.as_bytes().ct_eq(sig.as_bytes())) {
             return None;
         }
-        if expires.parse::<i64>().ok()? < crate::store::now() {
+        let expires = expires.parse::<i64>().ok()?;
+        if expires < crate::store::now() {
             return None;
         }
         Some(Session {
             nonce: nonce.to_owned(),
             signed_in: level == "in" || self.open(),
+            expires,
+            confirmed: confirmed.parse().ok()?,
         })
     }
 
-    fn check_token(&self, offered: &str) -> bool {
+    pub(crate) fn check_token(&self, offered: &str) -> bool {
         match &self.token {
             Some(digest) => digest.matches(offered),
             None => true,
@@ -129,16 +194,16 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// `Set-Cookie` for a new session; `Secure` when the request came over https
+/// `Set-Cookie` for `session`; `Secure` when the request came over https
 /// (directly or through a proxy that says so).
-fn set_cookie(auth: &Auth, headers: &HeaderMap, nonce: &str, signed_in: bool) -> HeaderValue {
+pub(crate) fn set_cookie(auth: &Auth, headers: &HeaderMap, session: &Session) -> HeaderValue {
     let https = headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("https"));
     let secure = if https { "; Secure" } else { "" };
-    let value = auth.cookie_value(nonce, signed_in);
-    let max_age = SESSION_MS / 1000;
+    let value = auth.cookie_value(session);
+    let max_age = (session.expires - crate::store::now()).max(0) / 1000;
     HeaderValue::from_str(&format!(
         "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
     ))
@@ -149,27 +214,33 @@ fn new_nonce() -> String {
     crate::hex::encode(&rand::random::<[u8; 16]>())
 }
 
-/// Pages need a signed-in session: a page view without one goes to the
-/// login page, anything else gets 401. A console without a token signs the
-/// visitor in on the spot (it only answers loopback names).
+/// Pages need a signed-in session that was not signed out: a page view
+/// without one goes to the login page, anything else gets 401. A console
+/// without a token signs the visitor in on the spot (it only answers
+/// loopback names).
 pub(crate) async fn require(
     State(state): State<WebState>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let auth = &state.auth;
-    match auth.session(request.headers()) {
-        Some(s) if s.signed_in => {
+    let session = match auth.session(request.headers()).filter(|s| s.signed_in) {
+        Some(s) => match state.store().web_session_revoked(&s.nonce).await {
+            Ok(false) => Some(s),
+            Ok(true) => None,
+            Err(e) => return WebError::Store(e).into_response(),
+        },
+        None => None,
+    };
+    match session {
+        Some(s) => {
             request.extensions_mut().insert(s);
             next.run(request).await
         }
         _ if auth.open() => {
-            let nonce = new_nonce();
-            let cookie = set_cookie(auth, request.headers(), &nonce, true);
-            request.extensions_mut().insert(Session {
-                nonce,
-                signed_in: true,
-            });
+            let session = Session::new(true, 0);
+            let cookie = set_cookie(auth, request.headers(), &session);
+            request.extensions_mut().insert(session);
             let mut response = next.run(request).await;
             response.headers_mut().append(header::SET_COOKIE, cookie);
             response
@@ -212,19 +283,25 @@ pub(crate) async fn login_page(State(state): State<WebState>, headers: HeaderMap
     if state.auth.open() {
         return Redirect::to("/").into_response();
     }
-    let nonce = match state.auth.session(&headers) {
-        Some(s) if s.signed_in => return Redirect::to("/").into_response(),
-        Some(s) => s.nonce,
-        None => new_nonce(),
+    // A signed-in session that was signed out gets a new pre-login one.
+    let session = match state.auth.session(&headers) {
+        Some(s) if !s.signed_in => s,
+        Some(s) => match state.store().web_session_revoked(&s.nonce).await {
+            Ok(false) => return Redirect::to("/").into_response(),
+            Ok(true) => Session::new(false, 0),
+            Err(e) => return WebError::Store(e).into_response(),
+        },
+        None => Session::new(false, 0),
     };
-    let token = csrf::token(&state.auth, &nonce);
+    let token = csrf::token(&state.auth, &session.nonce);
     let mut response = layout::respond(layout::login(&token, None)).into_response();
-    let cookie = set_cookie(&state.auth, &headers, &nonce, false);
+    let cookie = set_cookie(&state.auth, &headers, &session);
     response.headers_mut().append(header::SET_COOKIE, cookie);
     response
 }
 
-/// Checks the token: attempts are limited per address; failures are audited.
+/// Checks the token: attempts are limited per client address (behind a
+/// trusted proxy, the address it forwards); failures are audited.
 pub(crate) async fn login(
     State(state): State<WebState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -238,16 +315,10 @@ pub(crate) async fn login(
     if csrf::check(auth, &session, &form).is_err() {
         return (StatusCode::FORBIDDEN, "reload the login page and try again").into_response();
     }
-    let ip = peer.ip();
-    // Addresses whose allowance is full again are forgotten, so a stream of
-    // new addresses cannot grow the table without bound.
-    if auth.attempts.len() > 10_000 {
-        auth.attempts.retain_recent();
-    }
-    if auth.attempts.check_key(&ip).is_err() {
-        state
-            .audit("web.login_limited", json!({ "ip": ip.to_string() }))
-            .await;
+    let ip = auth.client(peer.ip(), &headers);
+    let whom = who(ip, peer.ip());
+    if !auth.attempt(ip) {
+        state.audit("web.login_limited", whom).await;
         let token = csrf::token(auth, &session.nonce);
         let page = layout::respond(layout::login(
             &token,
@@ -257,30 +328,44 @@ pub(crate) async fn login(
     }
     let offered = form.field("token").unwrap_or_default();
     if !auth.check_token(offered) {
-        state
-            .audit("web.login_failed", json!({ "ip": ip.to_string() }))
-            .await;
+        state.audit("web.login_failed", whom).await;
         let token = csrf::token(auth, &session.nonce);
         let page = layout::respond(layout::login(&token, Some("That token is not right.")));
         return (StatusCode::UNAUTHORIZED, page).into_response();
     }
-    state
-        .audit("web.login", json!({ "ip": ip.to_string() }))
-        .await;
+    state.audit("web.login", whom).await;
     // A fresh nonce: a session fixed before login is not the one signed in.
-    let cookie = set_cookie(auth, &headers, &new_nonce(), true);
+    // Signing in is entering the token: approving needs no second entry
+    // within the re-entry window.
+    let session = Session::new(true, crate::store::now());
+    let cookie = set_cookie(auth, &headers, &session);
     let mut response = Redirect::to("/").into_response();
     response.headers_mut().append(header::SET_COOKIE, cookie);
     response
 }
 
-/// Ends the session in this browser.
+/// The audit detail of a token attempt: the client, and the proxy it came
+/// through when that is another address.
+fn who(client: IpAddr, peer: IpAddr) -> serde_json::Value {
+    if client == peer {
+        json!({ "ip": client.to_string() })
+    } else {
+        json!({ "ip": client.to_string(), "via": peer.to_string() })
+    }
+}
+
+/// Ends the session: revoked in the store, so its cookie (or a copy of it)
+/// is refused by every process from now on, and cleared in this browser.
 pub(crate) async fn logout(
     State(state): State<WebState>,
     axum::Extension(session): axum::Extension<Session>,
     form: axum::extract::Form<Form>,
-) -> Result<Response, super::WebError> {
+) -> Result<Response, WebError> {
     csrf::check(&state.auth, &session, &form)?;
+    state
+        .store()
+        .revoke_web_session(&session.nonce, session.expires)
+        .await?;
     state.audit("web.logout", json!({})).await;
     let mut response = Redirect::to("/login").into_response();
     response.headers_mut().append(

@@ -42,14 +42,14 @@ mod tests {
 
     #[test]
     fn a_token_is_bound_to_its_session() {
-        let auth = Auth::new(None);
+        let auth = Auth::new(&super::super::WebConfig::default());
         let a = Session {
             nonce: "a".into(),
-            signed_in: true,
+            ..Session::new(true, 0)
         };
         let b = Session {
             nonce: "b".into(),
-            signed_in: true,
+            ..Session::new(true, 0)
         };
         let form = Form(HashMap::from([(FIELD.to_owned(), token(&auth, "a"))]));
         assert!(check(&auth, &a, &form).is_ok());

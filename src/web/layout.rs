@@ -35,6 +35,10 @@ pub(crate) fn flash(code: Option<&str>) -> Option<&'static str> {
         "denied" => "Pairing denied.",
         "forgotten" => "Memory forgotten.",
         "gone" => "Nothing changed: it no longer exists.",
+        "reauth" => "Not approved: approving needs the console token (WEB_TOKEN); enter it next to Approve.",
+        "reauth-failed" => "Not approved: that token is not right.",
+        "reauth-limited" => "Not approved: too many token attempts; wait a minute.",
+        "no-token" => "Not approved: this console has no WEB_TOKEN, so it cannot approve; approve in the chat, or set WEB_TOKEN.",
         _ => return None,
     })
 }

@@ -8,19 +8,21 @@ mod approvals;
 mod audit;
 mod auth;
 mod chart;
+mod client;
 mod conversations;
 mod csrf;
 mod layout;
 mod markdown;
 mod mask;
 mod overview;
+mod reauth;
 mod settings;
 mod tasks;
 mod users;
 
 pub use markdown::render as render_markdown;
 pub use mask::{mask_json, mask_text};
-pub use settings::{WebConfig, MIN_WEB_TOKEN_CHARS};
+pub use settings::{WebConfig, DEFAULT_REAUTH, MIN_WEB_TOKEN_CHARS};
 
 use crate::gateway::Operator;
 use crate::store::{Store, StoreError};
@@ -64,7 +66,7 @@ impl WebState {
     pub fn new(operator: Operator, config: &WebConfig, settings: WebSettings) -> WebState {
         WebState {
             operator,
-            auth: Arc::new(auth::Auth::new(config.token.as_ref())),
+            auth: Arc::new(auth::Auth::new(config)),
             settings: Arc::new(settings),
         }
     }

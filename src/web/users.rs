@@ -71,7 +71,10 @@ pub(crate) async fn page(
                             td {
                                 form.inline method="post" action={ "/pairings/" (c.code) "/decide" } {
                                     (csrf_field(&csrf))
-                                    button.approve type="submit" name="choice" value="approve" { "Approve" }
+                                    (super::reauth::field(&state, &session))
+                                    @if super::reauth::can_approve(&state) {
+                                        button.approve type="submit" name="choice" value="approve" { "Approve" }
+                                    }
                                     button.danger type="submit" name="choice" value="deny" { "Deny" }
                                 }
                             }
@@ -208,12 +211,16 @@ fn usage_section(usage: &[UsageDay], selected: Option<MemoryOwner>, priced: bool
     }
 }
 
+/// Approve (needs the token re-entered, like an approval) or deny a pairing.
 pub(crate) async fn decide_pairing(
     State(state): State<WebState>,
     Extension(session): Extension<Session>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    headers: axum::http::HeaderMap,
     Path(code): Path<String>,
     form: axum::extract::Form<Form>,
-) -> Result<Redirect, WebError> {
+) -> Result<axum::response::Response, WebError> {
+    use axum::response::IntoResponse;
     csrf::check(&state.auth, &session, &form)?;
     let approve = match form.field("choice") {
         Some("approve") => true,
@@ -224,6 +231,16 @@ pub(crate) async fn decide_pairing(
             ))
         }
     };
+    let mut renewed = None;
+    if approve {
+        match super::reauth::confirm(&state, &session, peer.ip(), &headers, &form).await {
+            Ok(cookie) => renewed = cookie,
+            Err(refusal) => {
+                let to = format!("/users?flash={}", refusal.flash());
+                return Ok(Redirect::to(&to).into_response());
+            }
+        }
+    }
     let decided = state.store().decide_pairing(&code, approve).await?;
     state
         .audit(
@@ -241,7 +258,13 @@ pub(crate) async fn decide_pairing(
         (true, true) => "approved",
         (true, false) => "denied",
     };
-    Ok(Redirect::to(&format!("/users?flash={flash}")))
+    let mut response = Redirect::to(&format!("/users?flash={flash}")).into_response();
+    if let Some(cookie) = renewed {
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, cookie);
+    }
+    Ok(response)
 }
 
 pub(crate) async fn forget(

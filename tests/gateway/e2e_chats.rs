@@ -52,6 +52,7 @@ async fn topics_bound_to_different_models_and_tools_are_each_honoured() {
             api: "openai".into(),
             base_url: coder.base_url(),
             key_env: None,
+            url_env: None,
             context_window: Some(32_000),
             prices: Prices::default(),
             vision: false,

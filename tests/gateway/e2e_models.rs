@@ -24,6 +24,7 @@ fn row(name: &str, llm: &FakeLlm, input: f64, output: f64, vision: bool) -> Mode
         api: "openai".into(),
         base_url: llm.base_url(),
         key_env: None,
+        url_env: None,
         context_window: Some(32_000),
         prices: Prices {
             input,

@@ -1,6 +1,7 @@
 //! The web console in a real browser (headless Chromium over the DevTools
 //! protocol): sign in, see the approval a Telegram conversation is waiting
-//! on, press Approve, and find the Telegram card edited and the tool run;
+//! on, find Approve refused without the token re-entered, type it next to
+//! Approve, and find the Telegram card edited and the tool run;
 //! watch the background task's progress bar advance with live refresh; no
 //! console error or CSP violation on any page. Screenshots of every page go
 //! to `target/web-screenshots/`.
@@ -56,6 +57,8 @@ async fn approve_in_a_real_browser_and_watch_the_task() {
         ("FEEDBACK_BUTTONS", "false".to_owned()),
         ("WEB_LISTEN", "127.0.0.1:0".to_owned()),
         ("WEB_TOKEN", TOKEN.to_owned()),
+        // Every approval asks for the token, as after the re-entry window.
+        ("WEB_REAUTH_SECS", "0".to_owned()),
     ]);
     let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
     let mut tcfg = config.platforms.telegram.clone().unwrap();
@@ -130,8 +133,29 @@ async fn approve_in_a_real_browser_and_watch_the_task() {
         .await;
     assert!(shown.as_str().unwrap().contains("sleep 1; done"), "{shown}");
     shoot(&page, "approvals", &mut problems).await;
+    // Approve without the token (what a program holding a session can do)
+    // is refused, and the page says why.
     page.eval("document.querySelector('article.approval button.approve').click(); true")
         .await;
+    page.wait_for(
+        "the refusal",
+        "location.search.includes('flash=reauth') && document.readyState === 'complete' && !!document.querySelector('p.flash')",
+    )
+    .await;
+    let flash = page
+        .eval("document.querySelector('p.flash').textContent")
+        .await;
+    assert!(
+        flash.as_str().unwrap().contains("needs the console token"),
+        "{flash}"
+    );
+    shoot(&page, "approvals-reauth", &mut problems).await;
+    // The operator types the token next to Approve.
+    page.eval(&format!(
+        "var f = document.querySelector('article.approval form.decide'); f.querySelector('input[name=token]').value = {}; f.querySelector('button.approve').click(); true",
+        json!(TOKEN)
+    ))
+    .await;
     page.wait_for(
         "the decision to be recorded",
         "location.search.includes('flash=decided') && document.readyState === 'complete'",

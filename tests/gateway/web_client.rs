@@ -44,6 +44,8 @@ pub struct WebClient {
     pub cookie: Option<String>,
     pub host: Option<String>,
     pub forwarded_https: bool,
+    /// Sent as `X-Forwarded-For` when set.
+    pub forwarded_for: Option<String>,
 }
 
 impl WebClient {
@@ -57,6 +59,7 @@ impl WebClient {
             cookie: None,
             host: None,
             forwarded_https: false,
+            forwarded_for: None,
         }
     }
 
@@ -85,6 +88,9 @@ impl WebClient {
         }
         if self.forwarded_https {
             rb = rb.header("x-forwarded-proto", "https");
+        }
+        if let Some(xff) = &self.forwarded_for {
+            rb = rb.header("x-forwarded-for", xff);
         }
         rb
     }

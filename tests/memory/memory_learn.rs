@@ -229,6 +229,7 @@ async fn learning_goes_to_the_cheap_model_added_while_running() {
             api: "openai".into(),
             base_url: mini.base_url(),
             key_env: None,
+            url_env: None,
             context_window: Some(16_000),
             prices: Prices {
                 input: 0.1,

@@ -9,6 +9,7 @@
 mod support;
 
 mod mcp;
+mod mcp_confined;
 mod mcp_python;
 mod mcp_serve;
 mod mcp_serve_http;

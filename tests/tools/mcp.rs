@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::e2e::{tool_result, Harness};
 use support::fake_llm::Reply;
-use switchboard::mcp::{load_mcp_servers, McpClients, McpServer, Status};
+use switchboard::mcp::{load_mcp_servers, McpClients, McpContext, McpServer, Status};
 use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
@@ -38,11 +38,17 @@ fn everything_entry() -> Value {
     json!({"command": "node", "args": [script, "stdio"], "env": {"GREETING": "${MCP_TEST_GREETING}"}})
 }
 
-fn misbehaving_entry(log: &Path, extra: Value) -> Value {
+/// Where a stdio server started with data dir `data_dir` keeps its call log:
+/// its `CALL_LOG` is relative, in the one directory it may write.
+pub(crate) fn call_log(data_dir: &Path, server: &str) -> PathBuf {
+    switchboard::mcp::server_dir(data_dir, server).join("calls.log")
+}
+
+fn misbehaving_entry(extra: Value) -> Value {
     let mut entry = json!({
         "command": "node",
         "args": [mcp_dir().join("misbehaving.mjs")],
-        "env": {"CALL_LOG": log},
+        "env": {"CALL_LOG": "calls.log"},
     });
     if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), extra) {
         e.extend(more);
@@ -68,7 +74,11 @@ pub(crate) async fn start(dir: &Path, servers: Value) -> (McpClients, Cancellati
     let (defs, problems) = load_mcp_servers(&servers_file(dir, servers), lookup);
     assert!(problems.is_empty(), "{problems:?}");
     let shutdown = CancellationToken::new();
-    let clients = McpClients::start(&defs, &shutdown).await;
+    let ctx = McpContext {
+        data_dir: dir.to_path_buf(),
+        ..McpContext::default()
+    };
+    let clients = McpClients::start(&defs, ctx, &shutdown).await;
     (clients, shutdown)
 }
 
@@ -263,12 +273,8 @@ async fn the_reference_server_over_streamable_http() {
 #[tokio::test]
 async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let (clients, shutdown) = start(
-        dir.path(),
-        json!({"bad": misbehaving_entry(&log, json!({}))}),
-    )
-    .await;
+    let log = call_log(dir.path(), "bad");
+    let (clients, shutdown) = start(dir.path(), json!({"bad": misbehaving_entry(json!({}))})).await;
     let server = &clients.servers()[0];
     let ctx = ToolContext::default();
     let err = tool(&clients, "mcp_bad_crash")
@@ -344,10 +350,9 @@ async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
 #[tokio::test]
 async fn a_server_listing_500_tools_offers_the_first_100() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
     let (clients, shutdown) = start(
         dir.path(),
-        json!({"many": misbehaving_entry(&log, json!({"env": {"CALL_LOG": log, "MANY_TOOLS": "500"}}))}),
+        json!({"many": misbehaving_entry(json!({"env": {"CALL_LOG": "calls.log", "MANY_TOOLS": "500"}}))}),
     )
     .await;
     assert_eq!(clients.servers()[0].state().tools.len(), 508);
@@ -364,10 +369,10 @@ async fn a_server_listing_500_tools_offers_the_first_100() {
 #[tokio::test]
 async fn a_hanging_call_times_out_and_a_cancelled_turn_cancels_it_at_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
+    let log = call_log(dir.path(), "slow");
     let (clients, shutdown) = start(
         dir.path(),
-        json!({"slow": misbehaving_entry(&log, json!({"timeout_secs": 1}))}),
+        json!({"slow": misbehaving_entry(json!({"timeout_secs": 1}))}),
     )
     .await;
     let hang = tool(&clients, "mcp_slow_hang");
@@ -450,12 +455,12 @@ async fn a_server_that_never_answers_initialize_is_marked_down_not_fatal() {
 #[tokio::test]
 async fn a_server_that_cannot_start_is_down_and_the_rest_load() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
+    let log = call_log(dir.path(), "good");
     let (clients, shutdown) = start(
         dir.path(),
         json!({
             "missing": {"command": "/nonexistent/mcp-server"},
-            "good": misbehaving_entry(&log, json!({}))
+            "good": misbehaving_entry(json!({}))
         }),
     )
     .await;
@@ -518,10 +523,9 @@ fn alive(pid: i32) -> bool {
 #[tokio::test]
 async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reaches_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
     let file = servers_file(
         dir.path(),
-        json!({"everything": everything_entry(), "notes": misbehaving_entry(&log, json!({}))}),
+        json!({"everything": everything_entry(), "notes": misbehaving_entry(json!({}))}),
     );
     let file = file.display().to_string();
     let path = std::env::var("PATH").unwrap();
@@ -532,6 +536,7 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
         ("HEALTH_LISTEN", "127.0.0.1:0"),
     ])
     .await;
+    let log = call_log(&h.data_dir(), "notes");
     h.llm.push(Reply::tool_calls([(
         "call_e",
         "mcp_everything_echo",

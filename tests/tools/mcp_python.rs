@@ -8,11 +8,10 @@
 //! gets the read-only tool but never the one that asks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::mcp::{log_lines, mcp_dir, servers_file, start, tool};
+use crate::mcp::{call_log, log_lines, mcp_dir, servers_file, start, tool};
 use crate::support;
 
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use support::e2e::{tool_result, Harness};
@@ -26,7 +25,7 @@ use switchboard::mcp::Status;
 use switchboard::tools::{ImageSink, ToolContext};
 
 /// The server's entry, after checking the SDK is installed.
-fn python_entry(log: &Path) -> Value {
+fn python_entry() -> Value {
     let python = mcp_dir().join(".venv/bin/python");
     assert!(
         python.exists(),
@@ -37,7 +36,7 @@ fn python_entry(log: &Path) -> Value {
     json!({
         "command": python,
         "args": [mcp_dir().join("python_server.py")],
-        "env": {"CALL_LOG": log},
+        "env": {"CALL_LOG": "calls.log"},
         "approval": "hints"
     })
 }
@@ -45,8 +44,7 @@ fn python_entry(log: &Path) -> Value {
 #[tokio::test]
 async fn a_python_sdk_server_annotations_structured_output_errors_and_images() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry(&log)})).await;
+    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry()})).await;
     let state = clients.servers()[0].state();
     assert_eq!(state.status, Status::Up, "{:?}", state.last_error);
     let ctx = ToolContext::default();
@@ -140,11 +138,11 @@ async fn a_python_sdk_server_annotations_structured_output_errors_and_images() {
 #[tokio::test]
 async fn through_the_gateway_a_read_only_tool_runs_without_a_card_and_a_destructive_one_asks() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let file = servers_file(dir.path(), json!({"py": python_entry(&log)}));
+    let file = servers_file(dir.path(), json!({"py": python_entry()}));
     let file = file.display().to_string();
     let path = std::env::var("PATH").unwrap();
     let h = Harness::with(&[("MCP_SERVERS_FILE", file.as_str()), ("PATH", path.as_str())]).await;
+    let log = call_log(&h.data_dir(), "py");
 
     h.llm.push(Reply::tool_calls([(
         "call_l",
@@ -193,8 +191,7 @@ async fn through_the_gateway_a_read_only_tool_runs_without_a_card_and_a_destruct
 #[tokio::test]
 async fn a_nested_models_schema_reaches_gemini_inlined_and_the_call_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry(&log)})).await;
+    let (clients, shutdown) = start(dir.path(), json!({"py": python_entry()})).await;
     let ship = tool(&clients, "mcp_py_ship");
     let schema = ship.spec().parameters.clone();
     assert_eq!(
@@ -248,8 +245,7 @@ async fn a_nested_models_schema_reaches_gemini_inlined_and_the_call_runs() {
 #[tokio::test]
 async fn a_sub_agent_role_gets_the_read_only_mcp_tool_and_never_the_one_that_asks() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let file = servers_file(dir.path(), json!({"py": python_entry(&log)}));
+    let file = servers_file(dir.path(), json!({"py": python_entry()}));
     let file = file.display().to_string();
     // An own role that names both MCP tools but does not act.
     let roles = dir.path().join("roles.json");
@@ -270,6 +266,7 @@ async fn a_sub_agent_role_gets_the_read_only_mcp_tool_and_never_the_one_that_ask
         ("PATH", path.as_str()),
     ])
     .await;
+    let log = call_log(&h.data_dir(), "py");
 
     h.llm.push(Reply::tool_calls([(
         "call_k",

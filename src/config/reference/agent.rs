@@ -120,7 +120,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "MCP_SERVERS_FILE",
             "unset",
-            "MCP servers whose tools the agent may use, in the Claude Desktop format",
+            "MCP servers whose tools the agent may use, in the Claude Desktop format; a stdio server runs under the exec sandbox, writing only in `DATA_DIR/mcp/<name>` (see [MCP](mcp.md))",
         ),
         v(
             "MCP_NOTIFY_CHAT",

@@ -204,7 +204,17 @@ pub(super) const OPERATIONS: Section = Section {
         v(
             "WEB_TOKEN",
             "none",
-            "the console's login token, 16+ characters (a secret: registered for redaction, never logged or shown); required when `WEB_LISTEN` is not a loopback address — the start refuses otherwise. Without it a loopback console signs every local visitor in and answers only `localhost`, `127.0.0.1` and `[::1]` host names",
+            "the console's login token, 16+ characters (a secret: registered for redaction, never logged or shown); required when `WEB_LISTEN` is not a loopback address — the start refuses otherwise. Without it a loopback console signs every local visitor in and answers only `localhost`, `127.0.0.1` and `[::1]` host names, and cannot approve (a program on the machine could reach it as well as you)",
+        ),
+        v(
+            "WEB_REAUTH_SECS",
+            "`300`",
+            "seconds after the token was last entered (signing in counts) during which the console approves a card or a pairing without asking for it again; past that the approve form asks for `WEB_TOKEN` next to Approve (a program that fetches the pages has a session, not the token). `0` asks with every approval; at most 86400",
+        ),
+        v(
+            "WEB_TRUSTED_PROXY",
+            "none",
+            "IP addresses of reverse proxies in front of the console, comma-separated: from them the client is the address appended to `X-Forwarded-For`, and token attempts (5 a minute) are counted per client instead of for everyone behind the proxy. The header is ignored from any other peer",
         ),
         v(
             "RUST_LOG",

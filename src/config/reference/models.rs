@@ -14,7 +14,7 @@ pub(super) const MODEL: Section = Section {
         v(
             "LLM_BASE_URL",
             "— (required by `chat`, `run`, `doctor`)",
-            "base URL with the version segment: `http://localhost:11434/v1` (requests go to `{LLM_BASE_URL}/chat/completions`; a 404 there is reported with the URL requested and, when the base URL has no version segment, the `/v1` it probably lacks), `https://api.anthropic.com/v1`, `https://generativelanguage.googleapis.com/v1beta`",
+            "base URL with the version segment: `http://localhost:11434/v1` (requests go to `{LLM_BASE_URL}/chat/completions`; a 404 there is reported with the URL requested and, when the base URL has no version segment, the `/v1` it probably lacks), `https://api.anthropic.com/v1`, `https://generativelanguage.googleapis.com/v1beta`. A user and password in it (`https://user:pass@host/v1`) are secrets: the model catalogue stores the URL without them and names this variable",
         ),
         v(
             "LLM_MODEL",
