@@ -343,6 +343,20 @@ impl FakeTelegram {
 
     /// A button press on the bot's message `message_id`; returns the query id.
     pub fn callback(&self, at: Where, from: &FakeUser, message_id: i64, data: &str) -> String {
+        let (id, update) = self.callback_update(at, from, message_id, data);
+        self.push_raw(update);
+        id
+    }
+
+    /// Builds a button press without queuing it (for webhook deliveries):
+    /// its query id (open until answered) and the update.
+    pub fn callback_update(
+        &self,
+        at: Where,
+        from: &FakeUser,
+        message_id: i64,
+        data: &str,
+    ) -> (String, Value) {
         let (chat_id, chat, _) = self.chat_for(at, from);
         let mut inner = self.shared.lock();
         let id = format!("cbq-{}", inner.next_callback);
@@ -354,9 +368,7 @@ impl FakeTelegram {
         };
         let update = json!({"callback_query": {"id": id, "from": from.json(),
             "chat_instance": format!("ci{chat_id}"), "data": data, "message": message}});
-        drop(inner);
-        self.push_raw(update);
-        id
+        (id, update)
     }
 
     /// Queues any JSON as an update (an `update_id` is added when missing),
@@ -591,6 +603,14 @@ impl FakeTelegram {
 
     pub fn calls(&self) -> Vec<Call> {
         self.shared.lock().calls.clone()
+    }
+
+    /// The calls from index `from` on (for a watcher that reads them as they
+    /// come), and the index to ask from next time.
+    pub fn calls_since(&self, from: usize) -> (Vec<Call>, usize) {
+        let inner = self.shared.lock();
+        let new = inner.calls.get(from..).unwrap_or_default().to_vec();
+        (new, inner.calls.len())
     }
 
     /// Calls to `method` (case-insensitive), in order.
