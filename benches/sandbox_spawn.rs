@@ -38,6 +38,7 @@ fn exec_tool(name: &str, ws: &Arc<Workspace>, mode: SandboxMode) -> Option<(Stri
         mode,
         network: Network::Allow,
         limits: Limits::default(),
+        protect: Default::default(),
     };
     let sandbox = match Sandbox::detect(&config) {
         Ok(s) => s,
