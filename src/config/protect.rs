@@ -92,10 +92,16 @@ fn database(url: &str, get: &Lookup<'_>, p: &mut Protected) {
         .or_else(|| get("PGPORT").and_then(|v| v.parse().ok()))
         .unwrap_or(POSTGRES_PORT);
     p.port(port);
-    // `?host=/run/postgresql`: the Unix socket's directory.
+    // `?host=/run/postgresql` (or `PGHOST` with no host in the URL): the
+    // Unix socket's directory.
     for (key, value) in parsed.query_pairs() {
         if key == "host" && value.starts_with('/') {
             p.path(value.into_owned());
+        }
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        if let Some(dir) = get("PGHOST").filter(|h| h.starts_with('/')) {
+            p.path(dir);
         }
     }
 }

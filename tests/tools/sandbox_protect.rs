@@ -394,3 +394,80 @@ async fn ordinary_commands_still_work_beside_the_protections() {
         assert!(out.contains("hello"), "{level}: {out}");
     }
 }
+
+/// Removes what a test planted under `/etc`.
+struct Planted(Vec<PathBuf>);
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        for path in self.0.iter().rev() {
+            let _ = std::fs::remove_file(path).or_else(|_| std::fs::remove_dir(path));
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_shipped_units_secrets_are_out_of_reach_of_commands() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/switchboard.service"
+    ))
+    .unwrap();
+    let setting = |key: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key}"))
+    };
+    // systemd copies the root-owned file to the credentials directory; the
+    // gateway reads the copy through --env-file.
+    let (name, source) = setting("LoadCredential=").split_once(':').unwrap();
+    let exec: Vec<&str> = setting("ExecStart=").split_whitespace().collect();
+    let env_arg = exec
+        .iter()
+        .skip_while(|a| **a != "--env-file")
+        .nth(1)
+        .unwrap();
+    assert_eq!(*env_arg, format!("${{CREDENTIALS_DIRECTORY}}/{name}"));
+    assert!(source.starts_with("/etc/"), "{source}");
+    // The layout, rebuilt: the credentials directory where commands could
+    // otherwise read (the workspace; systemd's is under /run), and the
+    // source itself when this machine lacks it and the test may create it.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Arc::new(Workspace::new(dir.path().join("ws")).unwrap());
+    let credentials = ws.root().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::write(credentials.join(name), "LLM_API_KEY=sk-CREDENTIAL-SECRET\n").unwrap();
+    let source = Path::new(source);
+    let mut planted = Planted(Vec::new());
+    if !source.exists() && is_root() {
+        let parent = source.parent().unwrap();
+        if std::fs::create_dir(parent).is_ok() {
+            planted.0.push(parent.to_owned());
+        }
+        std::fs::write(source, "LLM_API_KEY=sk-SOURCE-SECRET\n").unwrap();
+        planted.0.push(source.to_owned());
+    } else if !source.exists() {
+        eprintln!(
+            "not root: {} not planted, only the copy tried",
+            source.display()
+        );
+    }
+    let vars = [
+        ("DATA_DIR", dir.path().join("data").display().to_string()),
+        ("CREDENTIALS_DIRECTORY", credentials.display().to_string()),
+    ];
+    for (_, mut config) in levels(&vars) {
+        config.keep_from_commands(env_arg.replace(
+            "${CREDENTIALS_DIRECTORY}",
+            &credentials.display().to_string(),
+        ));
+        let sandbox = detect(&config);
+        let level = sandbox.describe();
+        let t = tool(&ws, sandbox);
+        for file in [credentials.join(name), source.to_owned()] {
+            let out = run(&t, &format!("base64 {}", file.display())).await;
+            assert!(failed(&out) && !out.contains("U0VDUkVU"), "{level}: {out}");
+        }
+    }
+    drop(planted);
+}

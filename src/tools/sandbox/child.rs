@@ -29,8 +29,8 @@ pub(super) struct ChildSetup {
     /// A Landlock ruleset shared by every command (the protected ports),
     /// enforced after `ruleset`, stacked on it.
     pub ports: Option<RawFd>,
-    /// A descriptor the program must inherit (bwrap's seccomp filter).
-    pub inherit: Option<RawFd>,
+    /// Descriptors the program must inherit (what bwrap reads).
+    pub inherit: Vec<RawFd>,
 }
 
 /// Installs `setup` to run in the command's process after `fork`, before `exec`.
@@ -38,10 +38,11 @@ pub(super) fn install(cmd: &mut tokio::process::Command, setup: ChildSetup) {
     let mut setup = Some(setup);
     // SAFETY: the closure runs in the forked child of a multi-threaded process,
     // where only async-signal-safe work is allowed. It allocates nothing and
-    // takes no lock: `Option::take`, raw system calls (close_range, prctl,
-    // setrlimit, getrlimit, capset, seccomp, landlock_restrict_self) and `close` of the
-    // ruleset descriptor when it is dropped; errors are `io::Error`s built
-    // from an errno, which do not allocate.
+    // takes no lock: `Option::take`, raw system calls (close_range, fcntl,
+    // prctl, setrlimit, getrlimit, capset, seccomp, landlock_restrict_self)
+    // and `close` of the ruleset descriptor when it is dropped; the list of
+    // descriptors to keep is leaked, not freed; errors are `io::Error`s
+    // built from an errno, which do not allocate.
     unsafe {
         cmd.pre_exec(move || match setup.take() {
             Some(setup) => apply(setup),
@@ -50,14 +51,14 @@ pub(super) fn install(cmd: &mut tokio::process::Command, setup: ChildSetup) {
     }
 }
 
-fn apply(setup: ChildSetup) -> io::Result<()> {
+fn apply(mut setup: ChildSetup) -> io::Result<()> {
     cloexec_from_3();
-    if let Some(fd) = setup.inherit {
-        // SAFETY: `fd` was opened by the parent for this child and is kept
-        // open by it until the child has been spawned.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
-    }
+    let inherit = std::mem::take(&mut setup.inherit);
+    let kept = keep_open(&inherit);
+    // Freeing memory is not async-signal-safe: the list is leaked (this
+    // process execs next, or exits).
+    std::mem::forget(inherit);
+    kept?;
     // Orphans of the command's descendants (double-forked daemons) become
     // its children rather than init's, so its tree can be killed whole.
     rustix::process::set_child_subreaper(rustix::process::Pid::from_raw(1))?;
@@ -96,6 +97,17 @@ fn apply(setup: ChildSetup) -> io::Result<()> {
     }
     if let Some(fd) = setup.ports {
         restrict_self(fd)?;
+    }
+    Ok(())
+}
+
+/// Clears close-on-exec on `fds`, so the program inherits them.
+fn keep_open(fds: &[RawFd]) -> io::Result<()> {
+    for fd in fds {
+        // SAFETY: each was opened by the parent for this child and is kept
+        // open by it until the child has been spawned.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
     }
     Ok(())
 }

@@ -75,9 +75,9 @@ pub(crate) struct Confined {
     /// `TMPDIR` for the command.
     pub tmpdir: Option<PathBuf>,
     _tmp: Option<tempfile::TempDir>,
-    /// Where bwrap reads the seccomp filter from (the child's copy counts;
-    /// this one may be dropped once the command is spawned).
-    _filter: Option<std::io::PipeReader>,
+    /// What bwrap reads: the seccomp filter, the files of `/etc` (the
+    /// child's copies count; these may be dropped once it is spawned).
+    _handed: Vec<OwnedFd>,
 }
 
 impl Sandbox {
@@ -154,13 +154,16 @@ impl Sandbox {
             Level::Bwrap { .. } => "bwrap",
             Level::None => return "Commands run unconfined.".to_owned(),
         };
-        let network = match self.network {
-            Network::Allow => "and have network access",
-            Network::None => "and have no network access",
+        let network = match (self.network, self.kept_ports.is_empty()) {
+            (Network::Allow, true) => "and have network access (but open no Unix socket)",
+            (Network::Allow, false) => {
+                "and have network access (but open no Unix socket, nor reach the gateway's own ports)"
+            }
+            (Network::None, _) => "and have no network access",
         };
         format!(
             "Commands run sandboxed ({level}): they write only in the workspace and $TMPDIR, \
-             cannot read the gateway's data or the user's home, {network}; $HOME and $TMPDIR \
+             cannot read the gateway's data, configuration or the user's home, {network}; $HOME and $TMPDIR \
              are a private temp dir emptied after the command."
         )
     }
@@ -187,7 +190,7 @@ impl Sandbox {
             seccomp: None,
             drop_capabilities: false,
             ports: self.ports.as_ref().map(|fd| fd.as_raw_fd()),
-            inherit: None,
+            inherit: Vec::new(),
         };
         let mut confined = match &self.level {
             Level::Landlock { .. } => {
@@ -195,21 +198,27 @@ impl Sandbox {
             }
             Level::Bwrap { program: bwrap } => {
                 let filter = self.filter.as_deref().map(bwrap_filter).transpose()?;
-                setup.inherit = filter.as_ref().map(AsRawFd::as_raw_fd);
                 let view = bwrap::View {
                     network: self.network,
                     workspace,
                     readable,
                     denied: &self.denied,
-                    seccomp_fd: setup.inherit,
+                    seccomp_fd: filter.as_ref().map(AsRawFd::as_raw_fd),
                 };
+                let (argv, files) = bwrap::argv(&view, program, args);
+                let handed: Vec<OwnedFd> = filter
+                    .map(OwnedFd::from)
+                    .into_iter()
+                    .chain(files.into_iter().map(OwnedFd::from))
+                    .collect();
+                setup.inherit = handed.iter().map(AsRawFd::as_raw_fd).collect();
                 let mut command = tokio::process::Command::new(bwrap);
-                command.args(bwrap::argv(&view, program, args));
+                command.args(argv);
                 Confined {
                     command,
                     tmpdir: Some(PathBuf::from("/tmp")),
                     _tmp: None,
-                    _filter: filter,
+                    _handed: handed,
                 }
             }
             Level::None => {
@@ -219,7 +228,7 @@ impl Sandbox {
                     command,
                     tmpdir: None,
                     _tmp: None,
-                    _filter: None,
+                    _handed: Vec::new(),
                 }
             }
         };
@@ -257,7 +266,7 @@ impl Sandbox {
             command,
             tmpdir: Some(tmp.path().to_owned()),
             _tmp: Some(tmp),
-            _filter: None,
+            _handed: Vec::new(),
         })
     }
 }
@@ -297,6 +306,22 @@ mod tests {
         };
         assert_eq!(s.describe(), "landlock ABI 7, network allowed");
         assert!(s.warning().is_none());
+        let kept = Sandbox {
+            kept_ports: vec![5432, 8080],
+            ..s.clone()
+        };
+        assert_eq!(
+            kept.describe(),
+            "landlock ABI 7, network allowed but not the gateway's ports (5432, 8080)"
+        );
+        assert!(kept.model_note().contains("gateway's own ports"));
+        let open = Sandbox {
+            ports_open: true,
+            ..s.clone()
+        };
+        assert!(open
+            .warning()
+            .is_some_and(|w| w.contains("EXEC_NETWORK=none")));
         let none = Sandbox {
             level: Level::None,
             mode: SandboxMode::None,
