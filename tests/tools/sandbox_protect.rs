@@ -471,3 +471,25 @@ async fn the_shipped_units_secrets_are_out_of_reach_of_commands() {
     }
     drop(planted);
 }
+
+#[tokio::test]
+async fn a_workspace_that_is_a_protected_path_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Arc::new(Workspace::new(dir.path().join("state")).unwrap());
+    std::fs::write(ws.root().join("switchboard.db"), "DATABASE-SECRET").unwrap();
+    let vars = [
+        ("DATA_DIR", ws.root().display().to_string()),
+        ("WORKSPACE_DIR", ws.root().display().to_string()),
+    ];
+    for (sandbox, _) in levels(&vars) {
+        let level = sandbox.describe();
+        let t = tool(&ws, sandbox);
+        let out = super::sandbox::run_for(&t, "cat switchboard.db", 10).await;
+        let text = format!("{out:?}");
+        assert!(
+            out.is_err() && text.contains("WORKSPACE_DIR"),
+            "{level}: {text}"
+        );
+        assert!(!text.contains("DATABASE-SECRET"), "{level}: {text}");
+    }
+}
