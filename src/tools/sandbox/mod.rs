@@ -197,29 +197,7 @@ impl Sandbox {
                 self.landlock(&mut setup, program, args, workspace, readable)?
             }
             Level::Bwrap { program: bwrap } => {
-                let filter = self.filter.as_deref().map(bwrap_filter).transpose()?;
-                let view = bwrap::View {
-                    network: self.network,
-                    workspace,
-                    readable,
-                    denied: &self.denied,
-                    seccomp_fd: filter.as_ref().map(AsRawFd::as_raw_fd),
-                };
-                let (argv, files) = bwrap::argv(&view, program, args);
-                let handed: Vec<OwnedFd> = filter
-                    .map(OwnedFd::from)
-                    .into_iter()
-                    .chain(files.into_iter().map(OwnedFd::from))
-                    .collect();
-                setup.inherit = handed.iter().map(AsRawFd::as_raw_fd).collect();
-                let mut command = tokio::process::Command::new(bwrap);
-                command.args(argv);
-                Confined {
-                    command,
-                    tmpdir: Some(PathBuf::from("/tmp")),
-                    _tmp: None,
-                    _handed: handed,
-                }
+                self.bwrap(bwrap, &mut setup, program, args, workspace, readable)?
             }
             Level::None => {
                 let mut command = tokio::process::Command::new(program);
@@ -234,6 +212,42 @@ impl Sandbox {
         };
         child::install(&mut confined.command, setup);
         Ok(confined)
+    }
+
+    /// The bwrap level's command: `bwrap` with its arguments, and the
+    /// descriptors it reads (the seccomp filter, the files of `/etc`).
+    fn bwrap(
+        &self,
+        bwrap: &Path,
+        setup: &mut ChildSetup,
+        program: &OsString,
+        args: &[OsString],
+        workspace: &Path,
+        readable: &[PathBuf],
+    ) -> Result<Confined, SandboxError> {
+        let filter = self.filter.as_deref().map(bwrap_filter).transpose()?;
+        let view = bwrap::View {
+            network: self.network,
+            workspace,
+            readable,
+            denied: &self.denied,
+            seccomp_fd: filter.as_ref().map(AsRawFd::as_raw_fd),
+        };
+        let (argv, files) = bwrap::argv(&view, program, args);
+        let handed: Vec<OwnedFd> = filter
+            .map(OwnedFd::from)
+            .into_iter()
+            .chain(files.into_iter().map(OwnedFd::from))
+            .collect();
+        setup.inherit = handed.iter().map(AsRawFd::as_raw_fd).collect();
+        let mut command = tokio::process::Command::new(bwrap);
+        command.args(argv);
+        Ok(Confined {
+            command,
+            tmpdir: Some(PathBuf::from("/tmp")),
+            _tmp: None,
+            _handed: handed,
+        })
     }
 
     /// The Landlock level's command: its private temp dir and ruleset.
