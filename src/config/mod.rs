@@ -13,6 +13,7 @@ mod limits;
 mod llm_env;
 mod mcp_serve;
 mod otel;
+mod protect;
 pub mod reference;
 mod secrets;
 mod web;
@@ -160,8 +161,12 @@ impl Config {
     /// Reads the process environment (after loading `.env` if present).
     pub fn from_env() -> Result<Config, ConfigError> {
         // A missing .env is normal; a malformed one is reported by the lookups below.
-        let _ = dotenvy::dotenv();
-        Config::from_lookup(|k| std::env::var(k).ok())
+        let dotenv = dotenvy::dotenv().ok();
+        let mut config = Config::from_lookup(|k| std::env::var(k).ok())?;
+        if let Some(path) = dotenv {
+            config.keep_from_commands(path);
+        }
+        Ok(config)
     }
 
     /// Builds the config from any variable source (tests pass a map).
@@ -189,7 +194,7 @@ impl Config {
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         let files = files::load(&get)?;
         let media = crate::media::MediaConfig::from_lookup(&get, &data_dir, &workspace_dir)?;
-        Ok(Config {
+        let mut config = Config {
             media,
             intents: files.intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
@@ -244,7 +249,9 @@ impl Config {
             platforms,
             chat_verbosity: chat::verbosity(&get)?,
             queue_mode: chat::queue_mode(&get)?,
-        })
+        };
+        config.exec_sandbox.protect = protect::protected(&config, &get);
+        Ok(config)
     }
 }
 

@@ -80,7 +80,9 @@ pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
-pub use sandbox::{Level, Limits, Network, Sandbox, SandboxConfig, SandboxError, SandboxMode};
+pub use sandbox::{
+    Level, Limits, Network, Protected, Sandbox, SandboxConfig, SandboxError, SandboxMode,
+};
 pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
 pub use send_file::SendFileTool;

@@ -14,6 +14,7 @@ mod mcp_python;
 mod mcp_serve;
 mod mcp_serve_http;
 mod sandbox;
+mod sandbox_protect;
 mod tools_builtin;
 mod tools_grown;
 mod tools_http;

@@ -93,7 +93,7 @@ pub(super) const APPROVALS: Section = Section {
         v(
             "EXEC_NETWORK",
             "`allow`",
-            "`none` (recommended) denies commands TCP (Landlock ABI ≥ 4, Linux 6.7) and new Unix/IP sockets (seccomp), or gives them an empty network namespace (bwrap); `allow` keeps the gateway's network, its local sockets included",
+            "`none` (recommended) denies commands TCP (Landlock ABI ≥ 4, Linux 6.7) and every new socket (seccomp), or gives them an empty network namespace (bwrap; Unix sockets only); `allow` keeps the gateway's network but not its own ports (`WEB_LISTEN`, `HEALTH_LISTEN`, `TELEGRAM_WEBHOOK_LISTEN`, `MCP_LISTEN`) nor the PostgreSQL port (Landlock ABI ≥ 4, also under bwrap; else a warning at every start), and no Unix socket",
         ),
     ],
 };
