@@ -331,7 +331,7 @@ async fn start_mcp(
     shutdown: &CancellationToken,
 ) -> Arc<crate::mcp::McpClients> {
     let ctx = crate::mcp::McpContext {
-        sandbox: config.exec_sandbox,
+        sandbox: config.exec_sandbox.clone(),
         data_dir: config.data_dir.clone(),
         store: Some(store.clone()),
     };
