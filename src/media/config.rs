@@ -30,7 +30,8 @@ pub struct SttConfig {
 pub struct MediaConfig {
     /// `DATA_DIR/media`: downloaded files by content hash.
     pub dir: PathBuf,
-    /// Where copies for tools land (`inbox/<chat>/<name>`).
+    /// The workspace; copies for tools land in each sender's folder of it
+    /// (`users/<platform>-<user>/inbox/<chat>/<name>`, see `Workspace`).
     pub workspace_dir: PathBuf,
     /// Days an unused file is kept (`MEDIA_RETENTION_DAYS`, default 30).
     pub retention_days: u32,

@@ -4,11 +4,13 @@ mod host;
 pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 mod args;
 mod ask_user;
+pub(crate) mod beneath;
 mod check_tasks;
 mod declared;
 mod diff_summary;
 mod exec;
 mod exec_output;
+mod exec_quota;
 mod fs;
 mod fs_open;
 mod grown;
@@ -26,6 +28,7 @@ mod policy;
 mod portfolio;
 mod process;
 mod process_tree;
+pub(crate) mod quota;
 mod read_result;
 mod registry;
 mod sandbox;
@@ -35,6 +38,7 @@ mod send_file;
 mod skill;
 mod spec;
 mod web_fetch;
+mod workspace;
 
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
@@ -66,8 +70,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 ];
 
 pub(crate) use crate::dirs::stored_result_path;
+pub use beneath::BeneathError;
 pub use declared::DeclaredSchema;
-pub use fs::{ReadFileTool, Workspace, WriteFileTool};
+pub use fs::{ReadFileTool, WriteFileTool};
 pub use grown::{
     GrownEnv, GrownTools, HttpToolManager, ScriptToolManager, ToolBuilders, HTTP_TOOL, SCRIPT_TOOL,
     SECRET_PREFIX as TOOL_SECRET_PREFIX,
@@ -87,3 +92,4 @@ pub use send_file::SendFileTool;
 pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
+pub use workspace::{folder_name, Workspace, USERS_DIR};

@@ -362,7 +362,7 @@ async fn scripts_that_run_their_input_or_live_outside_the_workspace_are_refused(
     let eval = tool_result(&requests[1], "c_eval");
     assert!(eval.contains("runs text as code"), "{eval}");
     let out = tool_result(&requests[1], "c_out");
-    assert!(out.contains("outside the workspace"), "{out}");
+    assert!(out.contains("outside your workspace folder"), "{out}");
     assert_eq!(h.channel.log().cards_ever(), 0);
     h.stop().await;
 }
