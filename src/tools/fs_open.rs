@@ -148,3 +148,32 @@ fn all_links_inside(root: &Path, meta: &Metadata) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_link_swapped_in_after_the_path_was_resolved_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        let ws = Workspace::new(dir.path().join("ws")).unwrap();
+        std::fs::create_dir_all(ws.root().join("a")).unwrap();
+        let new = ws.resolve("a/new.txt").unwrap();
+        let secret = ws.resolve("a/secret").unwrap();
+        // A command swaps the directory for a link between the check and the use.
+        std::fs::remove_dir(ws.root().join("a")).unwrap();
+        symlink(&outside, ws.root().join("a")).unwrap();
+        let write = open_checked(&ws, &new, "a/new.txt", Access::Write { append: false });
+        let read = open_checked(&ws, &secret, "a/secret", Access::Read);
+        for err in [write.unwrap_err(), read.unwrap_err()] {
+            assert!(matches!(err, ToolError::Forbidden(_)), "{err}");
+            assert!(err.for_model().contains("`a` is a symbolic link"), "{err}");
+        }
+        assert!(!outside.join("new.txt").exists());
+    }
+}
