@@ -194,7 +194,7 @@ impl Config {
             .unwrap_or_else(|| data_dir.join("workspace"));
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         let files = files::load(&get)?;
-        let media = crate::media::MediaConfig::from_lookup(&get, &data_dir, &workspace_dir)?;
+        let media = crate::media::MediaConfig::from_lookup(&get, &data_dir)?;
         Ok(Config {
             media,
             intents: files.intents,

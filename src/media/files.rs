@@ -2,8 +2,8 @@
 //! read back, and are filed under their SHA-256 (`ab/abcdef…`), so the same
 //! file sent twice is stored once. Tools get a copy in the workspace.
 
-use crate::tools::beneath::{BeneathError, How};
-use crate::tools::Workspace;
+use crate::workspace::beneath::{BeneathError, How};
+use crate::workspace::Workspace;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tokio::io::AsyncReadExt;

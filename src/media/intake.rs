@@ -9,8 +9,7 @@ use super::{document, image, notes, stt, Media};
 use crate::llm::Image;
 use crate::store::{MediaFile, MediaOrigin};
 use crate::text::human_size;
-use crate::tools::beneath::BeneathError;
-use crate::tools::{quota, Workspace};
+use crate::workspace::{quota, BeneathError, Workspace};
 use std::path::Path;
 use switchboard_platform::{
     Attachment, AttachmentKind, InboundMessage, PlatformAdapter, PlatformError,

@@ -48,7 +48,7 @@ pub struct Media {
     /// Where the sweep's scan for unrecorded files goes on.
     orphans: orphans::Cursor,
     /// Where copies for tools land: each sender's own folder of it.
-    workspace: Arc<crate::tools::Workspace>,
+    workspace: Arc<crate::workspace::Workspace>,
 }
 
 impl Media {
@@ -57,7 +57,7 @@ impl Media {
         store: Store,
         data_dir: PathBuf,
         model: &str,
-        workspace: Arc<crate::tools::Workspace>,
+        workspace: Arc<crate::workspace::Workspace>,
     ) -> Media {
         let vision = Arc::new(AtomicBool::new(config.vision_for(model)));
         Media {

@@ -67,10 +67,10 @@ impl ExecTool {
             name: "exec_command".into(),
             display_name: "Run command".into(),
             description: format!(
-                "Run a shell command (`sh -c`) in the workspace directory (in a chat user's \
-                 turns, that user's own folder: the command sees nothing else of the \
-                 workspace) (needs the user's approval). stdin is empty and only a minimal environment is passed (PATH, \
-                 HOME, LANG, ...; no secrets). Returns the exit code, the duration and the \
+                "Run a shell command (`sh -c`) in the workspace directory — in a chat user's \
+                 turns that user's own folder, and the command sees nothing else of the \
+                 workspace (needs the user's approval). stdin is empty and only a minimal \
+                 environment is passed (PATH, HOME, LANG, ...; no secrets). Returns the exit code, the duration and the \
                  combined stdout+stderr; output beyond {} chars keeps its beginning and end \
                  with a `[… N bytes omitted …]` marker, so filter noisy output (grep, tail). \
                  A non-zero exit code is reported, not raised. Timeout: {}s by default, \
@@ -172,6 +172,7 @@ impl Tool for ExecTool {
             .config
             .workspace
             .view(caller)
+            .map_err(ToolError::from)
             .and_then(|ws| self.check(args.clone()).map(|ok| (ws, ok)));
         match checked {
             Ok((ws, (args, timeout))) => format!(

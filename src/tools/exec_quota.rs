@@ -5,8 +5,8 @@
 //! a folder already over the quota when the command starts may still shrink
 //! (`rm` works), only growth stops it.
 
-use super::quota::usage_of;
 use super::Workspace;
+use crate::workspace::quota::usage_of;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::time::{Instant, Interval, MissedTickBehavior};

@@ -268,15 +268,15 @@ impl WriteFileTool {
         let Some(quota) = ws.quota() else {
             return Ok(());
         };
-        let used = super::quota::usage_of(ws.root()).await;
+        let used = crate::workspace::quota::usage_of(ws.root()).await;
         let added = args.content.len() as u64;
         let freed = if args.append { 0 } else { before.unwrap_or(0) };
-        super::quota::check(used, added, freed, quota).map_err(|total| {
+        crate::workspace::quota::check(used, added, freed, quota).map_err(|total| {
             ToolError::Forbidden(format!(
                 "writing `{shown}` would take your workspace folder to {}; nothing was \
                  written. Delete files that are no longer needed (exec_command `rm`, `du -sh *` \
                  to find them) or ask the operator for more space",
-                super::quota::over_text(total, quota)
+                crate::workspace::quota::over_text(total, quota)
             ))
         })
     }
@@ -305,6 +305,7 @@ impl Tool for WriteFileTool {
         let checked = self
             .ws
             .view(caller)
+            .map_err(ToolError::from)
             .and_then(|ws| self.check(&ws, args.clone()).map(|ok| (ws, ok)));
         let (ws, (args, path)) = match checked {
             Ok(ok) => ok,

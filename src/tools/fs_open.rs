@@ -15,8 +15,8 @@
 //! Writes open without truncating and truncate only after the checks, so a
 //! refused hard link is never emptied.
 
-use super::beneath::{BeneathError, How};
 use super::{ToolError, Workspace};
+use crate::workspace::beneath::{BeneathError, How};
 use std::fs::{File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

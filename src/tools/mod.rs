@@ -4,7 +4,6 @@ mod host;
 pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 mod args;
 mod ask_user;
-pub(crate) mod beneath;
 mod check_tasks;
 mod declared;
 mod diff_summary;
@@ -28,7 +27,6 @@ mod policy;
 mod portfolio;
 mod process;
 mod process_tree;
-pub(crate) mod quota;
 mod read_result;
 mod registry;
 mod sandbox;
@@ -38,7 +36,6 @@ mod send_file;
 mod skill;
 mod spec;
 mod web_fetch;
-mod workspace;
 
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
@@ -70,7 +67,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 ];
 
 pub(crate) use crate::dirs::stored_result_path;
-pub use beneath::BeneathError;
+pub use crate::workspace::{folder_name, BeneathError, PathError, Workspace, USERS_DIR};
 pub use declared::DeclaredSchema;
 pub use fs::{ReadFileTool, WriteFileTool};
 pub use grown::{
@@ -92,4 +89,3 @@ pub use send_file::SendFileTool;
 pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
-pub use workspace::{folder_name, Workspace, USERS_DIR};

@@ -151,7 +151,7 @@ pub(crate) async fn run_process(
                 "{what} was stopped: your workspace folder grew to {}. What it wrote so far is \
                  kept; delete what is not needed (`du -sh *` finds the large files) before \
                  writing more. Output so far:\n{output}",
-                super::quota::over_text(over.total, over.quota)
+                crate::workspace::quota::over_text(over.total, over.quota)
             ),
             diagnostics: None,
         }),

@@ -93,7 +93,10 @@ impl Tool for ScriptTool {
     async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
         let cwd = match self.workspace.view(caller) {
             Ok(ws) => ws.root().display().to_string(),
-            Err(e) => return format!("{} (will be refused): {}", self.def.name, e.for_model()),
+            Err(e) => {
+                let e = ToolError::from(e);
+                return format!("{} (will be refused): {}", self.def.name, e.for_model());
+            }
         };
         let mut line = self.def.program.display().to_string();
         for a in &self.def.args {

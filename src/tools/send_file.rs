@@ -97,7 +97,8 @@ impl Tool for SendFileTool {
 
     fn validate_for(&self, args: &Value, caller: Option<&Conversation>) -> Result<(), ToolError> {
         let a: Args = parse_args(&self.spec.name, args.clone())?;
-        self.ws.view(caller)?.resolve(&a.path).map(|_| ())
+        self.ws.view(caller)?.resolve(&a.path)?;
+        Ok(())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -161,6 +161,30 @@ impl ToolError {
     }
 }
 
+impl From<crate::workspace::PathError> for ToolError {
+    /// A path refused by the caller's view of the workspace.
+    fn from(e: crate::workspace::PathError) -> ToolError {
+        use crate::workspace::PathError;
+        match e {
+            PathError::Invalid(m) => ToolError::InvalidArguments(m),
+            PathError::Outside(m) => ToolError::Forbidden(m),
+            PathError::Unreadable(m) => ToolError::failed(m),
+        }
+    }
+}
+
+impl From<crate::workspace::BeneathError> for ToolError {
+    /// A workspace directory that could not be opened without following a
+    /// link (the caller's folder, on the way to a file).
+    fn from(e: crate::workspace::BeneathError) -> ToolError {
+        use crate::workspace::BeneathError;
+        match e {
+            BeneathError::Link(_) | BeneathError::Outside(_) => ToolError::Forbidden(e.to_string()),
+            BeneathError::NotDir(_) | BeneathError::Io { .. } => ToolError::failed(e.to_string()),
+        }
+    }
+}
+
 /// A tool the agent can call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync + 'static {

@@ -187,7 +187,7 @@ async fn leftovers_past_retention_go_fresh_ones_stay_and_a_missing_file_does_not
     for url in database_urls(dir.path()).await {
         let data = tempfile::tempdir().unwrap();
         let store = Store::open(&url).await.unwrap();
-        let config = MediaConfig::new(data.path(), &data.path().join("ws"));
+        let config = MediaConfig::new(data.path());
         let media_dir = config.dir.clone();
         let media = Media::new(
             config,

@@ -78,9 +78,7 @@ pub(crate) fn resolve_command(
         .get("command")
         .and_then(Value::as_str)
         .ok_or("`command` (the script's path in the workspace) is missing")?;
-    let program = ws
-        .resolve(command)
-        .map_err(|e| e.for_model().trim_start_matches("error: ").to_owned())?;
+    let program = ws.resolve(command).map_err(|e| e.to_string())?;
     if let Some(obj) = manifest.as_object_mut() {
         obj.insert(
             "command".into(),

@@ -4,7 +4,7 @@
 //! substitute for the card (which shows the hash) or for the exec sandbox
 //! every script runs in.
 
-use crate::tools::beneath::{Dir, How};
+use crate::workspace::beneath::{Dir, How};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;

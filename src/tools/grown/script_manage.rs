@@ -197,7 +197,7 @@ impl Tool for ScriptToolManager {
         let exists = |n: &str| self.grown.rows().iter().any(|r| r.name == n);
         let ws = match self.grown.env().workspace.view(caller) {
             Ok(ws) => ws,
-            Err(e) => return e.for_model(),
+            Err(e) => return ToolError::from(e).for_model(),
         };
         match self.change(args, &ws) {
             Ok(Change::Put {

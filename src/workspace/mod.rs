@@ -8,13 +8,36 @@
 //! whole workspace. Per user, not per chat: sessions are per user in groups
 //! too, so one member's uploads and command outputs are not another's to read
 //! — and a user's files follow them between their DM and their groups.
+//!
+//! Below the media and the tools (both copy or open files here): opening
+//! without following links (`beneath`) and measuring a folder against its
+//! quota (`quota`) live here too.
 
-use super::beneath::{BeneathError, Dir};
-use super::ToolError;
+pub(crate) mod beneath;
+pub(crate) mod quota;
+
+pub use beneath::BeneathError;
+
 use crate::domain::Conversation;
+use beneath::Dir;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use switchboard_platform::{Platform, UserId};
+
+/// Why a path given for the workspace is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Malformed (empty, a NUL byte).
+    #[error("{0}")]
+    Invalid(String),
+    /// It leads outside the caller's view: `..`, an absolute path elsewhere,
+    /// another user's folder, a symbolic link out.
+    #[error("{0}")]
+    Outside(String),
+    /// It could not be looked at.
+    #[error("{0}")]
+    Unreadable(String),
+}
 
 /// The directory under the workspace root that holds the users' folders.
 pub const USERS_DIR: &str = "users";
@@ -97,9 +120,8 @@ impl Workspace {
 
     /// The view of the turn's caller: the whole workspace for the operator or
     /// when there is no chat caller, else the user's own folder (created).
-    pub fn view(&self, caller: Option<&Conversation>) -> Result<Workspace, ToolError> {
+    pub fn view(&self, caller: Option<&Conversation>) -> Result<Workspace, BeneathError> {
         self.view_of(caller.map(|c| (c.key.platform, c.key.user)))
-            .map_err(|e| ToolError::failed(format!("your workspace folder cannot be used: {e}")))
     }
 
     /// [`Workspace::view`] for `platform`'s user `user`.
@@ -150,16 +172,14 @@ impl Workspace {
     /// Refuses `..` escapes, absolute paths elsewhere, and symlinks (anywhere on the
     /// existing part of the path) that resolve outside the view. The existing part
     /// of the returned path is canonical, so it contains no symlinks.
-    pub fn resolve(&self, input: &str) -> Result<PathBuf, ToolError> {
+    pub fn resolve(&self, input: &str) -> Result<PathBuf, PathError> {
         if input.trim().is_empty() {
-            return Err(ToolError::InvalidArguments(
+            return Err(PathError::Invalid(
                 "path is empty; give a path relative to the workspace root".into(),
             ));
         }
         if input.contains('\0') {
-            return Err(ToolError::InvalidArguments(
-                "path contains a NUL byte".into(),
-            ));
+            return Err(PathError::Invalid("path contains a NUL byte".into()));
         }
         let given = Path::new(input);
         let joined = if given.is_absolute() {
@@ -202,17 +222,17 @@ impl Workspace {
                     }
                     existing.pop();
                 }
-                Err(e) => return Err(super::fs::io_failure(input, &e)),
+                Err(e) => return Err(unreadable(input, &e)),
             }
         }
         let canonical = existing.canonicalize().map_err(|_| {
-            ToolError::Forbidden(format!(
+            PathError::Outside(format!(
                 "path `{input}` goes through a symbolic link whose target does not exist \
                  or cannot be resolved"
             ))
         })?;
         if !canonical.starts_with(&self.root) {
-            return Err(ToolError::Forbidden(format!(
+            return Err(PathError::Outside(format!(
                 "path `{input}` resolves through a symbolic link to a location outside {}",
                 self.what()
             )));
@@ -221,16 +241,16 @@ impl Workspace {
     }
 
     /// The refusal of `input`, which is `lexical` outside this view.
-    fn outside(&self, input: &str, lexical: &Path) -> ToolError {
+    fn outside(&self, input: &str, lexical: &Path) -> PathError {
         if self.owner.is_some() && lexical.starts_with(&self.base) {
-            return ToolError::Forbidden(format!(
+            return PathError::Outside(format!(
                 "path `{input}` is outside your workspace folder: each user's file tools and \
                  commands see only that user's own folder, and other users' files are only \
                  the operator's to read. Use a path relative to your folder (e.g. \
                  `notes/todo.txt`)"
             ));
         }
-        ToolError::Forbidden(format!(
+        PathError::Outside(format!(
             "path `{input}` is outside {}; use a path relative to the workspace root without \
              `..` (e.g. `notes/todo.txt`)",
             self.what()
@@ -253,6 +273,14 @@ impl Workspace {
             Err(_) => path.display().to_string(),
         }
     }
+}
+
+/// Why `shown` could not be looked at.
+fn unreadable(shown: &str, e: &io::Error) -> PathError {
+    PathError::Unreadable(match e.kind() {
+        io::ErrorKind::PermissionDenied => format!("permission denied for `{shown}`"),
+        _ => format!("cannot access `{shown}`: {e}"),
+    })
 }
 
 /// The folder name of `platform`'s user `user`: `telegram-42` (a negative id
@@ -310,17 +338,11 @@ mod tests {
         let (_d, ws) = ws();
         for bad in ["../x", "a/../../x", "/etc/passwd", "..", "/"] {
             let err = ws.resolve(bad).unwrap_err();
-            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
-            assert!(err.for_model().contains("outside the workspace"), "{err}");
+            assert!(matches!(err, PathError::Outside(_)), "{bad}: {err}");
+            assert!(err.to_string().contains("outside the workspace"), "{err}");
         }
-        assert!(matches!(
-            ws.resolve(""),
-            Err(ToolError::InvalidArguments(_))
-        ));
-        assert!(matches!(
-            ws.resolve("a\0b"),
-            Err(ToolError::InvalidArguments(_))
-        ));
+        assert!(matches!(ws.resolve(""), Err(PathError::Invalid(_))));
+        assert!(matches!(ws.resolve("a\0b"), Err(PathError::Invalid(_))));
     }
 
     #[test]
@@ -334,7 +356,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.join("nope"), ws.root().join("dangling")).unwrap();
         for bad in ["link/secret", "link/new/file", "f", "dangling"] {
             let err = ws.resolve(bad).unwrap_err();
-            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
+            assert!(matches!(err, PathError::Outside(_)), "{bad}: {err}");
         }
         std::fs::create_dir(ws.root().join("real")).unwrap();
         std::os::unix::fs::symlink(ws.root().join("real"), ws.root().join("inner")).unwrap();
@@ -357,7 +379,7 @@ mod tests {
         }
         let theirs = b.root().join("x");
         let err = a.resolve(theirs.to_str().unwrap()).unwrap_err();
-        assert!(err.for_model().contains("other users' files"), "{err}");
+        assert!(err.to_string().contains("other users' files"), "{err}");
         // A link in my folder to theirs leads nowhere.
         std::os::unix::fs::symlink(b.root(), a.root().join("peek")).unwrap();
         assert!(a.resolve("peek/x").is_err());
