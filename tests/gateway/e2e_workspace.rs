@@ -1,6 +1,8 @@
 //! Each user's own workspace folder, through the real core: one user's
 //! uploads are not another's to read, send or reach with a command (in a
-//! group they share too), while the operator at the console sees them all;
+//! group they share too; background runs and scheduled turns act in the
+//! folder of the user they run for), while the operator at the console sees
+//! them all;
 //! a link planted where the inbox goes is not followed by the next upload;
 //! the folder's quota refuses uploads, writes and commands that would fill
 //! it; and a file name's bidi characters are shown neutralized in the chat.
@@ -332,5 +334,48 @@ async fn file_names_with_bidi_controls_are_shown_neutralized_in_the_chat() {
         assert!(!text.contains('\u{202E}'), "raw in the chat: {text:?}");
     }
     assert!(h.workspace().join("inbox/console-1/notesvsc.txt").exists());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_scheduled_turn_acts_in_the_folder_of_the_user_who_scheduled_it() {
+    let h = Harness::start().await;
+    h.write_for(43, "notes.txt", "43's own notes");
+    h.write_for(42, "notes.txt", "42's private notes");
+    let at = (chrono::Utc::now() + chrono::Duration::milliseconds(1_500)).to_rfc3339();
+    h.llm.push(Reply::tool_calls([(
+        "call_s",
+        "schedule",
+        json!({"kind": "at", "spec": at, "prompt": "read my notes"}),
+    )]));
+    h.llm.push(Reply::text("Scheduled."));
+    // The scheduled turn reads its user's notes, then tries 42's.
+    h.llm.set_responder(|request| {
+        let read = request["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["tool_call_id"] == "r_mine"));
+        if read {
+            Reply::text("Read on schedule.")
+        } else {
+            Reply::tool_calls([
+                ("r_mine", "read_file", json!({"path": "notes.txt"})),
+                (
+                    "r_theirs",
+                    "read_file",
+                    json!({"path": "../console-42/notes.txt"}),
+                ),
+            ])
+        }
+    });
+    h.channel.dm(43, "read my notes in a moment").await;
+    h.wait_for("the scheduled answer", |l| l.has_text("Read on schedule."))
+        .await;
+    let mine = result_of(&h, 4, "r_mine").await;
+    assert!(mine.contains("43's own notes"), "{mine}");
+    let theirs = result_of(&h, 4, "r_theirs").await;
+    assert!(
+        theirs.contains("other users' files") && !theirs.contains("private"),
+        "{theirs}"
+    );
     h.stop().await;
 }
