@@ -251,9 +251,14 @@ impl Workspace {
             ));
         }
         PathError::Outside(format!(
-            "path `{input}` is outside {}; use a path relative to the workspace root without \
-             `..` (e.g. `notes/todo.txt`)",
-            self.what()
+            "path `{input}` is outside {}; use a path relative to {} without `..` (e.g. \
+             `notes/todo.txt`)",
+            self.what(),
+            if self.owner.is_some() {
+                "your folder"
+            } else {
+                "the workspace root"
+            }
         ))
     }
 
