@@ -304,7 +304,7 @@ impl RoundRunner<'_> {
         mut args: Value,
         mut checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Result<String, String>, Paused> {
-        if let Err(e) = tool.validate(&args) {
+        if let Err(e) = tool.validate_for(&args, self.origin) {
             return Ok(Err(e.for_model()));
         }
         if tool.spec().requires_approval {
@@ -339,7 +339,7 @@ impl RoundRunner<'_> {
         }
         if tool.runs_in_background(&args) {
             // The arguments may have been edited on the card.
-            if let Err(e) = tool.validate(&args) {
+            if let Err(e) = tool.validate_for(&args, self.origin) {
                 return Ok(Err(e.for_model()));
             }
             return Ok(self
@@ -421,7 +421,7 @@ impl RoundRunner<'_> {
         args: &Value,
         checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Option<Resolution>, Paused> {
-        let summary = tool.approval_summary(args).await;
+        let summary = tool.approval_summary_for(args, self.origin).await;
         let mut checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
             messages: Vec::new(),
             new_from: 0,

@@ -19,3 +19,4 @@ mod tools_builtin;
 mod tools_grown;
 mod tools_http;
 mod tools_script;
+mod workspace_users;
