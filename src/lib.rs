@@ -44,6 +44,7 @@ mod visible;
 mod visible_props;
 pub mod web;
 pub mod wiring;
+pub mod workspace;
 
 pub use app::{
     build_provider, build_tools, load_skills, run, start, start_with_clock, RunError, Running,

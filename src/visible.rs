@@ -54,13 +54,13 @@ const MAX_BLANK_LINES: usize = 2;
 /// on lines that also hold ASCII letters, so nothing on such a line can be
 /// reordered.
 pub(crate) fn visible(text: &str) -> Visible {
-    escape(text, false)
+    escape(text, Mode::Text)
 }
 
 /// [`visible`] for a shell command: every look-alike and right-to-left
 /// letter is escaped, wherever it stands (`echo ѕаfe` shows `⟨U+0455⟩`).
 pub(crate) fn visible_command(text: &str) -> Visible {
-    escape(text, true)
+    escape(text, Mode::Command)
 }
 
 /// Whether `c` is always escaped on a card: a control, bidi, invisible or
@@ -69,7 +69,26 @@ pub(crate) fn hidden(c: char) -> bool {
     class(c) == Class::Hidden
 }
 
-fn escape(text: &str, strict: bool) -> Visible {
+/// [`visible`] for a file name said in a chat: control, bidi, invisible and
+/// disguised-ASCII characters are escaped (`report⟨U+202E⟩fdp.exe`), while
+/// letters of any script are kept as written (`отчёт.pdf`, `דוח.pdf`), so a
+/// name in the user's language stays readable.
+pub(crate) fn visible_name(text: &str) -> Visible {
+    escape(text, Mode::Name)
+}
+
+/// How far look-alike and right-to-left letters are escaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// In words (lines) that also hold ASCII.
+    Text,
+    /// Everywhere.
+    Command,
+    /// Never: only hidden characters.
+    Name,
+}
+
+fn escape(text: &str, mode: Mode) -> Visible {
     let mut out = Visible {
         text: String::with_capacity(text.len()),
         escaped: 0,
@@ -85,7 +104,7 @@ fn escape(text: &str, strict: bool) -> Visible {
         }
         flush_blank_lines(&mut out, blank_lines);
         blank_lines = 0;
-        push_line(&mut out, line, strict);
+        push_line(&mut out, line, mode);
         if !last {
             out.text.push('\n');
         }
@@ -105,7 +124,9 @@ fn flush_blank_lines(out: &mut Visible, n: usize) {
     }
 }
 
-fn push_line(out: &mut Visible, line: &str, strict: bool) {
+fn push_line(out: &mut Visible, line: &str, mode: Mode) {
+    let strict = mode == Mode::Command;
+    let letters = mode != Mode::Name;
     let line_has_ascii_letter = line.chars().any(|c| c.is_ascii_alphabetic());
     let chars: Vec<char> = line.chars().collect();
     let blank = |c: &char| *c == ' ' || *c == '\t';
@@ -140,8 +161,8 @@ fn push_line(out: &mut Visible, line: &str, strict: bool) {
         let escape = match kind {
             Class::Plain => false,
             Class::Hidden => true,
-            Class::LookAlike => strict || word_has_ascii,
-            Class::RightToLeft => strict || line_has_ascii_letter,
+            Class::LookAlike => letters && (strict || word_has_ascii),
+            Class::RightToLeft => letters && (strict || line_has_ascii_letter),
             Class::Joiner => !(prev.is_some_and(pictographic) && next.is_some_and(pictographic)),
             Class::Selector => {
                 prev.is_none_or(|p| p.is_ascii() || matches!(class(p), Class::Selector))
@@ -254,6 +275,18 @@ fn pictographic(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_keep_their_letters_and_lose_their_tricks() {
+        assert_eq!(
+            visible_name("payslip\u{202E}fdp.exe").text,
+            "payslip⟨U+202E⟩fdp.exe"
+        );
+        assert_eq!(visible_name("отчёт.pdf").text, "отчёт.pdf");
+        assert_eq!(visible_name("דוח.pdf").text, "דוח.pdf");
+        assert_eq!(visible_name("a\u{200B}b\rc").text, "a⟨U+200B⟩b⟨U+000D⟩c");
+        assert_eq!(visible_name("ｐａｙ.pdf").escaped, 3);
+    }
 
     #[test]
     fn the_bidi_payload_is_escaped_in_logical_order_and_counted() {

@@ -306,7 +306,7 @@ impl RoundRunner<'_> {
         mut args: Value,
         mut checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Result<String, String>, Paused> {
-        if let Err(e) = tool.validate(&args) {
+        if let Err(e) = tool.validate_for(&args, self.origin) {
             return Ok(Err(e.for_model()));
         }
         if tool.spec().requires_approval {
@@ -342,7 +342,7 @@ impl RoundRunner<'_> {
         self.host.before_run(&call.name).await;
         if tool.runs_in_background(&args) {
             // The arguments may have been edited on the card.
-            if let Err(e) = tool.validate(&args) {
+            if let Err(e) = tool.validate_for(&args, self.origin) {
                 return Ok(Err(e.for_model()));
             }
             return Ok(self
@@ -424,7 +424,7 @@ impl RoundRunner<'_> {
         args: &Value,
         checkpoint: Option<TurnCheckpoint>,
     ) -> Result<Option<Resolution>, Paused> {
-        let summary = tool.approval_summary(args).await;
+        let summary = tool.approval_summary_for(args, self.origin).await;
         let mut checkpoint = checkpoint.unwrap_or_else(|| TurnCheckpoint {
             messages: Vec::new(),
             new_from: 0,

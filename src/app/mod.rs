@@ -137,7 +137,8 @@ pub async fn start_with_clock(
     );
     log_skipped_entries(config);
     let skills = skill_library(config, &shutdown);
-    let (models, media) = models_and_media(config, &store, &provider).await;
+    let workspace = parts::open_workspace(config, &adapters)?;
+    let (models, media) = models_and_media(config, &store, &provider, workspace).await;
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
     let mcp = start_mcp(config, &store, &mut tools, &grown, &shutdown).await;
@@ -211,6 +212,7 @@ async fn models_and_media(
     config: &Config,
     store: &Store,
     provider: &Arc<dyn crate::llm::Provider>,
+    workspace: Arc<crate::tools::Workspace>,
 ) -> (Arc<crate::models::Models>, Arc<crate::media::Media>) {
     let env_vision = config.media.vision_for(&config.llm.model);
     let mut media_config = config.media.clone();
@@ -231,6 +233,7 @@ async fn models_and_media(
         store.clone(),
         config.data_dir.clone(),
         &config.llm.model,
+        workspace,
     ));
     (models, media)
 }
@@ -341,7 +344,7 @@ async fn start_mcp(
     shutdown: &CancellationToken,
 ) -> Arc<crate::mcp::McpClients> {
     let ctx = crate::mcp::McpContext {
-        sandbox: config.exec_sandbox,
+        sandbox: config.exec_sandbox.clone(),
         data_dir: config.data_dir.clone(),
         store: Some(store.clone()),
     };

@@ -61,6 +61,29 @@ pub fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, RunError> {
     Ok(Arc::new(FallbackProvider::new(primary, fallbacks)))
 }
 
+/// The workspace (`WORKSPACE_DIR`, created when missing): each chat user's
+/// folder of it holds `WORKSPACE_QUOTA_MB`; the users of a platform whose
+/// adapter is the operator at the machine (`local_operator`: the console)
+/// see all of it.
+pub(crate) fn open_workspace(
+    config: &Config,
+    adapters: &[Arc<dyn PlatformAdapter>],
+) -> Result<Arc<Workspace>, RunError> {
+    let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
+        path: config.workspace_dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let operators = adapters
+        .iter()
+        .filter(|a| a.capabilities().local_operator)
+        .map(|a| a.platform())
+        .collect();
+    Ok(Arc::new(
+        ws.with_operators(operators)
+            .with_quota(config.workspace_quota),
+    ))
+}
+
 /// The built-in tools, the operator's, and those added from the chat.
 pub fn build_tools(
     config: &Config,
@@ -69,11 +92,7 @@ pub fn build_tools(
     skills: &Arc<SkillLibrary>,
     adapters: &[Arc<dyn PlatformAdapter>],
 ) -> Result<(ToolRegistry, Arc<GrownTools>), RunError> {
-    let ws = Workspace::new(&config.workspace_dir).map_err(|e| RunError::Workspace {
-        path: config.workspace_dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let ws = Arc::new(ws);
+    let ws = open_workspace(config, adapters)?;
     let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
     tracing::info!("exec sandbox: {}", sandbox.describe());
     if let Some(warning) = sandbox.warning() {

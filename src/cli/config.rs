@@ -37,16 +37,14 @@ const UNSET_MODEL: &str = "<LLM_MODEL unset>";
 /// `read_dotenv`: whether `./.env` is read (not when `--env-file` named
 /// another file, already loaded into the environment).
 pub fn load(needs_model: bool, read_dotenv: bool) -> Result<Config, ConfigError> {
-    let first = if read_dotenv {
-        Config::from_env()
-    } else {
-        Config::from_lookup(|k| std::env::var(k).ok())
-    };
+    // A missing .env is normal; a malformed one is reported by the lookups below.
+    let dotenv = read_dotenv.then(dotenvy::dotenv).and_then(Result::ok);
+    let first = Config::from_lookup(|k| std::env::var(k).ok());
     match first {
         Err(ConfigError::Missing { var, .. })
             if !needs_model && matches!(var, "LLM_BASE_URL" | "LLM_MODEL") =>
         {
-            // `from_env` has loaded `.env` into the environment already.
+            // `.env` is in the environment already.
             Config::from_lookup(|k| {
                 let set = std::env::var(k).ok().filter(|v| !v.trim().is_empty());
                 set.or_else(|| placeholder(k).map(str::to_owned))
@@ -56,6 +54,10 @@ pub fn load(needs_model: bool, read_dotenv: bool) -> Result<Config, ConfigError>
     }
     .map(|mut config| {
         config.model_keys = switchboard::models::capture_keys();
+        // Commands must not read the file the secrets came from.
+        if let Some(path) = dotenv {
+            config.keep_from_commands(path);
+        }
         config
     })
 }

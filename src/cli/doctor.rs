@@ -301,7 +301,7 @@ async fn mcp_servers(r: &mut Report, config: &Config) {
     let store = Store::open(&config.database_url).await.ok();
     reannotated(r, store.as_ref()).await;
     let ctx = switchboard::mcp::McpContext {
-        sandbox: config.exec_sandbox,
+        sandbox: config.exec_sandbox.clone(),
         data_dir: config.data_dir.clone(),
         store: None,
     };

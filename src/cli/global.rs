@@ -43,10 +43,12 @@ impl GlobalArgs {
         if let Some(path) = &self.env_file {
             load_env_file(path)?;
         }
-        Ok(crate::cli::config::load(
-            needs_model,
-            self.env_file.is_none(),
-        )?)
+        let mut config = crate::cli::config::load(needs_model, self.env_file.is_none())?;
+        if let Some(path) = &self.env_file {
+            // Commands must not read the file the secrets came from.
+            config.keep_from_commands(path);
+        }
+        Ok(config)
     }
 }
 

@@ -13,6 +13,7 @@ mod limits;
 mod llm_env;
 mod mcp_serve;
 mod otel;
+mod protect;
 pub mod reference;
 mod secrets;
 mod web;
@@ -63,6 +64,9 @@ const FALLBACK_VARS: [[&str; 6]; 3] = [
     ],
 ];
 
+/// `WORKSPACE_QUOTA_MB` when unset: 2 GiB per user's folder.
+pub const DEFAULT_WORKSPACE_QUOTA_MB: u64 = 2048;
+
 /// Everything Switchboard's core needs, read once at start.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -70,6 +74,9 @@ pub struct Config {
     pub database_url: String,
     pub data_dir: PathBuf,
     pub workspace_dir: PathBuf,
+    /// Bytes each user's workspace folder may hold (`WORKSPACE_QUOTA_MB`,
+    /// default 2 GiB).
+    pub workspace_quota: u64,
     /// User skills, `*.md` with front matter (`SKILLS_DIR`, default `./skills`).
     pub skills_dir: PathBuf,
     /// Operator-declared HTTP API tools (`HTTP_TOOLS_FILE`), credentials
@@ -160,8 +167,12 @@ impl Config {
     /// Reads the process environment (after loading `.env` if present).
     pub fn from_env() -> Result<Config, ConfigError> {
         // A missing .env is normal; a malformed one is reported by the lookups below.
-        let _ = dotenvy::dotenv();
-        Config::from_lookup(|k| std::env::var(k).ok())
+        let dotenv = dotenvy::dotenv().ok();
+        let mut config = Config::from_lookup(|k| std::env::var(k).ok())?;
+        if let Some(path) = dotenv {
+            config.keep_from_commands(path);
+        }
+        Ok(config)
     }
 
     /// Builds the config from any variable source (tests pass a map).
@@ -188,8 +199,8 @@ impl Config {
             .unwrap_or_else(|| data_dir.join("workspace"));
         let platforms = crate::wiring::PlatformConfigs::from_lookup(&get, &data_dir)?;
         let files = files::load(&get)?;
-        let media = crate::media::MediaConfig::from_lookup(&get, &data_dir, &workspace_dir)?;
-        Ok(Config {
+        let media = crate::media::MediaConfig::from_lookup(&get, &data_dir)?;
+        let mut config = Config {
             media,
             intents: files.intents,
             portfolio_tools: flag(&get, "PORTFOLIO_TOOLS")?.unwrap_or(true),
@@ -197,6 +208,9 @@ impl Config {
             database_url,
             data_dir,
             workspace_dir,
+            workspace_quota: number::<u64>(&get, "WORKSPACE_QUOTA_MB")?
+                .unwrap_or(DEFAULT_WORKSPACE_QUOTA_MB)
+                .saturating_mul(1 << 20),
             skills_dir: PathBuf::from(get("SKILLS_DIR").unwrap_or_else(|| "./skills".into())),
             http_tools: files.http_tools,
             http_tool_problems: files.http_tool_problems,
@@ -244,7 +258,9 @@ impl Config {
             platforms,
             chat_verbosity: chat::verbosity(&get)?,
             queue_mode: chat::queue_mode(&get)?,
-        })
+        };
+        config.exec_sandbox.protect = protect::protected(&config, &get);
+        Ok(config)
     }
 }
 

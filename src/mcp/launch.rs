@@ -53,7 +53,7 @@ pub(super) fn command(
     let dir = dir.canonicalize().unwrap_or(dir);
     let sandbox = Sandbox::detect(&SandboxConfig {
         network: def.network,
-        ..ctx.sandbox
+        ..ctx.sandbox.clone()
     })?;
     let readable = readable(
         program,

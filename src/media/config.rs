@@ -30,8 +30,6 @@ pub struct SttConfig {
 pub struct MediaConfig {
     /// `DATA_DIR/media`: downloaded files by content hash.
     pub dir: PathBuf,
-    /// Where copies for tools land (`inbox/<chat>/<name>`).
-    pub workspace_dir: PathBuf,
     /// Days an unused file is kept (`MEDIA_RETENTION_DAYS`, default 30).
     pub retention_days: u32,
     /// Bytes one user may send in 24 hours (`MEDIA_QUOTA_MB_PER_DAY`, default 100).
@@ -56,12 +54,11 @@ pub const DEFAULT_MAX_AUDIO_SECS: u32 = 600;
 pub const DEFAULT_INLINE_CHARS: usize = 20_000;
 
 impl MediaConfig {
-    /// Defaults for `data_dir` and `workspace_dir`: no transcription, vision
-    /// inferred.
-    pub fn new(data_dir: &Path, workspace_dir: &Path) -> MediaConfig {
+    /// Defaults for `data_dir`: no transcription, vision inferred. (Copies
+    /// for tools land in each sender's workspace folder: see `Media::new`.)
+    pub fn new(data_dir: &Path) -> MediaConfig {
         MediaConfig {
             dir: data_dir.join("media"),
-            workspace_dir: workspace_dir.to_path_buf(),
             retention_days: DEFAULT_RETENTION_DAYS,
             quota_bytes_per_day: DEFAULT_QUOTA_MB_PER_DAY << 20,
             vision: VisionSetting::Auto,
@@ -76,9 +73,8 @@ impl MediaConfig {
     pub fn from_lookup(
         get: &dyn Fn(&str) -> Option<String>,
         data_dir: &Path,
-        workspace_dir: &Path,
     ) -> Result<MediaConfig, ConfigError> {
-        let d = MediaConfig::new(data_dir, workspace_dir);
+        let d = MediaConfig::new(data_dir);
         let vision = match get("LLM_VISION").map(|v| v.trim().to_ascii_lowercase()) {
             None => VisionSetting::Auto,
             Some(v) if v.is_empty() || v == "auto" => VisionSetting::Auto,
@@ -149,7 +145,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        MediaConfig::from_lookup(&|k| map.get(k).cloned(), Path::new("/d"), Path::new("/w"))
+        MediaConfig::from_lookup(&|k| map.get(k).cloned(), Path::new("/d"))
     }
 
     #[test]

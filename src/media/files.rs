@@ -2,6 +2,8 @@
 //! read back, and are filed under their SHA-256 (`ab/abcdef…`), so the same
 //! file sent twice is stored once. Tools get a copy in the workspace.
 
+use crate::workspace::beneath::{BeneathError, How};
+use crate::workspace::Workspace;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tokio::io::AsyncReadExt;
@@ -126,8 +128,9 @@ pub async fn remove_stale_temps(dir: &Path) -> usize {
 }
 
 /// A file name safe to create anywhere: the last path component of `name`,
-/// without control characters, leading dots or separators, at most 100
-/// characters; `fallback` when nothing usable is left.
+/// without control or bidi/invisible formatting characters (a name that
+/// reorders itself in the chat, `report<U+202E>fdp.exe`), leading dots or
+/// separators, at most 100 characters; `fallback` when nothing usable is left.
 pub fn clean_name(name: Option<&str>, fallback: &str) -> String {
     let base = name
         .and_then(|n| n.rsplit(['/', '\\']).next())
@@ -135,7 +138,9 @@ pub fn clean_name(name: Option<&str>, fallback: &str) -> String {
     let cleaned: String = base
         .chars()
         .filter(|c| {
-            !c.is_control() && !matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|')
+            !c.is_control()
+                && !is_format(*c)
+                && !matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|')
         })
         .take(100)
         .collect();
@@ -147,17 +152,47 @@ pub fn clean_name(name: Option<&str>, fallback: &str) -> String {
     }
 }
 
-/// Copies the stored file into `workspace/inbox/<chat>/<name>`, choosing
-/// `name-2.ext`, `name-3.ext`, … when another file has the name; returns the
-/// path relative to the workspace, as the model and its tools use it.
-pub async fn copy_to_workspace(
+/// Bidi controls, zero-width and other invisible formatting characters
+/// (Unicode `Cf` in the ranges names meet).
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// Copies the stored file into `ws` (the sender's view of the workspace) as
+/// `inbox/<chat>/<name>`, choosing `name-2.ext`, `name-3.ext`, … when another
+/// file has the name; returns the path relative to the view, as the model
+/// and its tools use it. Nothing on the way is followed if it is a link (a
+/// command may have planted one): the copy is refused instead.
+pub(crate) async fn copy_to_workspace(
     stored: &Path,
-    workspace: &Path,
+    ws: &Workspace,
     chat: &str,
     name: &str,
-) -> std::io::Result<String> {
+) -> Result<String, BeneathError> {
+    let (stored, ws, chat, name) = (
+        stored.to_path_buf(),
+        ws.clone(),
+        chat.to_owned(),
+        name.to_owned(),
+    );
+    tokio::task::spawn_blocking(move || copy_blocking(&stored, &ws, &chat, &name))
+        .await
+        .map_err(|e| BeneathError::Io {
+            path: PathBuf::from("inbox"),
+            source: std::io::Error::other(e.to_string()),
+        })?
+}
+
+fn copy_blocking(
+    stored: &Path,
+    ws: &Workspace,
+    chat: &str,
+    name: &str,
+) -> Result<String, BeneathError> {
     let rel_dir = Path::new("inbox").join(chat);
-    tokio::fs::create_dir_all(workspace.join(&rel_dir)).await?;
+    let dir = ws.open_root()?.descend(&rel_dir, true)?;
     let (stem, ext) = match name.rsplit_once('.') {
         Some((s, e)) if !s.is_empty() => (s.to_owned(), format!(".{e}")),
         _ => (name.to_owned(), String::new()),
@@ -169,23 +204,25 @@ pub async fn copy_to_workspace(
             format!("{stem}-{n}{ext}")
         };
         let rel = rel_dir.join(&candidate);
-        let dest = workspace.join(&rel);
-        match tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&dest)
-            .await
-        {
+        match dir.open_file(Path::new(&candidate), How::CreateNew, false) {
             Ok(mut out) => {
-                let mut src = tokio::fs::File::open(stored).await?;
-                tokio::io::copy(&mut src, &mut out).await?;
+                let io = |source| BeneathError::Io {
+                    path: rel.clone(),
+                    source,
+                };
+                let mut src = std::fs::File::open(stored).map_err(io)?;
+                std::io::copy(&mut src, &mut out).map_err(io)?;
                 return Ok(rel.to_string_lossy().into_owned());
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::AlreadyExists) => continue,
+            Err(BeneathError::Link(_)) => return Err(BeneathError::Link(rel)),
             Err(e) => return Err(e),
         }
     }
-    Err(std::io::Error::other("too many files with that name"))
+    Err(BeneathError::Io {
+        path: rel_dir,
+        source: std::io::Error::other("too many files with that name"),
+    })
 }
 
 #[cfg(test)]
@@ -200,6 +237,11 @@ mod tests {
         assert_eq!(clean_name(Some("a\u{0}b\nc.txt"), "f"), "abc.txt");
         assert_eq!(clean_name(Some(".."), "file"), "file");
         assert_eq!(clean_name(None, "photo.jpg"), "photo.jpg");
+        assert_eq!(
+            clean_name(Some("report\u{202E}fdp.exe"), "f"),
+            "reportfdp.exe"
+        );
+        assert_eq!(clean_name(Some("\u{200B}\u{2066}"), "file"), "file");
     }
 
     #[tokio::test]
@@ -221,6 +263,7 @@ mod tests {
         }
         assert_eq!(hashes[0], hashes[1]);
         let path = path_of(&media, &hashes[0]);
+        let ws = Workspace::new(&ws).unwrap();
         let first = copy_to_workspace(&path, &ws, "tg-1", "data.csv")
             .await
             .unwrap();
@@ -229,6 +272,9 @@ mod tests {
             .unwrap();
         assert_eq!(first, "inbox/tg-1/data.csv");
         assert_eq!(second, "inbox/tg-1/data-2.csv");
-        assert_eq!(std::fs::read(ws.join(&second)).unwrap(), b"a,b\n1,2\n");
+        assert_eq!(
+            std::fs::read(ws.root().join(&second)).unwrap(),
+            b"a,b\n1,2\n"
+        );
     }
 }

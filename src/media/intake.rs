@@ -9,6 +9,7 @@ use super::{document, image, notes, stt, Media};
 use crate::llm::Image;
 use crate::store::{MediaFile, MediaOrigin};
 use crate::text::human_size;
+use crate::workspace::{quota, BeneathError, Workspace};
 use std::path::Path;
 use switchboard_platform::{
     Attachment, AttachmentKind, InboundMessage, PlatformAdapter, PlatformError,
@@ -33,6 +34,15 @@ impl Intake {
     }
 }
 
+/// Where a message's files are copied for tools: the sender's own workspace
+/// folder (the whole workspace for the operator), in the chat's inbox
+/// folder there.
+struct Dest {
+    view: Result<Workspace, String>,
+    /// `telegram-123`, `discord-9-thread-4`.
+    chat: String,
+}
+
 /// What one attachment gave.
 enum Piece {
     Note(String),
@@ -52,9 +62,18 @@ impl Media {
     ) -> Intake {
         let mut intake = Intake::default();
         let mut unseen = false;
-        let chat = chat_folder(m);
+        let dest = Dest {
+            view: self
+                .workspace
+                .view_of(Some((m.chat.platform, m.user.id)))
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "a user's workspace folder is unusable");
+                    format!("your workspace folder cannot be used ({e})")
+                }),
+            chat: chat_folder(m),
+        };
         for a in &m.attachments {
-            match self.one(adapter, m, a, &chat, session).await {
+            match self.one(adapter, m, a, &dest, session).await {
                 Ok(Piece::Note(note)) => intake.notes.push(note),
                 Ok(Piece::Unseen(note)) => {
                     intake.notes.push(note);
@@ -88,7 +107,7 @@ impl Media {
         adapter: &dyn PlatformAdapter,
         m: &InboundMessage,
         a: &Attachment,
-        chat: &str,
+        dest: &Dest,
         session: &str,
     ) -> Result<Piece, String> {
         let called = notes::called(a);
@@ -130,7 +149,7 @@ impl Media {
         };
         self.record(&record).await;
         match content {
-            Content::Image(_) => self.image(&path, &name, chat, &called, &record).await,
+            Content::Image(_) => self.image(&path, &name, dest, &called, &record).await,
             Content::Audio(mime) if is_audio || a.kind == AttachmentKind::Document => {
                 match &self.config.stt {
                     Some(stt_config) => stt::transcribe(&self.http, stt_config, &path, &name, mime)
@@ -138,18 +157,24 @@ impl Media {
                         .map(Piece::Transcript)
                         .map_err(|e| format!("🎤 I could not transcribe {called}: {e}.")),
                     None => {
-                        let rel = self.to_workspace(&path, chat, &name).await?;
+                        let rel = self
+                            .to_workspace(&path, dest, &name, &called, stored.size)
+                            .await?;
                         Ok(Piece::Note(notes::saved(a, &name, &rel, stored.size, mime)))
                     }
                 }
             }
             Content::Pdf | Content::Text => {
-                let rel = self.to_workspace(&path, chat, &name).await?;
+                let rel = self
+                    .to_workspace(&path, dest, &name, &called, stored.size)
+                    .await?;
                 self.document(&path, content, &name, &rel, &stored, session, &called)
                     .await
             }
             other => {
-                let rel = self.to_workspace(&path, chat, &name).await?;
+                let rel = self
+                    .to_workspace(&path, dest, &name, &called, stored.size)
+                    .await?;
                 let what = match other {
                     Content::Video(m) | Content::Audio(m) => m,
                     Content::Binary(Some(m)) => m,
@@ -258,7 +283,7 @@ impl Media {
         &self,
         path: &Path,
         name: &str,
-        chat: &str,
+        dest: &Dest,
         called: &str,
         original: &MediaFile<'_>,
     ) -> Result<Piece, String> {
@@ -267,7 +292,9 @@ impl Media {
             .await
             .map_err(|_| format!("🖼️ I could not read {called}."))?
             .map_err(|e| format!("🖼️ I could not use {called}: {e}."))?;
-        let rel = self.to_workspace(path, chat, name).await?;
+        let rel = self
+            .to_workspace(path, dest, name, called, original.size)
+            .await?;
         if !self.sees_images() {
             return Ok(Piece::Unseen(notes::unseen_image(name, &rel)));
         }
@@ -350,13 +377,44 @@ impl Media {
         }
     }
 
-    async fn to_workspace(&self, stored: &Path, chat: &str, name: &str) -> Result<String, String> {
-        files::copy_to_workspace(stored, &self.config.workspace_dir, chat, name)
+    /// Copies the file at `stored` (`size` bytes) into `dest` as `name`;
+    /// the path the model and its tools use, or the refusal for the user.
+    async fn to_workspace(
+        &self,
+        stored: &Path,
+        dest: &Dest,
+        name: &str,
+        called: &str,
+        size: u64,
+    ) -> Result<String, String> {
+        let view = dest
+            .view
+            .as_ref()
+            .map_err(|why| format!("📎 I could not save {called}: {why}."))?;
+        if let Some(limit) = view.quota() {
+            let used = quota::usage_of(view.root()).await;
+            if let Err(total) = quota::check(used, size, 0, limit) {
+                return Err(format!(
+                    "📎 I did not save {called}: your workspace folder would grow to {}. \
+                     Delete files you no longer need (ask me to) and send it again.",
+                    quota::over_text(total, limit)
+                ));
+            }
+        }
+        files::copy_to_workspace(stored, view, &dest.chat, name)
             .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "could not copy a file into the workspace");
-                "📎 I could not put the file in the workspace (the server's disk refused it)."
-                    .to_owned()
+            .map_err(|e| match e {
+                BeneathError::Link(at) => format!(
+                    "📎 I did not save {called}: `{}` in your workspace folder is a symbolic \
+                     link, and I do not follow links there. Remove it (ask me to) and send the \
+                     file again.",
+                    crate::visible::visible_name(&at.display().to_string()).text
+                ),
+                other => {
+                    tracing::warn!(error = %other, "could not copy a file into the workspace");
+                    "📎 I could not put the file in the workspace (the server's disk refused it)."
+                        .to_owned()
+                }
             })
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! An attachment is downloaded through its adapter (size-capped, streamed to
 //! disk), filed by content hash under `DATA_DIR/media`, checked by its bytes,
-//! copied into the workspace for tools, and turned into what the model can
+//! copied into the sender's workspace folder for tools, and turned into what the model can
 //! use: an image part, a transcript, a document's text, or a note saying
 //! where the file is. Everything refused is said to the user plainly.
 //! Images a tool produced are filed the same way (`produced`). Every file
@@ -47,10 +47,18 @@ pub struct Media {
     vision: Arc<AtomicBool>,
     /// Where the sweep's scan for unrecorded files goes on.
     orphans: orphans::Cursor,
+    /// Where copies for tools land: each sender's own folder of it.
+    workspace: Arc<crate::workspace::Workspace>,
 }
 
 impl Media {
-    pub fn new(config: MediaConfig, store: Store, data_dir: PathBuf, model: &str) -> Media {
+    pub fn new(
+        config: MediaConfig,
+        store: Store,
+        data_dir: PathBuf,
+        model: &str,
+        workspace: Arc<crate::workspace::Workspace>,
+    ) -> Media {
         let vision = Arc::new(AtomicBool::new(config.vision_for(model)));
         Media {
             config,
@@ -59,6 +67,7 @@ impl Media {
             data_dir,
             vision,
             orphans: orphans::Cursor::default(),
+            workspace,
         }
     }
 

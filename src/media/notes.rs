@@ -4,9 +4,15 @@ use crate::text::human_size;
 use switchboard_platform::{Attachment, AttachmentKind};
 
 /// How the user refers to an attachment: its name in quotes, or its kind.
+/// The name is said back in the chat with bidi, invisible and control
+/// characters made visible (`⟨U+202E⟩`), as approval cards show them: a name
+/// cannot reorder the sentence around it or hide a part of itself.
 pub fn called(a: &Attachment) -> String {
     match &a.name {
-        Some(name) => format!("“{}”", crate::text::clip(name, 60)),
+        Some(name) => format!(
+            "“{}”",
+            crate::visible::visible_name(&crate::text::clip(&name.replace('\n', " "), 60)).text
+        ),
         None => format!("your {}", a.kind.label()),
     }
 }

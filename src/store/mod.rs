@@ -274,7 +274,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// The file path of a `sqlite:` URL (`sqlite://rel/path.db`, `sqlite:///abs.db`, `sqlite::memory:`).
-fn sqlite_path(url: &str) -> Option<PathBuf> {
+pub(crate) fn sqlite_path(url: &str) -> Option<PathBuf> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))?;

@@ -4,6 +4,7 @@ use super::args::parse_args;
 use super::process::{run_process, Launch};
 use super::sandbox::Sandbox;
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use crate::domain::Conversation;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use std::time::Duration;
 /// Limits for `exec_command`.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
-    /// Commands run with this directory as cwd.
+    /// Commands run in the caller's part of it (a chat user's own folder)
+    /// as cwd, and see only that part.
     pub workspace: Arc<Workspace>,
     /// Default timeout of a foreground call.
     pub timeout: Duration,
@@ -65,9 +67,10 @@ impl ExecTool {
             name: "exec_command".into(),
             display_name: "Run command".into(),
             description: format!(
-                "Run a shell command (`sh -c`) in the workspace directory (needs the user's \
-                 approval). stdin is empty and only a minimal environment is passed (PATH, \
-                 HOME, LANG, ...; no secrets). Returns the exit code, the duration and the \
+                "Run a shell command (`sh -c`) in the workspace directory — in a chat user's \
+                 turns that user's own folder, and the command sees nothing else of the \
+                 workspace (needs the user's approval). stdin is empty and only a minimal \
+                 environment is passed (PATH, HOME, LANG, ...; no secrets). Returns the exit code, the duration and the \
                  combined stdout+stderr; output beyond {} chars keeps its beginning and end \
                  with a `[… N bytes omitted …]` marker, so filter noisy output (grep, tail). \
                  A non-zero exit code is reported, not raised. Timeout: {}s by default, \
@@ -161,11 +164,21 @@ impl Tool for ExecTool {
     }
 
     async fn approval_summary(&self, args: &Value) -> String {
-        match self.check(args.clone()) {
-            Ok((args, timeout)) => format!(
+        self.approval_summary_for(args, None).await
+    }
+
+    async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
+        let checked = self
+            .config
+            .workspace
+            .view(caller)
+            .map_err(ToolError::from)
+            .and_then(|ws| self.check(args.clone()).map(|ok| (ws, ok)));
+        match checked {
+            Ok((ws, (args, timeout))) => format!(
                 "$ {}\n(cwd: {}, timeout: {}s{})\n{}",
                 args.command,
-                self.config.workspace.root().display(),
+                ws.root().display(),
                 timeout.as_secs(),
                 if args.background { ", background" } else { "" },
                 self.config.sandbox.card_line()
@@ -177,6 +190,7 @@ impl Tool for ExecTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let (args, timeout) = self.check(args)?;
         let c = &self.config;
+        let ws = c.workspace.view(ctx.origin.as_ref())?;
         let launch = Launch {
             program: "sh".into(),
             args: vec!["-c".into(), args.command.clone().into()],
@@ -195,15 +209,7 @@ impl Tool for ExecTool {
             ),
             readable: Vec::new(),
         };
-        run_process(
-            &c.sandbox,
-            c.workspace.root(),
-            c.max_output_chars,
-            launch,
-            timeout,
-            ctx,
-        )
-        .await
+        run_process(&c.sandbox, &ws, c.max_output_chars, launch, timeout, ctx).await
     }
 }
 

@@ -3,11 +3,12 @@
 use super::args::parse_args;
 use super::diff_summary::summarize;
 use super::fs_open::{open_checked, Access};
-use super::{Tool, ToolContext, ToolError, ToolSpec};
+use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use crate::domain::Conversation;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::{self, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 
@@ -19,128 +20,6 @@ const DEFAULT_MAX_LINES: usize = 2000;
 const MAX_LINE_CHARS: usize = 2000;
 const MAX_OUTPUT_CHARS: usize = 100_000;
 const BINARY_SNIFF_BYTES: usize = 8192;
-
-/// The directory the file and exec tools are confined to (canonicalized).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Workspace {
-    root: PathBuf,
-    /// The absolute, non-canonical spelling of the root, when it differs.
-    alias: Option<PathBuf>,
-}
-
-impl Workspace {
-    /// Creates the directory if missing and canonicalizes it.
-    pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
-        std::fs::create_dir_all(path.as_ref())?;
-        let root = path.as_ref().canonicalize()?;
-        if !root.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("workspace {} is not a directory", root.display()),
-            ));
-        }
-        let alias = std::path::absolute(path.as_ref())
-            .ok()
-            .filter(|a| *a != root);
-        Ok(Self { root, alias })
-    }
-
-    /// The canonical root directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Maps a model-supplied path (relative to the root, or absolute inside it) to
-    /// a path inside the workspace.
-    ///
-    /// Refuses `..` escapes, absolute paths elsewhere, and symlinks (anywhere on the
-    /// existing part of the path) that resolve outside the root. The existing part
-    /// of the returned path is canonical, so it contains no symlinks.
-    pub fn resolve(&self, input: &str) -> Result<PathBuf, ToolError> {
-        if input.trim().is_empty() {
-            return Err(ToolError::InvalidArguments(
-                "path is empty; give a path relative to the workspace root".into(),
-            ));
-        }
-        if input.contains('\0') {
-            return Err(ToolError::InvalidArguments(
-                "path contains a NUL byte".into(),
-            ));
-        }
-        let outside = || {
-            ToolError::Forbidden(format!(
-                "path `{input}` is outside the workspace; use a path relative to the \
-                 workspace root without `..` (e.g. `notes/todo.txt`)"
-            ))
-        };
-        let given = Path::new(input);
-        let joined = if given.is_absolute() {
-            given.to_path_buf()
-        } else {
-            self.root.join(given)
-        };
-        let mut lexical = PathBuf::new();
-        for comp in joined.components() {
-            match comp {
-                Component::ParentDir => {
-                    lexical.pop();
-                }
-                Component::CurDir => {}
-                other => lexical.push(other),
-            }
-        }
-        if !lexical.starts_with(&self.root) {
-            // The root as the operator spelled it (e.g. through a symlinked /tmp).
-            match self
-                .alias
-                .as_ref()
-                .and_then(|a| lexical.strip_prefix(a).ok())
-            {
-                Some(rest) => lexical = self.root.join(rest),
-                None => return Err(outside()),
-            }
-        }
-
-        // Canonicalize the deepest existing ancestor; the rest does not exist yet.
-        let mut existing = lexical;
-        let mut missing = Vec::new();
-        loop {
-            match std::fs::symlink_metadata(&existing) {
-                Ok(_) => break,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    match existing.file_name() {
-                        Some(name) => missing.push(name.to_os_string()),
-                        None => return Err(outside()),
-                    }
-                    existing.pop();
-                }
-                Err(e) => return Err(io_failure(input, &e)),
-            }
-        }
-        let canonical = existing.canonicalize().map_err(|_| {
-            ToolError::Forbidden(format!(
-                "path `{input}` goes through a symbolic link whose target does not exist \
-                 or cannot be resolved"
-            ))
-        })?;
-        if !canonical.starts_with(&self.root) {
-            return Err(ToolError::Forbidden(format!(
-                "path `{input}` resolves through a symbolic link to a location outside the \
-                 workspace"
-            )));
-        }
-        Ok(missing.into_iter().rev().fold(canonical, |p, n| p.join(n)))
-    }
-
-    /// The path relative to the root, for messages (`.` for the root itself).
-    pub fn display(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.root) {
-            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-            Ok(rel) => rel.display().to_string(),
-            Err(_) => path.display().to_string(),
-        }
-    }
-}
 
 pub(super) fn io_failure(shown: &str, e: &io::Error) -> ToolError {
     let message = match e.kind() {
@@ -166,14 +45,14 @@ fn not_text_reason(bytes: &[u8]) -> Option<&'static str> {
 /// Reads an existing workspace file as text, or explains why it cannot. Only
 /// regular files that live in the workspace are read ([`open_checked`]).
 async fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<String, ToolError> {
-    let (root, path, shown) = (ws.root.clone(), path.to_path_buf(), shown.to_owned());
-    tokio::task::spawn_blocking(move || read_text_blocking(&root, &path, &shown))
+    let (ws, path, shown) = (ws.clone(), path.to_path_buf(), shown.to_owned());
+    tokio::task::spawn_blocking(move || read_text_blocking(&ws, &path, &shown))
         .await
         .map_err(|e| ToolError::failed(format!("reading stopped: {e}")))?
 }
 
-fn read_text_blocking(root: &Path, path: &Path, shown: &str) -> Result<String, ToolError> {
-    let (file, meta) = open_checked(root, path, shown, Access::Read)?;
+fn read_text_blocking(ws: &Workspace, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let (file, meta) = open_checked(ws, path, shown, Access::Read)?;
     if meta.len() > MAX_READ_BYTES {
         return Err(ToolError::failed(format!(
             "`{shown}` is {} bytes, over the {} byte read_file limit; read parts of it with \
@@ -216,8 +95,9 @@ impl ReadFileTool {
             name: "read_file".into(),
             display_name: "Read file".into(),
             description: format!(
-                "Read a UTF-8 text file from the workspace directory. `path` is relative to \
-                 the workspace root (paths outside it are refused). Each returned line is \
+                "Read a UTF-8 text file from the workspace directory (in a chat user's turns, \
+                 that user's own folder). `path` is relative to the workspace root (paths \
+                 outside it are refused). Each returned line is \
                  prefixed with its 1-based line number and a tab (`     7\\tcontent`); the \
                  numbers are not part of the file. Returns up to `max_lines` lines (default \
                  {DEFAULT_MAX_LINES}) starting at `offset_line` (default 1) and says how to \
@@ -248,7 +128,7 @@ impl Tool for ReadFileTool {
         &self.spec
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: ReadArgs = parse_args("read_file", args)?;
         let offset = args.offset_line.unwrap_or(1);
         if offset == 0 {
@@ -262,9 +142,10 @@ impl Tool for ReadFileTool {
                 "max_lines must be at least 1".into(),
             ));
         }
-        let path = self.ws.resolve(&args.path)?;
-        let shown = self.ws.display(&path);
-        let text = read_text(&self.ws, &path, &shown).await?;
+        let ws = self.ws.view(ctx.origin.as_ref())?;
+        let path = ws.resolve(&args.path)?;
+        let shown = ws.display(&path);
+        let text = read_text(&ws, &path, &shown).await?;
         number_lines(&text, &shown, offset, max_lines)
     }
 }
@@ -356,7 +237,8 @@ impl WriteFileTool {
         Self { ws, spec }
     }
 
-    fn check(&self, args: Value) -> Result<(WriteArgs, PathBuf), ToolError> {
+    /// The arguments checked, and the path resolved in `ws` (the caller's view).
+    fn check(&self, ws: &Workspace, args: Value) -> Result<(WriteArgs, PathBuf), ToolError> {
         let args: WriteArgs = parse_args("write_file", args)?;
         if args.content.len() > MAX_WRITE_BYTES {
             return Err(ToolError::InvalidArguments(format!(
@@ -365,14 +247,38 @@ impl WriteFileTool {
                 args.content.len()
             )));
         }
-        let path = self.ws.resolve(&args.path)?;
-        if path == self.ws.root() || path.is_dir() {
+        let path = ws.resolve(&args.path)?;
+        if path == ws.root() || path.is_dir() {
             return Err(ToolError::failed(format!(
                 "`{}` is a directory; give a file path",
-                self.ws.display(&path)
+                ws.display(&path)
             )));
         }
         Ok((args, path))
+    }
+
+    /// Refuses a write that would take the caller's folder over its quota.
+    async fn within_quota(
+        &self,
+        ws: &Workspace,
+        shown: &str,
+        before: Option<u64>,
+        args: &WriteArgs,
+    ) -> Result<(), ToolError> {
+        let Some(quota) = ws.quota() else {
+            return Ok(());
+        };
+        let used = crate::workspace::quota::usage_of(ws.root()).await;
+        let added = args.content.len() as u64;
+        let freed = if args.append { 0 } else { before.unwrap_or(0) };
+        crate::workspace::quota::check(used, added, freed, quota).map_err(|total| {
+            ToolError::Forbidden(format!(
+                "writing `{shown}` would take your workspace folder to {}; nothing was \
+                 written. Delete files that are no longer needed (exec_command `rm`, `du -sh *` \
+                 to find them) or ask the operator for more space",
+                crate::workspace::quota::over_text(total, quota)
+            ))
+        })
     }
 }
 
@@ -383,18 +289,32 @@ impl Tool for WriteFileTool {
     }
 
     fn validate(&self, args: &Value) -> Result<(), ToolError> {
-        self.check(args.clone()).map(drop)
+        self.validate_for(args, None)
+    }
+
+    fn validate_for(&self, args: &Value, caller: Option<&Conversation>) -> Result<(), ToolError> {
+        let ws = self.ws.view(caller)?;
+        self.check(&ws, args.clone()).map(drop)
     }
 
     async fn approval_summary(&self, args: &Value) -> String {
-        let (args, path) = match self.check(args.clone()) {
+        self.approval_summary_for(args, None).await
+    }
+
+    async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
+        let checked = self
+            .ws
+            .view(caller)
+            .map_err(ToolError::from)
+            .and_then(|ws| self.check(&ws, args.clone()).map(|ok| (ws, ok)));
+        let (ws, (args, path)) = match checked {
             Ok(ok) => ok,
             Err(e) => return format!("write_file (will be refused): {}", e.for_model()),
         };
-        let shown = self.ws.display(&path);
+        let shown = ws.display(&path);
         let body = match tokio::fs::metadata(&path).await {
             Err(_) => summarize(None, &args.content, args.append),
-            Ok(meta) => match read_text(&self.ws, &path, &shown).await {
+            Ok(meta) => match read_text(&ws, &path, &shown).await {
                 Ok(old) => summarize(Some(&old), &args.content, args.append),
                 Err(_) => format!(
                     "{} existing {}-byte file that is binary or too large to diff; new \
@@ -408,24 +328,21 @@ impl Tool for WriteFileTool {
         format!("write_file `{shown}`\n{body}")
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
-        let (args, path) = self.check(args)?;
-        let shown = self.ws.display(&path);
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| io_failure(&self.ws.display(parent), &e))?;
-        }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let ws = self.ws.view(ctx.origin.as_ref())?;
+        let (args, path) = self.check(&ws, args)?;
+        let shown = ws.display(&path);
         let before = tokio::fs::symlink_metadata(&path)
             .await
             .ok()
             .map(|m| m.len());
-        let (root, target, file_shown) = (self.ws.root.clone(), path.clone(), shown.clone());
+        self.within_quota(&ws, &shown, before, &args).await?;
+        let (view, target, file_shown) = (ws.clone(), path.clone(), shown.clone());
         let access = Access::Write {
             append: args.append,
         };
         let (file, _) =
-            tokio::task::spawn_blocking(move || open_checked(&root, &target, &file_shown, access))
+            tokio::task::spawn_blocking(move || open_checked(&view, &target, &file_shown, access))
                 .await
                 .map_err(|e| ToolError::failed(format!("writing stopped: {e}")))??;
         let mut file = tokio::fs::File::from_std(file);
@@ -453,72 +370,6 @@ impl Tool for WriteFileTool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn ws() -> (tempfile::TempDir, Workspace) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path().join("ws")).unwrap();
-        (dir, ws)
-    }
-
-    #[test]
-    fn resolve_accepts_inside_paths() {
-        let (_d, ws) = ws();
-        assert_eq!(ws.resolve("a/b.txt").unwrap(), ws.root().join("a/b.txt"));
-        assert_eq!(ws.resolve("./a/../c").unwrap(), ws.root().join("c"));
-        let abs = ws.root().join("x.txt");
-        assert_eq!(ws.resolve(abs.to_str().unwrap()).unwrap(), abs);
-        assert_eq!(ws.resolve(".").unwrap(), ws.root());
-    }
-
-    #[test]
-    fn resolve_accepts_the_root_as_spelled_through_a_symlink() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("real")).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("alias")).unwrap();
-        let ws = Workspace::new(dir.path().join("alias")).unwrap();
-        let via_alias = dir.path().join("alias/a.txt");
-        let resolved = ws.resolve(via_alias.to_str().unwrap()).unwrap();
-        assert_eq!(resolved, ws.root().join("a.txt"));
-        assert!(ws.root().ends_with("real"));
-        let escape = dir.path().join("alias/../x");
-        assert!(ws.resolve(escape.to_str().unwrap()).is_err());
-    }
-
-    #[test]
-    fn resolve_refuses_escapes() {
-        let (_d, ws) = ws();
-        for bad in ["../x", "a/../../x", "/etc/passwd", "..", "/"] {
-            let err = ws.resolve(bad).unwrap_err();
-            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
-            assert!(err.for_model().contains("outside the workspace"), "{err}");
-        }
-        assert!(matches!(
-            ws.resolve(""),
-            Err(ToolError::InvalidArguments(_))
-        ));
-        assert!(matches!(
-            ws.resolve("a\0b"),
-            Err(ToolError::InvalidArguments(_))
-        ));
-    }
-
-    #[test]
-    fn resolve_refuses_symlinks_outside() {
-        let (dir, ws) = ws();
-        let outside = dir.path().join("outside");
-        std::fs::create_dir(&outside).unwrap();
-        std::fs::write(outside.join("secret"), "s").unwrap();
-        std::os::unix::fs::symlink(&outside, ws.root().join("link")).unwrap();
-        std::os::unix::fs::symlink(outside.join("secret"), ws.root().join("f")).unwrap();
-        std::os::unix::fs::symlink(outside.join("nope"), ws.root().join("dangling")).unwrap();
-        for bad in ["link/secret", "link/new/file", "f", "dangling"] {
-            let err = ws.resolve(bad).unwrap_err();
-            assert!(matches!(err, ToolError::Forbidden(_)), "{bad}: {err}");
-        }
-        std::fs::create_dir(ws.root().join("real")).unwrap();
-        std::os::unix::fs::symlink(ws.root().join("real"), ws.root().join("inner")).unwrap();
-        assert_eq!(ws.resolve("inner/x").unwrap(), ws.root().join("real/x"));
-    }
 
     #[test]
     fn numbering_and_paging() {

@@ -1,23 +1,24 @@
 //! Opening workspace files so that what is opened is what was checked.
 //!
 //! [`Workspace::resolve`](super::Workspace::resolve) confines the *path*; this
-//! confines the *file*. Files are opened without following a final symlink and
-//! without blocking, then checked on the open descriptor:
+//! confines the *file*. Files are opened from the view's root down without
+//! following any symlink (`beneath`: a link planted on the way after the path
+//! was resolved is refused, not followed) and without blocking, then checked
+//! on the open descriptor:
 //!
 //! - only regular files: a FIFO, socket or device in the workspace would block
 //!   the session (a FIFO without a writer never returns) or read the machine;
 //! - hard links: a file whose link count says it has names outside the
-//!   workspace (`ln /etc/passwd ws/p`) is the outside file, so it is refused
-//!   unless every one of its links is found inside the workspace.
+//!   caller's view (`ln /etc/passwd ws/p`) is the outside file, so it is
+//!   refused unless every one of its links is found inside the view.
 //!
 //! Writes open without truncating and truncate only after the checks, so a
 //! refused hard link is never emptied.
 
-use super::ToolError;
-use rustix::fs::OFlags;
-use std::fs::{File, Metadata, OpenOptions};
-use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use super::{ToolError, Workspace};
+use crate::workspace::beneath::{BeneathError, How};
+use std::fs::{File, Metadata};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// How many directory entries the link search looks at before giving up (and
@@ -28,64 +29,90 @@ const MAX_LINK_SEARCH_ENTRIES: usize = 200_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Access {
     Read,
-    /// Create if missing; replace (`append: false`) or append to the content.
+    /// Create if missing (with its parent directories); replace (`append:
+    /// false`) or append to the content.
     Write {
         append: bool,
     },
 }
 
-/// Opens `path` (inside `root`) for `access` and checks the open file. Runs
-/// blocking calls: call it from `spawn_blocking`.
+/// Opens `path` (from `ws.resolve`) for `access` and checks the open file.
+/// Runs blocking calls: call it from `spawn_blocking`.
 pub(super) fn open_checked(
-    root: &Path,
+    ws: &Workspace,
     path: &Path,
     shown: &str,
     access: Access,
 ) -> Result<(File, Metadata), ToolError> {
-    let mut options = OpenOptions::new();
-    match access {
-        Access::Read => options.read(true),
-        Access::Write { append } => options.write(true).create(true).append(append),
+    let how = match access {
+        Access::Read => How::Read,
+        Access::Write { append } => How::Write { append },
     };
-    let flags = OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
-    options.custom_flags(flags.bits() as i32);
-    let file = options.open(path).map_err(|e| open_failure(shown, &e))?;
-    let meta = file.metadata().map_err(|e| open_failure(shown, &e))?;
+    let file = ws
+        .open_root()
+        .and_then(|dir| dir.open_file(ws.relative(path), how, how != How::Read))
+        .map_err(|e| open_failure(shown, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| super::fs::io_failure(shown, &e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!(
             "`{shown}` is a directory; use a file inside it (list it with exec_command `ls`)"
         )));
     }
     if !meta.is_file() {
-        return Err(ToolError::Forbidden(format!(
-            "`{shown}` is not a regular file (a FIFO, socket or device); the file tools only \
-             read and write regular files"
-        )));
+        return Err(not_regular(shown));
     }
-    if meta.nlink() > 1 && !all_links_inside(root, &meta) {
+    if meta.nlink() > 1 && !all_links_inside(ws.root(), &meta) {
         return Err(ToolError::Forbidden(format!(
-            "`{shown}` is a hard link to a file that also has names outside the workspace; \
-             the file tools only use files that live in the workspace"
+            "`{shown}` is a hard link to a file that also has names outside {}; the file \
+             tools only use files that live there",
+            if ws.is_user_folder() {
+                "your workspace folder"
+            } else {
+                "the workspace"
+            }
         )));
     }
     if access == (Access::Write { append: false }) {
-        file.set_len(0).map_err(|e| open_failure(shown, &e))?;
+        file.set_len(0)
+            .map_err(|e| super::fs::io_failure(shown, &e))?;
     }
     Ok((file, meta))
 }
 
-fn open_failure(shown: &str, e: &io::Error) -> ToolError {
-    match e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) {
-        // O_NOFOLLOW on a symlink that appeared after the path was resolved.
-        Some(rustix::io::Errno::LOOP) => ToolError::Forbidden(format!(
-            "`{shown}` is a symbolic link; the file tools do not follow it"
+fn not_regular(shown: &str) -> ToolError {
+    ToolError::Forbidden(format!(
+        "`{shown}` is not a regular file (a FIFO, socket or device); the file tools only \
+         read and write regular files"
+    ))
+}
+
+/// The refusal of a file that could not be opened beneath the view.
+pub(super) fn open_failure(shown: &str, e: BeneathError) -> ToolError {
+    match e {
+        // A symlink on the way, or as the file itself (planted after the path
+        // was resolved): never followed.
+        BeneathError::Link(at) => ToolError::Forbidden(format!(
+            "`{}` is a symbolic link; the file tools do not follow it",
+            at.display()
         )),
-        // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
-        Some(rustix::io::Errno::NXIO) => ToolError::Forbidden(format!(
-            "`{shown}` is not a regular file (a FIFO, socket or device); the file tools only \
-             read and write regular files"
-        )),
-        _ => super::fs::io_failure(shown, e),
+        BeneathError::NotDir(at) => {
+            ToolError::failed(format!("`{}` is not a directory", at.display()))
+        }
+        BeneathError::Outside(_) => {
+            ToolError::Forbidden(format!("`{shown}` is outside the workspace"))
+        }
+        BeneathError::Io { source, .. } => {
+            match source
+                .raw_os_error()
+                .map(rustix::io::Errno::from_raw_os_error)
+            {
+                // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
+                Some(rustix::io::Errno::NXIO) => not_regular(shown),
+                _ => super::fs::io_failure(shown, &source),
+            }
+        }
     }
 }
 
@@ -120,4 +147,33 @@ fn all_links_inside(root: &Path, meta: &Metadata) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_link_swapped_in_after_the_path_was_resolved_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        let ws = Workspace::new(dir.path().join("ws")).unwrap();
+        std::fs::create_dir_all(ws.root().join("a")).unwrap();
+        let new = ws.resolve("a/new.txt").unwrap();
+        let secret = ws.resolve("a/secret").unwrap();
+        // A command swaps the directory for a link between the check and the use.
+        std::fs::remove_dir(ws.root().join("a")).unwrap();
+        symlink(&outside, ws.root().join("a")).unwrap();
+        let write = open_checked(&ws, &new, "a/new.txt", Access::Write { append: false });
+        let read = open_checked(&ws, &secret, "a/secret", Access::Read);
+        for err in [write.unwrap_err(), read.unwrap_err()] {
+            assert!(matches!(err, ToolError::Forbidden(_)), "{err}");
+            assert!(err.for_model().contains("`a` is a symbolic link"), "{err}");
+        }
+        assert!(!outside.join("new.txt").exists());
+    }
 }

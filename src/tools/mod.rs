@@ -9,6 +9,7 @@ mod declared;
 mod diff_summary;
 mod exec;
 mod exec_output;
+mod exec_quota;
 mod fs;
 mod fs_open;
 mod grown;
@@ -66,8 +67,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 ];
 
 pub(crate) use crate::dirs::stored_result_path;
+pub use crate::workspace::{folder_name, BeneathError, PathError, Workspace, USERS_DIR};
 pub use declared::DeclaredSchema;
-pub use fs::{ReadFileTool, Workspace, WriteFileTool};
+pub use fs::{ReadFileTool, WriteFileTool};
 pub use grown::{
     GrownEnv, GrownTools, HttpToolManager, ScriptToolManager, ToolBuilders, HTTP_TOOL, SCRIPT_TOOL,
     SECRET_PREFIX as TOOL_SECRET_PREFIX,
@@ -80,7 +82,9 @@ pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
-pub use sandbox::{Level, Limits, Network, Sandbox, SandboxConfig, SandboxError, SandboxMode};
+pub use sandbox::{
+    Level, Limits, Network, Protected, Sandbox, SandboxConfig, SandboxError, SandboxMode,
+};
 pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
 pub use send_file::SendFileTool;

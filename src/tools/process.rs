@@ -4,8 +4,9 @@
 //! result that states the exit code. Shared by `exec_command` and script tools.
 
 use super::exec_output::{OutputCapture, ProgressTracker};
+use super::exec_quota::{OverQuota, QuotaWatch};
 use super::sandbox::{Confined, Sandbox};
-use super::{Progress, ToolContext, ToolError};
+use super::{Progress, ToolContext, ToolError, Workspace};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -101,12 +102,16 @@ enum Ending {
     Lingered(ExitStatus),
     TimedOut,
     Cancelled,
+    /// The caller's workspace folder grew past its quota.
+    OverQuota(OverQuota),
 }
 
-/// Runs `launch` in `cwd` (the workspace) confined by `sandbox`.
+/// Runs `launch` in `ws` (the caller's view of the workspace: its root is
+/// the cwd and all of the workspace the sandbox lets the program see)
+/// confined by `sandbox`; stopped when `ws` has a quota and grows past it.
 pub(crate) async fn run_process(
     sandbox: &Sandbox,
-    cwd: &Path,
+    ws: &Workspace,
     max_output_chars: usize,
     mut launch: Launch,
     timeout: Duration,
@@ -114,14 +119,15 @@ pub(crate) async fn run_process(
 ) -> Result<String, ToolError> {
     let started = Instant::now();
     let what = launch.what;
-    let mut running = spawn(sandbox, cwd, &mut launch)?;
+    let quota = QuotaWatch::start(ws).await;
+    let mut running = spawn(sandbox, ws.root(), &mut launch)?;
     let mut seen = Seen {
         capture: OutputCapture::new(max_output_chars),
         tracker: ProgressTracker::default(),
         ctx,
     };
     seen.report(launch.label.clone(), None);
-    let ending = running.watch(&mut seen, timeout, what).await?;
+    let ending = running.watch(&mut seen, timeout, what, quota).await?;
     running.settle(&ending).await;
     seen.tracker.flush();
     let (detail, percent) = seen.tracker.current();
@@ -137,6 +143,15 @@ pub(crate) async fn run_process(
                  processes. Output so far:\n{output}\n{}",
                 timeout.as_secs(),
                 launch.timeout_hint
+            ),
+            diagnostics: None,
+        }),
+        Ending::OverQuota(over) => Err(ToolError::Failed {
+            message: format!(
+                "{what} was stopped: your workspace folder grew to {}. What it wrote so far is \
+                 kept; delete what is not needed (`du -sh *` finds the large files) before \
+                 writing more. Output so far:\n{output}",
+                crate::workspace::quota::over_text(over.total, over.quota)
             ),
             diagnostics: None,
         }),
@@ -261,12 +276,14 @@ fn spawn(sandbox: &Sandbox, cwd: &Path, launch: &mut Launch) -> Result<Running, 
 impl Running {
     /// Reads the output until the program exits and its pipes close, its
     /// descendants keep them open [`LINGER`] past its exit, the timeout
-    /// passes or the call is cancelled; progress every [`PROGRESS_EVERY`].
+    /// passes, the call is cancelled or its folder grows past its `quota`;
+    /// progress every [`PROGRESS_EVERY`].
     async fn watch(
         &mut self,
         seen: &mut Seen<'_>,
         timeout: Duration,
         what: &str,
+        mut quota: Option<QuotaWatch>,
     ) -> Result<Ending, ToolError> {
         let cancel = &seen.ctx.cancel;
         let (mut out_buf, mut err_buf) = (vec![0u8; READ_BUF], vec![0u8; READ_BUF]);
@@ -309,6 +326,7 @@ impl Running {
                 }
                 () = &mut deadline => return Ok(Ending::TimedOut),
                 () = cancel.cancelled() => return Ok(Ending::Cancelled),
+                over = QuotaWatch::over(quota.as_mut()) => return Ok(Ending::OverQuota(over)),
                 _ = ticker.tick() => {
                     if let Some((detail, percent)) = seen.tracker.take_update() {
                         seen.report(detail, percent);

@@ -6,7 +6,9 @@ use super::process::{run_process, Launch};
 use super::sandbox::Sandbox;
 use super::script_defs::ScriptToolDef;
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use crate::domain::Conversation;
 use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub struct ScriptTool {
@@ -15,6 +17,9 @@ pub struct ScriptTool {
     workspace: Arc<Workspace>,
     max_output_chars: usize,
     sandbox: Arc<Sandbox>,
+    /// Only the script file is readable besides the caller's folder, not
+    /// the directory it lives in (a script in a user's workspace folder).
+    only_its_file: bool,
 }
 
 impl ScriptTool {
@@ -43,7 +48,27 @@ impl ScriptTool {
             workspace,
             max_output_chars,
             sandbox,
+            only_its_file: false,
         }
+    }
+
+    /// A script that lives in a user's workspace folder: another caller's
+    /// command may read and run the script, never the rest of that folder.
+    pub(crate) fn reading_only_its_file(mut self) -> ScriptTool {
+        self.only_its_file = true;
+        self
+    }
+
+    /// What the script may read besides the caller's folder: its own
+    /// directory (its helpers, its data), or only itself.
+    fn readable(&self) -> Vec<PathBuf> {
+        let program = std::fs::canonicalize(&self.def.program).ok();
+        let readable = if self.only_its_file {
+            program
+        } else {
+            program.and_then(|p| p.parent().map(Into::into))
+        };
+        readable.into_iter().collect()
     }
 }
 
@@ -62,6 +87,17 @@ impl Tool for ScriptTool {
     }
 
     async fn approval_summary(&self, args: &Value) -> String {
+        self.approval_summary_for(args, None).await
+    }
+
+    async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
+        let cwd = match self.workspace.view(caller) {
+            Ok(ws) => ws.root().display().to_string(),
+            Err(e) => {
+                let e = ToolError::from(e);
+                return format!("{} (will be refused): {}", self.def.name, e.for_model());
+            }
+        };
         let mut line = self.def.program.display().to_string();
         for a in &self.def.args {
             line.push(' ');
@@ -70,7 +106,7 @@ impl Tool for ScriptTool {
         format!(
             "$ {line}\nstdin: {}\n(cwd: {}, timeout: {}s)\n{}",
             args,
-            self.workspace.root().display(),
+            cwd,
             self.def.timeout.as_secs(),
             self.sandbox.card_line()
         )
@@ -78,6 +114,7 @@ impl Tool for ScriptTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args = self.def.parameters.check(args)?;
+        let ws = self.workspace.view(ctx.origin.as_ref())?;
         let mut stdin = Value::Object(args).to_string().into_bytes();
         stdin.push(b'\n');
         let launch = Launch {
@@ -88,16 +125,11 @@ impl Tool for ScriptTool {
             what: "script",
             timeout_hint: "Its time limit is set by the operator (timeout_secs in its manifest)."
                 .into(),
-            // The script's own directory (its helpers, its data), read-only.
-            readable: std::fs::canonicalize(&self.def.program)
-                .ok()
-                .and_then(|p| p.parent().map(Into::into))
-                .into_iter()
-                .collect(),
+            readable: self.readable(),
         };
         run_process(
             &self.sandbox,
-            self.workspace.root(),
+            &ws,
             self.max_output_chars,
             launch,
             self.def.timeout,

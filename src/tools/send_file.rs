@@ -3,9 +3,11 @@
 //! workspace (checked as `read_file` checks them), so no approval is needed.
 
 use super::args::parse_args;
-use super::fs::{io_failure, Workspace};
+use super::fs::io_failure;
 use super::fs_open::{open_checked, Access};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
+use super::Workspace;
+use crate::domain::Conversation;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -39,8 +41,8 @@ impl SendFileTool {
             spec: ToolSpec {
                 name: "send_file".into(),
                 display_name: "Send file".into(),
-                description: "Send a file from the workspace to the user in this chat, with an optional \
-                              caption: images (PNG, JPEG, GIF, WebP) arrive as photos, anything else as a \
+                description: "Send a file from the workspace (in a chat user's turns, that user's own \
+                              folder) to the user in this chat, with an optional caption: images (PNG, JPEG, GIF, WebP) arrive as photos, anything else as a \
                               document. Use it to hand back a chart, a report or a converted file you made."
                     .into(),
                 parameters: json!({
@@ -64,7 +66,7 @@ impl SendFileTool {
 fn read_checked(ws: &Workspace, input: &str, max: u64) -> Result<(Vec<u8>, String), ToolError> {
     let path = ws.resolve(input)?;
     let shown = ws.display(&path);
-    let (file, meta) = open_checked(ws.root(), &path, &shown, Access::Read)?;
+    let (file, meta) = open_checked(ws, &path, &shown, Access::Read)?;
     if meta.len() > max {
         return Err(ToolError::failed(format!(
             "`{shown}` is {} bytes; this chat accepts files up to {max} bytes",
@@ -90,8 +92,13 @@ impl Tool for SendFileTool {
     }
 
     fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        self.validate_for(args, None)
+    }
+
+    fn validate_for(&self, args: &Value, caller: Option<&Conversation>) -> Result<(), ToolError> {
         let a: Args = parse_args(&self.spec.name, args.clone())?;
-        self.ws.resolve(&a.path).map(|_| ())
+        self.ws.view(caller)?.resolve(&a.path)?;
+        Ok(())
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -104,7 +111,7 @@ impl Tool for SendFileTool {
             .get(&origin.chat.platform)
             .ok_or_else(|| ToolError::failed("this chat's platform is not connected"))?;
         let max = adapter.upload_limit(origin.chat) as u64;
-        let ws = Arc::clone(&self.ws);
+        let ws = self.ws.view(Some(origin))?;
         let path = a.path.clone();
         let (bytes, shown) = tokio::task::spawn_blocking(move || read_checked(&ws, &path, max))
             .await
@@ -118,7 +125,16 @@ impl Tool for SendFileTool {
         } else {
             FileKind::Document
         };
-        let name = shown.rsplit('/').next().unwrap_or("file").to_owned();
+        // What the chat shows as the file's name: bidi, invisible and
+        // control characters made visible, as on approval cards, so a name
+        // cannot reorder itself (`report<U+202E>fdp.exe`) or hide a part.
+        let shown_name = crate::visible::visible_name(shown.rsplit('/').next().unwrap_or("file"));
+        let note = if shown_name.escaped > 0 {
+            "; hidden or control characters in its name are shown as ⟨U+…⟩"
+        } else {
+            ""
+        };
+        let name = shown_name.text;
         let size = bytes.len();
         let mut file = OutgoingFile::document(origin.chat, name, bytes);
         file.kind = kind;
@@ -138,7 +154,7 @@ impl Tool for SendFileTool {
             "document"
         };
         Ok(format!(
-            "sent `{shown}` ({size} bytes) to the chat as a {how}"
+            "sent `{shown}` ({size} bytes) to the chat as a {how}{note}"
         ))
     }
 }

@@ -100,7 +100,8 @@ pub struct ToolContext {
     /// Stable id of the calling session (for tools that keep per-session state).
     pub session_id: crate::domain::SessionId,
     /// Who called and from which chat (for tools that act later on the user's
-    /// behalf, like schedules). `None` outside a chat turn.
+    /// behalf, like schedules; the file and exec tools act in that user's own
+    /// workspace folder). `None` outside a chat turn: the whole workspace.
     pub origin: Option<crate::domain::Conversation>,
     /// Who decides the approval cards of work done on the caller's behalf
     /// (a sub-agent that acts); `None` where nobody can be asked.
@@ -160,6 +161,30 @@ impl ToolError {
     }
 }
 
+impl From<crate::workspace::PathError> for ToolError {
+    /// A path refused by the caller's view of the workspace.
+    fn from(e: crate::workspace::PathError) -> ToolError {
+        use crate::workspace::PathError;
+        match e {
+            PathError::Invalid(m) => ToolError::InvalidArguments(m),
+            PathError::Outside(m) => ToolError::Forbidden(m),
+            PathError::Unreadable(m) => ToolError::failed(m),
+        }
+    }
+}
+
+impl From<crate::workspace::BeneathError> for ToolError {
+    /// A workspace directory that could not be opened without following a
+    /// link (the caller's folder, on the way to a file).
+    fn from(e: crate::workspace::BeneathError) -> ToolError {
+        use crate::workspace::BeneathError;
+        match e {
+            BeneathError::Link(_) | BeneathError::Outside(_) => ToolError::Forbidden(e.to_string()),
+            BeneathError::NotDir(_) | BeneathError::Io { .. } => ToolError::failed(e.to_string()),
+        }
+    }
+}
+
 /// A tool the agent can call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync + 'static {
@@ -183,6 +208,17 @@ pub trait Tool: Send + Sync + 'static {
         Ok(())
     }
 
+    /// [`Tool::validate`] for a call made in `caller`'s turn (`None`: outside
+    /// a chat). Tools whose files depend on who calls (each user has their
+    /// own workspace folder) check against the caller's; the agent calls this.
+    fn validate_for(
+        &self,
+        args: &Value,
+        _caller: Option<&crate::domain::Conversation>,
+    ) -> Result<(), ToolError> {
+        self.validate(args)
+    }
+
     /// Whether the progress of a foreground call is shown in the chat while it
     /// runs (a sub-agent's steps). Off by default: a command's output lines,
     /// for one, are for the model, not for everyone in the chat.
@@ -199,6 +235,17 @@ pub trait Tool: Send + Sync + 'static {
     /// summary, ...). Defaults to the pretty-printed arguments.
     async fn approval_summary(&self, args: &Value) -> String {
         serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
+    }
+
+    /// [`Tool::approval_summary`] for a call made in `caller`'s turn: a card
+    /// shows what the call does in the caller's own workspace folder (and
+    /// never the content of another user's file). The agent calls this.
+    async fn approval_summary_for(
+        &self,
+        args: &Value,
+        _caller: Option<&crate::domain::Conversation>,
+    ) -> String {
+        self.approval_summary(args).await
     }
 
     /// Runs the call. The returned text is the observation the model sees.

@@ -18,6 +18,7 @@ const ORDER: &[&str] = &[
     "clock",
     "dirs",
     "domain",
+    "workspace",
     "busy",
     "metrics",
     "portfolio",

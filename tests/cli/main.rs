@@ -17,6 +17,7 @@ mod console_tty;
 mod console_tty_progress;
 mod console_tty_stream;
 mod docs;
+mod env_file_sandbox;
 mod first_run;
 mod init_wizard;
 mod layers;

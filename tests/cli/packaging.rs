@@ -67,9 +67,15 @@ fn the_systemd_unit_is_hardened_and_the_release_binary_lean() {
         "CapabilityBoundingSet=",
         "User=switchboard",
         "StateDirectory=switchboard",
+        // The secrets: a root-owned file systemd copies for the service,
+        // read from the credentials directory (which the sandbox denies).
+        "LoadCredential=env:/etc/switchboard/env",
+        "ExecStart=/usr/local/bin/switchboard --env-file ${CREDENTIALS_DIRECTORY}/env run",
     ] {
         assert!(u.lines().any(|l| l == opt), "{opt} missing");
     }
+    assert!(u.contains("install -Dm600 -o root -g root .env /etc/switchboard/env"));
+    assert!(!u.contains("EnvironmentFile="), "{u}");
     let cargo = read("Cargo.toml");
     let release = cargo.split("[profile.release]").nth(1).unwrap();
     let release = release.split("\n[").next().unwrap();

@@ -181,7 +181,7 @@ async fn a_sub_agents_card_survives_a_restart_on(db: &Db) {
     assert!(card.text.contains("echo acted"), "{}", card.text);
     first.stop().await;
     assert_eq!(
-        lines(db.dir.join("ws/ran.txt")),
+        lines(db.dir.join("ws/users/console-1/ran.txt")),
         0,
         "nothing ran before the press"
     );
@@ -216,7 +216,11 @@ async fn a_sub_agents_card_survives_a_restart_on(db: &Db) {
             .chat,
         dm_chat(1)
     );
-    assert_eq!(lines(db.dir.join("ws/ran.txt")), 1, "the command ran once");
+    assert_eq!(
+        lines(db.dir.join("ws/users/console-1/ran.txt")),
+        1,
+        "the command ran once"
+    );
     let requests = llm.requests().await;
     let n = requests.len();
     // The sub-agent continued its own conversation: its task, its call, the result.
@@ -534,7 +538,11 @@ async fn a_resumed_turn_cut_short_is_reported_on(db: &Db) {
     assert_eq!(reply_to, Some(Some(asked)), "it answers the request");
     second.running.idle().await;
     assert_eq!(llm.requests().await.len(), 2, "not run again");
-    assert_eq!(lines(db.dir.join("ws/ran.txt")), 1, "the command ran once");
+    assert_eq!(
+        lines(db.dir.join("ws/users/console-1/ran.txt")),
+        1,
+        "the command ran once"
+    );
     second.stop().await;
 }
 
@@ -750,7 +758,7 @@ async fn two_instances_pressing_the_same_approval_execute_it_once_on(db: &Db) {
     // Let any duplicate show up before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        lines(db.dir.join("ws/runs.txt")),
+        lines(db.dir.join("ws/users/console-1/runs.txt")),
         1,
         "the command ran exactly once"
     );

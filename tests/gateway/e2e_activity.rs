@@ -119,6 +119,7 @@ async fn secrets_in_arguments_are_masked() {
 async fn verbose_switches_per_session_and_is_stored() {
     let h = Harness::with(TOOLS).await;
     h.write("notes/todo.txt", "buy milk\n");
+    h.write_for(2, "notes/todo.txt", "buy milk\n");
 
     h.channel.dm(1, "/verbose loud").await;
     h.wait_for("the usage", |l| l.any_contains("Unknown verbosity `loud`"))

@@ -214,7 +214,10 @@ async fn path_traversal_is_refused() {
     let results = tool_results(&h.requests(2).await[1]);
     assert_eq!(results.len(), 2);
     for (id, content) in results {
-        assert!(content.contains("outside the workspace"), "{id}: {content}");
+        assert!(
+            content.contains("outside your workspace folder"),
+            "{id}: {content}"
+        );
         assert!(!content.contains("root:"), "{id}: {content}");
     }
     h.stop().await;

@@ -283,7 +283,7 @@ async fn a_queued_task_can_be_cancelled_before_it_starts() {
     let stored = h.running.store.task(&queued.id).await.unwrap().unwrap();
     assert_eq!(stored.status, TaskStatus::Cancelled);
     assert!(
-        !h.config.workspace_dir.join("never.txt").exists(),
+        !h.workspace().join("never.txt").exists(),
         "a cancelled queued task never runs"
     );
     h.stop().await;

@@ -369,7 +369,7 @@ async fn send_file_delivers_a_generated_png_as_a_photo() {
     assert_eq!((caption.as_deref(), bytes), (Some("Q3 chart"), &chart));
     let requests = h.requests(3).await;
     assert!(
-        tool_result(&requests[2], "s2").contains("outside the workspace"),
+        tool_result(&requests[2], "s2").contains("outside your workspace folder"),
         "{:#}",
         requests[2]
     );

@@ -31,6 +31,7 @@ mod e2e_subagent_acts;
 mod e2e_task_final;
 mod e2e_task_notify;
 mod e2e_text_tool_calls;
+mod e2e_workspace;
 mod health;
 mod media_retention;
 mod platform_files;

@@ -24,7 +24,7 @@ use support::test_channel::Download;
 use switchboard::agent::Images;
 use switchboard::media::{files, Media, MediaConfig};
 use switchboard::store::{MediaFile, MediaOrigin, Store};
-use switchboard::tools::ImageSink;
+use switchboard::tools::{ImageSink, Workspace};
 use switchboard_platform::AttachmentKind;
 
 const DAY_MS: i64 = 86_400_000;
@@ -136,6 +136,7 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
             h.running.store.clone(),
             h.data_dir(),
             "fake-model",
+            Arc::new(Workspace::new(h.workspace()).unwrap()),
         );
         let on_disk = |hash: &str| files::path_of(&media_dir, hash).exists();
         let all = [&original, &scaled, &produced];
@@ -186,13 +187,14 @@ async fn leftovers_past_retention_go_fresh_ones_stay_and_a_missing_file_does_not
     for url in database_urls(dir.path()).await {
         let data = tempfile::tempdir().unwrap();
         let store = Store::open(&url).await.unwrap();
-        let config = MediaConfig::new(data.path(), &data.path().join("ws"));
+        let config = MediaConfig::new(data.path());
         let media_dir = config.dir.clone();
         let media = Media::new(
             config,
             store.clone(),
             data.path().to_path_buf(),
             "fake-model",
+            Arc::new(Workspace::new(data.path().join("ws")).unwrap()),
         );
         let month = Duration::from_secs(31 * 86_400);
 

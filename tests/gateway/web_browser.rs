@@ -211,7 +211,8 @@ async fn approve_in_a_real_browser_and_watch_the_task() {
             .await,
         "no final notification"
     );
-    let job = dir.path().join("workspace").join("job.txt");
+    // Ann's command ran in her own workspace folder.
+    let job = dir.path().join("workspace/users/telegram-900/job.txt");
     assert_eq!(std::fs::read_to_string(&job).unwrap(), "finished\n");
 
     // Every other page, with screenshots.

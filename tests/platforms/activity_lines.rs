@@ -35,7 +35,8 @@ async fn telegram_shows_the_tool_line_then_collapses_it() {
         workspace = Some(c.workspace_dir.clone());
     })
     .await;
-    let workspace = workspace.unwrap();
+    // Ann's own workspace folder: her turns see only it.
+    let workspace = workspace.unwrap().join("users/telegram-900");
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::write(workspace.join("notes.txt"), "buy milk\n").unwrap();
     tool_round(&e.llm, Duration::from_millis(60));
@@ -79,7 +80,10 @@ async fn telegram_shows_the_tool_line_then_collapses_it() {
 #[tokio::test]
 async fn discord_shows_the_tool_line_then_collapses_it() {
     let e = discord_e2e::E2e::with(&[("CHAT_VERBOSITY", "tools")]).await;
-    let ws = e._dir.path().join("ws");
+    let ws = e
+        ._dir
+        .path()
+        .join(format!("ws/users/discord-{}", discord_e2e::ALICE));
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("notes.txt"), "buy milk\n").unwrap();
     // Past Discord's edit interval (a second) while the answer streams.

@@ -376,8 +376,10 @@ async fn a_csv_in_a_thread_is_read_and_a_chart_goes_back_into_the_thread() {
     image::RgbImage::from_pixel(32, 16, image::Rgb([1, 2, 3]))
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .unwrap();
-    std::fs::create_dir_all(e._dir.path().join("ws")).unwrap();
-    std::fs::write(e._dir.path().join("ws/chart.png"), &png).unwrap();
+    // Alice's own workspace folder: her turns see only it.
+    let folder = e._dir.path().join(format!("ws/users/discord-{ALICE}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("chart.png"), &png).unwrap();
     e.llm.push(Reply::tool_calls([(
         "s1",
         "send_file",

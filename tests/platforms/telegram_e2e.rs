@@ -316,7 +316,9 @@ async fn a_photo_is_seen_by_the_model_and_a_chart_goes_back_into_the_topic() {
     );
 
     // In a forum topic, send_file delivers the chart there as a photo.
-    let chart = e._dir.path().join("workspace/chart.png");
+    // Bob's own workspace folder: his turns see only it.
+    let chart = e._dir.path().join("workspace/users/telegram-901/chart.png");
+    std::fs::create_dir_all(chart.parent().unwrap()).unwrap();
     std::fs::write(&chart, &png).unwrap();
     e.llm.push(Reply::tool_calls([(
         "s1",

@@ -112,8 +112,21 @@ impl Harness {
         }
     }
 
-    /// The workspace the file and exec tools act in.
+    /// The workspace folder of user 1 (the user most tests talk as): where
+    /// the file and exec tools of their turns act, and their uploads land.
     pub fn workspace(&self) -> PathBuf {
+        self.folder(1)
+    }
+
+    /// The workspace folder of the test channel's `user`
+    /// (`users/console-<user>`: the test channel is no local operator).
+    #[allow(dead_code)]
+    pub fn folder(&self, user: i64) -> PathBuf {
+        self.root().join("users").join(format!("console-{user}"))
+    }
+
+    /// The whole workspace (`WORKSPACE_DIR`), as the operator sees it.
+    pub fn root(&self) -> PathBuf {
         self.dir.path().join("ws")
     }
 
@@ -121,9 +134,14 @@ impl Harness {
         self.dir.path().join("data")
     }
 
-    /// Writes a file into the workspace.
+    /// Writes a file into user 1's workspace folder.
     pub fn write(&self, rel: &str, content: &str) -> PathBuf {
-        let path = self.workspace().join(rel);
+        self.write_for(1, rel, content)
+    }
+
+    /// Writes a file into `user`'s workspace folder.
+    pub fn write_for(&self, user: i64, rel: &str, content: &str) -> PathBuf {
+        let path = self.folder(user).join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, content).unwrap();
         path

@@ -314,7 +314,21 @@ pub fn dm_chat(user: i64) -> ChatAddress {
 impl TestChannel {
     /// Capabilities: 4096 chars, edits and buttons, no edit interval.
     pub fn new() -> Arc<TestChannel> {
+        Self::with_capabilities(Self::capabilities_of_new())
+    }
+
+    /// Like [`TestChannel::new`], as the operator at the machine (the
+    /// console's `local_operator`): its users see the whole workspace.
+    #[allow(dead_code)]
+    pub fn local_operator() -> Arc<TestChannel> {
         Self::with_capabilities(Capabilities {
+            local_operator: true,
+            ..Self::capabilities_of_new()
+        })
+    }
+
+    fn capabilities_of_new() -> Capabilities {
+        Capabilities {
             max_message_len: 4096,
             length_unit: LengthUnit::Chars,
             can_edit: true,
@@ -326,7 +340,7 @@ impl TestChannel {
             max_download_bytes: 20 << 20,
             answer_buttons: true,
             local_operator: false,
-        })
+        }
     }
 
     pub fn with_capabilities(caps: Capabilities) -> Arc<TestChannel> {
@@ -478,6 +492,32 @@ impl TestChannel {
             text: text.to_owned(),
             reply_to: None,
             addressed: Addressed::Dm,
+            attachments,
+            timestamp: chrono::Utc::now(),
+            parent: None,
+        }))
+        .await;
+        id
+    }
+
+    /// `user` writes in group `chat` to the bot (mentioning it), with files.
+    #[allow(dead_code)]
+    pub async fn group_with(
+        &self,
+        user_id: i64,
+        chat: i64,
+        text: &str,
+        attachments: Vec<Attachment>,
+    ) -> MessageId {
+        let id = self.next_id();
+        self.deliver(Inbound::Message(InboundMessage {
+            chat: ChatAddress::new(Platform::Console, ChatId(chat), None),
+            chat_kind: ChatKind::Group,
+            user: user(user_id),
+            message_id: id,
+            text: text.to_owned(),
+            reply_to: None,
+            addressed: Addressed::Mention,
             attachments,
             timestamp: chrono::Utc::now(),
             parent: None,

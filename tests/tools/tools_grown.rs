@@ -362,7 +362,7 @@ async fn scripts_that_run_their_input_or_live_outside_the_workspace_are_refused(
     let eval = tool_result(&requests[1], "c_eval");
     assert!(eval.contains("runs text as code"), "{eval}");
     let out = tool_result(&requests[1], "c_out");
-    assert!(out.contains("outside the workspace"), "{out}");
+    assert!(out.contains("outside your workspace folder"), "{out}");
     assert_eq!(h.channel.log().cards_ever(), 0);
     h.stop().await;
 }
@@ -427,4 +427,48 @@ async fn a_tool_added_through_one_process_is_offered_by_another_at_once() {
     assert_eq!(seen.lock().unwrap().len(), 1, "B called the API");
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn a_script_tool_from_one_users_folder_runs_for_another_in_theirs_seeing_only_the_script() {
+    let h = builders(&[]).await;
+    let script = h.workspace().join("tools/peek.sh");
+    h.write("tools/secret.txt", "TOPSECRET of user 1");
+    let hash = write_script(
+        &script,
+        "#!/bin/sh\nread -r input\npwd\ncat \"$(dirname \"$0\")/secret.txt\" 2>&1\necho end\n",
+    );
+    let add = json!({
+        "action": "add", "name": "peek", "description": "Says where it runs",
+        "command": "tools/peek.sh", "sha256": hash,
+        "parameters": {"type": "object", "properties": {}}
+    });
+    h.llm
+        .push(Reply::tool_calls([("c_add", "script_tool", add)]));
+    h.llm.push(Reply::text("Added."));
+    let card = approve_once(&h, "make peek a tool", "Added.").await;
+    assert!(
+        card.contains("\"command\":\"users/console-1/tools/peek.sh\""),
+        "stored relative to the whole workspace: {card}"
+    );
+
+    // User 2 runs it: in their own folder, with the script but not its folder.
+    h.llm
+        .push(Reply::tool_calls([("c_peek", "peek", json!({}))]));
+    h.llm.push(Reply::text("Peeked."));
+    let before = h.channel.log().cards_ever();
+    h.channel.dm(2, "peek please").await;
+    h.wait_for("a card", |l| l.cards_ever() > before).await;
+    let card = h.channel.log().card().unwrap();
+    h.channel.press(2, &card.action('y')).await;
+    h.wait_for("the run", |l| l.has_text("Peeked.")).await;
+    let requests = h.requests(4).await;
+    let result = tool_result(&requests[3], "c_peek");
+    assert!(
+        result.contains(&format!("{}\n", h.folder(2).display())),
+        "runs in user 2's folder: {result}"
+    );
+    assert!(result.contains("end"), "the script itself ran: {result}");
+    assert!(!result.contains("TOPSECRET"), "{result}");
+    h.stop().await;
 }

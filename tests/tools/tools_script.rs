@@ -66,8 +66,9 @@ async fn a_script_tool_runs_after_approval_with_json_on_stdin_and_no_secrets() {
         result.starts_with("exit code: 3 (the script failed)"),
         "{result}"
     );
+    // It runs in the caller's own workspace folder.
     assert!(
-        result.contains(r#"args=--loud stdin={"who":"Ann \"the\" Admin"} cwd=ws key=none"#),
+        result.contains(r#"args=--loud stdin={"who":"Ann \"the\" Admin"} cwd=console-1 key=none"#),
         "{result}"
     );
 

@@ -19,7 +19,12 @@ pub(super) const STORAGE: Section = Section {
         v(
             "WORKSPACE_DIR",
             "`$DATA_DIR/workspace`",
-            "the only directory `read_file`, `write_file` and `exec_command` touch",
+            "the only directory `read_file`, `write_file` and `exec_command` touch; each chat user's turns see only their own folder of it, `users/<platform>-<user>/`, the console's operator all of it (see [Tools](tools.md#the-workspace))",
+        ),
+        v(
+            "WORKSPACE_QUOTA_MB",
+            "2048",
+            "what each user's workspace folder may hold: an upload or `write_file` that would go over it is refused, and a command whose folder grows past it is stopped (measured every 2 s). The console operator's view of the whole workspace has no quota",
         ),
     ],
 };
@@ -93,7 +98,7 @@ pub(super) const APPROVALS: Section = Section {
         v(
             "EXEC_NETWORK",
             "`allow`",
-            "`none` (recommended) denies commands TCP (Landlock ABI ≥ 4, Linux 6.7) and new Unix/IP sockets (seccomp), or gives them an empty network namespace (bwrap); `allow` keeps the gateway's network, its local sockets included",
+            "`none` (recommended) denies commands TCP (Landlock ABI ≥ 4, Linux 6.7) and every new socket (seccomp), or gives them an empty network namespace (bwrap; Unix sockets only); `allow` keeps the gateway's network but not its own ports (`WEB_LISTEN`, `HEALTH_LISTEN`, `TELEGRAM_WEBHOOK_LISTEN`, `MCP_LISTEN`) nor the PostgreSQL port (Landlock ABI ≥ 4, also under bwrap; else a warning at every start), and no Unix socket",
         ),
     ],
 };

@@ -4,8 +4,9 @@
 
 use super::script_check::current_hash;
 use super::GrownEnv;
+use crate::domain::Conversation;
 use crate::tools::script_defs::parse_script;
-use crate::tools::{ScriptTool, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
+use crate::tools::{ScriptTool, Tool, ToolContext, ToolError, ToolSource, ToolSpec, Workspace};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use std::sync::Arc;
 pub(crate) struct GuardedScript {
     inner: ScriptTool,
     program: PathBuf,
+    /// The whole workspace's root, which the script is read from.
+    base: PathBuf,
     /// The workspace-relative path, for messages.
     shown: String,
     approved: String,
@@ -26,24 +29,29 @@ impl GuardedScript {
         env: &GrownEnv,
     ) -> Result<GuardedScript, String> {
         let approved = approved.ok_or("no approved script hash is stored")?;
-        let (manifest, program) = resolve_command(manifest, env)?;
+        // Stored relative to the whole workspace (a user's folder included).
+        let (manifest, program) = resolve_command(manifest, &env.workspace)?;
         let def = parse_script(manifest, env.workspace.root())?;
         Ok(GuardedScript {
             shown: env.workspace.display(&program),
             program,
+            base: env.workspace.base().to_path_buf(),
             approved: approved.to_owned(),
+            // It runs in each caller's own folder; of the folder it lives
+            // in, callers see the script alone.
             inner: ScriptTool::new(
                 def,
                 Arc::clone(&env.workspace),
                 env.max_output_chars,
                 Arc::clone(&env.sandbox),
-            ),
+            )
+            .reading_only_its_file(),
         })
     }
 
     /// Refuses when the script is not the one approved.
     fn unchanged(&self) -> Result<(), ToolError> {
-        let now = current_hash(&self.program).map_err(|e| {
+        let now = current_hash(&self.base, &self.program).map_err(|e| {
             ToolError::failed(format!("the script {} cannot be used: {e}", self.shown))
         })?;
         if now == self.approved {
@@ -60,20 +68,17 @@ impl GuardedScript {
     }
 }
 
-/// The manifest with its `command` resolved inside the workspace (refused
-/// outside it, symlinks included), and that path.
+/// The manifest with its `command` resolved inside `ws` (the caller's view:
+/// refused outside it, symlinks included), and that path.
 pub(crate) fn resolve_command(
     mut manifest: Value,
-    env: &GrownEnv,
+    ws: &Workspace,
 ) -> Result<(Value, PathBuf), String> {
     let command = manifest
         .get("command")
         .and_then(Value::as_str)
         .ok_or("`command` (the script's path in the workspace) is missing")?;
-    let program = env
-        .workspace
-        .resolve(command)
-        .map_err(|e| e.for_model().trim_start_matches("error: ").to_owned())?;
+    let program = ws.resolve(command).map_err(|e| e.to_string())?;
     if let Some(obj) = manifest.as_object_mut() {
         obj.insert(
             "command".into(),
@@ -99,9 +104,13 @@ impl Tool for GuardedScript {
     }
 
     async fn approval_summary(&self, args: &Value) -> String {
+        self.approval_summary_for(args, None).await
+    }
+
+    async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
         format!(
             "{}\nscript {} sha256 {}…",
-            self.inner.approval_summary(args).await,
+            self.inner.approval_summary_for(args, caller).await,
             self.shown,
             &self.approved[..12]
         )

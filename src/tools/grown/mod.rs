@@ -183,8 +183,22 @@ impl<T: Tool> Tool for Grown<T> {
     fn validate(&self, args: &Value) -> Result<(), super::ToolError> {
         self.0.validate(args)
     }
+    fn validate_for(
+        &self,
+        args: &Value,
+        caller: Option<&crate::domain::Conversation>,
+    ) -> Result<(), super::ToolError> {
+        self.0.validate_for(args, caller)
+    }
     async fn approval_summary(&self, args: &Value) -> String {
         self.0.approval_summary(args).await
+    }
+    async fn approval_summary_for(
+        &self,
+        args: &Value,
+        caller: Option<&crate::domain::Conversation>,
+    ) -> String {
+        self.0.approval_summary_for(args, caller).await
     }
     async fn call(
         &self,

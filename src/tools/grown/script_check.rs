@@ -4,7 +4,9 @@
 //! substitute for the card (which shows the hash) or for the exec sandbox
 //! every script runs in.
 
+use crate::workspace::beneath::{Dir, How};
 use sha2::{Digest, Sha256};
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -45,24 +47,40 @@ const RUNS_INPUT: &[&str] = &[
     "$(cat)",
 ];
 
-/// The script's SHA-256 (hex), after the checks; `Err` says which failed.
-pub(crate) fn inspect(path: &Path) -> Result<String, String> {
-    let bytes = read(path)?;
+/// The script at `path` (inside the workspace `base`): its SHA-256 (hex)
+/// and text, after the checks; `Err` says which failed.
+pub(crate) fn inspect(base: &Path, path: &Path) -> Result<(String, String), String> {
+    let bytes = read(base, path)?;
     check_text(&bytes)?;
-    Ok(sha256(&bytes))
+    let hash = sha256(&bytes);
+    Ok((hash, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// The script's SHA-256 (hex) as it is now.
-pub(crate) fn current_hash(path: &Path) -> Result<String, String> {
-    read(path).map(|b| sha256(&b))
+pub(crate) fn current_hash(base: &Path, path: &Path) -> Result<String, String> {
+    read(base, path).map(|b| sha256(&b))
 }
 
 fn sha256(bytes: &[u8]) -> String {
     crate::hex::encode(&Sha256::digest(bytes))
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+/// The script's bytes, opened from the workspace root down without
+/// following a link (what is hashed and shown is the file checked, never a
+/// link swapped in meanwhile) and checked on the open file.
+fn read(base: &Path, path: &Path) -> Result<Vec<u8>, String> {
+    let rel = path
+        .strip_prefix(base)
+        .map_err(|_| "it is outside the workspace".to_owned())?;
+    let file = Dir::open(base)
+        .map_err(|e| format!("cannot read it: {e}"))
+        .and_then(|d| {
+            d.open_file(rel, How::Read, false)
+                .map_err(|e| format!("cannot read it: {e}"))
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
     if !meta.is_file() {
         return Err("it is not a regular file".into());
     }
@@ -75,7 +93,14 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
             MAX_SCRIPT_BYTES / 1024
         ));
     }
-    std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_SCRIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err("it grew while it was read".into());
+    }
+    Ok(bytes)
 }
 
 fn check_text(bytes: &[u8]) -> Result<(), String> {
@@ -131,12 +156,21 @@ mod tests {
 
     #[test]
     fn a_plain_script_passes_and_is_hashed() {
-        let (_d, p) = script("#!/bin/sh\n# counts lines\nwc -l notes.txt\n");
-        let hash = inspect(&p).unwrap();
+        let (d, p) = script("#!/bin/sh\n# counts lines\nwc -l notes.txt\n");
+        let (hash, text) = inspect(d.path(), &p).unwrap();
         assert_eq!(hash.len(), 64);
-        assert_eq!(current_hash(&p).unwrap(), hash);
+        assert!(text.starts_with("#!/bin/sh\n# counts lines"), "{text}");
+        assert_eq!(current_hash(d.path(), &p).unwrap(), hash);
         std::fs::write(&p, "#!/bin/sh\nwc -w notes.txt\n").unwrap();
-        assert_ne!(current_hash(&p).unwrap(), hash);
+        assert_ne!(current_hash(d.path(), &p).unwrap(), hash);
+        // A link swapped in for the script is not followed.
+        let other = d.path().join("other");
+        std::fs::rename(&p, &other).unwrap();
+        std::os::unix::fs::symlink(&other, &p).unwrap();
+        assert!(current_hash(d.path(), &p)
+            .unwrap_err()
+            .contains("symbolic link"));
+        assert!(inspect(Path::new("/nowhere"), &other).is_err());
     }
 
     #[test]
@@ -153,15 +187,19 @@ mod tests {
             ("#!/usr/bin/env -S wget -i\n", "only talks to the network"),
             ("echo no shebang\n", "no `#!` line"),
         ] {
-            let (_d, p) = script(body);
-            let e = inspect(&p).unwrap_err();
+            let (d, p) = script(body);
+            let e = inspect(d.path(), &p).unwrap_err();
             assert!(e.contains(why), "{body:?}: {e}");
         }
-        let (_d, p) = script("");
+        let (d, p) = script("");
         std::fs::write(&p, [0x7f, b'E', b'L', b'F', 0xff, 0xfe, 0]).unwrap();
-        assert!(inspect(&p).unwrap_err().contains("not a text script"));
-        let (_d, p) = script("#!/bin/sh\necho hi\n");
+        assert!(inspect(d.path(), &p)
+            .unwrap_err()
+            .contains("not a text script"));
+        let (d, p) = script("#!/bin/sh\necho hi\n");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(inspect(&p).unwrap_err().contains("not executable"));
+        assert!(inspect(d.path(), &p)
+            .unwrap_err()
+            .contains("not executable"));
     }
 }

@@ -8,9 +8,10 @@ use super::guarded::resolve_command;
 use super::http_manage::{storage, unwrap_params};
 use super::script_check::inspect;
 use super::{caller, GrownTools, ToolBuilders};
+use crate::domain::Conversation;
 use crate::store::GrownKind;
 use crate::tools::script_defs::parse_script;
-use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::tools::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ enum Change {
         manifest: Value,
         program: PathBuf,
         sha256: String,
+        /// The script's text, for the card.
+        text: String,
     },
     Remove(String),
 }
@@ -71,7 +74,9 @@ impl ScriptToolManager {
         }
     }
 
-    fn change(&self, args: &Value) -> Result<Change, ToolError> {
+    /// The change `args` ask for, the script looked for in `ws` (the
+    /// caller's view of the workspace).
+    fn change(&self, args: &Value, ws: &Workspace) -> Result<Change, ToolError> {
         let args = unwrap_params(args);
         let name = args
             .get("name")
@@ -80,12 +85,17 @@ impl ScriptToolManager {
             .ok_or_else(|| invalid("`name` is required"))?;
         match args.get("action").and_then(Value::as_str) {
             Some("remove") => Ok(Change::Remove(name)),
-            Some("add" | "update") => self.put(name, &args),
+            Some("add" | "update") => self.put(name, &args, ws),
             _ => Err(invalid("`action` must be add, update or remove")),
         }
     }
 
-    fn put(&self, name: String, args: &Map<String, Value>) -> Result<Change, ToolError> {
+    fn put(
+        &self,
+        name: String,
+        args: &Map<String, Value>,
+        ws: &Workspace,
+    ) -> Result<Change, ToolError> {
         let env = self.grown.env();
         if env.reserved.contains(&name) {
             return Err(invalid("the name belongs to a built-in or operator tool"));
@@ -103,12 +113,21 @@ impl ScriptToolManager {
                 manifest.insert(key.into(), v.clone());
             }
         }
-        let manifest = Value::Object(manifest);
         let (resolved, program) =
-            resolve_command(manifest.clone(), env).map_err(|e| invalid(&e))?;
-        parse_script(resolved, env.workspace.root()).map_err(|e| invalid(&e))?;
-        let shown = env.workspace.display(&program);
-        let sha256 = inspect(&program).map_err(|e| {
+            resolve_command(Value::Object(manifest.clone()), ws).map_err(|e| invalid(&e))?;
+        parse_script(resolved, ws.root()).map_err(|e| invalid(&e))?;
+        // Kept relative to the whole workspace: the same script for every
+        // process and caller, wherever the caller's folder is.
+        let stored = program
+            .strip_prefix(env.workspace.base())
+            .unwrap_or(&program);
+        manifest.insert(
+            "command".into(),
+            Value::String(stored.display().to_string()),
+        );
+        let manifest = Value::Object(manifest);
+        let shown = ws.display(&program);
+        let (sha256, text) = inspect(env.workspace.base(), &program).map_err(|e| {
             ToolError::Forbidden(format!("the script {shown} cannot be a tool: {e}"))
         })?;
         match args.get("sha256").and_then(Value::as_str) {
@@ -130,6 +149,7 @@ impl ScriptToolManager {
             manifest,
             program,
             sha256,
+            text,
         })
     }
 }
@@ -139,8 +159,7 @@ fn invalid(why: &str) -> ToolError {
 }
 
 /// The script's first lines, for the card.
-fn head(program: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(program).unwrap_or_default();
+fn head(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = lines
         .iter()
@@ -161,18 +180,32 @@ impl Tool for ScriptToolManager {
     }
 
     fn validate(&self, args: &Value) -> Result<(), ToolError> {
-        self.change(args).map(drop)
+        self.validate_for(args, None)
+    }
+
+    fn validate_for(&self, args: &Value, caller: Option<&Conversation>) -> Result<(), ToolError> {
+        let ws = self.grown.env().workspace.view(caller)?;
+        self.change(args, &ws).map(drop)
     }
 
     async fn approval_summary(&self, args: &Value) -> String {
+        self.approval_summary_for(args, None).await
+    }
+
+    async fn approval_summary_for(&self, args: &Value, caller: Option<&Conversation>) -> String {
         let _ = self.grown.refresh().await;
         let exists = |n: &str| self.grown.rows().iter().any(|r| r.name == n);
-        match self.change(args) {
+        let ws = match self.grown.env().workspace.view(caller) {
+            Ok(ws) => ws,
+            Err(e) => return ToolError::from(e).for_model(),
+        };
+        match self.change(args, &ws) {
             Ok(Change::Put {
                 name,
                 manifest,
                 program,
                 sha256,
+                text,
             }) => format!(
                 "{} script tool `{name}`: {}\nscript {} sha256 {sha256}:\n{}",
                 if exists(&name) {
@@ -181,8 +214,8 @@ impl Tool for ScriptToolManager {
                     "Add the"
                 },
                 serde_json::to_string(&manifest).unwrap_or_default(),
-                self.grown.env().workspace.display(&program),
-                head(&program)
+                ws.display(&program),
+                head(&text)
             ),
             Ok(Change::Remove(name)) => format!("Remove the tool `{name}` (added from the chat)"),
             Err(e) => e.for_model(),
@@ -195,7 +228,8 @@ impl Tool for ScriptToolManager {
             return Err(ToolError::Forbidden(self.builders.refusal().into()));
         }
         // Checked again: the script may have changed while the card waited.
-        let change = self.change(&args)?;
+        let ws = self.grown.env().workspace.view(ctx.origin.as_ref())?;
+        let change = self.change(&args, &ws)?;
         let store = self.grown.store();
         let by = caller(ctx);
         self.grown.refresh().await.map_err(storage)?;

@@ -4,17 +4,24 @@
 
 mod bwrap;
 mod child;
+mod detect;
+mod etc;
 mod landlock;
 mod limits;
+mod ports;
+mod protect;
 mod seccomp;
 mod settings;
 
 pub use limits::Limits;
-pub use settings::{Network, SandboxConfig, SandboxMode};
+pub use settings::{Network, Protected, SandboxConfig, SandboxMode};
 
 use child::ChildSetup;
+use protect::Denied;
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The confinement in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,10 +54,18 @@ pub struct Sandbox {
     network: Network,
     limits: Limits,
     mode: SandboxMode,
+    /// The protected paths, resolved at start.
+    denied: Arc<Denied>,
     /// The Landlock rules shared by every command (Landlock level only).
-    base: Option<std::sync::Arc<landlock::Base>>,
-    /// The socket filter (Landlock level with the network off).
-    no_sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
+    base: Option<Arc<landlock::Base>>,
+    /// The seccomp filter: installed by the child (Landlock) or by bwrap.
+    filter: Option<Arc<seccompiler::BpfProgram>>,
+    /// The protected ports' Landlock ruleset (network allowed, ABI ≥ 4).
+    ports: Option<Arc<OwnedFd>>,
+    /// The protected ports `ports` keeps out, in order (for descriptions).
+    kept_ports: Vec<u16>,
+    /// Ports are to be protected and this machine cannot.
+    ports_open: bool,
 }
 
 /// A command ready to get its stdio and environment; keeps the command's
@@ -60,66 +75,12 @@ pub(crate) struct Confined {
     /// `TMPDIR` for the command.
     pub tmpdir: Option<PathBuf>,
     _tmp: Option<tempfile::TempDir>,
+    /// What bwrap reads: the seccomp filter, the files of `/etc` (the
+    /// child's copies count; these may be dropped once it is spawned).
+    _handed: Vec<OwnedFd>,
 }
 
 impl Sandbox {
-    /// Resolves the configured mode against this machine.
-    pub fn detect(config: &SandboxConfig) -> Result<Sandbox, SandboxError> {
-        let abi = child::landlock_abi();
-        let landlock_fits = |abi: u32| config.network == Network::Allow || abi >= 4;
-        let level = match config.mode {
-            SandboxMode::None => Level::None,
-            SandboxMode::Landlock => match abi {
-                None => return Err(SandboxError::NoLandlock),
-                Some(abi) if !landlock_fits(abi) => {
-                    return Err(SandboxError::NetworkNeedsAbi4 { abi })
-                }
-                Some(abi) => Level::Landlock { abi },
-            },
-            SandboxMode::Bwrap => Level::Bwrap {
-                program: working_bwrap().map_err(SandboxError::NoBwrap)?,
-            },
-            SandboxMode::Auto => match abi {
-                Some(abi) if landlock_fits(abi) => Level::Landlock { abi },
-                _ => match (working_bwrap(), abi) {
-                    (Ok(program), _) => Level::Bwrap { program },
-                    (Err(_), Some(abi)) => return Err(SandboxError::NetworkNeedsAbi4 { abi }),
-                    (Err(_), None) => Level::None,
-                },
-            },
-        };
-        let landlock = matches!(level, Level::Landlock { .. });
-        let base = landlock.then(|| std::sync::Arc::new(landlock::Base::new()));
-        let no_sockets = if landlock && config.network == Network::None {
-            let program =
-                seccomp::no_sockets().map_err(|e| SandboxError::Prepare(e.to_string()))?;
-            Some(std::sync::Arc::new(program))
-        } else {
-            None
-        };
-        Ok(Sandbox {
-            level,
-            network: config.network,
-            limits: config.limits,
-            mode: config.mode,
-            base,
-            no_sockets,
-        })
-    }
-
-    /// The strongest sandbox available with the network allowed and default
-    /// limits (tools built without a configuration).
-    pub fn auto() -> Sandbox {
-        Sandbox::detect(&SandboxConfig::default()).unwrap_or(Sandbox {
-            level: Level::None,
-            network: Network::Allow,
-            limits: Limits::default(),
-            mode: SandboxMode::Auto,
-            base: None,
-            no_sockets: None,
-        })
-    }
-
     pub fn level(&self) -> &Level {
         &self.level
     }
@@ -135,15 +96,29 @@ impl Sandbox {
             Level::Bwrap { program } => format!("bwrap ({})", program.display()),
             Level::None => "none".to_owned(),
         };
-        let network = match self.network {
-            Network::Allow => "network allowed",
-            Network::None => "network off",
+        let network = match (self.network, self.kept_ports.as_slice()) {
+            (Network::None, _) => "network off".to_owned(),
+            (Network::Allow, []) => "network allowed".to_owned(),
+            (Network::Allow, ports) => format!(
+                "network allowed but not the gateway's ports ({})",
+                ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         format!("{level}, {network}")
     }
 
-    /// A warning for every start when commands run unconfined.
+    /// A warning for every start when commands run unconfined, or can reach
+    /// the gateway's own ports.
     pub fn warning(&self) -> Option<&'static str> {
+        if self.ports_open {
+            return Some(
+                "EXEC_NETWORK=allow, and this machine cannot keep commands from the gateway's own ports (WEB_LISTEN, HEALTH_LISTEN, TELEGRAM_WEBHOOK_LISTEN, MCP_LISTEN) and the database's: that needs Landlock ABI 4 (Linux 6.7; under EXEC_SANDBOX=bwrap, a bwrap that is not setuid); set EXEC_NETWORK=none",
+            );
+        }
         match (&self.level, self.mode) {
             (Level::None, SandboxMode::None) => Some(
                 "EXEC_SANDBOX=none: approved commands run unconfined, with the gateway's own files, secrets on disk and network",
@@ -179,13 +154,16 @@ impl Sandbox {
             Level::Bwrap { .. } => "bwrap",
             Level::None => return "Commands run unconfined.".to_owned(),
         };
-        let network = match self.network {
-            Network::Allow => "and have network access",
-            Network::None => "and have no network access",
+        let network = match (self.network, self.kept_ports.is_empty()) {
+            (Network::Allow, true) => "and have network access (but open no Unix socket)",
+            (Network::Allow, false) => {
+                "and have network access (but open no Unix socket, nor reach the gateway's own ports)"
+            }
+            (Network::None, _) => "and have no network access",
         };
         format!(
             "Commands run sandboxed ({level}): they write only in the workspace and $TMPDIR, \
-             cannot read the gateway's data or the user's home, {network}; $HOME and $TMPDIR \
+             cannot read the gateway's data, configuration or the user's home, {network}; $HOME and $TMPDIR \
              are a private temp dir emptied after the command."
         )
     }
@@ -200,96 +178,125 @@ impl Sandbox {
         workspace: &Path,
         readable: &[PathBuf],
     ) -> Result<Confined, SandboxError> {
-        let prepare = |e: std::io::Error| SandboxError::Prepare(e.to_string());
+        if self.level != Level::None && self.denied.covers_exactly(workspace) {
+            return Err(SandboxError::Prepare(format!(
+                "the workspace {} is one of the gateway's own paths (DATA_DIR, a configuration file or directory, the credentials): set WORKSPACE_DIR elsewhere",
+                workspace.display()
+            )));
+        }
         let mut setup = ChildSetup {
             limits: self.limits,
             ruleset: None,
             seccomp: None,
             drop_capabilities: false,
+            ports: self.ports.as_ref().map(|fd| fd.as_raw_fd()),
+            inherit: Vec::new(),
         };
-        let (mut command, tmp) = match (&self.level, &self.base) {
-            (Level::Landlock { .. }, Some(base)) => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("switchboard-exec-")
-                    .tempdir()
-                    .map_err(prepare)?;
-                let ruleset =
-                    landlock::ruleset(base, self.network, &[workspace, tmp.path()], readable)
-                        .map_err(|e| SandboxError::Prepare(e.to_string()))?;
-                setup.ruleset = Some(ruleset);
-                setup.seccomp = self.no_sockets.clone();
-                setup.drop_capabilities = true;
+        let mut confined = match &self.level {
+            Level::Landlock { .. } => {
+                self.landlock(&mut setup, program, args, workspace, readable)?
+            }
+            Level::Bwrap { program: bwrap } => {
+                self.bwrap(bwrap, &mut setup, program, args, workspace, readable)?
+            }
+            Level::None => {
                 let mut command = tokio::process::Command::new(program);
                 command.args(args);
-                (command, Some(tmp))
-            }
-            (Level::Landlock { .. }, None) => {
-                return Err(SandboxError::Prepare(
-                    "the Landlock rules were not set up".into(),
-                ))
-            }
-            (Level::Bwrap { program: bwrap }, _) => {
-                let mut command = tokio::process::Command::new(bwrap);
-                command.args(bwrap::argv(
-                    self.network,
-                    workspace,
-                    readable,
-                    program,
-                    args,
-                ));
-                (command, None)
-            }
-            (Level::None, _) => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args);
-                (command, None)
+                Confined {
+                    command,
+                    tmpdir: None,
+                    _tmp: None,
+                    _handed: Vec::new(),
+                }
             }
         };
-        child::install(&mut command, setup);
-        let tmpdir = match (&self.level, &tmp) {
-            (_, Some(t)) => Some(t.path().to_owned()),
-            (Level::Bwrap { .. }, None) => Some(PathBuf::from("/tmp")),
-            _ => None,
+        child::install(&mut confined.command, setup);
+        Ok(confined)
+    }
+
+    /// The bwrap level's command: `bwrap` with its arguments, and the
+    /// descriptors it reads (the seccomp filter, the files of `/etc`).
+    fn bwrap(
+        &self,
+        bwrap: &Path,
+        setup: &mut ChildSetup,
+        program: &OsString,
+        args: &[OsString],
+        workspace: &Path,
+        readable: &[PathBuf],
+    ) -> Result<Confined, SandboxError> {
+        let filter = self.filter.as_deref().map(bwrap_filter).transpose()?;
+        let view = bwrap::View {
+            network: self.network,
+            workspace,
+            readable,
+            denied: &self.denied,
+            seccomp_fd: filter.as_ref().map(AsRawFd::as_raw_fd),
         };
+        let (argv, files) = bwrap::argv(&view, program, args);
+        let handed: Vec<OwnedFd> = filter
+            .map(OwnedFd::from)
+            .into_iter()
+            .chain(files.into_iter().map(OwnedFd::from))
+            .collect();
+        setup.inherit = handed.iter().map(AsRawFd::as_raw_fd).collect();
+        let mut command = tokio::process::Command::new(bwrap);
+        command.args(argv);
         Ok(Confined {
             command,
-            tmpdir,
-            _tmp: tmp,
+            tmpdir: Some(PathBuf::from("/tmp")),
+            _tmp: None,
+            _handed: handed,
+        })
+    }
+
+    /// The Landlock level's command: its private temp dir and ruleset.
+    fn landlock(
+        &self,
+        setup: &mut ChildSetup,
+        program: &OsString,
+        args: &[OsString],
+        workspace: &Path,
+        readable: &[PathBuf],
+    ) -> Result<Confined, SandboxError> {
+        let prepare = |e: String| SandboxError::Prepare(e);
+        let base = self
+            .base
+            .as_ref()
+            .ok_or_else(|| prepare("the Landlock rules were not set up".into()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("switchboard-exec-")
+            .tempdir()
+            .map_err(|e| prepare(e.to_string()))?;
+        let writable = [workspace, tmp.path()];
+        let ruleset = landlock::ruleset(base, self.network, &writable, readable, &self.denied)
+            .map_err(|e| prepare(e.to_string()))?;
+        setup.ruleset = Some(ruleset);
+        setup.seccomp = self.filter.clone();
+        setup.drop_capabilities = true;
+        let mut command = tokio::process::Command::new(program);
+        command.args(args);
+        Ok(Confined {
+            command,
+            tmpdir: Some(tmp.path().to_owned()),
+            _tmp: Some(tmp),
+            _handed: Vec::new(),
         })
     }
 }
 
-/// `bwrap` on `PATH`, checked to start a namespace here (it may be installed
-/// where user namespaces are off).
-fn working_bwrap() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    let program = std::env::split_paths(&path)
-        .map(|dir| dir.join("bwrap"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| "bwrap is not on PATH".to_owned())?;
-    let probe = std::process::Command::new(&program)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--unshare-pid",
-            "--",
-            "/bin/sh",
-            "-c",
-            ":",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    match probe {
-        Ok(s) if s.success() => Ok(program),
-        Ok(s) => Err(format!(
-            "{} cannot create namespaces here ({s})",
-            program.display()
-        )),
-        Err(e) => Err(format!("{} does not start: {e}", program.display())),
-    }
+/// A pipe holding the seccomp filter for `bwrap --seccomp` to read (a pipe
+/// per command: bwrap reads to the end, and commands start concurrently).
+fn bwrap_filter(program: &seccompiler::BpfProgram) -> Result<std::io::PipeReader, SandboxError> {
+    use std::io::Write;
+    let prepare = |e: std::io::Error| SandboxError::Prepare(format!("the seccomp filter: {e}"));
+    let (reader, mut writer) = std::io::pipe().map_err(prepare)?;
+    // A few hundred bytes: far below a pipe's buffer, so this never blocks.
+    writer
+        .write_all(&seccomp::to_bytes(program))
+        .map_err(prepare)?;
+    drop(writer);
+    Ok(reader)
 }
 
 #[cfg(test)]
@@ -304,11 +311,31 @@ mod tests {
             network: Network::Allow,
             limits: Limits::default(),
             mode: SandboxMode::Auto,
+            denied: Arc::default(),
             base: None,
-            no_sockets: None,
+            filter: None,
+            ports: None,
+            kept_ports: Vec::new(),
+            ports_open: false,
         };
         assert_eq!(s.describe(), "landlock ABI 7, network allowed");
         assert!(s.warning().is_none());
+        let kept = Sandbox {
+            kept_ports: vec![5432, 8080],
+            ..s.clone()
+        };
+        assert_eq!(
+            kept.describe(),
+            "landlock ABI 7, network allowed but not the gateway's ports (5432, 8080)"
+        );
+        assert!(kept.model_note().contains("gateway's own ports"));
+        let open = Sandbox {
+            ports_open: true,
+            ..s.clone()
+        };
+        assert!(open
+            .warning()
+            .is_some_and(|w| w.contains("EXEC_NETWORK=none")));
         let none = Sandbox {
             level: Level::None,
             mode: SandboxMode::None,

@@ -1,40 +1,70 @@
-//! With the network off at the Landlock level, a seccomp filter refuses
-//! the sockets Landlock does not govern: Unix sockets (PostgreSQL's, an SSH
-//! agent's, D-Bus: Landlock checks no `connect` on a socket path), UDP and
-//! every other Internet socket, and `io_uring` (which can open sockets past
-//! the filter). Compiled once in the gateway, installed in the child.
+//! The seccomp filter of every confined command: `io_uring` refused at every
+//! level and setting (it performs operations, sockets included, past this
+//! filter), and `socket()` refused for what Landlock or the namespaces do not
+//! govern. Compiled once in the gateway; installed by the child itself at the
+//! Landlock level, by `bwrap` (`--seccomp FD`) just before it runs the
+//! command at the bwrap level.
+//!
+//! | level | network | `socket()` refused for |
+//! | --- | --- | --- |
+//! | landlock | none | every family |
+//! | landlock, bwrap | allow | `AF_UNIX` (Landlock checks no `connect` to a socket path: PostgreSQL's, Docker's; `socketpair` stays) |
+//! | bwrap | none | every family but `AF_UNIX` (the command's own network namespace; `AF_VSOCK` is not namespaced) |
 
+use super::Network;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
 
-/// Address families a command without network may not open a socket in.
-const DENIED_FAMILIES: [libc::c_int; 3] = [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6];
+/// Which level installs the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Installer {
+    Landlock,
+    Bwrap,
+}
 
-/// The filter: `socket()` in a denied family and `io_uring_setup()` fail
-/// with `EACCES`; everything else is allowed. A process of another
-/// architecture (a 32-bit binary) is killed by the filter's prologue.
-pub(super) fn no_sockets() -> Result<BpfProgram, seccompiler::BackendError> {
-    let family = |f: libc::c_int| -> Result<SeccompRule, seccompiler::BackendError> {
-        SeccompRule::new(vec![SeccompCondition::new(
+/// On x86_64, the x32 system calls: the same numbers with this bit set.
+/// Kernels built with x32 support run them for native processes, so each
+/// refused call is refused under both numbers.
+const X32_BIT: i64 = 0x4000_0000;
+
+/// The filter: the calls above fail with `EACCES`; everything else is
+/// allowed. A process of another architecture (a 32-bit binary) is killed by
+/// the filter's prologue.
+pub(super) fn program(
+    installer: Installer,
+    network: Network,
+) -> Result<BpfProgram, seccompiler::BackendError> {
+    let family = |op: SeccompCmpOp| -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+        let unix = u64::from(libc::AF_UNIX.unsigned_abs());
+        Ok(vec![SeccompRule::new(vec![SeccompCondition::new(
             0,
             SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            u64::from(f.unsigned_abs()),
-        )?])
+            op,
+            unix,
+        )?])?])
     };
-    let rules = BTreeMap::from([
-        (
-            libc::SYS_socket,
-            DENIED_FAMILIES
-                .iter()
-                .map(|f| family(*f))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+    let socket = match (installer, network) {
+        // No rule: refused whatever the arguments.
+        (Installer::Landlock, Network::None) => Vec::new(),
+        (Installer::Bwrap, Network::None) => family(SeccompCmpOp::Ne)?,
+        (_, Network::Allow) => family(SeccompCmpOp::Eq)?,
+    };
+    let mut rules = BTreeMap::from([
+        (libc::SYS_socket, socket),
         (libc::SYS_io_uring_setup, Vec::new()),
+        (libc::SYS_io_uring_enter, Vec::new()),
+        (libc::SYS_io_uring_register, Vec::new()),
     ]);
+    if cfg!(target_arch = "x86_64") {
+        let x32: Vec<(i64, Vec<SeccompRule>)> = rules
+            .iter()
+            .map(|(nr, r)| (nr | X32_BIT, r.clone()))
+            .collect();
+        rules.extend(x32);
+    }
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let filter = SeccompFilter::new(
         rules,
@@ -45,11 +75,32 @@ pub(super) fn no_sockets() -> Result<BpfProgram, seccompiler::BackendError> {
     filter.try_into()
 }
 
+/// The program as `bwrap --seccomp` reads it: the `struct sock_filter`
+/// array, in this machine's byte order.
+pub(super) fn to_bytes(program: &BpfProgram) -> Vec<u8> {
+    let mut out = Vec::with_capacity(program.len() * 8);
+    for insn in program {
+        out.extend_from_slice(&insn.code.to_ne_bytes());
+        out.push(insn.jt);
+        out.push(insn.jf);
+        out.extend_from_slice(&insn.k.to_ne_bytes());
+    }
+    out
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn the_filter_compiles_for_this_architecture() {
-        let program = super::no_sockets();
-        assert!(program.is_ok_and(|p| !p.is_empty()));
+    fn every_filter_compiles_for_this_architecture() {
+        for installer in [Installer::Landlock, Installer::Bwrap] {
+            for network in [Network::Allow, Network::None] {
+                let program = program(installer, network).unwrap();
+                assert!(!program.is_empty());
+                assert_eq!(to_bytes(&program).len(), program.len() * 8);
+            }
+        }
     }
 }

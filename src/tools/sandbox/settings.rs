@@ -1,5 +1,5 @@
 //! The sandbox settings of the configuration: `EXEC_SANDBOX` and
-//! `EXEC_NETWORK`, read and checked.
+//! `EXEC_NETWORK`, read and checked, and what commands must never reach.
 
 use super::Limits;
 use crate::env::ConfigError;
@@ -25,11 +25,47 @@ pub enum Network {
 }
 
 /// The sandbox settings of the configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SandboxConfig {
     pub mode: SandboxMode,
     pub network: Network,
     pub limits: Limits,
+    /// The gateway's own files and ports, kept from commands at every level.
+    pub protect: Protected,
+}
+
+/// What commands must never reach, even where the sandbox otherwise lets
+/// them: filled from the rest of the configuration (see
+/// `Config::from_lookup`), not a setting of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Protected {
+    /// Files and directories commands may neither read nor write, wherever
+    /// they are (inside `/usr`, `/etc` or the workspace too): the env file,
+    /// `DATA_DIR`, the database file, the configuration files, systemd's
+    /// credentials directory. A path allowed deeper inside one stays allowed
+    /// (the workspace inside `DATA_DIR`).
+    pub paths: Vec<std::path::PathBuf>,
+    /// TCP ports commands may neither connect to nor bind, on any address,
+    /// when the network is allowed: the gateway's listeners and the
+    /// database's port.
+    pub ports: Vec<u16>,
+}
+
+impl Protected {
+    /// Adds `path` (once).
+    pub fn path(&mut self, path: impl Into<std::path::PathBuf>) {
+        let path = path.into();
+        if !self.paths.contains(&path) {
+            self.paths.push(path);
+        }
+    }
+
+    /// Adds `port` (once; 0, a port picked at bind time, is not known here).
+    pub fn port(&mut self, port: u16) {
+        if port != 0 && !self.ports.contains(&port) {
+            self.ports.push(port);
+        }
+    }
 }
 
 impl SandboxConfig {
@@ -68,6 +104,7 @@ impl SandboxConfig {
             mode,
             network,
             limits: Limits::default(),
+            protect: Protected::default(),
         })
     }
 }

@@ -45,13 +45,19 @@ impl Env {
 
     /// `switchboard chat` with `input` on stdin (then end of input), to its end.
     pub async fn chat(&self, input: &str) -> Finished {
+        self.chat_in(&[], self.dir.path(), input).await
+    }
+
+    /// `switchboard <global options> chat`, started in `cwd`.
+    pub async fn chat_in(&self, global: &[&str], cwd: &std::path::Path, input: &str) -> Finished {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-        cmd.arg("chat")
+        cmd.args(global)
+            .arg("chat")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.dir.path())
             .envs(self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(self.dir.path())
+            .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
