@@ -47,12 +47,13 @@ fn exec(ws: &Arc<Workspace>, mode: SandboxMode) -> (ExecTool, String) {
         mode,
         network: Network::Allow,
         limits: Limits::default(),
+        protect: Default::default(),
     };
     let sandbox = Sandbox::detect(&config).unwrap_or_else(|e| {
         eprintln!("{mode:?} is unavailable here ({e}); testing auto instead");
         Sandbox::detect(&SandboxConfig {
             mode: SandboxMode::Auto,
-            ..config
+            ..config.clone()
         })
         .unwrap()
     });
