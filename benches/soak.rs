@@ -61,11 +61,18 @@ fn model(request: &Value) -> Reply {
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
-            let tool = if *verb == "confirm " { "confirm_order" } else { "record_order" };
+            let tool = if *verb == "confirm " {
+                "confirm_order"
+            } else {
+                "record_order"
+            };
             Some((tool, digits))
         })
         .unwrap_or(("record_order", "0".into()));
-    let last = request["messages"].as_array().and_then(|m| m.last()).cloned();
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned();
     match last {
         Some(last) if last["role"] == "tool" => Reply::text(&format!("done {item}")),
         _ => Reply::tool_calls([(format!("call_{item}"), tool, json!({ "item": item }))]),
@@ -83,8 +90,12 @@ async fn balancer(ports: Vec<u16>, served: Served) -> u16 {
     let app = axum::Router::new().route(
         "/hook",
         axum::routing::post(move |body: String| {
-            let (ports, next, client, served) =
-                (ports.clone(), Arc::clone(&next), client.clone(), Arc::clone(&served));
+            let (ports, next, client, served) = (
+                ports.clone(),
+                Arc::clone(&next),
+                client.clone(),
+                Arc::clone(&served),
+            );
             async move {
                 let id = serde_json::from_str::<Value>(&body)
                     .ok()
@@ -176,7 +187,7 @@ impl World {
         while Instant::now() < self.deadline {
             k += 1;
             let item = format!("{n}{k:04}");
-            let card = (n + k) % CARD_EVERY == 0;
+            let card = (n + k).is_multiple_of(CARD_EVERY);
             let verb = if card { "confirm" } else { "order" };
             let asked = Instant::now();
             let update = self
@@ -236,7 +247,12 @@ async fn watch(world: Arc<World>) {
         from = next;
         for call in calls.iter().filter(|c| c.ok) {
             let text = call.params["text"].as_str().unwrap_or_default();
-            if let Some(item) = text.trim_end().lines().last().and_then(|l| l.strip_prefix("done ")) {
+            if let Some(item) = text
+                .trim_end()
+                .lines()
+                .last()
+                .and_then(|l| l.strip_prefix("done "))
+            {
                 world
                     .answered
                     .lock()
@@ -305,7 +321,10 @@ async fn soak() {
         .map(|(s, d)| Gateway::start(s, None, d.path()))
         .collect();
     let served: Served = Arc::default();
-    let hook = format!("http://127.0.0.1:{}/hook", balancer(ports, Arc::clone(&served)).await);
+    let hook = format!(
+        "http://127.0.0.1:{}/hook",
+        balancer(ports, Arc::clone(&served)).await
+    );
     println!("soak: {processes} processes on PostgreSQL, {users} users, {seconds} s, one SIGKILL every {kill_every} s");
     let started = Instant::now();
     let world = Arc::new(World {
@@ -333,7 +352,10 @@ async fn soak() {
             .kills
             .push((victim, Instant::now(), chrono::Utc::now()));
         let (setup, dir) = &setups[victim];
-        let dead = std::mem::replace(&mut gateways[victim], Gateway::start(setup, None, dir.path()));
+        let dead = std::mem::replace(
+            &mut gateways[victim],
+            Gateway::start(setup, None, dir.path()),
+        );
         logs.push(dead.log);
         victim = (victim + 1) % processes;
     }
@@ -365,20 +387,20 @@ fn takeover_marks(logs: &[String]) -> Vec<chrono::DateTime<chrono::Utc>> {
     marks
 }
 
-fn report(
-    world: &World,
-    served: &Served,
-    effects: &Effects,
-    elapsed: Duration,
-    logs: &[String],
-) {
+fn report(world: &World, served: &Served, effects: &Effects, elapsed: Duration, logs: &[String]) {
     let tally = world.tally.lock().unwrap();
     let answered = world.answered.lock().unwrap();
     // Answered twice: two bot messages showing "done N" at the end.
     let mut shown: HashMap<String, usize> = HashMap::new();
     for chat in &tally.chats {
         for m in world.tg.bot_messages(*chat) {
-            if let Some(item) = m.text.trim_end().lines().last().and_then(|l| l.strip_prefix("done ")) {
+            if let Some(item) = m
+                .text
+                .trim_end()
+                .lines()
+                .last()
+                .and_then(|l| l.strip_prefix("done "))
+            {
                 *shown.entry(item.to_owned()).or_default() += 1;
             }
         }
@@ -427,13 +449,21 @@ fn report(
     let mut detected: Vec<Duration> = tally
         .kills
         .iter()
-        .filter_map(|(_, _, at)| marks.iter().find(|m| *m > at).map(|m| (*m - *at).to_std().unwrap_or_default()))
+        .filter_map(|(_, _, at)| {
+            marks
+                .iter()
+                .find(|m| *m > at)
+                .map(|m| (*m - *at).to_std().unwrap_or_default())
+        })
         .filter(|d| *d < Duration::from_secs(30))
         .collect();
     detected.sort();
     let secs = elapsed.as_secs_f64();
     println!("  messages sent:          {}", tally.sent);
-    println!("  answered once:          {}", answered.len().saturating_sub(twice));
+    println!(
+        "  answered once:          {}",
+        answered.len().saturating_sub(twice)
+    );
     println!("  answered twice:         {twice}");
     println!(
         "  not answered:           {unanswered} ({notices} notices of an answer cut short by a kill; never answered nor told: {})",

@@ -242,10 +242,12 @@ pub(super) async fn interrupted(inner: &Arc<Inner>, entry: &crate::store::InboxE
     let (event, detail, text) = match &why {
         SetAside::Answered => (
             "turn.interrupted",
-            serde_json::json!({ "answered": true }),
-            "⚠️ A restart interrupted my answer to this message. I did not start it over, so \
-             nothing is sent twice — if it looks incomplete, send it again."
-                .to_owned(),
+            serde_json::json!({ "answered": true, "ran": entry.interrupted }),
+            format!(
+                "⚠️ A restart interrupted my answer to this message{}. I did not start it over, \
+                 so nothing runs or is sent twice — if it looks incomplete, send it again.",
+                ran_clause(entry.interrupted.as_deref().unwrap_or_default())
+            ),
         ),
         SetAside::Ran(ran) => (
             "turn.interrupted",
@@ -287,6 +289,15 @@ pub(super) async fn interrupted(inner: &Arc<Inner>, entry: &crate::store::InboxE
         tracing::warn!(error = %e, "could not remove an interrupted message from the inbox");
     }
     true
+}
+
+/// ", after it had run `a`, `b`" — empty when nothing had run.
+fn ran_clause(ran: &[String]) -> String {
+    if ran.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = ran.iter().map(|t| format!("`{t}`")).collect();
+    format!(" (after it had run {})", names.join(", "))
 }
 
 #[cfg(test)]

@@ -111,13 +111,19 @@ impl Store {
     }
 
     /// The turn of rows `ids` was cut short by a clean stop: that start does
-    /// not count against the message (see [`InboxEntry::attempts`]).
+    /// not count against the message (see [`InboxEntry::attempts`]), and
+    /// what it had shown is no reason not to answer it afresh (nothing more
+    /// was sent after the stop); the tools it ran still are.
     pub async fn inbox_unstart(&self, ids: &[i64]) -> Result<(), StoreError> {
         for id in ids {
-            sqlx::query("UPDATE inbox SET attempts = attempts - 1 WHERE id = $1 AND attempts > 0")
-                .bind(id)
-                .execute(&self.pool)
-                .await?;
+            sqlx::query(
+                "UPDATE inbox SET answered_at = NULL,
+                     attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
+                 WHERE id = $1",
+            )
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
         }
         Ok(())
     }

@@ -1025,6 +1025,7 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     let llm = FakeLlm::start().await;
     let db = db.clone();
     let first = instance(&llm, &db).await;
+    first.running.idle().await;
     let task = TaskRecord {
         id: "0123456789abcdef0123456789abcdef".into(),
         session_id: "s".into(),
@@ -1041,15 +1042,14 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
         created_at: chrono::Utc::now(),
         finished_at: None,
     };
-    first.running.store.insert_task(&task).await.unwrap();
+    let store = first.running.store.clone();
     first.stop().await;
-    // The process "died" and its replacement starts before the lease lapses
-    // (a supervisor restarting it at once): the row still looks alive at
-    // start-up and must be reported once the lease runs out.
+    // A process that died while running it: its row names it, and its
+    // liveness claim (a lock it held) ended with it.
+    store.insert_task(&task).await.unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE tasks SET lease_until = $1")
-        .bind(chrono::Utc::now().timestamp_millis() + 1_500)
+    sqlx::query("UPDATE tasks SET owner = 'a-process-that-died'")
         .execute(&pool)
         .await
         .unwrap();

@@ -40,7 +40,7 @@ async fn the_models_table_holds_no_url_password_and_the_model_still_signs_in() {
     for entry in std::fs::read_dir(dir.path().join("data")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("switchboard.db") {
+        if name.starts_with("switchboard.db") && path.is_file() {
             let bytes = std::fs::read(&path).unwrap();
             let found = bytes
                 .windows(PASSWORD.len())
