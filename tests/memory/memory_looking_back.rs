@@ -1,8 +1,9 @@
-//! The agent looking back (issue 36 item 1): after compaction folded a long
-//! conversation away, "what was that address?" is answered through
-//! `query_my_chat_history`, which finds the early message among the archived
-//! rows (Chinese by character pairs too); `get_my_feedback` and
-//! `get_my_reflections` read the user's ratings and the agent's own notes.
+//! The agent looking back (issue 36 items 1–2): compaction keeps the address
+//! the user gave word for word in its summary (a `[kept verbatim]` block,
+//! traced as a `compaction` record), and an early detail no rule keeps is
+//! found through `query_my_chat_history` among the archived rows (Chinese by
+//! character pairs too); `get_my_feedback` and `get_my_reflections` read the
+//! user's ratings and the agent's own notes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::memory_common;
@@ -11,8 +12,9 @@ use crate::support;
 use memory_common::{backends, harness};
 
 use serde_json::{json, Value};
-use support::e2e::{messages, tool_result, tool_results, Harness};
+use support::e2e::{files_under, messages, tool_result, tool_results, Harness};
 use support::fake_llm::Reply;
+use switchboard::agent::KEPT_MARK;
 use switchboard::llm::Message;
 use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, SessionId};
 use switchboard_platform::{Platform, UserId};
@@ -20,6 +22,7 @@ use switchboard_platform::{Platform, UserId};
 /// A 20K-token window: compaction above 10K tokens.
 const WINDOW: &[(&str, &str)] = &[("LLM_CONTEXT_WINDOW", "20000")];
 const ADDRESS: &str = "12 Rue des Lilas, 69003 Lyon";
+const DISH: &str = "the cassoulet my grandmother made in Toulouse";
 const 地址: &str = "北京市朝阳区建国路88号";
 
 fn kind(request: &Value) -> &'static str {
@@ -42,6 +45,8 @@ async fn long_history(h: &Harness) -> SessionId {
     let mut history = vec![
         Message::user(format!("For the delivery: my new address is {ADDRESS}.")),
         Message::assistant("Noted, I will use it for the delivery."),
+        Message::user(format!("By the way, my favourite dish is {DISH}.")),
+        Message::assistant("That sounds delicious."),
         Message::user(format!("我的公司地址是{地址}。")),
         Message::assistant("好的，记下了。"),
     ];
@@ -85,8 +90,10 @@ async fn an_early_detail_is_found_after_compaction_folded_it_away() {
         let h = harness(WINDOW, &db).await;
         let session = long_history(&h).await;
         h.llm
-            .set_responder(responder("h1", json!({"query": "address Lyon"})));
-        h.channel.dm(1, "What was that address I gave you?").await;
+            .set_responder(responder("h1", json!({"query": "favourite dish"})));
+        h.channel
+            .dm(1, "Which dish did I say was my favourite?")
+            .await;
         h.wait_for("the answer", |l| l.any_contains("From our history"))
             .await;
         h.idle().await;
@@ -97,28 +104,62 @@ async fn an_early_detail_is_found_after_compaction_folded_it_away() {
             kinds.contains(&"summarize"),
             "the conversation was compacted first: {kinds:?}"
         );
-        // The model no longer had the address in view…
+        // The summary the model continued from keeps the address verbatim…
         let first_turn = requests.iter().find(|r| kind(r) == "turn").unwrap();
+        let summary = messages(first_turn)[1]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let block = summary
+            .split_once(KEPT_MARK)
+            .map(|(_, b)| b)
+            .unwrap_or_else(|| panic!("{summary}"));
         assert!(
-            !first_turn.to_string().contains("Rue des Lilas"),
+            block.contains(&format!(
+                "user: For the delivery: my new address is {ADDRESS}."
+            )),
+            "{summary}"
+        );
+        assert!(block.contains(地址), "{summary}");
+        // …but not the dish: only the history tool finds it, archived.
+        assert!(
+            !first_turn.to_string().contains("cassoulet"),
             "the early message was folded away"
         );
-        // …and the tool found it among the archived rows.
         let last = requests.iter().rfind(|r| kind(r) == "turn").unwrap();
         let found = tool_result(last, "h1");
-        assert!(found.contains(ADDRESS), "{found}");
+        assert!(found.contains(DISH), "{found}");
         assert!(found.contains("· user"), "{found}");
         assert!(
             !found.contains("Question 3"),
             "only matching messages: {found}"
         );
-        h.wait_for("the answer quoting it", |l| l.any_contains(ADDRESS))
+        h.wait_for("the answer quoting it", |l| l.any_contains("cassoulet"))
             .await;
         // Archived, not deleted: the live history no longer holds it.
         let live = h.running.store.history(&session, 500).await.unwrap();
         assert!(live
             .iter()
-            .all(|m| !m.content.starts_with("For the delivery")));
+            .all(|m| !m.content.starts_with("By the way, my favourite dish")));
+        // The turn's trace says what compaction did and kept.
+        let traces = files_under(&h.data_dir().join("scratchpad"));
+        let record = traces
+            .iter()
+            .flat_map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .find(|v| v["type"] == "compaction")
+            .expect("a compaction record in the trace");
+        assert!(
+            record["before"]["estimate"].as_u64() > record["after"]["estimate"].as_u64(),
+            "{record}"
+        );
+        assert!(record["kept"].to_string().contains(ADDRESS), "{record}");
         h.stop().await;
     }
 }
