@@ -20,6 +20,7 @@ mod http_api_defs;
 mod http_api_props;
 mod http_body;
 mod image_sink;
+mod looking_back;
 mod memory;
 mod net_guard;
 mod plan;
@@ -77,6 +78,7 @@ pub use grown::{
 pub use http_api::HttpApiTool;
 pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
 pub use image_sink::{AttachError, ImageSink};
+pub use looking_back::looking_back_tools;
 pub use memory::memory_tools;
 pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
