@@ -1,69 +1,25 @@
 //! The platform-agnostic router: inbound → access → rate limit → session queue →
 //! runtime → outbound.
 
-mod access;
-mod activity;
-mod answer_file;
-pub use answer_file::ANSWER_MAX_CHARS;
-mod approvals_cmd;
-mod approve_cmd;
-mod attachments;
-mod budget;
-mod chat_turn;
-mod checkins_cmd;
 mod commands;
-mod consent;
-mod deliver;
-mod exchange;
-mod hold;
-mod host;
-mod identity_cmd;
-mod in_flight;
-mod inbound;
-mod inline;
-mod kept;
-mod limiter;
-mod live_state;
+mod delivery;
+mod intake;
 mod maintenance;
-mod memory;
-mod memory_cmd;
-mod menu;
-mod model_cmd;
-mod model_error;
 mod operator;
-mod outbound;
-mod pairing_notice;
 mod parents;
-mod plan_cmd;
-mod press_limit;
-mod presses;
-mod queue;
-mod queue_mode;
-mod relay;
-mod reshow;
-mod resume;
-mod scrubbed;
 mod session;
-mod settings_cmd;
-mod spool;
-mod stop;
-mod sub_host;
-mod tasks_cmd;
 mod text;
-mod tools_cmd;
 mod turn;
-mod turn_prompt;
-mod turn_stream;
-mod turn_usage;
-mod usage_cmd;
-mod verbose_cmd;
 
-pub use access::AccessPolicy;
-pub use activity::Verbosity;
+pub use commands::usage::report as usage_report;
+pub use commands::COMMANDS;
+pub use delivery::activity::Verbosity;
+pub use delivery::answer_file::ANSWER_MAX_CHARS;
+pub use delivery::scrubbed::ScrubbedAdapter;
+pub use intake::access::AccessPolicy;
 pub use operator::{Operator, WebDecision, WEB_OPERATOR};
-pub use queue_mode::QueueMode;
+pub use session::queue_mode::QueueMode;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
-pub use usage_cmd::report as usage_report;
 
 use crate::agent::Agent;
 use crate::approvals::Approvals;
@@ -72,15 +28,11 @@ use crate::memory::{Extractor, MemoryBook, MemoryConfig};
 use crate::metrics::Metrics;
 use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
-use access::AccessControl;
-pub use commands::COMMANDS;
-use kept::Kept;
-use limiter::UserLimiter;
-use queue::session_worker;
-pub(crate) use queue::{queue_from_inbox, queue_resume, resume_in};
-pub use scrubbed::ScrubbedAdapter;
-use session::{SessionHandle, SessionInput};
-use spool::Spool;
+use intake::access::AccessControl;
+use intake::limiter::UserLimiter;
+use intake::spool::Spool;
+use session::queue::session_worker;
+use session::worker::{SessionHandle, SessionInput};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -137,7 +89,7 @@ pub(crate) struct Inner {
     approval_presses: UserLimiter,
     sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
     /// Each session's running turn: its inbox rows and what it ran.
-    in_flight: Mutex<HashMap<SessionKey, in_flight::InFlight>>,
+    in_flight: Mutex<HashMap<SessionKey, turn::in_flight::InFlight>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
     pub skills: Arc<crate::skills::SkillLibrary>,
@@ -158,7 +110,7 @@ pub(crate) struct Inner {
     /// tasks while it is alive (see `store::LivenessClaim`).
     instance: String,
     /// Whether storage just failed (the inbound path then skips what it can).
-    storage: hold::StorageHealth,
+    storage: session::hold::StorageHealth,
     /// Where accepted messages are kept while storage is down.
     spool: Option<Spool>,
     /// The default verbosity of a session that did not choose one.
@@ -285,7 +237,7 @@ impl Gateway {
             grown,
             tool_builders: settings.tool_builders,
             identity_user_edits: settings.identity_user_edits,
-            storage: hold::StorageHealth::default(),
+            storage: session::hold::StorageHealth::default(),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -306,20 +258,20 @@ impl Gateway {
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: InboundQueue) {
         self.inner.parents.load(&self.inner.store).await;
-        reshow::console_cards(&self.inner).await;
-        maintenance::resume_orphaned_turns(&self.inner).await;
+        maintenance::reshow::console_cards(&self.inner).await;
+        maintenance::periodic::resume_orphaned_turns(&self.inner).await;
         // What processes that are gone (this one's predecessor included)
         // left: their queued messages, resumed turns and tasks.
-        maintenance::take_over(&self.inner, true).await;
+        maintenance::periodic::take_over(&self.inner, true).await;
         let (due_tx, mut due) = mpsc::channel(64);
-        tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
+        tokio::spawn(maintenance::periodic::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
             self.inner.extractor.clone(),
             self.inner.store.clone(),
             self.inner.busy.clone(),
             self.inner.shutdown.clone(),
         ));
-        tokio::spawn(menu::publish(Arc::clone(&self.inner)));
+        tokio::spawn(commands::menu::publish(Arc::clone(&self.inner)));
         tokio::spawn(Arc::clone(&self.inner.media).sweep_hourly(self.inner.shutdown.clone()));
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
@@ -348,7 +300,7 @@ impl Gateway {
     fn on_press(&self, press: ButtonPress, ack: Ack) {
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
-            presses::handle(inner, press).await;
+            intake::presses::handle(inner, press).await;
             ack.send(Receipt::Handled);
         });
     }

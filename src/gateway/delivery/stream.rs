@@ -1,0 +1,188 @@
+//! A running turn's events into the chat's draft: the streamed text, and per
+//! the session's verbosity the tool activity (calls, sub-agents' steps,
+//! compaction, a fallback model, reasoning) above it — all through the draft's throttled
+//! edits, never a message of its own.
+
+use crate::agent::{RuntimeEvent, TurnOutcome};
+use crate::gateway::delivery::activity::{Activity, Verbosity};
+use crate::gateway::delivery::outbound::ReplyStream;
+use crate::gateway::turn::run::Origin;
+use crate::gateway::Inner;
+use tokio::sync::mpsc;
+
+/// What a turn's stream left: its outcome (`None` when it ended without
+/// one) and its activity, for the line above the answer.
+pub(in crate::gateway) struct Streamed {
+    pub(in crate::gateway) outcome: Option<TurnOutcome>,
+    pub(in crate::gateway) activity: Activity,
+}
+
+/// Passes a turn's events to the chat as they come; the outcome at the end.
+pub(in crate::gateway) async fn stream(
+    inner: &Inner,
+    reply: &mut ReplyStream,
+    events: &mut mpsc::Receiver<RuntimeEvent>,
+    o: &Origin,
+    selected: &crate::models::Selected,
+    verbosity: Verbosity,
+) -> Streamed {
+    let tools = inner.agent.tools();
+    let label = |name: &str| {
+        tools
+            .get(name)
+            .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
+    };
+    let provider = &selected.model.provider;
+    let mut outcome = None;
+    let mut activity = Activity::default();
+    if let Some(route) = selected.route {
+        activity.routed(&selected.name, route.reason());
+        if verbosity != Verbosity::Off {
+            reply.set_head(activity.draft(verbosity)).await;
+        }
+    }
+    let mut timing = ModelTiming::default();
+    let model = provider.model().name.clone();
+    while let Some(event) = events.recv().await {
+        timing.see(inner, &model, &event);
+        let changed = match event {
+            RuntimeEvent::TextDelta(t) => {
+                reply.push(&t).await;
+                // The answer's text is in the chat: from now on a crash
+                // does not run the turn again.
+                if reply.first_byte().is_some() {
+                    inner.answer_visible(&o.conversation.key).await;
+                }
+                false
+            }
+            RuntimeEvent::ToolProgress {
+                call_id,
+                name,
+                progress,
+            } => {
+                if verbosity == Verbosity::Off {
+                    reply.set_status(progress.line()).await;
+                }
+                activity.step(&call_id, &label(&name), &progress.line());
+                true
+            }
+            RuntimeEvent::ToolCalls(calls) => {
+                for call in &calls {
+                    activity.planned(&call.id, &label(&call.name), &call.arguments);
+                }
+                false
+            }
+            RuntimeEvent::ToolStart { call_id, name } => {
+                activity.started(&call_id, &label(&name));
+                true
+            }
+            RuntimeEvent::ToolResult {
+                call_id,
+                name,
+                duration,
+                ..
+            } => {
+                activity.finished(&call_id, &label(&name), true, duration);
+                true
+            }
+            RuntimeEvent::ToolError {
+                call_id,
+                name,
+                duration,
+                ..
+            } => {
+                activity.finished(&call_id, &label(&name), false, duration);
+                true
+            }
+            RuntimeEvent::ThinkingDelta(t) => {
+                activity.reasoned(&t);
+                verbosity == Verbosity::Full
+            }
+            RuntimeEvent::Compaction {
+                messages_before,
+                messages_after,
+                tokens_before,
+                tokens_after,
+            } => {
+                tracing::info!(session = %o.session, messages_before, messages_after, tokens_before, tokens_after, "context compacted");
+                activity.compacted(tokens_before, tokens_after);
+                true
+            }
+            RuntimeEvent::Done(done) => {
+                outcome = Some(done);
+                // The fallback may have taken over inside the last call.
+                let serving = &provider.model().name;
+                if *serving != selected.name {
+                    activity.switched(serving);
+                }
+                false
+            }
+            // A fallback serves (a failed call was passed on, now or in an
+            // earlier turn while the primary cools down): say which.
+            RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => {
+                let serving = &provider.model().name;
+                let switched = *serving != selected.name;
+                if switched {
+                    activity.switched(serving);
+                }
+                switched
+            }
+            RuntimeEvent::Usage(_) => false,
+        };
+        if changed && verbosity != Verbosity::Off {
+            reply.set_head(activity.draft(verbosity)).await;
+        }
+    }
+    Streamed { outcome, activity }
+}
+
+/// The model calls' latency, read off the turn's events: a call starts at
+/// `ModelStart`, its first token is the first text, reasoning or tool call
+/// after it, and it ends with its tool calls or the turn.
+#[derive(Default)]
+struct ModelTiming {
+    call: Option<(std::time::Instant, bool)>,
+}
+
+impl ModelTiming {
+    fn see(&mut self, inner: &Inner, model: &str, event: &RuntimeEvent) {
+        use crate::metrics::Latency;
+        let labels = [("model", model)];
+        match event {
+            RuntimeEvent::ModelStart { .. } => {
+                self.call = Some((std::time::Instant::now(), false));
+            }
+            RuntimeEvent::TextDelta(_)
+            | RuntimeEvent::ThinkingDelta(_)
+            | RuntimeEvent::ToolCalls(_)
+            | RuntimeEvent::Done(_) => {
+                if let Some((at, first)) = &mut self.call {
+                    if !*first {
+                        *first = true;
+                        inner
+                            .metrics
+                            .observe(Latency::FirstToken, &labels, at.elapsed());
+                    }
+                }
+                if matches!(event, RuntimeEvent::ToolCalls(_) | RuntimeEvent::Done(_)) {
+                    if let Some((at, _)) = self.call.take() {
+                        inner
+                            .metrics
+                            .observe(Latency::ModelCall, &labels, at.elapsed());
+                    }
+                }
+            }
+            RuntimeEvent::ToolResult { name, duration, .. } => inner.metrics.observe(
+                Latency::Tool,
+                &[("tool", name), ("outcome", "ok")],
+                *duration,
+            ),
+            RuntimeEvent::ToolError { name, duration, .. } => inner.metrics.observe(
+                Latency::Tool,
+                &[("tool", name), ("outcome", "error")],
+                *duration,
+            ),
+            _ => {}
+        }
+    }
+}
