@@ -1,6 +1,7 @@
 //! The platform-agnostic router: inbound → access → rate limit → session queue →
 //! runtime → outbound.
 
+mod chat;
 mod commands;
 mod delivery;
 mod intake;
@@ -8,6 +9,7 @@ mod maintenance;
 mod operator;
 mod parents;
 mod session;
+mod spool;
 mod text;
 mod turn;
 
@@ -30,9 +32,9 @@ use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use intake::access::AccessControl;
 use intake::limiter::UserLimiter;
-use intake::spool::Spool;
 use session::queue::session_worker;
-use session::worker::{SessionHandle, SessionInput};
+use session::worker::SessionHandle;
+use spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -42,6 +44,7 @@ use switchboard_platform::{
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use turn::input::SessionInput;
 
 /// Gateway settings (a slice of [`crate::config::Config`]).
 #[derive(Debug, Clone)]
@@ -110,7 +113,7 @@ pub(crate) struct Inner {
     /// tasks while it is alive (see `store::LivenessClaim`).
     instance: String,
     /// Whether storage just failed (the inbound path then skips what it can).
-    storage: session::hold::StorageHealth,
+    storage: turn::hold::StorageHealth,
     /// Where accepted messages are kept while storage is down.
     spool: Option<Spool>,
     /// The default verbosity of a session that did not choose one.
@@ -237,7 +240,7 @@ impl Gateway {
             grown,
             tool_builders: settings.tool_builders,
             identity_user_edits: settings.identity_user_edits,
-            storage: session::hold::StorageHealth::default(),
+            storage: turn::hold::StorageHealth::default(),
         };
         Gateway {
             inner: Arc::new(inner),

@@ -16,7 +16,7 @@ pub(crate) async fn run(
     let choosable = inner.models.choosable().await;
     let names: Vec<String> = choosable.iter().map(|m| format!("`{}`", m.name)).collect();
     let Some(arg) = cmd.args.first() else {
-        let selected = crate::gateway::turn::chat::select(inner, key, session, None).await;
+        let selected = crate::gateway::chat::select(inner, key, session, None).await;
         let m = selected.model.provider.model();
         let route = selected
             .model
@@ -39,7 +39,7 @@ pub(crate) async fn run(
     };
     if arg.eq_ignore_ascii_case("default") {
         inner.store.set_session_model(session, None).await?;
-        let now = crate::gateway::turn::chat::select(inner, key, session, None).await;
+        let now = crate::gateway::chat::select(inner, key, session, None).await;
         return Ok(format!(
             "This chat is back on the default model: `{}`.",
             now.name
@@ -57,7 +57,7 @@ pub(crate) async fn run(
         ));
     }
     inner.store.set_session_model(session, Some(arg)).await?;
-    let now = crate::gateway::turn::chat::select(inner, key, session, None).await;
+    let now = crate::gateway::chat::select(inner, key, session, None).await;
     if now.name != *arg {
         return Ok(format!(
             "`{arg}` cannot be reached with its settings (see the gateway's log); this chat stays on `{}`.",

@@ -3,7 +3,6 @@
 
 use crate::domain::SessionKey;
 use crate::gateway::commands::Command;
-use crate::gateway::turn::budget::dollars;
 use crate::gateway::Inner;
 use crate::store::{ModelUsage, StoreError};
 
@@ -83,4 +82,24 @@ fn line(r: &ModelUsage) -> String {
         u.cache_write_tokens,
         dollars(r.cost_micros)
     )
+}
+
+/// Micro-dollars as dollars with cents (`1.50`), or more digits under a cent.
+pub(crate) fn dollars(micros: i64) -> String {
+    let usd = micros as f64 / 1e6;
+    if usd != 0.0 && usd.abs() < 0.01 {
+        format!("{usd:.4}")
+    } else {
+        format!("{usd:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn amounts_show_cents_or_fractions_of_a_cent() {
+        assert_eq!(super::dollars(1_500_000), "1.50");
+        assert_eq!(super::dollars(0), "0.00");
+        assert_eq!(super::dollars(2_500), "0.0025");
+    }
 }

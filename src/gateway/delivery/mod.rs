@@ -4,8 +4,8 @@
 
 pub(super) mod activity;
 pub(super) mod answer_file;
-pub(super) mod deliver;
 pub(super) mod model_error;
+pub(super) mod origin;
 pub(super) mod outbound;
 pub(super) mod scrubbed;
 pub(super) mod stream;

@@ -10,7 +10,7 @@ use crate::gateway::delivery::answer_file;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Button, Capabilities, ChatAddress, MessageId, MessageRef,
+    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, MessageId, MessageRef,
     OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
@@ -271,4 +271,17 @@ pub(crate) async fn send_text(
             .await?;
     }
     Ok(())
+}
+
+/// Sends a complete text and marks the chat idle.
+pub(crate) async fn notify(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+) {
+    if let Err(e) = send_text(adapter, chat, text, reply_to).await {
+        tracing::warn!(error = %e, "could not send a reply");
+    }
+    let _ = adapter.activity(chat, Activity::Answered).await;
 }

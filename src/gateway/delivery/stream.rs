@@ -5,8 +5,8 @@
 
 use crate::agent::{RuntimeEvent, TurnOutcome};
 use crate::gateway::delivery::activity::{Activity, Verbosity};
+use crate::gateway::delivery::origin::Origin;
 use crate::gateway::delivery::outbound::ReplyStream;
-use crate::gateway::turn::run::Origin;
 use crate::gateway::Inner;
 use tokio::sync::mpsc;
 

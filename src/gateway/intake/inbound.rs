@@ -6,33 +6,21 @@
 //! adapter (which only now forgets it on the platform's side) and queued
 //! on its session's worker.
 
-use crate::busy::BusyGuard;
+use crate::gateway::chat as chat_turn;
 use crate::gateway::intake::access::Access;
-use crate::gateway::intake::kept::KeepOutcome;
+use crate::gateway::intake::kept::{Accepted, KeepOutcome};
 use crate::gateway::intake::limiter::Limit;
 use crate::gateway::maintenance::relay;
 use crate::gateway::session::queue_mode::QueueMode;
-use crate::gateway::turn::chat as chat_turn;
-use crate::gateway::turn::run as turn;
 use crate::gateway::Gateway;
 use crate::store::SessionKey;
 use std::sync::Arc;
 use switchboard_platform::{
-    Ack, Delivery, Inbound, InboundMessage, InboundQueue, MessageId, PlatformAdapter, Receipt,
+    Delivery, Inbound, InboundMessage, InboundQueue, MessageId, PlatformAdapter, Receipt,
 };
 
 /// Events taken at once: whatever is waiting, up to this many.
 const MAX_BURST: usize = 64;
-
-/// A message accepted for a turn, on its way to being kept.
-pub(in crate::gateway) struct Accepted {
-    pub(in crate::gateway) msg: InboundMessage,
-    key: SessionKey,
-    /// Its platform may deliver it again: a repeat is dropped when kept.
-    pub(in crate::gateway) dedupe: bool,
-    ack: Ack,
-    guard: BusyGuard,
-}
 
 impl Gateway {
     /// Takes `first` and whatever else is queued now as one burst: presses
@@ -286,5 +274,7 @@ pub(in crate::gateway) fn reply_later(
     reply_to: Option<MessageId>,
 ) {
     let adapter = Arc::clone(adapter);
-    tokio::spawn(async move { turn::notify(adapter.as_ref(), &chat, &text, reply_to).await });
+    tokio::spawn(async move {
+        crate::gateway::delivery::outbound::notify(adapter.as_ref(), &chat, &text, reply_to).await
+    });
 }

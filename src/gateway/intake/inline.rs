@@ -7,11 +7,11 @@
 use crate::domain::SessionKey;
 use crate::gateway::commands::approvals as approvals_cmd;
 use crate::gateway::commands::approve as approve_cmd;
+use crate::gateway::commands::stop;
 use crate::gateway::commands::tools as tools_cmd;
 use crate::gateway::commands::{self, Builtin, Command};
 use crate::gateway::intake::inbound::reply_later;
 use crate::gateway::session::queue_mode;
-use crate::gateway::session::stop;
 use crate::gateway::Gateway;
 use std::sync::Arc;
 use switchboard_platform::{InboundMessage, PlatformAdapter};

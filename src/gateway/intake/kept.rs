@@ -2,18 +2,21 @@
 //! inbox row, or — while storage is down — a file in this process's local
 //! spool. A burst is kept in one transaction.
 
-use crate::gateway::intake::inbound::Accepted;
-use crate::gateway::intake::spool::SpoolFile;
+use crate::busy::BusyGuard;
+use crate::domain::SessionKey;
+use crate::gateway::session::queue::Kept;
 use crate::gateway::Inner;
 use crate::store::{Intake, Keep};
+use switchboard_platform::{Ack, InboundMessage};
 
-/// Where an accepted message is kept until its turn starts.
-#[derive(Debug)]
-pub(crate) enum Kept {
-    /// Its inbox row.
-    Inbox(i64),
-    /// Its file in this process's spool (storage was down).
-    Spool(SpoolFile),
+/// A message accepted for a turn, on its way to being kept.
+pub(in crate::gateway) struct Accepted {
+    pub(in crate::gateway) msg: InboundMessage,
+    pub(in crate::gateway) key: SessionKey,
+    /// Its platform may deliver it again: a repeat is dropped when kept.
+    pub(in crate::gateway) dedupe: bool,
+    pub(in crate::gateway) ack: Ack,
+    pub(in crate::gateway) guard: BusyGuard,
 }
 
 /// What became of one message of a burst.

@@ -2,8 +2,8 @@
 //! and the resumption of a paused turn in its requester's session.
 
 use crate::domain::{ApprovalId, SessionKey};
-use crate::gateway::intake::kept::Kept;
 use crate::gateway::session::worker::SessionHandle;
+use crate::gateway::spool::SpoolFile;
 use crate::gateway::Inner;
 use std::sync::Arc;
 
@@ -64,4 +64,13 @@ pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),
     }
+}
+
+/// Where an accepted message is kept until its turn starts.
+#[derive(Debug)]
+pub(crate) enum Kept {
+    /// Its inbox row.
+    Inbox(i64),
+    /// Its file in this process's spool (storage was down).
+    Spool(SpoolFile),
 }

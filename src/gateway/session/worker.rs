@@ -3,29 +3,18 @@
 
 use crate::approvals::Decision;
 use crate::busy::BusyGuard;
-use crate::domain::{ApprovalId, Conversation, SessionKey};
-use crate::gateway::intake::kept::Kept;
-use crate::gateway::session::hold;
+use crate::domain::{ApprovalId, SessionKey};
+use crate::gateway::session::queue::Kept;
 use crate::gateway::session::queue_mode::{self, ModeCell, QueueMode};
-use crate::gateway::session::stop::RunningTurn;
+use crate::gateway::session::running::RunningTurn;
+use crate::gateway::turn::hold;
+use crate::gateway::turn::input::SessionInput;
 use crate::gateway::turn::run as turn;
 use crate::gateway::Inner;
-use crate::tasks::TaskFinished;
 use std::sync::Arc;
 use switchboard_platform::InboundMessage;
 use tokio::sync::mpsc;
 use tracing::Instrument;
-
-/// What a session works on.
-pub(crate) enum SessionInput {
-    Message(InboundMessage),
-    Notification(TaskFinished),
-    /// A schedule fired: run its prompt in the owner's session.
-    Scheduled {
-        origin: Conversation,
-        prompt: String,
-    },
-}
 
 /// What a session worker runs: an input, or a paused turn to resume.
 enum Work {

@@ -2,9 +2,9 @@
 //! media layer, what was refused or heard said to the user first, and the
 //! rest folded into what the model is told the user said.
 
+use crate::gateway::delivery::origin::Origin;
 use crate::gateway::delivery::outbound::send_text;
 use crate::gateway::text;
-use crate::gateway::turn::run::Origin;
 use crate::gateway::Inner;
 use crate::llm::Image;
 use switchboard_platform::{Activity, InboundMessage};

@@ -3,6 +3,7 @@
 //! operator raises it; commands still answer.
 
 use crate::domain::SessionKey;
+use crate::gateway::commands::usage::dollars;
 use crate::gateway::Inner;
 
 /// The notice for a turn that must not run, or `None` when it may.
@@ -35,24 +36,4 @@ pub(in crate::gateway) async fn refusal(inner: &Inner, key: &SessionKey) -> Opti
         }
     }
     None
-}
-
-/// Micro-dollars as dollars with cents (`1.50`), or more digits under a cent.
-pub(crate) fn dollars(micros: i64) -> String {
-    let usd = micros as f64 / 1e6;
-    if usd != 0.0 && usd.abs() < 0.01 {
-        format!("{usd:.4}")
-    } else {
-        format!("{usd:.2}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn amounts_show_cents_or_fractions_of_a_cent() {
-        assert_eq!(super::dollars(1_500_000), "1.50");
-        assert_eq!(super::dollars(0), "0.00");
-        assert_eq!(super::dollars(2_500), "0.0025");
-    }
 }

@@ -190,7 +190,7 @@ pub(in crate::gateway) async fn report_interrupted_resumes(inner: &Arc<Inner>, g
                 .to_owned()
         };
         if let Some(adapter) = inner.adapter(chat.platform) {
-            crate::gateway::turn::run::notify(
+            crate::gateway::delivery::outbound::notify(
                 adapter.as_ref(),
                 &chat,
                 &text,
@@ -292,8 +292,13 @@ pub(in crate::gateway) async fn interrupted(
         );
     }
     if let Some(adapter) = inner.adapter(msg.chat.platform) {
-        crate::gateway::turn::run::notify(adapter.as_ref(), &msg.chat, &text, Some(msg.message_id))
-            .await;
+        crate::gateway::delivery::outbound::notify(
+            adapter.as_ref(),
+            &msg.chat,
+            &text,
+            Some(msg.message_id),
+        )
+        .await;
     }
     if let Err(e) = inner.store.inbox_remove(entry.id).await {
         tracing::warn!(error = %e, "could not remove an interrupted message from the inbox");

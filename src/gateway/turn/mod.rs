@@ -4,10 +4,13 @@
 
 pub(super) mod attachments;
 pub(super) mod budget;
-pub(super) mod chat;
 pub(super) mod consent;
+pub(super) mod deliver;
+pub(super) mod exchange;
+pub(super) mod hold;
 pub(super) mod host;
 pub(super) mod in_flight;
+pub(super) mod input;
 pub(super) mod live_state;
 pub(super) mod memory;
 pub(super) mod prompt;

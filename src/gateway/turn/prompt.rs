@@ -4,9 +4,9 @@
 //! instructions.
 
 use crate::domain::SessionKey;
-use crate::gateway::session::worker::SessionInput;
+use crate::gateway::delivery::origin::Origin;
+use crate::gateway::turn::input::SessionInput;
 use crate::gateway::turn::memory::{self, TurnMemory};
-use crate::gateway::turn::run::Origin;
 use crate::gateway::Inner;
 use crate::llm::Message;
 use crate::store::SessionState;
@@ -47,7 +47,7 @@ pub(in crate::gateway) async fn assemble(
     // Only the model sees recalled memories; history keeps the plain input.
     // A chat bound with `"memory": false` recalls nothing.
     let query = match input {
-        SessionInput::Message(m) if crate::gateway::turn::chat::memory_on(inner, key) => {
+        SessionInput::Message(m) if crate::gateway::chat::memory_on(inner, key) => {
             Some(m.text.as_str())
         }
         _ => None,
@@ -96,10 +96,7 @@ async fn system_context(
     let own = private.then(|| crate::store::MemoryOwner::new(key.platform, key.user));
     let context =
         crate::gateway::commands::identity::with_identity(inner, join(context, live), own).await;
-    join(
-        crate::gateway::turn::chat::instructions(inner, key),
-        context,
-    )
+    join(crate::gateway::chat::instructions(inner, key), context)
 }
 
 /// Two optional sections, a blank line between them.

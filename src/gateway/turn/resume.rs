@@ -5,9 +5,10 @@
 use crate::agent::{Resolution, ResumeRequest};
 use crate::approvals::{decision_of, edited_arguments, Decision};
 use crate::domain::ApprovalId;
-use crate::gateway::delivery::deliver::deliver;
+use crate::gateway::delivery::origin::Origin;
+use crate::gateway::turn::deliver::deliver;
 use crate::gateway::turn::memory;
-use crate::gateway::turn::run::{host, Origin};
+use crate::gateway::turn::run::host;
 use crate::gateway::Inner;
 use crate::llm::ToolCall;
 use crate::models::Selected;
@@ -140,24 +141,21 @@ async fn claim(
     // first). Without the requester's text, an approval sent back for
     // editing leaves its row alone.
     let editing = matches!(next, Next::Edit(_));
-    let claimed = crate::gateway::session::hold::until_stored(
-        inner,
-        "claiming a paused turn",
-        || async move {
+    let claimed =
+        crate::gateway::turn::hold::until_stored(inner, "claiming a paused turn", || async move {
             if editing {
                 store.claim_turn_state(approval_id).await
             } else {
                 store.claim_decided_turn(approval_id).await
             }
-        },
-    )
-    .await;
+        })
+        .await;
     let state = claimed.flatten()?;
     match next {
         Next::Decided(decision) => Some((state, decision, None)),
         // Read after the claim: an edit nobody sent may have expired meanwhile.
         Next::Read | Next::Edit(_) => {
-            let record = crate::gateway::session::hold::until_stored(
+            let record = crate::gateway::turn::hold::until_stored(
                 inner,
                 "reading a decided approval",
                 || store.approval(approval_id),
@@ -212,9 +210,8 @@ async fn resolve(
 /// as its first call would have).
 async fn resumed_model(inner: &Inner, origin: &Origin, routed: Option<&str>) -> Selected {
     let mut selected =
-        crate::gateway::turn::chat::select(inner, &origin.conversation.key, &origin.session, None)
-            .await;
-    crate::gateway::turn::chat::for_builders(inner, &mut selected, Some(&origin.conversation.user));
+        crate::gateway::chat::select(inner, &origin.conversation.key, &origin.session, None).await;
+    crate::gateway::chat::for_builders(inner, &mut selected, Some(&origin.conversation.user));
     if let Some(name) = routed {
         if let Some(routed) = inner.models.named(name).await {
             selected.model = crate::agent::TurnModel {

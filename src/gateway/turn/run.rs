@@ -6,11 +6,12 @@
 use crate::agent::TurnRequest;
 use crate::domain::{ApprovalId, Conversation, SessionId, SessionKey};
 use crate::gateway::commands;
-use crate::gateway::delivery::deliver::deliver;
-use crate::gateway::delivery::outbound::send_text;
-use crate::gateway::session::worker::SessionInput;
+use crate::gateway::delivery::origin::Origin;
+use crate::gateway::delivery::outbound::notify;
 use crate::gateway::text;
+use crate::gateway::turn::deliver::deliver;
 use crate::gateway::turn::host::GatewayHost;
+use crate::gateway::turn::input::SessionInput;
 use crate::gateway::turn::prompt as turn_prompt;
 use crate::gateway::Inner;
 use crate::llm::Message;
@@ -18,18 +19,8 @@ use crate::models::Selected;
 use crate::store::TurnContext;
 use crate::tasks::{notification_text, scheduled_text};
 use std::sync::{Arc, Mutex};
-use switchboard_platform::{Activity, ChatAddress, MessageId, PlatformAdapter};
+use switchboard_platform::Activity;
 use tokio_util::sync::CancellationToken;
-
-/// Who a turn answers, where, and through which adapter and session.
-pub(in crate::gateway) struct Origin {
-    pub(in crate::gateway) conversation: Conversation,
-    pub(in crate::gateway) adapter: Arc<dyn PlatformAdapter>,
-    pub(in crate::gateway) session: SessionId,
-    /// When the user's message was sent (the platform's stamp); none for a
-    /// resumed turn, a notification or a schedule.
-    pub(in crate::gateway) sent_at: Option<chrono::DateTime<chrono::Utc>>,
-}
 
 /// Runs `input` in `session` (the session of `key`, looked up by the worker).
 pub(crate) async fn process(
@@ -145,13 +136,12 @@ async fn select(
         text: query_text(input),
         images: !given.images.is_empty(),
     };
-    let mut selected =
-        crate::gateway::turn::chat::select(inner, key, &origin.session, Some(route)).await;
+    let mut selected = crate::gateway::chat::select(inner, key, &origin.session, Some(route)).await;
     let asker = match input {
         SessionInput::Message(m) => Some(&m.user),
         _ => None,
     };
-    crate::gateway::turn::chat::for_builders(inner, &mut selected, asker);
+    crate::gateway::chat::for_builders(inner, &mut selected, asker);
     if let Err(e) = inner.grown.refresh().await {
         tracing::warn!(error = %e, "could not load the tools added from the chat");
     }
@@ -248,17 +238,4 @@ pub(in crate::gateway) fn host(
         paused: Mutex::new(None),
         nested: Default::default(),
     })
-}
-
-/// Sends a complete text and marks the chat idle.
-pub(crate) async fn notify(
-    adapter: &dyn PlatformAdapter,
-    chat: &ChatAddress,
-    text: &str,
-    reply_to: Option<MessageId>,
-) {
-    if let Err(e) = send_text(adapter, chat, text, reply_to).await {
-        tracing::warn!(error = %e, "could not send a reply");
-    }
-    let _ = adapter.activity(chat, Activity::Answered).await;
 }

@@ -2,7 +2,7 @@
 //! platform, outcome and model, and the user's usage priced per model.
 
 use crate::agent::{StopReason, TurnOutcome};
-use crate::gateway::turn::run::Origin;
+use crate::gateway::delivery::origin::Origin;
 use crate::gateway::Inner;
 use crate::metrics::Latency;
 

@@ -4,7 +4,7 @@
 //! keeps its order. A process that stops first leaves the spooled copy for the
 //! next start, which saves it before taking new work.
 
-use crate::gateway::intake::spool::SpoolFile;
+use crate::gateway::spool::SpoolFile;
 use crate::gateway::Inner;
 use crate::llm::Message;
 use crate::store::{Backoff, SessionId};

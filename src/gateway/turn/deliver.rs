@@ -4,12 +4,12 @@
 
 use crate::agent::{RuntimeEvent, StopReason, TurnOutcome};
 use crate::gateway::delivery::activity::{self, Verbosity};
+use crate::gateway::delivery::origin::Origin;
 use crate::gateway::delivery::outbound::ReplyStream;
 use crate::gateway::delivery::stream as turn_stream;
-use crate::gateway::session::exchange;
+use crate::gateway::turn::exchange;
 use crate::gateway::turn::host::GatewayHost;
 use crate::gateway::turn::memory;
-use crate::gateway::turn::run::Origin;
 use crate::gateway::Inner;
 use std::sync::Arc;
 use switchboard_platform::Activity;
@@ -210,11 +210,10 @@ async fn audit_error(inner: &Inner, o: &Origin, kind: &str, message: &str) {
 async fn audit_late_save(inner: &Inner, o: &Origin, reason: &str) {
     let detail = error_detail(o, reason, None);
     let store = &inner.store;
-    let written =
-        crate::gateway::session::hold::until_stored(inner, "auditing a late save", || {
-            store.try_record_event("error.storage", &detail)
-        })
-        .await;
+    let written = crate::gateway::turn::hold::until_stored(inner, "auditing a late save", || {
+        store.try_record_event("error.storage", &detail)
+    })
+    .await;
     if written.is_none() {
         tracing::warn!("stopping before the late save was audited");
     }

@@ -3,8 +3,8 @@
 //! outage delays answers instead of losing the messages. The sender is told
 //! once why the answer is late.
 
-use crate::gateway::session::worker::SessionInput;
-use crate::gateway::turn::run::notify;
+use crate::gateway::delivery::outbound::notify;
+use crate::gateway::turn::input::SessionInput;
 use crate::gateway::Inner;
 use crate::store::{Backoff, SessionId, SessionKey};
 use std::sync::Mutex;
