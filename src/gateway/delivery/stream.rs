@@ -26,32 +26,66 @@ pub(in crate::gateway) async fn stream(
     selected: &crate::models::Selected,
     verbosity: Verbosity,
 ) -> Streamed {
-    let tools = inner.agent.tools();
-    let label = |name: &str| {
-        tools
-            .get(name)
-            .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
+    let mut draft = Draft {
+        inner,
+        o,
+        selected,
+        verbosity,
+        tools: inner.agent.tools(),
+        outcome: None,
+        activity: Activity::default(),
     };
-    let provider = &selected.model.provider;
-    let mut outcome = None;
-    let mut activity = Activity::default();
     if let Some(route) = selected.route {
-        activity.routed(&selected.name, route.reason());
+        draft.activity.routed(&selected.name, route.reason());
         if verbosity != Verbosity::Off {
-            reply.set_head(activity.draft(verbosity)).await;
+            reply.set_head(draft.activity.draft(verbosity)).await;
         }
     }
     let mut timing = ModelTiming::default();
-    let model = provider.model().name.clone();
+    let model = selected.model.provider.model().name.clone();
     while let Some(event) = events.recv().await {
         timing.see(inner, &model, &event);
-        let changed = match event {
+        let changed = draft.take(event, reply).await;
+        if changed && verbosity != Verbosity::Off {
+            reply.set_head(draft.activity.draft(verbosity)).await;
+        }
+    }
+    Streamed {
+        outcome: draft.outcome,
+        activity: draft.activity,
+    }
+}
+
+/// A turn's stream so far: its activity (the lines above the answer) and,
+/// at the end, its outcome.
+struct Draft<'a> {
+    inner: &'a Inner,
+    o: &'a Origin,
+    selected: &'a crate::models::Selected,
+    verbosity: Verbosity,
+    tools: &'a std::sync::Arc<crate::tools::ToolRegistry>,
+    outcome: Option<TurnOutcome>,
+    activity: Activity,
+}
+
+impl Draft<'_> {
+    /// A tool's name as the chat shows it.
+    fn label(&self, name: &str) -> String {
+        self.tools
+            .get(name)
+            .map_or_else(|| name.to_owned(), |t| t.spec().display_name.clone())
+    }
+
+    /// Takes one event: the text into the draft, the rest into the
+    /// activity. Whether the activity lines changed.
+    async fn take(&mut self, event: RuntimeEvent, reply: &mut ReplyStream) -> bool {
+        match event {
             RuntimeEvent::TextDelta(t) => {
                 reply.push(&t).await;
                 // The answer's text is in the chat: from now on a crash
                 // does not run the turn again.
                 if reply.first_byte().is_some() {
-                    inner.answer_visible(&o.conversation.key).await;
+                    self.inner.answer_visible(&self.o.conversation.key).await;
                 }
                 false
             }
@@ -60,20 +94,30 @@ pub(in crate::gateway) async fn stream(
                 name,
                 progress,
             } => {
-                if verbosity == Verbosity::Off {
+                if self.verbosity == Verbosity::Off {
                     reply.set_status(progress.line()).await;
                 }
-                activity.step(&call_id, &label(&name), &progress.line());
+                let label = self.label(&name);
+                self.activity.step(&call_id, &label, &progress.line());
                 true
             }
+            event => self.note(event),
+        }
+    }
+
+    /// An event that only changes the activity (or ends the turn).
+    fn note(&mut self, event: RuntimeEvent) -> bool {
+        match event {
             RuntimeEvent::ToolCalls(calls) => {
                 for call in &calls {
-                    activity.planned(&call.id, &label(&call.name), &call.arguments);
+                    let label = self.label(&call.name);
+                    self.activity.planned(&call.id, &label, &call.arguments);
                 }
                 false
             }
             RuntimeEvent::ToolStart { call_id, name } => {
-                activity.started(&call_id, &label(&name));
+                let label = self.label(&name);
+                self.activity.started(&call_id, &label);
                 true
             }
             RuntimeEvent::ToolResult {
@@ -82,7 +126,8 @@ pub(in crate::gateway) async fn stream(
                 duration,
                 ..
             } => {
-                activity.finished(&call_id, &label(&name), true, duration);
+                let label = self.label(&name);
+                self.activity.finished(&call_id, &label, true, duration);
                 true
             }
             RuntimeEvent::ToolError {
@@ -91,12 +136,13 @@ pub(in crate::gateway) async fn stream(
                 duration,
                 ..
             } => {
-                activity.finished(&call_id, &label(&name), false, duration);
+                let label = self.label(&name);
+                self.activity.finished(&call_id, &label, false, duration);
                 true
             }
             RuntimeEvent::ThinkingDelta(t) => {
-                activity.reasoned(&t);
-                verbosity == Verbosity::Full
+                self.activity.reasoned(&t);
+                self.verbosity == Verbosity::Full
             }
             RuntimeEvent::Compaction {
                 messages_before,
@@ -104,36 +150,35 @@ pub(in crate::gateway) async fn stream(
                 tokens_before,
                 tokens_after,
             } => {
-                tracing::info!(session = %o.session, messages_before, messages_after, tokens_before, tokens_after, "context compacted");
-                activity.compacted(tokens_before, tokens_after);
+                tracing::info!(session = %self.o.session, messages_before, messages_after, tokens_before, tokens_after, "context compacted");
+                self.activity.compacted(tokens_before, tokens_after);
                 true
             }
             RuntimeEvent::Done(done) => {
-                outcome = Some(done);
+                self.outcome = Some(done);
                 // The fallback may have taken over inside the last call.
-                let serving = &provider.model().name;
-                if *serving != selected.name {
-                    activity.switched(serving);
-                }
+                self.switched();
                 false
             }
             // A fallback serves (a failed call was passed on, now or in an
             // earlier turn while the primary cools down): say which.
-            RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => {
-                let serving = &provider.model().name;
-                let switched = *serving != selected.name;
-                if switched {
-                    activity.switched(serving);
-                }
-                switched
-            }
-            RuntimeEvent::Usage(_) => false,
-        };
-        if changed && verbosity != Verbosity::Off {
-            reply.set_head(activity.draft(verbosity)).await;
+            RuntimeEvent::ModelStart { .. } | RuntimeEvent::Retry { .. } => self.switched(),
+            RuntimeEvent::Usage(_)
+            | RuntimeEvent::TextDelta(_)
+            | RuntimeEvent::ToolProgress { .. } => false,
         }
     }
-    Streamed { outcome, activity }
+
+    /// Notes a fallback model serving instead of the selected one; whether
+    /// one does.
+    fn switched(&mut self) -> bool {
+        let serving = &self.selected.model.provider.model().name;
+        let switched = *serving != self.selected.name;
+        if switched {
+            self.activity.switched(serving);
+        }
+        switched
+    }
 }
 
 /// The model calls' latency, read off the turn's events: a call starts at

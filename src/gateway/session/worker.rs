@@ -46,7 +46,7 @@ pub(crate) struct SessionHandle {
 impl SessionHandle {
     /// Starts the worker for `key`.
     pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
+        let (tx, rx) = mpsc::unbounded_channel::<Queued>();
         let running = RunningTurn::default();
         let mode = ModeCell::default();
         let handle = SessionHandle {
@@ -54,83 +54,15 @@ impl SessionHandle {
             running: running.clone(),
             mode: mode.clone(),
         };
-        tokio::spawn(async move {
-            // Work met while collecting messages, next in line.
-            let mut pending: Option<Queued> = None;
-            loop {
-                // Shutdown first: what is still queued stays in the inbox for
-                // the next process rather than starting a turn bound to end.
-                let queued = match pending.take() {
-                    Some(q) => q,
-                    None => tokio::select! {
-                        biased;
-                        () = inner.shutdown.cancelled() => break,
-                        q = rx.recv() => match q { Some(q) => q, None => break },
-                    },
-                };
-                match queued.work {
-                    Work::Input(input) => {
-                        // Held (not dropped) while storage is down; its inbox
-                        // row is given up only once its turn can start.
-                        // A message that could not reach the inbox is
-                        // already held in the spool: its sender hears so now.
-                        let spooled = matches!(queued.kept, Some(Kept::Spool(_)));
-                        let Some(session) =
-                            hold::session_when_stored(&inner, &key, Some(&input), spooled).await
-                        else {
-                            break;
-                        };
-                        // Storage may answer just as the gateway stops: the
-                        // message then stays kept for the next process.
-                        if inner.shutdown.is_cancelled() {
-                            break;
-                        }
-                        let mut rows = Vec::new();
-                        if let Some(kept) = queued.kept {
-                            match inner.taken(kept).await {
-                                Some(row) => rows.extend(row),
-                                None => continue,
-                            }
-                        }
-                        if mode.get().is_none() {
-                            mode.set(queue_mode::stored(&inner, &key, &session).await);
-                        }
-                        let mut input = *input;
-                        let mut guards = Vec::new();
-                        if mode.get() == Some(QueueMode::Collect) {
-                            input = collect(
-                                &inner,
-                                input,
-                                &mut rx,
-                                &mut pending,
-                                &mut guards,
-                                &mut rows,
-                            )
-                            .await;
-                        }
-                        inner.turn_started(key, rows);
-                        let cancel = running.begin(&inner.shutdown);
-                        turn::process(&inner, key, session, input, cancel)
-                            .instrument(crate::telemetry::turn_span(&key))
-                            .await;
-                        running.end();
-                        inner.turn_ended(&key).await;
-                        drop(guards);
-                    }
-                    Work::Resume {
-                        approval_id,
-                        decided,
-                    } => {
-                        // Held through an outage by the claim itself.
-                        let cancel = running.begin(&inner.shutdown);
-                        crate::gateway::turn::resume::resume(&inner, &approval_id, decided, cancel)
-                            .instrument(crate::telemetry::turn_span(&key))
-                            .await;
-                        running.end();
-                    }
-                }
-            }
-        });
+        let worker = Worker {
+            inner,
+            key,
+            rx,
+            running,
+            mode,
+            pending: None,
+        };
+        tokio::spawn(worker.run());
         handle
     }
 
@@ -197,6 +129,121 @@ impl SessionHandle {
 
     pub(crate) fn mode_cell(&self) -> ModeCell {
         self.mode.clone()
+    }
+}
+
+/// A session's worker: takes its queued work one at a time, until shutdown.
+struct Worker {
+    inner: Arc<Inner>,
+    key: SessionKey,
+    rx: mpsc::UnboundedReceiver<Queued>,
+    running: RunningTurn,
+    mode: ModeCell,
+    /// Work met while collecting messages, next in line.
+    pending: Option<Queued>,
+}
+
+/// Whether a worker goes on after a piece of work.
+enum Flow {
+    Next,
+    Stop,
+}
+
+impl Worker {
+    /// The worker's loop: the next work, run, until shutdown (or until the
+    /// gateway drops the session's handle).
+    async fn run(mut self) {
+        while let Some(queued) = self.next().await {
+            let Queued { work, kept, _guard } = queued;
+            let flow = match work {
+                Work::Input(input) => self.take_input(*input, kept).await,
+                Work::Resume {
+                    approval_id,
+                    decided,
+                } => {
+                    self.resume(approval_id, decided).await;
+                    Flow::Next
+                }
+            };
+            if let Flow::Stop = flow {
+                break;
+            }
+        }
+    }
+
+    /// The next work: one met while collecting, else the queue's head.
+    /// Shutdown first: what is still queued stays in the inbox for the next
+    /// process rather than starting a turn bound to end.
+    async fn next(&mut self) -> Option<Queued> {
+        if let Some(q) = self.pending.take() {
+            return Some(q);
+        }
+        tokio::select! {
+            biased;
+            () = self.inner.shutdown.cancelled() => None,
+            q = self.rx.recv() => q,
+        }
+    }
+
+    /// An input's turn: held (not dropped) while storage is down, its inbox
+    /// row given up only once its turn can start; in `collect` mode the
+    /// messages queued behind it join it.
+    async fn take_input(&mut self, input: SessionInput, kept: Option<Kept>) -> Flow {
+        let (inner, key) = (Arc::clone(&self.inner), self.key);
+        // A message that could not reach the inbox is already held in the
+        // spool: its sender hears so now.
+        let spooled = matches!(kept, Some(Kept::Spool(_)));
+        let Some(session) = hold::session_when_stored(&inner, &key, Some(&input), spooled).await
+        else {
+            return Flow::Stop;
+        };
+        // Storage may answer just as the gateway stops: the message then
+        // stays kept for the next process.
+        if inner.shutdown.is_cancelled() {
+            return Flow::Stop;
+        }
+        let mut rows = Vec::new();
+        if let Some(kept) = kept {
+            match inner.taken(kept).await {
+                Some(row) => rows.extend(row),
+                None => return Flow::Next,
+            }
+        }
+        if self.mode.get().is_none() {
+            self.mode
+                .set(queue_mode::stored(&inner, &key, &session).await);
+        }
+        let mut input = input;
+        let mut guards = Vec::new();
+        if self.mode.get() == Some(QueueMode::Collect) {
+            input = collect(
+                &inner,
+                input,
+                &mut self.rx,
+                &mut self.pending,
+                &mut guards,
+                &mut rows,
+            )
+            .await;
+        }
+        inner.turn_started(key, rows);
+        let cancel = self.running.begin(&inner.shutdown);
+        turn::process(&inner, key, session, input, cancel)
+            .instrument(crate::telemetry::turn_span(&key))
+            .await;
+        self.running.end();
+        inner.turn_ended(&key).await;
+        drop(guards);
+        Flow::Next
+    }
+
+    /// A paused turn's resumption (held through an outage by the claim itself).
+    async fn resume(&mut self, approval_id: ApprovalId, decided: Option<Decision>) {
+        let cancel = self.running.begin(&self.inner.shutdown);
+        crate::gateway::turn::resume::resume(&self.inner, &approval_id, decided, cancel)
+            .instrument(crate::telemetry::turn_span(&self.key))
+            .await;
+        self.running.end();
     }
 }
 

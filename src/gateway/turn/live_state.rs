@@ -36,79 +36,13 @@ pub(in crate::gateway) async fn section(
 ) -> Option<String> {
     let mut parts = Vec::new();
     if hit(&PORTFOLIO, text) {
-        let owner = MemoryOwner::new(key.platform, key.user);
-        match inner.store.portfolio(owner).await {
-            Ok(positions) if positions.is_empty() => {
-                parts.push("Portfolio: no holdings.".to_owned())
-            }
-            Ok(positions) => {
-                let lines: Vec<String> = positions
-                    .iter()
-                    .take(MAX_ITEMS)
-                    .map(|p| {
-                        format!(
-                            "- {} {} at average cost {} {}",
-                            p.quantity,
-                            p.symbol,
-                            p.average_cost(),
-                            p.currency
-                        )
-                    })
-                    .collect();
-                parts.push(format!("Portfolio holdings:\n{}", lines.join("\n")));
-            }
-            Err(e) => tracing::warn!(error = %e, "live state: portfolio unavailable"),
-        }
+        parts.extend(portfolio(inner, key).await);
     }
     if hit(&SCHEDULES, text) {
-        match inner.store.session_schedules(session).await {
-            Ok(list) => {
-                let active: Vec<String> = list
-                    .iter()
-                    .filter(|s| s.active)
-                    .take(MAX_ITEMS)
-                    .map(|s| {
-                        format!(
-                            "- {} ({} {}): {}",
-                            crate::domain::short_id(&s.id),
-                            s.kind,
-                            s.spec,
-                            crate::text::clip(&s.prompt, 80)
-                        )
-                    })
-                    .collect();
-                parts.push(if active.is_empty() {
-                    "Schedules in this conversation: none.".to_owned()
-                } else {
-                    format!("Schedules in this conversation:\n{}", active.join("\n"))
-                });
-            }
-            Err(e) => tracing::warn!(error = %e, "live state: schedules unavailable"),
-        }
+        parts.extend(schedules(inner, session).await);
     }
     if hit(&RULES, text) {
-        match inner.store.rules(key.platform, key.user).await {
-            Ok(rules) => {
-                let lines: Vec<String> = rules
-                    .iter()
-                    .take(MAX_ITEMS)
-                    .map(|r| {
-                        format!(
-                            "- {} for {}: {}",
-                            crate::domain::short_id(&r.id),
-                            r.tool_name,
-                            crate::text::clip(&r.pattern, 80)
-                        )
-                    })
-                    .collect();
-                parts.push(if lines.is_empty() {
-                    "Your \"always allow\" rules: none.".to_owned()
-                } else {
-                    format!("Your \"always allow\" rules:\n{}", lines.join("\n"))
-                });
-            }
-            Err(e) => tracing::warn!(error = %e, "live state: rules unavailable"),
-        }
+        parts.extend(rules(inner, key).await);
     }
     (!parts.is_empty()).then(|| {
         format!(
@@ -116,6 +50,94 @@ pub(in crate::gateway) async fn section(
             parts.join("\n")
         )
     })
+}
+
+/// The user's holdings, read now; `None` when unavailable.
+async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<String> {
+    let owner = MemoryOwner::new(key.platform, key.user);
+    match inner.store.portfolio(owner).await {
+        Ok(positions) if positions.is_empty() => Some("Portfolio: no holdings.".to_owned()),
+        Ok(positions) => {
+            let lines: Vec<String> = positions
+                .iter()
+                .take(MAX_ITEMS)
+                .map(|p| {
+                    format!(
+                        "- {} {} at average cost {} {}",
+                        p.quantity,
+                        p.symbol,
+                        p.average_cost(),
+                        p.currency
+                    )
+                })
+                .collect();
+            Some(format!("Portfolio holdings:\n{}", lines.join("\n")))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "live state: portfolio unavailable");
+            None
+        }
+    }
+}
+
+/// The conversation's active schedules, read now; `None` when unavailable.
+async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
+    match inner.store.session_schedules(session).await {
+        Ok(list) => {
+            let active: Vec<String> = list
+                .iter()
+                .filter(|s| s.active)
+                .take(MAX_ITEMS)
+                .map(|s| {
+                    format!(
+                        "- {} ({} {}): {}",
+                        crate::domain::short_id(&s.id),
+                        s.kind,
+                        s.spec,
+                        crate::text::clip(&s.prompt, 80)
+                    )
+                })
+                .collect();
+            Some(if active.is_empty() {
+                "Schedules in this conversation: none.".to_owned()
+            } else {
+                format!("Schedules in this conversation:\n{}", active.join("\n"))
+            })
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "live state: schedules unavailable");
+            None
+        }
+    }
+}
+
+/// The user's "always allow" rules, read now; `None` when unavailable.
+async fn rules(inner: &Inner, key: &SessionKey) -> Option<String> {
+    match inner.store.rules(key.platform, key.user).await {
+        Ok(rules) => {
+            let lines: Vec<String> = rules
+                .iter()
+                .take(MAX_ITEMS)
+                .map(|r| {
+                    format!(
+                        "- {} for {}: {}",
+                        crate::domain::short_id(&r.id),
+                        r.tool_name,
+                        crate::text::clip(&r.pattern, 80)
+                    )
+                })
+                .collect();
+            Some(if lines.is_empty() {
+                "Your \"always allow\" rules: none.".to_owned()
+            } else {
+                format!("Your \"always allow\" rules:\n{}", lines.join("\n"))
+            })
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "live state: rules unavailable");
+            None
+        }
+    }
 }
 
 #[cfg(test)]
