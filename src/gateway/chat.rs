@@ -19,6 +19,7 @@ pub(in crate::gateway) async fn select(
 ) -> Selected {
     let chat = inner.chat_settings(key);
     let mut selected = inner
+        .features
         .models
         .select(session, chat.and_then(|c| c.model.as_deref()), input)
         .await;
@@ -36,7 +37,7 @@ pub(in crate::gateway) fn for_builders(
     selected: &mut Selected,
     user: Option<&User>,
 ) {
-    if user.is_some_and(|u| inner.tool_builders.allows(u)) {
+    if user.is_some_and(|u| inner.features.tool_builders.allows(u)) {
         return;
     }
     let mut policy = selected.model.tools.as_deref().cloned().unwrap_or_default();

@@ -4,10 +4,13 @@
 mod chat;
 mod commands;
 mod delivery;
+mod durability;
+mod features;
 mod intake;
 mod maintenance;
 mod operator;
 mod parents;
+mod platforms;
 mod session;
 mod spool;
 mod text;
@@ -37,10 +40,10 @@ use session::worker::SessionHandle;
 use spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    Ack, ButtonPress, ChatAddress, InboundQueue, Platform, PlatformAdapter, Receipt, UserId,
+    Ack, ButtonPress, InboundQueue, Platform, PlatformAdapter, Receipt, UserId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -75,73 +78,44 @@ pub struct GatewaySettings {
     pub identity_user_edits: bool,
 }
 
-/// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
+/// Shared state of the gateway; sessions and tasks hold an `Arc` of it: the
+/// services every stage uses, and each stage's own state as a handle of its
+/// own (`gate` for intake, `sessions` for the session workers).
 pub(crate) struct Inner {
     pub store: Store,
     pub agent: Arc<Agent>,
     pub approvals: Approvals,
     pub tasks: Arc<TaskManager>,
-    /// Extracts long-term memories (with the agent's provider); its book is
-    /// the users' memories.
-    pub extractor: Extractor,
     pub shutdown: CancellationToken,
-    adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
-    access: AccessControl,
-    limiter: UserLimiter,
-    /// Approval presses' own allowance (see [`press_limit`]).
-    approval_presses: UserLimiter,
-    sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
-    /// Each session's running turn: its inbox rows and what it ran.
-    in_flight: Mutex<HashMap<SessionKey, turn::in_flight::InFlight>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
-    pub skills: Arc<crate::skills::SkillLibrary>,
-    /// Photos, voice notes and files users send.
-    pub media: Arc<crate::media::Media>,
-    /// The model catalogue, `/model` choices and routing.
-    pub models: Arc<crate::models::Models>,
-    /// Per-chat settings (`CHATS_FILE`).
-    pub chats: crate::chats::ChatBindings,
-    /// Each thread's channel, for the settings' fallback to the channel.
-    parents: parents::Parents,
-    /// The tools added from the chat, and who may change them.
-    pub grown: Arc<crate::tools::GrownTools>,
-    pub tool_builders: crate::tools::ToolBuilders,
-    /// Whether users may set the agent's identity for their own DMs.
-    pub identity_user_edits: bool,
-    /// This process's id: owner of its inbox rows, resumed-turn marks and
-    /// tasks while it is alive (see `store::LivenessClaim`).
-    instance: String,
-    /// Whether storage just failed (the inbound path then skips what it can).
-    storage: turn::hold::StorageHealth,
-    /// Where accepted messages are kept while storage is down.
-    spool: Option<Spool>,
-    /// The default verbosity of a session that did not choose one.
-    pub verbosity: Verbosity,
-    /// The default queue mode of a session that did not choose one.
-    pub queue_mode: QueueMode,
+    /// The adapters, the per-chat settings and the threads' channels.
+    platforms: platforms::Platforms,
+    /// Skills, media, models, memory extraction, grown tools, defaults.
+    pub features: features::Features,
+    /// This process's id, storage health and the local spool.
+    durability: durability::Durability,
+    /// Access policy and per-user limits (the intake's).
+    gate: intake::gate::Gate,
+    /// The session workers and their turns in flight.
+    sessions: session::sessions::Sessions,
 }
 
 impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
-        self.adapters.get(&platform).cloned()
+        self.platforms.adapter(platform)
     }
 
     /// The operator's settings for the chat (or topic) of `key`, if bound;
     /// a thread that is a chat of its own falls back to its channel's.
     pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&crate::chats::ChatSettings> {
-        self.chats.get(
-            &ChatAddress::new(key.platform, key.chat, key.thread),
-            self.parents.of(key.platform, key.chat),
-        )
+        self.platforms.chat_settings(key)
     }
 
     /// Whether the person on `platform` is the operator at this machine (see
     /// [`switchboard_platform::Capabilities::local_operator`]).
     pub(crate) fn local_operator(&self, platform: Platform) -> bool {
-        self.adapters
-            .get(&platform)
-            .is_some_and(|a| a.capabilities().local_operator)
+        self.platforms.local_operator(platform)
     }
 }
 
@@ -202,45 +176,53 @@ impl Gateway {
             MemoryBook::new(store.clone(), settings.memory.clone()),
             cheap.unwrap_or_else(|| Arc::clone(agent.provider())),
         );
+        let spool = match Spool::open(&settings.spool_dir, &instance) {
+            Ok(spool) => Some(spool),
+            Err(e) => {
+                tracing::warn!(dir = %settings.spool_dir.display(), error = %e, "no local spool: messages accepted during a storage outage will not survive a restart");
+                None
+            }
+        };
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
-            extractor,
             store,
             agent,
             tasks,
             shutdown,
-            adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
-            access: AccessControl::new(
-                settings.access_policy,
-                settings.allowed_users,
-                chrono::Duration::from_std(settings.pairing_ttl)
-                    .unwrap_or(chrono::Duration::hours(1)),
-            ),
-            limiter: UserLimiter::new(settings.user_messages_per_minute),
-            approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
-            sessions: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
             busy,
             metrics,
-            skills,
-            media,
-            models,
-            spool: match Spool::open(&settings.spool_dir, &instance) {
-                Ok(spool) => Some(spool),
-                Err(e) => {
-                    tracing::warn!(dir = %settings.spool_dir.display(), error = %e, "no local spool: messages accepted during a storage outage will not survive a restart");
-                    None
-                }
+            platforms: platforms::Platforms {
+                adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
+                chats: settings.chats,
+                parents: parents::Parents::default(),
             },
-            instance,
-            verbosity: settings.verbosity,
-            queue_mode: settings.queue_mode,
-            chats: settings.chats,
-            parents: parents::Parents::default(),
-            grown,
-            tool_builders: settings.tool_builders,
-            identity_user_edits: settings.identity_user_edits,
-            storage: turn::hold::StorageHealth::default(),
+            features: features::Features {
+                skills,
+                media,
+                models,
+                extractor,
+                grown,
+                tool_builders: settings.tool_builders,
+                identity_user_edits: settings.identity_user_edits,
+                verbosity: settings.verbosity,
+                queue_mode: settings.queue_mode,
+            },
+            durability: durability::Durability {
+                instance,
+                storage: durability::StorageHealth::default(),
+                spool,
+            },
+            gate: intake::gate::Gate {
+                access: AccessControl::new(
+                    settings.access_policy,
+                    settings.allowed_users,
+                    chrono::Duration::from_std(settings.pairing_ttl)
+                        .unwrap_or(chrono::Duration::hours(1)),
+                ),
+                limiter: UserLimiter::new(settings.user_messages_per_minute),
+                approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
+            },
+            sessions: session::sessions::Sessions::default(),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -260,7 +242,7 @@ impl Gateway {
 
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: InboundQueue) {
-        self.inner.parents.load(&self.inner.store).await;
+        self.inner.platforms.parents.load(&self.inner.store).await;
         maintenance::reshow::console_cards(&self.inner).await;
         maintenance::periodic::resume_orphaned_turns(&self.inner).await;
         // What processes that are gone (this one's predecessor included)
@@ -269,13 +251,15 @@ impl Gateway {
         let (due_tx, mut due) = mpsc::channel(64);
         tokio::spawn(maintenance::periodic::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
-            self.inner.extractor.clone(),
+            self.inner.features.extractor.clone(),
             self.inner.store.clone(),
             self.inner.busy.clone(),
             self.inner.shutdown.clone(),
         ));
         tokio::spawn(commands::menu::publish(Arc::clone(&self.inner)));
-        tokio::spawn(Arc::clone(&self.inner.media).sweep_hourly(self.inner.shutdown.clone()));
+        tokio::spawn(
+            Arc::clone(&self.inner.features.media).sweep_hourly(self.inner.shutdown.clone()),
+        );
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;
@@ -293,7 +277,7 @@ impl Gateway {
         // What is still queued stays in the inbox for the next process (or
         // a peer), which takes it as soon as this one's liveness claim ends.
         self.keep_undelivered(&mut inbound).await;
-        if let Some(spool) = &self.inner.spool {
+        if let Some(spool) = &self.inner.durability.spool {
             spool.close();
         }
     }
@@ -330,6 +314,7 @@ impl Gateway {
     fn session_if_exists(&self, key: &SessionKey) -> Option<SessionHandle> {
         self.inner
             .sessions
+            .workers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)

@@ -42,6 +42,7 @@ impl Operator {
     pub fn links(&self) -> Vec<(Platform, LinkStatus)> {
         let mut links: Vec<(Platform, LinkStatus)> = self
             .inner
+            .platforms
             .adapters
             .iter()
             .map(|(p, a)| (*p, a.link()))

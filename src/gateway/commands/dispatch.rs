@@ -79,7 +79,7 @@ fn whoami(key: &SessionKey, user: &User) -> String {
 
 /// `/skills`: the installed skills.
 fn skills(inner: &Inner) -> String {
-    let skills = inner.skills.book();
+    let skills = inner.features.skills.book();
     if skills.is_empty() {
         "No skills are installed.".into()
     } else {

@@ -25,7 +25,7 @@ pub(crate) async fn run(
     if cmd.args.is_empty() {
         return show(inner, owner).await;
     }
-    if !inner.identity_user_edits {
+    if !inner.features.identity_user_edits {
         return Ok(
             "Changing how I present myself is the operator's (IDENTITY_USER_EDITS is off).".into(),
         );
@@ -113,7 +113,7 @@ async fn show(inner: &Inner, owner: MemoryOwner) -> Result<String, IdentityError
             mine.describe()
         ));
     }
-    if inner.identity_user_edits {
+    if inner.features.identity_user_edits {
         out.push_str(&format!("\n\n{USAGE}"));
     }
     Ok(out)
@@ -145,7 +145,7 @@ pub(crate) async fn with_identity(
             None
         }
     };
-    let mine = match user.filter(|_| inner.identity_user_edits) {
+    let mine = match user.filter(|_| inner.features.identity_user_edits) {
         Some(owner) => match own(inner, owner).await {
             Ok(p) => p.render_for_user(),
             Err(e) => {

@@ -26,7 +26,7 @@ pub(crate) async fn run(
     private: bool,
 ) -> Result<String, StoreError> {
     let owner = MemoryOwner::of(key);
-    let policy = inner.extractor.book().config().shared_chats;
+    let policy = inner.features.extractor.book().config().shared_chats;
     let visible = |kind| policy.shows(private, kind);
     match cmd.args.as_slice() {
         [] | ["list"] => list(inner, owner, &visible).await,

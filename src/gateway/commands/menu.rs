@@ -16,14 +16,14 @@ const MAX_RETRY: Duration = Duration::from_secs(3600);
 
 /// Publishes the menu at start and after every skills reload, until shutdown.
 pub(crate) async fn publish(inner: Arc<Inner>) {
-    let reloads = inner.skills.subscribe();
+    let reloads = inner.features.skills.subscribe();
     let shutdown = inner.shutdown.clone();
     keep_published(reloads, shutdown, || {
         let inner = Arc::clone(&inner);
         async move {
-            let menu = commands::menu(&inner.skills.book());
+            let menu = commands::menu(&inner.features.skills.book());
             let mut published = true;
-            for adapter in inner.adapters.values() {
+            for adapter in inner.platforms.adapters.values() {
                 if let Err(e) = adapter.set_commands(&menu).await {
                     published = false;
                     tracing::warn!(platform = %adapter.platform(), error = %e, "could not publish the command menu; typed commands still work");

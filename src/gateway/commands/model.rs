@@ -13,7 +13,7 @@ pub(crate) async fn run(
     key: &SessionKey,
     session: &SessionId,
 ) -> Result<String, StoreError> {
-    let choosable = inner.models.choosable().await;
+    let choosable = inner.features.models.choosable().await;
     let names: Vec<String> = choosable.iter().map(|m| format!("`{}`", m.name)).collect();
     let Some(arg) = cmd.args.first() else {
         let selected = crate::gateway::chat::select(inner, key, session, None).await;
@@ -45,7 +45,7 @@ pub(crate) async fn run(
             now.name
         ));
     }
-    if !inner.models.may_choose(arg).await {
+    if !inner.features.models.may_choose(arg).await {
         let offer = if names.is_empty() {
             "The operator has not allowed switching models.".to_owned()
         } else {

@@ -16,14 +16,16 @@ const USAGE: &str = "`/tools` lists the tools; `/tools export` shows those added
 /// What `/tools …` answers directly (the list, the export, a refusal).
 pub(in crate::gateway) async fn run(inner: &Inner, cmd: &Command<'_>, user: &User) -> String {
     // Another process may have changed them a moment ago.
-    if let Err(e) = inner.grown.refresh().await {
+    if let Err(e) = inner.features.grown.refresh().await {
         tracing::warn!(error = %e, "could not load the tools added from the chat");
     }
     match cmd.args.first().copied() {
         None => listing(inner),
         Some("export") => export(inner),
-        Some("add" | "import" | "remove" | "update") if !inner.tool_builders.allows(user) => {
-            inner.tool_builders.refusal().to_owned()
+        Some("add" | "import" | "remove" | "update")
+            if !inner.features.tool_builders.allows(user) =>
+        {
+            inner.features.tool_builders.refusal().to_owned()
         }
         Some(_) => USAGE.to_owned(),
     }
@@ -44,7 +46,7 @@ fn listing(inner: &Inner) -> String {
 /// format (importable here, or kept by the operator in that file), the
 /// script ones as `SCRIPT_TOOLS_DIR` manifests with their approved hash.
 fn export(inner: &Inner) -> String {
-    let rows = inner.grown.rows();
+    let rows = inner.features.grown.rows();
     if rows.is_empty() {
         return "No tools were added from the chat.".into();
     }
@@ -86,7 +88,7 @@ pub(in crate::gateway) fn invocation(
     user: &User,
 ) -> Option<String> {
     if cmd.builtin != Some(crate::gateway::commands::Builtin::Tools)
-        || !inner.tool_builders.allows(user)
+        || !inner.features.tool_builders.allows(user)
     {
         return None;
     }
@@ -127,6 +129,7 @@ pub(in crate::gateway) fn invocation(
         _ => return None,
     };
     let current: Vec<String> = inner
+        .features
         .grown
         .rows()
         .iter()

@@ -23,7 +23,7 @@ pub(crate) async fn run(
         inner.store.set_verbosity(session, None).await?;
         return Ok(format!(
             "Verbosity here is back to the default: **{}**.",
-            inner.verbosity.as_str()
+            inner.features.verbosity.as_str()
         ));
     }
     let Some(chosen) = Verbosity::parse(arg) else {
@@ -52,7 +52,7 @@ pub(crate) async fn verbosity(inner: &Inner, key: &SessionKey, session: &Session
     let default = inner
         .chat_settings(key)
         .and_then(|c| c.verbosity)
-        .unwrap_or(inner.verbosity);
+        .unwrap_or(inner.features.verbosity);
     match inner.store.verbosity(session).await {
         Ok(Some(raw)) => Verbosity::parse(&raw).unwrap_or(default),
         Ok(None) => default,

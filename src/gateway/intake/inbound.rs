@@ -67,7 +67,7 @@ impl Gateway {
                 KeepOutcome::Kept(kept) => {
                     a.ack.send(Receipt::Kept);
                     let session = self.session(a.key);
-                    if session.mode(inner.queue_mode) == QueueMode::Interrupt {
+                    if session.mode(inner.features.queue_mode) == QueueMode::Interrupt {
                         session.stop();
                     }
                     session.enqueue_message(a.msg, Some(kept), a.guard);
@@ -114,6 +114,7 @@ impl Gateway {
         if let Some(parent) = msg.parent {
             let chat = msg.chat;
             inner
+                .platforms
                 .parents
                 .note(&inner.store, chat.platform, chat.chat, parent);
         }
@@ -196,12 +197,13 @@ impl Gateway {
             reply_later(adapter, msg.chat, text, reply_to);
         };
         let checked = inner
+            .gate
             .access
             .check(
                 &inner.store,
                 msg,
                 adapter.capabilities().local_operator,
-                inner.storage.is_down(),
+                inner.durability.storage.is_down(),
             )
             .await;
         match checked {
@@ -209,7 +211,7 @@ impl Gateway {
             // Refusals count against the sender's inbound limit too, so a
             // stranger cannot make the bot send a stream of them.
             Ok(Access::Refuse(text)) => {
-                match inner.limiter.check(key.platform, key.user) {
+                match inner.gate.limiter.check(key.platform, key.user) {
                     Limit::Allowed => reply(text, Some(msg.message_id)),
                     Limit::Notice(notice) => reply(notice, Some(msg.message_id)),
                     Limit::Silent => {}
@@ -218,7 +220,7 @@ impl Gateway {
             }
             Ok(Access::Ignore) => return false,
             Err(e) => {
-                inner.storage.failed();
+                inner.durability.storage.failed();
                 tracing::error!(error = %e, "access check failed");
                 let text = "⚠️ I can't check access right now (storage unavailable).";
                 reply(text.into(), None);
@@ -230,7 +232,7 @@ impl Gateway {
         if adapter.capabilities().local_operator {
             return true;
         }
-        match inner.limiter.check(key.platform, key.user) {
+        match inner.gate.limiter.check(key.platform, key.user) {
             Limit::Allowed => true,
             Limit::Notice(text) => {
                 reply(text, Some(msg.message_id));

@@ -34,7 +34,7 @@ impl Inner {
     /// Keeps a burst of accepted messages across a restart: in the inbox
     /// (one transaction), or each in the local spool while storage is down.
     pub(in crate::gateway) async fn keep_burst(&self, burst: &[Accepted]) -> Vec<KeepOutcome> {
-        if !self.storage.is_down() {
+        if !self.durability.storage.is_down() {
             let intakes: Vec<Intake<'_>> = burst
                 .iter()
                 .map(|a| Intake {
@@ -42,7 +42,11 @@ impl Inner {
                     dedupe: a.dedupe,
                 })
                 .collect();
-            match self.store.inbox_keep(&self.instance, &intakes).await {
+            match self
+                .store
+                .inbox_keep(&self.durability.instance, &intakes)
+                .await
+            {
                 Ok(kept) => {
                     return kept
                         .into_iter()
@@ -53,7 +57,7 @@ impl Inner {
                         .collect()
                 }
                 Err(e) => {
-                    self.storage.failed();
+                    self.durability.storage.failed();
                     tracing::warn!(error = %e, count = burst.len(), "could not store inbound messages; spooling them locally");
                 }
             }
@@ -62,7 +66,7 @@ impl Inner {
     }
 
     fn spool_one(&self, accepted: &Accepted) -> KeepOutcome {
-        let Some(spool) = &self.spool else {
+        let Some(spool) = &self.durability.spool else {
             tracing::error!("storage is down and there is no spool; an inbound message stays with its platform until it can be kept");
             return KeepOutcome::Lost;
         };
@@ -82,7 +86,7 @@ impl Inner {
     /// one; a spooled copy is done with now.
     pub(crate) async fn taken(&self, kept: Kept) -> Option<Option<i64>> {
         match kept {
-            Kept::Inbox(id) => match self.store.inbox_start(&self.instance, id).await {
+            Kept::Inbox(id) => match self.store.inbox_start(&self.durability.instance, id).await {
                 Ok(true) => Some(Some(id)),
                 Ok(false) => {
                     tracing::info!(
@@ -100,7 +104,7 @@ impl Inner {
                 }
             },
             Kept::Spool(file) => {
-                if let Some(spool) = &self.spool {
+                if let Some(spool) = &self.durability.spool {
                     spool.remove(file);
                 }
                 Some(None)

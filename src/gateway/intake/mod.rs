@@ -4,6 +4,7 @@
 //! button presses.
 
 pub(super) mod access;
+pub(super) mod gate;
 pub(super) mod inbound;
 pub(super) mod inline;
 pub(super) mod kept;

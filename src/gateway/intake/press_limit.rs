@@ -29,8 +29,8 @@ pub(in crate::gateway) async fn admit(
         return true;
     }
     let limiter = match kind {
-        PressKind::Approval => &inner.approval_presses,
-        PressKind::Feedback => &inner.limiter,
+        PressKind::Approval => &inner.gate.approval_presses,
+        PressKind::Feedback => &inner.gate.limiter,
     };
     if limiter.check(press.chat.platform, press.user.id) == Limit::Allowed {
         return true;

@@ -19,6 +19,7 @@ pub(in crate::gateway) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
     if let Some(parent) = press.parent {
         let chat = press.chat;
         inner
+            .platforms
             .parents
             .note(&inner.store, chat.platform, chat.chat, parent);
     }

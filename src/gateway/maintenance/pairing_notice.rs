@@ -13,7 +13,7 @@ pub(crate) const APPROVED_NOTICE: &str =
 /// platforms this gateway runs; each one is claimed first, so of several
 /// processes exactly one tells the user.
 pub(crate) async fn announce_approved_pairings(inner: &Inner) {
-    for (platform, adapter) in &inner.adapters {
+    for (platform, adapter) in &inner.platforms.adapters {
         let approved = match inner.store.unannounced_pairings(*platform).await {
             Ok(approved) => approved,
             Err(e) => {

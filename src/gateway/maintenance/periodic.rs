@@ -40,8 +40,8 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             if let Err(e) = inner.store.prune_sightings().await {
                 tracing::debug!(error = %e, "could not prune inbound sightings");
             }
-            inner.limiter.prune();
-            inner.approval_presses.prune();
+            inner.gate.limiter.prune();
+            inner.gate.approval_presses.prune();
             // Tells the operator (and copies the live data) when the database
             // file was deleted or replaced under the gateway.
             inner.store.check_file().await;
@@ -96,7 +96,7 @@ pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
 /// (marked interrupted, their chats told). At start, also the tasks no
 /// process owns (from before owners were recorded).
 pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
-    if let Some(spool) = &inner.spool {
+    if let Some(spool) = &inner.durability.spool {
         match spool.adopt(&inner.store).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(
@@ -124,16 +124,19 @@ pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
 /// The owners of queued work other than this process whose liveness claim
 /// has ended.
 async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreError> {
-    let owners = inner.store.foreign_owners(&inner.instance).await?;
+    let owners = inner
+        .store
+        .foreign_owners(&inner.durability.instance)
+        .await?;
     inner.store.gone_owners(&owners).await
 }
 
 /// Queues the messages `gone` accepted and never answered, oldest first.
 async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
-    let platforms: Vec<_> = inner.adapters.keys().copied().collect();
+    let platforms: Vec<_> = inner.platforms.adapters.keys().copied().collect();
     match inner
         .store
-        .inbox_take_over(gone, &inner.instance, &platforms)
+        .inbox_take_over(gone, &inner.durability.instance, &platforms)
         .await
     {
         Ok(entries) => {

@@ -18,7 +18,7 @@ pub(crate) const ANSWER_PASSED_ON: &str = "✅ Passed on to the agent that asked
 /// Posts every queued outbox row for the platforms this gateway runs (each
 /// claimed first, so of several processes exactly one posts it).
 pub(crate) async fn deliver_outbox(inner: &Arc<Inner>) {
-    for (platform, adapter) in &inner.adapters {
+    for (platform, adapter) in &inner.platforms.adapters {
         let claimed = match inner.store.claim_outbox(*platform, BATCH).await {
             Ok(claimed) => claimed,
             Err(e) => return tracing::warn!(error = %e, "could not look at the outbox"),

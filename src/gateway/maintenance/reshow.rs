@@ -11,6 +11,7 @@ use std::sync::Arc;
 /// resumes as after any restart.
 pub(crate) async fn console_cards(inner: &Arc<Inner>) {
     let Some(adapter) = inner
+        .platforms
         .adapters
         .values()
         .find(|a| a.capabilities().local_operator)

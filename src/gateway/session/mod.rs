@@ -4,4 +4,5 @@
 pub(super) mod queue;
 pub(super) mod queue_mode;
 pub(super) mod running;
+pub(super) mod sessions;
 pub(super) mod worker;

@@ -9,7 +9,11 @@ use std::sync::Arc;
 
 /// The worker of `key`'s session, started on first use.
 pub(in crate::gateway) fn session_worker(inner: &Arc<Inner>, key: SessionKey) -> SessionHandle {
-    let mut sessions = inner.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    let mut sessions = inner
+        .sessions
+        .workers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     sessions
         .entry(key)
         .or_insert_with(|| SessionHandle::spawn(Arc::clone(inner), key))

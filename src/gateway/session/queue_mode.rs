@@ -37,7 +37,7 @@ pub(crate) async fn stored(
     let default = inner
         .chat_settings(key)
         .and_then(|c| c.queue)
-        .unwrap_or(inner.queue_mode);
+        .unwrap_or(inner.features.queue_mode);
     match inner.store.queue_mode(session).await {
         Ok(Some(raw)) => QueueMode::parse(&raw).unwrap_or(default),
         Ok(None) => default,

@@ -24,6 +24,7 @@ pub(in crate::gateway) async fn user_said(
     let chat = &o.conversation.chat;
     let _ = o.adapter.activity(chat, Activity::Typing).await;
     let intake = inner
+        .features
         .media
         .take_in(o.adapter.as_ref(), m, &o.session.0)
         .await;

@@ -8,7 +8,7 @@ use crate::gateway::Inner;
 
 /// The notice for a turn that must not run, or `None` when it may.
 pub(in crate::gateway) async fn refusal(inner: &Inner, key: &SessionKey) -> Option<String> {
-    let budgets = inner.models.settings().budgets;
+    let budgets = inner.features.models.settings().budgets;
     if let Some(limit) = budgets.user_daily_micros {
         match inner.store.cost_today(Some((key.platform, key.user))).await {
             Ok(spent) if spent >= limit => {

@@ -32,13 +32,13 @@ pub(crate) async fn save_or_hold(
         Ok(()) => return None,
         Err(e) => e,
     };
-    inner.storage.failed();
+    inner.durability.storage.failed();
     inner.store.recover();
     inner.metrics.inc(
         "switchboard_exchanges_held_total",
         &[("platform", platform.as_str())],
     );
-    let file = match &inner.spool {
+    let file = match &inner.durability.spool {
         Some(spool) => match spool.put_exchange(session, messages) {
             Ok(file) => Some(file),
             Err(e) => {
@@ -82,15 +82,15 @@ impl HeldExchange {
                 .await
             {
                 Ok(()) => {
-                    inner.storage.worked();
-                    if let (Some(spool), Some(file)) = (&inner.spool, self.file) {
+                    inner.durability.storage.worked();
+                    if let (Some(spool), Some(file)) = (&inner.durability.spool, self.file) {
                         spool.remove(file);
                     }
                     tracing::info!(session = %self.session, "storage is back; the held exchange is saved");
                     return true;
                 }
                 Err(e) => {
-                    inner.storage.failed();
+                    inner.durability.storage.failed();
                     inner.store.recover();
                     tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; the held exchange waits for it");
                 }

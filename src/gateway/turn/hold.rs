@@ -7,38 +7,6 @@ use crate::gateway::delivery::outbound::notify;
 use crate::gateway::turn::input::SessionInput;
 use crate::gateway::Inner;
 use crate::store::{Backoff, SessionId, SessionKey};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// After a storage failure, how long the inbound path skips what it can do
-/// without storage (the inbox row, asking about an admission it remembers)
-/// instead of waiting out a timeout on every message.
-const RECHECK_AFTER: Duration = Duration::from_secs(5);
-
-/// Whether storage failed just now: a breaker that closes again by itself
-/// after [`RECHECK_AFTER`] or at the first success.
-#[derive(Debug, Default)]
-pub(crate) struct StorageHealth {
-    down_until: Mutex<Option<Instant>>,
-}
-
-impl StorageHealth {
-    pub(crate) fn failed(&self) {
-        *self.slot() = Some(Instant::now() + RECHECK_AFTER);
-    }
-
-    pub(crate) fn worked(&self) {
-        *self.slot() = None;
-    }
-
-    pub(crate) fn is_down(&self) -> bool {
-        self.slot().is_some_and(|until| Instant::now() < until)
-    }
-
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.down_until.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 pub(crate) const STORAGE_DOWN_NOTICE: &str =
     "⚠️ My storage is unavailable right now. I've kept your message and will answer as soon as it's back.";
@@ -62,7 +30,7 @@ pub(crate) async fn session_when_stored(
     loop {
         let e = match inner.store.session(key).await {
             Ok(session) => {
-                inner.storage.worked();
+                inner.durability.storage.worked();
                 if told {
                     tracing::info!(%session, "storage is back; answering the held input");
                 }
@@ -70,7 +38,7 @@ pub(crate) async fn session_when_stored(
             }
             Err(e) => e,
         };
-        inner.storage.failed();
+        inner.durability.storage.failed();
         // The next attempt runs on fresh connections (one opened read-only
         // stays so after the file is writable again).
         inner.store.recover();
@@ -118,11 +86,11 @@ where
     loop {
         match op().await {
             Ok(value) => {
-                inner.storage.worked();
+                inner.durability.storage.worked();
                 return Some(value);
             }
             Err(e) => {
-                inner.storage.failed();
+                inner.durability.storage.failed();
                 inner.store.recover();
                 tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; {what} waits for it");
             }

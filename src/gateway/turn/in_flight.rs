@@ -36,7 +36,11 @@ impl Inner {
     /// `key`'s turn starts, answering the messages of inbox `rows`.
     pub(in crate::gateway) fn turn_started(&self, key: SessionKey, rows: Vec<i64>) {
         crate::failpoint::hit("turn_started");
-        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .sessions
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         map.insert(
             key,
             InFlight {
@@ -59,7 +63,11 @@ impl Inner {
             return;
         }
         let (rows, ran) = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .sessions
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let Some(f) = map.get_mut(key).filter(|f| !f.rows.is_empty()) else {
                 return;
             };
@@ -79,7 +87,11 @@ impl Inner {
     /// the final answer): from now on a crash does not re-run the turn.
     pub(in crate::gateway) async fn answer_visible(&self, key: &SessionKey) {
         let rows = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .sessions
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             match map.get_mut(key) {
                 Some(f) if !f.answering && !f.rows.is_empty() => {
                     f.answering = true;
@@ -98,7 +110,11 @@ impl Inner {
     pub(in crate::gateway) async fn turn_settled(&self, key: &SessionKey) {
         crate::failpoint::hit("answer_sent");
         let rows = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .sessions
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             map.get_mut(key).map(|f| std::mem::take(&mut f.rows))
         };
         self.remove_rows(rows.unwrap_or_default()).await;
@@ -110,7 +126,11 @@ impl Inner {
     /// process, and this start does not count against them.
     pub(in crate::gateway) async fn turn_ended(&self, key: &SessionKey) {
         let done = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .sessions
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             map.remove(key)
         };
         let Some(done) = done else { return };
@@ -144,7 +164,13 @@ impl Inner {
     ) {
         if let Err(e) = self
             .store
-            .resume_started(&self.instance, approval_id, conversation, tool, allowed)
+            .resume_started(
+                &self.durability.instance,
+                approval_id,
+                conversation,
+                tool,
+                allowed,
+            )
             .await
         {
             tracing::warn!(error = %e, "could not mark a resumed turn as running");

@@ -86,7 +86,7 @@ pub(crate) fn learn_after_message(
     history: &[Message],
     text: &str,
 ) {
-    let config = inner.extractor.book().config();
+    let config = inner.features.extractor.book().config();
     if !config.enabled || config.learn == LearnMode::Off || !learnable(text) {
         return;
     }
@@ -99,7 +99,7 @@ pub(crate) fn learn_after_message(
         .map(|m| m.content.clone())
         .collect();
     earlier.reverse();
-    let (extractor, busy) = (inner.extractor.clone(), inner.busy.clone());
+    let (extractor, busy) = (inner.features.extractor.clone(), inner.busy.clone());
     let (owner, source, text) = (
         MemoryOwner::of(key),
         format!("learn:{session}"),
@@ -130,7 +130,7 @@ pub(crate) async fn prepare(
     model_text: &str,
     query: Option<&str>,
 ) -> (String, Option<String>) {
-    let config = inner.extractor.book().config();
+    let config = inner.features.extractor.book().config();
     if !config.enabled {
         return (model_text.to_owned(), None);
     }
@@ -232,7 +232,7 @@ pub(crate) async fn after_turn(
             save_doc(inner, session, StateDoc::Task, &task).await;
         }
     }
-    if !inner.extractor.book().config().enabled || outcome.stop == StopReason::Paused {
+    if !inner.features.extractor.book().config().enabled || outcome.stop == StopReason::Paused {
         return;
     }
     // The `plan` tool writes the execution state during the turn: read it anew then.
@@ -288,7 +288,7 @@ pub(crate) async fn answer_buttons(
     question: &str,
     outcome: &TurnOutcome,
 ) -> Vec<Vec<Button>> {
-    let config = inner.extractor.book().config();
+    let config = inner.features.extractor.book().config();
     let shown = config.feedback_buttons && adapter.capabilities().answer_buttons;
     if !shown || outcome.stop != StopReason::Answered || outcome.text.trim().is_empty() {
         return Vec::new();
@@ -365,7 +365,7 @@ fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
     let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
     tokio::spawn(async move {
         let _guard = guard;
-        let provider = Arc::clone(inner.extractor.provider());
+        let provider = Arc::clone(inner.features.extractor.provider());
         if let Err(e) = distill_rules(&inner.store, provider.as_ref(), owner, Utc::now()).await {
             tracing::warn!(error = %e, "could not distill correction rules");
         }
@@ -375,11 +375,12 @@ fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
 /// The memory flush before compaction: what the head holds that is worth
 /// keeping is extracted before it is summarized away.
 pub(crate) async fn flush(inner: &Inner, key: &SessionKey, session: &SessionId, head: &[Message]) {
-    if !inner.extractor.book().config().enabled {
+    if !inner.features.extractor.book().config().enabled {
         return;
     }
     let source = format!("chat:{session}");
     if let Err(e) = inner
+        .features
         .extractor
         .extract(MemoryOwner::of(key), &source, head, Utc::now())
         .await

@@ -213,7 +213,7 @@ async fn resumed_model(inner: &Inner, origin: &Origin, routed: Option<&str>) -> 
         crate::gateway::chat::select(inner, &origin.conversation.key, &origin.session, None).await;
     crate::gateway::chat::for_builders(inner, &mut selected, Some(&origin.conversation.user));
     if let Some(name) = routed {
-        if let Some(routed) = inner.models.named(name).await {
+        if let Some(routed) = inner.features.models.named(name).await {
             selected.model = crate::agent::TurnModel {
                 provider: Arc::new(crate::llm::FallbackProvider::new(
                     routed.provider,

@@ -142,7 +142,7 @@ async fn select(
         _ => None,
     };
     crate::gateway::chat::for_builders(inner, &mut selected, asker);
-    if let Err(e) = inner.grown.refresh().await {
+    if let Err(e) = inner.features.grown.refresh().await {
         tracing::warn!(error = %e, "could not load the tools added from the chat");
     }
     selected
@@ -173,7 +173,7 @@ async fn model_input(inner: &Inner, o: &Origin, input: &SessionInput) -> Option<
         return user_message(inner, o, m).await;
     };
     if cmd.builtin.is_none() {
-        if let Some(skill) = inner.skills.book().get(&cmd.name) {
+        if let Some(skill) = inner.features.skills.book().get(&cmd.name) {
             let input = text::user_text(commands::input_after_name(&m.text));
             return Some(Message::user(skill.invocation(&input)));
         }
