@@ -139,6 +139,10 @@ impl Agent {
             self.config.images.clone().filter(|_| model.vision),
             &session_id,
         );
+        let asked = messages
+            .get(new_from)
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.clone());
         let mut turn = Turn {
             log: TurnTally::new(&mut messages, new_from),
             pad,
@@ -167,6 +171,7 @@ impl Agent {
             tool_timeout: self.config.tool_timeout,
             deadline: &deadline,
             resolved: std::sync::Mutex::new(resolved),
+            asked,
         };
         self.rounds(&mut turn, &runner, pending).await
     }
@@ -298,6 +303,10 @@ impl Agent {
                     "intent_correction",
                     json!({ "round": round, "missing": names(&missing), "answer": reply.text }),
                 );
+                turn.pad.record(
+                    "retry",
+                    json!({ "round": round, "reason": "intent_guard", "missing": names(&missing) }),
+                );
                 turn.log.intent_corrections += 1;
                 return Next::Again;
             }
@@ -351,6 +360,9 @@ impl Agent {
                 turn.tx,
             )
             .await;
+            if let Some(trace) = &context.compaction {
+                turn.pad.record("compaction", trace.clone());
+            }
             let mut messages = shrink_earlier_results(&context.messages);
             let with_images = match &self.config.images {
                 Some(images) if turn.model.vision => images.load(&mut messages).await > 0,

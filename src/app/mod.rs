@@ -363,6 +363,9 @@ fn log_skipped_entries(config: &Config) {
     for p in &config.mcp_problems {
         tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
     }
+    for problem in &config.role_problems {
+        tracing::warn!(%problem, "SUBAGENTS_FILE entry");
+    }
 }
 
 /// Starts the MCP servers (concurrently; a slow one holds the start up for

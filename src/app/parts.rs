@@ -10,10 +10,10 @@ use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
 use crate::store::Store;
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
-    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, GrownEnv,
-    GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool, ReadStoredResultTool,
-    Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
+    looking_back_tools, memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig,
+    ExecTool, GrownEnv, GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool,
+    ReadStoredResultTool, Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool,
+    ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
 };
 use std::sync::Arc;
 use switchboard_platform::{PlatformAdapter, Secret};
@@ -120,6 +120,9 @@ pub fn build_tools(
         ));
     registry.register(Arc::new(PlanTool::new(store.clone())));
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
+        registry.register(tool);
+    }
+    for tool in looking_back_tools(store.clone()) {
         registry.register(tool);
     }
     if config.portfolio_tools {

@@ -6,6 +6,7 @@ pub(crate) mod catalogue;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod doctor;
+pub(crate) mod extract;
 pub(crate) mod global;
 pub(crate) mod identity;
 pub(crate) mod init;
@@ -102,6 +103,9 @@ enum Command {
         #[command(subcommand)]
         action: crate::cli::config::ConfigAction,
     },
+    /// The document reader the gateway starts for each PDF (internal).
+    #[command(name = "extract-document", hide = true)]
+    ExtractDocument(crate::cli::extract::ExtractArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +127,18 @@ impl Args {
         }
         match std::mem::replace(&mut self.command, Command::Chat) {
             Command::Init(init) => Some(init),
+            _ => None,
+        }
+    }
+
+    /// The document reader's options when the command is
+    /// `extract-document` (it runs before, and without, a configuration).
+    pub fn take_extract(&mut self) -> Option<crate::cli::extract::ExtractArgs> {
+        if !matches!(self.command, Command::ExtractDocument(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut self.command, Command::Chat) {
+            Command::ExtractDocument(args) => Some(args),
             _ => None,
         }
     }
@@ -205,6 +221,8 @@ async fn run_command(
             crate::cli::usage::run(&config.database_url, days, user.as_deref()).await
         }
         Command::Config { action } => Ok(crate::cli::config::run(action)),
+        // Dispatched by `main` before any configuration is read.
+        Command::ExtractDocument(args) => Ok(crate::cli::extract::run(&args)),
         Command::Mcp => serve_mcp(config).await,
     }
 }

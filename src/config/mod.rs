@@ -99,6 +99,8 @@ pub struct Config {
     /// (or had unknown fields), and the file as set.
     pub mcp_servers: Vec<crate::mcp::McpServerDef>,
     pub mcp_problems: Vec<crate::mcp::McpProblem>,
+    /// Entries of `SUBAGENTS_FILE` that were skipped, and why.
+    pub role_problems: Vec<String>,
     pub mcp_servers_file: Option<PathBuf>,
     /// Per-chat settings (`CHATS_FILE`) and its entries that could not be used.
     pub chats: crate::chats::ChatBindings,
@@ -220,6 +222,7 @@ impl Config {
             identity_user_edits: chat::identity_user_edits(&get)?,
             mcp_servers: files.mcp_servers,
             mcp_problems: files.mcp_problems,
+            role_problems: files.role_problems.clone(),
             mcp_servers_file: get("MCP_SERVERS_FILE").map(PathBuf::from),
             access_policy: basics::access_policy(&get)?,
             allowed_users: basics::allowed_users(&get)?,
