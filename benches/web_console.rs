@@ -123,7 +123,7 @@ async fn seed(store: &Store) -> String {
         )));
     }
     store.append_messages(&session, &messages).await.unwrap();
-    session.0
+    session.into_string()
 }
 
 async fn sign_in(base: &str, client: &reqwest::Client) -> String {

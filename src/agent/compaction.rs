@@ -430,7 +430,7 @@ mod tests {
             _: Arc<dyn Tool>,
             _: &ToolCall,
             _: Value,
-        ) -> Result<String, String> {
+        ) -> Result<crate::domain::TaskId, String> {
             Err("no".into())
         }
 

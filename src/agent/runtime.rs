@@ -119,7 +119,7 @@ impl Agent {
         } = d;
         let deadline = Deadline::start(self.config.turn_deadline);
         let turn_id = crate::domain::TurnId::new();
-        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, turn_id.as_str());
+        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
         let input = messages
             .get(new_from)
             .map(|m| m.content.clone())

@@ -505,6 +505,9 @@ mod tests {
             decided.reply
         );
         let resumed = decided.resume.map(|r| r.id);
-        assert_eq!(resumed.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(
+            resumed.as_ref().map(ApprovalId::as_str),
+            Some("0123456789abcdef")
+        );
     }
 }

@@ -222,7 +222,7 @@ async fn run_command(
                     for r in rules {
                         println!(
                             "{}  {} user {}  {}  {}",
-                            &r.id[..8.min(r.id.len())],
+                            r.id.short(),
                             r.platform,
                             r.user,
                             r.tool_name,

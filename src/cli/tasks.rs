@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
-use switchboard::approvals::short_id;
 use switchboard::store::{Store, TaskRecord, TaskStatus};
 use switchboard_platform::ChatAddress;
 
@@ -41,7 +40,7 @@ fn parse_status(raw: &str) -> anyhow::Result<TaskStatus> {
 fn print_task(t: &TaskRecord) {
     println!(
         "{}  {:<11}  {:<14}  {}  created {}  finished {}",
-        short_id(&t.id),
+        t.id.short(),
         t.status.as_str(),
         t.tool_name,
         chat(&t.chat),

@@ -3,7 +3,6 @@
 
 use super::commands::Command;
 use super::Inner;
-use crate::approvals::short_id;
 use crate::store::{ApprovalRecord, SessionKey, StoreError};
 use crate::text::clip;
 use crate::visible::visible;
@@ -46,7 +45,7 @@ pub(crate) async fn run(
         out.extend(rules.iter().map(|r| {
             format!(
                 "`{}` {}: {}",
-                short_id(&r.id),
+                r.id.short(),
                 r.tool_name,
                 crate::approvals::describe_rule(&r.pattern)
             )

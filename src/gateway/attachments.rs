@@ -23,10 +23,7 @@ pub(super) async fn user_said(
     }
     let chat = &o.conversation.chat;
     let _ = o.adapter.activity(chat, Activity::Typing).await;
-    let intake = inner
-        .media
-        .take_in(o.adapter.as_ref(), m, &o.session.0)
-        .await;
+    let intake = inner.media.take_in(o.adapter.as_ref(), m, &o.session).await;
     for notice in &intake.notices {
         if let Err(e) = send_text(o.adapter.as_ref(), chat, notice, Some(m.message_id)).await {
             tracing::warn!(error = %e, "could not tell the user about a file");

@@ -240,7 +240,7 @@ fn error_detail(o: &Origin, message: &str, cause: Option<&str>) -> serde_json::V
         "platform": o.conversation.key.platform.as_str(),
         "chat": o.conversation.chat.chat.0,
         "user": o.conversation.user.id.0,
-        "session": o.session.0,
+        "session": o.session.as_str(),
         "message": crate::text::clip(message, 300),
     });
     if let Some(cause) = cause {

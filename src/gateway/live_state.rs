@@ -70,7 +70,7 @@ pub(super) async fn section(
                     .map(|s| {
                         format!(
                             "- {} ({} {}): {}",
-                            crate::domain::short_id(&s.id),
+                            s.id.short(),
                             s.kind,
                             s.spec,
                             crate::text::clip(&s.prompt, 80)
@@ -95,7 +95,7 @@ pub(super) async fn section(
                     .map(|r| {
                         format!(
                             "- {} for {}: {}",
-                            crate::domain::short_id(&r.id),
+                            r.id.short(),
                             r.tool_name,
                             crate::text::clip(&r.pattern, 80)
                         )

@@ -172,7 +172,7 @@ async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
         let Some(adapter) = inner.adapter(task.chat.platform) else {
             continue;
         };
-        let short = crate::domain::short_id(&task.id);
+        let short = task.id.short();
         let text = format!(
             "⚠️ Background task `{short}` ({}) was interrupted: the gateway stopped while it ran. Ask me to run it again if you still need it.",
             task.tool_name

@@ -4,7 +4,7 @@
 
 use super::{approve_cmd, Inner};
 use crate::approvals::Choice;
-use crate::domain::ApprovalId;
+use crate::domain::{ApprovalId, TaskId};
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 use switchboard_platform::{LinkStatus, Platform, User, UserId};
@@ -86,7 +86,7 @@ impl Operator {
 
     /// Cancels a task: at once when this process runs it, else by a request
     /// its process picks up. False when it is not running.
-    pub async fn cancel_task(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn cancel_task(&self, id: &TaskId) -> Result<bool, StoreError> {
         if self.inner.tasks.cancel(id) {
             return Ok(true);
         }

@@ -5,7 +5,7 @@
 
 use super::Inner;
 use crate::domain::ApprovalId;
-use crate::store::{OutboxEntry, OutboxKind};
+use crate::store::{OutboxEntry, OutboxRequest};
 use std::sync::Arc;
 use switchboard_platform::{InboundMessage, OutgoingMessage, PlatformAdapter};
 
@@ -30,19 +30,17 @@ pub(crate) async fn deliver_outbox(inner: &Arc<Inner>) {
 }
 
 async fn deliver(inner: &Inner, adapter: &dyn PlatformAdapter, entry: &OutboxEntry) {
-    let sent = match entry.kind {
-        OutboxKind::Notify | OutboxKind::Ask => adapter
-            .send(&entry.chat, OutgoingMessage::text(entry.body.clone()))
+    let sent = match &entry.request {
+        OutboxRequest::Notify(text) | OutboxRequest::Ask(text) => adapter
+            .send(&entry.chat, OutgoingMessage::text(text.clone()))
             .await
             .map_err(|e| e.to_string()),
-        OutboxKind::Approval => {
-            show_card(inner, adapter, &ApprovalId::from(entry.body.as_str())).await
-        }
+        OutboxRequest::Approval(id) => show_card(inner, adapter, id).await,
     };
     let recorded = match sent {
         Ok(message) => inner.store.outbox_sent(&entry.id, message.id).await,
         Err(error) => {
-            tracing::warn!(kind = entry.kind.as_str(), error = %error, "could not post an MCP client's request");
+            tracing::warn!(kind = entry.request.kind().as_str(), error = %error, "could not post an MCP client's request");
             inner.store.outbox_failed(&entry.id, &error).await
         }
     };

@@ -3,7 +3,6 @@
 
 use super::commands::Command;
 use super::Inner;
-use crate::approvals::short_id;
 use crate::store::{ScheduleRecord, SessionId, StoreError};
 use crate::tasks::Cancelled;
 use crate::text::clip;
@@ -27,19 +26,19 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
         return Ok("Give at least 6 characters of the id.".into());
     }
     Ok(match inner.tasks.cancel_in_session(session, id).await? {
-        Cancelled::Task(t) => format!("Cancelling task `{}`.", short_id(&t)),
+        Cancelled::Task(t) => format!("Cancelling task `{}`.", t.short()),
         Cancelled::Requested(t) => format!(
             "Task `{}` runs in another gateway process; it was asked to stop and will within a few seconds.",
-            short_id(&t)
+            t.short()
         ),
         Cancelled::NotRunning(t, status) => {
             format!(
                 "Task `{}` is not running ({}).",
-                short_id(&t),
+                t.short(),
                 status.as_str()
             )
         }
-        Cancelled::Schedule(s) => format!("Cancelled schedule `{}`.", short_id(&s)),
+        Cancelled::Schedule(s) => format!("Cancelled schedule `{}`.", s.short()),
         Cancelled::NotFound => {
             format!("No running task or active schedule `{id}` in this conversation.")
         }
@@ -64,7 +63,7 @@ async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> 
             };
             format!(
                 "`{}` {} — {}{pct}{stage}",
-                short_id(&t.id),
+                t.id.short(),
                 t.tool_name,
                 t.status.as_str(),
             )
@@ -91,7 +90,7 @@ fn schedule_line(s: &ScheduleRecord) -> String {
         .unwrap_or_else(|| "—".into());
     format!(
         "`{}` {when}, next {next}: {}",
-        short_id(&s.id),
+        s.id.short(),
         clip(&s.prompt.replace('\n', " "), 80)
     )
 }

@@ -62,7 +62,7 @@ pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
-pub use outbox::{AnsweredQuestion, OutboxEntry, OutboxKind, OutboxStatus};
+pub use outbox::{AnsweredQuestion, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
 pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;

@@ -5,6 +5,7 @@
 //! answered once.
 
 use super::{dt, now, Store, StoreError};
+use crate::domain::{ApprovalId, OutboxId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
@@ -18,7 +19,7 @@ const CLAIM_LEASE_MS: i64 = 60_000;
 pub enum OutboxKind {
     /// Post the text.
     Notify,
-    /// Show the card of the approval whose id is the body.
+    /// Show the card of an approval.
     Approval,
     /// Post the question; the reply to it is the answer.
     Ask,
@@ -40,6 +41,46 @@ impl OutboxKind {
             "ask" => Some(OutboxKind::Ask),
             _ => None,
         }
+    }
+}
+
+/// What an outbox row asks the gateway to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutboxRequest {
+    /// Post this text.
+    Notify(String),
+    /// Show the card of this approval.
+    Approval(ApprovalId),
+    /// Post this question; the reply to it is the answer.
+    Ask(String),
+}
+
+impl OutboxRequest {
+    pub fn kind(&self) -> OutboxKind {
+        match self {
+            OutboxRequest::Notify(_) => OutboxKind::Notify,
+            OutboxRequest::Approval(_) => OutboxKind::Approval,
+            OutboxRequest::Ask(_) => OutboxKind::Ask,
+        }
+    }
+
+    /// The `body` column: the text, or the approval's id.
+    fn body(&self) -> &str {
+        match self {
+            OutboxRequest::Notify(text) | OutboxRequest::Ask(text) => text,
+            OutboxRequest::Approval(id) => id.as_str(),
+        }
+    }
+
+    fn from_columns(kind: &str, body: String) -> Result<OutboxRequest, StoreError> {
+        Ok(match OutboxKind::parse(kind) {
+            Some(OutboxKind::Notify) => OutboxRequest::Notify(body),
+            Some(OutboxKind::Ask) => OutboxRequest::Ask(body),
+            Some(OutboxKind::Approval) => OutboxRequest::Approval(
+                ApprovalId::try_from(body).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            ),
+            None => return Err(StoreError::Corrupt(format!("outbox kind {kind:?}"))),
+        })
     }
 }
 
@@ -87,11 +128,9 @@ impl OutboxStatus {
 /// One outbox row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
-    pub id: String,
-    pub kind: OutboxKind,
+    pub id: OutboxId,
     pub chat: ChatAddress,
-    /// The text to post (notify, ask) or the approval's id.
-    pub body: String,
+    pub request: OutboxRequest,
     pub status: OutboxStatus,
     pub message: Option<MessageId>,
     pub error: Option<String>,
@@ -105,7 +144,7 @@ pub struct OutboxEntry {
 /// A question answered by a reply in its chat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnsweredQuestion {
-    pub id: String,
+    pub id: OutboxId,
 }
 
 const COLUMNS: &str = "id, kind, chat, body, status, message_id, error, answer, answered_by, answered_name, created_at, expires_at";
@@ -116,10 +155,9 @@ impl Store {
     /// Returns the stored row and whether this call inserted it.
     pub async fn queue_outbox(
         &self,
-        id: &str,
-        kind: OutboxKind,
+        id: &OutboxId,
         chat: &ChatAddress,
-        body: &str,
+        request: &OutboxRequest,
         expires_at: DateTime<Utc>,
     ) -> Result<(OutboxEntry, bool), StoreError> {
         let chat_json =
@@ -129,10 +167,10 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
-        .bind(kind.as_str())
+        .bind(request.kind().as_str())
         .bind(chat.platform.as_str())
         .bind(chat_json)
-        .bind(body)
+        .bind(request.body())
         .bind(now())
         .bind(expires_at.timestamp_millis())
         .execute(&self.pool)
@@ -146,7 +184,7 @@ impl Store {
         Ok((entry, inserted))
     }
 
-    pub async fn outbox_entry(&self, id: &str) -> Result<Option<OutboxEntry>, StoreError> {
+    pub async fn outbox_entry(&self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM outbox WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
@@ -164,7 +202,7 @@ impl Store {
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = now();
         let stale = now - CLAIM_LEASE_MS;
-        let ids: Vec<String> = sqlx::query(
+        let ids: Vec<OutboxId> = sqlx::query(
             "SELECT id FROM outbox WHERE platform = $1
                AND (status = 'queued' OR (status = 'sending' AND claimed_at < $2))
                AND (kind <> 'ask' OR expires_at > $3)
@@ -200,7 +238,7 @@ impl Store {
     }
 
     /// Records what the gateway sent for a claimed row.
-    pub async fn outbox_sent(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+    pub async fn outbox_sent(&self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'sent', message_id = $1 WHERE id = $2 AND status = 'sending'",
         )
@@ -212,7 +250,7 @@ impl Store {
     }
 
     /// Records that the platform refused a claimed row.
-    pub async fn outbox_failed(&self, id: &str, error: &str) -> Result<(), StoreError> {
+    pub async fn outbox_failed(&self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'failed', error = $1 WHERE id = $2 AND status = 'sending'",
         )
@@ -244,7 +282,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         for row in rows {
-            let id: String = row.try_get("id")?;
+            let id: OutboxId = row.try_get("id")?;
             let at: String = row.try_get("chat")?;
             // Message ids are per chat on Telegram: the question's chat must match.
             let same_chat = serde_json::from_str::<ChatAddress>(&at)
@@ -272,7 +310,7 @@ impl Store {
 
     /// Marks a question nobody answered by its deadline as expired: true
     /// for the caller that did.
-    pub async fn expire_question(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn expire_question(&self, id: &OutboxId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE outbox SET status = 'expired' WHERE id = $1 AND kind = 'ask'
                AND status IN ('queued', 'sending', 'sent') AND expires_at <= $2",
@@ -291,11 +329,9 @@ fn entry_from_row(row: &sqlx::any::AnyRow) -> Result<OutboxEntry, StoreError> {
     let chat: String = row.try_get("chat")?;
     Ok(OutboxEntry {
         id: row.try_get("id")?,
-        kind: OutboxKind::parse(&kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("outbox kind {kind:?}")))?,
         chat: serde_json::from_str(&chat)
             .map_err(|e| StoreError::Corrupt(format!("outbox chat: {e}")))?,
-        body: row.try_get("body")?,
+        request: OutboxRequest::from_columns(&kind, row.try_get("body")?)?,
         status: OutboxStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("outbox status {status:?}")))?,
         message: row.try_get::<Option<i64>, _>("message_id")?.map(MessageId),

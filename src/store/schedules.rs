@@ -169,16 +169,20 @@ impl Store {
     pub async fn cancel_schedule(
         &self,
         session_id: &SessionId,
-        id: &str,
+        prefix: &str,
     ) -> Result<Option<ScheduleId>, StoreError> {
-        if id.len() < 6 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        if prefix.len() < 6
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
             return Ok(None);
         }
-        let ids: Vec<String> = sqlx::query_scalar(
+        let ids: Vec<ScheduleId> = sqlx::query_scalar(
             "SELECT id FROM schedules WHERE session_id = $1 AND id LIKE $2 AND active = 1 LIMIT 2",
         )
         .bind(session_id)
-        .bind(format!("{id}%"))
+        .bind(format!("{prefix}%"))
         .fetch_all(&self.pool)
         .await?;
         let [only] = ids.as_slice() else {
@@ -188,7 +192,7 @@ impl Store {
             .bind(only)
             .execute(&self.pool)
             .await?;
-        Ok((done.rows_affected() == 1).then(|| ScheduleId::from(only.as_str())))
+        Ok((done.rows_affected() == 1).then(|| only.clone()))
     }
 }
 

@@ -113,7 +113,7 @@ impl Store {
 
     pub async fn update_task_progress(
         &self,
-        id: &str,
+        id: &TaskId,
         status: TaskStatus,
         stage: &str,
         detail: &str,
@@ -132,7 +132,7 @@ impl Store {
 
     pub async fn set_task_status_message(
         &self,
-        id: &str,
+        id: &TaskId,
         message: MessageId,
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET status_message_id = $1 WHERE id = $2")
@@ -149,7 +149,7 @@ impl Store {
     /// other end keeps the percentage it reached.
     pub async fn finish_task(
         &self,
-        id: &str,
+        id: &TaskId,
         status: TaskStatus,
         result: &str,
     ) -> Result<bool, StoreError> {
@@ -172,7 +172,7 @@ impl Store {
 
     /// Asks whichever process runs the task to stop it (see
     /// [`Store::cancel_requested_tasks`]). Returns whether the task is unfinished.
-    pub async fn request_task_cancel(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn request_task_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, $1)
              WHERE id = $2 AND finished_at IS NULL",
@@ -186,7 +186,7 @@ impl Store {
 
     /// Unfinished tasks someone asked to cancel; one read of the unfinished
     /// tasks' index.
-    pub async fn cancel_requested_tasks(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn cancel_requested_tasks(&self) -> Result<Vec<TaskId>, StoreError> {
         let ids = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE finished_at IS NULL AND cancel_requested_at IS NOT NULL",
         )
@@ -238,7 +238,7 @@ impl Store {
         rows.iter().map(task_from_row).collect()
     }
 
-    pub async fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    pub async fn task(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tasks WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
@@ -354,8 +354,8 @@ mod tests {
 
     fn task(id: &str) -> TaskRecord {
         TaskRecord {
-            id: id.into(),
-            session_id: "s".into(),
+            id: id.parse().unwrap(),
+            session_id: "s".parse().unwrap(),
             tool_name: "slow".into(),
             arguments: "{}".into(),
             status: TaskStatus::Running,
@@ -387,7 +387,7 @@ mod tests {
         }
         store.insert_task(&task("nobody")).await.unwrap();
         let interrupted = store
-            .interrupt_orphaned_tasks(&["dead".into(), "me".into()], &["mine".into()])
+            .interrupt_orphaned_tasks(&["dead".into(), "me".into()], &["mine".parse().unwrap()])
             .await
             .unwrap();
         let mut ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
@@ -398,7 +398,7 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
-        let peer = store.task("peer").await.unwrap().unwrap();
+        let peer = store.task(&"peer".parse().unwrap()).await.unwrap().unwrap();
         assert_eq!(peer.status, TaskStatus::Running);
     }
 
@@ -415,15 +415,19 @@ mod tests {
             1
         );
         assert!(store
-            .finish_task("t", TaskStatus::Succeeded, "done after all")
+            .finish_task(
+                &"t".parse().unwrap(),
+                TaskStatus::Succeeded,
+                "done after all"
+            )
             .await
             .unwrap());
-        let t = store.task("t").await.unwrap().unwrap();
+        let t = store.task(&"t".parse().unwrap()).await.unwrap().unwrap();
         assert_eq!(t.status, TaskStatus::Succeeded);
         assert_eq!(t.result.as_deref(), Some("done after all"));
         assert!(
             !store
-                .finish_task("t", TaskStatus::Failed, "again")
+                .finish_task(&"t".parse().unwrap(), TaskStatus::Failed, "again")
                 .await
                 .unwrap(),
             "a finished task stays finished"
@@ -435,24 +439,38 @@ mod tests {
         for id in ["ok", "stopped"] {
             store.insert_task(&task(id)).await.unwrap();
             store
-                .update_task_progress(id, TaskStatus::Running, "running", "step 2 of 3", Some(66))
+                .update_task_progress(
+                    &id.parse().unwrap(),
+                    TaskStatus::Running,
+                    "running",
+                    "step 2 of 3",
+                    Some(66),
+                )
                 .await
                 .unwrap();
         }
         store
-            .finish_task("ok", TaskStatus::Succeeded, "done")
+            .finish_task(&"ok".parse().unwrap(), TaskStatus::Succeeded, "done")
             .await
             .unwrap();
         store
-            .finish_task("stopped", TaskStatus::Cancelled, "cancelled")
+            .finish_task(
+                &"stopped".parse().unwrap(),
+                TaskStatus::Cancelled,
+                "cancelled",
+            )
             .await
             .unwrap();
-        let ok = store.task("ok").await.unwrap().unwrap();
+        let ok = store.task(&"ok".parse().unwrap()).await.unwrap().unwrap();
         assert_eq!(
             (ok.stage.as_str(), ok.detail.as_str(), ok.percent),
             ("succeeded", "", Some(100))
         );
-        let stopped = store.task("stopped").await.unwrap().unwrap();
+        let stopped = store
+            .task(&"stopped".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (
                 stopped.stage.as_str(),

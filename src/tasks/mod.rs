@@ -192,7 +192,7 @@ impl TaskManager {
     }
 
     /// Cancels a running task of the given session. Returns whether it was running.
-    pub fn cancel(&self, task_id: &str) -> bool {
+    pub fn cancel(&self, task_id: &TaskId) -> bool {
         match self.running_lock().get(task_id) {
             Some(token) => {
                 token.cancel();
@@ -202,20 +202,20 @@ impl TaskManager {
         }
     }
 
-    /// Cancels the conversation's task or schedule named by `id` (or an id
-    /// prefix of at least 6 characters). Nothing of another conversation is
-    /// reachable.
+    /// Cancels the conversation's task or schedule named by `prefix` (its id
+    /// or a prefix of at least 6 characters). Nothing of another conversation
+    /// is reachable.
     pub async fn cancel_in_session(
         &self,
         session_id: &SessionId,
-        id: &str,
+        prefix: &str,
     ) -> Result<Cancelled, StoreError> {
-        let id = id.trim().to_ascii_lowercase();
-        if id.len() < 6 {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 6 {
             return Ok(Cancelled::NotFound);
         }
         let tasks = self.store.session_tasks(session_id, 100).await?;
-        if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
+        if let Some(task) = tasks.iter().find(|t| t.id.as_str().starts_with(&prefix)) {
             return Ok(if self.cancel(&task.id) {
                 Cancelled::Task(task.id.clone())
             } else if !task.status.is_finished() && self.store.request_task_cancel(&task.id).await?
@@ -225,10 +225,12 @@ impl TaskManager {
                 Cancelled::NotRunning(task.id.clone(), task.status)
             });
         }
-        Ok(match self.store.cancel_schedule(session_id, &id).await? {
-            Some(full) => Cancelled::Schedule(full),
-            None => Cancelled::NotFound,
-        })
+        Ok(
+            match self.store.cancel_schedule(session_id, &prefix).await? {
+                Some(full) => Cancelled::Schedule(full),
+                None => Cancelled::NotFound,
+            },
+        )
     }
 
     /// Cancels every unfinished task of the session (`/stop all`): those of

@@ -79,7 +79,7 @@ pub(super) async fn report_progress(
 pub(super) async fn record_result(
     store: &Store,
     shutdown: &CancellationToken,
-    id: &str,
+    id: &TaskId,
     status: TaskStatus,
     result: &str,
 ) {

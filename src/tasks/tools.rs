@@ -115,7 +115,7 @@ impl Tool for ScheduleTool {
             .ok_or_else(|| ToolError::InvalidArguments("that time is in the past".into()))?;
         let record = ScheduleRecord {
             id: crate::domain::ScheduleId::new(),
-            session_id: ctx.session_id.as_str().into(),
+            session_id: ctx.session_id.clone(),
             origin,
             kind: args.kind,
             spec: args.spec,

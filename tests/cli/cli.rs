@@ -714,8 +714,8 @@ async fn seed_task(
     minutes_ago: i64,
 ) -> TaskRecord {
     let task = TaskRecord {
-        id: id.into(),
-        session_id: format!("session-{id}").into(),
+        id: id.parse().unwrap(),
+        session_id: format!("session-{id}").parse().unwrap(),
         tool_name: tool.into(),
         arguments: "{}".into(),
         status: TaskStatus::Running,
@@ -749,7 +749,7 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
     seed_task(&store, "bbbbbbbb0002", "exec_command", tg, 10).await;
     store
         .finish_task(
-            "aaaaaaaa0001",
+            &"aaaaaaaa0001".parse().unwrap(),
             TaskStatus::Failed,
             "exit status 2:\ncargo: not found",
         )
@@ -757,7 +757,7 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
         .unwrap();
     store
         .update_task_progress(
-            "bbbbbbbb0002",
+            &"bbbbbbbb0002".parse().unwrap(),
             TaskStatus::Running,
             "building",
             "crate 3 of 7",
@@ -766,7 +766,11 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
         .await
         .unwrap();
     store
-        .finish_task("cccccccc0003", TaskStatus::Succeeded, &"x".repeat(500))
+        .finish_task(
+            &"cccccccc0003".parse().unwrap(),
+            TaskStatus::Succeeded,
+            &"x".repeat(500),
+        )
         .await
         .unwrap();
     store.close().await;

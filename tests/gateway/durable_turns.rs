@@ -827,8 +827,8 @@ fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord
         user: UserId(1),
     };
     ScheduleRecord {
-        id: id.into(),
-        session_id: "sched-session".into(),
+        id: id.parse().unwrap(),
+        session_id: "sched-session".parse().unwrap(),
         origin: Conversation {
             key,
             chat: dm_chat(1),
@@ -958,7 +958,7 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
         .unwrap();
     assert!(left.is_empty());
     let s = first
-        .session_schedules(&"sched-session".into())
+        .session_schedules(&"sched-session".parse().unwrap())
         .await
         .unwrap();
     assert!(s.is_empty(), "one-offs end once fired");
@@ -1027,8 +1027,8 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     let first = instance(&llm, &db).await;
     first.running.idle().await;
     let task = TaskRecord {
-        id: "0123456789abcdef0123456789abcdef".into(),
-        session_id: "s".into(),
+        id: "0123456789abcdef0123456789abcdef".parse().unwrap(),
+        session_id: "s".parse().unwrap(),
         tool_name: "exec_command".into(),
         arguments: "{}".into(),
         status: TaskStatus::Running,
@@ -1104,7 +1104,7 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
         .await
         .unwrap();
     i.channel
-        .dm(1, &format!("/approvals revoke {}", &rules[0].id[..8]))
+        .dm(1, &format!("/approvals revoke {}", rules[0].id.short()))
         .await;
     i.channel
         .wait_for("revoked", |l| l.any_contains("Revoked rule"))
@@ -1192,7 +1192,7 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
     let session = session(&a, 1).await;
     let task = a.running.store.session_tasks(&session, 1).await.unwrap()[0].clone();
     assert_eq!(task.status, TaskStatus::Running);
-    let short = &task.id[..8];
+    let short = task.id.short();
 
     // The same user, through the other process: it does not run the task, so it
     // records the request and the owner stops the task at its next pass.
@@ -1243,15 +1243,15 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 thread: Some(switchboard_platform::ThreadId(chat * 10)),
                 user: UserId(7),
             };
-            sessions.push(stores[0].session(&key).await.unwrap().0);
+            sessions.push(stores[0].session(&key).await.unwrap());
         }
         let attempts = (0..40).map(|i| {
             let store = stores[i % 2].clone();
             let session = sessions[i % 4].clone();
             async move {
                 let task = TaskRecord {
-                    id: format!("{i:032x}").into(),
-                    session_id: session.clone().into(),
+                    id: format!("{i:032x}").parse().unwrap(),
+                    session_id: session.clone(),
                     tool_name: "delegate_to_research".into(),
                     arguments: "{}".into(),
                     status: TaskStatus::Running,
@@ -1266,7 +1266,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                     finished_at: None,
                 };
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
-                plan.session_id = session.into();
+                plan.session_id = session;
                 let t = store
                     .insert_task_within_cap(&task, "test", Platform::Console, UserId(7), 5)
                     .await
@@ -1290,11 +1290,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         assert_eq!((tasks, schedules), (5, 3), "{}", db.url);
         let mut stored = 0;
         for session in &sessions {
-            stored += stores[1]
-                .session_tasks(&session.as_str().into(), 100)
-                .await
-                .unwrap()
-                .len();
+            stored += stores[1].session_tasks(session, 100).await.unwrap().len();
         }
         assert_eq!(stored, 5);
         // Another user of the same chats is not affected.

@@ -228,13 +228,13 @@ async fn background_tasks_beyond_the_limit_wait_in_line() {
     .await;
     h.channel.dm(1, "/tasks").await;
     h.wait_for("the listing", |l| {
-        l.any_contains(&format!("`{}` exec_command — queued", &quick.id[..8]))
+        l.any_contains(&format!("`{}` exec_command — queued", quick.id.short()))
     })
     .await;
 
     // Cancelling the running task lets the queued one start and finish.
     h.channel
-        .dm(1, &format!("/tasks cancel {}", &slow.id[..8]))
+        .dm(1, &format!("/tasks cancel {}", slow.id.short()))
         .await;
     h.wait_for("both notification answers", |l| {
         l.has_text("The slow one was cancelled.") && l.has_text("The quick one finished.")
@@ -271,12 +271,12 @@ async fn a_queued_task_can_be_cancelled_before_it_starts() {
     let queued = tasks[0].clone();
     assert_eq!(queued.status, TaskStatus::Queued);
     h.channel
-        .dm(1, &format!("/tasks cancel {}", &queued.id[..8]))
+        .dm(1, &format!("/tasks cancel {}", queued.id.short()))
         .await;
     h.wait_for("the cancelled status message", |l| {
         l.any_contains(&format!(
             "Background task `{}` · exec_command · cancelled",
-            &queued.id[..8]
+            queued.id.short()
         ))
     })
     .await;

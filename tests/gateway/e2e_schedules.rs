@@ -134,7 +134,7 @@ async fn tasks_lists_schedules_and_cancels_them() {
     assert_eq!(schedules[0].prompt, "summarize the inbox");
 
     // Another user's `/tasks cancel` cannot reach this conversation's schedule.
-    let other = &schedules[0].id[..8];
+    let other = schedules[0].id.short();
     h.channel.dm(2, &format!("/tasks cancel {other}")).await;
     h.wait_for("the refusal", |l| {
         l.any_contains(&format!("No running task or active schedule `{other}`"))

@@ -95,7 +95,10 @@ async fn approve_in_the_console_runs_the_tool_edits_the_card_and_wins_once() {
     assert!(decided.iter().any(|d| d["decided"] == false));
     // The conversation page shows the call, its result and the decision.
     let session = h.session(1, 1).await;
-    let convo = c.get(&format!("/conversations/{}", session.0)).await.body;
+    let convo = c
+        .get(&format!("/conversations/{}", session.as_str()))
+        .await
+        .body;
     assert!(
         convo.contains("exec_command") && convo.contains("exit code: 0"),
         "{convo}"

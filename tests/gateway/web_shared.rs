@@ -107,7 +107,7 @@ async fn two_processes_serve_one_console() {
     for path in [
         "/".to_owned(),
         "/conversations?platform=console&chat=1&user=1".to_owned(),
-        format!("/conversations/{}", session.0),
+        format!("/conversations/{}", session.as_str()),
         "/tasks".to_owned(),
         "/users".to_owned(),
         "/audit?kind=error&since=2020-01-01".to_owned(),
@@ -127,7 +127,7 @@ async fn two_processes_serve_one_console() {
     let audit = on_b.get("/audit?kind=error").await.body;
     assert!(audit.contains("<code>error.storage</code>"), "{audit}");
     let convo = on_b
-        .get(&format!("/conversations/{}", session.0))
+        .get(&format!("/conversations/{}", session.as_str()))
         .await
         .body;
     // The turn is paused on the card: its approval is on the page.

@@ -212,12 +212,12 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
 
         // Delivered through the schedules machinery: the same occurrence, due now.
         let mut now_due = s.clone();
-        now_due.id = format!("{}x", s.id).into();
+        now_due.id = format!("{}x", s.id).parse().unwrap();
         now_due.next_run_at = Some(Utc::now().timestamp_millis());
         now_due.spec = Utc::now().to_rfc3339();
         h.running
             .store
-            .cancel_schedule(&session, &s.id)
+            .cancel_schedule(&session, s.id.as_str())
             .await
             .unwrap();
         h.running.store.insert_schedule(&now_due).await.unwrap();
