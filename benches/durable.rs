@@ -360,7 +360,8 @@ async fn spaced_schedules(name: &str, url: &str, dir: &Path) {
         instance
             .running
             .store
-            .insert_schedule(&schedule)
+            .schedules()
+            .insert(&schedule)
             .await
             .unwrap();
     }
@@ -397,7 +398,8 @@ async fn schedules_under_load(name: &str, url: &str, dir: &Path, processes: usiz
     let due = chrono::Utc::now().timestamp_millis() + 5_000;
     for job in 0..SCHEDULES {
         store
-            .insert_schedule(&job_schedule(job, due))
+            .schedules()
+            .insert(&job_schedule(job, due))
             .await
             .unwrap();
     }

@@ -16,7 +16,7 @@ pub async fn run(database_url: &str, limit: u32, status: Option<&str>) -> anyhow
         anyhow::bail!("--limit must be at least 1");
     }
     let store = Store::open(database_url).await?;
-    let tasks = store.recent_tasks(status, limit).await?;
+    let tasks = store.tasks().recent(status, limit).await?;
     if tasks.is_empty() {
         match status {
             Some(s) => println!("No background tasks with status {}.", s.as_str()),

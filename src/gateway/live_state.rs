@@ -61,7 +61,7 @@ pub(super) async fn section(
         }
     }
     if hit(&SCHEDULES, text) {
-        match inner.store.session_schedules(session).await {
+        match inner.store.schedules().of_session(session).await {
             Ok(list) => {
                 let active: Vec<String> = list
                     .iter()

@@ -156,7 +156,7 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
 /// process the teller.
 async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
     let alive = inner.tasks.running_ids();
-    let tasks = match inner.store.interrupt_orphaned_tasks(gone, &alive).await {
+    let tasks = match inner.store.tasks().interrupt_orphaned(gone, &alive).await {
         Ok(t) => t,
         Err(e) => return tracing::warn!(error = %e, "could not check for interrupted tasks"),
     };

@@ -90,8 +90,8 @@ impl Operator {
         if self.inner.tasks.cancel(id) {
             return Ok(true);
         }
-        match self.inner.store.task(id).await? {
-            Some(t) if !t.status.is_finished() => self.inner.store.request_task_cancel(id).await,
+        match self.inner.store.tasks().get(id).await? {
+            Some(t) if !t.status.is_finished() => self.inner.store.tasks().request_cancel(id).await,
             _ => Ok(false),
         }
     }

@@ -46,8 +46,8 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
 }
 
 async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> {
-    let tasks = inner.store.session_tasks(session, LIST_TASKS).await?;
-    let schedules = inner.store.session_schedules(session).await?;
+    let tasks = inner.store.tasks().of_session(session, LIST_TASKS).await?;
+    let schedules = inner.store.schedules().of_session(session).await?;
     if tasks.is_empty() && schedules.is_empty() {
         return Ok("No background tasks or schedules in this conversation.".into());
     }

@@ -90,7 +90,7 @@ pub async fn schedule_checkin(
         fired_count: 0,
         active: true,
     };
-    store.insert_schedule(&record).await?;
+    store.schedules().insert(&record).await?;
     store
         .record_event(
             "checkin.scheduled",

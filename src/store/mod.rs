@@ -66,11 +66,11 @@ pub use outbox::{AnsweredQuestion, OutboxEntry, OutboxKind, OutboxRequest, Outbo
 pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;
-pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
+pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use stats::LiveCounts;
-pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
+pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
 pub use turns::{NestedTurn, TurnContext, TurnState};
 pub use usage::ModelUsage;
 
@@ -265,6 +265,18 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// The repositories: one small handle per aggregate, borrowing the store.
+impl Store {
+    /// Schedules: future work on a conversation's behalf, and its due occurrences (`store.schedules()`).
+    pub fn schedules(&self) -> Schedules<'_> {
+        Schedules { db: self }
+    }
+    /// Background tasks: their rows, progress and results (`store.tasks()`).
+    pub fn tasks(&self) -> Tasks<'_> {
+        Tasks { db: self }
     }
 }
 

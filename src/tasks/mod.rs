@@ -214,11 +214,12 @@ impl TaskManager {
         if prefix.len() < 6 {
             return Ok(Cancelled::NotFound);
         }
-        let tasks = self.store.session_tasks(session_id, 100).await?;
+        let tasks = self.store.tasks().of_session(session_id, 100).await?;
         if let Some(task) = tasks.iter().find(|t| t.id.as_str().starts_with(&prefix)) {
             return Ok(if self.cancel(&task.id) {
                 Cancelled::Task(task.id.clone())
-            } else if !task.status.is_finished() && self.store.request_task_cancel(&task.id).await?
+            } else if !task.status.is_finished()
+                && self.store.tasks().request_cancel(&task.id).await?
             {
                 Cancelled::Requested(task.id.clone())
             } else {
@@ -226,7 +227,7 @@ impl TaskManager {
             });
         }
         Ok(
-            match self.store.cancel_schedule(session_id, &prefix).await? {
+            match self.store.schedules().cancel(session_id, &prefix).await? {
                 Some(full) => Cancelled::Schedule(full),
                 None => Cancelled::NotFound,
             },
@@ -238,11 +239,11 @@ impl TaskManager {
     /// stay. Returns how many were stopped or asked to stop.
     pub async fn cancel_all_in_session(&self, session_id: &SessionId) -> Result<usize, StoreError> {
         let mut stopped = 0;
-        for task in self.store.session_tasks(session_id, 1000).await? {
+        for task in self.store.tasks().of_session(session_id, 1000).await? {
             if task.status.is_finished() {
                 continue;
             }
-            if self.cancel(&task.id) || self.store.request_task_cancel(&task.id).await? {
+            if self.cancel(&task.id) || self.store.tasks().request_cancel(&task.id).await? {
                 stopped += 1;
             }
         }
@@ -255,7 +256,7 @@ impl TaskManager {
         if self.running_lock().is_empty() {
             return Ok(());
         }
-        for id in self.store.cancel_requested_tasks().await? {
+        for id in self.store.tasks().cancel_requested().await? {
             if self.cancel(&id) {
                 tracing::info!(task = %id, "task cancelled at another process's request");
             }
@@ -348,7 +349,8 @@ impl TaskManager {
         };
         if let Err(e) = self
             .store
-            .update_task_progress(&job.id, TaskStatus::Running, "", "", None)
+            .tasks()
+            .update_progress(&job.id, TaskStatus::Running, "", "", None)
             .await
         {
             tracing::warn!(error = %e, task = %job.id, "could not mark a queued task running");
@@ -457,7 +459,7 @@ impl TaskManager {
             .await
         {
             Ok(r) => {
-                if let Err(e) = self.store.set_task_status_message(&job.id, r.id).await {
+                if let Err(e) = self.store.tasks().set_status_message(&job.id, r.id).await {
                     tracing::warn!(error = %e, "could not store the task status message");
                 }
                 Some(r)

@@ -99,7 +99,8 @@ impl Tool for ScheduleTool {
         }
         let active = self
             .store
-            .session_schedules(&ctx.session_id)
+            .schedules()
+            .of_session(&ctx.session_id)
             .await
             .map_err(|e| ToolError::Failed {
                 message: "could not read the schedules".into(),
@@ -130,7 +131,8 @@ impl Tool for ScheduleTool {
         let (platform, user) = (record.origin.key.platform, record.origin.key.user);
         let admitted = self
             .store
-            .insert_schedule_within_cap(&record, platform, user, self.per_user)
+            .schedules()
+            .insert_within_cap(&record, platform, user, self.per_user)
             .await
             .map_err(|e| ToolError::Failed {
                 message: "could not store the schedule".into(),

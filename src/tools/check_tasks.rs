@@ -47,7 +47,7 @@ impl Tool for CheckTasksTool {
         if let Some(id) = args.get("task_id").and_then(Value::as_str) {
             // Text that is no task id names no task of this conversation.
             let task = match id.parse::<TaskId>() {
-                Ok(task) => self.store.task(&task).await.map_err(failed)?,
+                Ok(task) => self.store.tasks().get(&task).await.map_err(failed)?,
                 Err(_) => None,
             };
             return match task {
@@ -61,7 +61,8 @@ impl Tool for CheckTasksTool {
         }
         let tasks = self
             .store
-            .session_tasks(&ctx.session_id, 20)
+            .tasks()
+            .of_session(&ctx.session_id, 20)
             .await
             .map_err(failed)?;
         if tasks.is_empty() {

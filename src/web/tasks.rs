@@ -158,7 +158,8 @@ pub(crate) async fn cancel_schedule(
         return Err(WebError::NotFound);
     };
     let done = store
-        .cancel_schedule(&schedule.session_id, id.as_str())
+        .schedules()
+        .cancel(&schedule.session_id, id.as_str())
         .await?;
     state
         .audit(

@@ -729,7 +729,7 @@ async fn seed_task(
         created_at: Utc::now() - Span::minutes(minutes_ago),
         finished_at: None,
     };
-    store.insert_task(&task).await.unwrap();
+    store.tasks().insert(&task).await.unwrap();
     task
 }
 
@@ -748,7 +748,8 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
     seed_task(&store, "cccccccc0003", "web_fetch", dc, 20).await;
     seed_task(&store, "bbbbbbbb0002", "exec_command", tg, 10).await;
     store
-        .finish_task(
+        .tasks()
+        .finish(
             &"aaaaaaaa0001".parse().unwrap(),
             TaskStatus::Failed,
             "exit status 2:\ncargo: not found",
@@ -756,7 +757,8 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
         .await
         .unwrap();
     store
-        .update_task_progress(
+        .tasks()
+        .update_progress(
             &"bbbbbbbb0002".parse().unwrap(),
             TaskStatus::Running,
             "building",
@@ -766,7 +768,8 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
         .await
         .unwrap();
     store
-        .finish_task(
+        .tasks()
+        .finish(
             &"cccccccc0003".parse().unwrap(),
             TaskStatus::Succeeded,
             &"x".repeat(500),

@@ -881,7 +881,8 @@ async fn a_due_schedule_fires_exactly_once_across_two_instances_on(db: &Db) {
     let now = chrono::Utc::now().timestamp_millis();
     a.running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-once",
             now + 1_500,
             "run_once",
@@ -923,7 +924,7 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
     let now = chrono::Utc::now().timestamp_millis();
     for i in 0..N {
         let s = schedule(&format!("s-{i:03}"), now - 1_000, "run_once", "p");
-        first.insert_schedule(&s).await.unwrap();
+        first.schedules().insert(&s).await.unwrap();
     }
     let mut claimers = Vec::new();
     for _ in 0..4 {
@@ -936,7 +937,7 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
                     run: true,
                     missed: false,
                 };
-                let batch = store.claim_due_schedules(now, 25, plan).await.unwrap();
+                let batch = store.schedules().claim_due(now, 25, plan).await.unwrap();
                 if batch.is_empty() {
                     return mine;
                 }
@@ -953,12 +954,14 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
     all.dedup();
     assert_eq!(all.len(), N, "no occurrence claimed twice");
     let left = first
-        .claim_due_schedules(now, 1_000, |_| unreachable!())
+        .schedules()
+        .claim_due(now, 1_000, |_| unreachable!())
         .await
         .unwrap();
     assert!(left.is_empty());
     let s = first
-        .session_schedules(&"sched-session".parse().unwrap())
+        .schedules()
+        .of_session(&"sched-session".parse().unwrap())
         .await
         .unwrap();
     assert!(s.is_empty(), "one-offs end once fired");
@@ -981,7 +984,8 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     first
         .running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-run",
             ten_minutes_ago,
             "run_once",
@@ -992,7 +996,8 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     first
         .running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-skip",
             ten_minutes_ago,
             "skip",
@@ -1046,7 +1051,7 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     first.stop().await;
     // A process that died while running it: its row names it, and its
     // liveness claim (a lock it held) ended with it.
-    store.insert_task(&task).await.unwrap();
+    store.tasks().insert(&task).await.unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE tasks SET owner = 'a-process-that-died'")
@@ -1062,7 +1067,14 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
             l.any_contains("`01234567` (exec_command) was interrupted")
         })
         .await;
-    let stored = second.running.store.task(&task.id).await.unwrap().unwrap();
+    let stored = second
+        .running
+        .store
+        .tasks()
+        .get(&task.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, TaskStatus::Interrupted);
     second.stop().await;
 }
@@ -1190,7 +1202,14 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
         .wait_for("the first answer", |l| l.has_text("Started."))
         .await;
     let session = session(&a, 1).await;
-    let task = a.running.store.session_tasks(&session, 1).await.unwrap()[0].clone();
+    let task = a
+        .running
+        .store
+        .tasks()
+        .of_session(&session, 1)
+        .await
+        .unwrap()[0]
+        .clone();
     assert_eq!(task.status, TaskStatus::Running);
     let short = task.id.short();
 
@@ -1207,7 +1226,14 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
             l.has_text("The task was cancelled.")
         })
         .await;
-    let stored = a.running.store.task(&task.id).await.unwrap().unwrap();
+    let stored = a
+        .running
+        .store
+        .tasks()
+        .get(&task.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, TaskStatus::Cancelled);
     assert_eq!(stored.result.as_deref(), Some("cancelled"));
 
@@ -1268,11 +1294,13 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
                 plan.session_id = session;
                 let t = store
-                    .insert_task_within_cap(&task, "test", Platform::Console, UserId(7), 5)
+                    .tasks()
+                    .insert_within_cap(&task, "test", Platform::Console, UserId(7), 5)
                     .await
                     .unwrap();
                 let s = store
-                    .insert_schedule_within_cap(&plan, Platform::Console, UserId(7), 3)
+                    .schedules()
+                    .insert_within_cap(&plan, Platform::Console, UserId(7), 3)
                     .await
                     .unwrap();
                 (t, s)
@@ -1290,12 +1318,18 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         assert_eq!((tasks, schedules), (5, 3), "{}", db.url);
         let mut stored = 0;
         for session in &sessions {
-            stored += stores[1].session_tasks(session, 100).await.unwrap().len();
+            stored += stores[1]
+                .tasks()
+                .of_session(session, 100)
+                .await
+                .unwrap()
+                .len();
         }
         assert_eq!(stored, 5);
         // Another user of the same chats is not affected.
         let other = stores[1]
-            .insert_schedule_within_cap(
+            .schedules()
+            .insert_within_cap(
                 &schedule("other", tomorrow, "run_once", "p"),
                 Platform::Console,
                 UserId(8),

@@ -448,7 +448,8 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
     let task = h
         .running
         .store
-        .task(&task_id.parse().unwrap())
+        .tasks()
+        .get(&task_id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();

@@ -127,7 +127,8 @@ async fn tasks_lists_schedules_and_cancels_them() {
     let schedules = h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap();
     assert_eq!(schedules.len(), 1);
@@ -143,7 +144,8 @@ async fn tasks_lists_schedules_and_cancels_them() {
     assert_eq!(
         h.running
             .store
-            .session_schedules(&h.session(1, 1).await)
+            .schedules()
+            .of_session(&h.session(1, 1).await)
             .await
             .unwrap()
             .len(),
@@ -197,7 +199,8 @@ async fn bad_specs_are_refused_with_a_reason_for_the_model() {
     assert!(h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap()
         .is_empty());
@@ -280,7 +283,8 @@ async fn the_cancel_task_tool_stops_a_schedule_of_this_conversation_only() {
     assert!(h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap()
         .is_empty());

@@ -39,7 +39,8 @@ async fn task_until(h: &Harness, id: &str, what: &str, done: impl Fn(&TaskRecord
         let task = h
             .running
             .store
-            .task(&id.parse().unwrap())
+            .tasks()
+            .get(&id.parse().unwrap())
             .await
             .unwrap()
             .unwrap();
@@ -48,7 +49,13 @@ async fn task_until(h: &Harness, id: &str, what: &str, done: impl Fn(&TaskRecord
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let task = h.running.store.task(&id.parse().unwrap()).await.unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap();
     panic!("task {id} never {what}: {task:?}");
 }
 
@@ -81,7 +88,8 @@ async fn a_task_that_succeeded_shows_100_percent_and_no_running_stage() {
     let task = h
         .running
         .store
-        .task(&id.parse().unwrap())
+        .tasks()
+        .get(&id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -107,7 +115,8 @@ async fn a_cancelled_task_says_cancelled_where_it_stopped_not_running() {
     let task = h
         .running
         .store
-        .task(&id.parse().unwrap())
+        .tasks()
+        .get(&id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();

@@ -39,7 +39,8 @@ async fn wait_finished(h: &Harness, id: &str) {
         let task = h
             .running
             .store
-            .task(&id.parse().unwrap())
+            .tasks()
+            .get(&id.parse().unwrap())
             .await
             .unwrap()
             .unwrap();
@@ -60,7 +61,8 @@ async fn a_silent_task_posts_nothing_and_runs_no_turn() {
     let task = h
         .running
         .store
-        .task(&id.parse().unwrap())
+        .tasks()
+        .get(&id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();

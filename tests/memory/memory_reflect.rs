@@ -182,7 +182,13 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
         let scheduled = notes[0].checkin.clone().expect("a check-in is scheduled");
 
         let session = h.session(1, 1).await;
-        let schedules = h.running.store.session_schedules(&session).await.unwrap();
+        let schedules = h
+            .running
+            .store
+            .schedules()
+            .of_session(&session)
+            .await
+            .unwrap();
         assert_eq!(schedules.len(), 1);
         let s = &schedules[0];
         assert_eq!(s.id, scheduled);
@@ -203,7 +209,8 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
         assert_eq!(
             h.running
                 .store
-                .session_schedules(&session)
+                .schedules()
+                .of_session(&session)
                 .await
                 .unwrap()
                 .len(),
@@ -217,10 +224,11 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
         now_due.spec = Utc::now().to_rfc3339();
         h.running
             .store
-            .cancel_schedule(&session, s.id.as_str())
+            .schedules()
+            .cancel(&session, s.id.as_str())
             .await
             .unwrap();
-        h.running.store.insert_schedule(&now_due).await.unwrap();
+        h.running.store.schedules().insert(&now_due).await.unwrap();
         h.wait_for("the check-in", |l| {
             l.any_contains("Did you manage to send your CV?")
         })

@@ -132,7 +132,8 @@ impl Bridge {
         };
         let tasks = self
             .store
-            .recent_tasks(status, limit)
+            .tasks()
+            .recent(status, limit)
             .await
             .map_err(|e| e.to_string())?;
         let tasks: Vec<Value> = tasks
