@@ -19,7 +19,7 @@ pub(crate) const ANSWER_PASSED_ON: &str = "✅ Passed on to the agent that asked
 /// claimed first, so of several processes exactly one posts it).
 pub(crate) async fn deliver_outbox(inner: &Arc<Inner>) {
     for (platform, adapter) in &inner.adapters {
-        let claimed = match inner.store.claim_outbox(*platform, BATCH).await {
+        let claimed = match inner.store.outbox().claim(*platform, BATCH).await {
             Ok(claimed) => claimed,
             Err(e) => return tracing::warn!(error = %e, "could not look at the outbox"),
         };
@@ -38,10 +38,10 @@ async fn deliver(inner: &Inner, adapter: &dyn PlatformAdapter, entry: &OutboxEnt
         OutboxRequest::Approval(id) => show_card(inner, adapter, id).await,
     };
     let recorded = match sent {
-        Ok(message) => inner.store.outbox_sent(&entry.id, message.id).await,
+        Ok(message) => inner.store.outbox().sent(&entry.id, message.id).await,
         Err(error) => {
             tracing::warn!(kind = entry.request.kind().as_str(), error = %error, "could not post an MCP client's request");
-            inner.store.outbox_failed(&entry.id, &error).await
+            inner.store.outbox().failed(&entry.id, &error).await
         }
     };
     if let Err(e) = recorded {
@@ -77,6 +77,7 @@ pub(crate) async fn answer_question(inner: &Inner, msg: &InboundMessage) -> bool
     };
     match inner
         .store
+        .outbox()
         .answer_question(&msg.chat, question, &msg.text, &msg.user)
         .await
     {

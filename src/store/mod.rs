@@ -62,7 +62,7 @@ pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
-pub use outbox::{AnsweredQuestion, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
+pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
 pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;
@@ -270,6 +270,10 @@ impl Store {
 
 /// The repositories: one small handle per aggregate, borrowing the store.
 impl Store {
+    /// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
+    pub fn outbox(&self) -> Outbox<'_> {
+        Outbox { db: self }
+    }
     /// Schedules: future work on a conversation's behalf, and its due occurrences (`store.schedules()`).
     pub fn schedules(&self) -> Schedules<'_> {
         Schedules { db: self }

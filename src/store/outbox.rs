@@ -10,6 +10,12 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
 
+/// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outbox<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// A claim older than this is taken to be from a process that died while
 /// sending, and the row is sent again.
 const CLAIM_LEASE_MS: i64 = 60_000;
@@ -149,11 +155,11 @@ pub struct AnsweredQuestion {
 
 const COLUMNS: &str = "id, kind, chat, body, status, message_id, error, answer, answered_by, answered_name, created_at, expires_at";
 
-impl Store {
+impl Outbox<'_> {
     /// Queues a row; an existing row with the same id is left as it is (a
     /// client asking again after a restart gets the first request's fate).
     /// Returns the stored row and whether this call inserted it.
-    pub async fn queue_outbox(
+    pub async fn queue(
         &self,
         id: &OutboxId,
         chat: &ChatAddress,
@@ -173,21 +179,21 @@ impl Store {
         .bind(request.body())
         .bind(now())
         .bind(expires_at.timestamp_millis())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?
         .rows_affected()
             == 1;
         let entry = self
-            .outbox_entry(id)
+            .get(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("outbox row {id} vanished")))?;
         Ok((entry, inserted))
     }
 
-    pub async fn outbox_entry(&self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
+    pub async fn get(&self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM outbox WHERE id = $1"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.as_ref().map(entry_from_row).transpose()
     }
@@ -195,7 +201,7 @@ impl Store {
     /// Claims up to `limit` rows for `platform` that are queued or whose
     /// sender died (a question only before its deadline): each returned row
     /// is this caller's alone to send.
-    pub async fn claim_outbox(
+    pub async fn claim(
         &self,
         platform: Platform,
         limit: u32,
@@ -212,7 +218,7 @@ impl Store {
         .bind(stale)
         .bind(now)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?
         .iter()
         .map(|r| r.try_get("id"))
@@ -226,10 +232,10 @@ impl Store {
             .bind(now)
             .bind(&id)
             .bind(stale)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
             if done.rows_affected() == 1 {
-                if let Some(entry) = self.outbox_entry(&id).await? {
+                if let Some(entry) = self.get(&id).await? {
                     claimed.push(entry);
                 }
             }
@@ -238,25 +244,25 @@ impl Store {
     }
 
     /// Records what the gateway sent for a claimed row.
-    pub async fn outbox_sent(&self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
+    pub async fn sent(&self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'sent', message_id = $1 WHERE id = $2 AND status = 'sending'",
         )
         .bind(message.0)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Records that the platform refused a claimed row.
-    pub async fn outbox_failed(&self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
+    pub async fn failed(&self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'failed', error = $1 WHERE id = $2 AND status = 'sending'",
         )
         .bind(error)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -279,7 +285,7 @@ impl Store {
         .bind(chat.platform.as_str())
         .bind(message.0)
         .bind(now)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         for row in rows {
             let id: OutboxId = row.try_get("id")?;
@@ -299,7 +305,7 @@ impl Store {
             .bind(user.id.0)
             .bind(&user.display_name)
             .bind(&id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
             if done.rows_affected() == 1 {
                 return Ok(Some(AnsweredQuestion { id }));
@@ -317,7 +323,7 @@ impl Store {
         )
         .bind(id)
         .bind(now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }

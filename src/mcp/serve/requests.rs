@@ -77,7 +77,8 @@ impl Requests {
         let body = format!("📣 **{}**\n{text}", clip(client));
         let (_, inserted) = self
             .store
-            .queue_outbox(
+            .outbox()
+            .queue(
                 &id,
                 &self.target,
                 &OutboxRequest::Notify(body),
@@ -90,7 +91,7 @@ impl Requests {
         }
         let until = tokio::time::Instant::now() + NOTIFY_WAIT;
         loop {
-            let entry = self.store.outbox_entry(&id).await.map_err(store_error)?;
+            let entry = self.store.outbox().get(&id).await.map_err(store_error)?;
             match entry
                 .as_ref()
                 .map(|e| (e.status, e.message, e.error.clone()))
@@ -142,7 +143,8 @@ impl Requests {
                     .await
                     .map_err(store_error)?;
                 self.store
-                    .queue_outbox(
+                    .outbox()
+                    .queue(
                         &card_row(&id)?,
                         &self.target,
                         &OutboxRequest::Approval(id.clone()),
@@ -199,7 +201,8 @@ impl Requests {
         );
         let (_, inserted) = self
             .store
-            .queue_outbox(
+            .outbox()
+            .queue(
                 &id,
                 &self.target,
                 &OutboxRequest::Ask(body),
@@ -211,7 +214,7 @@ impl Requests {
             self.audit("mcp.ask", id.as_str(), client).await;
         }
         loop {
-            let Some(entry) = self.store.outbox_entry(&id).await.map_err(store_error)? else {
+            let Some(entry) = self.store.outbox().get(&id).await.map_err(store_error)? else {
                 return Err("the question vanished from the database".into());
             };
             match entry.status {
@@ -229,7 +232,12 @@ impl Requests {
                 _ => {}
             }
             if entry.expires_at <= Utc::now()
-                && self.store.expire_question(&id).await.map_err(store_error)?
+                && self
+                    .store
+                    .outbox()
+                    .expire_question(&id)
+                    .await
+                    .map_err(store_error)?
             {
                 return Ok(json!({"status": "expired"}));
             }
@@ -277,7 +285,7 @@ impl Requests {
 
     /// The platform's refusal of the request's outbox row, if it failed.
     async fn failed(&self, id: &OutboxId) -> Result<Option<String>, String> {
-        let entry = self.store.outbox_entry(id).await.map_err(store_error)?;
+        let entry = self.store.outbox().get(id).await.map_err(store_error)?;
         Ok(entry
             .filter(|e| e.status == OutboxStatus::Failed)
             .map(|e| e.error.unwrap_or_default()))
