@@ -93,7 +93,8 @@ async fn seed(store: &Store) -> String {
     }
     for i in 0..2_000 {
         store
-            .record_event(
+            .audit()
+            .record(
                 "bench.event",
                 serde_json::json!({ "i": i, "note": "seeded" }),
             )

@@ -130,7 +130,8 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
                 })
                 .await?;
             store
-                .record_event("model.added", serde_json::json!({ "name": a.name }))
+                .audit()
+                .record("model.added", serde_json::json!({ "name": a.name }))
                 .await;
             println!("Model {} is in the catalogue.", a.name);
         }
@@ -139,7 +140,8 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
                 anyhow::bail!("no model named {name} (see `switchboard model list`)");
             }
             store
-                .record_event("model.removed", serde_json::json!({ "name": name }))
+                .audit()
+                .record("model.removed", serde_json::json!({ "name": name }))
                 .await;
             println!("Removed {name}.");
         }
@@ -153,7 +155,8 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
                 println!("{name} is the default model.");
             }
             store
-                .record_event("model.default", serde_json::json!({ "name": name }))
+                .audit()
+                .record("model.default", serde_json::json!({ "name": name }))
                 .await;
         }
         ModelAction::Fallback { names } => {
@@ -162,7 +165,8 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
             }
             store.set_fallback_models(&names).await?;
             store
-                .record_event("model.fallbacks", serde_json::json!({ "names": names }))
+                .audit()
+                .record("model.fallbacks", serde_json::json!({ "names": names }))
                 .await;
             println!(
                 "Fallbacks: {}.",

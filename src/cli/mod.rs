@@ -238,7 +238,8 @@ async fn run_command(
                         );
                     }
                     store
-                        .record_event("approval.rule_revoked", serde_json::json!({ "id": id }))
+                        .audit()
+                        .record("approval.rule_revoked", serde_json::json!({ "id": id }))
                         .await;
                     println!("Revoked rule {id}.");
                 }
@@ -247,7 +248,7 @@ async fn run_command(
         }
         Command::Events { limit } => {
             let store = Store::open(&config.database_url).await?;
-            for e in store.events(limit).await? {
+            for e in store.audit().recent(limit).await? {
                 println!(
                     "{}  {:<24} {}",
                     e.at.format("%Y-%m-%d %H:%M:%S"),

@@ -79,7 +79,8 @@ async fn revoke(inner: &Inner, key: &SessionKey, id: &str) -> Result<String, Sto
             });
             inner
                 .store
-                .record_event("approval.rule_revoked", detail)
+                .audit()
+                .record("approval.rule_revoked", detail)
                 .await;
             format!("Revoked rule `{id}`. That action will ask again.")
         } else {

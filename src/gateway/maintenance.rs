@@ -163,7 +163,8 @@ async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
     for task in tasks {
         inner
             .store
-            .record_event("task.interrupted", serde_json::json!({ "id": task.id }))
+            .audit()
+            .record("task.interrupted", serde_json::json!({ "id": task.id }))
             .await;
         // A silent task's chat was never told about it: the audit row is all.
         if task.notify == TaskNotify::Silent {

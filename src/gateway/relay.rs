@@ -84,7 +84,8 @@ pub(crate) async fn answer_question(inner: &Inner, msg: &InboundMessage) -> bool
         Ok(Some(answered)) => {
             inner
                 .store
-                .record_event(
+                .audit()
+                .record(
                     "mcp.answered",
                     serde_json::json!({ "id": answered.id, "by": msg.user.id.0 }),
                 )

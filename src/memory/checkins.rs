@@ -92,7 +92,8 @@ pub async fn schedule_checkin(
     };
     store.schedules().insert(&record).await?;
     store
-        .record_event(
+        .audit()
+        .record(
             "checkin.scheduled",
             serde_json::json!({
                 "platform": note.owner.platform.as_str(),

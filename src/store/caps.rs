@@ -27,7 +27,7 @@ const COUNT_SCHEDULES: &str =
 impl Tasks<'_> {
     /// Inserts `task` unless `user` already has `cap` unfinished tasks.
     pub async fn insert_within_cap(
-        &self,
+        self,
         task: &TaskRecord,
         owner: &str,
         platform: Platform,
@@ -50,7 +50,7 @@ impl Tasks<'_> {
 impl Schedules<'_> {
     /// Inserts `schedule` unless `user` already has `cap` active schedules.
     pub async fn insert_within_cap(
-        &self,
+        self,
         schedule: &ScheduleRecord,
         platform: Platform,
         user: UserId,

@@ -50,7 +50,7 @@ pub use console::{
     Activity, EventFilter, HistoryRow, ProcessRow, SessionFilter, SessionRow, Slice,
 };
 pub use console_lists::{OwnedMemory, UsageDay};
-pub use events::SystemEvent;
+pub use events::{Audit, SystemEvent};
 pub use feedback::{FeedbackRecord, Rated};
 pub use file_watch::FileState;
 pub use grown_tools::{GrownKind, GrownStamp, GrownToolRow};
@@ -270,6 +270,10 @@ impl Store {
 
 /// The repositories: one small handle per aggregate, borrowing the store.
 impl Store {
+    /// The audit log: system events, newest first.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit { db: self }
+    }
     /// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
     pub fn outbox(&self) -> Outbox<'_> {
         Outbox { db: self }

@@ -160,7 +160,7 @@ impl Outbox<'_> {
     /// client asking again after a restart gets the first request's fate).
     /// Returns the stored row and whether this call inserted it.
     pub async fn queue(
-        &self,
+        self,
         id: &OutboxId,
         chat: &ChatAddress,
         request: &OutboxRequest,
@@ -190,7 +190,7 @@ impl Outbox<'_> {
         Ok((entry, inserted))
     }
 
-    pub async fn get(&self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
+    pub async fn get(self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM outbox WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.db.pool)
@@ -202,7 +202,7 @@ impl Outbox<'_> {
     /// sender died (a question only before its deadline): each returned row
     /// is this caller's alone to send.
     pub async fn claim(
-        &self,
+        self,
         platform: Platform,
         limit: u32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
@@ -244,7 +244,7 @@ impl Outbox<'_> {
     }
 
     /// Records what the gateway sent for a claimed row.
-    pub async fn sent(&self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
+    pub async fn sent(self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'sent', message_id = $1 WHERE id = $2 AND status = 'sending'",
         )
@@ -256,7 +256,7 @@ impl Outbox<'_> {
     }
 
     /// Records that the platform refused a claimed row.
-    pub async fn failed(&self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
+    pub async fn failed(self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'failed', error = $1 WHERE id = $2 AND status = 'sending'",
         )
@@ -271,7 +271,7 @@ impl Outbox<'_> {
     /// by `user`: `Some` for the one reply that answers it, `None` when the
     /// message answers no open question (or another reply came first).
     pub async fn answer_question(
-        &self,
+        self,
         chat: &ChatAddress,
         message: MessageId,
         text: &str,
@@ -316,7 +316,7 @@ impl Outbox<'_> {
 
     /// Marks a question nobody answered by its deadline as expired: true
     /// for the caller that did.
-    pub async fn expire_question(&self, id: &OutboxId) -> Result<bool, StoreError> {
+    pub async fn expire_question(self, id: &OutboxId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE outbox SET status = 'expired' WHERE id = $1 AND kind = 'ask'
                AND status IN ('queued', 'sending', 'sent') AND expires_at <= $2",

@@ -52,7 +52,7 @@ pub(super) const COLUMNS: &str =
     "id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, last_fired_at, fired_count, active";
 
 impl Schedules<'_> {
-    pub async fn insert(&self, s: &ScheduleRecord) -> Result<(), StoreError> {
+    pub async fn insert(self, s: &ScheduleRecord) -> Result<(), StoreError> {
         insert_schedule_query(s)?.execute(&self.db.pool).await?;
         Ok(())
     }
@@ -67,7 +67,7 @@ impl Schedules<'_> {
     /// claimers take disjoint batches instead of queueing behind each other; on
     /// SQLite `BEGIN IMMEDIATE` makes the whole batch one writer.
     pub async fn claim_due<F>(
-        &self,
+        self,
         now_ms: i64,
         limit: u32,
         mut plan: F,
@@ -148,7 +148,7 @@ impl Schedules<'_> {
     }
 
     /// When the earliest active occurrence is due (epoch ms), if any.
-    pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+    pub async fn next_due(self) -> Result<Option<i64>, StoreError> {
         let next: Option<i64> = sqlx::query_scalar(
             "SELECT MIN(next_run_at) FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL",
         )
@@ -158,7 +158,7 @@ impl Schedules<'_> {
     }
 
     pub async fn of_session(
-        &self,
+        self,
         session_id: &SessionId,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         let rows = sqlx::query(&format!(
@@ -173,7 +173,7 @@ impl Schedules<'_> {
     /// Stops one of the session's active schedules, named by its id or an
     /// unambiguous prefix of 6+ characters. Returns the full id when it did.
     pub async fn cancel(
-        &self,
+        self,
         session_id: &SessionId,
         prefix: &str,
     ) -> Result<Option<ScheduleId>, StoreError> {

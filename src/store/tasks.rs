@@ -112,13 +112,13 @@ pub(super) const COLUMNS: &str = "id, session_id, tool_name, arguments, status, 
 impl Tasks<'_> {
     /// Records a task run by no process (listings, imports); the next
     /// take-over marks it interrupted if it is unfinished.
-    pub async fn insert(&self, t: &TaskRecord) -> Result<(), StoreError> {
+    pub async fn insert(self, t: &TaskRecord) -> Result<(), StoreError> {
         insert_task_query(t, None)?.execute(&self.db.pool).await?;
         Ok(())
     }
 
     pub async fn update_progress(
-        &self,
+        self,
         id: &TaskId,
         status: TaskStatus,
         stage: &str,
@@ -137,7 +137,7 @@ impl Tasks<'_> {
     }
 
     pub async fn set_status_message(
-        &self,
+        self,
         id: &TaskId,
         message: MessageId,
     ) -> Result<(), StoreError> {
@@ -154,7 +154,7 @@ impl Tasks<'_> {
     /// cleared (the last progress line is stale); a success is at 100 %, any
     /// other end keeps the percentage it reached.
     pub async fn finish(
-        &self,
+        self,
         id: &TaskId,
         status: TaskStatus,
         result: &str,
@@ -178,7 +178,7 @@ impl Tasks<'_> {
 
     /// Asks whichever process runs the task to stop it (see
     /// [`Store::cancel_requested_tasks`]). Returns whether the task is unfinished.
-    pub async fn request_cancel(&self, id: &TaskId) -> Result<bool, StoreError> {
+    pub async fn request_cancel(self, id: &TaskId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, $1)
              WHERE id = $2 AND finished_at IS NULL",
@@ -192,7 +192,7 @@ impl Tasks<'_> {
 
     /// Unfinished tasks someone asked to cancel; one read of the unfinished
     /// tasks' index.
-    pub async fn cancel_requested(&self) -> Result<Vec<TaskId>, StoreError> {
+    pub async fn cancel_requested(self) -> Result<Vec<TaskId>, StoreError> {
         let ids = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE finished_at IS NULL AND cancel_requested_at IS NOT NULL",
         )
@@ -206,7 +206,7 @@ impl Tasks<'_> {
     /// conditional. `alive` are the caller's own tasks, spared whatever
     /// their row says.
     pub async fn interrupt_orphaned(
-        &self,
+        self,
         gone: &[String],
         alive: &[TaskId],
     ) -> Result<Vec<TaskRecord>, StoreError> {
@@ -244,7 +244,7 @@ impl Tasks<'_> {
         rows.iter().map(task_from_row).collect()
     }
 
-    pub async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+    pub async fn get(self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tasks WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.db.pool)
@@ -254,7 +254,7 @@ impl Tasks<'_> {
 
     /// A session's most recent tasks, newest first.
     pub async fn of_session(
-        &self,
+        self,
         session_id: &SessionId,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {
@@ -271,7 +271,7 @@ impl Tasks<'_> {
     /// The most recent tasks of every session (optionally of one status),
     /// newest first, for the operator.
     pub async fn recent(
-        &self,
+        self,
         status: Option<TaskStatus>,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {

@@ -168,7 +168,8 @@ impl TaskManager {
             return Err(e);
         }
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "task.started",
                 json!({ "id": id, "tool": call.name, "status": status.as_str() }),
             )
@@ -293,7 +294,8 @@ impl TaskManager {
         drop(permit);
         self.slots.release(&job.origin.session_id);
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "task.finished",
                 json!({ "id": job.id, "status": status.as_str() }),
             )

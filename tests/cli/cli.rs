@@ -946,7 +946,7 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
     let store = env.store().await;
     assert!(store.memory(me, short_id).await.unwrap().is_none());
     assert!(store.memory(other, theirs_id).await.unwrap().is_some());
-    let forgotten = store.events(20).await.unwrap();
+    let forgotten = store.audit().recent(20).await.unwrap();
     let event = forgotten
         .iter()
         .find(|e| e.kind == "memory.forgotten")

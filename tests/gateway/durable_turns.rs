@@ -598,7 +598,7 @@ async fn a_turn_cut_short_after_a_side_effect_is_reported_not_run_twice_on(db: &
         rows = inbox_rows(&db.url).await;
     }
     assert_eq!(rows, 0);
-    let events = second.running.store.events(20).await.unwrap();
+    let events = second.running.store.audit().recent(20).await.unwrap();
     assert!(events.iter().any(|e| e.kind == "turn.interrupted"));
     second.stop().await;
 }
@@ -1013,7 +1013,7 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     let requests = llm.requests().await;
     assert_eq!(scheduled_requests(&requests, "missed but run"), 1);
     assert_eq!(scheduled_requests(&requests, "missed and skipped"), 0);
-    let events = first.running.store.events(50).await.unwrap();
+    let events = first.running.store.audit().recent(50).await.unwrap();
     assert!(events.iter().any(|e| e.kind == "schedule.skipped"));
     first.stop().await;
 }
@@ -1121,7 +1121,7 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     i.channel
         .wait_for("revoked", |l| l.any_contains("Revoked rule"))
         .await;
-    let events = i.running.store.events(20).await.unwrap();
+    let events = i.running.store.audit().recent(20).await.unwrap();
     assert!(
         events.iter().any(|e| e.kind == "approval.rule_revoked"),
         "the revocation is audited: {events:?}"

@@ -70,7 +70,7 @@ async fn a_one_off_schedule_runs_a_turn_that_answers_in_the_same_chat() {
         l.any_contains("No background tasks or schedules")
     })
     .await;
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     assert!(
         events
             .iter()

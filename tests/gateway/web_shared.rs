@@ -102,7 +102,8 @@ async fn two_processes_serve_one_console() {
         .unwrap();
     a.running
         .store
-        .record_event("error.storage", json!({ "what": "test" }))
+        .audit()
+        .record("error.storage", json!({ "what": "test" }))
         .await;
     for path in [
         "/".to_owned(),

@@ -293,7 +293,8 @@ impl Requests {
 
     async fn audit(&self, kind: &str, id: &str, client: &str) {
         self.store
-            .record_event(kind, json!({"id": id, "client": clip(client), "by": "mcp"}))
+            .audit()
+            .record(kind, json!({"id": id, "client": clip(client), "by": "mcp"}))
             .await;
     }
 }
