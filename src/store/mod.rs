@@ -72,7 +72,7 @@ pub use sessions::{SessionId, SessionKey};
 pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
 pub use turns::{NestedTurn, TurnContext, TurnState};
-pub use usage::ModelUsage;
+pub use usage::{ModelUsage, UsageLedger};
 
 use file_watch::DbFile;
 use recycle::Recycle;
@@ -270,6 +270,10 @@ impl Store {
 
 /// The repositories: one small handle per aggregate, borrowing the store.
 impl Store {
+    /// Token usage and cost, per user and day and per model.
+    pub fn usage(&self) -> UsageLedger<'_> {
+        UsageLedger { db: self }
+    }
     /// The audit log: system events, newest first.
     pub fn audit(&self) -> Audit<'_> {
         Audit { db: self }

@@ -81,7 +81,8 @@ async fn two_processes_serve_one_console() {
         ..Default::default()
     };
     store
-        .add_usage(Platform::Telegram, UserId(5), &usage, 1)
+        .usage()
+        .add(Platform::Telegram, UserId(5), &usage, 1)
         .await
         .unwrap();
     store
