@@ -22,6 +22,7 @@ mod memories;
 mod memory_fts;
 mod memory_gc;
 mod memory_learn;
+mod memory_terms;
 mod models;
 mod outbox;
 mod pairing_notice;
@@ -108,6 +109,9 @@ pub enum Backend {
 }
 
 /// The database. Cheap to clone. One interface over SQLite and PostgreSQL:
+/// its repositories (`store.tasks()`, `store.outbox()`, `store.audit()`, …)
+/// are small handles borrowing it, one per aggregate, each with the methods
+/// its callers need; the SQL stays in this module.
 /// queries are portable SQL with `$N` placeholders, times are epoch
 /// milliseconds, and the few backend-specific statements branch on
 /// [`Store::backend`].
@@ -274,19 +278,23 @@ impl Store {
     pub fn usage(&self) -> UsageLedger<'_> {
         UsageLedger { db: self }
     }
+
     /// The audit log: system events, newest first.
     pub fn audit(&self) -> Audit<'_> {
         Audit { db: self }
     }
+
     /// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
     pub fn outbox(&self) -> Outbox<'_> {
         Outbox { db: self }
     }
-    /// Schedules: future work on a conversation's behalf, and its due occurrences (`store.schedules()`).
+
+    /// Schedules: future work on a conversation's behalf, and its due occurrences.
     pub fn schedules(&self) -> Schedules<'_> {
         Schedules { db: self }
     }
-    /// Background tasks: their rows, progress and results (`store.tasks()`).
+
+    /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
     }

@@ -1,7 +1,9 @@
 //! The core's modules import one another one way only: no cycle between
 //! the top-level modules of `src/` (test code aside), and each module only
 //! reaches modules at or below its place in the documented order (README's
-//! Architecture section), so a new upward import fails here by name.
+//! Architecture section), so a new upward import fails here by name. Inside
+//! `store`, the files (one aggregate or concern each) import one another
+//! without a circle either.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,8 +18,8 @@ const ORDER: &[&str] = &[
     "visible",
     "markers",
     "clock",
-    "dirs",
     "domain",
+    "dirs",
     "workspace",
     "busy",
     "metrics",
@@ -158,4 +160,133 @@ fn the_check_sees_imports_and_skips_tests_and_comments() {
         "the gateway uses the store"
     );
     assert!(imports["agent"].contains_key("llm"));
+}
+
+/// The files of `src/store` (but `mod.rs`, the facade) and which of them each
+/// one imports, outside tests and comments: `super::file::…`, or a name
+/// `mod.rs` re-exports from a file (`use super::{SessionId, …}`).
+fn store_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".rs").map(str::to_owned))
+        .filter(|n| n != "mod")
+        .collect();
+    let facade = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+    let mut exported: BTreeMap<String, String> = BTreeMap::new();
+    for (at, _) in facade.match_indices("use ") {
+        let rest = &facade[at + 4..];
+        let statement = &rest[..rest.find(';').unwrap()];
+        if let Some((file, names)) = statement.split_once("::") {
+            if files.contains(file) {
+                for name in words(names) {
+                    exported.insert(name, file.to_owned());
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(dir.join(format!("{file}.rs"))).unwrap();
+        let code: String = without_tests(&text)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut used = BTreeSet::new();
+        for (at, _) in code.match_indices("super::") {
+            let rest = &code[at + 7..];
+            let named = if rest.starts_with('{') {
+                &rest[1..rest.find('}').unwrap()]
+            } else {
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                &rest[..end]
+            };
+            for name in words(named) {
+                if files.contains(&name) {
+                    used.insert(name);
+                } else if let Some(from) = exported.get(&name) {
+                    used.insert(from.clone());
+                }
+            }
+        }
+        used.remove(file);
+        out.insert(file.clone(), used);
+    }
+    out
+}
+
+/// The identifiers in `text` (a `use` list, a path).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A circle in `graph`, as the files along it, if there is one.
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|n| n == node) {
+            let mut found = path[start..].to_vec();
+            found.push(node.to_owned());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn store_files_import_one_another_without_a_circle() {
+    let graph = store_imports();
+    assert!(
+        graph["console_lists"].contains("tasks") && graph["feedback"].contains("memories"),
+        "the check sees the store's imports: {graph:?}"
+    );
+    if let Some(found) = circle(&graph) {
+        panic!(
+            "src/store files import one another in a circle: {}",
+            found.join(" → ")
+        );
+    }
+}
+
+#[test]
+fn a_circle_is_found_and_named() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(circle(&graph).unwrap(), ["a", "b", "c", "a"]);
+    let mut acyclic = graph.clone();
+    acyclic.get_mut("c").unwrap().clear();
+    assert_eq!(circle(&acyclic), None);
 }
