@@ -11,17 +11,25 @@ fn main() -> ExitCode {
     if let Some(init) = args.take_init() {
         return init_wizard(init);
     }
+    // The document reader reads one file for the gateway, with no configuration.
+    if let Some(extract) = args.take_extract() {
+        return cli::extract::run(&extract);
+    }
     // The reference describes the configuration: it must not need one either.
     if args.is_config_reference() {
         return cli::config::run(cli::config::ConfigAction::Reference);
     }
-    let config = match args.global.load_config(args.needs_model()) {
+    let mut config = match args.global.load_config(args.needs_model()) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
+    // Documents are read by this binary again, as `extract-document`.
+    if config.media.reader.program.is_none() {
+        config.media.reader.program = switchboard::media::own_binary();
+    }
     let data_dir_hint = cli::doctor::data_dir_hint(&config);
     // Before the runtime starts any thread: the environment is changed here.
     let sealed = switchboard::secrets::seal_process(config.secret_values());

@@ -147,33 +147,44 @@ pub(crate) async fn prepare(
         return SizedContext {
             messages: context,
             sized_for,
+            compaction: None,
         };
     };
     let originals = start - prefix;
     host.before_compaction(&messages[view.folded..view.folded + originals])
         .await;
     let folded = summarize_head(provider, &context[..start]).await;
+    let kept = super::kept_facts::kept_facts(&context[..start]);
+    let summary = super::kept_facts::with_block(&folded.summary, &kept);
     view.folded += originals;
-    view.prefix = summary_messages(&folded.summary).to_vec();
+    view.prefix = summary_messages(&summary).to_vec();
     view.record = Some(Compacted {
-        summary: folded.summary,
+        summary,
         task_state: folded.task_state,
         folded: view.folded,
         fell_back: folded.fell_back,
     });
     let after = view.context(messages);
     let tokens = |m: &[Message]| fixed + m.iter().map(estimate_message_tokens).sum::<usize>();
+    let (tokens_before, tokens_after) = (tokens(&context), tokens(&after));
     let _ = events
         .send(RuntimeEvent::Compaction {
             messages_before: context.len(),
             messages_after: after.len(),
-            tokens_before: tokens(&context),
-            tokens_after: tokens(&after),
+            tokens_before,
+            tokens_after,
         })
         .await;
+    // Sizes are estimated tokens (a key naming tokens would read as a secret).
+    let trace = serde_json::json!({
+        "before": { "messages": context.len(), "estimate": tokens_before },
+        "after": { "messages": after.len(), "estimate": tokens_after },
+        "fell_back": folded.fell_back, "kept": kept,
+    });
     SizedContext {
         messages: after,
         sized_for,
+        compaction: Some(trace),
     }
 }
 
@@ -181,6 +192,8 @@ pub(crate) async fn prepare(
 pub(crate) struct SizedContext {
     pub(crate) messages: Vec<Message>,
     pub(crate) sized_for: u32,
+    /// What a compaction made of the context, for the turn's trace.
+    pub(crate) compaction: Option<Value>,
 }
 
 /// Where the kept tail of `context` starts when a request of it (plus `fixed`
@@ -226,10 +239,16 @@ pub async fn summarize_head(provider: &dyn Provider, head: &[Message]) -> Folded
         },
         Err(e) => {
             tracing::warn!(error = %e, "summarizing for compaction failed; trimming instead");
+            // The earlier summary's kept facts are carried by the caller.
             let earlier = head
                 .first()
                 .and_then(|m| m.content.strip_prefix(SUMMARY_MARK))
-                .map(str::trim);
+                .map(|s| {
+                    s.split(super::kept_facts::KEPT_MARK)
+                        .next()
+                        .unwrap_or(s)
+                        .trim()
+                });
             let summary =
                 earlier.map_or_else(|| TRIMMED.to_owned(), |s| format!("{s}\n\n{TRIMMED}"));
             FoldedHead {

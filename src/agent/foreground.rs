@@ -39,6 +39,7 @@ impl RoundRunner<'_> {
             origin: self.origin.cloned(),
             approvals: self.host.for_subagent(),
             resumed: resumed.map(Box::new),
+            asked: self.asked.clone(),
         };
         // A panicking tool must not take the turn down: run it on its own task.
         // A hanging one must not hold the session: past the timeout it is told

@@ -8,6 +8,7 @@ mod events;
 mod foreground;
 mod intent;
 mod intent_check;
+mod kept_facts;
 mod model_call;
 mod produced;
 mod redact;
@@ -30,6 +31,7 @@ pub use compaction::{
 };
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
+pub use kept_facts::KEPT_MARK;
 pub use roles::{builtin_roles, find_role, load_roles, Role, SUBAGENT_MAX_ROUNDS};
 pub use runtime::{
     Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,

@@ -117,53 +117,65 @@ struct FileRole {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RolesFile {
-    roles: Vec<FileRole>,
+    roles: Vec<serde_json::Value>,
 }
 
 /// Reads `SUBAGENTS_FILE`: `{"roles": [{"name", "description",
-/// "system_prompt", "tools", "model"?, "max_rounds"?, "approvals"?}]}`.
-pub fn load_roles(path: &Path) -> Result<Vec<Role>, String> {
+/// "system_prompt", "tools", "model"?, "max_rounds"?, "approvals"?}]}`. A file
+/// that cannot be read or is not of that shape is an error; a bad entry is
+/// skipped, its problem returned beside the good roles.
+pub fn load_roles(path: &Path) -> Result<(Vec<Role>, Vec<String>), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let file: RolesFile = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let mut roles: Vec<Role> = Vec::new();
-    for r in file.roles {
-        let valid_name = !r.name.is_empty()
-            && r.name.len() <= 40
-            && r.name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !valid_name {
-            return Err(format!(
-                "role name {:?}: use lower-case letters, digits and _ (≤ 40)",
-                r.name
-            ));
+    let mut problems = Vec::new();
+    for (i, entry) in file.roles.into_iter().enumerate() {
+        let label = entry
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(|| format!("role #{}", i + 1), |n| format!("role {n:?}"));
+        let checked = serde_json::from_value::<FileRole>(entry)
+            .map_err(|e| e.to_string())
+            .and_then(|r| checked_role(r, &roles));
+        match checked {
+            Ok(role) => roles.push(role),
+            Err(problem) => problems.push(format!("{label} skipped: {problem}")),
         }
-        if roles.iter().any(|k| k.name == r.name) {
-            return Err(format!("role {:?} is listed twice", r.name));
-        }
-        if r.tools.iter().any(|t| t.starts_with("delegate_to_")) {
-            return Err(format!("role {:?}: sub-agents cannot delegate", r.name));
-        }
-        let max_rounds = r.max_rounds.unwrap_or(SUBAGENT_MAX_ROUNDS);
-        if !(1..=MAX_ROUNDS_LIMIT).contains(&max_rounds) {
-            return Err(format!(
-                "role {:?}: max_rounds must be 1 to {MAX_ROUNDS_LIMIT}",
-                r.name
-            ));
-        }
-        roles.push(Role {
-            name: r.name,
-            purpose: r.description,
-            prompt: r.system_prompt,
-            tools: r.tools,
-            with_read_only_apis: false,
-            acts: r.approvals,
-            model: r.model,
-            max_rounds,
-        });
     }
-    Ok(roles)
+    Ok((roles, problems))
+}
+
+/// One entry of the file checked against the rules and the roles before it.
+fn checked_role(r: FileRole, before: &[Role]) -> Result<Role, String> {
+    let valid_name = !r.name.is_empty()
+        && r.name.len() <= 40
+        && r.name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid_name {
+        return Err("the name must be lower-case letters, digits and _ (≤ 40)".into());
+    }
+    if before.iter().any(|k| k.name == r.name) {
+        return Err("it is listed twice".into());
+    }
+    if r.tools.iter().any(|t| t.starts_with("delegate_to_")) {
+        return Err("sub-agents cannot delegate".into());
+    }
+    let max_rounds = r.max_rounds.unwrap_or(SUBAGENT_MAX_ROUNDS);
+    if !(1..=MAX_ROUNDS_LIMIT).contains(&max_rounds) {
+        return Err(format!("max_rounds must be 1 to {MAX_ROUNDS_LIMIT}"));
+    }
+    Ok(Role {
+        name: r.name,
+        purpose: r.description,
+        prompt: r.system_prompt,
+        tools: r.tools,
+        with_read_only_apis: false,
+        acts: r.approvals,
+        model: r.model,
+        max_rounds,
+    })
 }
 
 /// The role named `name` among `file` roles, then the built-in ones.
@@ -182,7 +194,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("roles.json");
         std::fs::write(&path, text).unwrap();
-        load_roles(&path)
+        match load_roles(&path)? {
+            (roles, problems) if problems.is_empty() => Ok(roles),
+            (_, problems) => Err(problems.join("; ")),
+        }
     }
 
     #[test]
@@ -206,5 +221,36 @@ mod tests {
         ] {
             assert!(load_str(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_bad_entry_is_skipped_and_the_good_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("roles.json");
+        std::fs::write(
+            &path,
+            r#"{"roles": [
+                {"name": "writer", "description": "Writes.", "system_prompt": "Write.", "tools": ["read_file"]},
+                {"name": "Bad Name", "description": "", "system_prompt": "", "tools": []},
+                {"name": "x", "description": "", "system_prompt": "", "tools": [], "colour": 1},
+                {"description": "no name"}
+            ]}"#,
+        )
+        .unwrap();
+        let (roles, problems) = load_roles(&path).unwrap();
+        assert_eq!(roles.len(), 1);
+        assert_eq!(roles[0].name, "writer");
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems[0].starts_with("role \"Bad Name\" skipped: the name"),
+            "{problems:?}"
+        );
+        assert!(problems[1].contains("colour"), "{problems:?}");
+        assert!(problems[2].starts_with("role #4 skipped"), "{problems:?}");
+        std::fs::write(&path, "not json").unwrap();
+        assert!(
+            load_roles(&path).is_err(),
+            "a broken file still stops the start"
+        );
     }
 }

@@ -51,6 +51,8 @@ pub(crate) struct RoundRunner<'a> {
     pub deadline: &'a Deadline,
     /// A resumed turn's decision for the call it paused on, taken once.
     pub resolved: Mutex<Option<Resumed>>,
+    /// The user's message that started the turn.
+    pub asked: Option<String>,
 }
 
 /// What a resumed turn brings for the call it paused on.
@@ -114,7 +116,7 @@ impl RoundRunner<'_> {
         pad: &mut Scratchpad,
     ) -> RoundOutput {
         crate::failpoint::hit("model_answered");
-        let prepared = self.prepare(calls, guard);
+        let prepared = self.prepare(round, calls, guard, pad);
         let mut messages: Vec<Message> = Vec::with_capacity(prepared.len());
         let mut pending = prepared.into_iter().enumerate().peekable();
         while let Some((index, first)) = pending.next() {
@@ -193,13 +195,26 @@ impl RoundRunner<'_> {
         }
     }
 
-    fn prepare(&self, calls: &[ToolCall], guard: &mut DoomLoopGuard) -> Vec<Prepared> {
+    fn prepare(
+        &self,
+        round: usize,
+        calls: &[ToolCall],
+        guard: &mut DoomLoopGuard,
+        pad: &mut Scratchpad,
+    ) -> Vec<Prepared> {
         let mut looping = false;
         calls
             .iter()
             .map(|call| {
                 let call = call.clone();
                 if looping || guard.check(&call.name, &call.arguments) {
+                    if !looping {
+                        // The loop guard sends the model back to change approach.
+                        pad.record(
+                            "retry",
+                            json!({ "round": round, "reason": "loop_guard", "tool": call.name }),
+                        );
+                    }
                     looping = true;
                     let error = format!(
                         "error: loop detected — `{}` was called with the same arguments 3 times recently; \

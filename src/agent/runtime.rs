@@ -1,6 +1,6 @@
 //! The turn loop: stream the model, run tool rounds, feed observations back, stop.
 
-use super::compaction::{self, ContextView};
+use super::compaction;
 use super::deadline::Deadline;
 use super::doom_loop::DoomLoopGuard;
 use super::events::{RuntimeEvent, StopReason, TurnOutcome};
@@ -12,12 +12,12 @@ pub use super::requests::{ResumeRequest, TurnModel, TurnRequest};
 use super::round::RoundRunner;
 use super::scratchpad::Scratchpad;
 use super::turn::{asked_question, names, shrink_earlier_results, Next, Turn, TurnTally};
-use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, Usage};
+use crate::llm::{ChatRequest, Message, Provider, ProviderError, Role, ToolCall};
 use crate::tools::ToolRegistry;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -110,7 +110,7 @@ impl Agent {
             origin,
             mut messages,
             new_from,
-            mut pending,
+            pending,
             resolved,
             host,
             cancel,
@@ -118,15 +118,13 @@ impl Agent {
             model,
         } = d;
         let deadline = Deadline::start(self.config.turn_deadline);
-        let turn_id = crate::domain::TurnId::new();
-        let mut pad = Scratchpad::open(&self.config.data_dir, &trace_id, &turn_id);
-        let input = messages
-            .get(new_from)
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
-        pad.record(
-            "init",
-            json!({ "session": session_id, "model": model.provider.model().name, "input": input, "resumed": pending.is_some() }),
+        let pad = self.open_scratchpad(
+            &trace_id,
+            &session_id,
+            &model,
+            &messages,
+            new_from,
+            pending.is_some(),
         );
         let tools = self.tools_for(&model);
         let intents = IntentCheck::for_turn(
@@ -141,24 +139,16 @@ impl Agent {
             self.config.images.clone().filter(|_| model.vision),
             &session_id,
         );
+        let asked = messages
+            .get(new_from)
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.clone());
         let mut turn = Turn {
-            log: TurnTally {
-                messages: &mut messages,
-                new_from,
-                usage: Usage::default(),
-                rounds: 0,
-                started: Instant::now(),
-                view: ContextView::default(),
-                intent_corrections: 0,
-                intent_unmet: false,
-            },
+            log: TurnTally::new(&mut messages, new_from),
             pad,
             text: String::new(),
             intents,
-            system: match &system_context {
-                Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
-                None => self.config.system_prompt.clone(),
-            },
+            system: self.system_prompt(system_context.as_deref()),
             host: &host,
             cancel: &cancel,
             deadline: &deadline,
@@ -181,15 +171,58 @@ impl Agent {
             tool_timeout: self.config.tool_timeout,
             deadline: &deadline,
             resolved: std::sync::Mutex::new(resolved),
+            asked,
         };
+        self.rounds(&mut turn, &runner, pending).await
+    }
+
+    /// The turn's scratchpad, opened with its `init` record.
+    fn open_scratchpad(
+        &self,
+        trace_id: &str,
+        session_id: &crate::domain::SessionId,
+        model: &TurnModel,
+        messages: &[Message],
+        new_from: usize,
+        resumed: bool,
+    ) -> Scratchpad {
+        let turn_id = crate::domain::TurnId::new();
+        let mut pad = Scratchpad::open(&self.config.data_dir, trace_id, &turn_id);
+        let input = messages
+            .get(new_from)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        pad.record(
+            "init",
+            json!({ "session": session_id, "model": model.provider.model().name, "input": input, "resumed": resumed }),
+        );
+        pad
+    }
+
+    /// The system prompt, with the turn's extra context below it.
+    fn system_prompt(&self, system_context: Option<&str>) -> String {
+        match system_context {
+            Some(extra) => format!("{}\n\n{extra}", self.config.system_prompt),
+            None => self.config.system_prompt.clone(),
+        }
+    }
+
+    /// The turn's rounds: a model call, then its tool calls, until an answer,
+    /// a pause, a stop or the round limit. A resumed turn first finishes the
+    /// round it paused in.
+    async fn rounds(
+        &self,
+        turn: &mut Turn<'_>,
+        runner: &RoundRunner<'_>,
+        mut pending: Option<(usize, Vec<ToolCall>)>,
+    ) -> TurnOutcome {
         let mut guard = DoomLoopGuard::default();
         let first_round = pending.as_ref().map_or(1, |(round, _)| *round);
         for round in first_round..=self.config.max_tool_rounds {
             turn.log.rounds = round;
-            // A resumed turn first finishes the round it paused in.
             let calls = match pending.take() {
                 Some((_, calls)) => calls,
-                None => match self.model_round(round, &mut turn).await {
+                None => match self.model_round(round, turn).await {
                     Next::Calls(calls) => calls,
                     Next::Again => continue,
                     Next::Done(outcome) => return *outcome,
@@ -202,7 +235,7 @@ impl Agent {
                 return turn.paused(round, approval);
             }
             turn.log.messages.extend(output.messages);
-            if cancel.is_cancelled() {
+            if turn.cancel.is_cancelled() {
                 return turn.stopped();
             }
             if let Some(question) = asked_question(&calls) {
@@ -260,16 +293,7 @@ impl Agent {
                 json!({ "round": round, "text": reply.thinking }),
             );
         }
-        turn.log.messages.push(Message {
-            role: Role::Assistant,
-            content: reply.text.clone(),
-            tool_calls: super::arguments::storable(&reply.tool_calls),
-            tool_call_id: None,
-            reasoning: (!reply.reasoning_content.is_empty())
-                .then(|| std::mem::take(&mut reply.reasoning_content)),
-            signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
-            images: Vec::new(),
-        });
+        turn.log.messages.push(assistant_message(&mut reply));
         let last_round = round >= self.config.max_tool_rounds;
         let mut warning = None;
         match turn.intents.after_reply(turn.log.messages, last_round) {
@@ -278,6 +302,10 @@ impl Agent {
                 turn.pad.record(
                     "intent_correction",
                     json!({ "round": round, "missing": names(&missing), "answer": reply.text }),
+                );
+                turn.pad.record(
+                    "retry",
+                    json!({ "round": round, "reason": "intent_guard", "missing": names(&missing) }),
                 );
                 turn.log.intent_corrections += 1;
                 return Next::Again;
@@ -332,6 +360,9 @@ impl Agent {
                 turn.tx,
             )
             .await;
+            if let Some(trace) = &context.compaction {
+                turn.pad.record("compaction", trace.clone());
+            }
             let mut messages = shrink_earlier_results(&context.messages);
             let with_images = match &self.config.images {
                 Some(images) if turn.model.vision => images.load(&mut messages).await > 0,
@@ -381,5 +412,19 @@ impl Agent {
                 Err(failure) => return Some(Err(failure)),
             }
         }
+    }
+}
+
+/// The conversation's record of a model reply (its reasoning moved out).
+fn assistant_message(reply: &mut ModelReply) -> Message {
+    Message {
+        role: Role::Assistant,
+        content: reply.text.clone(),
+        tool_calls: super::arguments::storable(&reply.tool_calls),
+        tool_call_id: None,
+        reasoning: (!reply.reasoning_content.is_empty())
+            .then(|| std::mem::take(&mut reply.reasoning_content)),
+        signed_reasoning: std::mem::take(&mut reply.signed_reasoning),
+        images: Vec::new(),
     }
 }

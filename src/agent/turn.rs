@@ -192,7 +192,21 @@ pub(super) struct TurnTally<'a> {
     pub(super) intent_unmet: bool,
 }
 
-impl TurnTally<'_> {
+impl<'a> TurnTally<'a> {
+    /// A fresh tally of a turn whose new messages start at `new_from`.
+    pub(super) fn new(messages: &'a mut Vec<Message>, new_from: usize) -> Self {
+        TurnTally {
+            messages,
+            new_from,
+            usage: Usage::default(),
+            rounds: 0,
+            started: Instant::now(),
+            view: ContextView::default(),
+            intent_corrections: 0,
+            intent_unmet: false,
+        }
+    }
+
     /// Ends the turn at its deadline, telling the user (after what the
     /// finished rounds said).
     pub(super) fn stop_at_deadline(

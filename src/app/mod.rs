@@ -110,31 +110,12 @@ pub async fn start_with_clock(
     // The binary registered them already (and more, from its environment);
     // an embedding caller or a test gets the config's own.
     crate::secrets::register(config.secret_values());
-    // Nothing posted to a chat carries a known secret.
-    let adapters: Vec<Arc<dyn PlatformAdapter>> = adapters
-        .into_iter()
-        .map(crate::gateway::ScrubbedAdapter::wrap)
-        .collect();
-    // Before the store: the default database lives in DATA_DIR, and an
-    // unusable DATA_DIR should be named as such.
-    crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
-    let store = Store::open(&config.database_url).await?;
-    // This process's id, and its claim to be alive: its queued messages,
-    // resumed turns and tasks are its own until the claim ends with it.
-    let instance = uuid::Uuid::new_v4().simple().to_string();
-    let liveness = store.claim_liveness(&instance).await?;
+    let adapters = scrubbed(adapters);
+    let (store, instance, liveness) = open_store(config).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
     let (finished_tx, finished_rx) = mpsc::channel(64);
-    let tasks = TaskManager::new(
-        store.clone(),
-        finished_tx,
-        shutdown.clone(),
-        busy.clone(),
-        config.max_background_tasks,
-        config.caps.max_tasks,
-        instance.clone(),
-    );
+    let tasks = task_manager(config, &store, finished_tx, &shutdown, &busy, &instance);
     log_skipped_entries(config);
     let skills = skill_library(config, &shutdown);
     let workspace = parts::open_workspace(config, &adapters)?;
@@ -161,20 +142,14 @@ pub async fn start_with_clock(
         skills,
         grown,
         instance: instance.clone(),
-        cheap: config.models.routes.cheap.as_deref().map(|name| {
-            Arc::new(crate::models::CheapRoute::new(
-                Arc::clone(&models),
-                name,
-                Arc::clone(&agent_provider),
-            )) as Arc<dyn crate::llm::Provider>
-        }),
+        cheap: cheap_route(config, &models, &agent_provider),
         models,
     };
     let gateway = Gateway::new(settings, parts, adapters.clone(), shutdown.clone());
     let probe = crate::health::Probe {
         store: store.clone(),
         busy: busy.clone(),
-        metrics: Arc::clone(&metrics),
+        metrics,
         adapters: adapters.clone(),
         mcp: Arc::clone(&mcp),
     };
@@ -203,6 +178,63 @@ pub async fn start_with_clock(
         shutdown,
         mcp,
         _liveness: liveness,
+    })
+}
+
+/// The store, this process's id, and its claim to be alive: its queued
+/// messages, resumed turns and tasks are its own until the claim ends with it.
+async fn open_store(
+    config: &Config,
+) -> Result<(Store, String, crate::store::LivenessClaim), RunError> {
+    // Before the store: the default database lives in DATA_DIR, and an
+    // unusable DATA_DIR should be named as such.
+    crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
+    let store = Store::open(&config.database_url).await?;
+    let instance = uuid::Uuid::new_v4().simple().to_string();
+    let liveness = store.claim_liveness(&instance).await?;
+    Ok((store, instance, liveness))
+}
+
+/// Every adapter wrapped so nothing posted to a chat carries a known secret.
+fn scrubbed(adapters: Vec<Arc<dyn PlatformAdapter>>) -> Vec<Arc<dyn PlatformAdapter>> {
+    adapters
+        .into_iter()
+        .map(crate::gateway::ScrubbedAdapter::wrap)
+        .collect()
+}
+
+/// The background task manager, its tasks owned by this process (`instance`).
+fn task_manager(
+    config: &Config,
+    store: &Store,
+    finished: mpsc::Sender<crate::tasks::TaskFinished>,
+    shutdown: &CancellationToken,
+    busy: &Busy,
+    instance: &str,
+) -> Arc<TaskManager> {
+    TaskManager::new(
+        store.clone(),
+        finished,
+        shutdown.clone(),
+        busy.clone(),
+        config.max_background_tasks,
+        config.caps.max_tasks,
+        instance.to_owned(),
+    )
+}
+
+/// The cheap route (`MODEL_ROUTE_CHEAP`), when one is configured.
+fn cheap_route(
+    config: &Config,
+    models: &Arc<crate::models::Models>,
+    fallback: &Arc<dyn crate::llm::Provider>,
+) -> Option<Arc<dyn crate::llm::Provider>> {
+    config.models.routes.cheap.as_deref().map(|name| {
+        Arc::new(crate::models::CheapRoute::new(
+            Arc::clone(models),
+            name,
+            Arc::clone(fallback),
+        )) as Arc<dyn crate::llm::Provider>
     })
 }
 
@@ -331,6 +363,9 @@ fn log_skipped_entries(config: &Config) {
     }
     for p in &config.mcp_problems {
         tracing::warn!(server = %p.server, problem = %p.problem, "MCP server entry");
+    }
+    for problem in &config.role_problems {
+        tracing::warn!(%problem, "SUBAGENTS_FILE entry");
     }
 }
 

@@ -10,10 +10,10 @@ use crate::skills::{SkillBook, SkillLibrary, SkillProblem};
 use crate::store::Store;
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
-    memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig, ExecTool, GrownEnv,
-    GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool, ReadStoredResultTool,
-    Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
+    looking_back_tools, memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig,
+    ExecTool, GrownEnv, GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool,
+    ReadStoredResultTool, Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool,
+    ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
 };
 use std::sync::Arc;
 use switchboard_platform::{PlatformAdapter, Secret};
@@ -93,11 +93,7 @@ pub fn build_tools(
     adapters: &[Arc<dyn PlatformAdapter>],
 ) -> Result<(ToolRegistry, Arc<GrownTools>), RunError> {
     let ws = open_workspace(config, adapters)?;
-    let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
-    tracing::info!("exec sandbox: {}", sandbox.describe());
-    if let Some(warning) = sandbox.warning() {
-        tracing::warn!("{warning}");
-    }
+    let sandbox = open_sandbox(config)?;
     let mut exec = ExecConfig::new(Arc::clone(&ws));
     exec.timeout = config.exec_timeout;
     exec.sandbox = Arc::clone(&sandbox);
@@ -126,25 +122,15 @@ pub fn build_tools(
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
+    for tool in looking_back_tools(store.clone()) {
+        registry.register(tool);
+    }
     if config.portfolio_tools {
         for tool in portfolio_tools(store.clone()) {
             registry.register(tool);
         }
     }
-    for def in &config.script_tools {
-        registry.register(Arc::new(ScriptTool::new(
-            def.clone(),
-            Arc::clone(&ws),
-            max_output_chars,
-            Arc::clone(&sandbox),
-        )));
-    }
-    for def in &config.http_tools {
-        registry.register(Arc::new(HttpApiTool::new(
-            def.clone(),
-            &config.web_fetch_allow,
-        )));
-    }
+    register_operator_tools(&mut registry, config, &ws, max_output_chars, &sandbox);
     let grown = Arc::new(GrownTools::new(
         store.clone(),
         GrownEnv {
@@ -153,12 +139,7 @@ pub fn build_tools(
             sandbox,
             max_output_chars,
             allow: config.web_fetch_allow.clone(),
-            secrets: config
-                .model_keys
-                .iter()
-                .filter(|(name, _)| name.starts_with(TOOL_SECRET_PREFIX))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect(),
+            secrets: tool_secrets(config),
         },
     ));
     registry
@@ -171,6 +152,54 @@ pub fn build_tools(
             config.tool_builders,
         )));
     Ok((registry, grown))
+}
+
+/// The exec sandbox at the strongest level this machine offers, logged.
+fn open_sandbox(config: &Config) -> Result<Arc<Sandbox>, RunError> {
+    let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
+    tracing::info!("exec sandbox: {}", sandbox.describe());
+    if let Some(warning) = sandbox.warning() {
+        tracing::warn!("{warning}");
+    }
+    Ok(sandbox)
+}
+
+/// The operator's script tools (`SCRIPT_TOOLS_DIR`) and HTTP tools
+/// (`HTTP_TOOLS_FILE`).
+fn register_operator_tools(
+    registry: &mut ToolRegistry,
+    config: &Config,
+    ws: &Arc<crate::tools::Workspace>,
+    max_output_chars: usize,
+    sandbox: &Arc<Sandbox>,
+) {
+    for def in &config.script_tools {
+        registry.register(Arc::new(ScriptTool::new(
+            def.clone(),
+            Arc::clone(ws),
+            max_output_chars,
+            Arc::clone(sandbox),
+        )));
+    }
+    for def in &config.http_tools {
+        registry.register(Arc::new(HttpApiTool::new(
+            def.clone(),
+            &config.web_fetch_allow,
+        )));
+    }
+}
+
+/// The `TOOL_SECRET_*` variables, the only secrets tools added from the chat
+/// may name.
+fn tool_secrets(
+    config: &Config,
+) -> std::collections::BTreeMap<String, switchboard_platform::Secret> {
+    config
+        .model_keys
+        .iter()
+        .filter(|(name, _)| name.starts_with(TOOL_SECRET_PREFIX))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// The built-in skills and those of `SKILLS_DIR`; files that cannot be used

@@ -2,7 +2,46 @@
 
 use std::process::ExitCode;
 
+use super::ApprovalsAction;
 use switchboard::store::{ApprovalRecord, Store};
+
+/// `approvals list` and `approvals revoke`: the "always allow" rules.
+pub async fn rules(database_url: &str, action: ApprovalsAction) -> anyhow::Result<ExitCode> {
+    let store = Store::open(database_url).await?;
+    match action {
+        ApprovalsAction::List => list_rules(&store).await?,
+        ApprovalsAction::Pending => {}
+        ApprovalsAction::Revoke { id } => {
+            if !store.revoke_any_rule(id.trim()).await? {
+                anyhow::bail!("no rule matches {id} (give at least 6 characters of a unique id)");
+            }
+            store
+                .audit()
+                .record("approval.rule_revoked", serde_json::json!({ "id": id }))
+                .await;
+            println!("Revoked rule {id}.");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list_rules(store: &Store) -> anyhow::Result<()> {
+    let rules = store.all_rules().await?;
+    if rules.is_empty() {
+        println!("No \"always allow\" rules.");
+    }
+    for r in rules {
+        println!(
+            "{}  {} user {}  {}  {}",
+            r.id.short(),
+            r.platform,
+            r.user,
+            r.tool_name,
+            switchboard::approvals::describe_rule(&r.pattern)
+        );
+    }
+    Ok(())
+}
 
 /// Characters of an action's summary shown.
 const SUMMARY_PREVIEW: usize = 100;

@@ -69,117 +69,126 @@ pub async fn run(database_url: &str, action: ModelAction) -> anyhow::Result<Exit
     let store = Store::open(database_url).await?;
     match action {
         ModelAction::List => list(&store).await?,
-        ModelAction::Add(a) => {
-            if ApiKind::parse(&a.api).is_none() {
-                anyhow::bail!("--api {:?} is not one of {}", a.api, ApiKind::NAMES);
-            }
-            if url::Url::parse(&a.base_url).is_err() {
-                anyhow::bail!(
-                    "--base-url {:?} is not a URL",
-                    switchboard::secrets::shown_url(&a.base_url)
-                );
-            }
-            if switchboard::models::without_credentials(&a.base_url).1 {
-                anyhow::bail!(
-                    "--base-url holds credentials, which the catalogue does not store: put the whole URL in a variable of the gateway's environment, pass --base-url-env VAR, and --base-url without them"
-                );
-            }
-            let prices = [
-                a.price_in,
-                a.price_out,
-                a.price_cache_read,
-                a.price_cache_write,
-            ];
-            if prices.iter().any(|p| !p.is_finite() || *p < 0.0) {
-                anyhow::bail!("prices are dollars per million tokens, 0 or more");
-            }
-            if let Some(var) = &a.key_env {
-                if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    anyhow::bail!(
-                        "--key-env names a variable (like OPENAI_API_KEY), not the key itself"
-                    );
-                }
-            }
-            if let Some(var) = &a.base_url_env {
-                if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    anyhow::bail!(
-                        "--base-url-env names a variable (like PROXY_LLM_URL), not the URL itself"
-                    );
-                }
-            }
-            store
-                .put_model(&ModelRow {
-                    name: a.name.clone(),
-                    api: a.api.to_ascii_lowercase(),
-                    base_url: a.base_url,
-                    key_env: a.key_env,
-                    url_env: a.base_url_env,
-                    context_window: a.context,
-                    prices: Prices {
-                        input: a.price_in,
-                        output: a.price_out,
-                        cache_read: a.price_cache_read,
-                        cache_write: a.price_cache_write,
-                    },
-                    vision: a.vision,
-                    tools: !a.no_tools,
-                    reasoning: a.reasoning,
-                    role: None,
-                    rank: 0,
-                    seeded: false,
-                })
-                .await?;
-            store
-                .audit()
-                .record("model.added", serde_json::json!({ "name": a.name }))
-                .await;
-            println!("Model {} is in the catalogue.", a.name);
-        }
-        ModelAction::Remove { name } => {
-            if !store.remove_model(&name).await? {
-                anyhow::bail!("no model named {name} (see `switchboard model list`)");
-            }
-            store
-                .audit()
-                .record("model.removed", serde_json::json!({ "name": name }))
-                .await;
-            println!("Removed {name}.");
-        }
-        ModelAction::Default { name } => {
-            if name == "env" {
-                store.set_default_model(None).await?;
-                println!("The default is the LLM_* endpoint again.");
-            } else {
-                known(&store, &name).await?;
-                store.set_default_model(Some(&name)).await?;
-                println!("{name} is the default model.");
-            }
-            store
-                .audit()
-                .record("model.default", serde_json::json!({ "name": name }))
-                .await;
-        }
-        ModelAction::Fallback { names } => {
-            for name in &names {
-                known(&store, name).await?;
-            }
-            store.set_fallback_models(&names).await?;
-            store
-                .audit()
-                .record("model.fallbacks", serde_json::json!({ "names": names }))
-                .await;
-            println!(
-                "Fallbacks: {}.",
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            );
-        }
+        ModelAction::Add(a) => add(&store, a).await?,
+        ModelAction::Remove { name } => remove(&store, &name).await?,
+        ModelAction::Default { name } => set_default(&store, &name).await?,
+        ModelAction::Fallback { names } => set_fallbacks(&store, &names).await?,
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks what `model add` was given, refusing what the catalogue must not hold.
+fn check_add(a: &AddArgs) -> anyhow::Result<()> {
+    if ApiKind::parse(&a.api).is_none() {
+        anyhow::bail!("--api {:?} is not one of {}", a.api, ApiKind::NAMES);
+    }
+    if url::Url::parse(&a.base_url).is_err() {
+        anyhow::bail!(
+            "--base-url {:?} is not a URL",
+            switchboard::secrets::shown_url(&a.base_url)
+        );
+    }
+    if switchboard::models::without_credentials(&a.base_url).1 {
+        anyhow::bail!(
+            "--base-url holds credentials, which the catalogue does not store: put the whole URL in a variable of the gateway's environment, pass --base-url-env VAR, and --base-url without them"
+        );
+    }
+    let prices = [
+        a.price_in,
+        a.price_out,
+        a.price_cache_read,
+        a.price_cache_write,
+    ];
+    if prices.iter().any(|p| !p.is_finite() || *p < 0.0) {
+        anyhow::bail!("prices are dollars per million tokens, 0 or more");
+    }
+    let a_variable = |v: &String| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if a.key_env.as_ref().is_some_and(|v| !a_variable(v)) {
+        anyhow::bail!("--key-env names a variable (like OPENAI_API_KEY), not the key itself");
+    }
+    if a.base_url_env.as_ref().is_some_and(|v| !a_variable(v)) {
+        anyhow::bail!("--base-url-env names a variable (like PROXY_LLM_URL), not the URL itself");
+    }
+    Ok(())
+}
+
+async fn add(store: &Store, a: AddArgs) -> anyhow::Result<()> {
+    check_add(&a)?;
+    store
+        .put_model(&ModelRow {
+            name: a.name.clone(),
+            api: a.api.to_ascii_lowercase(),
+            base_url: a.base_url,
+            key_env: a.key_env,
+            url_env: a.base_url_env,
+            context_window: a.context,
+            prices: Prices {
+                input: a.price_in,
+                output: a.price_out,
+                cache_read: a.price_cache_read,
+                cache_write: a.price_cache_write,
+            },
+            vision: a.vision,
+            tools: !a.no_tools,
+            reasoning: a.reasoning,
+            role: None,
+            rank: 0,
+            seeded: false,
+        })
+        .await?;
+    store
+        .audit()
+        .record("model.added", serde_json::json!({ "name": a.name }))
+        .await;
+    println!("Model {} is in the catalogue.", a.name);
+    Ok(())
+}
+
+async fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
+    if !store.remove_model(name).await? {
+        anyhow::bail!("no model named {name} (see `switchboard model list`)");
+    }
+    store
+        .audit()
+        .record("model.removed", serde_json::json!({ "name": name }))
+        .await;
+    println!("Removed {name}.");
+    Ok(())
+}
+
+async fn set_default(store: &Store, name: &str) -> anyhow::Result<()> {
+    if name == "env" {
+        store.set_default_model(None).await?;
+        println!("The default is the LLM_* endpoint again.");
+    } else {
+        known(store, name).await?;
+        store.set_default_model(Some(name)).await?;
+        println!("{name} is the default model.");
+    }
+    store
+        .audit()
+        .record("model.default", serde_json::json!({ "name": name }))
+        .await;
+    Ok(())
+}
+
+async fn set_fallbacks(store: &Store, names: &[String]) -> anyhow::Result<()> {
+    for name in names {
+        known(store, name).await?;
+    }
+    store.set_fallback_models(names).await?;
+    store
+        .audit()
+        .record("model.fallbacks", serde_json::json!({ "names": names }))
+        .await;
+    let shown = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    };
+    println!("Fallbacks: {shown}.");
+    Ok(())
 }
 
 async fn known(store: &Store, name: &str) -> anyhow::Result<()> {

@@ -276,6 +276,9 @@ fn chats(r: &mut Report, config: &Config) {
     if !config.chats.is_empty() {
         r.note(&format!("CHATS_FILE binds {} chat(s)", config.chats.len()));
     }
+    for problem in &config.role_problems {
+        r.note(&format!("SUBAGENTS_FILE: {problem}"));
+    }
 }
 
 /// Starts each MCP server briefly: up (protocol, tools) or down (why).

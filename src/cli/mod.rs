@@ -6,6 +6,7 @@ pub(crate) mod catalogue;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod doctor;
+pub(crate) mod extract;
 pub(crate) mod global;
 pub(crate) mod identity;
 pub(crate) mod init;
@@ -102,10 +103,13 @@ enum Command {
         #[command(subcommand)]
         action: crate::cli::config::ConfigAction,
     },
+    /// The document reader the gateway starts for each PDF (internal).
+    #[command(name = "extract-document", hide = true)]
+    ExtractDocument(crate::cli::extract::ExtractArgs),
 }
 
 #[derive(Debug, Subcommand)]
-enum ApprovalsAction {
+pub(crate) enum ApprovalsAction {
     /// List every rule.
     List,
     /// List the approval cards still waiting for a decision, in every chat.
@@ -123,6 +127,18 @@ impl Args {
         }
         match std::mem::replace(&mut self.command, Command::Chat) {
             Command::Init(init) => Some(init),
+            _ => None,
+        }
+    }
+
+    /// The document reader's options when the command is
+    /// `extract-document` (it runs before, and without, a configuration).
+    pub fn take_extract(&mut self) -> Option<crate::cli::extract::ExtractArgs> {
+        if !matches!(self.command, Command::ExtractDocument(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut self.command, Command::Chat) {
+            Command::ExtractDocument(args) => Some(args),
             _ => None,
         }
     }
@@ -174,90 +190,22 @@ async fn run_command(
     config: Config,
     sealed: switchboard::secrets::SealReport,
 ) -> anyhow::Result<ExitCode> {
-    match &sealed.problem {
-        None => {
-            tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
-        }
-        Some(problem) => {
-            tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment")
-        }
-    }
+    log_seal(&sealed);
     match command {
         // Dispatched by `main` before any configuration is read.
         Command::Init(init) => crate::cli::init::run(init).await,
         Command::Chat => crate::cli::chat::run(config).await,
-        Command::Run => {
-            let shutdown = shutdown_on_signal();
-            match switchboard::run(config, shutdown).await {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(switchboard::RunError::NoPlatforms(help)) => {
-                    eprintln!("{help}");
-                    Ok(ExitCode::from(2))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
-        Command::Migrate => {
-            let store = Store::connect(&config.database_url).await?;
-            store.migrate().await?;
-            println!(
-                "Database at {} is up to date.",
-                store::redact_url(&config.database_url)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Run => run_gateway(config).await,
+        Command::Migrate => migrate(&config).await,
         Command::Doctor => crate::cli::doctor::run(config).await,
         Command::Pair { action } => crate::cli::pair::run(&config.database_url, action).await,
         Command::Approvals {
             action: ApprovalsAction::Pending,
         } => crate::cli::approvals::pending(&config.database_url).await,
         Command::Approvals { action } => {
-            let store = Store::open(&config.database_url).await?;
-            match action {
-                ApprovalsAction::List => {
-                    let rules = store.all_rules().await?;
-                    if rules.is_empty() {
-                        println!("No \"always allow\" rules.");
-                    }
-                    for r in rules {
-                        println!(
-                            "{}  {} user {}  {}  {}",
-                            r.id.short(),
-                            r.platform,
-                            r.user,
-                            r.tool_name,
-                            switchboard::approvals::describe_rule(&r.pattern)
-                        );
-                    }
-                }
-                ApprovalsAction::Pending => {}
-                ApprovalsAction::Revoke { id } => {
-                    if !store.revoke_any_rule(id.trim()).await? {
-                        anyhow::bail!(
-                            "no rule matches {id} (give at least 6 characters of a unique id)"
-                        );
-                    }
-                    store
-                        .audit()
-                        .record("approval.rule_revoked", serde_json::json!({ "id": id }))
-                        .await;
-                    println!("Revoked rule {id}.");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+            crate::cli::approvals::rules(&config.database_url, action).await
         }
-        Command::Events { limit } => {
-            let store = Store::open(&config.database_url).await?;
-            for e in store.audit().recent(limit).await? {
-                println!(
-                    "{}  {:<24} {}",
-                    e.at.format("%Y-%m-%d %H:%M:%S"),
-                    e.kind,
-                    e.detail
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Events { limit } => events(&config, limit).await,
         Command::Tasks { limit, status } => {
             crate::cli::tasks::run(&config.database_url, limit, status.as_deref()).await
         }
@@ -273,24 +221,79 @@ async fn run_command(
             crate::cli::usage::run(&config.database_url, days, user.as_deref()).await
         }
         Command::Config { action } => Ok(crate::cli::config::run(action)),
-        Command::Mcp => {
-            let store = Store::open(&config.database_url).await?;
-            if config.mcp_notify_chat.is_none() {
-                tracing::warn!("MCP_NOTIFY_CHAT is not set: notify, ask and request_approval will say so to the client");
-            }
-            let bridge = switchboard::mcp::serve::Bridge::new(
-                store.clone(),
-                config.mcp_notify_chat,
-                config.approval_timeout,
-            );
-            match &config.mcp_http {
-                Some(http) => bridge.serve_http(http, shutdown_on_signal()).await?,
-                None => bridge.serve_stdio(shutdown_on_signal()).await?,
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+        // Dispatched by `main` before any configuration is read.
+        Command::ExtractDocument(args) => Ok(crate::cli::extract::run(&args)),
+        Command::Mcp => serve_mcp(config).await,
+    }
+}
+
+/// Says which secret variables left the environment, and whether the process
+/// could be made non-dumpable.
+fn log_seal(sealed: &switchboard::secrets::SealReport) {
+    match &sealed.problem {
+        None => {
+            tracing::debug!(removed = ?sealed.removed, "secret variables removed from the environment; process not dumpable")
+        }
+        Some(problem) => {
+            tracing::warn!(%problem, removed = ?sealed.removed, "secret variables removed from the environment, but the process could not be made non-dumpable: programs it runs may read its start environment")
         }
     }
+}
+
+/// `switchboard run`: the gateway until a signal; exit 2 with help when no
+/// platform is configured.
+async fn run_gateway(config: Config) -> anyhow::Result<ExitCode> {
+    match switchboard::run(config, shutdown_on_signal()).await {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(switchboard::RunError::NoPlatforms(help)) => {
+            eprintln!("{help}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
+    let store = Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    println!(
+        "Database at {} is up to date.",
+        store::redact_url(&config.database_url)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn events(config: &Config, limit: u32) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&config.database_url).await?;
+    for e in store.audit().recent(limit).await? {
+        println!(
+            "{}  {:<24} {}",
+            e.at.format("%Y-%m-%d %H:%M:%S"),
+            e.kind,
+            e.detail
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `switchboard mcp`: the MCP server for other agents, over HTTP when
+/// configured, else stdio.
+async fn serve_mcp(config: Config) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&config.database_url).await?;
+    if config.mcp_notify_chat.is_none() {
+        tracing::warn!("MCP_NOTIFY_CHAT is not set: notify, ask and request_approval will say so to the client");
+    }
+    let bridge = switchboard::mcp::serve::Bridge::new(
+        store.clone(),
+        config.mcp_notify_chat,
+        config.approval_timeout,
+    );
+    match &config.mcp_http {
+        Some(http) => bridge.serve_http(http, shutdown_on_signal()).await?,
+        None => bridge.serve_stdio(shutdown_on_signal()).await?,
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Cancelled on Ctrl-C or SIGTERM.

@@ -23,6 +23,8 @@ pub(super) struct Files {
     pub chat_problems: Vec<crate::chats::ChatProblem>,
     /// The operator's sub-agent roles (`SUBAGENTS_FILE`).
     pub roles: Vec<crate::agent::Role>,
+    /// Entries of `SUBAGENTS_FILE` that were skipped, and why.
+    pub role_problems: Vec<String>,
 }
 
 /// Loads `HTTP_TOOLS_FILE`, `SCRIPT_TOOLS_DIR` and `INTENT_RULES_FILE`. Bad
@@ -54,8 +56,8 @@ pub(super) fn load(get: &Lookup<'_>) -> Result<Files, ConfigError> {
         Some(path) => crate::mcp::load_mcp_servers(Path::new(&path), get),
         None => (Vec::new(), Vec::new()),
     };
-    let roles = match get("SUBAGENTS_FILE") {
-        None => Vec::new(),
+    let (roles, role_problems) = match get("SUBAGENTS_FILE") {
+        None => (Vec::new(), Vec::new()),
         Some(path) => crate::agent::load_roles(Path::new(&path)).map_err(|problem| {
             ConfigError::Invalid {
                 var: "SUBAGENTS_FILE",
@@ -83,6 +85,7 @@ pub(super) fn load(get: &Lookup<'_>) -> Result<Files, ConfigError> {
     };
     Ok(Files {
         roles,
+        role_problems,
         chats,
         chat_problems,
         mcp_servers,

@@ -99,6 +99,8 @@ pub struct Config {
     /// (or had unknown fields), and the file as set.
     pub mcp_servers: Vec<crate::mcp::McpServerDef>,
     pub mcp_problems: Vec<crate::mcp::McpProblem>,
+    /// Entries of `SUBAGENTS_FILE` that were skipped, and why.
+    pub role_problems: Vec<String>,
     pub mcp_servers_file: Option<PathBuf>,
     /// Per-chat settings (`CHATS_FILE`) and its entries that could not be used.
     pub chats: crate::chats::ChatBindings,
@@ -182,15 +184,7 @@ impl Config {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let base_url = get("LLM_BASE_URL").ok_or(ConfigError::Missing {
-            var: "LLM_BASE_URL",
-            fix: FIX_LLM_BASE_URL,
-        })?;
-        llm_env::check_base_url("LLM_BASE_URL", &base_url)?;
-        let model = get("LLM_MODEL").ok_or(ConfigError::Missing {
-            var: "LLM_MODEL",
-            fix: "set it to the model name the endpoint serves, e.g. LLM_MODEL=llama3.1:8b",
-        })?;
+        let (base_url, model) = endpoint(&get)?;
         let data_dir = PathBuf::from(get("DATA_DIR").unwrap_or_else(|| "./data".into()));
         let database_url = get("DATABASE_URL")
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("switchboard.db").display()));
@@ -228,6 +222,7 @@ impl Config {
             identity_user_edits: chat::identity_user_edits(&get)?,
             mcp_servers: files.mcp_servers,
             mcp_problems: files.mcp_problems,
+            role_problems: files.role_problems.clone(),
             mcp_servers_file: get("MCP_SERVERS_FILE").map(PathBuf::from),
             access_policy: basics::access_policy(&get)?,
             allowed_users: basics::allowed_users(&get)?,
@@ -240,14 +235,7 @@ impl Config {
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             caps: limits::caps(&get)?,
-            web_fetch_allow: get("WEB_FETCH_ALLOW")
-                .map(|v| {
-                    v.split(',')
-                        .map(|s| s.trim().to_owned())
-                        .filter(|s| !s.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            web_fetch_allow: comma_list(get("WEB_FETCH_ALLOW")),
             system_prompt: get("SYSTEM_PROMPT"),
             timezone: basics::timezone(&get)?,
             log_format: basics::log_format(&get)?,
@@ -262,6 +250,31 @@ impl Config {
         config.exec_sandbox.protect = protect::protected(&config, &get);
         Ok(config)
     }
+}
+
+/// The two settings without which nothing runs: `LLM_BASE_URL` and `LLM_MODEL`.
+fn endpoint(get: &impl Fn(&str) -> Option<String>) -> Result<(String, String), ConfigError> {
+    let base_url = get("LLM_BASE_URL").ok_or(ConfigError::Missing {
+        var: "LLM_BASE_URL",
+        fix: FIX_LLM_BASE_URL,
+    })?;
+    llm_env::check_base_url("LLM_BASE_URL", &base_url)?;
+    let model = get("LLM_MODEL").ok_or(ConfigError::Missing {
+        var: "LLM_MODEL",
+        fix: "set it to the model name the endpoint serves, e.g. LLM_MODEL=llama3.1:8b",
+    })?;
+    Ok((base_url, model))
+}
+
+/// A comma-separated list, blanks dropped.
+fn comma_list(raw: Option<String>) -> Vec<String> {
+    raw.map(|v| {
+        v.split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Parses an optional positive number.

@@ -39,32 +39,8 @@ impl OtelConfig {
 /// Reads and checks the trace export's variables.
 pub(super) fn otel(get: &Lookup<'_>) -> Result<OtelConfig, ConfigError> {
     let service_name = get("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
-    let mut headers = match get("OTEL_EXPORTER_OTLP_HEADERS") {
-        Some(raw) => parse_headers("OTEL_EXPORTER_OTLP_HEADERS", &raw)?,
-        None => Vec::new(),
-    };
-    // The traces-only headers win over the general ones of the same name.
-    if let Some(raw) = get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") {
-        for (name, value) in parse_headers("OTEL_EXPORTER_OTLP_TRACES_HEADERS", &raw)? {
-            headers.retain(|(n, _)| *n != name);
-            headers.push((name, value));
-        }
-    }
-    for var in [
-        "OTEL_EXPORTER_OTLP_PROTOCOL",
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-    ] {
-        match get(var).as_deref().map(str::trim) {
-            None | Some("http/protobuf") => {}
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    var,
-                    problem: format!("{other:?} is not supported"),
-                    fix: FIX_PROTOCOL,
-                })
-            }
-        }
-    }
+    let mut headers = all_headers(get)?;
+    check_protocols(get)?;
     let sampling = sampling(get)?;
     // The traces endpoint is the full URL; the general one a base URL.
     let (raw, var, fix, full) = match (
@@ -120,6 +96,42 @@ pub(super) fn otel(get: &Lookup<'_>) -> Result<OtelConfig, ConfigError> {
         sampling,
         raw_endpoint: Some(Secret::new(raw)),
     })
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`, with the traces-only headers winning over
+/// the general ones of the same name.
+fn all_headers(get: &Lookup<'_>) -> Result<Vec<(String, Secret)>, ConfigError> {
+    let mut headers = match get("OTEL_EXPORTER_OTLP_HEADERS") {
+        Some(raw) => parse_headers("OTEL_EXPORTER_OTLP_HEADERS", &raw)?,
+        None => Vec::new(),
+    };
+    if let Some(raw) = get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") {
+        for (name, value) in parse_headers("OTEL_EXPORTER_OTLP_TRACES_HEADERS", &raw)? {
+            headers.retain(|(n, _)| *n != name);
+            headers.push((name, value));
+        }
+    }
+    Ok(headers)
+}
+
+/// Only OTLP over HTTP with protobuf is spoken.
+fn check_protocols(get: &Lookup<'_>) -> Result<(), ConfigError> {
+    for var in [
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    ] {
+        match get(var).as_deref().map(str::trim) {
+            None | Some("http/protobuf") => {}
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var,
+                    problem: format!("{other:?} is not supported"),
+                    fix: FIX_PROTOCOL,
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `OTEL_TRACES_SAMPLER` and its `OTEL_TRACES_SAMPLER_ARG`.

@@ -1,69 +1,30 @@
 //! The platform-agnostic router: inbound → access → rate limit → session queue →
 //! runtime → outbound.
 
-mod access;
-mod activity;
-mod answer_file;
-pub use answer_file::ANSWER_MAX_CHARS;
-mod approvals_cmd;
-mod approve_cmd;
-mod attachments;
-mod budget;
-mod chat_turn;
-mod checkins_cmd;
+mod chat;
 mod commands;
-mod consent;
-mod deliver;
-mod exchange;
-mod hold;
-mod host;
-mod identity_cmd;
-mod in_flight;
-mod inbound;
-mod inline;
-mod kept;
-mod limiter;
-mod live_state;
+mod delivery;
+mod durability;
+mod features;
+mod intake;
 mod maintenance;
-mod memory;
-mod memory_cmd;
-mod menu;
-mod model_cmd;
-mod model_error;
 mod operator;
-mod outbound;
-mod pairing_notice;
 mod parents;
-mod plan_cmd;
-mod press_limit;
-mod presses;
-mod queue;
-mod queue_mode;
-mod relay;
-mod reshow;
-mod resume;
-mod scrubbed;
+mod platforms;
 mod session;
-mod settings_cmd;
 mod spool;
-mod stop;
-mod sub_host;
-mod tasks_cmd;
 mod text;
-mod tools_cmd;
 mod turn;
-mod turn_prompt;
-mod turn_stream;
-mod turn_usage;
-mod usage_cmd;
-mod verbose_cmd;
 
-pub use access::AccessPolicy;
-pub use activity::Verbosity;
+pub use commands::usage::report as usage_report;
+pub use commands::COMMANDS;
+pub use delivery::activity::Verbosity;
+pub use delivery::answer_file::ANSWER_MAX_CHARS;
+pub use delivery::scrubbed::ScrubbedAdapter;
+pub use intake::access::AccessPolicy;
 pub use operator::{Operator, WebDecision, WEB_OPERATOR};
-pub use queue_mode::QueueMode;
+pub use session::queue_mode::QueueMode;
 pub(crate) use text::DEFAULT_SYSTEM_PROMPT;
-pub use usage_cmd::report as usage_report;
 
 use crate::agent::Agent;
 use crate::approvals::Approvals;
@@ -72,24 +33,21 @@ use crate::memory::{Extractor, MemoryBook, MemoryConfig};
 use crate::metrics::Metrics;
 use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
-use access::AccessControl;
-pub use commands::COMMANDS;
-use kept::Kept;
-use limiter::UserLimiter;
-use queue::session_worker;
-pub(crate) use queue::{queue_from_inbox, queue_resume, resume_in};
-pub use scrubbed::ScrubbedAdapter;
-use session::{SessionHandle, SessionInput};
+use intake::access::AccessControl;
+use intake::limiter::UserLimiter;
+use session::queue::session_worker;
+use session::worker::SessionHandle;
 use spool::Spool;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    Ack, ButtonPress, ChatAddress, InboundQueue, Platform, PlatformAdapter, Receipt, UserId,
+    Ack, ButtonPress, InboundQueue, Platform, PlatformAdapter, Receipt, UserId,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use turn::input::SessionInput;
 
 /// Gateway settings (a slice of [`crate::config::Config`]).
 #[derive(Debug, Clone)]
@@ -120,73 +78,44 @@ pub struct GatewaySettings {
     pub identity_user_edits: bool,
 }
 
-/// Shared state of the gateway; sessions and tasks hold an `Arc` of it.
+/// Shared state of the gateway; sessions and tasks hold an `Arc` of it: the
+/// services every stage uses, and each stage's own state as a handle of its
+/// own (`gate` for intake, `sessions` for the session workers).
 pub(crate) struct Inner {
     pub store: Store,
     pub agent: Arc<Agent>,
     pub approvals: Approvals,
     pub tasks: Arc<TaskManager>,
-    /// Extracts long-term memories (with the agent's provider); its book is
-    /// the users' memories.
-    pub extractor: Extractor,
     pub shutdown: CancellationToken,
-    adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
-    access: AccessControl,
-    limiter: UserLimiter,
-    /// Approval presses' own allowance (see [`press_limit`]).
-    approval_presses: UserLimiter,
-    sessions: Mutex<HashMap<SessionKey, SessionHandle>>,
-    /// Each session's running turn: its inbox rows and what it ran.
-    in_flight: Mutex<HashMap<SessionKey, in_flight::InFlight>>,
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
-    pub skills: Arc<crate::skills::SkillLibrary>,
-    /// Photos, voice notes and files users send.
-    pub media: Arc<crate::media::Media>,
-    /// The model catalogue, `/model` choices and routing.
-    pub models: Arc<crate::models::Models>,
-    /// Per-chat settings (`CHATS_FILE`).
-    pub chats: crate::chats::ChatBindings,
-    /// Each thread's channel, for the settings' fallback to the channel.
-    parents: parents::Parents,
-    /// The tools added from the chat, and who may change them.
-    pub grown: Arc<crate::tools::GrownTools>,
-    pub tool_builders: crate::tools::ToolBuilders,
-    /// Whether users may set the agent's identity for their own DMs.
-    pub identity_user_edits: bool,
-    /// This process's id: owner of its inbox rows, resumed-turn marks and
-    /// tasks while it is alive (see `store::LivenessClaim`).
-    instance: String,
-    /// Whether storage just failed (the inbound path then skips what it can).
-    storage: hold::StorageHealth,
-    /// Where accepted messages are kept while storage is down.
-    spool: Option<Spool>,
-    /// The default verbosity of a session that did not choose one.
-    pub verbosity: Verbosity,
-    /// The default queue mode of a session that did not choose one.
-    pub queue_mode: QueueMode,
+    /// The adapters, the per-chat settings and the threads' channels.
+    platforms: platforms::Platforms,
+    /// Skills, media, models, memory extraction, grown tools, defaults.
+    pub features: features::Features,
+    /// This process's id, storage health and the local spool.
+    durability: durability::Durability,
+    /// Access policy and per-user limits (the intake's).
+    gate: intake::gate::Gate,
+    /// The session workers and their turns in flight.
+    sessions: session::sessions::Sessions,
 }
 
 impl Inner {
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Arc<dyn PlatformAdapter>> {
-        self.adapters.get(&platform).cloned()
+        self.platforms.adapter(platform)
     }
 
     /// The operator's settings for the chat (or topic) of `key`, if bound;
     /// a thread that is a chat of its own falls back to its channel's.
     pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&crate::chats::ChatSettings> {
-        self.chats.get(
-            &ChatAddress::new(key.platform, key.chat, key.thread),
-            self.parents.of(key.platform, key.chat),
-        )
+        self.platforms.chat_settings(key)
     }
 
     /// Whether the person on `platform` is the operator at this machine (see
     /// [`switchboard_platform::Capabilities::local_operator`]).
     pub(crate) fn local_operator(&self, platform: Platform) -> bool {
-        self.adapters
-            .get(&platform)
-            .is_some_and(|a| a.capabilities().local_operator)
+        self.platforms.local_operator(platform)
     }
 }
 
@@ -247,45 +176,53 @@ impl Gateway {
             MemoryBook::new(store.clone(), settings.memory.clone()),
             cheap.unwrap_or_else(|| Arc::clone(agent.provider())),
         );
+        let spool = match Spool::open(&settings.spool_dir, &instance) {
+            Ok(spool) => Some(spool),
+            Err(e) => {
+                tracing::warn!(dir = %settings.spool_dir.display(), error = %e, "no local spool: messages accepted during a storage outage will not survive a restart");
+                None
+            }
+        };
         let inner = Inner {
             approvals: Approvals::new(store.clone(), settings.approval_timeout, settings.clock),
-            extractor,
             store,
             agent,
             tasks,
             shutdown,
-            adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
-            access: AccessControl::new(
-                settings.access_policy,
-                settings.allowed_users,
-                chrono::Duration::from_std(settings.pairing_ttl)
-                    .unwrap_or(chrono::Duration::hours(1)),
-            ),
-            limiter: UserLimiter::new(settings.user_messages_per_minute),
-            approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
-            sessions: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
             busy,
             metrics,
-            skills,
-            media,
-            models,
-            spool: match Spool::open(&settings.spool_dir, &instance) {
-                Ok(spool) => Some(spool),
-                Err(e) => {
-                    tracing::warn!(dir = %settings.spool_dir.display(), error = %e, "no local spool: messages accepted during a storage outage will not survive a restart");
-                    None
-                }
+            platforms: platforms::Platforms {
+                adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
+                chats: settings.chats,
+                parents: parents::Parents::default(),
             },
-            instance,
-            verbosity: settings.verbosity,
-            queue_mode: settings.queue_mode,
-            chats: settings.chats,
-            parents: parents::Parents::default(),
-            grown,
-            tool_builders: settings.tool_builders,
-            identity_user_edits: settings.identity_user_edits,
-            storage: hold::StorageHealth::default(),
+            features: features::Features {
+                skills,
+                media,
+                models,
+                extractor,
+                grown,
+                tool_builders: settings.tool_builders,
+                identity_user_edits: settings.identity_user_edits,
+                verbosity: settings.verbosity,
+                queue_mode: settings.queue_mode,
+            },
+            durability: durability::Durability {
+                instance,
+                storage: durability::StorageHealth::default(),
+                spool,
+            },
+            gate: intake::gate::Gate {
+                access: AccessControl::new(
+                    settings.access_policy,
+                    settings.allowed_users,
+                    chrono::Duration::from_std(settings.pairing_ttl)
+                        .unwrap_or(chrono::Duration::hours(1)),
+                ),
+                limiter: UserLimiter::new(settings.user_messages_per_minute),
+                approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
+            },
+            sessions: session::sessions::Sessions::default(),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -305,22 +242,24 @@ impl Gateway {
 
     /// Routes inbound events and task notifications until shutdown.
     pub async fn serve(mut self, mut inbound: InboundQueue) {
-        self.inner.parents.load(&self.inner.store).await;
-        reshow::console_cards(&self.inner).await;
-        maintenance::resume_orphaned_turns(&self.inner).await;
+        self.inner.platforms.parents.load(&self.inner.store).await;
+        maintenance::reshow::console_cards(&self.inner).await;
+        maintenance::periodic::resume_orphaned_turns(&self.inner).await;
         // What processes that are gone (this one's predecessor included)
         // left: their queued messages, resumed turns and tasks.
-        maintenance::take_over(&self.inner, true).await;
+        maintenance::periodic::take_over(&self.inner, true).await;
         let (due_tx, mut due) = mpsc::channel(64);
-        tokio::spawn(maintenance::run(Arc::clone(&self.inner), due_tx));
+        tokio::spawn(maintenance::periodic::run(Arc::clone(&self.inner), due_tx));
         tokio::spawn(crate::memory::sweep(
-            self.inner.extractor.clone(),
+            self.inner.features.extractor.clone(),
             self.inner.store.clone(),
             self.inner.busy.clone(),
             self.inner.shutdown.clone(),
         ));
-        tokio::spawn(menu::publish(Arc::clone(&self.inner)));
-        tokio::spawn(Arc::clone(&self.inner.media).sweep_hourly(self.inner.shutdown.clone()));
+        tokio::spawn(commands::menu::publish(Arc::clone(&self.inner)));
+        tokio::spawn(
+            Arc::clone(&self.inner.features.media).sweep_hourly(self.inner.shutdown.clone()),
+        );
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;
@@ -338,7 +277,7 @@ impl Gateway {
         // What is still queued stays in the inbox for the next process (or
         // a peer), which takes it as soon as this one's liveness claim ends.
         self.keep_undelivered(&mut inbound).await;
-        if let Some(spool) = &self.inner.spool {
+        if let Some(spool) = &self.inner.durability.spool {
             spool.close();
         }
     }
@@ -348,7 +287,7 @@ impl Gateway {
     fn on_press(&self, press: ButtonPress, ack: Ack) {
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
-            presses::handle(inner, press).await;
+            intake::presses::handle(inner, press).await;
             ack.send(Receipt::Handled);
         });
     }
@@ -375,6 +314,7 @@ impl Gateway {
     fn session_if_exists(&self, key: &SessionKey) -> Option<SessionHandle> {
         self.inner
             .sessions
+            .workers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)

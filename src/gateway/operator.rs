@@ -2,9 +2,11 @@
 //! approval (the buttons' and `/approve`'s single-winner path: the card is
 //! edited to its final state and the paused turn resumes) and cancel a task.
 
-use super::{approve_cmd, Inner};
+use crate::gateway::commands::approve as approve_cmd;
+
 use crate::approvals::Choice;
 use crate::domain::{ApprovalId, TaskId};
+use crate::gateway::Inner;
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 use switchboard_platform::{LinkStatus, Platform, User, UserId};
@@ -40,6 +42,7 @@ impl Operator {
     pub fn links(&self) -> Vec<(Platform, LinkStatus)> {
         let mut links: Vec<(Platform, LinkStatus)> = self
             .inner
+            .platforms
             .adapters
             .iter()
             .map(|(p, a)| (*p, a.link()))

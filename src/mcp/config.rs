@@ -171,74 +171,11 @@ fn parse_entry(
     let transport = match (entry.get("command"), entry.get("url")) {
         (Some(_), Some(_)) => return Err("has both `command` and `url`; use one".into()),
         (None, None) => return Err("needs `command` (stdio) or `url` (HTTP)".into()),
-        (Some(command), None) => {
-            let command = command
-                .as_str()
-                .filter(|c| !c.trim().is_empty())
-                .ok_or("`command` must be a non-empty string")?;
-            let command = expand("command", command)?;
-            let args = strings(entry.get("args"), "args")?
-                .iter()
-                .map(|a| expand("args", a))
-                .collect::<Result<_, _>>()?;
-            let env_vars = pairs(entry.get("env"), "env")?
-                .into_iter()
-                .map(|(k, v)| Ok((k, expand("env", &v)?)))
-                .collect::<Result<_, String>>()?;
-            let cwd = match entry.get("cwd") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(c)) => Some(PathBuf::from(expand("cwd", c)?)),
-                Some(_) => return Err("`cwd` must be a string".into()),
-            };
-            McpTransport::Stdio {
-                command,
-                args,
-                env: env_vars,
-                cwd,
-                path: env("PATH"),
-            }
-        }
-        (None, Some(url)) => {
-            let url = url.as_str().ok_or("`url` must be a string")?;
-            let url = expand("url", url)?;
-            let parsed = url::Url::parse(&url).map_err(|e| format!("`url` is invalid: {e}"))?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                return Err("`url` must be http or https".into());
-            }
-            let headers = pairs(entry.get("headers"), "headers")?
-                .into_iter()
-                .map(|(k, v)| Ok((k, expand("headers", &v)?)))
-                .collect::<Result<_, String>>()?;
-            McpTransport::Http { url, headers }
-        }
+        (Some(command), None) => stdio_transport(command, entry, env, &mut expand)?,
+        (None, Some(url)) => http_transport(url, entry, &mut expand)?,
     };
-    let timeout = match entry.get("timeout_secs") {
-        None => DEFAULT_CALL_TIMEOUT,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=3600).contains(&n) => Duration::from_secs(n),
-            _ => return Err("`timeout_secs` must be a whole number from 1 to 3600".into()),
-        },
-    };
-    let mut policy = ApprovalPolicy {
-        default: approval(entry.get("approval"), "approval")?.unwrap_or(Approval::Always),
-        ..ApprovalPolicy::default()
-    };
-    if let Some(tools) = entry.get("tools") {
-        let tools = tools.as_object().ok_or("`tools` must be an object")?;
-        for (tool, over) in tools {
-            let field = format!("tools.{tool}.approval");
-            let over = over.as_object().ok_or_else(|| {
-                format!("`tools.{tool}` must be an object like {{\"approval\": \"never\"}}")
-            })?;
-            if let Some(a) = approval(over.get("approval"), &field)? {
-                policy.tools.insert(tool.clone(), a);
-            }
-        }
-    }
-    if entry.contains_key("allow") {
-        policy.allow = Some(strings(entry.get("allow"), "allow")?);
-    }
-    policy.deny = strings(entry.get("deny"), "deny")?;
+    let timeout = call_timeout(entry.get("timeout_secs"))?;
+    let policy = approval_policy(entry)?;
     let network = super::launch::network(entry.get("network"))?;
     let read = strings(entry.get("read"), "read")?
         .iter()
@@ -259,6 +196,95 @@ fn parse_entry(
         network,
         read,
     })
+}
+
+/// Expands `${VAR}` in a field's value, remembering what it expanded to.
+type Expand<'a> = dyn FnMut(&str, &str) -> Result<String, String> + 'a;
+
+fn stdio_transport(
+    command: &Value,
+    entry: &Map<String, Value>,
+    env: &impl Fn(&str) -> Option<String>,
+    expand: &mut Expand<'_>,
+) -> Result<McpTransport, String> {
+    let command = command
+        .as_str()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or("`command` must be a non-empty string")?;
+    let command = expand("command", command)?;
+    let args = strings(entry.get("args"), "args")?
+        .iter()
+        .map(|a| expand("args", a))
+        .collect::<Result<_, _>>()?;
+    let env_vars = pairs(entry.get("env"), "env")?
+        .into_iter()
+        .map(|(k, v)| Ok((k, expand("env", &v)?)))
+        .collect::<Result<_, String>>()?;
+    let cwd = match entry.get("cwd") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(PathBuf::from(expand("cwd", c)?)),
+        Some(_) => return Err("`cwd` must be a string".into()),
+    };
+    Ok(McpTransport::Stdio {
+        command,
+        args,
+        env: env_vars,
+        cwd,
+        path: env("PATH"),
+    })
+}
+
+fn http_transport(
+    url: &Value,
+    entry: &Map<String, Value>,
+    expand: &mut Expand<'_>,
+) -> Result<McpTransport, String> {
+    let url = url.as_str().ok_or("`url` must be a string")?;
+    let url = expand("url", url)?;
+    let parsed = url::Url::parse(&url).map_err(|e| format!("`url` is invalid: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err("`url` must be http or https".into());
+    }
+    let headers = pairs(entry.get("headers"), "headers")?
+        .into_iter()
+        .map(|(k, v)| Ok((k, expand("headers", &v)?)))
+        .collect::<Result<_, String>>()?;
+    Ok(McpTransport::Http { url, headers })
+}
+
+fn call_timeout(value: Option<&Value>) -> Result<Duration, String> {
+    match value {
+        None => Ok(DEFAULT_CALL_TIMEOUT),
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=3600).contains(&n) => Ok(Duration::from_secs(n)),
+            _ => Err("`timeout_secs` must be a whole number from 1 to 3600".into()),
+        },
+    }
+}
+
+/// The server's `approval`, per-tool overrides, `allow` and `deny`.
+fn approval_policy(entry: &Map<String, Value>) -> Result<ApprovalPolicy, String> {
+    let mut policy = ApprovalPolicy {
+        default: approval(entry.get("approval"), "approval")?.unwrap_or(Approval::Always),
+        ..ApprovalPolicy::default()
+    };
+    if let Some(tools) = entry.get("tools") {
+        let tools = tools.as_object().ok_or("`tools` must be an object")?;
+        for (tool, over) in tools {
+            let field = format!("tools.{tool}.approval");
+            let over = over.as_object().ok_or_else(|| {
+                format!("`tools.{tool}` must be an object like {{\"approval\": \"never\"}}")
+            })?;
+            if let Some(a) = approval(over.get("approval"), &field)? {
+                policy.tools.insert(tool.clone(), a);
+            }
+        }
+    }
+    if entry.contains_key("allow") {
+        policy.allow = Some(strings(entry.get("allow"), "allow")?);
+    }
+    policy.deny = strings(entry.get("deny"), "deny")?;
+    Ok(policy)
 }
 
 fn approval(value: Option<&Value>, field: &str) -> Result<Option<Approval>, String> {

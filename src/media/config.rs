@@ -1,4 +1,4 @@
-//! Media settings (`MEDIA_*`, `LLM_VISION`, `STT_*`).
+//! Media settings (`MEDIA_*`, `LLM_VISION`, `STT_*`, `SWITCHBOARD_HELPER_BIN`).
 
 use crate::env::{flag, positive, ConfigError};
 use std::path::{Path, PathBuf};
@@ -25,6 +25,19 @@ pub struct SttConfig {
     pub timeout: Duration,
 }
 
+/// The document reader process (see `reader`).
+#[derive(Debug, Clone)]
+pub struct ReaderConfig {
+    /// The `switchboard` binary run as `switchboard extract-document`
+    /// (`SWITCHBOARD_HELPER_BIN`); unset, the binary names itself at start
+    /// (an embedding program, or a test, sets it).
+    pub program: Option<PathBuf>,
+    /// Address space of the reader, bytes (`MEDIA_DOCUMENT_MEMORY_MB`, default 512).
+    pub memory: u64,
+    /// CPU and wall time one document may take (`MEDIA_DOCUMENT_SECS`, default 20).
+    pub timeout: Duration,
+}
+
 /// Everything media handling needs.
 #[derive(Debug, Clone)]
 pub struct MediaConfig {
@@ -45,6 +58,7 @@ pub struct MediaConfig {
     pub inline_chars: usize,
     /// How long one download may take in all.
     pub download_timeout: Duration,
+    pub reader: ReaderConfig,
 }
 
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
@@ -52,6 +66,10 @@ pub const DEFAULT_QUOTA_MB_PER_DAY: u64 = 100;
 pub const DEFAULT_IMAGE_TURNS: usize = 3;
 pub const DEFAULT_MAX_AUDIO_SECS: u32 = 600;
 pub const DEFAULT_INLINE_CHARS: usize = 20_000;
+pub const DEFAULT_DOCUMENT_MEMORY_MB: u64 = 512;
+pub const DEFAULT_DOCUMENT_SECS: u64 = 20;
+/// Below this the reader cannot even start (its binary is mapped in it).
+const MIN_DOCUMENT_MEMORY_MB: u64 = 128;
 
 impl MediaConfig {
     /// Defaults for `data_dir`: no transcription, vision inferred. (Copies
@@ -67,6 +85,11 @@ impl MediaConfig {
             max_audio_secs: DEFAULT_MAX_AUDIO_SECS,
             inline_chars: DEFAULT_INLINE_CHARS,
             download_timeout: Duration::from_secs(300),
+            reader: ReaderConfig {
+                program: None,
+                memory: DEFAULT_DOCUMENT_MEMORY_MB << 20,
+                timeout: Duration::from_secs(DEFAULT_DOCUMENT_SECS),
+            },
         }
     }
 
@@ -103,6 +126,7 @@ impl MediaConfig {
             }
         };
         let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let reader = ReaderConfig::from_lookup(get, d.reader)?;
         Ok(MediaConfig {
             retention_days: positive(get, "MEDIA_RETENTION_DAYS")?
                 .map(clamp)
@@ -121,6 +145,7 @@ impl MediaConfig {
             inline_chars: positive(get, "MEDIA_INLINE_CHARS")?
                 .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
                 .unwrap_or(d.inline_chars),
+            reader,
             ..d
         })
     }
@@ -132,6 +157,34 @@ impl MediaConfig {
             VisionSetting::On => true,
             VisionSetting::Off => false,
         }
+    }
+}
+
+impl ReaderConfig {
+    fn from_lookup(
+        get: &dyn Fn(&str) -> Option<String>,
+        d: ReaderConfig,
+    ) -> Result<ReaderConfig, ConfigError> {
+        let memory = match positive(get, "MEDIA_DOCUMENT_MEMORY_MB")? {
+            Some(mb) if mb < MIN_DOCUMENT_MEMORY_MB => {
+                return Err(ConfigError::Invalid {
+                    var: "MEDIA_DOCUMENT_MEMORY_MB",
+                    problem: format!("{mb} MB is too little for the document reader to start"),
+                    fix: "use 128 or more (the default is 512)",
+                })
+            }
+            Some(mb) => mb.saturating_mul(1 << 20),
+            None => d.memory,
+        };
+        Ok(ReaderConfig {
+            program: get("SWITCHBOARD_HELPER_BIN")
+                .filter(|p| !p.trim().is_empty())
+                .map(PathBuf::from),
+            memory,
+            timeout: positive(get, "MEDIA_DOCUMENT_SECS")?
+                .map(Duration::from_secs)
+                .unwrap_or(d.timeout),
+        })
     }
 }
 
@@ -172,5 +225,24 @@ mod tests {
         assert!(read(&[("LLM_VISION", "telescope")]).is_err());
         assert!(read(&[("STT_BASE_URL", "not a url")]).is_err());
         assert!(read(&[("MEDIA_RETENTION_DAYS", "0")]).is_err());
+        assert_eq!(d.reader.memory, 512 << 20);
+        assert_eq!(d.reader.timeout, Duration::from_secs(20));
+        assert!(d.reader.program.is_none());
+        let r = read(&[
+            ("MEDIA_DOCUMENT_MEMORY_MB", "1024"),
+            ("MEDIA_DOCUMENT_SECS", "5"),
+            ("SWITCHBOARD_HELPER_BIN", "/opt/switchboard"),
+        ])
+        .unwrap()
+        .reader;
+        assert_eq!(
+            (r.memory, r.timeout, r.program.unwrap()),
+            (
+                1 << 30,
+                Duration::from_secs(5),
+                PathBuf::from("/opt/switchboard")
+            )
+        );
+        assert!(read(&[("MEDIA_DOCUMENT_MEMORY_MB", "64")]).is_err());
     }
 }

@@ -249,21 +249,13 @@ mod tests {
         assert_eq!((p.width, p.height, p.mime), (64, 32, "image/png"));
     }
 
-    #[test]
-    fn a_header_claiming_too_many_pixels_is_refused_before_decoding() {
-        let dir = tempfile::tempdir().unwrap();
-        // A valid PNG header for 20,000 × 20,000 with no pixel data.
-        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
-        png.extend_from_slice(&20_000u32.to_be_bytes());
-        png.extend_from_slice(&20_000u32.to_be_bytes());
-        png.extend_from_slice(&[8, 2, 0, 0, 0]);
-        let crc_ihdr = crc(&png[12..]);
-        png.extend_from_slice(&crc_ihdr.to_be_bytes());
-        // A first IDAT chunk: the rest of a bomb would be zeros compressing to nothing.
-        for (kind, data) in [
-            (&b"IDAT"[..], &b"\x78\x9c\x63\x00\x00\x00\x01\x00\x01"[..]),
-            (b"IEND", b""),
-        ] {
+    /// A PNG of `w` × `h` 8-bit grey pixels whose data is zlib `idat`.
+    fn grey_png(w: u32, h: u32, idat: &[u8]) -> Vec<u8> {
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        let mut ihdr = w.to_be_bytes().to_vec();
+        ihdr.extend_from_slice(&h.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+        for (kind, data) in [(&b"IHDR"[..], &ihdr[..]), (b"IDAT", idat), (b"IEND", b"")] {
             png.extend_from_slice(&(data.len() as u32).to_be_bytes());
             let start = png.len();
             png.extend_from_slice(kind);
@@ -271,8 +263,18 @@ mod tests {
             let c = crc(&png[start..]);
             png.extend_from_slice(&c.to_be_bytes());
         }
+        png
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused_by_its_header_before_decoding() {
+        let dir = tempfile::tempdir().unwrap();
+        // 20,000 × 20,000 zeros: 400 MB of pixels in a 400 KB file.
+        let zeros = crate::media::pdf::tests::zeros_zlib(382 << 20);
+        let bomb = grey_png(20_000, 20_000, &zeros);
+        assert!(bomb.len() < 1 << 20, "{}", bomb.len());
         let path = dir.path().join("bomb.png");
-        std::fs::write(&path, png).unwrap();
+        std::fs::write(&path, bomb).unwrap();
         let err = prepare(&path).unwrap_err();
         assert!(
             matches!(
@@ -284,6 +286,12 @@ mod tests {
             ),
             "{err}"
         );
+        // A small frame followed by a gigabyte of data: the frame is read,
+        // the rest never inflated.
+        let tail = grey_png(100, 100, &crate::media::pdf::tests::zeros_zlib(1 << 30));
+        std::fs::write(&path, tail).unwrap();
+        let p = prepare(&path).unwrap();
+        assert_eq!((p.width, p.height), (100, 100));
     }
 
     #[test]

@@ -340,11 +340,9 @@ impl Media {
         called: &str,
     ) -> Result<Piece, String> {
         let text = if content == Content::Pdf {
-            let owned = path.to_path_buf();
-            tokio::task::spawn_blocking(move || document::pdf_text(&owned))
+            self.reader
+                .pdf_text(path)
                 .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r)
                 .map_err(|e| format!("📄 I saved {called} but could not read its text ({e})."))?
         } else {
             document::read_text(path)

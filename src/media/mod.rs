@@ -8,6 +8,8 @@
 //! Images a tool produced are filed the same way (`produced`). Every file
 //! filed is recorded in the store, and an hourly sweep collects those unused
 //! past the retention (`sweep`), and leftovers no row records (`orphans`).
+//! PDFs are parsed by a process of their own with limits (`reader`, `pdf`):
+//! a hostile document can crash or exhaust that process, not the gateway.
 
 mod vision;
 pub(crate) use vision::without_images;
@@ -19,14 +21,19 @@ mod image;
 mod intake;
 mod notes;
 mod orphans;
+mod pdf;
 mod produced;
+mod reader;
 mod sniff;
 mod stt;
 mod sweep;
 
-pub use config::{MediaConfig, SttConfig, VisionSetting};
+pub use config::{MediaConfig, ReaderConfig, SttConfig, VisionSetting};
+pub use document::{Text, MAX_TEXT_CHARS};
 pub use intake::Intake;
+pub use pdf::{Limits as DocumentLimits, Refusal as DocumentRefusal};
 pub use produced::{file_produced_image, ProducedImageError, MAX_PRODUCED_BYTES};
+pub use reader::{own_binary, serve as serve_reader, DocumentReader, ReadError, SUBCOMMAND};
 pub use sniff::{classify, Content};
 
 use crate::store::Store;
@@ -49,6 +56,8 @@ pub struct Media {
     orphans: orphans::Cursor,
     /// Where copies for tools land: each sender's own folder of it.
     workspace: Arc<crate::workspace::Workspace>,
+    /// Reads PDFs in a process of its own.
+    reader: DocumentReader,
 }
 
 impl Media {
@@ -60,7 +69,9 @@ impl Media {
         workspace: Arc<crate::workspace::Workspace>,
     ) -> Media {
         let vision = Arc::new(AtomicBool::new(config.vision_for(model)));
+        let reader = DocumentReader::new(&config.reader);
         Media {
+            reader,
             config,
             store,
             http: reqwest::Client::new(),

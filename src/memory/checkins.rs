@@ -6,6 +6,7 @@
 
 use super::{MemoryError, Reflection};
 use crate::domain::{Conversation, ScheduleId};
+use crate::store::CheckinSettings;
 use crate::store::{ScheduleRecord, Store};
 use chrono::{DateTime, Duration, Utc};
 
@@ -41,20 +42,7 @@ pub async fn schedule_checkin(
     if !origin.kind.is_private() {
         return Ok(None);
     }
-    let Some((h, m)) = parse_time(&settings.at_time) else {
-        return Err(MemoryError::Contract(format!(
-            "check-in time {:?}",
-            settings.at_time
-        )));
-    };
-    let next = crate::domain::schedule::next_occurrence(
-        "cron",
-        &format!("{m} {h} * * *"),
-        &settings.timezone,
-        now.timestamp_millis(),
-    )
-    .map_err(|e| MemoryError::Contract(e.to_string()))?;
-    let Some(next) = next else {
+    let Some(next) = next_checkin(&settings, now)? else {
         return Ok(None);
     };
     if !store
@@ -63,12 +51,6 @@ pub async fn schedule_checkin(
     {
         return Ok(None);
     }
-    let mut about: Vec<String> = note
-        .open_loops
-        .iter()
-        .map(|l| format!("open loop: {l}"))
-        .collect();
-    about.extend(note.risks.iter().map(|r| format!("risk: {r}")));
     let id = ScheduleId::new();
     let record = ScheduleRecord {
         id: id.clone(),
@@ -79,11 +61,7 @@ pub async fn schedule_checkin(
             .map(|t| t.to_rfc3339())
             .unwrap_or_default(),
         timezone: settings.timezone,
-        prompt: format!(
-            "Check-in the user turned on: write them one short, warm message (two sentences at most) following up on \
-             {}. Offer help; do not call tools.",
-            about.join("; ")
-        ),
+        prompt: checkin_prompt(note),
         missed: "skip".into(),
         next_run_at: Some(next),
         last_fired_at: None,
@@ -104,6 +82,42 @@ pub async fn schedule_checkin(
         )
         .await;
     Ok(Some(id))
+}
+
+/// The next time of day the user asked for check-ins, in their timezone.
+fn next_checkin(
+    settings: &CheckinSettings,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, MemoryError> {
+    let Some((h, m)) = parse_time(&settings.at_time) else {
+        return Err(MemoryError::Contract(format!(
+            "check-in time {:?}",
+            settings.at_time
+        )));
+    };
+    crate::domain::schedule::next_occurrence(
+        "cron",
+        &format!("{m} {h} * * *"),
+        &settings.timezone,
+        now.timestamp_millis(),
+    )
+    .map_err(|e| MemoryError::Contract(e.to_string()))
+}
+
+/// What the scheduled turn asks the model: a short follow-up on the note's
+/// open loops and risks.
+fn checkin_prompt(note: &Reflection) -> String {
+    let mut about: Vec<String> = note
+        .open_loops
+        .iter()
+        .map(|l| format!("open loop: {l}"))
+        .collect();
+    about.extend(note.risks.iter().map(|r| format!("risk: {r}")));
+    format!(
+        "Check-in the user turned on: write them one short, warm message (two sentences at most) following up on \
+         {}. Offer help; do not call tools.",
+        about.join("; ")
+    )
 }
 
 #[cfg(test)]

@@ -163,38 +163,7 @@ impl ExecutionState {
             },
         };
         state.plan = previous.and_then(|p| p.plan.clone());
-        let mut by_call: HashMap<&str, usize> = HashMap::new();
-        for m in new_messages {
-            match m.role {
-                Role::Assistant => {
-                    for call in &m.tool_calls {
-                        by_call.insert(call.id.as_str(), state.steps.len());
-                        state.steps.push(Step {
-                            tool: call.name.clone(),
-                            detail: clip(&call.arguments, 120),
-                            ok: None,
-                        });
-                    }
-                }
-                Role::Tool => {
-                    let step = m
-                        .tool_call_id
-                        .as_deref()
-                        .and_then(|id| by_call.get(id))
-                        .and_then(|&i| state.steps.get_mut(i));
-                    if let Some(step) = step {
-                        step.ok = Some(!m.content.starts_with("error:"));
-                        let first_line = m.content.lines().next().unwrap_or_default();
-                        state.observations.push(format!(
-                            "{}: {}",
-                            step.tool,
-                            clip(first_line, 160)
-                        ));
-                    }
-                }
-                _ => {}
-            }
-        }
+        state.record(new_messages);
         let drop = state.steps.len().saturating_sub(MAX_STEPS);
         state.steps.drain(..drop);
         let drop = state.observations.len().saturating_sub(MAX_OBSERVATIONS);
@@ -218,6 +187,40 @@ impl ExecutionState {
             }
         };
         state
+    }
+
+    /// A step per tool call of the turn, each marked by its result, and an
+    /// observation per result's first line.
+    fn record(&mut self, new_messages: &[Message]) {
+        let mut by_call: HashMap<&str, usize> = HashMap::new();
+        for m in new_messages {
+            match m.role {
+                Role::Assistant => {
+                    for call in &m.tool_calls {
+                        by_call.insert(call.id.as_str(), self.steps.len());
+                        self.steps.push(Step {
+                            tool: call.name.clone(),
+                            detail: clip(&call.arguments, 120),
+                            ok: None,
+                        });
+                    }
+                }
+                Role::Tool => {
+                    let step = m
+                        .tool_call_id
+                        .as_deref()
+                        .and_then(|id| by_call.get(id))
+                        .and_then(|&i| self.steps.get_mut(i));
+                    if let Some(step) = step {
+                        step.ok = Some(!m.content.starts_with("error:"));
+                        let first_line = m.content.lines().next().unwrap_or_default();
+                        self.observations
+                            .push(format!("{}: {}", step.tool, clip(first_line, 160)));
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// An empty state holding `plan` (a plan made before any turn ended).

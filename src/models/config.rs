@@ -5,8 +5,9 @@ use crate::env::{positive, ConfigError};
 use regex::Regex;
 
 /// What the search rule matches when `MODEL_ROUTE_SEARCH_PATTERN` is unset:
-/// asks for fresh information, or a link.
-pub const DEFAULT_SEARCH_PATTERN: &str = r"(?i)\b(latest|news|today|tonight|this week|current(ly)?|right now|price of|weather)\b|https?://";
+/// asks for fresh information (in English, or with the seed's Chinese cues:
+/// 新闻, 最新, 今天, 实时, 现在, 目前, 最近, 天气, 股价, 行情, 汇率), or a link.
+pub const DEFAULT_SEARCH_PATTERN: &str = r"(?i)\b(latest|news|today|tonight|this week|current(ly)?|right now|price of|weather)\b|新闻|最新|今天|今日|实时|现在|目前|最近|天气|股价|行情|汇率|https?://";
 /// Messages up to this many characters are chit-chat for the cheap rule.
 pub const DEFAULT_CHEAP_MAX_CHARS: usize = 40;
 

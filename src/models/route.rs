@@ -92,6 +92,15 @@ mod tests {
             pick("summarize https://example.com/post", false, false),
             Some(Route::Search)
         );
+        // The seed's Chinese cues route to search too.
+        for asked in ["今天有什么科技新闻？", "茅台的实时股价是多少", "最新的汇率"]
+        {
+            assert_eq!(pick(asked, false, false), Some(Route::Search), "{asked}");
+        }
+        assert_ne!(
+            pick("帮我把这段代码重构一下，变量名改得清楚一些", false, false),
+            Some(Route::Search)
+        );
         assert_eq!(pick("thanks!", false, false), Some(Route::Cheap));
         assert_eq!(
             pick(

@@ -200,18 +200,7 @@ pub fn validate(order: &Order) -> Result<(), LedgerError> {
 /// Applies `order` to the current position of its symbol.
 pub fn apply(current: Option<&Position>, order: &Order) -> Result<Applied, LedgerError> {
     validate(order)?;
-    let currency = match (current.map(|p| p.currency.as_str()), &order.currency) {
-        (Some(held), Some(given)) if !held.is_empty() && held != given => {
-            return Err(LedgerError::CurrencyMismatch {
-                symbol: order.symbol.clone(),
-                held: held.to_owned(),
-                given: given.clone(),
-            })
-        }
-        (_, Some(given)) => given.clone(),
-        (Some(held), None) => held.to_owned(),
-        (None, None) => String::new(),
-    };
+    let currency = order_currency(current, order)?;
     let position = |quantity: Decimal, cost: Decimal| Position {
         symbol: order.symbol.clone(),
         quantity,
@@ -239,39 +228,7 @@ pub fn apply(current: Option<&Position>, order: &Order) -> Result<Applied, Ledge
             quantity,
             price,
             fee,
-        } => {
-            let held = current.ok_or_else(|| LedgerError::NotHeld(order.symbol.clone()))?;
-            if *quantity > held.quantity {
-                return Err(LedgerError::Insufficient {
-                    symbol: order.symbol.clone(),
-                    held: held.quantity,
-                    wanted: *quantity,
-                });
-            }
-            let left = held.quantity.checked_sub(*quantity)?;
-            // The cost that leaves with the units, rounded once and never
-            // more than the basis; all of it on a full sale, so no residue
-            // stays behind.
-            let released = if left.is_zero() {
-                held.cost
-            } else {
-                held.cost
-                    .mul_div(*quantity, held.quantity)
-                    .or_else(|_| held.average_cost().checked_mul(*quantity))?
-                    .clamp(Decimal::ZERO, held.cost)
-            };
-            let proceeds = quantity.checked_mul(*price)?.checked_sub(*fee)?;
-            let after = (!left.is_zero()).then(|| {
-                position(
-                    left,
-                    held.cost.checked_sub(released).unwrap_or(Decimal::ZERO),
-                )
-            });
-            Ok(Applied {
-                after,
-                realized: Some(proceeds.checked_sub(released)?),
-            })
-        }
+        } => sell(current, order, (*quantity, *price, *fee), &position),
         Operation::Set {
             quantity,
             average_cost,
@@ -293,6 +250,63 @@ pub fn apply(current: Option<&Position>, order: &Order) -> Result<Applied, Ledge
             })
         }
     }
+}
+
+/// The order's currency: the one given, else the position's; refused when
+/// the two differ.
+fn order_currency(current: Option<&Position>, order: &Order) -> Result<String, LedgerError> {
+    match (current.map(|p| p.currency.as_str()), &order.currency) {
+        (Some(held), Some(given)) if !held.is_empty() && held != given => {
+            Err(LedgerError::CurrencyMismatch {
+                symbol: order.symbol.clone(),
+                held: held.to_owned(),
+                given: given.clone(),
+            })
+        }
+        (_, Some(given)) => Ok(given.clone()),
+        (Some(held), None) => Ok(held.to_owned()),
+        (None, None) => Ok(String::new()),
+    }
+}
+
+/// A sale of `quantity` at `price` less `fee`: what is left, and the gain
+/// or loss realized against the cost that leaves with the units.
+fn sell(
+    current: Option<&Position>,
+    order: &Order,
+    (quantity, price, fee): (Decimal, Decimal, Decimal),
+    position: &dyn Fn(Decimal, Decimal) -> Position,
+) -> Result<Applied, LedgerError> {
+    let held = current.ok_or_else(|| LedgerError::NotHeld(order.symbol.clone()))?;
+    if quantity > held.quantity {
+        return Err(LedgerError::Insufficient {
+            symbol: order.symbol.clone(),
+            held: held.quantity,
+            wanted: quantity,
+        });
+    }
+    let left = held.quantity.checked_sub(quantity)?;
+    // The cost that leaves with the units, rounded once and never more than
+    // the basis; all of it on a full sale, so no residue stays behind.
+    let released = if left.is_zero() {
+        held.cost
+    } else {
+        held.cost
+            .mul_div(quantity, held.quantity)
+            .or_else(|_| held.average_cost().checked_mul(quantity))?
+            .clamp(Decimal::ZERO, held.cost)
+    };
+    let proceeds = quantity.checked_mul(price)?.checked_sub(fee)?;
+    let after = (!left.is_zero()).then(|| {
+        position(
+            left,
+            held.cost.checked_sub(released).unwrap_or(Decimal::ZERO),
+        )
+    });
+    Ok(Applied {
+        after,
+        realized: Some(proceeds.checked_sub(released)?),
+    })
 }
 
 #[cfg(test)]

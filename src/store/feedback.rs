@@ -150,6 +150,38 @@ impl Store {
             .collect()
     }
 
+    /// The owner's rated answers (👍 and 👎), newest rating first.
+    pub async fn rated_feedback(
+        &self,
+        owner: MemoryOwner,
+        limit: u32,
+    ) -> Result<Vec<FeedbackRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, session_id, question, answer, rating, rated_at FROM feedback
+             WHERE platform = $1 AND user_id = $2 AND rating IS NOT NULL ORDER BY rated_at DESC LIMIT $3",
+        )
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(FeedbackRecord {
+                    id: r.try_get("id")?,
+                    session_id: r.try_get("session_id")?,
+                    owner,
+                    question: r.try_get("question")?,
+                    answer: r.try_get("answer")?,
+                    rating: r
+                        .try_get::<Option<i64>, _>("rating")?
+                        .map(|v| if v < 0 { -1 } else { 1 }),
+                    rated_at: r.try_get::<Option<i64>, _>("rated_at")?.map(dt),
+                })
+            })
+            .collect()
+    }
+
     /// Replaces the owner's correction rules; they are injected until `expires_at`.
     pub async fn replace_correction_rules(
         &self,

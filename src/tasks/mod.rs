@@ -403,6 +403,7 @@ impl TaskManager {
             origin: Some(job.origin.conversation.clone()),
             approvals: None,
             resumed: None,
+            asked: None,
         };
         let progress_done = CancellationToken::new();
         let reporter = tokio::spawn(report_progress(

@@ -82,7 +82,8 @@ fn recall_spec() -> ToolSpec {
             "type": "object",
             "properties": {
                 "query": { "type": "string" },
-                "limit": { "type": "integer", "minimum": 1, "maximum": 20 }
+                "limit": { "type": "integer", "minimum": 1, "maximum": 20 },
+                "min_importance": { "type": "number", "minimum": 0, "maximum": 1, "description": "Only memories at least this important (0–1; what the user asked to keep is 0.7)." }
             },
             "required": ["query"],
             "additionalProperties": false
@@ -212,6 +213,7 @@ struct RecallTool {
 struct RecallArgs {
     query: String,
     limit: Option<usize>,
+    min_importance: Option<f64>,
 }
 
 #[async_trait::async_trait]
@@ -222,6 +224,12 @@ impl Tool for RecallTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: RecallArgs = parse_args("recall", args)?;
+        let floor = args.min_importance.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&floor) {
+            return Err(ToolError::InvalidArguments(
+                "min_importance must be from 0 to 1".into(),
+            ));
+        }
         let owner = owner(&self.book, ctx).await?;
         let now = Utc::now();
         // In a shared chat, only what `MEMORY_IN_SHARED_CHATS` lets surface there.
@@ -243,7 +251,7 @@ impl Tool for RecallTool {
             .map_err(storage)?;
         let lines: Vec<String> = hits
             .iter()
-            .filter(|h| h.relevance > 0.0)
+            .filter(|h| h.relevance > 0.0 && h.memory.importance >= floor)
             .take(args.limit.unwrap_or(8).clamp(1, 20))
             .map(|h| memory_line(&h.memory))
             .collect();

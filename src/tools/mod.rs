@@ -20,6 +20,7 @@ mod http_api_defs;
 mod http_api_props;
 mod http_body;
 mod image_sink;
+mod looking_back;
 mod memory;
 mod net_guard;
 mod plan;
@@ -57,6 +58,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "remember",
     "recall",
     "forget",
+    "query_my_chat_history",
+    "get_my_reflections",
+    "get_my_feedback",
     "portfolio",
     "update_portfolio",
     "plan",
@@ -77,11 +81,13 @@ pub use grown::{
 pub use http_api::HttpApiTool;
 pub use http_api_defs::{load_http_tools, AuthPlace, HttpToolDef, HttpToolProblem};
 pub use image_sink::{AttachError, ImageSink};
+pub use looking_back::looking_back_tools;
 pub use memory::memory_tools;
 pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
+pub(crate) use sandbox::limit_helper;
 pub use sandbox::{
     Level, Limits, Network, Protected, Sandbox, SandboxConfig, SandboxError, SandboxMode,
 };

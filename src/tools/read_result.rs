@@ -119,6 +119,7 @@ mod tests {
             origin: None,
             approvals: None,
             resumed: None,
+            asked: None,
         }
     }
 

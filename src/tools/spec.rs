@@ -109,6 +109,9 @@ pub struct ToolContext {
     /// A delegation resumed after its sub-agent's approval was decided:
     /// where the sub-agent continues from.
     pub resumed: Option<Box<super::NestedResume>>,
+    /// The user's own message that started the turn (for a sub-agent, which
+    /// sees it beside the delegating model's brief); `None` outside a chat turn.
+    pub asked: Option<String>,
 }
 
 impl std::fmt::Debug for ToolContext {

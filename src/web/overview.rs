@@ -3,6 +3,7 @@
 use super::auth::Session;
 use super::layout::{self, when, Chrome};
 use super::{csrf, WebError, WebState};
+use crate::store::{Activity, LiveCounts, ProcessRow};
 use axum::extract::{Query, State};
 use axum::response::Html;
 use axum::Extension;
@@ -36,6 +37,32 @@ pub(crate) async fn page(
         refresh: Some(5),
     };
     let body = html! {
+        (platforms_section(&state))
+        (numbers_section(&activity, &counts))
+        section #pending data-live {
+            h2 { a href="/approvals" { "Pending approvals" } }
+            @if pending.items.is_empty() { p.empty { "None waiting." } }
+            ul {
+                @for a in &pending.items {
+                    li { code { (a.tool_name) } " for " (a.requester_name) " — expires " (when(a.expires_at)) }
+                }
+            }
+        }
+        section #running data-live {
+            h2 { a href="/tasks" { "Running tasks" } }
+            @if running.items.is_empty() { p.empty { "Nothing running." } }
+            @for t in &running.items { (super::tasks::progress(t)) }
+        }
+        (processes_section(&processes))
+    };
+    Ok(layout::respond(layout::page(
+        "Overview", "/", &chrome, body,
+    )))
+}
+
+/// Each platform's connection and its last error.
+fn platforms_section(state: &WebState) -> Markup {
+    html! {
         section #platforms data-live {
             h2 { "Platforms" }
             table {
@@ -56,6 +83,12 @@ pub(crate) async fn page(
                 }
             }
         }
+    }
+}
+
+/// Turns, messages and errors of the last hour and day, and what waits.
+fn numbers_section(activity: &Activity, counts: &LiveCounts) -> Markup {
+    html! {
         section #numbers data-live {
             h2 { "Activity" }
             dl.numbers {
@@ -69,26 +102,18 @@ pub(crate) async fn page(
                 (number("queued messages", counts.queued_messages))
             }
         }
-        section #pending data-live {
-            h2 { a href="/approvals" { "Pending approvals" } }
-            @if pending.items.is_empty() { p.empty { "None waiting." } }
-            ul {
-                @for a in &pending.items {
-                    li { code { (a.tool_name) } " for " (a.requester_name) " — expires " (when(a.expires_at)) }
-                }
-            }
-        }
-        section #running data-live {
-            h2 { a href="/tasks" { "Running tasks" } }
-            @if running.items.is_empty() { p.empty { "Nothing running." } }
-            @for t in &running.items { (super::tasks::progress(t)) }
-        }
+    }
+}
+
+/// The processes sharing the database, as their heartbeats say.
+fn processes_section(processes: &[ProcessRow]) -> Markup {
+    html! {
         section #processes data-live {
             h2 { "Processes sharing the database" }
             table {
                 thead { tr { th { "host" } th { "pid" } th { "version" } th { "console" } th { "started" } th { "last seen" } } }
                 tbody {
-                    @for p in &processes {
+                    @for p in processes {
                         tr {
                             td { (p.host) } td { (p.pid) } td { (p.version) }
                             td { (p.web.as_deref().unwrap_or("—")) }
@@ -98,10 +123,7 @@ pub(crate) async fn page(
                 }
             }
         }
-    };
-    Ok(layout::respond(layout::page(
-        "Overview", "/", &chrome, body,
-    )))
+    }
 }
 
 fn number(label: &str, value: i64) -> Markup {

@@ -6,7 +6,7 @@ use super::chart;
 use super::csrf::{self, Form};
 use super::layout::{self, button, csrf_field, pager, when, Chrome};
 use super::{mask_text, offset, WebError, WebState, PER_PAGE};
-use crate::store::{MemoryOwner, UsageDay};
+use crate::store::{AdmittedUser, MemoryOwner, OwnedMemory, PairingCode, Slice, UsageDay};
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, Redirect};
 use axum::Extension;
@@ -58,21 +58,45 @@ pub(crate) async fn page(
     let priced = usage.iter().any(|u| u.cost_micros > 0);
     let (p, m) = (page.to_string(), mpage.to_string());
     let body = html! {
+        (pairings_section(&state, &session, &pairings, &csrf))
+        (admitted_section(settings, &users, page, &m))
+        section #usage {
+            h2 { "Usage per day" }
+            (usage_section(&usage, selected, priced))
+        }
+        (memories_section(&memories, mpage, &p, &csrf))
+    };
+    Ok(layout::respond(layout::page(
+        "Users & access",
+        "/users",
+        &chrome,
+        body,
+    )))
+}
+
+/// Pairing requests waiting for the operator, each with its decision form.
+fn pairings_section(
+    state: &WebState,
+    session: &Session,
+    pairings: &[PairingCode],
+    csrf: &str,
+) -> Markup {
+    html! {
         section #pairings {
             h2 { "Pairing requests" }
             @if pairings.is_empty() { p.empty { "None waiting." } }
             table {
                 tbody {
-                    @for c in &pairings {
+                    @for c in pairings {
                         tr {
                             td { code { (c.code) } }
                             td { (c.platform.as_str()) " " (c.user.0) " " (c.display_name) }
                             td { "expires " (when(c.expires_at)) }
                             td {
                                 form.inline method="post" action={ "/pairings/" (c.code) "/decide" } {
-                                    (csrf_field(&csrf))
-                                    (super::reauth::field(&state, &session))
-                                    @if super::reauth::can_approve(&state) {
+                                    (csrf_field(csrf))
+                                    (super::reauth::field(state, session))
+                                    @if super::reauth::can_approve(state) {
                                         button.approve type="submit" name="choice" value="approve" { "Approve" }
                                     }
                                     button.danger type="submit" name="choice" value="deny" { "Deny" }
@@ -83,6 +107,17 @@ pub(crate) async fn page(
                 }
             }
         }
+    }
+}
+
+/// Admitted users (one page), the access policy and the allowlists in force.
+fn admitted_section(
+    settings: &super::WebSettings,
+    users: &Slice<AdmittedUser>,
+    page: u32,
+    memories_page: &str,
+) -> Markup {
+    html! {
         section #admitted {
             h2 { "Admitted users" }
             p.muted { "Access policy: " strong { (settings.access_policy) } }
@@ -98,7 +133,7 @@ pub(crate) async fn page(
                     }
                 }
             }
-            (pager("page", page, users.more, &[("memories", &m)]))
+            (pager("page", page, users.more, &[("memories", memories_page)]))
             h3 { "Allowlists in force" }
             ul {
                 @for (platform, ids) in allowlists(settings) {
@@ -106,10 +141,17 @@ pub(crate) async fn page(
                 }
             }
         }
-        section #usage {
-            h2 { "Usage per day" }
-            (usage_section(&usage, selected, priced))
-        }
+    }
+}
+
+/// Memories of every user (one page), each with its Forget button.
+fn memories_section(
+    memories: &Slice<OwnedMemory>,
+    mpage: u32,
+    users_page: &str,
+    csrf: &str,
+) -> Markup {
+    html! {
         section #memories {
             h2 { "Memories" }
             table {
@@ -121,21 +163,15 @@ pub(crate) async fn page(
                             td { (om.memory.kind.as_str()) }
                             td { (mask_text(&om.memory.content)) }
                             td { (when(om.memory.updated_at)) }
-                            td { (button(&format!("/memories/{}/{}/{}/forget", om.owner.platform.as_str(), om.owner.user.0, om.memory.id), &csrf, "Forget", "danger")) }
+                            td { (button(&format!("/memories/{}/{}/{}/forget", om.owner.platform.as_str(), om.owner.user.0, om.memory.id), csrf, "Forget", "danger")) }
                         }
                     }
                 }
             }
             @if memories.items.is_empty() { p.empty { "No memory on this page." } }
-            (pager("memories", mpage, memories.more, &[("page", &p)]))
+            (pager("memories", mpage, memories.more, &[("page", users_page)]))
         }
-    };
-    Ok(layout::respond(layout::page(
-        "Users & access",
-        "/users",
-        &chrome,
-        body,
-    )))
+    }
 }
 
 fn parse_owner(raw: &str) -> Option<MemoryOwner> {

@@ -376,9 +376,12 @@ async fn a_sub_agents_steps_nest_under_its_delegate_line() {
     h.idle().await;
 
     let log = h.channel.log();
-    let nested = "⏳ Ask the research sub-agent · `read notes/todo.txt`\n↳ _research sub-agent — step 1: read\\_file_";
+    // The step (with its ✓ and time once done) under its delegate line.
+    let nested = "⏳ Ask the research sub-agent · `read notes/todo.txt`\n↳ _research sub-agent — step 1: read\\_file";
     assert!(
-        shown(&log).iter().any(|t| t == nested),
+        shown(&log)
+            .iter()
+            .any(|t| t.starts_with(nested) && t.ends_with('_')),
         "the step under its delegate line\n{log}"
     );
     assert!(

@@ -202,6 +202,22 @@ async fn a_doom_loop_is_cut_off_on_the_third_identical_call() {
         !third.contains("alpha"),
         "the third call did not run: {third}"
     );
+    h.idle().await;
+    // The trace records the correction as a retry.
+    let retries: Vec<Value> = files_under(&h.data_dir().join("scratchpad"))
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| v["type"] == "retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_eq!(retries[0]["reason"], "loop_guard");
+    assert_eq!(retries[0]["tool"], "read_file");
     h.stop().await;
 }
 

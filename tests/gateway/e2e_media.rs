@@ -273,7 +273,7 @@ async fn a_csv_is_read_inline_and_analysed_with_exec_command() {
 
 #[tokio::test]
 async fn a_pdfs_text_reaches_the_model_with_its_pages_marked() {
-    let h = Harness::start().await;
+    let h = Harness::with(&[READER]).await;
     h.llm.push(Reply::text("Revenue rose."));
     let pdf = sample_pdf(&["Revenue rose 12% in Q3", "Costs were flat"]);
     let a = h.channel.file(
@@ -569,6 +569,86 @@ fn crc32(bytes: &[u8]) -> u32 {
         }
     }
     !crc
+}
+
+/// The document reader: the test binary runs the gateway in-process, so the
+/// real binary is named for `switchboard extract-document`.
+const READER: (&str, &str) = ("SWITCHBOARD_HELPER_BIN", env!("CARGO_BIN_EXE_switchboard"));
+
+/// Issue 38: a PDF nested 100,000 deep aborted the gateway (and each restart
+/// after it). Sent over the fake Telegram, it is refused with a sentence; the
+/// next message is answered by the same gateway.
+#[tokio::test]
+async fn a_pdf_nested_100000_deep_is_refused_and_the_gateway_answers_on() {
+    use std::collections::HashMap;
+    use support::fake_llm::{FakeLlm, FAKE_MODEL};
+    use support::fake_telegram::{FakeTelegram, FakeUser, Where, TOKEN};
+    let llm = FakeLlm::start().await;
+    let tg = FakeTelegram::start_lenient().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let vars: HashMap<&str, String> = HashMap::from([
+        ("LLM_BASE_URL", llm.base_url()),
+        ("LLM_MODEL", FAKE_MODEL.to_owned()),
+        ("DATA_DIR", dir.path().display().to_string()),
+        ("ACCESS_POLICY", "allowlist".to_owned()),
+        ("TELEGRAM_ALLOWED_USERS", "900".to_owned()),
+        ("TELEGRAM_BOT_TOKEN", TOKEN.to_owned()),
+        ("TELEGRAM_API_URL", tg.api_url()),
+        ("CHAT_VERBOSITY", "off".to_owned()),
+        (READER.0, READER.1.to_owned()),
+    ]);
+    let config = switchboard::Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    let mut tcfg = config.platforms.telegram.clone().expect("Telegram enabled");
+    tcfg.poll_timeout_secs = 1;
+    tcfg.limits = support::telegram_run::fast_limits();
+    let adapter = Arc::new(
+        switchboard_telegram::TelegramAdapter::connect(tcfg)
+            .await
+            .unwrap(),
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let adapters: Vec<Arc<dyn switchboard_platform::PlatformAdapter>> = vec![adapter];
+    let running = switchboard::start(&config, adapters, shutdown.clone())
+        .await
+        .unwrap();
+    let wait = std::time::Duration::from_secs(30);
+
+    let ann = FakeUser::new(900, "Ann");
+    let nested = crate::media_documents::nested_pdf();
+    let file_id = tg.host_file(nested.clone());
+    tg.media(
+        Where::Dm,
+        &ann,
+        json!({"document": {"file_id": file_id, "file_unique_id": "unested", "file_name": "report.pdf",
+            "mime_type": "application/pdf", "file_size": nested.len()}}),
+    );
+    let refusal = "📄 I saved “report.pdf” but could not read its text \
+        (its structure nests more than 256 levels deep).";
+    assert!(
+        tg.wait_until(wait, |t| t
+            .bot_messages(900)
+            .iter()
+            .any(|m| m.text == refusal))
+            .await,
+        "no refusal: {:?}",
+        tg.bot_messages(900)
+    );
+    llm.push(Reply::text("Still here."));
+    tg.message(Where::Dm, &ann, "are you still there?");
+    assert!(
+        tg.wait_until(wait, |t| t
+            .bot_messages(900)
+            .iter()
+            .any(|m| m.text == "Still here."))
+            .await,
+        "no answer: {:?}",
+        tg.bot_messages(900)
+    );
+    let requests = llm.requests().await;
+    assert_eq!(requests.len(), 1, "the refused file started no turn");
+    assert!(user_text(&requests[0]).contains("are you still there?"));
+    shutdown.cancel();
+    let _ = tokio::time::timeout(wait, running.wait()).await;
 }
 
 /// A PDF with one line of text per page.

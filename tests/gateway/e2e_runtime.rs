@@ -384,6 +384,12 @@ async fn a_research_sub_agent_works_with_its_own_tools_and_reports_back() {
         2,
         "the sub-agent sees its task, not the conversation"
     );
+    // …and the user's own words beside the delegating model's brief, as data.
+    assert!(
+        sub_system.contains("The user's own message that led to this task")
+            && sub_system.contains("what is X?"),
+        "{sub_system}"
+    );
     let refused = tool_result(&requests[2], "sub_1");
     assert!(refused.contains("exec_command"), "{refused}");
     assert!(tool_result(&requests[3], "sub_2").contains("X is 42."));

@@ -33,6 +33,7 @@ mod e2e_task_notify;
 mod e2e_text_tool_calls;
 mod e2e_workspace;
 mod health;
+mod media_documents;
 mod media_retention;
 mod platform_files;
 mod secrets_in_logs;

@@ -13,6 +13,7 @@ mod memory_feedback;
 mod memory_gc;
 mod memory_identity;
 mod memory_learn;
+mod memory_looking_back;
 mod memory_plan;
 mod memory_recall;
 mod memory_reflect;

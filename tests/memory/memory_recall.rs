@@ -364,6 +364,53 @@ async fn without_memories_the_message_goes_unwrapped() {
 }
 
 #[tokio::test]
+async fn recall_can_ask_for_important_memories_only() {
+    for db in backends().await {
+        let h = harness(&[], &db).await;
+        let minor = seed(
+            &h,
+            1,
+            MemoryKind::Fact,
+            "The staging server is called gamma",
+        )
+        .await;
+        let book = MemoryBook::new(h.running.store.clone(), MemoryConfig::default());
+        let mut vital = memory(MemoryKind::Fact, "The production server is called omega");
+        vital.importance = 0.9;
+        let vital = book.save(owner(1), vital, Utc::now()).await.unwrap().id();
+        h.llm.push(Reply::tool_calls([
+            (
+                "c1",
+                "recall",
+                json!({"query": "server called", "min_importance": 0.8}),
+            ),
+            ("c2", "recall", json!({"query": "server called"})),
+            (
+                "c3",
+                "recall",
+                json!({"query": "server", "min_importance": 2}),
+            ),
+        ]));
+        h.llm.push(Reply::text("Done."));
+        h.channel.dm(1, "which servers?").await;
+        h.wait_for("the answer", |l| l.any_contains("Done.")).await;
+        let second = &h.requests(2).await[1];
+        let important = tool_result(second, "c1");
+        assert!(
+            important.contains(&format!("#{vital}")) && !important.contains(&format!("#{minor}")),
+            "{important}"
+        );
+        let all = tool_result(second, "c2");
+        assert!(
+            all.contains(&format!("#{vital}")) && all.contains(&format!("#{minor}")),
+            "{all}"
+        );
+        assert!(tool_result(second, "c3").contains("min_importance"));
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn tools_reach_only_the_calling_users_memories() {
     for db in backends().await {
         let h = harness(&[], &db).await;

@@ -91,6 +91,56 @@ impl Shared {
     }
 }
 
+/// The channel marks kept in `state_dir` (in memory without one). Channels
+/// active before a restart are noted as seen, so their first sessions fetch
+/// what was posted meanwhile.
+fn open_marks(
+    config: &DiscordConfig,
+    bot: u64,
+    seen: &Seen,
+    sessions: &Sessions,
+) -> Result<Marks, DiscordError> {
+    let Some(dir) = &config.state_dir else {
+        return Ok(Marks::in_memory());
+    };
+    let (marks, active) =
+        Marks::open(dir, bot, config.shard_span()).map_err(|e| DiscordError::State {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    if !active.is_empty() {
+        tracing::info!(
+            channels = active.len(),
+            "Discord channels were active before the restart: the first sessions fetch what was posted meanwhile"
+        );
+        let now = tokio::time::Instant::now();
+        for (channel, mark) in active {
+            seen.saw(channel, mark.guild, mark.last, now);
+        }
+        let (first, last) = config.shard_span();
+        sessions.carry_over(first..=last);
+    }
+    Ok(marks)
+}
+
+/// What Discord lets the core do; edits share the channel's quota, so
+/// faster ones would only queue.
+fn capabilities(min_edit_interval: Duration) -> Capabilities {
+    Capabilities {
+        max_message_len: render::MAX_CONTENT,
+        length_unit: LengthUnit::Chars,
+        can_edit: true,
+        buttons: true,
+        threads: true,
+        min_edit_interval,
+        private_answers: true,
+        max_upload_bytes: crate::upload_limits::DEFAULT_UPLOAD_BYTES,
+        max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
+        answer_buttons: true,
+        local_operator: false,
+    }
+}
+
 /// The Discord adapter. Create it with [`DiscordAdapter::connect`], then drive
 /// it with [`PlatformAdapter::run`].
 pub struct DiscordAdapter {
@@ -108,31 +158,7 @@ impl DiscordAdapter {
         tracing::info!(bot = %me.username, id = me.id.get(), "Discord token accepted");
         let seen = Seen::default();
         let sessions = Sessions::default();
-        let marks = match &config.state_dir {
-            Some(dir) => {
-                let (marks, active) =
-                    Marks::open(dir, me.id.get(), config.shard_span()).map_err(|e| {
-                        DiscordError::State {
-                            path: dir.display().to_string(),
-                            reason: e.to_string(),
-                        }
-                    })?;
-                if !active.is_empty() {
-                    tracing::info!(
-                        channels = active.len(),
-                        "Discord channels were active before the restart: the first sessions fetch what was posted meanwhile"
-                    );
-                    let now = tokio::time::Instant::now();
-                    for (channel, mark) in active {
-                        seen.saw(channel, mark.guild, mark.last, now);
-                    }
-                    let (first, last) = config.shard_span();
-                    sessions.carry_over(first..=last);
-                }
-                marks
-            }
-            None => Marks::in_memory(),
-        };
+        let marks = open_marks(&config, me.id.get(), &seen, &sessions)?;
         let stop = CancellationToken::new();
         let timings = config.timings;
         let config_edit_interval = config
@@ -170,20 +196,7 @@ impl DiscordAdapter {
         });
         Ok(Self {
             shared,
-            capabilities: Capabilities {
-                max_message_len: render::MAX_CONTENT,
-                length_unit: LengthUnit::Chars,
-                can_edit: true,
-                buttons: true,
-                threads: true,
-                // Edits share the channel's quota: faster ones would only queue.
-                min_edit_interval: config_edit_interval,
-                private_answers: true,
-                max_upload_bytes: crate::upload_limits::DEFAULT_UPLOAD_BYTES,
-                max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
-                answer_buttons: true,
-                local_operator: false,
-            },
+            capabilities: capabilities(config_edit_interval),
             stop,
         })
     }

@@ -111,37 +111,10 @@ pub(crate) fn message(
     if !matches!(msg.kind, MessageType::Regular | MessageType::InlineReply) {
         return None;
     }
-    let mentioned = msg.mentions.iter().any(|u| u.id.get() == ctx.bot_id)
-        || mention_tokens(ctx.bot_id)
-            .iter()
-            .any(|t| msg.content.contains(t.as_str()));
-    let roles_mentioned: Vec<u64> = ctx
-        .bot_roles
-        .iter()
-        .copied()
-        .filter(|r| {
-            msg.mention_roles.iter().any(|m| m.get() == *r) || msg.content.contains(&role_token(*r))
-        })
-        .collect();
-    let mentioned = mentioned || !roles_mentioned.is_empty();
+    let roles_mentioned = roles_mentioned(msg, ctx);
+    let mentioned = mentions_bot(msg, ctx.bot_id) || !roles_mentioned.is_empty();
     let text = strip_mentions(&msg.content, ctx.bot_id, &roles_mentioned);
-    let attachments: Vec<Attachment> = msg
-        .attachments
-        .iter()
-        .map(|a| {
-            let kind = if a.waveform.is_some() {
-                AttachmentKind::Voice // a voice message recorded in the app
-            } else {
-                attachment_kind(a.content_type.as_deref())
-            };
-            let mut out = Attachment::new(kind, attachment_handle(msg, a));
-            out.mime = a.content_type.clone();
-            out.name = Some(a.filename.clone());
-            out.size = Some(u64::from(a.size));
-            out.duration_secs = a.duration_secs.map(|d| d.round() as u32);
-            out
-        })
-        .collect();
+    let attachments: Vec<Attachment> = msg.attachments.iter().map(|a| attachment(msg, a)).collect();
     if text.is_empty() && attachments.is_empty() {
         return None;
     }
@@ -182,6 +155,41 @@ pub(crate) fn message(
         timestamp: utc(&msg.timestamp),
         parent: place.parent(),
     })
+}
+
+/// Whether the message mentions the bot itself (`<@id>` or `<@!id>`).
+fn mentions_bot(msg: &Message, bot_id: u64) -> bool {
+    msg.mentions.iter().any(|u| u.id.get() == bot_id)
+        || mention_tokens(bot_id)
+            .iter()
+            .any(|t| msg.content.contains(t.as_str()))
+}
+
+/// The bot's roles the message mentions.
+fn roles_mentioned(msg: &Message, ctx: &Context<'_>) -> Vec<u64> {
+    ctx.bot_roles
+        .iter()
+        .copied()
+        .filter(|r| {
+            msg.mention_roles.iter().any(|m| m.get() == *r) || msg.content.contains(&role_token(*r))
+        })
+        .collect()
+}
+
+/// One attachment of a message; a voice message recorded in the app (it has
+/// a waveform) is voice whatever its type.
+fn attachment(msg: &Message, a: &serenity::model::channel::Attachment) -> Attachment {
+    let kind = if a.waveform.is_some() {
+        AttachmentKind::Voice
+    } else {
+        attachment_kind(a.content_type.as_deref())
+    };
+    let mut out = Attachment::new(kind, attachment_handle(msg, a));
+    out.mime = a.content_type.clone();
+    out.name = Some(a.filename.clone());
+    out.size = Some(u64::from(a.size));
+    out.duration_secs = a.duration_secs.map(|d| d.round() as u32);
+    out
 }
 
 /// Why a component interaction is not forwarded as a press.

@@ -179,6 +179,62 @@ impl Renderer {
         }
     }
 
+    /// A code block: `<pre>`, with the fence's language when it has one.
+    fn open_code_block(&mut self, kind: CodeBlockKind<'_>) {
+        self.block_break();
+        self.in_code_block = true;
+        let lang: String = match kind {
+            CodeBlockKind::Fenced(info) => info
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(*c))
+                .collect(),
+            CodeBlockKind::Indented => String::new(),
+        };
+        self.code_has_lang = !lang.is_empty();
+        if lang.is_empty() {
+            self.out.push_str("<pre>");
+        } else {
+            self.out
+                .push_str(&format!("<pre><code class=\"language-{lang}\">"));
+        }
+    }
+
+    /// A list item: indented by depth, numbered or bulleted.
+    fn open_item(&mut self) {
+        self.block_break();
+        let depth = self.lists.len().saturating_sub(1);
+        self.out.push_str(&"  ".repeat(depth));
+        let marker = match self.lists.last_mut() {
+            Some(Some(n)) => {
+                let m = format!("{n}. ");
+                *n += 1;
+                m
+            }
+            _ => "• ".to_owned(),
+        };
+        self.out.push_str(&marker);
+        self.at_start = true;
+    }
+
+    /// A link (or an image, shown as a link): an anchor when its URL may be
+    /// linked and it is not inside another, else its text with the URL after.
+    fn open_link(&mut self, url: String) {
+        let start = self.out.len();
+        if linkable(&url) && self.links.is_empty() {
+            self.out
+                .push_str(&format!("<a href=\"{}\">", escape_attr(&url)));
+            self.links.push(LinkState::Anchor {
+                start: self.out.len(),
+                url,
+            });
+        } else {
+            self.links.push(LinkState::Text { start, url });
+        }
+    }
+
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph | Tag::HtmlBlock | Tag::MetadataBlock(_) => self.block_break(),
@@ -194,52 +250,13 @@ impl Renderer {
                 }
                 self.quote += 1;
             }
-            Tag::CodeBlock(kind) => {
-                self.block_break();
-                self.in_code_block = true;
-                match kind {
-                    CodeBlockKind::Fenced(info) => {
-                        let lang: String = info
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or("")
-                            .chars()
-                            .filter(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(*c))
-                            .collect();
-                        self.code_has_lang = !lang.is_empty();
-                        if lang.is_empty() {
-                            self.out.push_str("<pre>");
-                        } else {
-                            self.out
-                                .push_str(&format!("<pre><code class=\"language-{lang}\">"));
-                        }
-                    }
-                    CodeBlockKind::Indented => {
-                        self.code_has_lang = false;
-                        self.out.push_str("<pre>");
-                    }
-                }
-            }
+            Tag::CodeBlock(kind) => self.open_code_block(kind),
             Tag::List(first) => {
                 self.block_break();
                 self.lists.push(first);
                 self.at_start = true;
             }
-            Tag::Item => {
-                self.block_break();
-                let depth = self.lists.len().saturating_sub(1);
-                self.out.push_str(&"  ".repeat(depth));
-                let marker = match self.lists.last_mut() {
-                    Some(Some(n)) => {
-                        let m = format!("{n}. ");
-                        *n += 1;
-                        m
-                    }
-                    _ => "• ".to_owned(),
-                };
-                self.out.push_str(&marker);
-                self.at_start = true;
-            }
+            Tag::Item => self.open_item(),
             Tag::Emphasis => {
                 if self.italic == 0 {
                     self.out.push_str("<i>");
@@ -254,21 +271,7 @@ impl Renderer {
                 self.strike += 1;
             }
             Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
-                let url = dest_url.to_string();
-                let nested = !self.links.is_empty();
-                if linkable(&url) && !nested {
-                    self.out
-                        .push_str(&format!("<a href=\"{}\">", escape_attr(&url)));
-                    self.links.push(LinkState::Anchor {
-                        start: self.out.len(),
-                        url,
-                    });
-                } else {
-                    self.links.push(LinkState::Text {
-                        start: self.out.len(),
-                        url,
-                    });
-                }
+                self.open_link(dest_url.to_string())
             }
             Tag::FootnoteDefinition(_)
             | Tag::DefinitionList

@@ -2,8 +2,11 @@
 //! configured address that answers 401 to a wrong
 //! `X-Telegram-Bot-Api-Secret-Token`; updates are forwarded in arrival order.
 //! A delivery is answered 200 only once it is durable: written to the spool
-//! (see `webhook_spool.rs`) and synced; it leaves the spool when it has been
-//! forwarded to the core, and a restart forwards what a crash left there. A
+//! (see `webhook_spool.rs`) and synced, and — unless the core gives no
+//! receipt within 5 s — kept by the core too, so a process killed before
+//! that leaves the update with Telegram, which delivers it again (to a peer
+//! behind the same URL). It leaves the spool when the core has acknowledged
+//! it, and a restart forwards what a crash left there. A
 //! delivery Telegram repeats while its first copy waits is kept once (the
 //! core drops a repeat of one already forwarded, by its message). A body
 //! that does not parse is answered 200 (Telegram would otherwise resend it
@@ -35,7 +38,7 @@ use std::sync::Arc;
 use switchboard_platform::{InboundSink, Pending, PlatformError, Secret};
 use teloxide::payloads::SetWebhookSetters;
 use teloxide::prelude::Requester;
-use teloxide::types::{AllowedUpdate, Update};
+use teloxide::types::{AllowedUpdate, Update, UpdateKind};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +46,9 @@ use tokio_util::sync::CancellationToken;
 /// Updates received and not yet forwarded; a full queue holds Telegram's
 /// next delivery back.
 const QUEUE: usize = 64;
+/// How long a delivery's answer waits for the core's receipt before the
+/// spool alone vouches for it.
+const RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the route needs.
 #[derive(Clone)]
@@ -310,11 +316,19 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
                 }
                 Err(_) => return StatusCode::SERVICE_UNAVAILABLE,
             }
-            match hook.updates.send(update).await {
-                Ok(()) => StatusCode::OK,
+            let album_part =
+                matches!(&update.kind, UpdateKind::Message(m) if m.media_group_id().is_some());
+            if hook.updates.send(update).await.is_err() {
                 // Stopping: the update stays in the spool for the next start.
-                Err(_) => StatusCode::OK,
+                return StatusCode::OK;
             }
+            // Answered once the core has it, so a process that dies before
+            // that leaves the update with Telegram (and a peer behind the
+            // same URL) rather than in its own spool; an album part at once.
+            if !album_part && !hook.spool.wait_done(id, RECEIPT_WAIT).await {
+                tracing::debug!(update_id = id, "no receipt yet; answered from the spool");
+            }
+            StatusCode::OK
         }
         Err(bad) => {
             hook.inner.skipped.record(bad, "webhook");

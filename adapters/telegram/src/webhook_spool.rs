@@ -14,6 +14,8 @@ const BAD_BODIES_KEPT: usize = 50;
 
 pub(crate) struct Spool {
     dir: PathBuf,
+    /// Bumped each time an update leaves the spool (wakes [`Spool::wait_done`]).
+    left: tokio::sync::watch::Sender<u64>,
 }
 
 impl Spool {
@@ -21,7 +23,10 @@ impl Spool {
     pub fn open(state_dir: &Path, bot_id: i64) -> io::Result<Spool> {
         let dir = state_dir.join(format!("telegram-webhook-{bot_id}"));
         std::fs::create_dir_all(dir.join("bad"))?;
-        Ok(Spool { dir })
+        Ok(Spool {
+            dir,
+            left: tokio::sync::watch::Sender::new(0),
+        })
     }
 
     fn file(&self, update_id: i64) -> PathBuf {
@@ -52,13 +57,32 @@ impl Spool {
 
     /// Update `update_id` has been forwarded: it is no longer kept.
     pub fn done(&self, update_id: i64) {
-        match std::fs::remove_file(self.file(update_id)) {
+        let removed = std::fs::remove_file(self.file(update_id));
+        self.left.send_modify(|n| *n = n.wrapping_add(1));
+        match removed {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => {
                 tracing::warn!(update_id, error = %e, "could not remove a forwarded webhook update from the spool")
             }
         }
+    }
+
+    /// Waits until update `update_id` has left the spool (the core has it),
+    /// at most `within`; whether it did.
+    pub async fn wait_done(&self, update_id: i64, within: std::time::Duration) -> bool {
+        let mut left = self.left.subscribe();
+        let gone = async {
+            loop {
+                if !self.file(update_id).exists() {
+                    return;
+                }
+                if left.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(within, gone).await.is_ok()
     }
 
     /// The updates kept and not forwarded (a previous run's), oldest first.

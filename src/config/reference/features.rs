@@ -99,6 +99,21 @@ pub(super) const MEDIA: Section = Section {
             "20000",
             "a document's text up to this many characters is put in the message; longer text is stored with a preview and read with `read_stored_result`",
         ),
+        v(
+            "MEDIA_DOCUMENT_MEMORY_MB",
+            "512",
+            "memory (address space) of the process that reads one PDF (at least 128); a quarter of it bounds what the document's streams may decompress to",
+        ),
+        v(
+            "MEDIA_DOCUMENT_SECS",
+            "20",
+            "CPU time, and wall time after which the gateway kills it, of the process that reads one PDF",
+        ),
+        v(
+            "SWITCHBOARD_HELPER_BIN",
+            "the running binary",
+            "the `switchboard` binary that reads PDFs (`switchboard extract-document`); set it when Switchboard is embedded in another program",
+        ),
     ],
 };
 

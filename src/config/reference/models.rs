@@ -144,7 +144,7 @@ pub(super) const RUN_TIME: Section = Section {
         v(
             "MODEL_ROUTE_SEARCH_PATTERN",
             "fresh-information words or a link",
-            "the regular expression routing a message to `MODEL_ROUTE_SEARCH` (default: latest, news, today, current, price of, weather… or `https://`)",
+            "the regular expression routing a message to `MODEL_ROUTE_SEARCH` (default: latest, news, today, current, price of, weather…, the Chinese 新闻, 最新, 今天, 实时, 现在, 最近, 天气, 股价, 行情, 汇率…, or `https://`)",
         ),
         v(
             "MODEL_ROUTE_VISION",

@@ -24,20 +24,23 @@ enum Change {
     Remove(String),
 }
 
+/// What the model is told the tool does.
+const DESCRIPTION: &str =
+    "Adds, updates, removes or imports an HTTP API tool that you can then call \
+    like any other tool. Only when the user asks for it; the user approves every change \
+    on a card. `tool` (for add/update) is {\"name\", \"description\", \"method\" (GET, \
+    POST, PUT, PATCH, DELETE), \"url\" (https://…, with {param} placeholders in the \
+    path or query), \"parameters\" (a JSON Schema object), optional \"auth\": {\"env\": \
+    \"TOOL_SECRET_…\" (the name of the variable holding the key — never the key itself), \
+    \"header\" or \"query\", \"prefix\"}, \"headers\", \"requires_approval\", \
+    \"timeout_secs\"}. `tools` (for import) is the list of an export.";
+
 impl HttpToolManager {
     pub fn new(grown: Arc<GrownTools>, builders: ToolBuilders) -> HttpToolManager {
         let spec = ToolSpec {
             name: HTTP_TOOL.into(),
             display_name: "HTTP tool".into(),
-            description: "Adds, updates, removes or imports an HTTP API tool that you can then call \
-                like any other tool. Only when the user asks for it; the user approves every change \
-                on a card. `tool` (for add/update) is {\"name\", \"description\", \"method\" (GET, \
-                POST, PUT, PATCH, DELETE), \"url\" (https://…, with {param} placeholders in the \
-                path or query), \"parameters\" (a JSON Schema object), optional \"auth\": {\"env\": \
-                \"TOOL_SECRET_…\" (the name of the variable holding the key — never the key itself), \
-                \"header\" or \"query\", \"prefix\"}, \"headers\", \"requires_approval\", \
-                \"timeout_secs\"}. `tools` (for import) is the list of an export."
-                .into(),
+            description: DESCRIPTION.into(),
             parameters: json!({
                 "type": "object",
                 "properties": {

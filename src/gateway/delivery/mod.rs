@@ -1,0 +1,11 @@
+//! Delivery: a turn's events streamed into the chat (the draft and its
+//! activity lines), the final answer chunked or sent as a file, and the
+//! outcome recorded.
+
+pub(super) mod activity;
+pub(super) mod answer_file;
+pub(super) mod model_error;
+pub(super) mod origin;
+pub(super) mod outbound;
+pub(super) mod scrubbed;
+pub(super) mod stream;

@@ -1,0 +1,287 @@
+//! Posting a turn's answer: one draft edited in place while the model streams,
+//! then the final text chunked to the platform's limits (the draft becomes the
+//! first chunk, so the answer is never posted twice). The draft first appears
+//! once the answer has streamed for one edit interval: an answer complete by
+//! then is one message instead of a message and an edit — half the platform
+//! quota, which in a Telegram group (20 messages a minute) is what limits
+//! throughput. The typing indicator covers the wait.
+
+use crate::gateway::delivery::answer_file;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_platform::{
+    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, MessageId, MessageRef,
+    OutgoingMessage, PlatformAdapter, PlatformError,
+};
+use tokio::time::Instant;
+
+/// What a draft that only showed a status says once its turn moved on.
+const CONTINUED: &str = "⏸ Paused here — the answer follows in a new message.";
+
+/// Streams one answer into a chat.
+pub(crate) struct ReplyStream {
+    adapter: Arc<dyn PlatformAdapter>,
+    caps: Capabilities,
+    chat: ChatAddress,
+    reply_to: Option<MessageId>,
+    draft: Option<MessageRef>,
+    shown: String,
+    text: String,
+    /// What a running tool reports (a sub-agent's steps), shown under the
+    /// text until more text arrives.
+    status: Option<String>,
+    /// The turn's activity lines, shown above the text (empty: none).
+    head: String,
+    last_edit: Option<Instant>,
+    /// When the first text arrived.
+    started: Option<Instant>,
+    /// When the chat first received something of the answer.
+    first_byte: Option<std::time::Instant>,
+    /// Buttons for the last chunk of the final answer (feedback).
+    final_buttons: Vec<Vec<Button>>,
+}
+
+impl ReplyStream {
+    pub(crate) fn new(
+        adapter: Arc<dyn PlatformAdapter>,
+        chat: ChatAddress,
+        reply_to: Option<MessageId>,
+    ) -> ReplyStream {
+        let caps = adapter.capabilities().clone();
+        ReplyStream {
+            adapter,
+            caps,
+            chat,
+            reply_to,
+            draft: None,
+            shown: String::new(),
+            text: String::new(),
+            status: None,
+            head: String::new(),
+            last_edit: None,
+            started: None,
+            first_byte: None,
+            final_buttons: Vec::new(),
+        }
+    }
+
+    /// When the chat first received something of the answer (a draft), if
+    /// it did yet.
+    pub(crate) fn first_byte(&self) -> Option<std::time::Instant> {
+        self.first_byte
+    }
+
+    /// Adds streamed text; updates the draft when the platform's edit interval allows.
+    pub(crate) async fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        self.status = None;
+        self.refresh().await;
+    }
+
+    /// Shows what a running tool reports under the text so far.
+    pub(crate) async fn set_status(&mut self, status: String) {
+        self.status = Some(status);
+        self.refresh().await;
+    }
+
+    /// Shows the turn's activity lines above the text so far. Like text,
+    /// only within the edit interval: a change in between is not sent on
+    /// its own, the next update (or the final answer) carries it.
+    pub(crate) async fn set_head(&mut self, head: String) {
+        self.head = head;
+        self.refresh().await;
+    }
+
+    /// The draft's text: the activity lines, the answer so far and the status line.
+    fn display(&self) -> String {
+        let body = match &self.status {
+            Some(status) if self.text.trim().is_empty() => format!("⏳ {status}"),
+            Some(status) => format!("{}\n\n⏳ {status}", self.text.trim_end()),
+            None => self.text.clone(),
+        };
+        crate::gateway::delivery::activity::above(&self.head, &body)
+    }
+
+    async fn refresh(&mut self) {
+        if !self.caps.can_edit {
+            return;
+        }
+        let started = *self.started.get_or_insert_with(Instant::now);
+        let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
+        // Streaming stops at the first chunk's limit; the rest is posted at the
+        // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
+        // measuring, which for a long answer would cost time quadratic in its size.
+        if !due || self.text.len() > self.caps.max_message_len.saturating_mul(4) {
+            return;
+        }
+        let text = self.display();
+        let fits = measure(&text, self.caps.length_unit) <= self.caps.max_message_len;
+        if due && fits && !text.trim().is_empty() {
+            self.update_draft(text).await;
+        }
+    }
+
+    async fn update_draft(&mut self, text: String) {
+        if text == self.shown {
+            return;
+        }
+        let result = match &self.draft {
+            Some(draft) => {
+                self.adapter
+                    .edit(draft, OutgoingMessage::text(text.clone()))
+                    .await
+            }
+            None => self
+                .adapter
+                .send(
+                    &self.chat,
+                    OutgoingMessage::text(text.clone()).replying_to(self.reply_to),
+                )
+                .await
+                .map(|r| self.draft = Some(r)),
+        };
+        self.last_edit = Some(Instant::now());
+        match result {
+            Ok(()) => {
+                self.first_byte.get_or_insert_with(std::time::Instant::now);
+                self.shown = text;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "draft update failed; the final answer will still be posted")
+            }
+        }
+    }
+
+    /// Settles what the chat shows when the turn pauses (it answers in a new
+    /// message once resumed, in this process or another): the text said so
+    /// far is posted in full, and a "⏳" status line under it — which would
+    /// read as work still going on — is dropped.
+    pub(crate) async fn settle(mut self) {
+        self.final_buttons.clear();
+        let said = self.text.trim_end().to_owned();
+        let result = if !said.trim().is_empty() {
+            self.finish(&said).await.map(drop)
+        } else if let Some(draft) = self.draft.take() {
+            self.pace().await;
+            self.adapter
+                .edit(&draft, OutgoingMessage::text(CONTINUED.to_owned()))
+                .await
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "could not settle the draft of a paused turn");
+        }
+    }
+
+    /// Puts `rows` of buttons under the last chunk of the final answer.
+    pub(crate) fn set_final_buttons(&mut self, rows: Vec<Vec<Button>>) {
+        self.final_buttons = rows;
+    }
+
+    /// Posts the final answer: the draft is edited to the first chunk, the rest
+    /// are sent in order. Returns the message refs of the answer.
+    pub(crate) async fn finish(self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        let text = if final_text.trim().is_empty() {
+            "(no answer)"
+        } else {
+            final_text
+        };
+        if answer_file::too_long(text) {
+            return self.finish_as_file(text).await;
+        }
+        self.post(text).await
+    }
+
+    /// Posts `text` chunked: the draft becomes the first chunk.
+    async fn post(mut self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
+        let last = chunks.len().saturating_sub(1);
+        let mut refs = Vec::with_capacity(chunks.len());
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let buttons = if i == last {
+                std::mem::take(&mut self.final_buttons)
+            } else {
+                Vec::new()
+            };
+            match (i, self.draft.take()) {
+                (0, Some(draft)) => {
+                    if chunk != self.shown || !buttons.is_empty() {
+                        self.pace().await;
+                        self.adapter
+                            .edit(&draft, OutgoingMessage::text(chunk).with_buttons(buttons))
+                            .await?;
+                    }
+                    refs.push(draft);
+                }
+                (i, _) => {
+                    let reply_to = if i == 0 { self.reply_to } else { None };
+                    let message = OutgoingMessage::text(chunk)
+                        .replying_to(reply_to)
+                        .with_buttons(buttons);
+                    refs.push(self.adapter.send(&self.chat, message).await?);
+                }
+            }
+        }
+        Ok(refs)
+    }
+
+    /// An over-long answer: its head in the chat (the draft edited to it, or a
+    /// new message), with the buttons, then the whole answer as a file.
+    async fn finish_as_file(self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        let (adapter, chat) = (self.adapter.clone(), self.chat);
+        let mut refs = self.post(&answer_file::head(text)).await?;
+        match adapter.send_file(answer_file::file(chat, text)).await {
+            Ok(r) => refs.push(r),
+            Err(e) => {
+                tracing::warn!(error = %e, chars = text.chars().count(), "could not attach a long answer");
+                let notice = format!("_(The full answer could not be attached: {e}.)_");
+                refs.push(adapter.send(&chat, OutgoingMessage::text(notice)).await?);
+            }
+        }
+        Ok(refs)
+    }
+
+    /// Keeps the final edit within the platform's edit interval.
+    async fn pace(&self) {
+        if let Some(t) = self.last_edit {
+            let wait = self.caps.min_edit_interval.saturating_sub(t.elapsed());
+            if wait > Duration::ZERO {
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// Sends a complete text (command replies, notices) chunked to the platform's limits.
+pub(crate) async fn send_text(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+) -> Result<(), PlatformError> {
+    let caps = adapter.capabilities();
+    for (i, chunk) in chunk_markdown(text, caps.max_message_len, caps.length_unit)
+        .into_iter()
+        .enumerate()
+    {
+        let reply_to = if i == 0 { reply_to } else { None };
+        adapter
+            .send(chat, OutgoingMessage::text(chunk).replying_to(reply_to))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Sends a complete text and marks the chat idle.
+pub(crate) async fn notify(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+) {
+    if let Err(e) = send_text(adapter, chat, text, reply_to).await {
+        tracing::warn!(error = %e, "could not send a reply");
+    }
+    let _ = adapter.activity(chat, Activity::Answered).await;
+}

@@ -1,0 +1,54 @@
+//! A button press: an approval card's (authorized, decided once, the paused
+//! turn resumed), a feedback button's, or one that is no longer valid.
+
+use crate::approvals::parse_action;
+use crate::gateway::intake::press_limit::{self, PressKind};
+use crate::gateway::session::queue::resume_in;
+use crate::gateway::turn::memory;
+use crate::gateway::Inner;
+use crate::memory::parse_feedback;
+use crate::store::ApprovalStatus;
+use std::sync::Arc;
+use switchboard_platform::{ButtonPress, PressAnswer};
+
+/// Handles one press (on its own task, spawned by the router).
+pub(in crate::gateway) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
+    let Some(adapter) = inner.adapter(press.chat.platform) else {
+        return;
+    };
+    if let Some(parent) = press.parent {
+        let chat = press.chat;
+        inner
+            .platforms
+            .parents
+            .note(&inner.store, chat.platform, chat.chat, parent);
+    }
+    match parse_action(&press.action) {
+        Some((id, choice)) => {
+            if !press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Approval).await {
+                return;
+            }
+            let decided = inner
+                .approvals
+                .handle_press(adapter.as_ref(), &press, &id, choice)
+                .await;
+            // The paused turn resumes from its row; an edit waits
+            // for the requester's next message instead.
+            if let Some(record) = decided.filter(|r| r.status != ApprovalStatus::Edited) {
+                resume_in(&inner, &record);
+            }
+        }
+        None if parse_feedback(&press.action).is_some() => {
+            if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback).await {
+                memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
+            }
+        }
+        None => {
+            tracing::info!(action = %press.action, "press on an unknown button");
+            let answer = PressAnswer::Private("This button is no longer valid.".into());
+            if let Err(e) = adapter.answer_press(&press, answer).await {
+                tracing::warn!(error = %e, "could not answer a press");
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Sessions: one worker per conversation running one input at a time, its
+//! queue and queue mode, `/stop`, and holding input while storage is down.
+
+pub(super) mod queue;
+pub(super) mod queue_mode;
+pub(super) mod running;
+pub(super) mod sessions;
+pub(super) mod worker;

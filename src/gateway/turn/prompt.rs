@@ -1,0 +1,108 @@
+//! What a turn gives the model besides the user's words: the history, the
+//! recalled memories around the input, and the system context — the plan
+//! to resume, the live state, the agent's identity and the chat's
+//! instructions.
+
+use crate::domain::SessionKey;
+use crate::gateway::delivery::origin::Origin;
+use crate::gateway::turn::input::SessionInput;
+use crate::gateway::turn::memory::{self, TurnMemory};
+use crate::gateway::Inner;
+use crate::llm::Message;
+use crate::store::SessionState;
+
+/// How many live (not compacted) past messages a turn loads at most: twice
+/// the count at which the context is compacted anyway, so compaction — not
+/// this limit — decides what leaves the context.
+const HISTORY_LIMIT: u32 = 2 * crate::agent::MAX_CONTEXT_MESSAGES as u32;
+
+/// The model's side of a turn.
+pub(in crate::gateway) struct Prompt {
+    pub history: Vec<Message>,
+    /// The input as the model sees it: recalled memories around it, its images.
+    pub input: Message,
+    pub system_context: Option<String>,
+    /// What the turn persists when it ends.
+    pub memory: TurnMemory,
+    /// The standing consent the user's words match, if any.
+    pub consent: Option<String>,
+}
+
+/// Assembles the prompt of a turn of `input`, whose model input is `given`.
+pub(in crate::gateway) async fn assemble(
+    inner: &Inner,
+    key: &SessionKey,
+    origin: &Origin,
+    input: &SessionInput,
+    given: Message,
+) -> Prompt {
+    let state = memory::session_state(inner, &origin.session).await;
+    let (history, ids) = memory::load_history(
+        inner,
+        &origin.session,
+        state.summary.as_deref(),
+        HISTORY_LIMIT,
+    )
+    .await;
+    // Only the model sees recalled memories; history keeps the plain input.
+    // A chat bound with `"memory": false` recalls nothing.
+    let query = match input {
+        SessionInput::Message(m) if crate::gateway::chat::memory_on(inner, key) => {
+            Some(m.text.as_str())
+        }
+        _ => None,
+    };
+    let private = origin.conversation.kind.is_private();
+    let (wrapped, recalled) =
+        memory::prepare(inner, key, private, &state, &given.content, query).await;
+    if let Some(text) = query {
+        memory::learn_after_message(inner, key, &origin.session, &history, text);
+    }
+    let system_context = system_context(inner, key, origin, input, &state, recalled, query).await;
+    let mut user = Message::user(wrapped);
+    user.images = given.images;
+    Prompt {
+        history,
+        input: user,
+        system_context,
+        consent: crate::gateway::turn::consent::consent_for(&state, query),
+        memory: TurnMemory {
+            plain_input: Some(given.content),
+            history_ids: Some(ids),
+            state: Some(state),
+        },
+    }
+}
+
+/// The per-turn system context: the chat's instructions, then the recalled
+/// memories, the plan to resume, the live state and the agent's identity.
+async fn system_context(
+    inner: &Inner,
+    key: &SessionKey,
+    origin: &Origin,
+    input: &SessionInput,
+    state: &SessionState,
+    recalled: Option<String>,
+    query: Option<&str>,
+) -> Option<String> {
+    let context = crate::gateway::commands::plan::with_resume(recalled, state, query);
+    let live = match input {
+        SessionInput::Message(m) => {
+            crate::gateway::turn::live_state::section(inner, key, &origin.session, &m.text).await
+        }
+        _ => None,
+    };
+    let private = origin.conversation.kind.is_private();
+    let own = private.then(|| crate::store::MemoryOwner::new(key.platform, key.user));
+    let context =
+        crate::gateway::commands::identity::with_identity(inner, join(context, live), own).await;
+    join(crate::gateway::chat::instructions(inner, key), context)
+}
+
+/// Two optional sections, a blank line between them.
+fn join(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
+        (a, b) => a.or(b),
+    }
+}
