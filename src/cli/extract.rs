@@ -17,6 +17,12 @@ pub struct ExtractArgs {
     /// Bytes the document's streams may decode to.
     #[arg(long, default_value_t = 128 << 20)]
     max_inflated: u64,
+    /// The reader's address space, bytes.
+    #[arg(long, default_value_t = 512 << 20)]
+    memory: u64,
+    /// The reader's CPU time, seconds.
+    #[arg(long, default_value_t = 20)]
+    cpu_secs: u64,
     /// The PDF.
     path: PathBuf,
 }
@@ -28,5 +34,9 @@ pub fn run(args: &ExtractArgs) -> ExitCode {
         max_objects: args.max_objects,
         max_inflated: args.max_inflated,
     };
-    switchboard::media::serve_reader(&args.path, &limits)
+    let process = switchboard::media::ProcessLimits {
+        memory: args.memory,
+        cpu_secs: args.cpu_secs,
+    };
+    switchboard::media::serve_reader(&args.path, &limits, process)
 }

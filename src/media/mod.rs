@@ -33,7 +33,9 @@ pub use document::{Text, MAX_TEXT_CHARS};
 pub use intake::Intake;
 pub use pdf::{Limits as DocumentLimits, Refusal as DocumentRefusal};
 pub use produced::{file_produced_image, ProducedImageError, MAX_PRODUCED_BYTES};
-pub use reader::{own_binary, serve as serve_reader, DocumentReader, ReadError, SUBCOMMAND};
+pub use reader::{
+    own_binary, serve as serve_reader, DocumentReader, ProcessLimits, ReadError, SUBCOMMAND,
+};
 pub use sniff::{classify, Content};
 
 use crate::store::Store;

@@ -87,7 +87,6 @@ pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
-pub(crate) use sandbox::limit_helper;
 pub use sandbox::{
     Level, Limits, Network, Protected, Sandbox, SandboxConfig, SandboxError, SandboxMode,
 };

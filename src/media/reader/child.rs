@@ -25,9 +25,58 @@ pub(super) const REFUSED: &str = "refused";
 /// The parsing thread's stack: the nesting limit keeps recursion far below it.
 pub(crate) const STACK: usize = 64 << 20;
 
-/// Reads the PDF at `path` within `limits` and reports on stdout. The
-/// process's own limits were set by the gateway when it started it.
-pub fn serve(path: &Path, limits: &Limits) -> ExitCode {
+/// The reader process's own limits, set on itself before it opens the
+/// document (`RLIMIT_AS`, `RLIMIT_CPU`, no file written, few descriptors)
+/// with every capability dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// Address space, bytes.
+    pub memory: u64,
+    /// CPU time, seconds.
+    pub cpu_secs: u64,
+}
+
+impl ProcessLimits {
+    /// Applies the limits (each soft and hard, never above the hard limit
+    /// this process started with) and drops every capability.
+    fn apply(&self) -> std::io::Result<()> {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        for (resource, value) in [
+            (Resource::As, self.memory),
+            (Resource::Cpu, self.cpu_secs),
+            (Resource::Fsize, 0),
+            (Resource::Nofile, 32),
+        ] {
+            let value = getrlimit(resource).maximum.map_or(value, |h| h.min(value));
+            setrlimit(
+                resource,
+                Rlimit {
+                    current: Some(value),
+                    maximum: Some(value),
+                },
+            )?;
+        }
+        let none = rustix::thread::CapabilitySet::empty();
+        rustix::thread::set_capabilities(
+            None,
+            rustix::thread::CapabilitySets {
+                effective: none,
+                permitted: none,
+                inheritable: none,
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// Reads the PDF at `path` within `limits` and reports on stdout; the
+/// process first confines itself to `process` (a failure to is a refusal
+/// to read: the document is never opened unconfined).
+pub fn serve(path: &Path, limits: &Limits, process: ProcessLimits) -> ExitCode {
+    if let Err(e) = process.apply() {
+        eprintln!("limits: {e}");
+        return report(Err(Refusal::Unreadable));
+    }
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         eprintln!("no_new_privs: {e}");
     }

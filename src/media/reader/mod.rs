@@ -9,9 +9,9 @@
 
 mod child;
 
-pub use child::serve;
 #[cfg(test)]
 pub(crate) use child::STACK;
+pub use child::{serve, ProcessLimits};
 
 use super::config::ReaderConfig;
 use super::document::{Text, MAX_TEXT_CHARS};
@@ -148,6 +148,10 @@ impl DocumentReader {
             .arg(self.limits.max_objects.to_string())
             .arg("--max-inflated")
             .arg(self.limits.max_inflated.to_string())
+            .arg("--memory")
+            .arg(self.memory.to_string())
+            .arg("--cpu-secs")
+            .arg(self.timeout.as_secs().max(1).to_string())
             .arg("--")
             .arg(path)
             .env_clear()
@@ -156,16 +160,6 @@ impl DocumentReader {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        crate::tools::limit_helper(
-            &mut cmd,
-            crate::tools::Limits {
-                cpu_secs: self.timeout.as_secs().max(1),
-                address_space: self.memory,
-                open_files: 32,
-                processes: u64::MAX,
-                file_size: 0,
-            },
-        );
         cmd
     }
 

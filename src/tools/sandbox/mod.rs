@@ -47,23 +47,6 @@ pub enum SandboxError {
     Prepare(String),
 }
 
-/// Starts `cmd` — one of the gateway's own helper processes, the document
-/// reader — with `limits`, no capabilities and no descriptor but its stdio
-/// inherited. The helper confines itself further once it runs.
-pub(crate) fn limit_helper(cmd: &mut tokio::process::Command, limits: Limits) {
-    child::install(
-        cmd,
-        ChildSetup {
-            limits,
-            ruleset: None,
-            seccomp: None,
-            drop_capabilities: true,
-            ports: None,
-            inherit: Vec::new(),
-        },
-    );
-}
-
 /// The chosen confinement and limits; builds each confined command.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
