@@ -1,7 +1,6 @@
 //! `/approvals`: the cards still waiting for a decision in this chat and the
 //! user's "always allow" rules; `/approvals revoke <id>` for a rule.
 
-use crate::approvals::short_id;
 use crate::gateway::commands::Command;
 use crate::gateway::Inner;
 use crate::store::{ApprovalRecord, SessionKey, StoreError};

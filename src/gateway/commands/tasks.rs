@@ -1,7 +1,6 @@
 //! `/tasks`: the conversation's background tasks and active schedules, and
 //! `/tasks cancel <id>` for either.
 
-use crate::approvals::short_id;
 use crate::gateway::commands::Command;
 use crate::gateway::Inner;
 use crate::store::{ScheduleRecord, SessionId, StoreError};
