@@ -53,7 +53,7 @@ use stats::{ms, pct};
 use support::fake_llm::{last_user_text, FakeLlm, Reply};
 use support::postgres::fresh_postgres;
 use support::test_channel::{dm_chat, user, Log, TestChannel};
-use switchboard::domain::ApprovalId;
+use switchboard::domain::{ApprovalId, ScheduleId};
 use switchboard::store::{Conversation, ScheduleRecord, SessionKey};
 use switchboard::Running;
 use switchboard_platform::{ChatId, ChatKind, Platform, PlatformAdapter, UserId};
@@ -252,7 +252,7 @@ async fn approval_round_trip(name: &str, url: &str, dir: &Path, across: bool) {
         // As a person would: pressed once the card is fully shown (its
         // message recorded). A press racing that one write waits for it, so
         // the press can be matched to the card.
-        let approval = ApprovalId::from(action.split(':').nth(1).unwrap());
+        let approval: ApprovalId = action.split(':').nth(1).unwrap().parse().unwrap();
         while a
             .running
             .store
@@ -360,7 +360,8 @@ async fn spaced_schedules(name: &str, url: &str, dir: &Path) {
         instance
             .running
             .store
-            .insert_schedule(&schedule)
+            .schedules()
+            .insert(&schedule)
             .await
             .unwrap();
     }
@@ -369,7 +370,7 @@ async fn spaced_schedules(name: &str, url: &str, dir: &Path) {
     assert_eq!(fired.len() as i64, N, "all fired");
     let claim: Vec<Duration> = fired
         .iter()
-        .map(|(id, at, _)| late(*at, due[id.as_str()]))
+        .map(|(id, at, _)| late(*at, due[&id.parse::<ScheduleId>().unwrap()]))
         .collect();
     row(&format!("{name}, idle, 20 due 300 ms apart: claim"), &claim);
     instance.stop().await;
@@ -397,7 +398,8 @@ async fn schedules_under_load(name: &str, url: &str, dir: &Path, processes: usiz
     let due = chrono::Utc::now().timestamp_millis() + 5_000;
     for job in 0..SCHEDULES {
         store
-            .insert_schedule(&job_schedule(job, due))
+            .schedules()
+            .insert(&job_schedule(job, due))
             .await
             .unwrap();
     }
@@ -452,8 +454,8 @@ fn job_schedule(job: i64, due_ms: i64) -> ScheduleRecord {
         user: UserId(id),
     };
     ScheduleRecord {
-        id: format!("bench-{job:05}").into(),
-        session_id: format!("bench-session-{job}").into(),
+        id: format!("bench-{job:05}").parse().unwrap(),
+        session_id: format!("bench-session-{job}").parse().unwrap(),
         origin: Conversation {
             key,
             chat: dm_chat(id),

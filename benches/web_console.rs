@@ -93,7 +93,8 @@ async fn seed(store: &Store) -> String {
     }
     for i in 0..2_000 {
         store
-            .record_event(
+            .audit()
+            .record(
                 "bench.event",
                 serde_json::json!({ "i": i, "note": "seeded" }),
             )
@@ -123,7 +124,7 @@ async fn seed(store: &Store) -> String {
         )));
     }
     store.append_messages(&session, &messages).await.unwrap();
-    session.0
+    session.into_string()
 }
 
 async fn sign_in(base: &str, client: &reqwest::Client) -> String {

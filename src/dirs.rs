@@ -121,10 +121,14 @@ pub fn check_existing_file(var: &'static str, path: &Path) -> Result<(), PathPro
 
 /// Where the large result of tool call `call_id` in `session` is stored
 /// (`DATA_DIR/results/<session>/<call>.txt`).
-pub(crate) fn stored_result_path(data_dir: &Path, session: &str, call_id: &str) -> PathBuf {
+pub(crate) fn stored_result_path(
+    data_dir: &Path,
+    session: &crate::domain::SessionId,
+    call_id: &str,
+) -> PathBuf {
     data_dir
         .join("results")
-        .join(safe_name(session))
+        .join(safe_name(session.as_str()))
         .join(format!("{}.txt", safe_name(call_id)))
 }
 

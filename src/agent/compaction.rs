@@ -449,7 +449,7 @@ mod tests {
             _: Arc<dyn Tool>,
             _: &ToolCall,
             _: Value,
-        ) -> Result<String, String> {
+        ) -> Result<crate::domain::TaskId, String> {
             Err("no".into())
         }
 

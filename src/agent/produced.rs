@@ -2,6 +2,7 @@
 //! call starts until the round makes that call's tool message.
 
 use super::Images;
+use crate::domain::SessionId;
 use crate::llm::Image;
 use crate::tools::ImageSink;
 use std::collections::HashMap;
@@ -13,17 +14,17 @@ pub(crate) struct ProducedImages {
     /// Where images go; `None` when the turn's model does not see images.
     images: Option<Images>,
     /// The turn's session (recorded with the images filed).
-    session: String,
+    session: SessionId,
     by_call: Mutex<HashMap<String, ImageSink>>,
 }
 
 impl ProducedImages {
     /// `images` when the turn's model sees images, else `None`; for the
     /// turn of `session`.
-    pub(crate) fn new(images: Option<Images>, session: &str) -> Self {
+    pub(crate) fn new(images: Option<Images>, session: &SessionId) -> Self {
         Self {
             images,
-            session: session.to_owned(),
+            session: session.clone(),
             by_call: Mutex::default(),
         }
     }
@@ -34,7 +35,7 @@ impl ProducedImages {
         let Some(images) = &self.images else {
             return ImageSink::default();
         };
-        let sink = ImageSink::new(images.clone(), self.session.as_str());
+        let sink = ImageSink::new(images.clone(), self.session.clone());
         self.calls().insert(call_id.to_owned(), sink.clone());
         sink
     }
@@ -80,7 +81,7 @@ mod tests {
                 keep_turns: 3,
                 enabled: Arc::new(AtomicBool::new(true)),
             }),
-            "s1",
+            &"s1".parse().unwrap(),
         );
         let a = produced.sink_for("call_a");
         let b = produced.sink_for("call_b");
@@ -90,7 +91,7 @@ mod tests {
         assert!(produced.take("call_a").is_empty(), "taken once");
         assert!(produced.take("call_b").is_empty());
 
-        let blind = ProducedImages::new(None, "s1");
+        let blind = ProducedImages::new(None, &"s1".parse().unwrap());
         let sink = blind.sink_for("call_c");
         assert!(!sink.accepts());
         assert!(sink.attach(png()).await.is_err());

@@ -17,7 +17,7 @@ const SHRUNK_MARK: &str = "[earlier tool result, shrunk";
 /// else a reference to the stored file, a structured index and a preview.
 pub(crate) async fn keep_or_store(
     data_dir: &Path,
-    session: &str,
+    session: &crate::domain::SessionId,
     call_id: &str,
     result: String,
 ) -> String {
@@ -114,7 +114,13 @@ mod tests {
     async fn large_results_are_stored_with_preview_and_index() {
         let dir = tempfile::tempdir().unwrap();
         let big = "line of output\n".repeat(10_000);
-        let kept = keep_or_store(dir.path(), "sess/1", "call:1", big.clone()).await;
+        let kept = keep_or_store(
+            dir.path(),
+            &"sess/1".parse().unwrap(),
+            "call:1",
+            big.clone(),
+        )
+        .await;
         assert!(kept.len() < 3_000, "{}", kept.len());
         assert!(
             kept.contains("150000 chars") && kept.contains("10000 lines"),
@@ -123,7 +129,7 @@ mod tests {
         let stored = std::fs::read_to_string(dir.path().join("results/sess_1/call_1.txt")).unwrap();
         assert_eq!(stored, big);
         assert_eq!(
-            keep_or_store(dir.path(), "s", "c", "small".into()).await,
+            keep_or_store(dir.path(), &"s".parse().unwrap(), "c", "small".into()).await,
             "small"
         );
     }

@@ -187,7 +187,7 @@ impl Agent {
         resumed: bool,
     ) -> Scratchpad {
         let turn_id = crate::domain::TurnId::new();
-        let mut pad = Scratchpad::open(&self.config.data_dir, trace_id, turn_id.as_str());
+        let mut pad = Scratchpad::open(&self.config.data_dir, trace_id, &turn_id);
         let input = messages
             .get(new_from)
             .map(|m| m.content.clone())

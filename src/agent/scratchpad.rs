@@ -2,6 +2,7 @@
 //! (secret-looking fields, and every known secret value anywhere).
 
 use super::redact::redact;
+use crate::domain::TurnId;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,16 +13,20 @@ pub(crate) struct Scratchpad {
 }
 
 impl Scratchpad {
-    /// `{data_dir}/scratchpad/{session}/{turn}.jsonl`.
-    pub(crate) fn path_for(data_dir: &Path, session: &str, turn_id: &str) -> PathBuf {
+    /// `{data_dir}/scratchpad/{trace}/{turn}.jsonl`; `trace` names the
+    /// turn's run (its session, or the session and a subagent's role).
+    pub(crate) fn path_for(data_dir: &Path, trace: &str, turn_id: &TurnId) -> PathBuf {
         data_dir
             .join("scratchpad")
-            .join(crate::text::safe_name(session))
-            .join(format!("{}.jsonl", crate::text::safe_name(turn_id)))
+            .join(crate::text::safe_name(trace))
+            .join(format!(
+                "{}.jsonl",
+                crate::text::safe_name(turn_id.as_str())
+            ))
     }
 
-    pub(crate) fn open(data_dir: &Path, session: &str, turn_id: &str) -> Scratchpad {
-        let path = Self::path_for(data_dir, session, turn_id);
+    pub(crate) fn open(data_dir: &Path, trace: &str, turn_id: &TurnId) -> Scratchpad {
+        let path = Self::path_for(data_dir, trace, turn_id);
         let file = path
             .parent()
             .map(std::fs::create_dir_all)
@@ -71,13 +76,18 @@ mod tests {
     #[test]
     fn records_are_jsonl_with_secrets_redacted() {
         let dir = tempfile::tempdir().unwrap();
-        let mut pad = Scratchpad::open(dir.path(), "s1", "t1");
+        let mut pad = Scratchpad::open(dir.path(), "s1", &"t1".parse().unwrap());
         pad.record("init", json!({"model": "m"}));
         pad.record(
             "tool_result",
             json!({"args": {"url": "u", "api_key": "sk-123"}, "status": "ok"}),
         );
-        let text = std::fs::read_to_string(Scratchpad::path_for(dir.path(), "s1", "t1")).unwrap();
+        let text = std::fs::read_to_string(Scratchpad::path_for(
+            dir.path(),
+            "s1",
+            &"t1".parse().unwrap(),
+        ))
+        .unwrap();
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

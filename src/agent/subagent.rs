@@ -356,7 +356,7 @@ impl TurnHost for NobodyToAsk {
         _tool: Arc<dyn Tool>,
         _call: &ToolCall,
         _arguments: Value,
-    ) -> Result<String, String> {
+    ) -> Result<crate::domain::TaskId, String> {
         Err("a sub-agent cannot start background tasks".into())
     }
 }

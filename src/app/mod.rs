@@ -86,7 +86,7 @@ impl Running {
         let _ = futures::future::join_all(self.adapters).await;
         let _ = self.gateway.await;
         self.mcp.stopped().await;
-        self.store.record_event("gateway.stop", json!({})).await;
+        self.store.audit().record("gateway.stop", json!({})).await;
     }
 }
 
@@ -163,7 +163,8 @@ pub async fn start_with_clock(
     let (sink, inbound) = InboundSink::channel(1024);
     let (handles, adapters_done) = run_adapters(adapters, sink, &shutdown);
     store
-        .record_event("gateway.start", json!({ "platforms": handles.len() }))
+        .audit()
+        .record("gateway.start", json!({ "platforms": handles.len() }))
         .await;
     let gateway = tokio::spawn(gateway.serve(inbound));
     Ok(Running {

@@ -76,8 +76,10 @@ pub fn parse_action(action: &ActionId) -> Option<(ApprovalId, Choice)> {
     let choice = Choice::ALL
         .into_iter()
         .find(|c| code.len() == 1 && code.starts_with(c.code()))?;
-    (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit()))
-        .then(|| (ApprovalId::from(id), choice))
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((id.parse().ok()?, choice))
 }
 
 /// What the card says of the call: who asked for what, the summary (its

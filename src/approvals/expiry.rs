@@ -50,7 +50,8 @@ impl Approvals {
             Ok(ids) => {
                 for id in &ids {
                     self.store
-                        .record_event("approval.expired", json!({ "id": id }))
+                        .audit()
+                        .record("approval.expired", json!({ "id": id }))
                         .await;
                 }
                 ids

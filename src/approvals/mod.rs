@@ -142,7 +142,8 @@ impl Approvals {
             return Ok(false);
         }
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "approval.rule_applied",
                 json!({ "tool": tool_name, "user": requester.id.0 }),
             )
@@ -176,7 +177,8 @@ impl Approvals {
         };
         self.store.insert_approval(&record).await?;
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "approval.requested",
                 json!({ "id": record.id, "tool": record.tool_name, "user": record.requester.0 }),
             )
@@ -244,7 +246,8 @@ impl Approvals {
             return Ok(false);
         };
         self.store
-            .record_event("approval.expired", json!({ "id": id }))
+            .audit()
+            .record("approval.expired", json!({ "id": id }))
             .await;
         // No card reference: the process died between showing the card and
         // storing its id. The decision still stands.
@@ -424,7 +427,8 @@ impl Approvals {
             }
         }
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "approval.decided",
                 json!({ "id": id, "status": status.as_str(), "by": user.id.0 }),
             )
@@ -505,6 +509,9 @@ mod tests {
             decided.reply
         );
         let resumed = decided.resume.map(|r| r.id);
-        assert_eq!(resumed.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(
+            resumed.as_ref().map(ApprovalId::as_str),
+            Some("0123456789abcdef")
+        );
     }
 }

@@ -16,7 +16,8 @@ pub async fn rules(database_url: &str, action: ApprovalsAction) -> anyhow::Resul
                 anyhow::bail!("no rule matches {id} (give at least 6 characters of a unique id)");
             }
             store
-                .record_event("approval.rule_revoked", serde_json::json!({ "id": id }))
+                .audit()
+                .record("approval.rule_revoked", serde_json::json!({ "id": id }))
                 .await;
             println!("Revoked rule {id}.");
         }
@@ -32,7 +33,7 @@ async fn list_rules(store: &Store) -> anyhow::Result<()> {
     for r in rules {
         println!(
             "{}  {} user {}  {}  {}",
-            &r.id[..8.min(r.id.len())],
+            r.id.short(),
             r.platform,
             r.user,
             r.tool_name,

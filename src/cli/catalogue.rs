@@ -138,7 +138,8 @@ async fn add(store: &Store, a: AddArgs) -> anyhow::Result<()> {
         })
         .await?;
     store
-        .record_event("model.added", serde_json::json!({ "name": a.name }))
+        .audit()
+        .record("model.added", serde_json::json!({ "name": a.name }))
         .await;
     println!("Model {} is in the catalogue.", a.name);
     Ok(())
@@ -149,7 +150,8 @@ async fn remove(store: &Store, name: &str) -> anyhow::Result<()> {
         anyhow::bail!("no model named {name} (see `switchboard model list`)");
     }
     store
-        .record_event("model.removed", serde_json::json!({ "name": name }))
+        .audit()
+        .record("model.removed", serde_json::json!({ "name": name }))
         .await;
     println!("Removed {name}.");
     Ok(())
@@ -165,7 +167,8 @@ async fn set_default(store: &Store, name: &str) -> anyhow::Result<()> {
         println!("{name} is the default model.");
     }
     store
-        .record_event("model.default", serde_json::json!({ "name": name }))
+        .audit()
+        .record("model.default", serde_json::json!({ "name": name }))
         .await;
     Ok(())
 }
@@ -176,7 +179,8 @@ async fn set_fallbacks(store: &Store, names: &[String]) -> anyhow::Result<()> {
     }
     store.set_fallback_models(names).await?;
     store
-        .record_event("model.fallbacks", serde_json::json!({ "names": names }))
+        .audit()
+        .record("model.fallbacks", serde_json::json!({ "names": names }))
         .await;
     let shown = if names.is_empty() {
         "none".to_owned()

@@ -343,7 +343,7 @@ async fn mcp_servers(r: &mut Report, config: &Config) {
 /// the gateway ran (they kept their first approval; see the audit log).
 async fn reannotated(r: &mut Report, store: Option<&Store>) {
     let Some(store) = store else { return };
-    let Ok(events) = store.events(1_000).await else {
+    let Ok(events) = store.audit().recent(1_000).await else {
         return;
     };
     let since = chrono::Utc::now() - chrono::Duration::days(7);

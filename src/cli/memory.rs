@@ -156,7 +156,8 @@ async fn pin(database_url: &str, owner: &OwnerArgs, id: &str, pinned: bool) -> a
         anyhow::bail!("{} has no memory #{id}", who(owner));
     }
     store
-        .record_event(
+        .audit()
+        .record(
             if pinned {
                 "memory.pinned"
             } else {
@@ -184,7 +185,8 @@ async fn forget(store: &Store, owner: MemoryOwner, id: i64) -> anyhow::Result<()
         anyhow::bail!("{} has no memory #{id}", who(owner));
     };
     store
-        .record_event(
+        .audit()
+        .record(
             "memory.forgotten",
             serde_json::json!({
                 "platform": owner.platform.as_str(),

@@ -265,7 +265,7 @@ async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
 
 async fn events(config: &Config, limit: u32) -> anyhow::Result<ExitCode> {
     let store = Store::open(&config.database_url).await?;
-    for e in store.events(limit).await? {
+    for e in store.audit().recent(limit).await? {
         println!(
             "{}  {:<24} {}",
             e.at.format("%Y-%m-%d %H:%M:%S"),

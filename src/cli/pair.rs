@@ -42,7 +42,8 @@ pub async fn run(database_url: &str, action: PairAction) -> anyhow::Result<ExitC
             let (platform, user) = user.platform_user()?;
             store.admit(platform, user, "", "operator").await?;
             store
-                .record_event(
+                .audit()
+                .record(
                     "pairing.admitted",
                     json!({ "platform": platform.as_str(), "user": user.0 }),
                 )
@@ -57,7 +58,8 @@ pub async fn run(database_url: &str, action: PairAction) -> anyhow::Result<ExitC
                 );
             }
             store
-                .record_event(
+                .audit()
+                .record(
                     "pairing.revoked",
                     json!({ "platform": platform.as_str(), "user": user.0 }),
                 )
@@ -119,7 +121,8 @@ async fn decide(store: &Store, code: &str, approve: bool) -> anyhow::Result<()> 
         ("pairing.denied", "Denied")
     };
     store
-        .record_event(
+        .audit()
+        .record(
             kind,
             json!({ "platform": p.platform.as_str(), "user": p.user.0 }),
         )

@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
-use switchboard::approvals::short_id;
 use switchboard::store::{Store, TaskRecord, TaskStatus};
 use switchboard_platform::ChatAddress;
 
@@ -17,7 +16,7 @@ pub async fn run(database_url: &str, limit: u32, status: Option<&str>) -> anyhow
         anyhow::bail!("--limit must be at least 1");
     }
     let store = Store::open(database_url).await?;
-    let tasks = store.recent_tasks(status, limit).await?;
+    let tasks = store.tasks().recent(status, limit).await?;
     if tasks.is_empty() {
         match status {
             Some(s) => println!("No background tasks with status {}.", s.as_str()),
@@ -41,7 +40,7 @@ fn parse_status(raw: &str) -> anyhow::Result<TaskStatus> {
 fn print_task(t: &TaskRecord) {
     println!(
         "{}  {:<11}  {:<14}  {}  created {}  finished {}",
-        short_id(&t.id),
+        t.id.short(),
         t.status.as_str(),
         t.tool_name,
         chat(&t.chat),

@@ -21,7 +21,7 @@ pub async fn run(database_url: &str, days: u32, user: Option<&str>) -> anyhow::R
         }
     };
     let store = Store::open(database_url).await?;
-    let rows = store.usage_by_model(user, days).await?;
+    let rows = store.usage().by_model(user, days).await?;
     let who = user.map_or("everybody".to_owned(), |(p, u)| format!("{p} user {u}"));
     let period = if days == 1 {
         "today".to_owned()

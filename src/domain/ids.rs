@@ -3,23 +3,50 @@
 //! characters) UUIDs, and [`short_id`] is the one short form users see.
 //! Ids are bound and read as text in SQL (`sqlx(transparent)`).
 
-use serde::{Deserialize, Serialize};
-
 /// The first 8 characters of an id: what cards, `/tasks` and notices show
 /// (and what `/approve` and `/tasks cancel` accept as a prefix).
 pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
+/// Text that is not an id: empty, longer than [`MAX_ID_LEN`], or holding a
+/// character other than a printable ASCII one (no spaces).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a valid {kind} id: {reason}")]
+pub struct IdError {
+    kind: &'static str,
+    reason: &'static str,
+}
+
+/// The longest id accepted (new ids are 32 characters).
+pub const MAX_ID_LEN: usize = 128;
+
+/// Checks the one format every id shares: 1 to [`MAX_ID_LEN`] printable
+/// ASCII characters without spaces.
+fn check(kind: &'static str, id: &str) -> Result<(), IdError> {
+    let reason = if id.is_empty() {
+        "empty"
+    } else if id.len() > MAX_ID_LEN {
+        "too long"
+    } else if !id.bytes().all(|b| b.is_ascii_graphic()) {
+        "only printable ASCII characters without spaces"
+    } else {
+        return Ok(());
+    };
+    Err(IdError { kind, reason })
+}
+
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
         $(#[$doc])*
-        #[derive(
-            Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type,
-        )]
-        #[serde(transparent)]
+        ///
+        /// Made only by [`new`](Self::new) (generation) or by parsing text
+        /// (`FromStr`, `TryFrom<String>`, serde); the store reads and binds it
+        /// as text (`sqlx(transparent)`). There is no way to pass a `&str`
+        /// where an id is expected, nor one kind of id for another.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type)]
         #[sqlx(transparent)]
-        pub struct $name(pub String);
+        pub struct $name(String);
 
         impl $name {
             /// A new, unique id.
@@ -27,8 +54,14 @@ macro_rules! id_type {
                 $name(uuid::Uuid::new_v4().simple().to_string())
             }
 
+            /// The id's text.
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+
+            /// The id's text, by value.
+            pub fn into_string(self) -> String {
+                self.0
             }
 
             /// The short form users see.
@@ -49,49 +82,34 @@ macro_rules! id_type {
             }
         }
 
-        impl From<String> for $name {
-            fn from(id: String) -> $name {
-                $name(id)
+        impl std::str::FromStr for $name {
+            type Err = IdError;
+
+            fn from_str(id: &str) -> Result<$name, IdError> {
+                check($kind, id)?;
+                Ok($name(id.to_owned()))
             }
         }
 
-        impl From<&str> for $name {
-            fn from(id: &str) -> $name {
-                $name(id.to_owned())
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+
+            fn try_from(id: String) -> Result<$name, IdError> {
+                check($kind, &id)?;
+                Ok($name(id))
             }
         }
 
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
             }
         }
 
-        /// An id reads as its text (`&id` where a `&str` is taken); the
-        /// other way round is explicit (`From`).
-        impl std::ops::Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::borrow::Borrow<str> for $name {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                let text = String::deserialize(d)?;
+                $name::try_from(text).map_err(serde::de::Error::custom)
             }
         }
     };
@@ -99,24 +117,54 @@ macro_rules! id_type {
 
 id_type!(
     /// A session: one user in one chat (and thread).
-    SessionId
+    SessionId,
+    "session"
 );
 id_type!(
     /// One run of the agent loop (a trace file is named by it).
-    TurnId
+    TurnId,
+    "turn"
 );
 id_type!(
     /// An approval card and the paused turn waiting for it.
-    ApprovalId
+    ApprovalId,
+    "approval"
 );
 id_type!(
     /// A background task.
-    TaskId
+    TaskId,
+    "task"
 );
 id_type!(
     /// A schedule.
-    ScheduleId
+    ScheduleId,
+    "schedule"
 );
+id_type!(
+    /// A row of the outbox (what `switchboard mcp` asks the gateway to post).
+    OutboxId,
+    "outbox"
+);
+id_type!(
+    /// A rateable answer (its id travels in the 👍/👎 buttons).
+    FeedbackId,
+    "feedback"
+);
+id_type!(
+    /// A stored "always allow" rule.
+    RuleId,
+    "rule"
+);
+
+impl FeedbackId {
+    /// A new id of 12 hex characters: short, as it travels in the buttons'
+    /// action data, whose size the platforms limit.
+    pub fn new_short() -> FeedbackId {
+        let mut id = uuid::Uuid::new_v4().simple().to_string();
+        id.truncate(12);
+        FeedbackId(id)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -127,14 +175,36 @@ mod tests {
         let id = ApprovalId::new();
         assert_eq!(id.as_str().len(), 32);
         assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(id.short(), &id.as_str()[..8]);
+        assert_eq!(id.short(), id.short());
         assert_ne!(id, ApprovalId::new());
         assert_eq!(short_id("abc"), "abc");
     }
 
     #[test]
     fn an_id_is_plain_text_in_json() {
-        let id = TaskId::from("0123456789abcdef");
+        let id: TaskId = "0123456789abcdef".parse().unwrap();
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"0123456789abcdef\"");
+        let back: TaskId = serde_json::from_str("\"0123456789abcdef\"").unwrap();
+        assert_eq!(back, id);
+    }
+
+    #[test]
+    fn text_that_is_no_id_is_refused_when_parsed_or_read() {
+        for bad in [
+            "",
+            "two words",
+            "tab\there",
+            "é",
+            &"x".repeat(MAX_ID_LEN + 1),
+        ] {
+            assert!(bad.parse::<SessionId>().is_err(), "{bad:?}");
+            assert!(ApprovalId::try_from(bad.to_owned()).is_err(), "{bad:?}");
+            let json = serde_json::to_string(bad).unwrap();
+            assert!(serde_json::from_str::<TaskId>(&json).is_err(), "{bad:?}");
+        }
+        let err = "".parse::<ScheduleId>().unwrap_err().to_string();
+        assert_eq!(err, "not a valid schedule id: empty");
+        assert!("mcp".parse::<SessionId>().is_ok());
+        assert!("x".repeat(MAX_ID_LEN).parse::<TurnId>().is_ok());
     }
 }

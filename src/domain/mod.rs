@@ -11,5 +11,8 @@ mod turn;
 
 pub use chat_modes::{QueueMode, Verbosity};
 pub use conversation::{Conversation, SessionKey};
-pub use ids::{short_id, ApprovalId, ScheduleId, SessionId, TaskId, TurnId};
+pub use ids::{
+    short_id, ApprovalId, FeedbackId, IdError, OutboxId, RuleId, ScheduleId, SessionId, TaskId,
+    TurnId,
+};
 pub use turn::{Pause, StopReason};

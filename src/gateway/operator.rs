@@ -5,7 +5,7 @@
 use crate::gateway::commands::approve as approve_cmd;
 
 use crate::approvals::Choice;
-use crate::domain::ApprovalId;
+use crate::domain::{ApprovalId, TaskId};
 use crate::gateway::Inner;
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
@@ -89,12 +89,12 @@ impl Operator {
 
     /// Cancels a task: at once when this process runs it, else by a request
     /// its process picks up. False when it is not running.
-    pub async fn cancel_task(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn cancel_task(&self, id: &TaskId) -> Result<bool, StoreError> {
         if self.inner.tasks.cancel(id) {
             return Ok(true);
         }
-        match self.inner.store.task(id).await? {
-            Some(t) if !t.status.is_finished() => self.inner.store.request_task_cancel(id).await,
+        match self.inner.store.tasks().get(id).await? {
+            Some(t) if !t.status.is_finished() => self.inner.store.tasks().request_cancel(id).await,
             _ => Ok(false),
         }
     }

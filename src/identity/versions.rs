@@ -99,7 +99,7 @@ impl Identity {
         let next = current.edited(edit)?;
         let version = self.add("edit", &next, None, None, "", now).await?;
         self.store
-            .record_event(
+            .audit().record(
                 "identity.edited",
                 json!({ "version": version, "from": from, "name": next.name, "style_rules": next.style.len() }),
             )
@@ -147,7 +147,8 @@ impl Identity {
             )
             .await?;
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "identity.locked",
                 json!({ "version": version, "user": owner_json(owner), "note": note.trim() }),
             )
@@ -201,7 +202,8 @@ impl Identity {
             )
             .await?;
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "identity.restored",
                 json!({
                     "version": version,
@@ -290,7 +292,8 @@ mod tests {
             Err(IdentityError::NoSuchVersion(999))
         ));
         let kinds: Vec<String> = store
-            .events(20)
+            .audit()
+            .recent(20)
             .await
             .unwrap()
             .into_iter()

@@ -67,7 +67,8 @@ impl Frozen {
             );
             if let Some(store) = &self.store {
                 store
-                    .record_event(
+                    .audit()
+                    .record(
                         REANNOTATED,
                         json!({ "server": self.server, "tool": tool, "first": was, "now": true }),
                     )

@@ -153,7 +153,7 @@ mod tests {
                 keep_turns: 3,
                 enabled: Arc::new(AtomicBool::new(true)),
             },
-            "s1",
+            "s1".parse().unwrap(),
         )
     }
 

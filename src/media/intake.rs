@@ -6,6 +6,7 @@
 use super::files::{self, Stored};
 use super::sniff::{self, Content};
 use super::{document, image, notes, stt, Media};
+use crate::domain::SessionId;
 use crate::llm::Image;
 use crate::store::{MediaFile, MediaOrigin};
 use crate::text::human_size;
@@ -58,7 +59,7 @@ impl Media {
         &self,
         adapter: &dyn PlatformAdapter,
         m: &InboundMessage,
-        session: &str,
+        session: &SessionId,
     ) -> Intake {
         let mut intake = Intake::default();
         let mut unseen = false;
@@ -108,7 +109,7 @@ impl Media {
         m: &InboundMessage,
         a: &Attachment,
         dest: &Dest,
-        session: &str,
+        session: &SessionId,
     ) -> Result<Piece, String> {
         let called = notes::called(a);
         let is_audio = matches!(a.kind, AttachmentKind::Voice | AttachmentKind::Audio);
@@ -335,7 +336,7 @@ impl Media {
         name: &str,
         rel: &str,
         stored: &Stored,
-        session: &str,
+        session: &SessionId,
         called: &str,
     ) -> Result<Piece, String> {
         let text = if content == Content::Pdf {

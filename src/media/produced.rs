@@ -7,6 +7,7 @@
 use super::files;
 use super::image::{self, ImageError};
 use super::sniff::{self, Content};
+use crate::domain::SessionId;
 use crate::llm::Image;
 use crate::store::{MediaFile, MediaOrigin, Store};
 use crate::text::human_size;
@@ -35,7 +36,7 @@ pub enum ProducedImageError {
 pub async fn file_produced_image(
     dir: &Path,
     store: &Store,
-    session: &str,
+    session: &SessionId,
     bytes: Vec<u8>,
 ) -> Result<Image, ProducedImageError> {
     if bytes.len() > MAX_PRODUCED_BYTES {
@@ -108,7 +109,7 @@ mod tests {
             RgbaImage::from_pixel(20, 10, Rgba([1, 2, 3, 128])).into(),
             ImageFormat::Png,
         );
-        let image = file_produced_image(dir.path(), &store, "s1", png.clone())
+        let image = file_produced_image(dir.path(), &store, &"s1".parse().unwrap(), png.clone())
             .await
             .unwrap();
         assert_eq!(
@@ -136,7 +137,7 @@ mod tests {
             RgbImage::from_pixel(3000, 100, Rgb([9, 9, 9])).into(),
             ImageFormat::Png,
         );
-        let image = file_produced_image(dir.path(), &store, "s1", big)
+        let image = file_produced_image(dir.path(), &store, &"s1".parse().unwrap(), big)
             .await
             .unwrap();
         assert_eq!((image.mime.as_str(), image.width), ("image/jpeg", 1568));
@@ -146,7 +147,13 @@ mod tests {
     async fn what_is_not_a_usable_image_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (store, _db) = crate::store::test_store().await;
-        let text = file_produced_image(dir.path(), &store, "s1", b"hello!".to_vec()).await;
+        let text = file_produced_image(
+            dir.path(),
+            &store,
+            &"s1".parse().unwrap(),
+            b"hello!".to_vec(),
+        )
+        .await;
         assert!(
             matches!(text, Err(ProducedImageError::NotAnImage(_))),
             "{text:?}"
@@ -154,7 +161,7 @@ mod tests {
         let broken = file_produced_image(
             dir.path(),
             &store,
-            "s1",
+            &"s1".parse().unwrap(),
             b"\x89PNG\r\n\x1a\nnot really".to_vec(),
         )
         .await;
@@ -165,8 +172,13 @@ mod tests {
             ),
             "{broken:?}"
         );
-        let huge =
-            file_produced_image(dir.path(), &store, "s1", vec![0; MAX_PRODUCED_BYTES + 1]).await;
+        let huge = file_produced_image(
+            dir.path(),
+            &store,
+            &"s1".parse().unwrap(),
+            vec![0; MAX_PRODUCED_BYTES + 1],
+        )
+        .await;
         let err = huge.unwrap_err();
         assert!(matches!(err, ProducedImageError::TooLarge { .. }));
         assert!(err.to_string().contains("images up to 20"), "{err}");

@@ -68,9 +68,10 @@ pub async fn schedule_checkin(
         fired_count: 0,
         active: true,
     };
-    store.insert_schedule(&record).await?;
+    store.schedules().insert(&record).await?;
     store
-        .record_event(
+        .audit()
+        .record(
             "checkin.scheduled",
             serde_json::json!({
                 "platform": note.owner.platform.as_str(),

@@ -4,6 +4,7 @@
 use super::filter::check_secret;
 use super::model::{clip, complete, json_object};
 use super::MemoryError;
+use crate::domain::FeedbackId;
 use crate::llm::Provider;
 use crate::store::{MemoryOwner, Store};
 use chrono::{DateTime, Duration, Utc};
@@ -22,12 +23,12 @@ Distill at most 5 short, general rules the assistant should follow from now on w
 Reply with ONLY a JSON object, no prose: {"rules": ["<rule>", ...]}"#;
 
 /// A fresh id for a rateable answer (12 hex characters).
-pub fn new_feedback_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+pub fn new_feedback_id() -> FeedbackId {
+    FeedbackId::new_short()
 }
 
 /// The 👍/👎 row for answer `id`.
-pub fn feedback_buttons(id: &str) -> Vec<Vec<Button>> {
+pub fn feedback_buttons(id: &FeedbackId) -> Vec<Vec<Button>> {
     let button = |label: &str, code: char, style| {
         ActionId::parse(&format!("{PREFIX}{id}:{code}")).map(|action| Button {
             label: label.into(),
@@ -51,7 +52,7 @@ pub fn feedback_buttons(id: &str) -> Vec<Vec<Button>> {
 }
 
 /// `fb:<id>:u|d` → (answer id, +1 or -1).
-pub fn parse_feedback(action: &ActionId) -> Option<(String, i8)> {
+pub fn parse_feedback(action: &ActionId) -> Option<(FeedbackId, i8)> {
     let rest = action.as_str().strip_prefix(PREFIX)?;
     let (id, code) = rest.rsplit_once(':')?;
     let rating = match code {
@@ -59,8 +60,10 @@ pub fn parse_feedback(action: &ActionId) -> Option<(String, i8)> {
         "d" => -1,
         _ => return None,
     };
-    (!id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_hexdigit()))
-        .then(|| (id.to_owned(), rating))
+    if id.is_empty() || id.len() > 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((id.parse().ok()?, rating))
 }
 
 /// Re-distills the owner's correction rules from their 👎 of the last seven

@@ -377,7 +377,7 @@ pub async fn record_usage(
     usage: &Usage,
     turns: u32,
 ) {
-    if let Err(e) = store.add_usage(platform, user, usage, turns).await {
+    if let Err(e) = store.usage().add(platform, user, usage, turns).await {
         tracing::warn!(error = %e, "could not record usage");
     }
     let prices = match store.model(model).await {
@@ -386,7 +386,8 @@ pub async fn record_usage(
     };
     let cost = cost_micros(usage, &prices);
     if let Err(e) = store
-        .add_model_usage(platform, user, model, usage, turns, cost)
+        .usage()
+        .add_model(platform, user, model, usage, turns, cost)
         .await
     {
         tracing::warn!(error = %e, "could not record usage by model");

@@ -1,7 +1,7 @@
 //! Approval requests, their decisions (first decision wins) and "always allow" rules.
 
 use super::{dt, ms, now, Store, StoreError};
-use crate::domain::{ApprovalId, SessionId};
+use crate::domain::{ApprovalId, RuleId, SessionId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
@@ -76,7 +76,7 @@ impl ApprovalRecord {
 /// A stored "always allow": this user may run this tool with these exact arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRule {
-    pub id: String,
+    pub id: RuleId,
     pub platform: Platform,
     pub user: UserId,
     pub tool_name: String,
@@ -236,7 +236,7 @@ impl Store {
             "INSERT INTO approval_rules (id, platform, user_id, tool_name, pattern, created_at) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (platform, user_id, tool_name, pattern) DO NOTHING",
         )
-        .bind(uuid::Uuid::new_v4().simple().to_string())
+        .bind(RuleId::new())
         .bind(platform.as_str())
         .bind(user.0)
         .bind(tool)
@@ -310,14 +310,17 @@ impl Store {
     }
 
     /// Revokes any user's rule by id or unique prefix (6+ chars), for the operator.
-    pub async fn revoke_any_rule(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn revoke_any_rule(&self, prefix: &str) -> Result<bool, StoreError> {
         let rules = self.all_rules().await?;
         let matching: Vec<&ApprovalRule> = rules
             .iter()
-            .filter(|r| id.len() >= 6 && r.id.starts_with(id))
+            .filter(|r| prefix.len() >= 6 && r.id.as_str().starts_with(prefix))
             .collect();
         match matching.as_slice() {
-            [rule] => self.revoke_rule(rule.platform, rule.user, &rule.id).await,
+            [rule] => {
+                self.revoke_rule(rule.platform, rule.user, rule.id.as_str())
+                    .await
+            }
             _ => Ok(false),
         }
     }
@@ -328,18 +331,18 @@ impl Store {
         &self,
         platform: Platform,
         user: UserId,
-        id: &str,
+        prefix: &str,
     ) -> Result<bool, StoreError> {
-        if id.len() < 6 {
+        if prefix.len() < 6 {
             return Ok(false);
         }
         let mut tx = self.begin_write().await?;
-        let ids: Vec<String> = sqlx::query_scalar(
+        let ids: Vec<RuleId> = sqlx::query_scalar(
             "SELECT id FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3 LIMIT 2",
         )
         .bind(platform.as_str())
         .bind(user.0)
-        .bind(format!("{}%", id.replace(['%', '_'], "")))
+        .bind(format!("{}%", prefix.replace(['%', '_'], "")))
         .fetch_all(&mut *tx)
         .await?;
         let [only] = ids.as_slice() else {
@@ -393,8 +396,8 @@ pub(crate) mod tests {
     pub(crate) fn record(id: &str, ttl_secs: i64) -> ApprovalRecord {
         let ts = now();
         ApprovalRecord {
-            id: id.into(),
-            session_id: "s".into(),
+            id: id.parse().unwrap(),
+            session_id: "s".parse().unwrap(),
             tool_name: "exec_command".into(),
             tool_display: "Run command".into(),
             arguments: r#"{"command":"ls"}"#.into(),
@@ -426,7 +429,7 @@ pub(crate) mod tests {
     async fn deny(store: &Store, id: &str) -> Option<ApprovalRecord> {
         store
             .decide_approval(
-                &id.into(),
+                &id.parse().unwrap(),
                 ApprovalStatus::Denied,
                 Some(&ann()),
                 None,
@@ -442,7 +445,7 @@ pub(crate) mod tests {
         store.insert_approval(&record("a1", 600)).await.unwrap();
         let first = store
             .decide_approval(
-                &"a1".into(),
+                &"a1".parse().unwrap(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
                 None,
@@ -456,7 +459,7 @@ pub(crate) mod tests {
         assert!(deny(&store, "a1").await.is_none());
         assert_eq!(
             store
-                .approval(&"a1".into())
+                .approval(&"a1".parse().unwrap())
                 .await
                 .unwrap()
                 .map(|r| r.status),
@@ -486,7 +489,8 @@ pub(crate) mod tests {
                 .approval_by_prefix("ABCDEF01")
                 .await
                 .unwrap()
-                .as_deref(),
+                .as_ref()
+                .map(ApprovalId::as_str),
             Some("abcdef01bbbb")
         );
         deny(&store, "abcdef01bbbb").await;
@@ -496,7 +500,8 @@ pub(crate) mod tests {
                 .approval_by_prefix("abcdef01a")
                 .await
                 .unwrap()
-                .as_deref(),
+                .as_ref()
+                .map(ApprovalId::as_str),
             Some("abcdef01aaaa"),
             "a decided one is still found (to be told it is decided)"
         );
@@ -518,7 +523,7 @@ pub(crate) mod tests {
         store.insert_approval(&record("a2", -1)).await.unwrap();
         assert!(store
             .decide_approval(
-                &"a2".into(),
+                &"a2".parse().unwrap(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
                 None,
@@ -530,7 +535,7 @@ pub(crate) mod tests {
         assert_eq!(store.due_approvals(Utc::now()).await.unwrap().len(), 1);
         assert!(store
             .decide_approval(
-                &"a2".into(),
+                &"a2".parse().unwrap(),
                 ApprovalStatus::Expired,
                 None,
                 None,
@@ -572,13 +577,13 @@ pub(crate) mod tests {
         assert_eq!(rules.len(), 1);
         assert!(
             !store
-                .revoke_rule(Platform::Console, UserId(2), &rules[0].id)
+                .revoke_rule(Platform::Console, UserId(2), rules[0].id.as_str())
                 .await
                 .unwrap(),
             "not another user's"
         );
         assert!(store
-            .revoke_rule(Platform::Console, UserId(1), &rules[0].id[..8])
+            .revoke_rule(Platform::Console, UserId(1), rules[0].id.short())
             .await
             .unwrap());
         assert!(store
@@ -617,6 +622,6 @@ pub(crate) mod tests {
             .unwrap());
         let left = store.rules(Platform::Console, UserId(1)).await.unwrap();
         assert_eq!(left.len(), 1);
-        assert_eq!(left[0].id, "abcdef01");
+        assert_eq!(left[0].id, "abcdef01".parse().unwrap());
     }
 }

@@ -4,7 +4,7 @@
 //! PostgreSQL under a per-user advisory lock, so several gateway processes
 //! cannot each see room for the last place at once.
 
-use super::{Backend, ScheduleRecord, Store, StoreError, TaskRecord};
+use super::{Backend, ScheduleRecord, Schedules, Store, StoreError, TaskRecord, Tasks};
 use switchboard_platform::{Platform, UserId};
 
 /// Whether a capped insert happened.
@@ -24,17 +24,17 @@ const COUNT_SCHEDULES: &str =
     "SELECT COUNT(*) FROM schedules c JOIN sessions s ON s.id = c.session_id
      WHERE s.platform = $1 AND s.user_id = $2 AND c.active = 1";
 
-impl Store {
+impl Tasks<'_> {
     /// Inserts `task` unless `user` already has `cap` unfinished tasks.
-    pub async fn insert_task_within_cap(
-        &self,
+    pub async fn insert_within_cap(
+        self,
         task: &TaskRecord,
         owner: &str,
         platform: Platform,
         user: UserId,
         cap: usize,
     ) -> Result<Admission, StoreError> {
-        let mut tx = self.begin_capped(platform, user, "tasks").await?;
+        let mut tx = begin_capped(self.db, platform, user, "tasks").await?;
         let held = count(&mut tx, COUNT_TASKS, platform, user).await?;
         if held >= cap {
             return Ok(Admission::Full(held));
@@ -45,16 +45,18 @@ impl Store {
         tx.commit().await?;
         Ok(Admission::Admitted)
     }
+}
 
+impl Schedules<'_> {
     /// Inserts `schedule` unless `user` already has `cap` active schedules.
-    pub async fn insert_schedule_within_cap(
-        &self,
+    pub async fn insert_within_cap(
+        self,
         schedule: &ScheduleRecord,
         platform: Platform,
         user: UserId,
         cap: usize,
     ) -> Result<Admission, StoreError> {
-        let mut tx = self.begin_capped(platform, user, "schedules").await?;
+        let mut tx = begin_capped(self.db, platform, user, "schedules").await?;
         let held = count(&mut tx, COUNT_SCHEDULES, platform, user).await?;
         if held >= cap {
             return Ok(Admission::Full(held));
@@ -65,26 +67,26 @@ impl Store {
         tx.commit().await?;
         Ok(Admission::Admitted)
     }
+}
 
-    /// A write transaction that no other capped insert of `user` for `what`
-    /// runs beside: SQLite has one writer (`BEGIN IMMEDIATE`); PostgreSQL
-    /// takes a transaction-scoped advisory lock on the user and `what`.
-    async fn begin_capped(
-        &self,
-        platform: Platform,
-        user: UserId,
-        what: &str,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        if self.backend == Backend::Postgres {
-            let key = lock_key(&format!("cap:{what}:{}:{}", platform.as_str(), user.0));
-            sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
-                .bind(key)
-                .execute(&mut *tx)
-                .await?;
-        }
-        Ok(tx)
+/// A write transaction that no other capped insert of `user` for `what`
+/// runs beside: SQLite has one writer (`BEGIN IMMEDIATE`); PostgreSQL
+/// takes a transaction-scoped advisory lock on the user and `what`.
+async fn begin_capped(
+    db: &Store,
+    platform: Platform,
+    user: UserId,
+    what: &str,
+) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+    let mut tx = db.begin_write().await?;
+    if db.backend == Backend::Postgres {
+        let key = lock_key(&format!("cap:{what}:{}:{}", platform.as_str(), user.0));
+        sqlx::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
     }
+    Ok(tx)
 }
 
 async fn count(

@@ -8,7 +8,7 @@ impl Store {
     /// The session's verbosity as set with `/verbose`; `None` when never set.
     pub async fn verbosity(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT verbosity FROM chat_settings WHERE session_id = $1")
-            .bind(&session.0)
+            .bind(session)
             .fetch_optional(&self.pool)
             .await?;
         match row {
@@ -27,7 +27,7 @@ impl Store {
             "INSERT INTO chat_settings (session_id, verbosity, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET verbosity = excluded.verbosity, updated_at = excluded.updated_at",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(verbosity)
         .bind(now())
         .execute(&self.pool)
@@ -40,7 +40,7 @@ impl Store {
     /// The session's queue mode as set with `/queue`; `None` when never set.
     pub async fn queue_mode(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT queue_mode FROM chat_settings WHERE session_id = $1")
-            .bind(&session.0)
+            .bind(session)
             .fetch_optional(&self.pool)
             .await?;
         match row {
@@ -59,7 +59,7 @@ impl Store {
             "INSERT INTO chat_settings (session_id, queue_mode, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET queue_mode = excluded.queue_mode, updated_at = excluded.updated_at",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(mode)
         .bind(now())
         .execute(&self.pool)

@@ -69,7 +69,7 @@ pub struct ProcessRow {
 /// A session as the conversations list shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRow {
-    pub id: String,
+    pub id: SessionId,
     pub key: SessionKey,
     /// The admitted user's name, when known.
     pub name: Option<String>,

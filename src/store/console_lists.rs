@@ -10,6 +10,7 @@ use super::{
     dt, ms, AdmittedUser, ApprovalRule, MemoryOwner, MemoryRecord, ScheduleRecord, Store,
     StoreError, TaskRecord,
 };
+use crate::domain::ScheduleId;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::UserId;
@@ -75,7 +76,7 @@ impl Store {
     }
 
     /// One schedule by its full id.
-    pub async fn schedule(&self, id: &str) -> Result<Option<ScheduleRecord>, StoreError> {
+    pub async fn schedule(&self, id: &ScheduleId) -> Result<Option<ScheduleRecord>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = $1"
         ))

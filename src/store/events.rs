@@ -4,6 +4,12 @@ use super::{dt, now, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
+/// The audit log: system events, newest first.
+#[derive(Debug, Clone, Copy)]
+pub struct Audit<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// One audit entry.
 #[derive(Debug, Clone)]
 pub struct SystemEvent {
@@ -13,19 +19,19 @@ pub struct SystemEvent {
     pub detail: serde_json::Value,
 }
 
-impl Store {
+impl Audit<'_> {
     /// Records an event. Failures are logged, never propagated: auditing must
     /// not break the action it records.
-    pub async fn record_event(&self, kind: &str, detail: serde_json::Value) {
-        if let Err(e) = self.try_record_event(kind, &detail).await {
+    pub async fn record(self, kind: &str, detail: serde_json::Value) {
+        if let Err(e) = self.try_record(kind, &detail).await {
             tracing::warn!(error = %e, kind, "could not record system event");
         }
     }
 
     /// Records an event, saying whether it was written (for an entry that
     /// must not be lost, retried by the caller).
-    pub async fn try_record_event(
-        &self,
+    pub async fn try_record(
+        self,
         kind: &str,
         detail: &serde_json::Value,
     ) -> Result<(), StoreError> {
@@ -33,17 +39,17 @@ impl Store {
             .bind(now())
             .bind(kind)
             .bind(detail.to_string())
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
 
     /// The latest `limit` events, newest first.
-    pub async fn events(&self, limit: u32) -> Result<Vec<SystemEvent>, StoreError> {
+    pub async fn recent(self, limit: u32) -> Result<Vec<SystemEvent>, StoreError> {
         let rows =
             sqlx::query("SELECT id, at, kind, detail FROM system_events ORDER BY id DESC LIMIT $1")
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?;
         rows.iter()
             .map(|r| {

@@ -2,13 +2,14 @@
 
 use super::memories::MemoryOwner;
 use super::{dt, ms, SessionId, Store, StoreError};
+use crate::domain::FeedbackId;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 /// One rated (or rateable) answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedbackRecord {
-    pub id: String,
+    pub id: FeedbackId,
     pub session_id: SessionId,
     pub owner: MemoryOwner,
     pub question: String,
@@ -39,7 +40,7 @@ impl Store {
     /// Records an answer that can be rated; `id` travels in the buttons.
     pub async fn create_feedback(
         &self,
-        id: &str,
+        id: &FeedbackId,
         session: &SessionId,
         owner: MemoryOwner,
         question: &str,
@@ -51,7 +52,7 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(id)
-        .bind(&session.0)
+        .bind(session)
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(question)
@@ -65,7 +66,7 @@ impl Store {
     /// Rates an answer of `owner`. `None` when there is no such answer of theirs.
     pub async fn rate_feedback(
         &self,
-        id: &str,
+        id: &FeedbackId,
         owner: MemoryOwner,
         rating: i8,
         at: DateTime<Utc>,
@@ -109,7 +110,7 @@ impl Store {
     }
 
     /// Whether an answer with this id exists at all (whoever it belongs to).
-    pub async fn feedback_exists(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn feedback_exists(&self, id: &FeedbackId) -> Result<bool, StoreError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM feedback WHERE id = $1")
             .bind(id)
             .fetch_one(&self.pool)
@@ -269,17 +270,20 @@ mod tests {
         let other = MemoryOwner::new(Platform::Console, UserId(2));
         let now = Utc::now();
         store
-            .create_feedback("abc", &s, me, "q", "a", now)
+            .create_feedback(&"abc".parse().unwrap(), &s, me, "q", "a", now)
             .await
             .unwrap();
         assert!(store
-            .rate_feedback("abc", other, -1, now)
+            .rate_feedback(&"abc".parse().unwrap(), other, -1, now)
             .await
             .unwrap()
             .is_none());
-        assert!(store.feedback_exists("abc").await.unwrap());
+        assert!(store
+            .feedback_exists(&"abc".parse().unwrap())
+            .await
+            .unwrap());
         let rated = store
-            .rate_feedback("abc", me, -1, now)
+            .rate_feedback(&"abc".parse().unwrap(), me, -1, now)
             .await
             .unwrap()
             .unwrap();
@@ -287,7 +291,7 @@ mod tests {
         assert_eq!(rated.previous, None);
         assert!(rated.changes_rules());
         let again = store
-            .rate_feedback("abc", me, -1, now)
+            .rate_feedback(&"abc".parse().unwrap(), me, -1, now)
             .await
             .unwrap()
             .unwrap();
@@ -327,7 +331,7 @@ mod tests {
 
         // Taking the 👎 back with 👍 changes the rules' input.
         let flipped = store
-            .rate_feedback("abc", me, 1, now)
+            .rate_feedback(&"abc".parse().unwrap(), me, 1, now)
             .await
             .unwrap()
             .unwrap();
@@ -339,7 +343,7 @@ mod tests {
             .unwrap()
             .is_empty());
         let up_again = store
-            .rate_feedback("abc", me, 1, now)
+            .rate_feedback(&"abc".parse().unwrap(), me, 1, now)
             .await
             .unwrap()
             .unwrap();

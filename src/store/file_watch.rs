@@ -207,7 +207,8 @@ mod tests {
             .await
             .unwrap();
         store
-            .record_event("before.swap", serde_json::json!({}))
+            .audit()
+            .record("before.swap", serde_json::json!({}))
             .await;
         assert_eq!(store.check_file().await, FileState::Present);
 
@@ -223,7 +224,8 @@ mod tests {
             .await
             .unwrap();
         let kinds: Vec<String> = copy
-            .events(10)
+            .audit()
+            .recent(10)
             .await
             .unwrap()
             .into_iter()

@@ -122,14 +122,15 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         let revision: i64 = row.try_get("revision")?;
-        self.record_event(
-            "tools.grown.saved",
-            serde_json::json!({
-                "tool": name, "kind": kind.as_str(), "revision": revision,
-                "by": added_by, "script_sha256": script_sha256,
-            }),
-        )
-        .await;
+        self.audit()
+            .record(
+                "tools.grown.saved",
+                serde_json::json!({
+                    "tool": name, "kind": kind.as_str(), "revision": revision,
+                    "by": added_by, "script_sha256": script_sha256,
+                }),
+            )
+            .await;
         Ok(revision)
     }
 
@@ -141,11 +142,12 @@ impl Store {
             .await?;
         let removed = done.rows_affected() == 1;
         if removed {
-            self.record_event(
-                "tools.grown.removed",
-                serde_json::json!({ "tool": name, "by": by }),
-            )
-            .await;
+            self.audit()
+                .record(
+                    "tools.grown.removed",
+                    serde_json::json!({ "tool": name, "by": by }),
+                )
+                .await;
         }
         Ok(removed)
     }

@@ -1,7 +1,7 @@
 //! Media bookkeeping: which files the media directory holds, when each was
 //! last used, and how many bytes each user sent (the daily quota).
 
-use super::{now, Store, StoreError};
+use super::{now, SessionId, Store, StoreError};
 use switchboard_platform::{Platform, UserId};
 
 /// What a file in the media directory is.
@@ -24,7 +24,7 @@ pub struct MediaFile<'a> {
     pub size: u64,
     pub origin: MediaOrigin<'a>,
     /// The session it was filed for.
-    pub session: Option<&'a str>,
+    pub session: Option<&'a SessionId>,
     /// Who sent it (a download and its scaled copy).
     pub sender: Option<(Platform, UserId)>,
 }
@@ -167,9 +167,11 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{MediaFile, MediaOrigin};
+    use super::{MediaFile, MediaOrigin, SessionId};
     use crate::store::{now, test_store};
     use switchboard_platform::{Platform, UserId};
+
+    static S1: std::sync::LazyLock<SessionId> = std::sync::LazyLock::new(|| "s1".parse().unwrap());
 
     fn file(hash: &str) -> MediaFile<'_> {
         MediaFile {
@@ -177,7 +179,7 @@ mod tests {
             mime: "image/png",
             size: 10,
             origin: MediaOrigin::Inbound,
-            session: Some("s1"),
+            session: Some(&S1),
             sender: Some((Platform::Telegram, UserId(7))),
         }
     }

@@ -1,7 +1,7 @@
 //! Long-term memories of one user: rows, caps per kind and collection. Every
 //! query is scoped by the owner; full-text search lives in `memory_fts.rs`.
 
-use super::memory_fts::index_text;
+use super::memory_terms::index_text;
 use super::{dt, ms, SessionKey, Store, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
@@ -182,7 +182,7 @@ impl Store {
              WHERE id = $7 AND platform = $8 AND user_id = $9",
         )
         .bind(&update.content)
-        .bind(index_text(owner, terms))
+        .bind(index_text(owner.platform, owner.user, terms))
         .bind(&update.source_ref)
         .bind(update.importance.clamp(0.0, 1.0))
         .bind(update.expires_at.map(ms))
@@ -390,7 +390,7 @@ pub(super) async fn insert(
     .bind(owner.user.0)
     .bind(memory.kind.as_str())
     .bind(&memory.content)
-    .bind(index_text(owner, terms))
+    .bind(index_text(owner.platform, owner.user, terms))
     .bind(&memory.source_ref)
     .bind(memory.importance.clamp(0.0, 1.0))
     .bind(memory.expires_at.map(ms))

@@ -9,6 +9,7 @@
 //! becomes a `tsvector` with the `simple` configuration.
 
 use super::memories::{record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
+use super::memory_terms::{is_plain, owner_prefix};
 use super::{ms, Backend, Store, StoreError};
 use chrono::{DateTime, Utc};
 
@@ -17,38 +18,9 @@ const MAX_QUERY_TERMS: usize = 32;
 /// Rows a substring fallback scans at most (the owner's most recent).
 const LIKE_SCAN_ROWS: i64 = 500;
 
-/// The owner's key as a term prefix: platform, user id, `x`.
-fn owner_prefix(owner: MemoryOwner) -> String {
-    let id = owner.user.0;
-    let sign = if id < 0 { "n" } else { "" };
-    format!("{}{sign}{}x", owner.platform.as_str(), id.unsigned_abs())
-}
-
-/// The text stored in `memories.terms` for these search terms.
-pub(crate) fn index_text(owner: MemoryOwner, terms: &[String]) -> String {
-    let prefix = owner_prefix(owner);
-    let mut out = String::with_capacity(terms.iter().map(|t| t.len() + prefix.len() + 1).sum());
-    for term in terms.iter().filter(|t| is_plain(t)) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(&prefix);
-        out.push_str(term);
-    }
-    out
-}
-
-/// A term the `ascii` tokenizer keeps whole: no ASCII punctuation or space.
-fn is_plain(term: &str) -> bool {
-    !term.is_empty()
-        && term
-            .chars()
-            .all(|c| !c.is_ascii() || c.is_ascii_alphanumeric())
-}
-
 /// The FTS5 query matching any of `terms` of `owner`.
 fn match_expr(owner: MemoryOwner, terms: &[String]) -> String {
-    let prefix = owner_prefix(owner);
+    let prefix = owner_prefix(owner.platform, owner.user);
     terms
         .iter()
         .filter(|t| is_plain(t))
@@ -60,7 +32,7 @@ fn match_expr(owner: MemoryOwner, terms: &[String]) -> String {
 
 /// The PostgreSQL tsquery matching any of `terms` of `owner`.
 fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
-    let prefix = owner_prefix(owner);
+    let prefix = owner_prefix(owner.platform, owner.user);
     terms
         .iter()
         .filter(|t| is_plain(t) && !t.contains('\''))
@@ -166,6 +138,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::memory_terms::index_text;
     use crate::store::test_store;
     use crate::store::NewMemory;
     use switchboard_platform::{Platform, UserId};
@@ -195,11 +168,11 @@ mod tests {
     #[test]
     fn owner_keys_keep_terms_apart() {
         assert_eq!(
-            index_text(owner(42), &terms(&["咖啡", "tea"])),
+            index_text(owner(42).platform, owner(42).user, &terms(&["咖啡", "tea"])),
             "discord42x咖啡 discord42xtea"
         );
         assert_eq!(
-            index_text(owner(-7), &terms(&["a-b", "ok"])),
+            index_text(owner(-7).platform, owner(-7).user, &terms(&["a-b", "ok"])),
             "discordn7xok"
         );
     }

@@ -23,6 +23,7 @@ mod memories;
 mod memory_fts;
 mod memory_gc;
 mod memory_learn;
+mod memory_terms;
 mod models;
 mod outbox;
 mod pairing_notice;
@@ -51,7 +52,7 @@ pub use console::{
     Activity, EventFilter, HistoryRow, ProcessRow, SessionFilter, SessionRow, Slice,
 };
 pub use console_lists::{OwnedMemory, UsageDay};
-pub use events::SystemEvent;
+pub use events::{Audit, SystemEvent};
 pub use feedback::{FeedbackRecord, Rated};
 pub use file_watch::FileState;
 pub use grown_tools::{GrownKind, GrownStamp, GrownToolRow};
@@ -64,17 +65,17 @@ pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
-pub use outbox::{AnsweredQuestion, OutboxEntry, OutboxKind, OutboxStatus};
+pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
 pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;
-pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord};
+pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use stats::LiveCounts;
-pub use tasks::{TaskNotify, TaskRecord, TaskStatus};
+pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
 pub use turns::{NestedTurn, TurnContext, TurnState};
-pub use usage::ModelUsage;
+pub use usage::{ModelUsage, UsageLedger};
 
 use file_watch::DbFile;
 use recycle::Recycle;
@@ -110,6 +111,9 @@ pub enum Backend {
 }
 
 /// The database. Cheap to clone. One interface over SQLite and PostgreSQL:
+/// its repositories (`store.tasks()`, `store.outbox()`, `store.audit()`, …)
+/// are small handles borrowing it, one per aggregate, each with the methods
+/// its callers need; the SQL stays in this module.
 /// queries are portable SQL with `$N` placeholders, times are epoch
 /// milliseconds, and the few backend-specific statements branch on
 /// [`Store::backend`].
@@ -267,6 +271,34 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// The repositories: one small handle per aggregate, borrowing the store.
+impl Store {
+    /// Token usage and cost, per user and day and per model.
+    pub fn usage(&self) -> UsageLedger<'_> {
+        UsageLedger { db: self }
+    }
+
+    /// The audit log: system events, newest first.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit { db: self }
+    }
+
+    /// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
+    pub fn outbox(&self) -> Outbox<'_> {
+        Outbox { db: self }
+    }
+
+    /// Schedules: future work on a conversation's behalf, and its due occurrences.
+    pub fn schedules(&self) -> Schedules<'_> {
+        Schedules { db: self }
+    }
+
+    /// Background tasks: their rows, progress and results.
+    pub fn tasks(&self) -> Tasks<'_> {
+        Tasks { db: self }
     }
 }
 

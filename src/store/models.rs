@@ -153,7 +153,7 @@ impl Store {
     /// The model the session chose with `/model`; `None` when never set.
     pub async fn session_model(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT model FROM chat_settings WHERE session_id = $1")
-            .bind(&session.0)
+            .bind(session)
             .fetch_optional(&self.pool)
             .await?;
         match row {
@@ -172,7 +172,7 @@ impl Store {
             "INSERT INTO chat_settings (session_id, model, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET model = excluded.model, updated_at = excluded.updated_at",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(model)
         .bind(now())
         .execute(&self.pool)
@@ -260,7 +260,7 @@ mod tests {
         assert!(a.vision && a.tools && !a.reasoning);
         assert!(store.remove_model("a").await.unwrap());
         assert!(!store.remove_model("a").await.unwrap());
-        let session = SessionId("s1".into());
+        let session: SessionId = "s1".parse().unwrap();
         assert_eq!(store.session_model(&session).await.unwrap(), None);
     }
 }

@@ -5,9 +5,16 @@
 //! answered once.
 
 use super::{dt, now, Store, StoreError};
+use crate::domain::{ApprovalId, OutboxId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
+
+/// The outbox: what `switchboard mcp` asks the gateway to post, and what came of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outbox<'a> {
+    pub(super) db: &'a Store,
+}
 
 /// A claim older than this is taken to be from a process that died while
 /// sending, and the row is sent again.
@@ -18,7 +25,7 @@ const CLAIM_LEASE_MS: i64 = 60_000;
 pub enum OutboxKind {
     /// Post the text.
     Notify,
-    /// Show the card of the approval whose id is the body.
+    /// Show the card of an approval.
     Approval,
     /// Post the question; the reply to it is the answer.
     Ask,
@@ -40,6 +47,46 @@ impl OutboxKind {
             "ask" => Some(OutboxKind::Ask),
             _ => None,
         }
+    }
+}
+
+/// What an outbox row asks the gateway to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutboxRequest {
+    /// Post this text.
+    Notify(String),
+    /// Show the card of this approval.
+    Approval(ApprovalId),
+    /// Post this question; the reply to it is the answer.
+    Ask(String),
+}
+
+impl OutboxRequest {
+    pub fn kind(&self) -> OutboxKind {
+        match self {
+            OutboxRequest::Notify(_) => OutboxKind::Notify,
+            OutboxRequest::Approval(_) => OutboxKind::Approval,
+            OutboxRequest::Ask(_) => OutboxKind::Ask,
+        }
+    }
+
+    /// The `body` column: the text, or the approval's id.
+    fn body(&self) -> &str {
+        match self {
+            OutboxRequest::Notify(text) | OutboxRequest::Ask(text) => text,
+            OutboxRequest::Approval(id) => id.as_str(),
+        }
+    }
+
+    fn from_columns(kind: &str, body: String) -> Result<OutboxRequest, StoreError> {
+        Ok(match OutboxKind::parse(kind) {
+            Some(OutboxKind::Notify) => OutboxRequest::Notify(body),
+            Some(OutboxKind::Ask) => OutboxRequest::Ask(body),
+            Some(OutboxKind::Approval) => OutboxRequest::Approval(
+                ApprovalId::try_from(body).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            ),
+            None => return Err(StoreError::Corrupt(format!("outbox kind {kind:?}"))),
+        })
     }
 }
 
@@ -87,11 +134,9 @@ impl OutboxStatus {
 /// One outbox row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
-    pub id: String,
-    pub kind: OutboxKind,
+    pub id: OutboxId,
     pub chat: ChatAddress,
-    /// The text to post (notify, ask) or the approval's id.
-    pub body: String,
+    pub request: OutboxRequest,
     pub status: OutboxStatus,
     pub message: Option<MessageId>,
     pub error: Option<String>,
@@ -105,21 +150,20 @@ pub struct OutboxEntry {
 /// A question answered by a reply in its chat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnsweredQuestion {
-    pub id: String,
+    pub id: OutboxId,
 }
 
 const COLUMNS: &str = "id, kind, chat, body, status, message_id, error, answer, answered_by, answered_name, created_at, expires_at";
 
-impl Store {
+impl Outbox<'_> {
     /// Queues a row; an existing row with the same id is left as it is (a
     /// client asking again after a restart gets the first request's fate).
     /// Returns the stored row and whether this call inserted it.
-    pub async fn queue_outbox(
-        &self,
-        id: &str,
-        kind: OutboxKind,
+    pub async fn queue(
+        self,
+        id: &OutboxId,
         chat: &ChatAddress,
-        body: &str,
+        request: &OutboxRequest,
         expires_at: DateTime<Utc>,
     ) -> Result<(OutboxEntry, bool), StoreError> {
         let chat_json =
@@ -129,27 +173,27 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7) ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
-        .bind(kind.as_str())
+        .bind(request.kind().as_str())
         .bind(chat.platform.as_str())
         .bind(chat_json)
-        .bind(body)
+        .bind(request.body())
         .bind(now())
         .bind(expires_at.timestamp_millis())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?
         .rows_affected()
             == 1;
         let entry = self
-            .outbox_entry(id)
+            .get(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("outbox row {id} vanished")))?;
         Ok((entry, inserted))
     }
 
-    pub async fn outbox_entry(&self, id: &str) -> Result<Option<OutboxEntry>, StoreError> {
+    pub async fn get(self, id: &OutboxId) -> Result<Option<OutboxEntry>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM outbox WHERE id = $1"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.as_ref().map(entry_from_row).transpose()
     }
@@ -157,14 +201,14 @@ impl Store {
     /// Claims up to `limit` rows for `platform` that are queued or whose
     /// sender died (a question only before its deadline): each returned row
     /// is this caller's alone to send.
-    pub async fn claim_outbox(
-        &self,
+    pub async fn claim(
+        self,
         platform: Platform,
         limit: u32,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = now();
         let stale = now - CLAIM_LEASE_MS;
-        let ids: Vec<String> = sqlx::query(
+        let ids: Vec<OutboxId> = sqlx::query(
             "SELECT id FROM outbox WHERE platform = $1
                AND (status = 'queued' OR (status = 'sending' AND claimed_at < $2))
                AND (kind <> 'ask' OR expires_at > $3)
@@ -174,7 +218,7 @@ impl Store {
         .bind(stale)
         .bind(now)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?
         .iter()
         .map(|r| r.try_get("id"))
@@ -188,10 +232,10 @@ impl Store {
             .bind(now)
             .bind(&id)
             .bind(stale)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
             if done.rows_affected() == 1 {
-                if let Some(entry) = self.outbox_entry(&id).await? {
+                if let Some(entry) = self.get(&id).await? {
                     claimed.push(entry);
                 }
             }
@@ -200,25 +244,25 @@ impl Store {
     }
 
     /// Records what the gateway sent for a claimed row.
-    pub async fn outbox_sent(&self, id: &str, message: MessageId) -> Result<(), StoreError> {
+    pub async fn sent(self, id: &OutboxId, message: MessageId) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'sent', message_id = $1 WHERE id = $2 AND status = 'sending'",
         )
         .bind(message.0)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Records that the platform refused a claimed row.
-    pub async fn outbox_failed(&self, id: &str, error: &str) -> Result<(), StoreError> {
+    pub async fn failed(self, id: &OutboxId, error: &str) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE outbox SET status = 'failed', error = $1 WHERE id = $2 AND status = 'sending'",
         )
         .bind(error)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -227,7 +271,7 @@ impl Store {
     /// by `user`: `Some` for the one reply that answers it, `None` when the
     /// message answers no open question (or another reply came first).
     pub async fn answer_question(
-        &self,
+        self,
         chat: &ChatAddress,
         message: MessageId,
         text: &str,
@@ -241,10 +285,10 @@ impl Store {
         .bind(chat.platform.as_str())
         .bind(message.0)
         .bind(now)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         for row in rows {
-            let id: String = row.try_get("id")?;
+            let id: OutboxId = row.try_get("id")?;
             let at: String = row.try_get("chat")?;
             // Message ids are per chat on Telegram: the question's chat must match.
             let same_chat = serde_json::from_str::<ChatAddress>(&at)
@@ -261,7 +305,7 @@ impl Store {
             .bind(user.id.0)
             .bind(&user.display_name)
             .bind(&id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
             if done.rows_affected() == 1 {
                 return Ok(Some(AnsweredQuestion { id }));
@@ -272,14 +316,14 @@ impl Store {
 
     /// Marks a question nobody answered by its deadline as expired: true
     /// for the caller that did.
-    pub async fn expire_question(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn expire_question(self, id: &OutboxId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE outbox SET status = 'expired' WHERE id = $1 AND kind = 'ask'
                AND status IN ('queued', 'sending', 'sent') AND expires_at <= $2",
         )
         .bind(id)
         .bind(now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -291,11 +335,9 @@ fn entry_from_row(row: &sqlx::any::AnyRow) -> Result<OutboxEntry, StoreError> {
     let chat: String = row.try_get("chat")?;
     Ok(OutboxEntry {
         id: row.try_get("id")?,
-        kind: OutboxKind::parse(&kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("outbox kind {kind:?}")))?,
         chat: serde_json::from_str(&chat)
             .map_err(|e| StoreError::Corrupt(format!("outbox chat: {e}")))?,
-        body: row.try_get("body")?,
+        request: OutboxRequest::from_columns(&kind, row.try_get("body")?)?,
         status: OutboxStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("outbox status {status:?}")))?,
         message: row.try_get::<Option<i64>, _>("message_id")?.map(MessageId),

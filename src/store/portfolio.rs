@@ -269,11 +269,11 @@ mod tests {
         let bob = MemoryOwner::new(Platform::Telegram, UserId(2));
         let now = Utc::now();
         store
-            .apply_portfolio_order(alice, &buy("AAPL", "10", "100"), &"s".into(), now)
+            .apply_portfolio_order(alice, &buy("AAPL", "10", "100"), &"s".parse().unwrap(), now)
             .await
             .unwrap();
         store
-            .apply_portfolio_order(alice, &buy("AAPL", "10", "200"), &"s".into(), now)
+            .apply_portfolio_order(alice, &buy("AAPL", "10", "200"), &"s".parse().unwrap(), now)
             .await
             .unwrap();
         let held = store.portfolio(alice).await.unwrap();
@@ -290,7 +290,7 @@ mod tests {
             ..buy("AAPL", "1", "1")
         };
         let refused = store
-            .apply_portfolio_order(alice, &sell, &"s".into(), now)
+            .apply_portfolio_order(alice, &sell, &"s".parse().unwrap(), now)
             .await;
         assert!(matches!(
             refused,

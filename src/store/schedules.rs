@@ -6,6 +6,12 @@ use super::{Backend, Store, StoreError};
 use crate::domain::{Conversation, ScheduleId, SessionId};
 use sqlx::Row;
 
+/// Schedules: future work on a conversation's behalf, and its due occurrences (`store.schedules()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Schedules<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// A stored schedule.
 #[derive(Debug, Clone)]
 pub struct ScheduleRecord {
@@ -45,9 +51,9 @@ pub struct ClaimedOccurrence {
 pub(super) const COLUMNS: &str =
     "id, session_id, origin, kind, spec, timezone, prompt, missed, next_run_at, last_fired_at, fired_count, active";
 
-impl Store {
-    pub async fn insert_schedule(&self, s: &ScheduleRecord) -> Result<(), StoreError> {
-        insert_schedule_query(s)?.execute(&self.pool).await?;
+impl Schedules<'_> {
+    pub async fn insert(self, s: &ScheduleRecord) -> Result<(), StoreError> {
+        insert_schedule_query(s)?.execute(&self.db.pool).await?;
         Ok(())
     }
 
@@ -60,8 +66,8 @@ impl Store {
     /// the rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent
     /// claimers take disjoint batches instead of queueing behind each other; on
     /// SQLite `BEGIN IMMEDIATE` makes the whole batch one writer.
-    pub async fn claim_due_schedules<F>(
-        &self,
+    pub async fn claim_due<F>(
+        self,
         now_ms: i64,
         limit: u32,
         mut plan: F,
@@ -69,11 +75,11 @@ impl Store {
     where
         F: FnMut(&ScheduleRecord) -> OccurrencePlan,
     {
-        let lock = match self.backend {
+        let lock = match self.db.backend {
             Backend::Postgres => " FOR UPDATE SKIP LOCKED",
             Backend::Sqlite => "",
         };
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL AND next_run_at <= $1
              ORDER BY next_run_at LIMIT $2{lock}"
@@ -142,53 +148,57 @@ impl Store {
     }
 
     /// When the earliest active occurrence is due (epoch ms), if any.
-    pub async fn next_schedule_due(&self) -> Result<Option<i64>, StoreError> {
+    pub async fn next_due(self) -> Result<Option<i64>, StoreError> {
         let next: Option<i64> = sqlx::query_scalar(
             "SELECT MIN(next_run_at) FROM schedules WHERE active = 1 AND next_run_at IS NOT NULL",
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(next)
     }
 
-    pub async fn session_schedules(
-        &self,
+    pub async fn of_session(
+        self,
         session_id: &SessionId,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM schedules WHERE session_id = $1 AND active = 1 ORDER BY next_run_at"
         ))
         .bind(session_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(schedule_from_row).collect()
     }
 
     /// Stops one of the session's active schedules, named by its id or an
     /// unambiguous prefix of 6+ characters. Returns the full id when it did.
-    pub async fn cancel_schedule(
-        &self,
+    pub async fn cancel(
+        self,
         session_id: &SessionId,
-        id: &str,
+        prefix: &str,
     ) -> Result<Option<ScheduleId>, StoreError> {
-        if id.len() < 6 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        if prefix.len() < 6
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
             return Ok(None);
         }
-        let ids: Vec<String> = sqlx::query_scalar(
+        let ids: Vec<ScheduleId> = sqlx::query_scalar(
             "SELECT id FROM schedules WHERE session_id = $1 AND id LIKE $2 AND active = 1 LIMIT 2",
         )
         .bind(session_id)
-        .bind(format!("{id}%"))
-        .fetch_all(&self.pool)
+        .bind(format!("{prefix}%"))
+        .fetch_all(&self.db.pool)
         .await?;
         let [only] = ids.as_slice() else {
             return Ok(None);
         };
         let done = sqlx::query("UPDATE schedules SET active = 0 WHERE id = $1 AND active = 1")
             .bind(only)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
-        Ok((done.rows_affected() == 1).then(|| ScheduleId::from(only.as_str())))
+        Ok((done.rows_affected() == 1).then(|| only.clone()))
     }
 }
 

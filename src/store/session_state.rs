@@ -82,7 +82,7 @@ impl Store {
         let row = sqlx::query(
             "SELECT task_state, execution_state, summary, extracted_through FROM session_state WHERE session_id = $1",
         )
-        .bind(&session.0)
+        .bind(session)
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else {
@@ -108,7 +108,7 @@ impl Store {
             "INSERT INTO session_state (session_id, {column}, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET {column} = excluded.{column}, updated_at = excluded.updated_at"
         ))
-        .bind(&session.0)
+        .bind(session)
         .bind(value)
         .bind(now_ms())
         .execute(&self.pool)
@@ -122,7 +122,7 @@ impl Store {
             "UPDATE session_state SET task_state = NULL, execution_state = NULL, summary = NULL, updated_at = $2
              WHERE session_id = $1",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(now_ms())
         .execute(&self.pool)
         .await?;
@@ -139,7 +139,7 @@ impl Store {
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0
              ORDER BY id DESC LIMIT $2) AS recent ORDER BY id ASC",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
@@ -157,7 +157,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT id, payload FROM messages WHERE session_id = $1 AND id >= $2 AND id <= $3 ORDER BY id ASC LIMIT $4",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(from)
         .bind(to)
         .bind(i64::from(limit))
@@ -177,7 +177,7 @@ impl Store {
             "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND id <= $2
              ORDER BY id DESC LIMIT $3) AS recent ORDER BY id ASC",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(through)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
@@ -202,7 +202,7 @@ impl Store {
             let ids: Vec<i64> = sqlx::query_scalar(
                 "SELECT id FROM messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
             )
-            .bind(&session.0)
+            .bind(session)
             .bind(i64::try_from(new_count).unwrap_or(i64::MAX))
             .fetch_all(&mut *tx)
             .await?;
@@ -217,7 +217,7 @@ impl Store {
         }
         if let Some(last) = last {
             sqlx::query("UPDATE messages SET archived = 1 WHERE session_id = $1 AND id <= $2")
-                .bind(&session.0)
+                .bind(session)
                 .bind(last)
                 .execute(&mut *tx)
                 .await?;
@@ -226,7 +226,7 @@ impl Store {
             "INSERT INTO session_state (session_id, summary, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (session_id) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(summary)
         .bind(now_ms())
         .execute(&mut *tx)
@@ -260,7 +260,7 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok(IdleSession {
-                    session: SessionId(r.try_get("id")?),
+                    session: r.try_get("id")?,
                     key: key_from_row(r)?,
                     last_message: r.try_get::<Option<i64>, _>("last_message")?.unwrap_or(0),
                 })
@@ -286,7 +286,7 @@ impl Store {
              WHERE session_state.extracted_through < $4
                AND (session_state.extract_lease_until IS NULL OR session_state.extract_lease_until <= $5)",
         )
-        .bind(&idle.session.0)
+        .bind(&idle.session)
         .bind(ms(lease_until))
         .bind(now_ms())
         .bind(idle.last_message)
@@ -312,7 +312,7 @@ impl Store {
                  updated_at = $4
              WHERE session_id = $1",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(through)
         .bind(ms(lease_until))
         .bind(now_ms())
@@ -333,7 +333,7 @@ impl Store {
                  THEN excluded.extracted_through ELSE session_state.extracted_through END,
              updated_at = excluded.updated_at",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(through)
         .bind(now_ms())
         .execute(&self.pool)

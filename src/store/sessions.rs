@@ -8,7 +8,7 @@ use sqlx::Row;
 impl Store {
     /// The session for `key`, created on first use.
     pub async fn session(&self, key: &SessionKey) -> Result<SessionId, StoreError> {
-        let id = SessionId::new().0;
+        let id = SessionId::new();
         let ts = now();
         let row = sqlx::query(
             "INSERT INTO sessions (id, platform, chat_id, thread_id, user_id, created_at, updated_at)
@@ -24,7 +24,7 @@ impl Store {
         .bind(ts)
         .fetch_one(&self.pool)
         .await?;
-        Ok(SessionId(row.try_get("id")?))
+        Ok(row.try_get("id")?)
     }
 
     /// The last `limit` live messages of a session (not folded by compaction), oldest first.
@@ -37,7 +37,7 @@ impl Store {
             "SELECT payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0 ORDER BY id DESC LIMIT $2) AS recent
              ORDER BY id ASC",
         )
-        .bind(&session.0)
+        .bind(session)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
@@ -65,7 +65,7 @@ impl Store {
             sqlx::query(
                 "INSERT INTO messages (session_id, payload, created_at) VALUES ($1, $2, $3)",
             )
-            .bind(&session.0)
+            .bind(session)
             .bind(payload)
             .bind(ts)
             .execute(&mut *tx)
@@ -78,7 +78,7 @@ impl Store {
     /// Forgets a session's history (`/clear`).
     pub async fn clear_history(&self, session: &SessionId) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM messages WHERE session_id = $1")
-            .bind(&session.0)
+            .bind(session)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())

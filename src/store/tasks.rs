@@ -6,6 +6,12 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId};
 
+/// Background tasks: their rows, progress and results (`store.tasks()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tasks<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// Who hears about a background task, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskNotify {
@@ -103,17 +109,17 @@ pub struct TaskRecord {
 pub(super) const COLUMNS: &str = "id, session_id, tool_name, arguments, status, stage, detail, percent, result, chat, status_message_id,
     notify, created_at, finished_at";
 
-impl Store {
+impl Tasks<'_> {
     /// Records a task run by no process (listings, imports); the next
     /// take-over marks it interrupted if it is unfinished.
-    pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
-        insert_task_query(t, None)?.execute(&self.pool).await?;
+    pub async fn insert(self, t: &TaskRecord) -> Result<(), StoreError> {
+        insert_task_query(t, None)?.execute(&self.db.pool).await?;
         Ok(())
     }
 
-    pub async fn update_task_progress(
-        &self,
-        id: &str,
+    pub async fn update_progress(
+        self,
+        id: &TaskId,
         status: TaskStatus,
         stage: &str,
         detail: &str,
@@ -125,20 +131,20 @@ impl Store {
             .bind(detail)
             .bind(percent.map(i64::from))
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
 
-    pub async fn set_task_status_message(
-        &self,
-        id: &str,
+    pub async fn set_status_message(
+        self,
+        id: &TaskId,
         message: MessageId,
     ) -> Result<(), StoreError> {
         sqlx::query("UPDATE tasks SET status_message_id = $1 WHERE id = $2")
             .bind(message.0)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
@@ -147,9 +153,9 @@ impl Store {
     /// finished it. Its stage becomes the final status and its detail is
     /// cleared (the last progress line is stale); a success is at 100 %, any
     /// other end keeps the percentage it reached.
-    pub async fn finish_task(
-        &self,
-        id: &str,
+    pub async fn finish(
+        self,
+        id: &TaskId,
         status: TaskStatus,
         result: &str,
     ) -> Result<bool, StoreError> {
@@ -165,32 +171,32 @@ impl Store {
         .bind(now())
         .bind(id)
         .bind((status == TaskStatus::Succeeded).then_some(100_i64))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Asks whichever process runs the task to stop it (see
     /// [`Store::cancel_requested_tasks`]). Returns whether the task is unfinished.
-    pub async fn request_task_cancel(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn request_cancel(self, id: &TaskId) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, $1)
              WHERE id = $2 AND finished_at IS NULL",
         )
         .bind(now())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Unfinished tasks someone asked to cancel; one read of the unfinished
     /// tasks' index.
-    pub async fn cancel_requested_tasks(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn cancel_requested(self) -> Result<Vec<TaskId>, StoreError> {
         let ids = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE finished_at IS NULL AND cancel_requested_at IS NOT NULL",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         Ok(ids)
     }
@@ -199,8 +205,8 @@ impl Store {
     /// process owns — as interrupted and returns them, once: the update is
     /// conditional. `alive` are the caller's own tasks, spared whatever
     /// their row says.
-    pub async fn interrupt_orphaned_tasks(
-        &self,
+    pub async fn interrupt_orphaned(
+        self,
         gone: &[String],
         alive: &[TaskId],
     ) -> Result<Vec<TaskRecord>, StoreError> {
@@ -234,21 +240,21 @@ impl Store {
         for id in alive {
             query = query.bind(id);
         }
-        let rows = query.fetch_all(&self.pool).await?;
+        let rows = query.fetch_all(&self.db.pool).await?;
         rows.iter().map(task_from_row).collect()
     }
 
-    pub async fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    pub async fn get(self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tasks WHERE id = $1"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.as_ref().map(task_from_row).transpose()
     }
 
     /// A session's most recent tasks, newest first.
-    pub async fn session_tasks(
-        &self,
+    pub async fn of_session(
+        self,
         session_id: &SessionId,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {
@@ -257,15 +263,15 @@ impl Store {
         ))
         .bind(session_id)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(task_from_row).collect()
     }
 
     /// The most recent tasks of every session (optionally of one status),
     /// newest first, for the operator.
-    pub async fn recent_tasks(
-        &self,
+    pub async fn recent(
+        self,
         status: Option<TaskStatus>,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError> {
@@ -276,7 +282,7 @@ impl Store {
             ))
                 .bind(status.as_str())
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?
             }
             None => {
@@ -284,7 +290,7 @@ impl Store {
                     "SELECT {COLUMNS} FROM tasks ORDER BY created_at DESC LIMIT $1"
                 ))
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?
             }
         };
@@ -354,8 +360,8 @@ mod tests {
 
     fn task(id: &str) -> TaskRecord {
         TaskRecord {
-            id: id.into(),
-            session_id: "s".into(),
+            id: id.parse().unwrap(),
+            session_id: "s".parse().unwrap(),
             tool_name: "slow".into(),
             arguments: "{}".into(),
             status: TaskStatus::Running,
@@ -385,45 +391,64 @@ mod tests {
                 .await
                 .unwrap();
         }
-        store.insert_task(&task("nobody")).await.unwrap();
+        store.tasks().insert(&task("nobody")).await.unwrap();
         let interrupted = store
-            .interrupt_orphaned_tasks(&["dead".into(), "me".into()], &["mine".into()])
+            .tasks()
+            .interrupt_orphaned(&["dead".into(), "me".into()], &["mine".parse().unwrap()])
             .await
             .unwrap();
         let mut ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
         ids.sort_unstable();
         assert_eq!(ids, ["nobody", "theirs"]);
         assert!(store
-            .interrupt_orphaned_tasks(&["dead".into()], &[])
+            .tasks()
+            .interrupt_orphaned(&["dead".into()], &[])
             .await
             .unwrap()
             .is_empty());
-        let peer = store.task("peer").await.unwrap().unwrap();
+        let peer = store
+            .tasks()
+            .get(&"peer".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(peer.status, TaskStatus::Running);
     }
 
     #[tokio::test]
     async fn the_runner_of_a_task_judged_interrupted_still_records_its_result() {
         let (store, _dir) = test_store().await;
-        store.insert_task(&task("t")).await.unwrap();
+        store.tasks().insert(&task("t")).await.unwrap();
         assert_eq!(
             store
-                .interrupt_orphaned_tasks(&[], &[])
+                .tasks()
+                .interrupt_orphaned(&[], &[])
                 .await
                 .unwrap()
                 .len(),
             1
         );
         assert!(store
-            .finish_task("t", TaskStatus::Succeeded, "done after all")
+            .tasks()
+            .finish(
+                &"t".parse().unwrap(),
+                TaskStatus::Succeeded,
+                "done after all"
+            )
             .await
             .unwrap());
-        let t = store.task("t").await.unwrap().unwrap();
+        let t = store
+            .tasks()
+            .get(&"t".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(t.status, TaskStatus::Succeeded);
         assert_eq!(t.result.as_deref(), Some("done after all"));
         assert!(
             !store
-                .finish_task("t", TaskStatus::Failed, "again")
+                .tasks()
+                .finish(&"t".parse().unwrap(), TaskStatus::Failed, "again")
                 .await
                 .unwrap(),
             "a finished task stays finished"
@@ -433,26 +458,49 @@ mod tests {
     async fn a_finished_task_keeps_its_final_stage_not_its_last_progress() {
         let (store, _dir) = test_store().await;
         for id in ["ok", "stopped"] {
-            store.insert_task(&task(id)).await.unwrap();
+            store.tasks().insert(&task(id)).await.unwrap();
             store
-                .update_task_progress(id, TaskStatus::Running, "running", "step 2 of 3", Some(66))
+                .tasks()
+                .update_progress(
+                    &id.parse().unwrap(),
+                    TaskStatus::Running,
+                    "running",
+                    "step 2 of 3",
+                    Some(66),
+                )
                 .await
                 .unwrap();
         }
         store
-            .finish_task("ok", TaskStatus::Succeeded, "done")
+            .tasks()
+            .finish(&"ok".parse().unwrap(), TaskStatus::Succeeded, "done")
             .await
             .unwrap();
         store
-            .finish_task("stopped", TaskStatus::Cancelled, "cancelled")
+            .tasks()
+            .finish(
+                &"stopped".parse().unwrap(),
+                TaskStatus::Cancelled,
+                "cancelled",
+            )
             .await
             .unwrap();
-        let ok = store.task("ok").await.unwrap().unwrap();
+        let ok = store
+            .tasks()
+            .get(&"ok".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (ok.stage.as_str(), ok.detail.as_str(), ok.percent),
             ("succeeded", "", Some(100))
         );
-        let stopped = store.task("stopped").await.unwrap().unwrap();
+        let stopped = store
+            .tasks()
+            .get(&"stopped".parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (
                 stopped.stage.as_str(),

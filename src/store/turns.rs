@@ -315,9 +315,9 @@ mod tests {
     async fn a_paused_turn_is_claimed_exactly_once() {
         let (store, _dir) = test_store().await;
         let state = TurnState {
-            id: "t1".into(),
-            session_id: "s1".into(),
-            approval_id: "a1".into(),
+            id: "t1".parse().unwrap(),
+            session_id: "s1".parse().unwrap(),
+            approval_id: "a1".parse().unwrap(),
             origin: origin(),
             messages: vec![Message::user("run ls")],
             new_from: 0,
@@ -348,7 +348,7 @@ mod tests {
             },
         };
         store.save_turn_state(&state).await.unwrap();
-        let id = ApprovalId::from("a1");
+        let id: ApprovalId = "a1".parse().unwrap();
         let (a, b) = tokio::join!(store.claim_turn_state(&id), store.claim_turn_state(&id));
         let claimed: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
         assert_eq!(claimed.len(), 1);

@@ -5,11 +5,17 @@ use crate::llm::Usage;
 use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
 
-impl Store {
+/// Token usage and cost, per user and day and per model.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageLedger<'a> {
+    pub(super) db: &'a Store,
+}
+
+impl UsageLedger<'_> {
     /// Adds usage to today's row: a turn's (`turns` 1), or model calls made
     /// on a turn's behalf, such as a sub-agent's (`turns` 0).
-    pub async fn add_usage(
-        &self,
+    pub async fn add(
+        self,
         platform: Platform,
         user: UserId,
         usage: &Usage,
@@ -33,17 +39,13 @@ impl Store {
         .bind(clamp(usage.cache_read_tokens))
         .bind(clamp(usage.cache_write_tokens))
         .bind(i64::from(turns))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Today's turns and usage for a user.
-    pub async fn usage_today(
-        &self,
-        platform: Platform,
-        user: UserId,
-    ) -> Result<(u64, Usage), StoreError> {
+    pub async fn today(self, platform: Platform, user: UserId) -> Result<(u64, Usage), StoreError> {
         let row = sqlx::query(
             "SELECT turns, input_tokens, output_tokens, cache_read, cache_write FROM usage
              WHERE platform = $1 AND user_id = $2 AND day = $3",
@@ -51,7 +53,7 @@ impl Store {
         .bind(platform.as_str())
         .bind(user.0)
         .bind(today())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         let Some(r) = row else {
             return Ok((0, Usage::default()));
@@ -89,10 +91,10 @@ pub struct ModelUsage {
     pub cost_micros: i64,
 }
 
-impl Store {
+impl UsageLedger<'_> {
     /// Adds a turn's usage on `model`, priced at `cost_micros` now.
-    pub async fn add_model_usage(
-        &self,
+    pub async fn add_model(
+        self,
         platform: Platform,
         user: UserId,
         model: &str,
@@ -121,15 +123,15 @@ impl Store {
         .bind(clamp(usage.cache_read_tokens))
         .bind(clamp(usage.cache_write_tokens))
         .bind(cost_micros)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Usage per model over the last `days` days (today included), of one
     /// user or of everybody.
-    pub async fn usage_by_model(
-        &self,
+    pub async fn by_model(
+        self,
         user: Option<(Platform, UserId)>,
         days: u32,
     ) -> Result<Vec<ModelUsage>, StoreError> {
@@ -145,13 +147,13 @@ impl Store {
                 .bind(platform.as_str())
                 .bind(user.0)
                 .bind(since)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?
             }
             None => {
                 sqlx::query(&format!("{select} WHERE day >= $1 GROUP BY model ORDER BY model"))
                     .bind(since)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&self.db.pool)
                     .await?
             }
         };
@@ -176,9 +178,9 @@ impl Store {
     }
 
     /// Today's estimated cost in micro-dollars, of one user or of everybody.
-    pub async fn cost_today(&self, user: Option<(Platform, UserId)>) -> Result<i64, StoreError> {
+    pub async fn cost_today(self, user: Option<(Platform, UserId)>) -> Result<i64, StoreError> {
         Ok(self
-            .usage_by_model(user, 1)
+            .by_model(user, 1)
             .await?
             .iter()
             .map(|m| m.cost_micros)

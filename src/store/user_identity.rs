@@ -45,7 +45,7 @@ impl Store {
                     .await?;
             }
         }
-        self.record_event(
+        self.audit().record(
             "identity.user_edit",
             serde_json::json!({ "platform": owner.platform.as_str(), "user": owner.user.0, "change": change }),
         )

@@ -28,7 +28,8 @@ pub(super) async fn admit(
     cap: usize,
 ) -> Result<(), StartError> {
     match store
-        .insert_task_within_cap(
+        .tasks()
+        .insert_within_cap(
             record,
             owner,
             origin.conversation.key.platform,

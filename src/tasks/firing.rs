@@ -28,7 +28,7 @@ pub async fn fire_due_schedules(
 ) -> Result<Option<i64>, StoreError> {
     loop {
         let now = chrono::Utc::now().timestamp_millis();
-        match store.next_schedule_due().await? {
+        match store.schedules().next_due().await? {
             Some(due) if due <= now => {}
             next => return Ok(next),
         }
@@ -44,7 +44,7 @@ pub async fn fire_due_schedules(
                 missed,
             }
         };
-        let claimed = store.claim_due_schedules(now, CLAIM_BATCH, plan).await?;
+        let claimed = store.schedules().claim_due(now, CLAIM_BATCH, plan).await?;
         if claimed.is_empty() {
             // Due, but another process holds them: look again shortly.
             return Ok(Some(now));

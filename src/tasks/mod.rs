@@ -168,7 +168,8 @@ impl TaskManager {
             return Err(e);
         }
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "task.started",
                 json!({ "id": id, "tool": call.name, "status": status.as_str() }),
             )
@@ -192,7 +193,7 @@ impl TaskManager {
     }
 
     /// Cancels a running task of the given session. Returns whether it was running.
-    pub fn cancel(&self, task_id: &str) -> bool {
+    pub fn cancel(&self, task_id: &TaskId) -> bool {
         match self.running_lock().get(task_id) {
             Some(token) => {
                 token.cancel();
@@ -202,33 +203,36 @@ impl TaskManager {
         }
     }
 
-    /// Cancels the conversation's task or schedule named by `id` (or an id
-    /// prefix of at least 6 characters). Nothing of another conversation is
-    /// reachable.
+    /// Cancels the conversation's task or schedule named by `prefix` (its id
+    /// or a prefix of at least 6 characters). Nothing of another conversation
+    /// is reachable.
     pub async fn cancel_in_session(
         &self,
         session_id: &SessionId,
-        id: &str,
+        prefix: &str,
     ) -> Result<Cancelled, StoreError> {
-        let id = id.trim().to_ascii_lowercase();
-        if id.len() < 6 {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 6 {
             return Ok(Cancelled::NotFound);
         }
-        let tasks = self.store.session_tasks(session_id, 100).await?;
-        if let Some(task) = tasks.iter().find(|t| t.id.starts_with(&id)) {
+        let tasks = self.store.tasks().of_session(session_id, 100).await?;
+        if let Some(task) = tasks.iter().find(|t| t.id.as_str().starts_with(&prefix)) {
             return Ok(if self.cancel(&task.id) {
                 Cancelled::Task(task.id.clone())
-            } else if !task.status.is_finished() && self.store.request_task_cancel(&task.id).await?
+            } else if !task.status.is_finished()
+                && self.store.tasks().request_cancel(&task.id).await?
             {
                 Cancelled::Requested(task.id.clone())
             } else {
                 Cancelled::NotRunning(task.id.clone(), task.status)
             });
         }
-        Ok(match self.store.cancel_schedule(session_id, &id).await? {
-            Some(full) => Cancelled::Schedule(full),
-            None => Cancelled::NotFound,
-        })
+        Ok(
+            match self.store.schedules().cancel(session_id, &prefix).await? {
+                Some(full) => Cancelled::Schedule(full),
+                None => Cancelled::NotFound,
+            },
+        )
     }
 
     /// Cancels every unfinished task of the session (`/stop all`): those of
@@ -236,11 +240,11 @@ impl TaskManager {
     /// stay. Returns how many were stopped or asked to stop.
     pub async fn cancel_all_in_session(&self, session_id: &SessionId) -> Result<usize, StoreError> {
         let mut stopped = 0;
-        for task in self.store.session_tasks(session_id, 1000).await? {
+        for task in self.store.tasks().of_session(session_id, 1000).await? {
             if task.status.is_finished() {
                 continue;
             }
-            if self.cancel(&task.id) || self.store.request_task_cancel(&task.id).await? {
+            if self.cancel(&task.id) || self.store.tasks().request_cancel(&task.id).await? {
                 stopped += 1;
             }
         }
@@ -253,7 +257,7 @@ impl TaskManager {
         if self.running_lock().is_empty() {
             return Ok(());
         }
-        for id in self.store.cancel_requested_tasks().await? {
+        for id in self.store.tasks().cancel_requested().await? {
             if self.cancel(&id) {
                 tracing::info!(task = %id, "task cancelled at another process's request");
             }
@@ -290,7 +294,8 @@ impl TaskManager {
         drop(permit);
         self.slots.release(&job.origin.session_id);
         self.store
-            .record_event(
+            .audit()
+            .record(
                 "task.finished",
                 json!({ "id": job.id, "status": status.as_str() }),
             )
@@ -346,7 +351,8 @@ impl TaskManager {
         };
         if let Err(e) = self
             .store
-            .update_task_progress(&job.id, TaskStatus::Running, "", "", None)
+            .tasks()
+            .update_progress(&job.id, TaskStatus::Running, "", "", None)
             .await
         {
             tracing::warn!(error = %e, task = %job.id, "could not mark a queued task running");
@@ -456,7 +462,7 @@ impl TaskManager {
             .await
         {
             Ok(r) => {
-                if let Err(e) = self.store.set_task_status_message(&job.id, r.id).await {
+                if let Err(e) = self.store.tasks().set_status_message(&job.id, r.id).await {
                     tracing::warn!(error = %e, "could not store the task status message");
                 }
                 Some(r)

@@ -42,7 +42,8 @@ pub(super) async fn report_progress(
         }
         let p = rx.borrow_and_update().clone();
         if let Err(e) = store
-            .update_task_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent)
+            .tasks()
+            .update_progress(&id, TaskStatus::Running, &p.stage, &p.detail, p.percent)
             .await
         {
             tracing::warn!(error = %e, "could not store task progress");
@@ -79,13 +80,13 @@ pub(super) async fn report_progress(
 pub(super) async fn record_result(
     store: &Store,
     shutdown: &CancellationToken,
-    id: &str,
+    id: &TaskId,
     status: TaskStatus,
     result: &str,
 ) {
     let mut backoff = Backoff::default();
     loop {
-        let e = match store.finish_task(id, status, result).await {
+        let e = match store.tasks().finish(id, status, result).await {
             Ok(_) => return,
             Err(e) => e,
         };

@@ -1,6 +1,7 @@
 //! How many background tasks a conversation runs at once: one semaphore per
 //! conversation, made on first use and dropped when its last task ends.
 
+use crate::domain::SessionId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -14,7 +15,7 @@ pub(crate) enum Slot {
 
 pub(crate) struct Slots {
     per_session: usize,
-    sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
+    sessions: Mutex<HashMap<SessionId, Arc<Semaphore>>>,
 }
 
 impl Slots {
@@ -30,10 +31,10 @@ impl Slots {
     }
 
     /// A running slot of `session` if one is free, else the line to wait in.
-    pub(crate) fn take(&self, session: &str) -> Slot {
+    pub(crate) fn take(&self, session: &SessionId) -> Slot {
         let semaphore = Arc::clone(
             self.lock()
-                .entry(session.to_owned())
+                .entry(session.clone())
                 .or_insert_with(|| Arc::new(Semaphore::new(self.per_session))),
         );
         match Arc::clone(&semaphore).try_acquire_owned() {
@@ -43,7 +44,7 @@ impl Slots {
     }
 
     /// Forgets `session`'s semaphore once no task holds or waits for it.
-    pub(crate) fn release(&self, session: &str) {
+    pub(crate) fn release(&self, session: &SessionId) {
         let mut sessions = self.lock();
         if sessions
             .get(session)
@@ -53,7 +54,7 @@ impl Slots {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Semaphore>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Semaphore>>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -65,16 +66,19 @@ mod tests {
     #[tokio::test]
     async fn a_conversation_runs_its_limit_and_queues_the_rest() {
         let slots = Slots::new(2);
-        let a = slots.take("s");
-        let b = slots.take("s");
-        let c = slots.take("s");
+        let a = slots.take(&"s".parse().unwrap());
+        let b = slots.take(&"s".parse().unwrap());
+        let c = slots.take(&"s".parse().unwrap());
         assert!(matches!(a, Slot::Running(_)));
         assert!(matches!(b, Slot::Running(_)));
         let Slot::Queued(line) = c else {
             panic!("third task should queue")
         };
         // Another conversation is not held up.
-        assert!(matches!(slots.take("other"), Slot::Running(_)));
+        assert!(matches!(
+            slots.take(&"other".parse().unwrap()),
+            Slot::Running(_)
+        ));
         drop(a);
         let permit = line.acquire_owned().await;
         assert!(permit.is_ok());
@@ -83,12 +87,12 @@ mod tests {
     #[test]
     fn a_conversation_without_tasks_is_forgotten() {
         let slots = Slots::new(1);
-        let held = slots.take("s");
-        slots.release("s");
+        let held = slots.take(&"s".parse().unwrap());
+        slots.release(&"s".parse().unwrap());
         assert_eq!(slots.lock().len(), 1, "still held");
         drop(held);
-        slots.release("other");
-        slots.release("s");
+        slots.release(&"other".parse().unwrap());
+        slots.release(&"s".parse().unwrap());
         assert!(slots.lock().is_empty());
     }
 }

@@ -99,7 +99,8 @@ impl Tool for ScheduleTool {
         }
         let active = self
             .store
-            .session_schedules(&ctx.session_id)
+            .schedules()
+            .of_session(&ctx.session_id)
             .await
             .map_err(|e| ToolError::Failed {
                 message: "could not read the schedules".into(),
@@ -115,7 +116,7 @@ impl Tool for ScheduleTool {
             .ok_or_else(|| ToolError::InvalidArguments("that time is in the past".into()))?;
         let record = ScheduleRecord {
             id: crate::domain::ScheduleId::new(),
-            session_id: ctx.session_id.as_str().into(),
+            session_id: ctx.session_id.clone(),
             origin,
             kind: args.kind,
             spec: args.spec,
@@ -130,7 +131,8 @@ impl Tool for ScheduleTool {
         let (platform, user) = (record.origin.key.platform, record.origin.key.user);
         let admitted = self
             .store
-            .insert_schedule_within_cap(&record, platform, user, self.per_user)
+            .schedules()
+            .insert_within_cap(&record, platform, user, self.per_user)
             .await
             .map_err(|e| ToolError::Failed {
                 message: "could not store the schedule".into(),

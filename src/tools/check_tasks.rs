@@ -1,6 +1,7 @@
 //! `check_background_tasks`: the session's background tasks, their progress and results.
 
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
+use crate::domain::TaskId;
 use crate::store::Store;
 use serde_json::{json, Value};
 
@@ -44,9 +45,13 @@ impl Tool for CheckTasksTool {
             diagnostics: Some(e.to_string()),
         };
         if let Some(id) = args.get("task_id").and_then(Value::as_str) {
-            let task = self.store.task(id).await.map_err(failed)?;
+            // Text that is no task id names no task of this conversation.
+            let task = match id.parse::<TaskId>() {
+                Ok(task) => self.store.tasks().get(&task).await.map_err(failed)?,
+                Err(_) => None,
+            };
             return match task {
-                Some(t) if *t.session_id == *ctx.session_id => Ok(json!({
+                Some(t) if t.session_id == ctx.session_id => Ok(json!({
                     "task_id": t.id, "tool": t.tool_name, "status": t.status.as_str(), "stage": t.stage,
                     "detail": t.detail, "percent": t.percent, "result": t.result,
                 })
@@ -56,7 +61,8 @@ impl Tool for CheckTasksTool {
         }
         let tasks = self
             .store
-            .session_tasks(&ctx.session_id, 20)
+            .tasks()
+            .of_session(&ctx.session_id, 20)
             .await
             .map_err(failed)?;
         if tasks.is_empty() {

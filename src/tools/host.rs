@@ -87,7 +87,7 @@ pub trait TurnHost: Send + Sync + 'static {
         tool: Arc<dyn Tool>,
         call: &ToolCall,
         arguments: Value,
-    ) -> Result<String, String>;
+    ) -> Result<crate::domain::TaskId, String>;
 
     /// Called once `tool` is cleared to run (approved when it needs it),
     /// before it runs or its background task starts: where the host records

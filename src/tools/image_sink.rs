@@ -2,6 +2,7 @@
 //! result (an MCP server's image content): filed in the media store, then
 //! attached to the call's tool message by the round.
 
+use crate::domain::SessionId;
 use crate::llm::Image;
 use crate::media::Images;
 use crate::media::{file_produced_image, ProducedImageError};
@@ -27,17 +28,17 @@ pub struct ImageSink(Option<Arc<Shared>>);
 struct Shared {
     images: Images,
     /// The session whose turn the images are filed for (recorded with them).
-    session: String,
+    session: SessionId,
     attached: Mutex<Vec<Image>>,
 }
 
 impl ImageSink {
     /// A sink filing into `images`' media directory, recorded for
     /// `session`, while its vision switch is on.
-    pub fn new(images: Images, session: impl Into<String>) -> Self {
+    pub fn new(images: Images, session: SessionId) -> Self {
         Self(Some(Arc::new(Shared {
             images,
-            session: session.into(),
+            session,
             attached: Mutex::new(Vec::new()),
         })))
     }

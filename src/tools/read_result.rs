@@ -115,7 +115,7 @@ mod tests {
             cancel: Default::default(),
             progress: Default::default(),
             images: Default::default(),
-            session_id: session.into(),
+            session_id: session.parse().unwrap(),
             origin: None,
             approvals: None,
             resumed: None,
@@ -126,7 +126,7 @@ mod tests {
     #[tokio::test]
     async fn pages_through_a_stored_result_of_its_own_session_only() {
         let dir = tempfile::tempdir().unwrap();
-        let path = stored_result_path(dir.path(), "s1", "call:1");
+        let path = stored_result_path(dir.path(), &"s1".parse().unwrap(), "call:1");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let text: String = "0123456789".repeat(5) + "ünïcødé";
         std::fs::write(&path, &text).unwrap();

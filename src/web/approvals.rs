@@ -9,7 +9,7 @@ use super::layout::{self, button, csrf_field, pager, when, Chrome};
 use super::reauth;
 use super::{mask_json, mask_text, offset, WebError, WebState, PER_PAGE};
 use crate::approvals::Choice;
-use crate::domain::{short_id, ApprovalId};
+use crate::domain::ApprovalId;
 use crate::gateway::WebDecision;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap};
@@ -86,7 +86,7 @@ pub(crate) async fn page(
                 tbody {
                     @for rule in &rules.items {
                         tr {
-                            td { code { (short_id(&rule.id)) } }
+                            td { code { (rule.id.short()) } }
                             td { (rule.platform.as_str()) " " (rule.user.0) }
                             td { (rule.tool_name) }
                             td { code { (mask_text(&crate::approvals::describe_rule(&rule.pattern))) } }
@@ -126,6 +126,7 @@ pub(crate) async fn decide(
     if id.len() != 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(WebError::NotFound);
     }
+    let id: ApprovalId = id.parse().map_err(|_| WebError::NotFound)?;
     let mut renewed = None;
     if choice == Choice::AllowOnce {
         match reauth::confirm(&state, &session, peer.ip(), &headers, &form).await {
@@ -146,7 +147,6 @@ pub(crate) async fn decide(
         .field("reason")
         .map(|r| crate::text::clip(r.trim(), 300))
         .filter(|r| !r.is_empty() && choice == Choice::Deny);
-    let id = ApprovalId::from(id);
     let outcome = state.operator.decide(&id, choice, reason).await;
     let (flash, decided) = match &outcome {
         WebDecision::Decided(_) => ("decided", true),

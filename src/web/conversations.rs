@@ -5,7 +5,6 @@
 use super::auth::Session;
 use super::layout::{self, pager, when, Chrome};
 use super::{csrf, mask_json, mask_text, offset, render_markdown, WebError, WebState, PER_PAGE};
-use crate::domain::short_id;
 use crate::llm::Role;
 use crate::store::{HistoryRow, SessionFilter, SessionId, SessionKey};
 use axum::extract::{Path, Query, State};
@@ -80,7 +79,7 @@ pub(crate) async fn list(
             tbody {
                 @for s in &sessions.items {
                     tr {
-                        td { a href={ "/conversations/" (s.id) } { code { (short_id(&s.id)) } } }
+                        td { a href={ "/conversations/" (s.id) } { code { (s.id.short()) } } }
                         td { (s.key.platform.as_str()) }
                         td { (chat(&s.key)) }
                         td { (s.name.as_deref().unwrap_or("")) " " span.muted { (s.key.user.0) } }

@@ -80,7 +80,7 @@ impl WebState {
         if let Some(map) = detail.as_object_mut() {
             map.insert("actor".into(), "web".into());
         }
-        self.store().record_event(kind, detail).await;
+        self.store().audit().record(kind, detail).await;
     }
 }
 

@@ -5,7 +5,7 @@ use super::auth::Session;
 use super::csrf::{self, Form};
 use super::layout::{self, button, pager, when, when_ms, Chrome};
 use super::{mask_json, mask_text, offset, WebError, WebState, PER_PAGE};
-use crate::domain::short_id;
+use crate::domain::{ScheduleId, TaskId};
 use crate::store::TaskRecord;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, Redirect};
@@ -63,7 +63,7 @@ pub(crate) async fn page(
                 tbody {
                     @for t in &history.items {
                         tr {
-                            td { code { (short_id(&t.id)) } }
+                            td { code { (t.id.short()) } }
                             td { (t.tool_name) }
                             td { span class={ "status " (t.status.as_str()) } { (t.status.as_str()) } }
                             td { (when(t.created_at)) }
@@ -82,7 +82,7 @@ pub(crate) async fn page(
                 tbody {
                     @for sc in &schedules.items {
                         tr {
-                            td { code { (short_id(&sc.id)) } }
+                            td { code { (sc.id.short()) } }
                             td { (sc.kind) " " code { (sc.spec) } " (" (sc.timezone) ")" }
                             td { (mask_text(&sc.prompt)) }
                             td { (when_ms(sc.next_run_at)) }
@@ -108,7 +108,7 @@ pub(crate) fn progress(t: &TaskRecord) -> Markup {
     html! {
         div.progress id={ "task-" (t.id) } {
             div {
-                code { (short_id(&t.id)) } " " strong { (t.tool_name) } " "
+                code { (t.id.short()) } " " strong { (t.tool_name) } " "
                 span class={ "status " (t.status.as_str()) } { (t.status.as_str()) }
                 @if !t.stage.is_empty() && t.stage != t.status.as_str() { " · " (mask_text(&t.stage)) }
                 @if !t.detail.is_empty() { " · " (mask_text(&t.detail)) }
@@ -133,7 +133,11 @@ pub(crate) async fn cancel_task(
     form: axum::extract::Form<Form>,
 ) -> Result<Redirect, WebError> {
     csrf::check(&state.auth, &session, &form)?;
-    let done = state.operator.cancel_task(&id).await?;
+    // Text that is no task id names no running task.
+    let done = match id.parse::<TaskId>() {
+        Ok(task) => state.operator.cancel_task(&task).await?,
+        Err(_) => false,
+    };
     state
         .audit("web.task_cancel", json!({ "task": id, "requested": done }))
         .await;
@@ -149,10 +153,14 @@ pub(crate) async fn cancel_schedule(
 ) -> Result<Redirect, WebError> {
     csrf::check(&state.auth, &session, &form)?;
     let store = state.store();
+    let id: ScheduleId = id.parse().map_err(|_| WebError::NotFound)?;
     let Some(schedule) = store.schedule(&id).await? else {
         return Err(WebError::NotFound);
     };
-    let done = store.cancel_schedule(&schedule.session_id, &id).await?;
+    let done = store
+        .schedules()
+        .cancel(&schedule.session_id, id.as_str())
+        .await?;
     state
         .audit(
             "web.schedule_cancel",

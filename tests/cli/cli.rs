@@ -714,8 +714,8 @@ async fn seed_task(
     minutes_ago: i64,
 ) -> TaskRecord {
     let task = TaskRecord {
-        id: id.into(),
-        session_id: format!("session-{id}").into(),
+        id: id.parse().unwrap(),
+        session_id: format!("session-{id}").parse().unwrap(),
         tool_name: tool.into(),
         arguments: "{}".into(),
         status: TaskStatus::Running,
@@ -729,7 +729,7 @@ async fn seed_task(
         created_at: Utc::now() - Span::minutes(minutes_ago),
         finished_at: None,
     };
-    store.insert_task(&task).await.unwrap();
+    store.tasks().insert(&task).await.unwrap();
     task
 }
 
@@ -748,16 +748,18 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
     seed_task(&store, "cccccccc0003", "web_fetch", dc, 20).await;
     seed_task(&store, "bbbbbbbb0002", "exec_command", tg, 10).await;
     store
-        .finish_task(
-            "aaaaaaaa0001",
+        .tasks()
+        .finish(
+            &"aaaaaaaa0001".parse().unwrap(),
             TaskStatus::Failed,
             "exit status 2:\ncargo: not found",
         )
         .await
         .unwrap();
     store
-        .update_task_progress(
-            "bbbbbbbb0002",
+        .tasks()
+        .update_progress(
+            &"bbbbbbbb0002".parse().unwrap(),
             TaskStatus::Running,
             "building",
             "crate 3 of 7",
@@ -766,7 +768,12 @@ async fn tasks_lists_every_chats_tasks_newest_first_and_filters_by_status() {
         .await
         .unwrap();
     store
-        .finish_task("cccccccc0003", TaskStatus::Succeeded, &"x".repeat(500))
+        .tasks()
+        .finish(
+            &"cccccccc0003".parse().unwrap(),
+            TaskStatus::Succeeded,
+            &"x".repeat(500),
+        )
         .await
         .unwrap();
     store.close().await;
@@ -939,7 +946,7 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
     let store = env.store().await;
     assert!(store.memory(me, short_id).await.unwrap().is_none());
     assert!(store.memory(other, theirs_id).await.unwrap().is_some());
-    let forgotten = store.events(20).await.unwrap();
+    let forgotten = store.audit().recent(20).await.unwrap();
     let event = forgotten
         .iter()
         .find(|e| e.kind == "memory.forgotten")

@@ -129,8 +129,8 @@ async fn admin_commands_run_without_a_model_configured() {
 fn approval(id: &str, chat: ChatAddress, summary: &str, expires_in: Span) -> ApprovalRecord {
     let now = Utc::now();
     ApprovalRecord {
-        id: id.into(),
-        session_id: format!("session-{id}").into(),
+        id: id.parse().unwrap(),
+        session_id: format!("session-{id}").parse().unwrap(),
         tool_name: "exec_command".into(),
         tool_display: "Run command".into(),
         arguments: "{}".into(),

@@ -137,7 +137,7 @@ async fn a_restarted_console_shows_its_open_card_and_a_key_on_it_runs_the_comman
     assert!(!home.path().join("ws/proof.txt").exists());
 
     let mut second = Chat::spawn(home.path(), &llm);
-    second.wait_for(&id[..8]).await;
+    second.wait_for(id.short()).await;
     assert!(
         second.output().contains("Approval needed"),
         "the card is shown again, not only mentioned:\n{}",

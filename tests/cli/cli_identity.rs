@@ -113,7 +113,7 @@ async fn identity_lock_and_restore_round_trip() {
     );
     assert!(show.contains("restored from version 2"), "{show}");
 
-    let events = store.events(20).await.unwrap();
+    let events = store.audit().recent(20).await.unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "identity.edited").count(),

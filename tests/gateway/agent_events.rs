@@ -121,7 +121,7 @@ fn agent_on(provider: Arc<dyn Provider>) -> (Arc<Agent>, tempfile::TempDir) {
 /// Runs one turn of `input` after `history`; every event, `done` last.
 async fn turn(agent: &Arc<Agent>, history: Vec<Message>, input: &str) -> Vec<RuntimeEvent> {
     let mut rx = agent.run_turn(TurnRequest {
-        session_id: "s1".into(),
+        session_id: "s1".parse().unwrap(),
         origin: None,
         history,
         input: Message::user(input),

@@ -598,7 +598,7 @@ async fn a_turn_cut_short_after_a_side_effect_is_reported_not_run_twice_on(db: &
         rows = inbox_rows(&db.url).await;
     }
     assert_eq!(rows, 0);
-    let events = second.running.store.events(20).await.unwrap();
+    let events = second.running.store.audit().recent(20).await.unwrap();
     assert!(events.iter().any(|e| e.kind == "turn.interrupted"));
     second.stop().await;
 }
@@ -827,8 +827,8 @@ fn schedule(id: &str, due_ms: i64, missed: &str, prompt: &str) -> ScheduleRecord
         user: UserId(1),
     };
     ScheduleRecord {
-        id: id.into(),
-        session_id: "sched-session".into(),
+        id: id.parse().unwrap(),
+        session_id: "sched-session".parse().unwrap(),
         origin: Conversation {
             key,
             chat: dm_chat(1),
@@ -881,7 +881,8 @@ async fn a_due_schedule_fires_exactly_once_across_two_instances_on(db: &Db) {
     let now = chrono::Utc::now().timestamp_millis();
     a.running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-once",
             now + 1_500,
             "run_once",
@@ -923,7 +924,7 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
     let now = chrono::Utc::now().timestamp_millis();
     for i in 0..N {
         let s = schedule(&format!("s-{i:03}"), now - 1_000, "run_once", "p");
-        first.insert_schedule(&s).await.unwrap();
+        first.schedules().insert(&s).await.unwrap();
     }
     let mut claimers = Vec::new();
     for _ in 0..4 {
@@ -936,7 +937,7 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
                     run: true,
                     missed: false,
                 };
-                let batch = store.claim_due_schedules(now, 25, plan).await.unwrap();
+                let batch = store.schedules().claim_due(now, 25, plan).await.unwrap();
                 if batch.is_empty() {
                     return mine;
                 }
@@ -953,12 +954,14 @@ async fn concurrent_claimers_take_each_due_occurrence_once_on(db: &Db) {
     all.dedup();
     assert_eq!(all.len(), N, "no occurrence claimed twice");
     let left = first
-        .claim_due_schedules(now, 1_000, |_| unreachable!())
+        .schedules()
+        .claim_due(now, 1_000, |_| unreachable!())
         .await
         .unwrap();
     assert!(left.is_empty());
     let s = first
-        .session_schedules(&"sched-session".into())
+        .schedules()
+        .of_session(&"sched-session".parse().unwrap())
         .await
         .unwrap();
     assert!(s.is_empty(), "one-offs end once fired");
@@ -981,7 +984,8 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     first
         .running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-run",
             ten_minutes_ago,
             "run_once",
@@ -992,7 +996,8 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     first
         .running
         .store
-        .insert_schedule(&schedule(
+        .schedules()
+        .insert(&schedule(
             "s-skip",
             ten_minutes_ago,
             "skip",
@@ -1008,7 +1013,7 @@ async fn schedules_missed_during_downtime_follow_their_policy_on(db: &Db) {
     let requests = llm.requests().await;
     assert_eq!(scheduled_requests(&requests, "missed but run"), 1);
     assert_eq!(scheduled_requests(&requests, "missed and skipped"), 0);
-    let events = first.running.store.events(50).await.unwrap();
+    let events = first.running.store.audit().recent(50).await.unwrap();
     assert!(events.iter().any(|e| e.kind == "schedule.skipped"));
     first.stop().await;
 }
@@ -1027,8 +1032,8 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     let first = instance(&llm, &db).await;
     first.running.idle().await;
     let task = TaskRecord {
-        id: "0123456789abcdef0123456789abcdef".into(),
-        session_id: "s".into(),
+        id: "0123456789abcdef0123456789abcdef".parse().unwrap(),
+        session_id: "s".parse().unwrap(),
         tool_name: "exec_command".into(),
         arguments: "{}".into(),
         status: TaskStatus::Running,
@@ -1046,7 +1051,7 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     first.stop().await;
     // A process that died while running it: its row names it, and its
     // liveness claim (a lock it held) ended with it.
-    store.insert_task(&task).await.unwrap();
+    store.tasks().insert(&task).await.unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
     sqlx::query("UPDATE tasks SET owner = 'a-process-that-died'")
@@ -1062,7 +1067,14 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
             l.any_contains("`01234567` (exec_command) was interrupted")
         })
         .await;
-    let stored = second.running.store.task(&task.id).await.unwrap().unwrap();
+    let stored = second
+        .running
+        .store
+        .tasks()
+        .get(&task.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, TaskStatus::Interrupted);
     second.stop().await;
 }
@@ -1104,12 +1116,12 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
         .await
         .unwrap();
     i.channel
-        .dm(1, &format!("/approvals revoke {}", &rules[0].id[..8]))
+        .dm(1, &format!("/approvals revoke {}", rules[0].id.short()))
         .await;
     i.channel
         .wait_for("revoked", |l| l.any_contains("Revoked rule"))
         .await;
-    let events = i.running.store.events(20).await.unwrap();
+    let events = i.running.store.audit().recent(20).await.unwrap();
     assert!(
         events.iter().any(|e| e.kind == "approval.rule_revoked"),
         "the revocation is audited: {events:?}"
@@ -1190,9 +1202,16 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
         .wait_for("the first answer", |l| l.has_text("Started."))
         .await;
     let session = session(&a, 1).await;
-    let task = a.running.store.session_tasks(&session, 1).await.unwrap()[0].clone();
+    let task = a
+        .running
+        .store
+        .tasks()
+        .of_session(&session, 1)
+        .await
+        .unwrap()[0]
+        .clone();
     assert_eq!(task.status, TaskStatus::Running);
-    let short = &task.id[..8];
+    let short = task.id.short();
 
     // The same user, through the other process: it does not run the task, so it
     // records the request and the owner stops the task at its next pass.
@@ -1207,7 +1226,14 @@ async fn a_task_running_in_one_instance_is_cancelled_from_another_on(db: &Db) {
             l.has_text("The task was cancelled.")
         })
         .await;
-    let stored = a.running.store.task(&task.id).await.unwrap().unwrap();
+    let stored = a
+        .running
+        .store
+        .tasks()
+        .get(&task.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, TaskStatus::Cancelled);
     assert_eq!(stored.result.as_deref(), Some("cancelled"));
 
@@ -1243,15 +1269,15 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 thread: Some(switchboard_platform::ThreadId(chat * 10)),
                 user: UserId(7),
             };
-            sessions.push(stores[0].session(&key).await.unwrap().0);
+            sessions.push(stores[0].session(&key).await.unwrap());
         }
         let attempts = (0..40).map(|i| {
             let store = stores[i % 2].clone();
             let session = sessions[i % 4].clone();
             async move {
                 let task = TaskRecord {
-                    id: format!("{i:032x}").into(),
-                    session_id: session.clone().into(),
+                    id: format!("{i:032x}").parse().unwrap(),
+                    session_id: session.clone(),
                     tool_name: "delegate_to_research".into(),
                     arguments: "{}".into(),
                     status: TaskStatus::Running,
@@ -1266,13 +1292,15 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                     finished_at: None,
                 };
                 let mut plan = schedule(&format!("s{i}"), tomorrow, "run_once", "p");
-                plan.session_id = session.into();
+                plan.session_id = session;
                 let t = store
-                    .insert_task_within_cap(&task, "test", Platform::Console, UserId(7), 5)
+                    .tasks()
+                    .insert_within_cap(&task, "test", Platform::Console, UserId(7), 5)
                     .await
                     .unwrap();
                 let s = store
-                    .insert_schedule_within_cap(&plan, Platform::Console, UserId(7), 3)
+                    .schedules()
+                    .insert_within_cap(&plan, Platform::Console, UserId(7), 3)
                     .await
                     .unwrap();
                 (t, s)
@@ -1291,7 +1319,8 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         let mut stored = 0;
         for session in &sessions {
             stored += stores[1]
-                .session_tasks(&session.as_str().into(), 100)
+                .tasks()
+                .of_session(session, 100)
                 .await
                 .unwrap()
                 .len();
@@ -1299,7 +1328,8 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
         assert_eq!(stored, 5);
         // Another user of the same chats is not affected.
         let other = stores[1]
-            .insert_schedule_within_cap(
+            .schedules()
+            .insert_within_cap(
                 &schedule("other", tomorrow, "run_once", "p"),
                 Platform::Console,
                 UserId(8),

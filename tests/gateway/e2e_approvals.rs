@@ -30,14 +30,14 @@ async fn exec_card(h: &Harness, command: &str, then: &str) -> Card {
 fn assert_pending_card(card: &Card, command: &str) {
     assert_eq!(card.actions.len(), 4, "{card:?}");
     let id = card.approval_id();
-    assert_eq!(id.len(), 32, "{card:?}");
+    assert_eq!(id.as_str().len(), 32, "{card:?}");
     for code in ['y', 'a', 'e', 'n'] {
         assert_eq!(card.action(code), format!("ap:{id}:{code}"));
     }
     assert!(card.text.contains("Approval needed"), "{}", card.text);
     assert!(card.text.contains(command), "{}", card.text);
     assert!(
-        card.text.contains(&id[..8]),
+        card.text.contains(id.short()),
         "the short id is shown: {}",
         card.text
     );
@@ -314,7 +314,7 @@ async fn edit_replaces_the_command_and_asks_again() {
 async fn the_approve_command_decides_by_short_id() {
     let h = Harness::start().await;
     let card = exec_card(&h, "echo by-text", "Ran it.").await;
-    let short = card.approval_id()[..8].to_owned();
+    let short = card.approval_id().short().to_owned();
     h.channel.dm(1, &format!("/approve {short} allow")).await;
     h.wait_for("the confirmation", |l| {
         l.any_contains(&format!("Recorded: allowed once for `{short}`"))
@@ -445,7 +445,14 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
         "the second answer comes after: {texts:?}"
     );
 
-    let task = h.running.store.task(&task_id).await.unwrap().unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&task_id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Succeeded);
     h.stop().await;
 }
@@ -454,7 +461,7 @@ async fn a_background_task_reports_progress_and_its_result_starts_a_second_answe
 async fn a_denial_by_text_carries_its_reason_to_the_model() {
     let h = Harness::start().await;
     let card = exec_card(&h, "rm -rf build", "Understood, not today.").await;
-    let short = card.approval_id()[..8].to_owned();
+    let short = card.approval_id().short().to_owned();
     h.channel
         .dm(1, &format!("/approve {short} deny too risky today"))
         .await;
@@ -474,7 +481,7 @@ async fn a_denial_by_text_carries_its_reason_to_the_model() {
 async fn edit_by_text_takes_the_next_message_as_the_command() {
     let h = Harness::start().await;
     let first = exec_card(&h, "echo first", "Edited by text.").await;
-    let short = first.approval_id()[..8].to_owned();
+    let short = first.approval_id().short().to_owned();
     h.channel.dm(1, &format!("/approve {short} edit")).await;
     h.channel.dm(1, "echo via-text").await;
     let second = h.channel.next_card(first.id).await;
@@ -526,7 +533,7 @@ async fn always_with_a_prefix_allows_simple_commands_that_start_with_it() {
     let h = Harness::start().await;
     let card = exec_card(&h, "echo one", "First.").await;
     assert!(card.text.contains("always <words>"), "{}", card.text);
-    let short = card.approval_id()[..8].to_owned();
+    let short = card.approval_id().short().to_owned();
 
     // A prefix the card's command does not start with is refused, nothing decided.
     h.channel
@@ -596,7 +603,7 @@ async fn always_with_a_prefix_allows_simple_commands_that_start_with_it() {
 async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
     let h = Harness::start().await;
     let card = exec_card(&h, "git status", "Clean.").await;
-    let short = card.approval_id()[..8].to_owned();
+    let short = card.approval_id().short().to_owned();
 
     h.channel
         .dm(1, &format!("/approve {short} always git"))
@@ -640,7 +647,10 @@ async fn a_git_rule_names_the_whole_command_and_never_covers_writes() {
         if n < 2 {
             // A command that writes config or files gets no rule, not even an exact one.
             h.channel
-                .dm(1, &format!("/approve {} always", &card.approval_id()[..8]))
+                .dm(
+                    1,
+                    &format!("/approve {} always", card.approval_id().short()),
+                )
                 .await;
             h.wait_for("the refusal", |l| l.any_contains("ask every time"))
                 .await;
@@ -784,7 +794,7 @@ async fn stop_at_an_open_card_denies_it_and_the_paused_turn_answers() {
     assert!(
         log.has_text(&format!(
             "Recorded: denied for `{}`.",
-            &card.approval_id()[..8]
+            card.approval_id().short()
         )),
         "{log}"
     );

@@ -19,7 +19,8 @@ async fn approvals_lists_the_cards_waiting_in_this_chat_until_decided() {
     h.llm.push(Reply::text("Not run."));
     h.channel.dm(1, "run it").await;
     let card = h.channel.card().await;
-    let short = &card.approval_id()[..8];
+    let id = card.approval_id();
+    let short = id.short();
 
     h.channel.dm(1, "/approvals").await;
     let log = h

@@ -18,7 +18,7 @@ async fn malformed_sse_gets_a_clear_message_and_the_session_recovers() {
         .await;
     assert!(log.find("malformed").unwrap().text.starts_with("⚠️"));
     h.idle().await;
-    let events = h.running.store.events(20).await.unwrap();
+    let events = h.running.store.audit().recent(20).await.unwrap();
     let failed = events
         .iter()
         .find(|e| e.kind == "error.model")

@@ -366,7 +366,7 @@ async fn the_scratchpad_traces_the_turn_and_no_file_holds_the_api_key() {
         .collect();
     assert_eq!(traces.len(), 1, "one trace per turn: {traces:?}");
     assert!(
-        traces[0].parent().unwrap().ends_with(&session.0),
+        traces[0].parent().unwrap().ends_with(session.as_str()),
         "{traces:?} under the session {session}"
     );
     let text = std::fs::read_to_string(&traces[0]).unwrap();

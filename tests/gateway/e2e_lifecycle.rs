@@ -147,7 +147,13 @@ async fn a_background_task_can_be_listed_and_cancelled() {
     let notification = last_user_text(&requests[2]).unwrap();
     assert!(notification.contains("status: cancelled"), "{notification}");
     let session = h.session(1, 1).await;
-    let tasks = h.running.store.session_tasks(&session, 10).await.unwrap();
+    let tasks = h
+        .running
+        .store
+        .tasks()
+        .of_session(&session, 10)
+        .await
+        .unwrap();
     assert_eq!(tasks[0].status, TaskStatus::Cancelled);
     h.stop().await;
 }
@@ -183,7 +189,12 @@ async fn start_approved(h: &Harness, asks: &[(&str, &str)]) -> Vec<switchboard::
         h.wait_for(answer, |l| l.has_text(answer)).await;
     }
     let session = h.session(1, 1).await;
-    h.running.store.session_tasks(&session, 10).await.unwrap()
+    h.running
+        .store
+        .tasks()
+        .of_session(&session, 10)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -228,24 +239,24 @@ async fn background_tasks_beyond_the_limit_wait_in_line() {
     .await;
     h.channel.dm(1, "/tasks").await;
     h.wait_for("the listing", |l| {
-        l.any_contains(&format!("`{}` exec_command — queued", &quick.id[..8]))
+        l.any_contains(&format!("`{}` exec_command — queued", quick.id.short()))
     })
     .await;
 
     // Cancelling the running task lets the queued one start and finish.
     h.channel
-        .dm(1, &format!("/tasks cancel {}", &slow.id[..8]))
+        .dm(1, &format!("/tasks cancel {}", slow.id.short()))
         .await;
     h.wait_for("both notification answers", |l| {
         l.has_text("The slow one was cancelled.") && l.has_text("The quick one finished.")
     })
     .await;
     let store = &h.running.store;
-    let quick = store.task(&quick.id).await.unwrap().unwrap();
+    let quick = store.tasks().get(&quick.id).await.unwrap().unwrap();
     assert_eq!(quick.status, TaskStatus::Succeeded);
     assert!(quick.result.unwrap().contains("quick-done"));
     assert_eq!(
-        store.task(&slow.id).await.unwrap().unwrap().status,
+        store.tasks().get(&slow.id).await.unwrap().unwrap().status,
         TaskStatus::Cancelled
     );
     h.stop().await;
@@ -271,16 +282,23 @@ async fn a_queued_task_can_be_cancelled_before_it_starts() {
     let queued = tasks[0].clone();
     assert_eq!(queued.status, TaskStatus::Queued);
     h.channel
-        .dm(1, &format!("/tasks cancel {}", &queued.id[..8]))
+        .dm(1, &format!("/tasks cancel {}", queued.id.short()))
         .await;
     h.wait_for("the cancelled status message", |l| {
         l.any_contains(&format!(
             "Background task `{}` · exec_command · cancelled",
-            &queued.id[..8]
+            queued.id.short()
         ))
     })
     .await;
-    let stored = h.running.store.task(&queued.id).await.unwrap().unwrap();
+    let stored = h
+        .running
+        .store
+        .tasks()
+        .get(&queued.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, TaskStatus::Cancelled);
     assert!(
         !h.workspace().join("never.txt").exists(),

@@ -104,7 +104,8 @@ async fn model_switching_pricing_across_a_price_change_and_a_user_budget() {
         .await;
     h.idle().await;
     let usage = store
-        .usage_by_model(Some((Platform::Console, UserId(1))), 1)
+        .usage()
+        .by_model(Some((Platform::Console, UserId(1))), 1)
         .await
         .unwrap();
     let other_usage = usage.iter().find(|u| u.model == "other-model").unwrap();

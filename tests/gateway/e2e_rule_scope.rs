@@ -18,7 +18,7 @@ async fn a_foreground_rule_neither_covers_a_background_run_nor_exotic_blanks() {
     h.llm.push(Reply::text("Listed."));
     h.channel.dm(1, "list it").await;
     let card = h.channel.card().await;
-    let short = card.approval_id()[..8].to_owned();
+    let short = card.approval_id().short().to_owned();
     h.channel
         .dm(1, &format!("/approve {short} always ls"))
         .await;

@@ -570,7 +570,13 @@ async fn one_round_asking_for_150_background_sub_agents_starts_only_the_users_ca
         .count();
     assert_eq!((started, refused), (5, 145), "{results:#?}");
     let session = h.session(1, 1).await;
-    let tasks = h.running.store.session_tasks(&session, 500).await.unwrap();
+    let tasks = h
+        .running
+        .store
+        .tasks()
+        .of_session(&session, 500)
+        .await
+        .unwrap();
     assert_eq!(tasks.len(), 5, "only the admitted tasks were recorded");
 
     // The same user in a group: still at the cap (it is per user, not per chat).

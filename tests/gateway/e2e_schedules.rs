@@ -70,7 +70,7 @@ async fn a_one_off_schedule_runs_a_turn_that_answers_in_the_same_chat() {
         l.any_contains("No background tasks or schedules")
     })
     .await;
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     assert!(
         events
             .iter()
@@ -127,14 +127,15 @@ async fn tasks_lists_schedules_and_cancels_them() {
     let schedules = h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap();
     assert_eq!(schedules.len(), 1);
     assert_eq!(schedules[0].prompt, "summarize the inbox");
 
     // Another user's `/tasks cancel` cannot reach this conversation's schedule.
-    let other = &schedules[0].id[..8];
+    let other = schedules[0].id.short();
     h.channel.dm(2, &format!("/tasks cancel {other}")).await;
     h.wait_for("the refusal", |l| {
         l.any_contains(&format!("No running task or active schedule `{other}`"))
@@ -143,7 +144,8 @@ async fn tasks_lists_schedules_and_cancels_them() {
     assert_eq!(
         h.running
             .store
-            .session_schedules(&h.session(1, 1).await)
+            .schedules()
+            .of_session(&h.session(1, 1).await)
             .await
             .unwrap()
             .len(),
@@ -197,7 +199,8 @@ async fn bad_specs_are_refused_with_a_reason_for_the_model() {
     assert!(h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap()
         .is_empty());
@@ -280,7 +283,8 @@ async fn the_cancel_task_tool_stops_a_schedule_of_this_conversation_only() {
     assert!(h
         .running
         .store
-        .session_schedules(&h.session(1, 1).await)
+        .schedules()
+        .of_session(&h.session(1, 1).await)
         .await
         .unwrap()
         .is_empty());

@@ -214,7 +214,7 @@ async fn stop_all_also_stops_the_chats_background_tasks() {
 }
 
 async fn task_status(h: &Harness) -> TaskStatus {
-    let tasks = h.running.store.recent_tasks(None, 10).await.unwrap();
+    let tasks = h.running.store.tasks().recent(None, 10).await.unwrap();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     tasks[0].status
 }

@@ -36,13 +36,26 @@ async fn start(h: &Harness, command: &str) -> String {
 /// Polls the task until `done` holds for it.
 async fn task_until(h: &Harness, id: &str, what: &str, done: impl Fn(&TaskRecord) -> bool) {
     for _ in 0..400 {
-        let task = h.running.store.task(id).await.unwrap().unwrap();
+        let task = h
+            .running
+            .store
+            .tasks()
+            .get(&id.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         if done(&task) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let task = h.running.store.task(id).await.unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap();
     panic!("task {id} never {what}: {task:?}");
 }
 
@@ -72,7 +85,14 @@ async fn a_task_that_succeeded_shows_100_percent_and_no_running_stage() {
     let id = start(&h, "echo step 66%; sleep 3; echo all-done").await;
     task_until(&h, &id, "reported 66%", |t| t.percent == Some(66)).await;
     task_until(&h, &id, "finished", |t| t.status.is_finished()).await;
-    let task = h.running.store.task(&id).await.unwrap().unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Succeeded);
     assert_eq!(task.percent, Some(100), "{task:?}");
     assert_eq!(task.stage, "succeeded", "{task:?}");
@@ -92,7 +112,14 @@ async fn a_cancelled_task_says_cancelled_where_it_stopped_not_running() {
         .dm(1, &format!("/tasks cancel {}", &id[..8]))
         .await;
     task_until(&h, &id, "finished", |t| t.status.is_finished()).await;
-    let task = h.running.store.task(&id).await.unwrap().unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Cancelled, "{task:?}");
     assert_eq!(task.stage, "cancelled", "{task:?}");
     let line = tasks_line(&h, &id).await;

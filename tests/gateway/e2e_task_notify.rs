@@ -36,7 +36,14 @@ async fn start(h: &Harness, command: &str, notify: &str) -> String {
 
 async fn wait_finished(h: &Harness, id: &str) {
     for _ in 0..200 {
-        let task = h.running.store.task(id).await.unwrap().unwrap();
+        let task = h
+            .running
+            .store
+            .tasks()
+            .get(&id.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
         if task.status.is_finished() {
             return;
         }
@@ -51,7 +58,14 @@ async fn a_silent_task_posts_nothing_and_runs_no_turn() {
     let id = start(&h, "echo quietly-done", "silent").await;
     wait_finished(&h, &id).await;
     h.idle().await;
-    let task = h.running.store.task(&id).await.unwrap().unwrap();
+    let task = h
+        .running
+        .store
+        .tasks()
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(task.status, TaskStatus::Succeeded);
     assert_eq!(task.notify, TaskNotify::Silent);
     assert!(task.result.unwrap().contains("quietly-done"));

@@ -34,7 +34,8 @@ async fn schedules(h: &Harness) -> usize {
     let session = h.session(1, 1).await;
     h.running
         .store
-        .session_schedules(&session)
+        .schedules()
+        .of_session(&session)
         .await
         .unwrap()
         .len()

@@ -123,7 +123,7 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
                 keep_turns: 3,
                 enabled: Arc::new(AtomicBool::new(true)),
             },
-            session.as_str(),
+            (session.as_str()).parse().unwrap(),
         );
         let produced = sink.attach(png(40, 20)).await.unwrap().hash;
         assert_eq!(
@@ -159,6 +159,9 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
     }
 }
 
+static S1: std::sync::LazyLock<switchboard::domain::SessionId> =
+    std::sync::LazyLock::new(|| "s1".parse().unwrap());
+
 /// A download's record.
 fn inbound(hash: &str) -> MediaFile<'_> {
     MediaFile {
@@ -166,7 +169,7 @@ fn inbound(hash: &str) -> MediaFile<'_> {
         mime: "image/png",
         size: 18,
         origin: MediaOrigin::Inbound,
-        session: Some("s1"),
+        session: Some(&S1),
         sender: None,
     }
 }

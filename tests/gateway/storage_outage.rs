@@ -551,7 +551,7 @@ async fn an_answer_given_while_the_database_turns_read_only_is_saved_when_it_is_
     );
     // The late save is in the audit log too (retried until written, before
     // the session's next input).
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     assert!(
         events.iter().any(|e| e.kind == "error.storage"
             && e.detail["message"]

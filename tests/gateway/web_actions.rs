@@ -86,7 +86,7 @@ async fn approve_in_the_console_runs_the_tool_edits_the_card_and_wins_once() {
     assert_eq!(again.location(), "/approvals?flash=refused");
     let flash = c.get("/approvals?flash=refused").await.body;
     assert!(flash.contains("already decided"), "{flash}");
-    let events = h.running.store.events(100).await.unwrap();
+    let events = h.running.store.audit().recent(100).await.unwrap();
     let decided = web_events(&events, "web.approval_decide");
     assert_eq!(decided.len(), 2, "{decided:?}");
     assert!(decided
@@ -95,7 +95,10 @@ async fn approve_in_the_console_runs_the_tool_edits_the_card_and_wins_once() {
     assert!(decided.iter().any(|d| d["decided"] == false));
     // The conversation page shows the call, its result and the decision.
     let session = h.session(1, 1).await;
-    let convo = c.get(&format!("/conversations/{}", session.0)).await.body;
+    let convo = c
+        .get(&format!("/conversations/{}", session.as_str()))
+        .await
+        .body;
     assert!(
         convo.contains("exec_command") && convo.contains("exit code: 0"),
         "{convo}"
@@ -218,7 +221,7 @@ async fn rules_pairings_memories_tasks_and_schedules_are_changed_and_audited() {
         .await;
     assert_eq!(r.location(), "/tasks?flash=not-running");
 
-    let events = store.events(200).await.unwrap();
+    let events = store.audit().recent(200).await.unwrap();
     assert_eq!(web_events(&events, "web.rule_revoke")[0]["revoked"], true);
     assert_eq!(web_events(&events, "web.pairing_decide")[0]["user"], 77);
     assert_eq!(

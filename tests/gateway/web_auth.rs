@@ -127,7 +127,7 @@ async fn failed_sign_ins_are_limited_and_audited() {
     // The sixth attempt in the minute is refused, right token or not.
     let r = c.login(TOKEN).await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     let failed = events
         .iter()
         .filter(|e| e.kind == "web.login_failed")

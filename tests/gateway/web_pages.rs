@@ -125,15 +125,18 @@ async fn lists_are_paged_and_bounded() {
     let session = store.session(&key(7)).await.unwrap();
     let msgs: Vec<Message> = (0..120).map(|i| Message::user(format!("n{i}"))).collect();
     store.append_messages(&session, &msgs).await.unwrap();
-    let page = c.get(&format!("/conversations/{}", session.0)).await.body;
+    let page = c
+        .get(&format!("/conversations/{}", session.as_str()))
+        .await
+        .body;
     assert_eq!(page.matches("<li class=\"msg user").count(), 100);
     let rest = c
-        .get(&format!("/conversations/{}?page=2", session.0))
+        .get(&format!("/conversations/{}?page=2", session.as_str()))
         .await
         .body;
     assert_eq!(rest.matches("<li class=\"msg user").count(), 20);
     let bad = c
-        .get(&format!("/conversations/{}?per=501", session.0))
+        .get(&format!("/conversations/{}?per=501", session.as_str()))
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     h.stop().await;
@@ -161,7 +164,7 @@ async fn hostile_and_secret_text_is_escaped_and_masked() {
     ];
     store.append_messages(&session, &history).await.unwrap();
     let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
-    let page = c.get(&format!("/conversations/{}", session.0)).await;
+    let page = c.get(&format!("/conversations/{}", session.as_str())).await;
     assert_eq!(page.status, StatusCode::OK);
     let body = &page.body;
     assert!(!body.contains("<script>alert"), "{body}");

@@ -78,7 +78,7 @@ async fn approve_needs_the_token_re_entered_and_a_session_alone_is_refused() {
     h.wait_for("the answer", |l| l.has_text("Touched.")).await;
     assert_eq!(status(&h, &id).await, ApprovalStatus::Allowed);
     assert!(h.workspace().join("approved.txt").exists());
-    let events = h.running.store.events(100).await.unwrap();
+    let events = h.running.store.audit().recent(100).await.unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert!(kinds.contains(&"web.reauth_failed"), "{kinds:?}");
     assert!(kinds.contains(&"web.reauth"), "{kinds:?}");
@@ -194,7 +194,7 @@ async fn failed_sign_ins_are_limited_per_client_behind_a_trusted_proxy() {
         guesser.login(TOKEN).await.status,
         StatusCode::TOO_MANY_REQUESTS
     );
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     let failed = events
         .iter()
         .find(|e| e.kind == "web.login_failed")

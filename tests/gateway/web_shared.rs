@@ -81,7 +81,8 @@ async fn two_processes_serve_one_console() {
         ..Default::default()
     };
     store
-        .add_usage(Platform::Telegram, UserId(5), &usage, 1)
+        .usage()
+        .add(Platform::Telegram, UserId(5), &usage, 1)
         .await
         .unwrap();
     store
@@ -102,12 +103,13 @@ async fn two_processes_serve_one_console() {
         .unwrap();
     a.running
         .store
-        .record_event("error.storage", json!({ "what": "test" }))
+        .audit()
+        .record("error.storage", json!({ "what": "test" }))
         .await;
     for path in [
         "/".to_owned(),
         "/conversations?platform=console&chat=1&user=1".to_owned(),
-        format!("/conversations/{}", session.0),
+        format!("/conversations/{}", session.as_str()),
         "/tasks".to_owned(),
         "/users".to_owned(),
         "/audit?kind=error&since=2020-01-01".to_owned(),
@@ -127,7 +129,7 @@ async fn two_processes_serve_one_console() {
     let audit = on_b.get("/audit?kind=error").await.body;
     assert!(audit.contains("<code>error.storage</code>"), "{audit}");
     let convo = on_b
-        .get(&format!("/conversations/{}", session.0))
+        .get(&format!("/conversations/{}", session.as_str()))
         .await
         .body;
     // The turn is paused on the card: its approval is on the page.

@@ -212,11 +212,18 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
         for (id, age) in [("a1", 6), ("b2", 2)] {
             let at = now - Duration::days(age);
             store
-                .create_feedback(id, &session, owner, "question", "long answer", at)
+                .create_feedback(
+                    &id.parse().unwrap(),
+                    &session,
+                    owner,
+                    "question",
+                    "long answer",
+                    at,
+                )
                 .await
                 .unwrap();
             store
-                .rate_feedback(id, owner, -1, at)
+                .rate_feedback(&id.parse().unwrap(), owner, -1, at)
                 .await
                 .unwrap()
                 .unwrap();

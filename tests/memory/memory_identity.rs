@@ -143,7 +143,7 @@ async fn a_user_sets_how_the_agent_presents_itself_in_their_direct_messages() {
         );
         assert!(!system(&requests[1]).contains("Jarvis"), "only user 1's");
 
-        let events = h.running.store.events(50).await.unwrap();
+        let events = h.running.store.audit().recent(50).await.unwrap();
         let changes: Vec<&str> = events
             .iter()
             .filter(|e| e.kind == "identity.user_edit")

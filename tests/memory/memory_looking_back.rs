@@ -237,10 +237,10 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             .await
             .unwrap();
         let session = h.session(1, 1).await;
-        let id = "fb-1";
+        let id: switchboard::domain::FeedbackId = "fb-1".parse().unwrap();
         store
             .create_feedback(
-                id,
+                &id,
                 &session,
                 me,
                 "How do I bake bread?",
@@ -249,7 +249,7 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             )
             .await
             .unwrap();
-        store.rate_feedback(id, me, -1, now).await.unwrap();
+        store.rate_feedback(&id, me, -1, now).await.unwrap();
 
         h.llm.push(Reply::tool_calls([
             ("r1", "get_my_reflections", json!({})),

@@ -182,7 +182,13 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
         let scheduled = notes[0].checkin.clone().expect("a check-in is scheduled");
 
         let session = h.session(1, 1).await;
-        let schedules = h.running.store.session_schedules(&session).await.unwrap();
+        let schedules = h
+            .running
+            .store
+            .schedules()
+            .of_session(&session)
+            .await
+            .unwrap();
         assert_eq!(schedules.len(), 1);
         let s = &schedules[0];
         assert_eq!(s.id, scheduled);
@@ -203,7 +209,8 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
         assert_eq!(
             h.running
                 .store
-                .session_schedules(&session)
+                .schedules()
+                .of_session(&session)
                 .await
                 .unwrap()
                 .len(),
@@ -212,15 +219,16 @@ async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
 
         // Delivered through the schedules machinery: the same occurrence, due now.
         let mut now_due = s.clone();
-        now_due.id = format!("{}x", s.id).into();
+        now_due.id = format!("{}x", s.id).parse().unwrap();
         now_due.next_run_at = Some(Utc::now().timestamp_millis());
         now_due.spec = Utc::now().to_rfc3339();
         h.running
             .store
-            .cancel_schedule(&session, &s.id)
+            .schedules()
+            .cancel(&session, s.id.as_str())
             .await
             .unwrap();
-        h.running.store.insert_schedule(&now_due).await.unwrap();
+        h.running.store.schedules().insert(&now_due).await.unwrap();
         h.wait_for("the check-in", |l| {
             l.any_contains("Did you manage to send your CV?")
         })

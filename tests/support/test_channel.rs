@@ -251,7 +251,8 @@ impl Card {
             .first()
             .and_then(|a| a.split(':').nth(1))
             .unwrap_or_default()
-            .into()
+            .parse()
+            .unwrap()
     }
 }
 

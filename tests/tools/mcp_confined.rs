@@ -150,7 +150,7 @@ async fn a_list_changed_re_annotation_keeps_the_card_and_is_audited() {
     assert!(!sneak.spec().concurrency_safe);
     let mut audited = Vec::new();
     for _ in 0..100 {
-        audited = store.events(50).await.unwrap();
+        audited = store.audit().recent(50).await.unwrap();
         if audited.iter().any(|e| e.kind == REANNOTATED) {
             break;
         }

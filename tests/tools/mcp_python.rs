@@ -85,7 +85,7 @@ async fn a_python_sdk_server_annotations_structured_output_errors_and_images() {
                 keep_turns: 3,
                 enabled: Arc::new(AtomicBool::new(true)),
             },
-            "s1",
+            "s1".parse().unwrap(),
         ),
         ..ToolContext::default()
     };

@@ -181,7 +181,7 @@ async fn an_http_tool_is_added_on_a_card_used_exported_removed_and_imported() {
         .contains("Added from the chat: weather"));
 
     // Every change is in the audit log, with who made it.
-    let events = h.running.store.events(50).await.unwrap();
+    let events = h.running.store.audit().recent(50).await.unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "tools.grown.saved").count(),

@@ -1,7 +1,6 @@
 //! `/approvals`: the cards still waiting for a decision in this chat and the
 //! user's "always allow" rules; `/approvals revoke <id>` for a rule.
 
-use crate::approvals::short_id;
 use crate::gateway::commands::Command;
 use crate::gateway::Inner;
 use crate::store::{ApprovalRecord, SessionKey, StoreError};
@@ -46,7 +45,7 @@ pub(crate) async fn run(
         out.extend(rules.iter().map(|r| {
             format!(
                 "`{}` {}: {}",
-                short_id(&r.id),
+                r.id.short(),
                 r.tool_name,
                 crate::approvals::describe_rule(&r.pattern)
             )
@@ -80,7 +79,8 @@ async fn revoke(inner: &Inner, key: &SessionKey, id: &str) -> Result<String, Sto
             });
             inner
                 .store
-                .record_event("approval.rule_revoked", detail)
+                .audit()
+                .record("approval.rule_revoked", detail)
                 .await;
             format!("Revoked rule `{id}`. That action will ask again.")
         } else {

@@ -197,7 +197,9 @@ async fn source_excerpt(
         });
     };
     let (session, range) = rest.split_once('#').unwrap_or((rest, ""));
-    let session = SessionId(session.to_owned());
+    let Ok(session) = session.parse::<SessionId>() else {
+        return Ok("\n(That conversation no longer exists.)".into());
+    };
     match inner.store.session_key(&session).await? {
         Some(k) if MemoryOwner::of(&k) != owner => {
             return Ok("\n(That conversation no longer exists.)".into())

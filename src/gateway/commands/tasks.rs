@@ -1,7 +1,6 @@
 //! `/tasks`: the conversation's background tasks and active schedules, and
 //! `/tasks cancel <id>` for either.
 
-use crate::approvals::short_id;
 use crate::gateway::commands::Command;
 use crate::gateway::Inner;
 use crate::store::{ScheduleRecord, SessionId, StoreError};
@@ -27,19 +26,19 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
         return Ok("Give at least 6 characters of the id.".into());
     }
     Ok(match inner.tasks.cancel_in_session(session, id).await? {
-        Cancelled::Task(t) => format!("Cancelling task `{}`.", short_id(&t)),
+        Cancelled::Task(t) => format!("Cancelling task `{}`.", t.short()),
         Cancelled::Requested(t) => format!(
             "Task `{}` runs in another gateway process; it was asked to stop and will within a few seconds.",
-            short_id(&t)
+            t.short()
         ),
         Cancelled::NotRunning(t, status) => {
             format!(
                 "Task `{}` is not running ({}).",
-                short_id(&t),
+                t.short(),
                 status.as_str()
             )
         }
-        Cancelled::Schedule(s) => format!("Cancelled schedule `{}`.", short_id(&s)),
+        Cancelled::Schedule(s) => format!("Cancelled schedule `{}`.", s.short()),
         Cancelled::NotFound => {
             format!("No running task or active schedule `{id}` in this conversation.")
         }
@@ -47,8 +46,8 @@ async fn cancel(inner: &Inner, session: &SessionId, id: &str) -> Result<String, 
 }
 
 async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> {
-    let tasks = inner.store.session_tasks(session, LIST_TASKS).await?;
-    let schedules = inner.store.session_schedules(session).await?;
+    let tasks = inner.store.tasks().of_session(session, LIST_TASKS).await?;
+    let schedules = inner.store.schedules().of_session(session).await?;
     if tasks.is_empty() && schedules.is_empty() {
         return Ok("No background tasks or schedules in this conversation.".into());
     }
@@ -64,7 +63,7 @@ async fn list(inner: &Inner, session: &SessionId) -> Result<String, StoreError> 
             };
             format!(
                 "`{}` {} — {}{pct}{stage}",
-                short_id(&t.id),
+                t.id.short(),
                 t.tool_name,
                 t.status.as_str(),
             )
@@ -91,7 +90,7 @@ fn schedule_line(s: &ScheduleRecord) -> String {
         .unwrap_or_else(|| "—".into());
     format!(
         "`{}` {when}, next {next}: {}",
-        short_id(&s.id),
+        s.id.short(),
         clip(&s.prompt.replace('\n', " "), 80)
     )
 }

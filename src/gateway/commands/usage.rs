@@ -27,7 +27,8 @@ pub(crate) async fn run(
     };
     let rows = inner
         .store
-        .usage_by_model(Some((key.platform, key.user)), days)
+        .usage()
+        .by_model(Some((key.platform, key.user)), days)
         .await?;
     let period = if days == 1 {
         "Today".to_owned()

@@ -130,7 +130,7 @@ impl AccessControl {
                 let (code, new) = store.pairing_code(platform, msg.user.id, &msg.user.display_name, self.pairing_ttl).await?;
                 if new {
                     store
-                        .record_event("pairing.requested", json!({ "platform": platform.as_str(), "user": msg.user.id.0, "code": code.code }))
+                        .audit().record("pairing.requested", json!({ "platform": platform.as_str(), "user": msg.user.id.0, "code": code.code }))
                         .await;
                     // Where to tell them once the operator approves.
                     if let Err(e) = store.set_pairing_chat(&code.code, msg.chat.chat).await {

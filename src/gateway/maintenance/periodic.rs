@@ -159,14 +159,15 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
 /// process the teller.
 async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
     let alive = inner.tasks.running_ids();
-    let tasks = match inner.store.interrupt_orphaned_tasks(gone, &alive).await {
+    let tasks = match inner.store.tasks().interrupt_orphaned(gone, &alive).await {
         Ok(t) => t,
         Err(e) => return tracing::warn!(error = %e, "could not check for interrupted tasks"),
     };
     for task in tasks {
         inner
             .store
-            .record_event("task.interrupted", serde_json::json!({ "id": task.id }))
+            .audit()
+            .record("task.interrupted", serde_json::json!({ "id": task.id }))
             .await;
         // A silent task's chat was never told about it: the audit row is all.
         if task.notify == TaskNotify::Silent {
@@ -175,7 +176,7 @@ async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
         let Some(adapter) = inner.adapter(task.chat.platform) else {
             continue;
         };
-        let short = crate::domain::short_id(&task.id);
+        let short = task.id.short();
         let text = format!(
             "⚠️ Background task `{short}` ({}) was interrupted: the gateway stopped while it ran. Ask me to run it again if you still need it.",
             task.tool_name

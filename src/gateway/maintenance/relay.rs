@@ -5,7 +5,7 @@
 
 use crate::domain::ApprovalId;
 use crate::gateway::Inner;
-use crate::store::{OutboxEntry, OutboxKind};
+use crate::store::{OutboxEntry, OutboxRequest};
 use std::sync::Arc;
 use switchboard_platform::{InboundMessage, OutgoingMessage, PlatformAdapter};
 
@@ -19,7 +19,7 @@ pub(crate) const ANSWER_PASSED_ON: &str = "✅ Passed on to the agent that asked
 /// claimed first, so of several processes exactly one posts it).
 pub(crate) async fn deliver_outbox(inner: &Arc<Inner>) {
     for (platform, adapter) in &inner.platforms.adapters {
-        let claimed = match inner.store.claim_outbox(*platform, BATCH).await {
+        let claimed = match inner.store.outbox().claim(*platform, BATCH).await {
             Ok(claimed) => claimed,
             Err(e) => return tracing::warn!(error = %e, "could not look at the outbox"),
         };
@@ -30,20 +30,18 @@ pub(crate) async fn deliver_outbox(inner: &Arc<Inner>) {
 }
 
 async fn deliver(inner: &Inner, adapter: &dyn PlatformAdapter, entry: &OutboxEntry) {
-    let sent = match entry.kind {
-        OutboxKind::Notify | OutboxKind::Ask => adapter
-            .send(&entry.chat, OutgoingMessage::text(entry.body.clone()))
+    let sent = match &entry.request {
+        OutboxRequest::Notify(text) | OutboxRequest::Ask(text) => adapter
+            .send(&entry.chat, OutgoingMessage::text(text.clone()))
             .await
             .map_err(|e| e.to_string()),
-        OutboxKind::Approval => {
-            show_card(inner, adapter, &ApprovalId::from(entry.body.as_str())).await
-        }
+        OutboxRequest::Approval(id) => show_card(inner, adapter, id).await,
     };
     let recorded = match sent {
-        Ok(message) => inner.store.outbox_sent(&entry.id, message.id).await,
+        Ok(message) => inner.store.outbox().sent(&entry.id, message.id).await,
         Err(error) => {
-            tracing::warn!(kind = entry.kind.as_str(), error = %error, "could not post an MCP client's request");
-            inner.store.outbox_failed(&entry.id, &error).await
+            tracing::warn!(kind = entry.request.kind().as_str(), error = %error, "could not post an MCP client's request");
+            inner.store.outbox().failed(&entry.id, &error).await
         }
     };
     if let Err(e) = recorded {
@@ -79,13 +77,15 @@ pub(crate) async fn answer_question(inner: &Inner, msg: &InboundMessage) -> bool
     };
     match inner
         .store
+        .outbox()
         .answer_question(&msg.chat, question, &msg.text, &msg.user)
         .await
     {
         Ok(Some(answered)) => {
             inner
                 .store
-                .record_event(
+                .audit()
+                .record(
                     "mcp.answered",
                     serde_json::json!({ "id": answered.id, "by": msg.user.id.0 }),
                 )

@@ -26,7 +26,7 @@ pub(in crate::gateway) async fn user_said(
     let intake = inner
         .features
         .media
-        .take_in(o.adapter.as_ref(), m, &o.session.0)
+        .take_in(o.adapter.as_ref(), m, &o.session)
         .await;
     for notice in &intake.notices {
         if let Err(e) = send_text(o.adapter.as_ref(), chat, notice, Some(m.message_id)).await {

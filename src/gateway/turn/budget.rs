@@ -10,7 +10,7 @@ use crate::gateway::Inner;
 pub(in crate::gateway) async fn refusal(inner: &Inner, key: &SessionKey) -> Option<String> {
     let budgets = inner.features.models.settings().budgets;
     if let Some(limit) = budgets.user_daily_micros {
-        match inner.store.cost_today(Some((key.platform, key.user))).await {
+        match inner.store.usage().cost_today(Some((key.platform, key.user))).await {
             Ok(spent) if spent >= limit => {
                 return Some(format!(
                     "💸 You have used your daily budget (${} of ${}). I can answer again after midnight UTC, or when the operator raises `BUDGET_USER_DAILY_USD`. Commands such as /usage still work.",
@@ -23,7 +23,7 @@ pub(in crate::gateway) async fn refusal(inner: &Inner, key: &SessionKey) -> Opti
         }
     }
     if let Some(limit) = budgets.total_daily_micros {
-        match inner.store.cost_today(None).await {
+        match inner.store.usage().cost_today(None).await {
             Ok(spent) if spent >= limit => {
                 return Some(format!(
                     "💸 The gateway's daily budget is used up (${} of ${}). I can answer again after midnight UTC, or when the operator raises `BUDGET_TOTAL_DAILY_USD`. Commands still work.",

@@ -211,7 +211,7 @@ async fn audit_late_save(inner: &Inner, o: &Origin, reason: &str) {
     let detail = error_detail(o, reason, None);
     let store = &inner.store;
     let written = crate::gateway::turn::hold::until_stored(inner, "auditing a late save", || {
-        store.try_record_event("error.storage", &detail)
+        store.audit().try_record("error.storage", &detail)
     })
     .await;
     if written.is_none() {
@@ -230,7 +230,8 @@ async fn audit_error_with(
 ) {
     inner
         .store
-        .record_event(kind, error_detail(o, message, cause))
+        .audit()
+        .record(kind, error_detail(o, message, cause))
         .await;
 }
 
@@ -240,7 +241,7 @@ fn error_detail(o: &Origin, message: &str, cause: Option<&str>) -> serde_json::V
         "platform": o.conversation.key.platform.as_str(),
         "chat": o.conversation.chat.chat.0,
         "user": o.conversation.user.id.0,
-        "session": o.session.0,
+        "session": o.session.as_str(),
         "message": crate::text::clip(message, 300),
     });
     if let Some(cause) = cause {

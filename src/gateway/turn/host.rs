@@ -149,7 +149,7 @@ impl TurnHost for GatewayHost {
         tool: Arc<dyn Tool>,
         call: &ToolCall,
         arguments: Value,
-    ) -> Result<String, String> {
+    ) -> Result<crate::domain::TaskId, String> {
         let origin = TaskOrigin {
             session_id: self.session_id.clone(),
             conversation: Conversation {
@@ -162,7 +162,6 @@ impl TurnHost for GatewayHost {
             .tasks
             .start(tool, call, arguments, origin)
             .await
-            .map(|id| id.0)
             .map_err(|e| match e {
                 StartError::UserCap { .. } => e.to_string(),
                 StartError::Store(e) => {

@@ -201,7 +201,7 @@ pub(in crate::gateway) async fn report_interrupted_resumes(inner: &Arc<Inner>, g
         let chat = r.conversation.chat;
         inner
             .store
-            .record_event(
+            .audit().record(
                 "turn.interrupted",
                 serde_json::json!({ "chat": chat.chat.0, "user": r.conversation.user.id.0, "approval": r.approval_id, "ran": [&r.tool], "allowed": r.allowed }),
             )
@@ -310,7 +310,7 @@ pub(in crate::gateway) async fn interrupted(
     if let (Some(audit), Some(detail)) = (audit.as_object_mut(), detail.as_object()) {
         audit.extend(detail.clone());
     }
-    inner.store.record_event(event, audit).await;
+    inner.store.audit().record(event, audit).await;
     if matches!(why, SetAside::Poisoned(_)) {
         tracing::error!(
             id = entry.id,

@@ -82,7 +82,7 @@ async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<String> {
 
 /// The conversation's active schedules, read now; `None` when unavailable.
 async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
-    match inner.store.session_schedules(session).await {
+    match inner.store.schedules().of_session(session).await {
         Ok(list) => {
             let active: Vec<String> = list
                 .iter()
@@ -91,7 +91,7 @@ async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
                 .map(|s| {
                     format!(
                         "- {} ({} {}): {}",
-                        crate::domain::short_id(&s.id),
+                        s.id.short(),
                         s.kind,
                         s.spec,
                         crate::text::clip(&s.prompt, 80)
@@ -121,7 +121,7 @@ async fn rules(inner: &Inner, key: &SessionKey) -> Option<String> {
                 .map(|r| {
                     format!(
                         "- {} for {}: {}",
-                        crate::domain::short_id(&r.id),
+                        r.id.short(),
                         r.tool_name,
                         crate::text::clip(&r.pattern, 80)
                     )

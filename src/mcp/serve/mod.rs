@@ -132,7 +132,8 @@ impl Bridge {
         };
         let tasks = self
             .store
-            .recent_tasks(status, limit)
+            .tasks()
+            .recent(status, limit)
             .await
             .map_err(|e| e.to_string())?;
         let tasks: Vec<Value> = tasks
@@ -154,7 +155,8 @@ impl Bridge {
         // Filtered after reading: at most MAX_LIST × 10 rows are looked at.
         let events = self
             .store
-            .events(limit.saturating_mul(if kind.is_some() { 10 } else { 1 }))
+            .audit()
+            .recent(limit.saturating_mul(if kind.is_some() { 10 } else { 1 }))
             .await
             .map_err(|e| e.to_string())?;
         let events: Vec<Value> = events

@@ -5,11 +5,14 @@
 //! outcome, not a second card.
 
 use crate::approvals::EXTERNAL_APPROVAL;
-use crate::domain::{ApprovalId, SessionId};
-use crate::store::{ApprovalRecord, ApprovalStatus, OutboxKind, OutboxStatus, Store, StoreError};
+use crate::domain::{ApprovalId, IdError, OutboxId, SessionId};
+use crate::store::{
+    ApprovalRecord, ApprovalStatus, OutboxRequest, OutboxStatus, Store, StoreError,
+};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::str::FromStr;
 use std::time::Duration;
 use switchboard_platform::{ChatAddress, UserId};
 use tokio_util::sync::CancellationToken;
@@ -35,14 +38,23 @@ pub struct Requests {
 
 /// The row id of a request: derived from the client's request id (so asking
 /// again finds it), else fresh. 32 hex digits, like every approval id.
-fn row_id(tool: &str, request_id: Option<&str>) -> String {
-    match request_id {
+fn row_id<I>(tool: &str, request_id: Option<&str>) -> Result<I, String>
+where
+    I: TryFrom<String, Error = IdError>,
+{
+    let text = match request_id {
         Some(r) => {
             let digest = Sha256::digest(format!("mcp:{tool}:{r}").as_bytes());
             crate::hex::encode(&digest[..16])
         }
         None => uuid::Uuid::new_v4().simple().to_string(),
-    }
+    };
+    I::try_from(text).map_err(|e| e.to_string())
+}
+
+/// The outbox row that shows an approval's card: the same text as its id.
+fn card_row(id: &ApprovalId) -> Result<OutboxId, String> {
+    id.as_str().parse().map_err(|e: IdError| e.to_string())
 }
 
 fn deadline(timeout: Duration) -> DateTime<Utc> {
@@ -61,25 +73,25 @@ impl Requests {
         request_id: Option<&str>,
         cancel: &CancellationToken,
     ) -> Outcome {
-        let id = row_id("notify", request_id);
+        let id: OutboxId = row_id("notify", request_id)?;
         let body = format!("📣 **{}**\n{text}", clip(client));
         let (_, inserted) = self
             .store
-            .queue_outbox(
+            .outbox()
+            .queue(
                 &id,
-                OutboxKind::Notify,
                 &self.target,
-                &body,
+                &OutboxRequest::Notify(body),
                 deadline(NOTIFY_WAIT),
             )
             .await
             .map_err(store_error)?;
         if inserted {
-            self.audit("mcp.notify", &id, client).await;
+            self.audit("mcp.notify", id.as_str(), client).await;
         }
         let until = tokio::time::Instant::now() + NOTIFY_WAIT;
         loop {
-            let entry = self.store.outbox_entry(&id).await.map_err(store_error)?;
+            let entry = self.store.outbox().get(&id).await.map_err(store_error)?;
             match entry
                 .as_ref()
                 .map(|e| (e.status, e.message, e.error.clone()))
@@ -114,7 +126,7 @@ impl Requests {
         request_id: Option<&str>,
         cancel: &CancellationToken,
     ) -> Outcome {
-        let id = ApprovalId::from(row_id("approval", request_id));
+        let id: ApprovalId = row_id("approval", request_id)?;
         let existing = self.store.approval(&id).await.map_err(store_error)?;
         let record = match existing {
             Some(record) => record,
@@ -125,17 +137,17 @@ impl Requests {
                     action,
                     details,
                     timeout.unwrap_or(self.approval_timeout),
-                );
+                )?;
                 self.store
                     .insert_approval(&record)
                     .await
                     .map_err(store_error)?;
                 self.store
-                    .queue_outbox(
-                        id.as_str(),
-                        OutboxKind::Approval,
+                    .outbox()
+                    .queue(
+                        &card_row(&id)?,
                         &self.target,
-                        id.as_str(),
+                        &OutboxRequest::Approval(id.clone()),
                         record.expires_at,
                     )
                     .await
@@ -156,7 +168,7 @@ impl Requests {
             if current.status != ApprovalStatus::Pending {
                 return Ok(decision(&current));
             }
-            if let Some(failed) = self.failed(id.as_str()).await? {
+            if let Some(failed) = self.failed(&card_row(&id)?).await? {
                 return Err(format!(
                     "the gateway could not post the approval card: {failed}"
                 ));
@@ -182,27 +194,27 @@ impl Requests {
         request_id: Option<&str>,
         cancel: &CancellationToken,
     ) -> Outcome {
-        let id = row_id("ask", request_id);
+        let id: OutboxId = row_id("ask", request_id)?;
         let body = format!(
             "❓ **{} asks**\n{question}\n\n_Reply to this message to answer._",
             clip(client)
         );
         let (_, inserted) = self
             .store
-            .queue_outbox(
+            .outbox()
+            .queue(
                 &id,
-                OutboxKind::Ask,
                 &self.target,
-                &body,
+                &OutboxRequest::Ask(body),
                 deadline(timeout.unwrap_or(ASK_TIMEOUT)),
             )
             .await
             .map_err(store_error)?;
         if inserted {
-            self.audit("mcp.ask", &id, client).await;
+            self.audit("mcp.ask", id.as_str(), client).await;
         }
         loop {
-            let Some(entry) = self.store.outbox_entry(&id).await.map_err(store_error)? else {
+            let Some(entry) = self.store.outbox().get(&id).await.map_err(store_error)? else {
                 return Err("the question vanished from the database".into());
             };
             match entry.status {
@@ -220,7 +232,12 @@ impl Requests {
                 _ => {}
             }
             if entry.expires_at <= Utc::now()
-                && self.store.expire_question(&id).await.map_err(store_error)?
+                && self
+                    .store
+                    .outbox()
+                    .expire_question(&id)
+                    .await
+                    .map_err(store_error)?
             {
                 return Ok(json!({"status": "expired"}));
             }
@@ -237,16 +254,16 @@ impl Requests {
         action: &str,
         details: &str,
         timeout: Duration,
-    ) -> ApprovalRecord {
+    ) -> Result<ApprovalRecord, String> {
         let now = Utc::now();
         let summary = if details.is_empty() {
             action.to_owned()
         } else {
             format!("{action}\n\n{details}")
         };
-        ApprovalRecord {
+        Ok(ApprovalRecord {
             id: id.clone(),
-            session_id: SessionId::from("mcp"),
+            session_id: SessionId::from_str("mcp").map_err(|e| e.to_string())?,
             tool_name: EXTERNAL_APPROVAL.into(),
             tool_display: "External agent request".into(),
             arguments: json!({"action": action, "details": details}).to_string(),
@@ -263,12 +280,12 @@ impl Requests {
             reason: None,
             created_at: now,
             expires_at: deadline(timeout),
-        }
+        })
     }
 
     /// The platform's refusal of the request's outbox row, if it failed.
-    async fn failed(&self, id: &str) -> Result<Option<String>, String> {
-        let entry = self.store.outbox_entry(id).await.map_err(store_error)?;
+    async fn failed(&self, id: &OutboxId) -> Result<Option<String>, String> {
+        let entry = self.store.outbox().get(id).await.map_err(store_error)?;
         Ok(entry
             .filter(|e| e.status == OutboxStatus::Failed)
             .map(|e| e.error.unwrap_or_default()))
@@ -276,7 +293,8 @@ impl Requests {
 
     async fn audit(&self, kind: &str, id: &str, client: &str) {
         self.store
-            .record_event(kind, json!({"id": id, "client": clip(client), "by": "mcp"}))
+            .audit()
+            .record(kind, json!({"id": id, "client": clip(client), "by": "mcp"}))
             .await;
     }
 }
@@ -322,12 +340,15 @@ mod tests {
 
     #[test]
     fn request_ids_map_to_stable_approval_shaped_ids() {
-        let a = row_id("approval", Some("deploy-42"));
-        assert_eq!(a, row_id("approval", Some("deploy-42")));
-        assert_ne!(a, row_id("ask", Some("deploy-42")));
-        assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(row_id("notify", None), row_id("notify", None));
+        let id = |tool, request| row_id::<OutboxId>(tool, request).unwrap();
+        let a = id("approval", Some("deploy-42"));
+        assert_eq!(a, id("approval", Some("deploy-42")));
+        assert_ne!(a, id("ask", Some("deploy-42")));
+        assert_eq!(a.as_str().len(), 32);
+        assert!(a.as_str().chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(id("notify", None), id("notify", None));
+        let approval: ApprovalId = row_id("approval", Some("deploy-42")).unwrap();
+        assert_eq!(card_row(&approval).unwrap(), a);
     }
 
     #[test]
