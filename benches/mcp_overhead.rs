@@ -2,7 +2,7 @@
 //! the gateway.
 //!
 //! `cargo bench --bench mcp_overhead` (or `--profile dev` for a quick run;
-//! needs `npm ci --prefix tests/mcp` and the Python venv, see README)
+//! the MCP test servers are installed on first use, as the tests do)
 //!
 //! 1. For each server — the Python SDK server's `lookup` over stdio,
 //!    server-everything's `echo` over stdio and over Streamable HTTP — 500
@@ -17,7 +17,6 @@
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use switchboard::mcp::{load_mcp_servers, McpClients};
 use switchboard::tools::ToolContext;
@@ -25,9 +24,9 @@ use tokio_util::sync::CancellationToken;
 
 const RUNS: usize = 500;
 
-fn mcp_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
-}
+#[path = "../tests/support/deps.rs"]
+#[allow(dead_code)]
+mod deps;
 
 fn quantiles(mut times: Vec<Duration>) -> (Duration, Duration) {
     times.sort();
@@ -101,19 +100,16 @@ async fn measure(label: &str, servers: Value, tool_name: &str, remote: &str, arg
 
 #[tokio::main]
 async fn main() {
-    let everything =
-        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let python = mcp_dir().join(".venv/bin/python");
-    assert!(
-        everything.exists() && python.exists(),
-        "install the MCP test servers first (see README, Testing)"
-    );
+    let mcp = deps::mcp();
+    let everything = mcp.everything();
+    let python = mcp.python();
+    let python_server = mcp.python_script("python_server.py");
     let before = rss_kb();
     let five: serde_json::Map<String, Value> = (0..5)
         .map(|i| {
             (
                 format!("s{i}"),
-                json!({"command": python, "args": [mcp_dir().join("python_server.py")]}),
+                json!({"command": python, "args": [python_server]}),
             )
         })
         .collect();
@@ -134,7 +130,7 @@ async fn main() {
     clients.stopped().await;
     measure(
         "python SDK server, lookup, stdio",
-        json!({"py": {"command": python, "args": [mcp_dir().join("python_server.py")]}}),
+        json!({"py": {"command": python, "args": [python_server]}}),
         "mcp_py_lookup",
         "lookup",
         json!({"key": "k"}),

@@ -428,13 +428,7 @@ async fn doctor_lists_each_mcp_server_up_or_down_and_the_entries_it_skipped() {
     let llm = FakeLlm::start().await;
     llm.set_responder(|_| Reply::text("OK"));
     let env = Env::new(&llm.base_url());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/misbehaving.mjs");
-    assert!(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/mcp/node_modules/@modelcontextprotocol/sdk")
-            .exists(),
-        "the MCP test servers are not installed: run `npm ci --prefix tests/mcp`"
-    );
+    let script = support::deps::mcp().node_script("misbehaving.mjs");
     let servers = serde_json::json!({"mcpServers": {
         "notes": {"command": "node", "args": [script], "deny": ["crash"], "autoApprove": true},
         "gone": {"command": "/nonexistent/server"},

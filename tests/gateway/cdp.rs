@@ -37,31 +37,25 @@ pub struct Page {
     events: Arc<Mutex<Vec<Value>>>,
 }
 
-/// The browser binary: `$CHROMIUM`, else the first of the usual names found.
-fn binary() -> PathBuf {
+/// The browser binary: `$CHROMIUM`, else the first of the usual names found
+/// on `PATH`; `None` when there is none.
+pub fn binary() -> Option<PathBuf> {
     if let Ok(path) = std::env::var("CHROMIUM") {
-        return PathBuf::from(path);
+        return Some(PathBuf::from(path));
     }
-    for name in ["chromium", "chromium-browser", "google-chrome", "chrome"] {
-        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-            let candidate = Path::new(dir).join(name);
-            if candidate.is_file() {
-                return candidate;
-            }
-        }
-    }
-    panic!(
-        "the web console's browser test needs Chromium and found none on PATH: \
-         install it (Debian: apt-get install -y chromium; .ci/run does) or set CHROMIUM=/path/to/chrome"
-    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    ["chromium", "chromium-browser", "google-chrome", "chrome"]
+        .into_iter()
+        .flat_map(|name| path.split(':').map(move |dir| Path::new(dir).join(name)))
+        .find(|candidate| candidate.is_file())
 }
 
 impl Browser {
-    /// Starts Chromium; a browser that cannot start fails the test, saying why.
-    pub async fn launch() -> Browser {
-        let bin = binary();
+    /// Starts Chromium at `bin` (from [`binary`]); a browser that cannot
+    /// start fails the test, saying why.
+    pub async fn launch(bin: &Path) -> Browser {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(&bin)
+        let mut child = Command::new(bin)
             .args([
                 "--headless=new",
                 "--no-sandbox",

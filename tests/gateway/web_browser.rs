@@ -41,6 +41,13 @@ async fn shoot(page: &Page, name: &str, problems: &mut Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_in_a_real_browser_and_watch_the_task() {
+    let Some(chromium) = crate::cdp::binary() else {
+        crate::support::skip::unavailable(
+            "SWITCHBOARD_TEST_REQUIRE_BROWSER",
+            "no browser (install chromium or set CHROMIUM)",
+        );
+        return;
+    };
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start_lenient().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -77,7 +84,7 @@ async fn approve_in_a_real_browser_and_watch_the_task() {
         .unwrap();
     let base = format!("http://{}", running.web_addr.unwrap());
 
-    let browser = Browser::launch().await;
+    let browser = Browser::launch(&chromium).await;
     let page = browser.page().await;
     let mut problems = Vec::new();
 

@@ -3,6 +3,7 @@
 //! an in-memory test channel and the harness that runs the real core against them.
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod deps;
 pub mod e2e;
 pub mod effects;
 pub mod fake_anthropic;
@@ -19,6 +20,7 @@ pub mod postgres;
 pub mod process;
 pub mod provider;
 pub mod serve;
+pub mod skip;
 pub mod tcp_proxy;
 pub mod telegram_run;
 pub mod test_channel;

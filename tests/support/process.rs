@@ -62,7 +62,18 @@ impl Gateway {
     /// Starts `switchboard run` with `setup`, killing itself at `failpoint`
     /// (`SWITCHBOARD_FAILPOINT`) when one is given.
     pub fn start(setup: &Setup, failpoint: Option<&str>, cwd: &Path) -> Gateway {
-        let mut command = Command::new(binary());
+        Gateway::start_binary(&binary(), setup, failpoint, cwd)
+    }
+
+    /// Starts `switchboard run` of `binary` (another build, e.g. the
+    /// release one) with `setup`.
+    pub fn start_binary(
+        binary: &Path,
+        setup: &Setup,
+        failpoint: Option<&str>,
+        cwd: &Path,
+    ) -> Gateway {
+        let mut command = Command::new(binary);
         command
             .arg("run")
             .env_clear()

@@ -11,30 +11,23 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use support::deps::McpDeps;
 use support::e2e::{tool_result, Harness};
 use support::fake_llm::Reply;
 use switchboard::mcp::{load_mcp_servers, McpClients, McpContext, McpServer, Status};
 use switchboard::tools::{Tool, ToolContext, ToolError, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
-/// `tests/mcp`, after checking its servers are installed.
-pub(crate) fn mcp_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        entry.exists(),
-        "the MCP test servers are not installed ({} is missing): run `npm ci --prefix tests/mcp`",
-        entry.display()
-    );
-    dir
+/// The MCP test servers, installed on first use (`support::deps`).
+pub(crate) fn mcp() -> &'static McpDeps {
+    support::deps::mcp()
 }
 
 /// The value of `${MCP_TEST_GREETING}` in the gateway test: a secret.
 const SECRET: &str = "greeting-secret-4f9a2c71";
 
 fn everything_entry() -> Value {
-    let script =
-        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let script = mcp().everything();
     json!({"command": "node", "args": [script, "stdio"], "env": {"GREETING": "${MCP_TEST_GREETING}"}})
 }
 
@@ -47,7 +40,7 @@ pub(crate) fn call_log(data_dir: &Path, server: &str) -> PathBuf {
 fn misbehaving_entry(extra: Value) -> Value {
     let mut entry = json!({
         "command": "node",
-        "args": [mcp_dir().join("misbehaving.mjs")],
+        "args": [mcp().node_script("misbehaving.mjs")],
         "env": {"CALL_LOG": "calls.log"},
     });
     if let (Some(e), Value::Object(more)) = (entry.as_object_mut(), extra) {
@@ -117,7 +110,7 @@ async fn the_reference_server_is_initialized_and_its_tools_are_called() {
         dir.path(),
         json!({"everything": everything_entry(), "hinted": {
             "command": "node",
-            "args": [mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"],
+            "args": [mcp().everything(), "stdio"],
             "approval": "hints", "deny": ["get-env"]
         }}),
     )
@@ -217,8 +210,7 @@ async fn everything_over_http() -> (tokio::process::Child, u16) {
         .local_addr()
         .unwrap()
         .port();
-    let script =
-        mcp_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let script = mcp().everything();
     let mut child = tokio::process::Command::new("node")
         .arg(script)
         .arg("streamableHttp")
@@ -638,11 +630,10 @@ async fn through_the_gateway_a_card_guards_each_call_and_a_denied_one_never_reac
 
 /// The base64 PNG `get-tiny-image` of the reference server returns.
 fn tiny_image() -> String {
-    let source =
-        std::fs::read_to_string(mcp_dir().join(
-            "node_modules/@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js",
-        ))
-        .unwrap();
+    let source = std::fs::read_to_string(
+        mcp().node_module("@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js"),
+    )
+    .unwrap();
     let start = source.find("MCP_TINY_IMAGE = \"").unwrap() + "MCP_TINY_IMAGE = \"".len();
     let end = start + source[start..].find('"').unwrap();
     source[start..end].to_owned()

@@ -6,7 +6,7 @@
 //! is audited).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::mcp::{mcp_dir, servers_file, tool};
+use crate::mcp::{mcp, servers_file, tool};
 use crate::support::e2e::Harness;
 use crate::support::fake_llm::Reply;
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ const ENV_SECRET: &str = "env-file-secret-9ab3f2";
 fn evil_entry() -> Value {
     json!({
         "command": "node",
-        "args": [mcp_dir().join("misbehaving.mjs")],
+        "args": [mcp().node_script("misbehaving.mjs")],
         "env": {"CALL_LOG": "calls.log", "EVIL": "1"},
         "approval": "hints",
     })
@@ -58,11 +58,14 @@ fn levels() -> Vec<SandboxMode> {
     let found: Vec<SandboxMode> = [SandboxMode::Landlock, SandboxMode::Bwrap]
         .into_iter()
         .filter(|&mode| {
-            Sandbox::detect(&SandboxConfig {
+            let found = Sandbox::detect(&SandboxConfig {
                 mode,
                 ..SandboxConfig::default()
-            })
-            .is_ok()
+            });
+            if let Err(e) = &found {
+                super::sandbox::lacking(mode, e);
+            }
+            found.is_ok()
         })
         .collect();
     assert!(!found.is_empty(), "neither Landlock nor bwrap works here");

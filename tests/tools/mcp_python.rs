@@ -8,7 +8,7 @@
 //! gets the read-only tool but never the one that asks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::mcp::{call_log, log_lines, mcp_dir, servers_file, start, tool};
+use crate::mcp::{call_log, log_lines, mcp, servers_file, start, tool};
 use crate::support;
 
 use serde_json::{json, Value};
@@ -24,18 +24,11 @@ use switchboard::llm::{
 use switchboard::mcp::Status;
 use switchboard::tools::{ImageSink, ToolContext};
 
-/// The server's entry, after checking the SDK is installed.
+/// The server's entry (the SDK installed on first use).
 fn python_entry() -> Value {
-    let python = mcp_dir().join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the Python MCP SDK is not installed ({} is missing): run \
-         `python3 -m venv tests/mcp/.venv && tests/mcp/.venv/bin/pip install -r tests/mcp/requirements.txt`",
-        python.display()
-    );
     json!({
-        "command": python,
-        "args": [mcp_dir().join("python_server.py")],
+        "command": mcp().python(),
+        "args": [mcp().python_script("python_server.py")],
         "env": {"CALL_LOG": "calls.log"},
         "approval": "hints"
     })

@@ -8,7 +8,7 @@
 //! happened. The client cannot choose the chat.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::mcp::mcp_dir;
+use crate::mcp::mcp;
 use crate::support;
 
 use serde_json::{json, Value};
@@ -139,16 +139,9 @@ impl Client {
 
 /// `python_client.py` under the SDK's interpreter, with an empty environment.
 fn python_client() -> tokio::process::Command {
-    let python = mcp_dir().join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the Python MCP SDK is not installed ({} is missing): run \
-         `python3 -m venv tests/mcp/.venv && tests/mcp/.venv/bin/pip install -r tests/mcp/requirements.txt`",
-        python.display()
-    );
-    let mut command = tokio::process::Command::new(python);
+    let mut command = tokio::process::Command::new(mcp().python());
     command
-        .arg(mcp_dir().join("python_client.py"))
+        .arg(mcp().python_script("python_client.py"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default());
     command

@@ -57,13 +57,25 @@ fn sandbox(mode: SandboxMode, network: Network, limits: Limits) -> Sandbox {
     match Sandbox::detect(&config) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{mode:?} is unavailable on this machine ({e}); testing auto instead");
+            lacking(mode, &e);
             Sandbox::detect(&SandboxConfig {
                 mode: SandboxMode::Auto,
                 ..config.clone()
             })
             .unwrap()
         }
+    }
+}
+
+/// Says that this machine lacks `mode` (its tests run at `auto` instead, or
+/// at the levels it has);
+/// a failure for bwrap when CI asks for it (`SWITCHBOARD_TEST_REQUIRE_BWRAP`).
+pub(crate) fn lacking(mode: SandboxMode, why: &dyn std::fmt::Display) {
+    let text = format!("the {mode:?} level is not tested here ({why})");
+    if matches!(mode, SandboxMode::Bwrap) {
+        crate::support::skip::unavailable("SWITCHBOARD_TEST_REQUIRE_BWRAP", &text);
+    } else {
+        eprintln!("skipped: {text}");
     }
 }
 

@@ -29,7 +29,7 @@ fn config(mode: &str, vars: &[(&str, String)]) -> Config {
 /// The sandbox `config` asks for, or `auto` (said) when this machine lacks it.
 fn detect(config: &Config) -> Sandbox {
     let sandbox = Sandbox::detect(&config.exec_sandbox).unwrap_or_else(|e| {
-        eprintln!("unavailable on this machine ({e}); testing auto instead");
+        super::sandbox::lacking(config.exec_sandbox.mode, &e);
         let mut auto = config.exec_sandbox.clone();
         auto.mode = switchboard::tools::SandboxMode::Auto;
         Sandbox::detect(&auto).unwrap()

@@ -50,7 +50,7 @@ fn exec(ws: &Arc<Workspace>, mode: SandboxMode) -> (ExecTool, String) {
         protect: Default::default(),
     };
     let sandbox = Sandbox::detect(&config).unwrap_or_else(|e| {
-        eprintln!("{mode:?} is unavailable here ({e}); testing auto instead");
+        super::sandbox::lacking(mode, &e);
         Sandbox::detect(&SandboxConfig {
             mode: SandboxMode::Auto,
             ..config.clone()
