@@ -113,18 +113,7 @@ impl Media {
     ) -> Result<Piece, String> {
         let called = notes::called(a);
         let is_audio = matches!(a.kind, AttachmentKind::Voice | AttachmentKind::Audio);
-        if a.kind == AttachmentKind::Voice && self.config.stt.is_none() {
-            return Err(notes::NO_STT.to_owned());
-        }
-        if is_audio && self.config.stt.is_some() {
-            if let Some(d) = a.duration_secs.filter(|d| *d > self.config.max_audio_secs) {
-                return Err(format!(
-                    "🎤 {called} is {} long; I transcribe up to {} — please send a shorter one.",
-                    minutes(d),
-                    minutes(self.config.max_audio_secs)
-                ));
-            }
-        }
+        self.check_audio(a, is_audio, &called)?;
         let stored = self.download(adapter, m, a, &called).await?;
         let path = files::path_of(&self.config.dir, &stored.hash);
         let content = sniff::classify(&stored.head);
@@ -186,6 +175,24 @@ impl Media {
         }
     }
 
+    /// Refuses a voice note without speech-to-text, and audio longer than
+    /// it transcribes.
+    fn check_audio(&self, a: &Attachment, is_audio: bool, called: &str) -> Result<(), String> {
+        if a.kind == AttachmentKind::Voice && self.config.stt.is_none() {
+            return Err(notes::NO_STT.to_owned());
+        }
+        if is_audio && self.config.stt.is_some() {
+            if let Some(d) = a.duration_secs.filter(|d| *d > self.config.max_audio_secs) {
+                return Err(format!(
+                    "🎤 {called} is {} long; I transcribe up to {} — please send a shorter one.",
+                    minutes(d),
+                    minutes(self.config.max_audio_secs)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Downloads `a` within the platform's limit and the user's quota.
     async fn download(
         &self,
@@ -240,20 +247,7 @@ impl Media {
             Ok(n) => n,
             Err(e) => {
                 let _ = tokio::fs::remove_file(&tmp).await;
-                return Err(match e {
-                    PlatformError::TooLarge { size, max } if max < platform_max => format!(
-                        "📎 {called} would go over your daily file allowance ({} left today).",
-                        human_size(max.min(size))
-                    ),
-                    PlatformError::TooLarge { size, .. } => too_large(called, size, platform_max),
-                    PlatformError::Stalled => format!(
-                        "📎 The download of {called} stalled, so I gave up on it. Please send it again."
-                    ),
-                    other => {
-                        tracing::warn!(error = %other, "attachment download failed");
-                        format!("📎 I could not download {called}. Please send it again.")
-                    }
-                });
+                return Err(download_failed(called, e, platform_max));
             }
         };
         let stored = files::file_away(&self.config.dir, &tmp)
@@ -434,6 +428,24 @@ fn mime_of(content: Content) -> Option<&'static str> {
         Content::Pdf => Some("application/pdf"),
         Content::Text => Some("text/plain"),
         Content::Binary(m) => m,
+    }
+}
+
+/// What the user is told when a download failed.
+fn download_failed(called: &str, e: PlatformError, platform_max: u64) -> String {
+    match e {
+        PlatformError::TooLarge { size, max } if max < platform_max => format!(
+            "📎 {called} would go over your daily file allowance ({} left today).",
+            human_size(max.min(size))
+        ),
+        PlatformError::TooLarge { size, .. } => too_large(called, size, platform_max),
+        PlatformError::Stalled => format!(
+            "📎 The download of {called} stalled, so I gave up on it. Please send it again."
+        ),
+        other => {
+            tracing::warn!(error = %other, "attachment download failed");
+            format!("📎 I could not download {called}. Please send it again.")
+        }
     }
 }
 
