@@ -16,8 +16,8 @@ COPY migrations migrations
 COPY benches benches
 COPY examples examples
 COPY tests tests
-RUN cargo build --release --locked --bin switchboard \
- && strip target/release/switchboard
+# The release profile already strips symbols (Cargo.toml, [profile.release]).
+RUN cargo build --release --locked --bin switchboard
 
 FROM debian:bookworm-slim AS runtime
 # ca-certificates for the HTTPS endpoints; bubblewrap for EXEC_SANDBOX=bwrap

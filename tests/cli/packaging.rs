@@ -79,5 +79,15 @@ fn the_systemd_unit_is_hardened_and_the_release_binary_lean() {
     let cargo = read("Cargo.toml");
     let release = cargo.split("[profile.release]").nth(1).unwrap();
     let release = release.split("\n[").next().unwrap();
-    assert!(release.contains("strip = \"debuginfo\""), "{release}");
+    for line in [
+        "lto = \"fat\"",
+        "codegen-units = 1",
+        "strip = \"symbols\"",
+        "panic = \"unwind\"",
+    ] {
+        assert!(
+            release.lines().any(|l| l == line),
+            "{line} missing: {release}"
+        );
+    }
 }
