@@ -13,7 +13,8 @@ use crate::tools::{
     looking_back_tools, memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig,
     ExecTool, GrownEnv, GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool,
     ReadStoredResultTool, Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool,
-    ToolRegistry, WebFetchConfig, WebFetchTool, Workspace, WriteFileTool, TOOL_SECRET_PREFIX,
+    ToolRegistry, WebFetchConfig, WebFetchTool, WebSearchTool, Workspace, WriteFileTool,
+    TOOL_SECRET_PREFIX,
 };
 use std::sync::Arc;
 use switchboard_platform::{PlatformAdapter, Secret};
@@ -119,6 +120,10 @@ pub fn build_tools(
                 .with_user_cap(config.caps.max_schedules),
         ));
     registry.register(Arc::new(PlanTool::new(store.clone())));
+    if let Some(search) = &config.search {
+        let tool = WebSearchTool::new(search.clone(), &config.web_fetch_allow);
+        registry.register(Arc::new(tool));
+    }
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }

@@ -15,12 +15,14 @@ mod mcp_serve;
 mod otel;
 mod protect;
 pub mod reference;
+mod search;
 mod secrets;
 mod web;
 
 pub use crate::llm::{FallbackEndpoint, LlmConfig};
 pub use mcp_serve::McpHttpConfig;
 pub use otel::{OtelConfig, RootSampling, Sampling, DEFAULT_SERVICE_NAME};
+pub use search::{SearchConfig, SearchProvider, DEFAULT_SEARCH_RESULTS};
 pub use web::{WebConfig, MIN_WEB_TOKEN_CHARS};
 
 /// Reads one variable, trimmed; `None` when unset or empty.
@@ -138,6 +140,8 @@ pub struct Config {
     /// Sub-agent roles offered as `delegate_to_<role>` (`SUBAGENTS`).
     pub subagents: Vec<crate::agent::Role>,
     pub web_fetch_allow: Vec<String>,
+    /// The `web_search` tool's provider (`SEARCH_PROVIDER`, …); none: no tool.
+    pub search: Option<SearchConfig>,
     pub system_prompt: Option<String>,
     /// IANA time zone for cron schedules.
     pub timezone: String,
@@ -236,6 +240,7 @@ impl Config {
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             caps: limits::caps(&get)?,
             web_fetch_allow: comma_list(get("WEB_FETCH_ALLOW")),
+            search: search::search(&get)?,
             system_prompt: get("SYSTEM_PROMPT"),
             timezone: basics::timezone(&get)?,
             log_format: basics::log_format(&get)?,

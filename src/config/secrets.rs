@@ -43,6 +43,10 @@ impl Config {
             }
             out.extend(url_secrets(&tool.url));
         }
+        if let Some(search) = &config.search {
+            out.extend(search.api_key.iter().map(|k| k.expose().to_owned()));
+            out.extend(url_secrets(search.url.as_str()));
+        }
         if let Some(token) = &config.web.token {
             out.push(token.expose().to_owned());
         }

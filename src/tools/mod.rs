@@ -37,6 +37,7 @@ mod send_file;
 mod skill;
 mod spec;
 mod web_fetch;
+mod web_search;
 
 pub use ask_user::AskUserTool;
 pub use check_tasks::CheckTasksTool;
@@ -48,6 +49,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "write_file",
     "exec_command",
     "web_fetch",
+    "web_search",
     "ask_user",
     "send_file",
     "check_background_tasks",
@@ -96,3 +98,6 @@ pub use send_file::SendFileTool;
 pub use skill::SkillTool;
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
+pub use web_search::{
+    SearchConfig, SearchProvider, WebSearchTool, DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS,
+};

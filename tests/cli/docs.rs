@@ -20,6 +20,7 @@ const CONFIG_SOURCES: &[&str] = &[
     "src/config/llm_env.rs",
     "src/config/mcp_serve.rs",
     "src/config/otel.rs",
+    "src/config/search.rs",
     "src/models/config.rs",
     "src/config/web.rs",
     "src/media/config.rs",

@@ -26,6 +26,7 @@ mod e2e_queue;
 mod e2e_rule_scope;
 mod e2e_runtime;
 mod e2e_schedules;
+mod e2e_search;
 mod e2e_stop;
 mod e2e_subagent_acts;
 mod e2e_task_final;

@@ -11,6 +11,7 @@ pub mod fake_discord;
 pub mod fake_gemini;
 pub mod fake_llm;
 pub mod fake_otlp;
+pub mod fake_search;
 pub mod fake_stt;
 pub mod fake_telegram;
 pub mod images;

@@ -145,7 +145,27 @@ pub(super) const TOOLS: Section = Section {
         v(
             "WEB_FETCH_ALLOW",
             "none",
-            "hosts or IPs/CIDRs `web_fetch` may reach although private/loopback",
+            "hosts or IPs/CIDRs `web_fetch` (and `web_search`'s provider) may reach although private/loopback",
+        ),
+        v(
+            "SEARCH_PROVIDER",
+            "unset (no `web_search`)",
+            "the `web_search` tool's provider: `searxng` (your instance's JSON API), `brave` or `tavily` (see [Searching the web](tools.md#searching-the-web))",
+        ),
+        v(
+            "SEARCH_URL",
+            "Brave's or Tavily's public endpoint",
+            "the provider's address: required for SearXNG (e.g. `http://searx.lan:8080`); held to `web_fetch`'s rules, so a private address must be in `WEB_FETCH_ALLOW`",
+        ),
+        v(
+            "SEARCH_API_KEY",
+            "none",
+            "the provider's key (Brave's subscription token, Tavily's `tvly-…`); required for both, never logged or shown to the model",
+        ),
+        v(
+            "SEARCH_RESULTS",
+            "`5`",
+            "results per search, 1–10",
         ),
         v(
             "TOOL_BUILDERS",

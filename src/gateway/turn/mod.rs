@@ -7,6 +7,7 @@ pub(super) mod budget;
 pub(super) mod consent;
 pub(super) mod deliver;
 pub(super) mod exchange;
+pub(super) mod fresh;
 pub(super) mod hold;
 pub(super) mod host;
 pub(super) mod in_flight;

@@ -1,7 +1,7 @@
 //! What a turn gives the model besides the user's words: the history, the
 //! recalled memories around the input, and the system context — the plan
-//! to resume, the live state, the agent's identity and the chat's
-//! instructions.
+//! to resume, a pointer to `web_search` for fresh information, the live
+//! state, the agent's identity and the chat's instructions.
 
 use crate::domain::SessionKey;
 use crate::gateway::delivery::origin::Origin;
@@ -87,9 +87,10 @@ async fn system_context(
 ) -> Option<String> {
     let context = crate::gateway::commands::plan::with_resume(recalled, state, query);
     let live = match input {
-        SessionInput::Message(m) => {
-            crate::gateway::turn::live_state::section(inner, key, &origin.session, &m.text).await
-        }
+        SessionInput::Message(m) => join(
+            crate::gateway::turn::fresh::note(inner, &m.text),
+            crate::gateway::turn::live_state::section(inner, key, &origin.session, &m.text).await,
+        ),
         _ => None,
     };
     let private = origin.conversation.kind.is_private();
