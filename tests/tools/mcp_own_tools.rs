@@ -38,7 +38,14 @@ async fn other_agents_use_the_agents_own_tools_by_tier_for_the_configured_user()
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let vars = vars(&llm, &tg, dir.path());
+    let mut vars = vars(&llm, &tg, dir.path());
+    // PostgreSQL too, when the run names one.
+    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
+        vars.insert(
+            "DATABASE_URL",
+            support::postgres::fresh_postgres(&admin).await,
+        );
+    }
     let ann = FakeUser::new(900, "Ann");
     tg.ensure_chat(Where::Group(GROUP), &ann);
     let as_ann = ("MCP_SERVER_USER", "telegram:900");
