@@ -157,6 +157,25 @@ async fn other_agents_use_the_agents_own_tools_by_tier_for_the_configured_user()
         "the card was not edited to its decision"
     );
 
+    // A denied card: the sale is not run, and the client reads who denied it.
+    act.send(
+        "update_portfolio",
+        json!({"op": "sell", "symbol": "AAPL", "quantity": 4, "price": 120}),
+    )
+    .await;
+    let card = wait_for(&tg, "Sell 4 AAPL").await;
+    tg.callback(
+        Where::Group(GROUP),
+        &ann,
+        card.message_id,
+        &button(&card, ":n"),
+    );
+    let denied = act.next().await;
+    assert_eq!(denied["isError"], true, "{denied}");
+    assert!(text(&denied).contains("denied by Ann"), "{denied}");
+    let view = read.call("portfolio", json!({"action": "history"})).await;
+    assert!(!text(&view).to_lowercase().contains("sell"), "{view}");
+
     // Every call and refusal is in the audit log.
     let events = read
         .call("recent_events", json!({"kind": "mcp.tool", "limit": 50}))
