@@ -47,7 +47,8 @@ pub mod wiring;
 pub mod workspace;
 
 pub use app::{
-    build_provider, build_tools, load_skills, run, start, start_with_clock, RunError, Running,
+    build_provider, build_tools, load_skills, mcp_own_tools, run, start, start_with_clock,
+    RunError, Running,
 };
 pub use busy::{Busy, BusyGuard};
 pub use config::Config;

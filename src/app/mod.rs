@@ -19,7 +19,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod mcp_tools;
 mod parts;
+pub use mcp_tools::mcp_own_tools;
 pub use parts::{build_provider, build_tools, load_skills};
 
 /// Why Switchboard could not start or stopped with an error.

@@ -11,10 +11,10 @@ use crate::store::Store;
 use crate::tasks::{CancelTaskTool, ScheduleTool, TaskManager};
 use crate::tools::{
     looking_back_tools, memory_tools, portfolio_tools, AskUserTool, CheckTasksTool, ExecConfig,
-    ExecTool, GrownEnv, GrownTools, HttpApiTool, HttpToolManager, PlanTool, ReadFileTool,
-    ReadStoredResultTool, Sandbox, ScriptTool, ScriptToolManager, SendFileTool, SkillTool,
-    ToolRegistry, WebFetchConfig, WebFetchTool, WebSearchTool, Workspace, WriteFileTool,
-    TOOL_SECRET_PREFIX,
+    ExecTool, GrownEnv, GrownTools, HttpApiTool, HttpToolManager, InstallSkillTool, PlanTool,
+    PreviewSkillTool, ReadFileTool, ReadStoredResultTool, Sandbox, ScriptTool, ScriptToolManager,
+    SendFileTool, SkillTool, ToolRegistry, WebFetchConfig, WebFetchTool, WebSearchTool, Workspace,
+    WriteFileTool, TOOL_SECRET_PREFIX,
 };
 use std::sync::Arc;
 use switchboard_platform::{PlatformAdapter, Secret};
@@ -115,6 +115,12 @@ pub fn build_tools(
         .register(Arc::new(ReadStoredResultTool::new(config.data_dir.clone())))
         .register(Arc::new(CancelTaskTool::new(Arc::clone(tasks))))
         .register(Arc::new(SkillTool::new(Arc::clone(skills))))
+        .register(Arc::new(PreviewSkillTool::new(&config.web_fetch_allow)))
+        .register(Arc::new(InstallSkillTool::new(
+            Arc::clone(skills),
+            &config.web_fetch_allow,
+            config.tool_builders,
+        )))
         .register(Arc::new(
             ScheduleTool::new(store.clone(), config.timezone.clone())
                 .with_user_cap(config.caps.max_schedules),
@@ -160,7 +166,7 @@ pub fn build_tools(
 }
 
 /// The exec sandbox at the strongest level this machine offers, logged.
-fn open_sandbox(config: &Config) -> Result<Arc<Sandbox>, RunError> {
+pub(super) fn open_sandbox(config: &Config) -> Result<Arc<Sandbox>, RunError> {
     let sandbox = Arc::new(Sandbox::detect(&config.exec_sandbox)?);
     tracing::info!("exec sandbox: {}", sandbox.describe());
     if let Some(warning) = sandbox.warning() {
@@ -196,7 +202,7 @@ fn register_operator_tools(
 
 /// The `TOOL_SECRET_*` variables, the only secrets tools added from the chat
 /// may name.
-fn tool_secrets(
+pub(super) fn tool_secrets(
     config: &Config,
 ) -> std::collections::BTreeMap<String, switchboard_platform::Secret> {
     config

@@ -118,9 +118,11 @@ pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> Ou
     );
     let external = record.tool_name == super::EXTERNAL_APPROVAL;
     let once = super::once_only(&record.tool_name);
+    let mcp = super::from_mcp(record);
     let buttons: Vec<Button> = Choice::ALL
         .into_iter()
         .filter(|c| !once || matches!(c, Choice::AllowOnce | Choice::Deny))
+        .filter(|c| !mcp || *c != Choice::Edit)
         .filter_map(|c| {
             action_id(&record.id, c).map(|action| Button {
                 label: c.label().into(),

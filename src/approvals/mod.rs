@@ -34,12 +34,24 @@ use switchboard_platform::{
 /// is allowed once or denied (no rules, no edits).
 pub const EXTERNAL_APPROVAL: &str = "mcp.request_approval";
 
+/// The session id of an approval asked for over MCP (`switchboard mcp`: an
+/// external agent's `request_approval`, or a call of one of the agent's own
+/// tools): no turn waits on it — its client reads the decision.
+pub const MCP_ORIGIN: &str = "mcp";
+
+/// Whether `record` was asked for over MCP: its card has no Edit (nobody
+/// types new arguments into another agent's call) and no turn resumes.
+pub fn from_mcp(record: &ApprovalRecord) -> bool {
+    record.session_id.as_str() == MCP_ORIGIN || record.tool_name == EXTERNAL_APPROVAL
+}
+
 /// Cards that can only be allowed once or denied — no "always" rule, no
 /// edit: an external agent's request, and every change to the tools.
 pub fn once_only(tool: &str) -> bool {
     tool == EXTERNAL_APPROVAL
         || tool == crate::tools::HTTP_TOOL
         || tool == crate::tools::SCRIPT_TOOL
+        || tool == crate::tools::INSTALL_SKILL
 }
 
 /// What the requester (or an approver) decided.
@@ -372,6 +384,11 @@ impl Approvals {
             } else {
                 "A change to the tools can only be allowed once or denied.".into()
             }));
+        }
+        if from_mcp(&record) && choice == Choice::Edit {
+            return Ok(Err(
+                "A call from another agent cannot be edited; allow or deny it.".into(),
+            ));
         }
         if record.status != ApprovalStatus::Pending {
             return Ok(Err(format!(

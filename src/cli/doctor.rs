@@ -123,6 +123,27 @@ fn surfaces(r: &mut Report, config: &Config) {
             switchboard::mcp::serve::MCP_PATH
         ));
     }
+    let own = config.mcp_own_tools;
+    match own.user {
+        Some(user) if own.effective() != switchboard::mcp::serve::Exposure::None => {
+            r.ok(&format!(
+                "`switchboard mcp` offers the agent's own tools of tier `{}` (MCP_SERVER_TOOLS), acting as {} (MCP_SERVER_USER)",
+                own.exposure.as_str(),
+                user.describe()
+            ));
+            let asks = own.exposure.offers(switchboard::mcp::serve::Tier::Act);
+            if asks
+                && config
+                    .mcp_notify_chat
+                    .is_none_or(|chat| chat.platform != user.platform)
+            {
+                r.note("MCP_NOTIFY_CHAT is not a chat of MCP_SERVER_USER's platform: own-tool calls that need an approval are refused over MCP");
+            }
+        }
+        _ => r.note(
+            "`switchboard mcp` offers none of the agent's own tools (MCP_SERVER_TOOLS=none, or no MCP_SERVER_USER)",
+        ),
+    }
     let builders = match config.tool_builders {
         switchboard::tools::ToolBuilders::Off => "nobody (TOOL_BUILDERS=off)",
         switchboard::tools::ToolBuilders::Approvers => "approvers (TOOL_BUILDERS=approvers)",

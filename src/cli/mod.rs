@@ -283,14 +283,27 @@ async fn serve_mcp(config: Config) -> anyhow::Result<ExitCode> {
     if config.mcp_notify_chat.is_none() {
         tracing::warn!("MCP_NOTIFY_CHAT is not set: notify, ask and request_approval will say so to the client");
     }
+    let shutdown = shutdown_on_signal();
+    let own = switchboard::mcp_own_tools(&config, &store, &shutdown)?;
+    match (&own, config.mcp_own_tools.user) {
+        (Some(_), Some(user)) => tracing::info!(
+            tier = config.mcp_own_tools.exposure.as_str(),
+            user = %user.describe(),
+            "offering the agent's own tools (MCP_SERVER_TOOLS) as MCP_SERVER_USER"
+        ),
+        _ => tracing::info!(
+            "the agent's own tools are not offered (MCP_SERVER_TOOLS=none or no MCP_SERVER_USER)"
+        ),
+    }
     let bridge = switchboard::mcp::serve::Bridge::new(
         store.clone(),
         config.mcp_notify_chat,
         config.approval_timeout,
-    );
+    )
+    .with_own_tools(own);
     match &config.mcp_http {
-        Some(http) => bridge.serve_http(http, shutdown_on_signal()).await?,
-        None => bridge.serve_stdio(shutdown_on_signal()).await?,
+        Some(http) => bridge.serve_http(http, shutdown).await?,
+        None => bridge.serve_stdio(shutdown).await?,
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)

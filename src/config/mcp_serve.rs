@@ -7,7 +7,44 @@ use super::{web, ConfigError, Lookup};
 use std::net::SocketAddr;
 use switchboard_platform::{ChatAddress, ChatId, Platform, Secret, ThreadId};
 
+use crate::mcp::serve::{Exposure, OwnToolsConfig, ServerUser};
 pub use crate::mcp::McpHttpConfig;
+
+/// `MCP_SERVER_TOOLS` and `MCP_SERVER_USER`: which of the agent's own tools
+/// `switchboard mcp` offers, and as whom. A tier set without a user is
+/// refused; left unset without a user, none are offered.
+pub(super) fn own_tools(get: &Lookup<'_>) -> Result<OwnToolsConfig, ConfigError> {
+    let exposure = match get("MCP_SERVER_TOOLS") {
+        None => None,
+        Some(raw) => Some(
+            Exposure::parse(&raw).map_err(|problem| ConfigError::Invalid {
+                var: "MCP_SERVER_TOOLS",
+                problem,
+                fix: "use read (default), data, act, all or none",
+            })?,
+        ),
+    };
+    let user = match get("MCP_SERVER_USER") {
+        None => None,
+        Some(raw) => Some(
+            ServerUser::parse(&raw).map_err(|problem| ConfigError::Invalid {
+                var: "MCP_SERVER_USER",
+                problem,
+                fix: "use telegram:<user_id>[@<chat_id>] or discord:<user_id>[@<channel_id>]",
+            })?,
+        ),
+    };
+    if user.is_none() && exposure.is_some_and(|e| e != Exposure::None) {
+        return Err(ConfigError::Missing {
+            var: "MCP_SERVER_USER",
+            fix: "MCP_SERVER_TOOLS offers the agent's own tools, which act as one user: set MCP_SERVER_USER=telegram:<user_id> (or discord:<user_id>@<channel_id>), or MCP_SERVER_TOOLS=none",
+        });
+    }
+    Ok(OwnToolsConfig {
+        exposure: exposure.unwrap_or_default(),
+        user,
+    })
+}
 
 /// `MCP_LISTEN` and `MCP_TOKEN`: none when `MCP_LISTEN` is unset (stdio);
 /// a listener without a long enough token is refused.
@@ -127,6 +164,47 @@ mod tests {
         assert!(config.mcp_http.is_some());
         let secrets = config.secret_values();
         assert!(secrets.iter().any(|s| s == "mcp-token-5d2c9e41aa"));
+    }
+
+    fn own_of(vars: &[(&str, &str)]) -> Result<OwnToolsConfig, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        own_tools(&|k: &str| map.get(k).cloned())
+    }
+
+    #[test]
+    fn own_tools_need_a_well_formed_user() {
+        let none = own_of(&[]).unwrap();
+        assert_eq!(none.effective(), Exposure::None);
+        let read = own_of(&[("MCP_SERVER_USER", "telegram:900")]).unwrap();
+        assert_eq!(read.effective(), Exposure::Read);
+        let act = own_of(&[
+            ("MCP_SERVER_USER", "discord:5@77"),
+            ("MCP_SERVER_TOOLS", "act"),
+        ])
+        .unwrap();
+        assert_eq!(act.effective(), Exposure::Act);
+        assert_eq!(
+            own_of(&[("MCP_SERVER_TOOLS", "none")]).unwrap().effective(),
+            Exposure::None
+        );
+        let err = own_of(&[("MCP_SERVER_TOOLS", "data")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("MCP_SERVER_USER is not set"), "{err}");
+        let err = own_of(&[("MCP_SERVER_USER", "telegram:ann")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("MCP_SERVER_USER is invalid"), "{err}");
+        let err = own_of(&[
+            ("MCP_SERVER_USER", "telegram:1"),
+            ("MCP_SERVER_TOOLS", "write"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("MCP_SERVER_TOOLS is invalid"), "{err}");
     }
 
     #[test]

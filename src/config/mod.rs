@@ -117,6 +117,9 @@ pub struct Config {
     /// `switchboard mcp` over Streamable HTTP (`MCP_LISTEN`, `MCP_TOKEN`);
     /// none: over stdio.
     pub mcp_http: Option<McpHttpConfig>,
+    /// Which of the agent's own tools `switchboard mcp` offers, as whom
+    /// (`MCP_SERVER_TOOLS`, `MCP_SERVER_USER`).
+    pub mcp_own_tools: crate::mcp::serve::OwnToolsConfig,
     pub access_policy: AccessPolicy,
     /// Numeric allowlists per platform (`TELEGRAM_ALLOWED_USERS`, ...).
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
@@ -217,6 +220,7 @@ impl Config {
             http_tools_file: get("HTTP_TOOLS_FILE").map(PathBuf::from),
             mcp_notify_chat: mcp_serve::notify_chat(&get)?,
             mcp_http: mcp_serve::http(&get)?,
+            mcp_own_tools: mcp_serve::own_tools(&get)?,
             models: crate::models::ModelSettings::from_lookup(&get)?,
             chats: files.chats,
             chat_problems: files.chat_problems,

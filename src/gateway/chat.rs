@@ -29,7 +29,8 @@ pub(in crate::gateway) async fn select(
     selected
 }
 
-/// Leaves the tools that change tools (`http_tool`, `script_tool`) out of a
+/// Leaves the tools that change tools (`http_tool`, `script_tool`,
+/// `install_skill` and its `preview_skill`) out of a
 /// turn unless `user` may change tools (`TOOL_BUILDERS`); a turn nobody
 /// asked for (a schedule, a notification) never has them.
 pub(in crate::gateway) fn for_builders(
@@ -44,6 +45,10 @@ pub(in crate::gateway) fn for_builders(
     policy
         .deny
         .extend([HTTP_TOOL.to_owned(), SCRIPT_TOOL.to_owned()]);
+    policy.deny.extend([
+        crate::tools::INSTALL_SKILL.to_owned(),
+        "preview_skill".to_owned(),
+    ]);
     selected.model.tools = Some(Arc::new(policy));
 }
 

@@ -69,6 +69,30 @@ impl SkillLibrary {
         true
     }
 
+    /// The names a skill cannot take (the gateway's own commands).
+    pub fn reserved(&self) -> &'static [&'static str] {
+        self.reserved
+    }
+
+    /// Writes `text` as `SKILLS_DIR/<name>.md` (created when missing; the
+    /// file replaced whole, never half-written) and reloads the skills.
+    /// Blocking file I/O. `name` must be a valid skill name.
+    pub fn install(&self, name: &str, text: &str) -> std::io::Result<()> {
+        if !super::valid_name(name) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{name:?} is not a skill name"),
+            ));
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(format!("{name}.md"));
+        let partial = self.dir.join(format!(".{name}.md.partial"));
+        std::fs::write(&partial, text)?;
+        std::fs::rename(&partial, &path)?;
+        self.refresh();
+        Ok(())
+    }
+
     /// Changes whenever the skills are reloaded.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.reloads.subscribe()

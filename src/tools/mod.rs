@@ -35,6 +35,7 @@ mod script;
 mod script_defs;
 mod send_file;
 mod skill;
+mod skill_install;
 mod spec;
 mod web_fetch;
 mod web_search;
@@ -70,6 +71,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "delegate_to_analysis",
     "http_tool",
     "script_tool",
+    "preview_skill",
+    "install_skill",
 ];
 
 pub(crate) use crate::dirs::stored_result_path;
@@ -96,6 +99,10 @@ pub use script::ScriptTool;
 pub use script_defs::{load_script_tools, ScriptToolDef, ScriptToolProblem, MAX_SCRIPT_TIMEOUT};
 pub use send_file::SendFileTool;
 pub use skill::SkillTool;
+pub use skill_install::{
+    source_url as skill_source_url, InstallSkillTool, PreviewSkillTool, INSTALL_SKILL,
+    MAX_SKILL_BYTES,
+};
 pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
 pub use web_search::{

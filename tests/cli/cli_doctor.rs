@@ -234,7 +234,9 @@ async fn doctor_accepts_working_bot_tokens_and_existing_paths() {
         .set("WEB_LISTEN", "127.0.0.1:9480")
         .set("MCP_LISTEN", "127.0.0.1:9481")
         .set("MCP_TOKEN", "mcp-doctor-token-7f3a91")
-        .set("TOOL_BUILDERS", "all");
+        .set("TOOL_BUILDERS", "all")
+        .set("MCP_SERVER_TOOLS", "data")
+        .set("MCP_SERVER_USER", "telegram:900");
     let done = env.run(&["doctor"]).await;
     assert_eq!(done.code, Some(0), "{done}");
     assert!(!done.stdout.contains('✘'), "{done}");
@@ -243,6 +245,7 @@ async fn doctor_accepts_working_bot_tokens_and_existing_paths() {
         "✔ web console on http://127.0.0.1:9480/ (loopback only, no token)",
         "✔ `switchboard mcp` serves Streamable HTTP on http://127.0.0.1:9481/mcp (bearer MCP_TOKEN)",
         "tools added from the chat: every user (TOOL_BUILDERS=all)",
+        "✔ `switchboard mcp` offers the agent's own tools of tier `data` (MCP_SERVER_TOOLS), acting as telegram:900 (MCP_SERVER_USER)",
         "✔ Telegram accepts TELEGRAM_BOT_TOKEN (bot @",
         "✔ Discord accepts DISCORD_BOT_TOKEN",
         "✔ DATA_DIR",
@@ -254,6 +257,25 @@ async fn doctor_accepts_working_bot_tokens_and_existing_paths() {
     }
     // Checking creates nothing: the directories appear when the gateway runs.
     assert!(!Path::new(&env.path("ws")).exists());
+}
+
+#[tokio::test]
+async fn a_malformed_mcp_server_user_stops_doctor_and_the_mcp_server_with_its_name() {
+    let env = Env::new("http://127.0.0.1:9/v1").set("MCP_SERVER_USER", "telegram:ann");
+    for args in [&["doctor"][..], &["mcp"][..]] {
+        let done = env.run(args).await;
+        assert_ne!(done.code, Some(0), "{done}");
+        let said = format!("{}{}", done.stdout, done.stderr);
+        assert!(
+            said.contains("MCP_SERVER_USER is invalid"),
+            "{args:?}: {done}"
+        );
+        assert!(said.contains("telegram:<user_id>"), "{args:?}: {done}");
+    }
+    let env = Env::new("http://127.0.0.1:9/v1").set("MCP_SERVER_TOOLS", "act");
+    let done = env.run(&["mcp"]).await;
+    assert_ne!(done.code, Some(0), "{done}");
+    assert!(done.stderr.contains("MCP_SERVER_USER is not set"), "{done}");
 }
 
 #[tokio::test]

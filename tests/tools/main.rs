@@ -10,11 +10,13 @@ mod support;
 
 mod mcp;
 mod mcp_confined;
+mod mcp_own_tools;
 mod mcp_python;
 mod mcp_serve;
 mod mcp_serve_http;
 mod sandbox;
 mod sandbox_protect;
+mod skills_install;
 mod tools_builtin;
 mod tools_grown;
 mod tools_http;

@@ -78,7 +78,17 @@ pub(crate) struct Client {
 impl Client {
     /// The client starting `switchboard mcp` over stdio itself.
     fn start(vars: &HashMap<&'static str, String>, dir: &Path) -> Client {
+        Client::start_with(vars, dir, &[])
+    }
+
+    /// [`Client::start`] with `extra` variables for `switchboard mcp`.
+    pub(crate) fn start_with(
+        vars: &HashMap<&'static str, String>,
+        dir: &Path,
+        extra: &[(&str, &str)],
+    ) -> Client {
         let mut command = python_client();
+        command.envs(extra.iter().copied());
         command
             .env("SWITCHBOARD_BIN", env!("CARGO_BIN_EXE_switchboard"))
             .env("DATABASE_URL", &vars["DATABASE_URL"])

@@ -143,6 +143,16 @@ pub(super) const TOOLS: Section = Section {
             "the bearer token every request to `MCP_LISTEN` must carry (`Authorization: Bearer <token>`, compared in constant time; else 401), 16+ characters (a secret: registered for redaction, never logged or shown); required when `MCP_LISTEN` is set — the start refuses otherwise",
         ),
         v(
+            "MCP_SERVER_TOOLS",
+            "`read`",
+            "which of the agent's own tools `switchboard mcp` offers other agents, by tier: `read` (memory recall, portfolio views, task lists, looking back), `data` (plus `remember`/`forget`), `act` (plus tools with effects — HTTP tools, `update_portfolio`, `schedule`, `web_fetch` — each under the same approval rules as in a chat, a card in `MCP_NOTIFY_CHAT`), `all` (plus the workspace's files, commands and scripts) or `none` (see [own tools](mcp.md#the-agents-own-tools))",
+        ),
+        v(
+            "MCP_SERVER_USER",
+            "unset (no own tools)",
+            "the user the own tools of `switchboard mcp` act as — their memory, ledger, approval rules and caps: `telegram:<user_id>[@<chat_id>]` or `discord:<user_id>[@<channel_id>]` (the chat a schedule fires in; default the user's DM); required when `MCP_SERVER_TOOLS` is set to a tier",
+        ),
+        v(
             "WEB_FETCH_ALLOW",
             "none",
             "hosts or IPs/CIDRs `web_fetch` (and `web_search`'s provider) may reach although private/loopback",

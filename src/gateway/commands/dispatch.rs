@@ -19,9 +19,13 @@ pub(crate) async fn run(
     };
     Ok(match builtin {
         Builtin::Help | Builtin::Start if inner.local_operator(key.platform) => {
-            format!("{}{CONSOLE_HELP}", help())
+            format!(
+                "{}{}{CONSOLE_HELP}",
+                help(),
+                super::skills::templates(inner)
+            )
         }
-        Builtin::Help | Builtin::Start => help(),
+        Builtin::Help | Builtin::Start => format!("{}{}", help(), super::skills::templates(inner)),
         Builtin::Clear => clear(inner, key, session).await?,
         Builtin::Usage => super::usage::run(inner, cmd, key).await?,
         Builtin::Whoami => whoami(key, user),
@@ -37,7 +41,7 @@ pub(crate) async fn run(
             Err(crate::identity::IdentityError::Store(e)) => return Err(e),
             Err(e) => format!("The identity could not be read: {e}"),
         },
-        Builtin::Skills => skills(inner),
+        Builtin::Skills => super::skills::run(inner, cmd, user),
         Builtin::Settings => super::settings::run(inner, key, user, private).await,
         Builtin::Tools => super::tools::run(inner, cmd, user).await,
         // Handled as they arrive (`on_message`), never queued; reaching here
@@ -75,17 +79,4 @@ fn whoami(key: &SessionKey, user: &User) -> String {
             .unwrap_or_default(),
         if user.is_approver { "yes" } else { "no" }
     )
-}
-
-/// `/skills`: the installed skills.
-fn skills(inner: &Inner) -> String {
-    let skills = inner.features.skills.book();
-    if skills.is_empty() {
-        "No skills are installed.".into()
-    } else {
-        format!(
-            "**Skills** (run one with `/name <input>`)\n{}",
-            skills.listing("/")
-        )
-    }
 }

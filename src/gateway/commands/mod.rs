@@ -13,6 +13,7 @@ pub(super) mod model;
 pub(super) mod parse;
 pub(super) mod plan;
 pub(super) mod settings;
+pub(super) mod skills;
 pub(super) mod stop;
 pub(super) mod tasks;
 pub(super) mod tools;

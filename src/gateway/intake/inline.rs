@@ -54,6 +54,11 @@ impl Gateway {
             {
                 return None
             }
+            Builtin::Skills
+                if commands::skills::invocation(inner, &cmd, &msg.text, &msg.user).is_some() =>
+            {
+                return None
+            }
             // The running turn still writes this conversation: cleared after it.
             Builtin::Clear => {
                 if self.session_if_exists(key).is_some_and(|h| h.is_running()) {

@@ -44,8 +44,8 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
             (at - decided.created_at).to_std().unwrap_or_default(),
         );
     }
-    // An MCP client's approval pauses no turn: its client reads the decision.
-    if decided.tool_name == crate::approvals::EXTERNAL_APPROVAL {
+    // An approval asked for over MCP pauses no turn: its client reads the decision.
+    if crate::approvals::from_mcp(decided) {
         return;
     }
     let guard = inner.busy.enter();

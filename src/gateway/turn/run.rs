@@ -182,6 +182,10 @@ async fn model_input(inner: &Inner, o: &Origin, input: &SessionInput) -> Option<
     {
         return Some(Message::user(asked));
     }
+    if let Some(asked) = crate::gateway::commands::skills::invocation(inner, &cmd, &m.text, &m.user)
+    {
+        return Some(Message::user(asked));
+    }
     let private = m.chat_kind.is_private();
     let reply = commands::run(inner, &cmd, key, &o.session, &m.user, private)
         .await

@@ -8,10 +8,16 @@
 //! collects the presses and replies. The chat is the operator's
 //! (`MCP_NOTIFY_CHAT`), never the client's choice.
 
+mod exposure;
 mod guard;
 mod http;
+mod own_approval;
+mod own_tools;
 mod requests;
 mod tools;
+
+pub use exposure::{tier_of, Exposure, OwnToolsConfig, ServerUser, Tier};
+pub use own_tools::OwnTools;
 
 pub use http::{router, McpHttpConfig, MCP_PATH};
 pub use tools::{list as tool_list, Call};
@@ -49,6 +55,8 @@ pub enum ServeError {
 pub struct Bridge {
     store: Store,
     requests: Option<Arc<Requests>>,
+    /// The agent's own tools offered (`MCP_SERVER_TOOLS`), if any.
+    own: Option<Arc<OwnTools>>,
 }
 
 impl Bridge {
@@ -62,7 +70,17 @@ impl Bridge {
                 approval_timeout,
             })
         });
-        Bridge { store, requests }
+        Bridge {
+            store,
+            requests,
+            own: None,
+        }
+    }
+
+    /// Offers the agent's own tools too (see [`OwnTools`]).
+    pub fn with_own_tools(mut self, own: Option<OwnTools>) -> Bridge {
+        self.own = own.map(Arc::new);
+        self
     }
 
     /// Serves one client on stdin/stdout until it disconnects or `shutdown`.
@@ -183,7 +201,11 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::list()))
+        let mut listed = tools::list();
+        if let Some(own) = &self.own {
+            listed.extend(own.list());
+        }
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
@@ -192,15 +214,23 @@ impl ServerHandler for Bridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        let call = match tools::parse(&request.name, &args) {
-            Ok(call) => call,
-            Err(problem) => return Ok(error(problem).into()),
-        };
         let client = context
             .peer
             .peer_info()
             .map(|info| info.client_info.name.clone())
             .unwrap_or_default();
+        if let Some(own) = self.own.as_ref().filter(|o| o.knows(&request.name)) {
+            let done = own.call(&request.name, args, &client, &context.ct).await;
+            return Ok(match done {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(problem) => error(problem),
+            }
+            .into());
+        }
+        let call = match tools::parse(&request.name, &args) {
+            Ok(call) => call,
+            Err(problem) => return Ok(error(problem).into()),
+        };
         let outcome = self.run(call, &client, &context.ct).await;
         Ok(match outcome {
             Ok(value) => CallToolResult::structured(value),

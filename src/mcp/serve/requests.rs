@@ -53,7 +53,7 @@ where
 }
 
 /// The outbox row that shows an approval's card: the same text as its id.
-fn card_row(id: &ApprovalId) -> Result<OutboxId, String> {
+pub(super) fn card_row(id: &ApprovalId) -> Result<OutboxId, String> {
     id.as_str().parse().map_err(|e: IdError| e.to_string())
 }
 
@@ -61,7 +61,7 @@ fn deadline(timeout: Duration) -> DateTime<Utc> {
     Utc::now() + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::minutes(10))
 }
 
-fn store_error(e: StoreError) -> String {
+pub(super) fn store_error(e: StoreError) -> String {
     format!("the gateway's database is not available: {e}")
 }
 
@@ -263,7 +263,8 @@ impl Requests {
         };
         Ok(ApprovalRecord {
             id: id.clone(),
-            session_id: SessionId::from_str("mcp").map_err(|e| e.to_string())?,
+            session_id: SessionId::from_str(crate::approvals::MCP_ORIGIN)
+                .map_err(|e| e.to_string())?,
             tool_name: EXTERNAL_APPROVAL.into(),
             tool_display: "External agent request".into(),
             arguments: json!({"action": action, "details": details}).to_string(),
@@ -283,12 +284,8 @@ impl Requests {
         })
     }
 
-    /// The platform's refusal of the request's outbox row, if it failed.
     async fn failed(&self, id: &OutboxId) -> Result<Option<String>, String> {
-        let entry = self.store.outbox().get(id).await.map_err(store_error)?;
-        Ok(entry
-            .filter(|e| e.status == OutboxStatus::Failed)
-            .map(|e| e.error.unwrap_or_default()))
+        failed(&self.store, id).await
     }
 
     async fn audit(&self, kind: &str, id: &str, client: &str) {
@@ -297,6 +294,14 @@ impl Requests {
             .record(kind, json!({"id": id, "client": clip(client), "by": "mcp"}))
             .await;
     }
+}
+
+/// The platform's refusal of an outbox row, if it failed.
+pub(super) async fn failed(store: &Store, id: &OutboxId) -> Result<Option<String>, String> {
+    let entry = store.outbox().get(id).await.map_err(store_error)?;
+    Ok(entry
+        .filter(|e| e.status == OutboxStatus::Failed)
+        .map(|e| e.error.unwrap_or_default()))
 }
 
 /// What a decided approval tells the client.
@@ -317,7 +322,7 @@ fn decision(record: &ApprovalRecord) -> Value {
 }
 
 /// A client's self-chosen name, shown in the chat: short, one line.
-fn clip(name: &str) -> String {
+pub(super) fn clip(name: &str) -> String {
     let one_line: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
     if one_line.trim().is_empty() {
         "An MCP client".into()
@@ -327,7 +332,7 @@ fn clip(name: &str) -> String {
 }
 
 /// Waits one poll interval: false when the client cancelled the call.
-async fn pause(cancel: &CancellationToken) -> bool {
+pub(super) async fn pause(cancel: &CancellationToken) -> bool {
     tokio::select! {
         () = tokio::time::sleep(POLL) => true,
         () = cancel.cancelled() => false,
