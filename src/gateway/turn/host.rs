@@ -172,7 +172,12 @@ impl TurnHost for GatewayHost {
     }
 
     async fn round_context(&self) -> Option<String> {
-        crate::gateway::commands::plan::round_context(&self.inner, &self.session_id).await
+        crate::gateway::turn::planner::round_context(&self.inner, &self.session_id).await
+    }
+
+    async fn after_tools(&self, calls: &[ToolCall], results: &[Message]) -> Vec<Value> {
+        crate::gateway::turn::planner::record_results(&self.inner, &self.session_id, calls, results)
+            .await
     }
 
     async fn before_compaction(&self, head: &[Message]) {
