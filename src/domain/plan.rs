@@ -284,6 +284,25 @@ impl Plan {
         Ok(i)
     }
 
+    /// The current step is starting `tool`: it is running now, when it is
+    /// pending and names no tool or this one. `true` when it changed.
+    pub fn start(&mut self, tool: &str) -> bool {
+        if tool == PLAN_TOOL || !self.is_open() {
+            return false;
+        }
+        let Some(i) = self.current() else {
+            return false;
+        };
+        let step = &mut self.steps[i];
+        let fits = step.tool.as_deref().is_none_or(|t| t == tool);
+        if step.state != StepState::Pending || !fits {
+            return false;
+        }
+        step.state = StepState::Running;
+        self.phase = Phase::Executing;
+        true
+    }
+
     /// Records a tool's result on the step it belongs to: the current step
     /// when it names no tool or this one. Calls of the `plan` tool, and of
     /// tools the current step does not name, are no step's result.

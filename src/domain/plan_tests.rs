@@ -9,6 +9,13 @@ fn a_plan_records_results_fails_retries_and_updates() {
     let mut p = Plan::create("ship the report", &texts(&["gather data", "draft", "send"])).unwrap();
     assert_eq!((p.current(), p.phase), (Some(0), Phase::Planning));
     assert!(p.record(PLAN_TOOL, "Plan created.").is_none());
+    assert!(!p.start(PLAN_TOOL));
+    assert!(p.start("read_file"));
+    assert_eq!(
+        (p.steps[0].state, p.phase),
+        (StepState::Running, Phase::Executing)
+    );
+    assert!(!p.start("read_file"), "already running");
     let o = p.record("read_file", "12 rows\nmore").unwrap();
     assert_eq!((o.step, o.ok, o.observation.as_str()), (0, true, "12 rows"));
     assert_eq!((p.current(), p.phase), (Some(1), Phase::Executing));

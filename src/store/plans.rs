@@ -65,6 +65,17 @@ impl Plans<'_> {
     /// table) to the table, and takes it out of that document: once, in
     /// one transaction.
     async fn move_legacy(&self, session: &SessionId) -> Result<Option<Plan>, StoreError> {
+        // A plain read first: the write transaction only for a document
+        // that may hold a plan (most sessions have none).
+        let maybe = sqlx::query(
+            "SELECT 1 AS one FROM session_state WHERE session_id = $1 AND execution_state LIKE '%\"plan\":%'",
+        )
+        .bind(session)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        if maybe.is_none() {
+            return Ok(None);
+        }
         let mut tx = self.db.begin_write().await?;
         let row = sqlx::query(
             "SELECT execution_state FROM session_state WHERE session_id = $1 AND execution_state IS NOT NULL",

@@ -87,6 +87,7 @@ pub(in crate::gateway) async fn record(
 impl TurnHost for GatewayHost {
     async fn before_run(&self, tool: &str) {
         self.inner.tool_started(&self.conversation.key, tool).await;
+        crate::gateway::turn::planner::step_started(&self.inner, &self.session_id, tool).await;
     }
 
     async fn request_approval(

@@ -82,6 +82,16 @@ pub(crate) async fn round_context(inner: &Inner, session: &SessionId) -> Option<
     load(inner, session).await.and_then(|p| p.context())
 }
 
+/// A tool is about to run: the plan's current step, when it is the
+/// step's tool, is running (so the console shows it while it runs).
+pub(crate) async fn step_started(inner: &Inner, session: &SessionId, tool: &str) {
+    if let Some(mut plan) = load(inner, session).await.filter(Plan::is_open) {
+        if plan.start(tool) {
+            save(inner, session, &plan).await;
+        }
+    }
+}
+
 /// Records a round's tool results on the plan's current step; returns a
 /// `plan_outcome` trace record per result recorded.
 pub(crate) async fn record_results(
