@@ -186,12 +186,26 @@ async fn hostile_and_secret_text_is_escaped_and_masked() {
 }
 
 /// The conversation page shows the plan the agent made in the chat: each
-/// step with its tool, state and observation (masked, escaped), the phase.
+/// step with its tool, state and observation (masked, escaped), the phase;
+/// on SQLite, and on PostgreSQL when `TEST_DATABASE_URL` is set.
 #[tokio::test]
 async fn the_conversation_page_shows_the_plan_with_steps_states_and_observations() {
+    let mut dbs = vec![None];
+    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
+        dbs.push(Some(crate::support::postgres::fresh_postgres(&admin).await));
+    }
+    for db in dbs {
+        let mut vars = vec![("WEB_LISTEN", "127.0.0.1:0"), ("WEB_TOKEN", TOKEN)];
+        if let Some(url) = &db {
+            vars.push(("DATABASE_URL", url.as_str()));
+        }
+        plan_table_on(Harness::with(&vars).await).await;
+    }
+}
+
+async fn plan_table_on(h: Harness) {
     use crate::support::fake_llm::Reply;
     use serde_json::json;
-    let h = console().await;
     h.write("sales.csv", "42 rows <b>ok</b> token=tok_plan_secret_1");
     h.llm.push(Reply::tool_calls([(
         "p1",
