@@ -22,7 +22,9 @@ mod start;
 mod subagent;
 mod turn;
 
-pub use crate::domain::plan::{is_resume, Plan, PlanError, PlanStep, StepStatus, MAX_PLAN_STEPS};
+pub use crate::domain::plan::{
+    Phase, Plan, PlanError, PlanStep, StepDraft, StepOutcome, StepState, MAX_PLAN_STEPS,
+};
 pub use crate::media::Images;
 pub use crate::tools::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
 pub use compaction::{

@@ -234,6 +234,9 @@ impl Agent {
             if let Some(approval) = output.paused {
                 return turn.paused(round, approval);
             }
+            for record in turn.host.after_tools(&calls, &output.messages).await {
+                turn.pad.record("plan_outcome", record);
+            }
             turn.log.messages.extend(output.messages);
             if turn.cancel.is_cancelled() {
                 return turn.stopped();

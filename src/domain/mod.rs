@@ -6,6 +6,8 @@ mod chat_modes;
 mod conversation;
 mod ids;
 pub mod plan;
+mod plan_legacy;
+mod plan_view;
 pub mod schedule;
 mod turn;
 

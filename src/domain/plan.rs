@@ -1,46 +1,146 @@
-//! The planner's plan: a goal and steps with status, kept in the session's
-//! execution state, changed only through the `plan` tool (create, mark done,
-//! fail, replan with a reason), shown to the model each round and to the user
-//! by `/plan`; "retry" / "continue" / "再试" / "继续" resume its current step.
+//! The planner's plan: a goal and typed steps (the tool a step uses, its
+//! inputs, the result it should give, its state, what came of it and how
+//! often it was retried) and the execution phase. The runtime records each
+//! tool result on the current step; the model changes the plan only through
+//! the `plan` tool (create, update, retry / continue / skip a failed step,
+//! close). How it is shown lives in `plan_view`.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Steps a plan holds at most.
 pub const MAX_PLAN_STEPS: usize = 12;
-/// Characters of a step, a goal or a reason at most.
+/// Characters of a step, a goal, an expected result or a reason at most.
 pub const PLAN_TEXT_CHARS: usize = 200;
+/// Characters of a step's observation at most.
+pub const OBSERVATION_CHARS: usize = 300;
+/// Times a failed step may be retried.
+pub const MAX_RETRIES: u32 = 3;
+/// Bytes of a step's inputs (as JSON) at most.
+const INPUT_BYTES: usize = 1_000;
 /// Replan reasons kept (the latest).
 const MAX_REASONS: usize = 5;
+/// The tool that changes the plan: its own calls are never a step's result.
+pub const PLAN_TOOL: &str = "plan";
 
 /// Where a step stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StepStatus {
+pub enum StepState {
     Pending,
+    Running,
     Done,
     Failed,
+    Skipped,
+}
+
+impl StepState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepState::Pending => "pending",
+            StepState::Running => "running",
+            StepState::Done => "done",
+            StepState::Failed => "failed",
+            StepState::Skipped => "skipped",
+        }
+    }
+}
+
+/// Where the plan as a whole stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Made (or re-made), no step carried out since.
+    Planning,
+    Executing,
+    /// A question to the user is open (a failed step, an `ask_user`).
+    WaitingUser,
+    /// Closed with the final answer.
+    FinalAnswer,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Planning => "planning",
+            Phase::Executing => "executing",
+            Phase::WaitingUser => "waiting_user",
+            Phase::FinalAnswer => "final_answer",
+        }
+    }
 }
 
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanStep {
     pub text: String,
-    pub status: StepStatus,
-    /// What came of it: the result of a done step, the reason of a failed one.
+    /// The tool the step calls; `None` for a step of thought or of answering.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Value>,
+    /// The result the step should give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    pub state: StepState,
+    /// What came of it (bounded): the result or the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<String>,
+    #[serde(default)]
+    pub retries: u32,
+    /// A failed step the user chose to go on past (it stays failed).
+    #[serde(default)]
+    pub passed: bool,
 }
 
-/// An explicit plan: the goal, its steps, and why it changed.
+/// A step as the model proposes it: a sentence, or an object.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum StepDraft {
+    Text(String),
+    Typed {
+        text: String,
+        #[serde(default)]
+        tool: Option<String>,
+        #[serde(default)]
+        inputs: Option<Value>,
+        #[serde(default)]
+        expected: Option<String>,
+    },
+}
+
+/// What the latest recorded tool result did to a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    /// 0-based index of the step.
+    pub step: usize,
+    pub tool: String,
+    pub ok: bool,
+    pub observation: String,
+}
+
+/// An explicit plan: the goal, its steps, its phase and why it changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub goal: String,
     pub steps: Vec<PlanStep>,
-    /// 1 when created, one more per replan.
+    /// 1 when created, one more per update.
     pub revision: u32,
-    /// The latest replan reasons, oldest first.
+    /// The latest update reasons, oldest first.
     #[serde(default)]
     pub reasons: Vec<String>,
+    pub phase: Phase,
+    /// The question the plan waits on (`waiting_user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The user's latest reply to that question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_outcome: Option<StepOutcome>,
+    /// The final answer's gist, once closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// A plan change refused: the text says why, for the model.
@@ -48,38 +148,81 @@ pub struct Plan {
 #[error("{0}")]
 pub struct PlanError(pub String);
 
-fn clean(text: &str) -> String {
-    crate::text::clip(
-        &text.split_whitespace().collect::<Vec<_>>().join(" "),
-        PLAN_TEXT_CHARS,
-    )
+pub(crate) fn clean(text: &str, max: usize) -> String {
+    crate::text::clip(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
-fn steps_of(texts: &[String]) -> Result<Vec<PlanStep>, PlanError> {
-    let steps: Vec<PlanStep> = texts
-        .iter()
-        .map(|t| clean(t))
-        .filter(|t| !t.is_empty())
-        .map(|text| PlanStep {
+fn opt(text: Option<&str>, max: usize) -> Option<String> {
+    text.map(|t| clean(t, max)).filter(|t| !t.is_empty())
+}
+
+fn step_of(draft: &StepDraft) -> Result<Option<PlanStep>, PlanError> {
+    let (text, tool, inputs, expected) = match draft {
+        StepDraft::Text(t) => (t.as_str(), None, None, None),
+        StepDraft::Typed {
             text,
-            status: StepStatus::Pending,
-            note: None,
-        })
-        .collect();
+            tool,
+            inputs,
+            expected,
+        } => (
+            text.as_str(),
+            tool.as_deref(),
+            inputs.clone(),
+            expected.as_deref(),
+        ),
+    };
+    let text = clean(text, PLAN_TEXT_CHARS);
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if inputs
+        .as_ref()
+        .is_some_and(|v| v.to_string().len() > INPUT_BYTES)
+    {
+        return Err(PlanError(format!(
+            "a step's inputs take at most {INPUT_BYTES} bytes"
+        )));
+    }
+    Ok(Some(PlanStep {
+        text,
+        tool: opt(tool, 64),
+        inputs,
+        expected: opt(expected, PLAN_TEXT_CHARS),
+        state: StepState::Pending,
+        observation: None,
+        retries: 0,
+        passed: false,
+    }))
+}
+
+fn steps_of(drafts: &[StepDraft]) -> Result<Vec<PlanStep>, PlanError> {
+    let mut steps = Vec::with_capacity(drafts.len());
+    for d in drafts {
+        steps.extend(step_of(d)?);
+    }
     if steps.is_empty() {
         return Err(PlanError("give at least one step".into()));
     }
     Ok(steps)
 }
 
+/// The first line of a result (without the `error:` mark), bounded.
+fn observe(text: &str) -> String {
+    let text = text.trim().strip_prefix("error:").unwrap_or(text).trim();
+    clean(
+        text.lines().find(|l| !l.trim().is_empty()).unwrap_or(text),
+        OBSERVATION_CHARS,
+    )
+}
+
 impl Plan {
     /// A new plan for `goal`.
-    pub fn create(goal: &str, steps: &[String]) -> Result<Plan, PlanError> {
-        let goal = clean(goal);
+    pub fn create(goal: &str, drafts: &[StepDraft]) -> Result<Plan, PlanError> {
+        let goal = clean(goal, PLAN_TEXT_CHARS);
         if goal.is_empty() {
             return Err(PlanError("give the plan a goal".into()));
         }
-        let steps = steps_of(steps)?;
+        let steps = steps_of(drafts)?;
         if steps.len() > MAX_PLAN_STEPS {
             return Err(PlanError(format!("at most {MAX_PLAN_STEPS} steps")));
         }
@@ -88,14 +231,29 @@ impl Plan {
             steps,
             revision: 1,
             reasons: Vec::new(),
+            phase: Phase::Planning,
+            question: None,
+            reply: None,
+            last_outcome: None,
+            answer: None,
         })
     }
 
-    /// Index of the current step: the first one not done.
-    pub fn current(&self) -> Option<usize> {
-        self.steps.iter().position(|s| s.status != StepStatus::Done)
+    pub fn is_open(&self) -> bool {
+        self.phase != Phase::FinalAnswer
     }
 
+    /// Index of the current step: the first one pending, running, or failed
+    /// and not gone past.
+    pub fn current(&self) -> Option<usize> {
+        self.steps.iter().position(|s| match s.state {
+            StepState::Pending | StepState::Running => true,
+            StepState::Failed => !s.passed,
+            StepState::Done | StepState::Skipped => false,
+        })
+    }
+
+    /// Whether every step is done, skipped or gone past.
     pub fn is_complete(&self) -> bool {
         self.current().is_none()
     }
@@ -110,194 +268,202 @@ impl Plan {
             ))),
             None => self
                 .current()
-                .ok_or_else(|| PlanError("every step is already done".into())),
+                .ok_or_else(|| PlanError("every step is already finished".into())),
         }
     }
 
-    /// Marks a step done (the current one by default).
+    fn failed(&self, step: Option<usize>) -> Result<usize, PlanError> {
+        let i = self.target(step)?;
+        if self.steps[i].state != StepState::Failed {
+            return Err(PlanError(format!(
+                "step {} has not failed (it is {})",
+                i + 1,
+                self.steps[i].state.as_str()
+            )));
+        }
+        Ok(i)
+    }
+
+    /// The current step is starting `tool`: it is running now, when it is
+    /// pending and names no tool or this one. `true` when it changed.
+    pub fn start(&mut self, tool: &str) -> bool {
+        if tool == PLAN_TOOL || !self.is_open() {
+            return false;
+        }
+        let Some(i) = self.current() else {
+            return false;
+        };
+        let step = &mut self.steps[i];
+        let fits = step.tool.as_deref().is_none_or(|t| t == tool);
+        if step.state != StepState::Pending || !fits {
+            return false;
+        }
+        step.state = StepState::Running;
+        self.phase = Phase::Executing;
+        true
+    }
+
+    /// Records a tool's result on the step it belongs to: the current step
+    /// when it names no tool or this one. Calls of the `plan` tool, and of
+    /// tools the current step does not name, are no step's result.
+    pub fn record(&mut self, tool: &str, result: &str) -> Option<StepOutcome> {
+        if tool == PLAN_TOOL || !self.is_open() {
+            return None;
+        }
+        let i = self.current()?;
+        let step = &mut self.steps[i];
+        if step.tool.as_deref().is_some_and(|t| t != tool) {
+            return None;
+        }
+        if step.state == StepState::Failed {
+            // The model tried the step again on its own.
+            step.retries = step.retries.saturating_add(1);
+        }
+        let ok = !result.trim_start().starts_with("error:");
+        step.state = if ok {
+            StepState::Done
+        } else {
+            StepState::Failed
+        };
+        step.observation = Some(observe(result)).filter(|o| !o.is_empty());
+        let outcome = StepOutcome {
+            step: i,
+            tool: tool.to_owned(),
+            ok,
+            observation: step.observation.clone().unwrap_or_default(),
+        };
+        self.phase = Phase::Executing;
+        self.question = None;
+        self.reply = None;
+        self.last_outcome = Some(outcome.clone());
+        Some(outcome)
+    }
+
+    /// Marks a step without a tool result done (the current one by default).
     pub fn mark_done(
         &mut self,
         step: Option<usize>,
         note: Option<&str>,
     ) -> Result<usize, PlanError> {
         let i = self.target(step)?;
-        self.steps[i].status = StepStatus::Done;
-        self.steps[i].note = note.map(clean).filter(|n| !n.is_empty());
+        let s = &mut self.steps[i];
+        s.state = StepState::Done;
+        s.observation = opt(note, OBSERVATION_CHARS).or(s.observation.take());
+        self.phase = Phase::Executing;
+        self.last_outcome = Some(StepOutcome {
+            step: i,
+            tool: PLAN_TOOL.into(),
+            ok: true,
+            observation: s.observation.clone().unwrap_or_default(),
+        });
         Ok(i)
     }
 
-    /// Marks a step failed with its reason (the current one by default).
-    pub fn mark_failed(&mut self, step: Option<usize>, reason: &str) -> Result<usize, PlanError> {
-        let reason = clean(reason);
-        if reason.is_empty() {
-            return Err(PlanError("say why the step failed".into()));
+    /// A failed step runs again (at most [`MAX_RETRIES`] times).
+    pub fn retry(&mut self, step: Option<usize>) -> Result<usize, PlanError> {
+        let i = self.failed(step)?;
+        let s = &mut self.steps[i];
+        if s.retries >= MAX_RETRIES {
+            return Err(PlanError(format!(
+                "step {} was retried {MAX_RETRIES} times already: skip it, continue without it, or update the plan",
+                i + 1
+            )));
         }
-        let i = self.target(step)?;
-        self.steps[i].status = StepStatus::Failed;
-        self.steps[i].note = Some(reason);
+        s.retries += 1;
+        s.state = StepState::Pending;
+        s.passed = false;
+        self.resume_executing();
         Ok(i)
     }
 
-    /// Replaces the steps not done yet with `steps`, for `reason`.
-    pub fn replan(&mut self, reason: &str, steps: &[String]) -> Result<(), PlanError> {
-        let reason = clean(reason);
+    /// The plan goes on past a failed step, which stays failed.
+    pub fn continue_past(&mut self, step: Option<usize>) -> Result<usize, PlanError> {
+        let i = self.failed(step)?;
+        self.steps[i].passed = true;
+        self.resume_executing();
+        Ok(i)
+    }
+
+    /// A pending or failed step is left out.
+    pub fn skip(&mut self, step: Option<usize>) -> Result<usize, PlanError> {
+        let i = self.target(step)?;
+        if self.steps[i].state == StepState::Done {
+            return Err(PlanError(format!("step {} is already done", i + 1)));
+        }
+        self.steps[i].state = StepState::Skipped;
+        self.resume_executing();
+        Ok(i)
+    }
+
+    fn resume_executing(&mut self) {
+        self.phase = Phase::Executing;
+        self.question = None;
+        self.reply = None;
+    }
+
+    /// Replaces the steps not finished with `drafts`, for `reason`. Failed
+    /// steps stay visible, gone past.
+    pub fn update(&mut self, reason: &str, drafts: &[StepDraft]) -> Result<(), PlanError> {
+        let reason = clean(reason, PLAN_TEXT_CHARS);
         if reason.is_empty() {
             return Err(PlanError("say why the plan changes".into()));
         }
-        let new = steps_of(steps)?;
-        self.steps.retain(|s| s.status == StepStatus::Done);
-        if self.steps.len() + new.len() > MAX_PLAN_STEPS {
+        let new = steps_of(drafts)?;
+        let kept = self
+            .steps
+            .iter()
+            .filter(|s| !matches!(s.state, StepState::Pending | StepState::Running))
+            .count();
+        if kept + new.len() > MAX_PLAN_STEPS {
             return Err(PlanError(format!("at most {MAX_PLAN_STEPS} steps")));
+        }
+        self.steps
+            .retain(|s| !matches!(s.state, StepState::Pending | StepState::Running));
+        for s in &mut self.steps {
+            s.passed |= s.state == StepState::Failed;
         }
         self.steps.extend(new);
         self.revision = self.revision.saturating_add(1);
         self.reasons.push(reason);
         let drop = self.reasons.len().saturating_sub(MAX_REASONS);
         self.reasons.drain(..drop);
+        self.phase = Phase::Planning;
+        self.question = None;
+        self.reply = None;
         Ok(())
     }
 
-    /// The plan, one line per step (✓ done, ✗ failed, ▶ current, · later).
-    pub fn render(&self) -> String {
-        let current = self.current();
-        let mut out = format!("Goal: {} (revision {})", self.goal, self.revision);
-        for (i, s) in self.steps.iter().enumerate() {
-            let mark = match s.status {
-                StepStatus::Done => "✓",
-                StepStatus::Failed => "✗",
-                StepStatus::Pending if Some(i) == current => "▶",
-                StepStatus::Pending => "·",
-            };
-            out.push_str(&format!("\n{mark} {}. {}", i + 1, s.text));
-            if let Some(note) = &s.note {
-                out.push_str(&format!(" — {note}"));
+    /// Closes the plan with the final answer's gist; steps left are skipped.
+    pub fn close(&mut self, answer: Option<&str>) {
+        for s in &mut self.steps {
+            if matches!(s.state, StepState::Pending | StepState::Running) {
+                s.state = StepState::Skipped;
             }
         }
-        if let Some(reason) = self.reasons.last() {
-            out.push_str(&format!("\nLast replan: {reason}"));
+        self.phase = Phase::FinalAnswer;
+        self.question = None;
+        self.answer = opt(answer, OBSERVATION_CHARS);
+    }
+
+    /// The turn ended on a question to the user: the plan waits on them.
+    pub fn wait_for_user(&mut self, question: &str) {
+        if self.is_open() {
+            self.phase = Phase::WaitingUser;
+            self.question = opt(Some(question), PLAN_TEXT_CHARS * 2);
+            self.reply = None;
         }
-        out
     }
 
-    /// What the model is shown each round while the plan is open.
-    pub fn context(&self) -> Option<String> {
-        let i = self.current()?;
-        let step = &self.steps[i];
-        let now = match step.status {
-            StepStatus::Failed => format!(
-                "Current step {}: {} — it FAILED ({}). Retry it differently, or replan with a reason.",
-                i + 1,
-                step.text,
-                step.note.as_deref().unwrap_or("no reason given")
-            ),
-            _ => format!("Current step {}: {}", i + 1, step.text),
-        };
-        Some(format!(
-            "[Plan — keep it current with the `plan` tool: mark each step done or failed as you go; replan with a reason when it no longer fits]\n{}\n{now}",
-            self.render()
-        ))
+    /// The user answered the plan's question with `reply` (kept with the
+    /// question until the plan moves on).
+    pub fn user_replied(&mut self, reply: &str) {
+        if self.phase == Phase::WaitingUser {
+            self.phase = Phase::Executing;
+            self.reply = opt(Some(reply), PLAN_TEXT_CHARS);
+        }
     }
-
-    /// The instruction for a turn whose message asks to resume the plan.
-    pub fn resume_context(&self) -> Option<String> {
-        let i = self.current()?;
-        Some(format!(
-            "[Plan — the user asks to resume] Resume the plan at step {}: {} — do not start over and do not repeat the steps marked done.",
-            i + 1,
-            self.steps[i].text
-        ))
-    }
-}
-
-/// Whether a message only asks to go on: "retry", "continue", "go on",
-/// "再试", "继续", … (a few words at most, any case and punctuation).
-pub fn is_resume(message: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "retry",
-        "try again",
-        "continue",
-        "go on",
-        "resume",
-        "keep going",
-        "carry on",
-        "再试",
-        "再试一次",
-        "重试",
-        "继续",
-        "接着",
-        "继续吧",
-        "接着做",
-    ];
-    let text: String = message
-        .trim()
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase();
-    let text = text.strip_prefix("please ").unwrap_or(&text);
-    let text = text.strip_suffix(" please").unwrap_or(text);
-    let text = text.strip_prefix("请").unwrap_or(text);
-    WORDS.contains(&text)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn steps(s: &[&str]) -> Vec<String> {
-        s.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn a_plan_moves_through_done_failed_and_replan() {
-        let mut p =
-            Plan::create("ship the report", &steps(&["gather data", "draft", "send"])).unwrap();
-        assert_eq!(p.current(), Some(0));
-        p.mark_done(None, Some("12 rows")).unwrap();
-        assert_eq!(p.current(), Some(1));
-        p.mark_failed(None, "the template is missing").unwrap();
-        assert_eq!(p.current(), Some(1));
-        assert!(p
-            .context()
-            .unwrap()
-            .contains("FAILED (the template is missing)"));
-        assert!(p.resume_context().unwrap().contains("step 2: draft"));
-        p.replan(
-            "no template: write plain text",
-            &steps(&["draft in plain text", "send"]),
-        )
-        .unwrap();
-        assert_eq!(p.revision, 2);
-        assert_eq!(p.steps.len(), 3);
-        assert_eq!(p.steps[0].status, StepStatus::Done);
-        assert_eq!(p.current(), Some(1));
-        assert!(p.render().contains("▶ 2. draft in plain text"));
-        p.mark_done(Some(2), None).unwrap();
-        p.mark_done(None, None).unwrap();
-        assert!(p.is_complete() && p.context().is_none());
-        assert!(p.mark_done(None, None).is_err());
-        assert!(p.mark_done(Some(9), None).is_err());
-        assert!(p.replan("", &steps(&["x"])).is_err());
-        assert!(Plan::create("goal", &[]).is_err());
-    }
-
-    #[test]
-    fn resume_words_in_english_and_chinese() {
-        for m in [
-            "retry",
-            "Continue.",
-            "继续",
-            "再试",
-            "please try again",
-            "继续！",
-            "请重试",
-        ] {
-            assert!(is_resume(m), "{m}");
-        }
-        for m in [
-            "continue with the weather in Paris",
-            "继续写一首诗然后翻译",
-            "hello",
-        ] {
-            assert!(!is_resume(m), "{m}");
-        }
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

@@ -128,10 +128,6 @@ pub struct ExecutionState {
     /// The question the work waits on (`waiting_user`).
     pub question: Option<String>,
     pub last_error: Option<String>,
-    /// The explicit plan the agent keeps with the `plan` tool; carried from
-    /// turn to turn until replaced (see `agent::plan`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::domain::plan::Plan>,
 }
 
 impl ExecutionState {
@@ -159,10 +155,8 @@ impl ExecutionState {
                 observations: Vec::new(),
                 question: None,
                 last_error: None,
-                plan: None,
             },
         };
-        state.plan = previous.and_then(|p| p.plan.clone());
         state.record(new_messages);
         let drop = state.steps.len().saturating_sub(MAX_STEPS);
         state.steps.drain(..drop);
@@ -220,20 +214,6 @@ impl ExecutionState {
                 }
                 _ => {}
             }
-        }
-    }
-
-    /// An empty state holding `plan` (a plan made before any turn ended).
-    pub fn with_plan(plan: crate::domain::plan::Plan) -> ExecutionState {
-        ExecutionState {
-            goal: plan.goal.clone(),
-            status: ExecStatus::Running,
-            steps: Vec::new(),
-            current_step: 0,
-            observations: Vec::new(),
-            question: None,
-            last_error: None,
-            plan: Some(plan),
         }
     }
 

@@ -27,6 +27,7 @@ mod memory_terms;
 mod models;
 mod outbox;
 mod pairing_notice;
+mod plans;
 mod portfolio;
 mod recycle;
 mod reflection;
@@ -67,6 +68,7 @@ pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
 pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
 pub use pairing_notice::ApprovedPairing;
+pub use plans::Plans;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
@@ -299,6 +301,11 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// The planner's plans, one per session.
+    pub fn plans(&self) -> Plans<'_> {
+        Plans { db: self }
     }
 }
 

@@ -118,4 +118,11 @@ pub trait TurnHost: Send + Sync + 'static {
     async fn round_context(&self) -> Option<String> {
         None
     }
+
+    /// Called after a round's tools ran, with its calls and their result
+    /// messages: where the host records each result on the plan's current
+    /// step. Returns the `plan_outcome` trace records. Default: nothing.
+    async fn after_tools(&self, _calls: &[ToolCall], _results: &[Message]) -> Vec<Value> {
+        Vec::new()
+    }
 }

@@ -1,21 +1,51 @@
-//! `plan`: the agent's explicit plan for the calling session — create it,
-//! mark a step done or failed, replan with a reason, show it. Kept in the
-//! session's execution state (see `agent::plan`).
+//! `plan`: the agent's plan for the calling session, kept in the plans table
+//! (`store.plans()`) — create it with typed steps, update the steps left
+//! with a reason, retry / continue past / skip a failed step, mark a step
+//! without a tool done, close it with the final answer, show it. Tool
+//! results are recorded on the current step by the runtime, not here.
 
 use super::args::parse_args;
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::domain::plan::{Plan, PlanError, MAX_PLAN_STEPS};
-use crate::memory::ExecutionState;
-use crate::store::{SessionId, StateDoc, Store};
+use crate::domain::plan::{Plan, PlanError, StepDraft, MAX_PLAN_STEPS, MAX_RETRIES};
+use crate::store::Store;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-pub const NAME: &str = "plan";
+pub const NAME: &str = crate::domain::plan::PLAN_TOOL;
 
 /// The `plan` tool over the store.
 pub struct PlanTool {
     store: Store,
     spec: ToolSpec,
+}
+
+fn parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["create", "update", "done", "retry", "continue", "skip", "close", "show"]},
+            "goal": {"type": "string", "description": "create: what the plan achieves"},
+            "steps": {
+                "type": "array",
+                "description": "create/update: the steps in order",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "description": "what the step does"},
+                        "tool": {"type": "string", "description": "the tool it calls, if any"},
+                        "inputs": {"type": "object", "description": "the arguments it calls the tool with"},
+                        "expected": {"type": "string", "description": "the result it should give"}
+                    },
+                    "required": ["text"]
+                }
+            },
+            "step": {"type": "integer", "minimum": 1, "description": "done/retry/continue/skip: which step (default: the current one)"},
+            "note": {"type": "string", "description": "done: what came of it; close: the final answer's gist"},
+            "reason": {"type": "string", "description": "update: why the plan changes"}
+        },
+        "required": ["action"],
+        "additionalProperties": false
+    })
 }
 
 impl PlanTool {
@@ -27,46 +57,20 @@ impl PlanTool {
                 display_name: "Plan".into(),
                 description: format!(
                     "Keep an explicit plan for multi-step work in this conversation. action=create with a goal and \
-                     steps (at most {MAX_PLAN_STEPS}) before work that takes several tool calls; action=done when a step \
-                     finished (step: 1-based number, default the current step; note: its result); action=fail when a \
-                     step failed (reason required); action=replan with a reason and the new remaining steps when the \
-                     plan no longer fits (done steps are kept); action=show to read it. The current step is shown to \
-                     you each round."
+                     steps (at most {MAX_PLAN_STEPS}; each with text, and the tool it calls, its inputs and the result \
+                     expected) before work that takes several tool calls. Each tool result is recorded on the current \
+                     step for you; after each result decide whether the rest still fits and, if not, action=update with \
+                     a reason and the new remaining steps. When a step failed, ask the user, then action=retry (at most \
+                     {MAX_RETRIES} times), continue (go on without it) or skip. action=done marks a step without a tool \
+                     done (note: its result); action=close ends the plan with the final answer (note: its gist); \
+                     action=show reads it."
                 ),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "action": {"type": "string", "enum": ["create", "done", "fail", "replan", "show"]},
-                        "goal": {"type": "string", "description": "create: what the plan achieves"},
-                        "steps": {"type": "array", "items": {"type": "string"}, "description": "create/replan: the steps in order"},
-                        "step": {"type": "integer", "minimum": 1, "description": "done/fail: which step (default: the current one)"},
-                        "note": {"type": "string", "description": "done: what came of it"},
-                        "reason": {"type": "string", "description": "fail/replan: why"}
-                    },
-                    "required": ["action"],
-                    "additionalProperties": false
-                }),
+                parameters: parameters(),
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
             },
         }
-    }
-
-    async fn load(&self, session: &SessionId) -> Result<Option<ExecutionState>, ToolError> {
-        let state = self.store.session_state(session).await.map_err(storage)?;
-        Ok(state
-            .execution_state
-            .as_deref()
-            .and_then(|j| serde_json::from_str::<ExecutionState>(j).ok()))
-    }
-
-    async fn save(&self, session: &SessionId, state: &ExecutionState) -> Result<(), ToolError> {
-        let json = serde_json::to_string(state).map_err(storage)?;
-        self.store
-            .set_session_doc(session, StateDoc::Execution, Some(&json))
-            .await
-            .map_err(storage)
     }
 }
 
@@ -83,10 +87,37 @@ struct PlanArgs {
     action: String,
     goal: Option<String>,
     #[serde(default)]
-    steps: Vec<String>,
+    steps: Vec<StepDraft>,
     step: Option<usize>,
     note: Option<String>,
     reason: Option<String>,
+}
+
+/// Applies a change to an existing plan; the text says what happened.
+fn change(plan: &mut Plan, args: &PlanArgs) -> Result<String, PlanError> {
+    let n = |i: usize| i + 1;
+    Ok(match args.action.as_str() {
+        "update" => {
+            plan.update(args.reason.as_deref().unwrap_or_default(), &args.steps)?;
+            format!("Plan updated (revision {}).", plan.revision)
+        }
+        "done" => format!("Step {} done.", n(plan.mark_done(args.step, args.note.as_deref())?)),
+        "retry" => format!("Step {} will run again.", n(plan.retry(args.step)?)),
+        "continue" => format!(
+            "Going on past failed step {}.",
+            n(plan.continue_past(args.step)?)
+        ),
+        "skip" => format!("Step {} skipped.", n(plan.skip(args.step)?)),
+        "close" => {
+            plan.close(args.note.as_deref());
+            "Plan closed: give the final answer now.".to_owned()
+        }
+        other => {
+            return Err(PlanError(format!(
+                "unknown action {other:?}; use create, update, done, retry, continue, skip, close or show"
+            )))
+        }
+    })
 }
 
 #[async_trait::async_trait]
@@ -97,66 +128,37 @@ impl Tool for PlanTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: PlanArgs = parse_args(NAME, args)?;
-        let session = ctx.session_id.clone();
-        let mut state = self.load(&session).await?;
+        let session = &ctx.session_id;
+        let plans = self.store.plans();
         let invalid = |e: PlanError| ToolError::InvalidArguments(e.0);
-        let no_plan =
-            || ToolError::InvalidArguments("there is no plan yet: create one first".into());
-        let reason = args.reason.as_deref().unwrap_or_default();
-        let done = match args.action.as_str() {
-            "create" => {
+        let current = plans.of_session(session).await.map_err(storage)?;
+        let (plan, done) = match (args.action.as_str(), current) {
+            ("create", _) => {
                 let plan = Plan::create(args.goal.as_deref().unwrap_or_default(), &args.steps)
                     .map_err(invalid)?;
-                match state.as_mut() {
-                    Some(s) => s.plan = Some(plan),
-                    None => state = Some(ExecutionState::with_plan(plan)),
-                }
-                "Plan created.".to_owned()
+                (plan, "Plan created.".to_owned())
             }
-            "done" | "fail" | "replan" => {
-                let plan = state
-                    .as_mut()
-                    .and_then(|s| s.plan.as_mut())
-                    .ok_or_else(no_plan)?;
-                match args.action.as_str() {
-                    "done" => {
-                        let i = plan
-                            .mark_done(args.step, args.note.as_deref())
-                            .map_err(invalid)?;
-                        format!("Step {} done.", i + 1)
-                    }
-                    "fail" => {
-                        let i = plan.mark_failed(args.step, reason).map_err(invalid)?;
-                        format!("Step {} marked failed.", i + 1)
-                    }
-                    _ => {
-                        plan.replan(reason, &args.steps).map_err(invalid)?;
-                        format!("Replanned (revision {}).", plan.revision)
-                    }
-                }
+            ("show", Some(plan)) => return Ok(plan.render()),
+            (_, Some(mut plan)) if plan.is_open() => {
+                let done = change(&mut plan, &args).map_err(invalid)?;
+                (plan, done)
             }
-            "show" => {
-                let plan = state
-                    .as_ref()
-                    .and_then(|s| s.plan.as_ref())
-                    .ok_or_else(no_plan)?;
-                return Ok(plan.render());
-            }
-            other => {
-                return Err(ToolError::InvalidArguments(format!(
-                    "unknown action {other:?}; use create, done, fail, replan or show"
-                )))
+            _ => {
+                return Err(ToolError::InvalidArguments(
+                    "there is no open plan: create one first".into(),
+                ))
             }
         };
-        let Some(state) = state else {
-            return Err(no_plan());
-        };
-        self.save(&session, &state).await?;
-        let rendered = state.plan.as_ref().map(Plan::render).unwrap_or_default();
-        let complete = state.plan.as_ref().is_some_and(Plan::is_complete);
+        plans.save(session, &plan).await.map_err(storage)?;
+        let complete = plan.is_open() && plan.is_complete();
         Ok(format!(
-            "{done}{}\n{rendered}",
-            if complete { " Every step is done." } else { "" }
+            "{done}{}\n{}",
+            if complete {
+                " Every step is finished: close the plan."
+            } else {
+                ""
+            },
+            plan.render()
         ))
     }
 }

@@ -133,6 +133,7 @@ pub(crate) async fn show(
     let history = store.history_page(&id, per, skip).await?;
     let approvals = store.session_approvals(&id, PER_PAGE).await?;
     let summary = store.session_state(&id).await?.summary;
+    let plan = store.plans().of_session(&id).await?;
     let chrome = Chrome {
         csrf: csrf::token(&state.auth, &session.nonce),
         flash: None,
@@ -155,6 +156,7 @@ pub(crate) async fn show(
                 div.md { (render_markdown(&mask_text(summary))) }
             }
         }
+        @if let Some(plan) = &plan { (super::plan_table::section(plan)) }
         (pager("page", page, history.more, &[("per", &per_s)]))
         ol.history {
             @for m in &history.items { (message(m)) }

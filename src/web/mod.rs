@@ -15,6 +15,7 @@ mod layout;
 mod markdown;
 mod mask;
 mod overview;
+mod plan_table;
 mod reauth;
 mod settings;
 mod tasks;

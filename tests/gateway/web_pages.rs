@@ -184,3 +184,97 @@ async fn hostile_and_secret_text_is_escaped_and_masked() {
     assert!(body.contains("http_get"), "{body}");
     h.stop().await;
 }
+
+/// The conversation page shows the plan the agent made in the chat: each
+/// step with its tool, state and observation (masked, escaped), the phase;
+/// on SQLite, and on PostgreSQL when `TEST_DATABASE_URL` is set.
+#[tokio::test]
+async fn the_conversation_page_shows_the_plan_with_steps_states_and_observations() {
+    let mut dbs = vec![None];
+    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
+        dbs.push(Some(crate::support::postgres::fresh_postgres(&admin).await));
+    }
+    for db in dbs {
+        let mut vars = vec![("WEB_LISTEN", "127.0.0.1:0"), ("WEB_TOKEN", TOKEN)];
+        if let Some(url) = &db {
+            vars.push(("DATABASE_URL", url.as_str()));
+        }
+        plan_table_on(Harness::with(&vars).await).await;
+    }
+}
+
+async fn plan_table_on(h: Harness) {
+    use crate::support::fake_llm::Reply;
+    use serde_json::json;
+    h.write("sales.csv", "42 rows <b>ok</b> token=tok_plan_secret_1");
+    h.llm.push(Reply::tool_calls([(
+        "p1",
+        "plan",
+        json!({"action": "create", "goal": "Sales digest", "steps": [
+            {"text": "read the sales", "tool": "read_file", "expected": "the rows"},
+            {"text": "read the costs", "tool": "read_file"},
+            {"text": "write the digest"}
+        ]}),
+    )]));
+    h.llm.push(Reply::tool_calls([(
+        "r1",
+        "read_file",
+        json!({"path": "sales.csv"}),
+    )]));
+    h.llm.push(Reply::tool_calls([(
+        "r2",
+        "read_file",
+        json!({"path": "costs.csv"}),
+    )]));
+    h.llm.push(Reply::text(
+        "The costs are missing: retry, continue or skip?",
+    ));
+    h.channel.dm(1, "digest my sales").await;
+    h.wait_for("the question", |l| {
+        l.any_contains("retry, continue or skip")
+    })
+    .await;
+    h.idle().await;
+    let session = h.session(1, 1).await;
+    let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
+    let page = c.get(&format!("/conversations/{}", session.as_str())).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    let plan = &body[body.find("<section id=\"plan\">").expect("a plan section")..];
+    let plan = &plan[..plan.find("</section>").unwrap()];
+    assert!(
+        plan.contains("<h2>Plan</h2>") && plan.contains("Sales digest"),
+        "{plan}"
+    );
+    assert!(plan.contains("waiting_user"), "{plan}");
+    let rows: Vec<&str> = plan.split("<tr").skip(2).collect();
+    assert_eq!(rows.len(), 3, "{plan}");
+    assert!(
+        rows[0].contains("read the sales") && rows[0].contains(">done<"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[0].contains("42 rows &lt;b&gt;ok&lt;/b&gt;"),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[0].contains("expects: the rows"), "{}", rows[0]);
+    assert!(
+        rows[1].contains("read the costs") && rows[1].contains(">failed<"),
+        "{}",
+        rows[1]
+    );
+    assert!(
+        rows[1].contains("costs.csv"),
+        "the failure is its observation: {}",
+        rows[1]
+    );
+    assert!(
+        rows[2].contains("write the digest") && rows[2].contains(">pending<"),
+        "{}",
+        rows[2]
+    );
+    assert!(!body.contains("tok_plan_secret_1"), "{body}");
+    h.stop().await;
+}

@@ -60,8 +60,9 @@ async fn clear(inner: &Inner, key: &SessionKey, session: &SessionId) -> Result<S
     let n = store.clear_history(session).await?;
     store.set_waiting_question(key, None).await?;
     store.clear_session_state(session).await?;
+    store.plans().delete(session).await?;
     Ok(format!(
-        "Cleared this conversation ({n} messages), its task state and execution state. \
+        "Cleared this conversation ({n} messages), its task state and execution state, and its plan. \
          Long-term memories (/memory), settings and rules are unchanged."
     ))
 }

@@ -111,7 +111,7 @@ impl Builtin {
         Some(match self {
             Builtin::Help => "/help — this list",
             Builtin::Stop => "/stop — stop the answer in progress (queued messages still get theirs); /stop all also stops this chat's background tasks",
-            Builtin::Clear => "/clear — forget this conversation's history, task state and execution state",
+            Builtin::Clear => "/clear — forget this conversation's history, task state, execution state and plan",
             Builtin::Memory => "/memory — what I remember about you; `/memory forget <id>`, `/memory trace <id>`, `/memory pin <id>`",
             Builtin::Plan => "/plan — the plan I am working through in this conversation, step by step",
             Builtin::Identity => "/identity — my name, persona and style rules; where the operator allows, `/identity name|persona|style add|reset` sets them for our direct messages",

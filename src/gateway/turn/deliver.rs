@@ -107,6 +107,7 @@ async fn save_exchange(
     if held.is_none() {
         memory::after_turn(inner, &o.session, turn_memory, outcome).await;
     }
+    crate::gateway::turn::planner::after_turn(inner, &o.session, outcome).await;
     if outcome.stop == StopReason::WaitingForUser {
         let question = outcome.new_messages.last().map(|m| m.content.as_str());
         if let Err(e) = inner

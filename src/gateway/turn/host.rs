@@ -87,6 +87,7 @@ pub(in crate::gateway) async fn record(
 impl TurnHost for GatewayHost {
     async fn before_run(&self, tool: &str) {
         self.inner.tool_started(&self.conversation.key, tool).await;
+        crate::gateway::turn::planner::step_started(&self.inner, &self.session_id, tool).await;
     }
 
     async fn request_approval(
@@ -172,7 +173,12 @@ impl TurnHost for GatewayHost {
     }
 
     async fn round_context(&self) -> Option<String> {
-        crate::gateway::commands::plan::round_context(&self.inner, &self.session_id).await
+        crate::gateway::turn::planner::round_context(&self.inner, &self.session_id).await
+    }
+
+    async fn after_tools(&self, calls: &[ToolCall], results: &[Message]) -> Vec<Value> {
+        crate::gateway::turn::planner::record_results(&self.inner, &self.session_id, calls, results)
+            .await
     }
 
     async fn before_compaction(&self, head: &[Message]) {

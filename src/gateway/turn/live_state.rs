@@ -1,8 +1,9 @@
-//! Before a request that changes configuration-like state — the portfolio
-//! ledger, schedules, "always allow" rules — the turn is given that state as
-//! read now, so the model acts on the live data rather than on what a
-//! summary or an old message says (seeds/003: re-read, do not trust the
-//! summary). Only the user's own words trigger it.
+//! Configuration-like state — the portfolio ledger, schedules, background
+//! tasks, "always allow" rules — read now for a turn that touches it, so the
+//! model acts on the live data rather than on what a summary or an old
+//! message says (seeds/003: re-read, do not trust the summary). What a turn
+//! touches is decided by the planner's check before the turn (`planner`):
+//! the tools of the open plan's steps, and the user's words.
 
 use crate::domain::SessionKey;
 use crate::gateway::Inner;
@@ -27,21 +28,68 @@ fn hit(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(text))
 }
 
-/// The section for a turn on `text`, when it asks to change such state.
+/// The kinds of live state a turn touches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(in crate::gateway) struct Touches {
+    pub portfolio: bool,
+    pub schedules: bool,
+    pub tasks: bool,
+    pub rules: bool,
+}
+
+impl Touches {
+    /// What a request asks to change, from the user's words.
+    pub fn of_request(text: &str) -> Touches {
+        Touches {
+            portfolio: hit(&PORTFOLIO, text),
+            schedules: hit(&SCHEDULES, text),
+            tasks: false,
+            rules: hit(&RULES, text),
+        }
+    }
+
+    /// What a tool reads or changes, by its name.
+    pub fn of_tool(name: &str) -> Touches {
+        Touches {
+            portfolio: matches!(name, "portfolio" | "update_portfolio"),
+            schedules: name == "schedule",
+            tasks: matches!(name, "cancel_task" | "check_background_tasks"),
+            rules: false,
+        }
+    }
+
+    pub fn or(self, other: Touches) -> Touches {
+        Touches {
+            portfolio: self.portfolio || other.portfolio,
+            schedules: self.schedules || other.schedules,
+            tasks: self.tasks || other.tasks,
+            rules: self.rules || other.rules,
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.portfolio || self.schedules || self.tasks || self.rules
+    }
+}
+
+/// The live state of what a turn `touches`, read now; `None` for nothing.
 pub(in crate::gateway) async fn section(
     inner: &Inner,
     key: &SessionKey,
     session: &SessionId,
-    text: &str,
+    touches: Touches,
 ) -> Option<String> {
     let mut parts = Vec::new();
-    if hit(&PORTFOLIO, text) {
+    if touches.portfolio {
         parts.extend(portfolio(inner, key).await);
     }
-    if hit(&SCHEDULES, text) {
+    if touches.schedules {
         parts.extend(schedules(inner, session).await);
     }
-    if hit(&RULES, text) {
+    if touches.tasks {
+        parts.extend(tasks(inner, session).await);
+    }
+    if touches.rules {
         parts.extend(rules(inner, key).await);
     }
     (!parts.is_empty()).then(|| {
@@ -50,6 +98,34 @@ pub(in crate::gateway) async fn section(
             parts.join("\n")
         )
     })
+}
+
+/// The conversation's background tasks, latest first, read now.
+async fn tasks(inner: &Inner, session: &SessionId) -> Option<String> {
+    match inner
+        .store
+        .tasks()
+        .of_session(session, MAX_ITEMS as u32)
+        .await
+    {
+        Ok(list) if list.is_empty() => {
+            Some("Background tasks in this conversation: none.".to_owned())
+        }
+        Ok(list) => {
+            let lines: Vec<String> = list
+                .iter()
+                .map(|t| format!("- {} {} ({})", t.id.short(), t.tool_name, t.status.as_str()))
+                .collect();
+            Some(format!(
+                "Background tasks in this conversation:\n{}",
+                lines.join("\n")
+            ))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "live state: tasks unavailable");
+            None
+        }
+    }
 }
 
 /// The user's holdings, read now; `None` when unavailable.
@@ -146,6 +222,12 @@ mod tests {
 
     #[test]
     fn only_requests_to_change_such_state_trigger_it() {
+        assert!(Touches::of_request("cancel the daily report").schedules);
+        assert!(!Touches::of_request("hello").any());
+        assert!(
+            Touches::of_tool("check_background_tasks").tasks
+                && !Touches::of_tool("read_file").any()
+        );
         assert!(hit(&PORTFOLIO, "sell 5 shares of AAPL"));
         assert!(hit(&PORTFOLIO, "加仓 茅台"));
         assert!(!hit(&PORTFOLIO, "what is a stock?"));

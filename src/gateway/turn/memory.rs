@@ -235,14 +235,9 @@ pub(crate) async fn after_turn(
     if !inner.features.extractor.book().config().enabled || outcome.stop == StopReason::Paused {
         return;
     }
-    // The `plan` tool writes the execution state during the turn: read it anew then.
-    let planned = outcome
-        .new_messages
-        .iter()
-        .any(|m| m.tool_calls.iter().any(|c| c.name == "plan"));
     let previous_json = match &memory.state {
-        Some(state) if !planned => state.execution_state.clone(),
-        _ => session_state(inner, session).await.execution_state,
+        Some(state) => state.execution_state.clone(),
+        None => session_state(inner, session).await.execution_state,
     };
     let previous = previous_json.and_then(|j| serde_json::from_str::<ExecutionState>(&j).ok());
     let input = memory

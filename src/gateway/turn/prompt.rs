@@ -1,12 +1,14 @@
 //! What a turn gives the model besides the user's words: the history, the
-//! recalled memories around the input, and the system context — the plan
-//! to resume, a pointer to `web_search` for fresh information, the live
-//! state, the agent's identity and the chat's instructions.
+//! recalled memories around the input, and the system context — a pointer
+//! to `web_search` for fresh information, the live state the planner's
+//! check read, the agent's identity and the chat's
+//! instructions (the plan itself is shown before every model call).
 
 use crate::domain::SessionKey;
 use crate::gateway::delivery::origin::Origin;
 use crate::gateway::turn::input::SessionInput;
 use crate::gateway::turn::memory::{self, TurnMemory};
+use crate::gateway::turn::planner;
 use crate::gateway::Inner;
 use crate::llm::Message;
 use crate::store::SessionState;
@@ -53,12 +55,25 @@ pub(in crate::gateway) async fn assemble(
         _ => None,
     };
     let private = origin.conversation.kind.is_private();
+    let message = match input {
+        SessionInput::Message(m) => Some(m.text.as_str()),
+        _ => None,
+    };
+    let check = planner::before_turn(inner, key, &origin.session, message).await;
+    // A request that changes configuration-like state plans on the live
+    // state read just now, not on the persisted summary of earlier turns.
+    let shown = SessionState {
+        task_state: state.task_state.clone().filter(|_| !check.config_request),
+        ..state.clone()
+    };
     let (wrapped, recalled) =
-        memory::prepare(inner, key, private, &state, &given.content, query).await;
+        memory::prepare(inner, key, private, &shown, &given.content, query).await;
     if let Some(text) = query {
         memory::learn_after_message(inner, key, &origin.session, &history, text);
     }
-    let system_context = system_context(inner, key, origin, input, &state, recalled, query).await;
+    let fresh = message.and_then(|m| crate::gateway::turn::fresh::note(inner, m));
+    let live = join(fresh, check.live);
+    let system_context = system_context(inner, key, origin, join(recalled, live)).await;
     let mut user = Message::user(wrapped);
     user.images = given.images;
     Prompt {
@@ -75,28 +90,16 @@ pub(in crate::gateway) async fn assemble(
 }
 
 /// The per-turn system context: the chat's instructions, then the recalled
-/// memories, the plan to resume, the live state and the agent's identity.
+/// memories and the live state (`context`), and the agent's identity.
 async fn system_context(
     inner: &Inner,
     key: &SessionKey,
     origin: &Origin,
-    input: &SessionInput,
-    state: &SessionState,
-    recalled: Option<String>,
-    query: Option<&str>,
+    context: Option<String>,
 ) -> Option<String> {
-    let context = crate::gateway::commands::plan::with_resume(recalled, state, query);
-    let live = match input {
-        SessionInput::Message(m) => join(
-            crate::gateway::turn::fresh::note(inner, &m.text),
-            crate::gateway::turn::live_state::section(inner, key, &origin.session, &m.text).await,
-        ),
-        _ => None,
-    };
     let private = origin.conversation.kind.is_private();
     let own = private.then(|| crate::store::MemoryOwner::new(key.platform, key.user));
-    let context =
-        crate::gateway::commands::identity::with_identity(inner, join(context, live), own).await;
+    let context = crate::gateway::commands::identity::with_identity(inner, context, own).await;
     join(crate::gateway::chat::instructions(inner, key), context)
 }
 
