@@ -28,6 +28,7 @@ mod models;
 mod outbox;
 mod pairing_notice;
 mod portfolio;
+mod reasoning_notes;
 mod recycle;
 mod reflection;
 mod resumes;
@@ -68,6 +69,7 @@ pub use models::{ModelRow, Prices};
 pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};
 pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
+pub use reasoning_notes::{ReasoningNote, ReasoningNotes, REASONING_KEPT_DAYS};
 pub use resumes::InterruptedResume;
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
@@ -279,6 +281,11 @@ impl Store {
     /// Token usage and cost, per user and day and per model.
     pub fn usage(&self) -> UsageLedger<'_> {
         UsageLedger { db: self }
+    }
+
+    /// The whole reasoning behind clipped answers, for their askers.
+    pub fn reasoning(&self) -> ReasoningNotes<'_> {
+        ReasoningNotes { db: self }
     }
 
     /// The audit log: system events, newest first.

@@ -203,7 +203,7 @@ pub(super) const CHATS: Section = Section {
         v(
             "CHAT_VERBOSITY",
             "`tools`",
-            "what a chat sees of a turn's work unless it chose with `/verbose`: `off` (answers only), `tools` (a line per tool call while the turn runs, collapsed to one line above the answer), `full` (`tools` and a short, clipped summary of the model's reasoning)",
+            "what a chat sees of a turn's work unless it chose with `/verbose`: `off` (answers only), `tools` (a line per tool call while the turn runs, collapsed to one line above the answer), `full` (`tools` and a short, clipped summary of the model's reasoning, the whole of it behind a 💭 button)",
         ),
     ],
 };
