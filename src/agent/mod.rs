@@ -20,6 +20,7 @@ mod runtime;
 mod scratchpad;
 mod start;
 mod subagent;
+mod tool_fields;
 mod turn;
 
 pub use crate::domain::plan::{is_resume, Plan, PlanError, PlanStep, StepStatus, MAX_PLAN_STEPS};
@@ -37,3 +38,4 @@ pub use runtime::{
     Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,
 };
 pub use subagent::{delegate_tools, NobodyToAsk, WRITES};
+pub use tool_fields::{field_values, KeyFields};

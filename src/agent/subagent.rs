@@ -125,6 +125,7 @@ impl DelegateTool {
             concurrency_safe: !role.acts,
             requires_approval: false,
             background: false,
+            key_fields: Vec::new(),
         };
         DelegateTool {
             role,

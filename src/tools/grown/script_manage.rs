@@ -66,6 +66,7 @@ impl ScriptToolManager {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         ScriptToolManager {
             grown,
