@@ -14,6 +14,7 @@ mod produced;
 mod redact;
 mod requests;
 mod results;
+mod role_memory;
 mod roles;
 mod round;
 mod runtime;

@@ -32,6 +32,7 @@ mod reasoning_notes;
 mod recycle;
 mod reflection;
 mod resumes;
+mod role_notes;
 mod schedules;
 mod seen;
 mod session_state;
@@ -71,6 +72,7 @@ pub use pairing_notice::ApprovedPairing;
 pub use portfolio::{PortfolioError, TradeRecord};
 pub use reasoning_notes::{ReasoningNote, ReasoningNotes, REASONING_KEPT_DAYS};
 pub use resumes::InterruptedResume;
+pub use role_notes::{RoleNote, RoleNotes, ROLE_NOTES_KEPT};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
@@ -281,6 +283,11 @@ impl Store {
     /// Token usage and cost, per user and day and per model.
     pub fn usage(&self) -> UsageLedger<'_> {
         UsageLedger { db: self }
+    }
+
+    /// Sub-agent roles' own history, per user and role.
+    pub fn role_notes(&self) -> RoleNotes<'_> {
+        RoleNotes { db: self }
     }
 
     /// The whole reasoning behind clipped answers, for their askers.

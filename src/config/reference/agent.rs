@@ -165,7 +165,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "SUBAGENTS_FILE",
             "unset",
-            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals",
+            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals, memory (its own notes per user)",
         ),
         v(
             "SUBAGENTS",
