@@ -6,6 +6,7 @@
 //! and checkpointed); compaction keeps a [`ContextView`] over it instead.
 
 use super::events::RuntimeEvent;
+use super::tool_fields::{declared, field_values, result_tools, KeyFields};
 use crate::llm::{
     complete, estimate_message_tokens, estimate_tokens, is_unsegmented, Message, Provider, Role,
     ToolDefinition,
@@ -91,6 +92,8 @@ pub(crate) struct ContextView {
     folded: usize,
     prefix: Vec<Message>,
     pub(crate) record: Option<Compacted>,
+    /// The fields each tool's results keep through compaction (their specs').
+    pub(crate) key_fields: KeyFields,
 }
 
 impl ContextView {
@@ -153,8 +156,8 @@ pub(crate) async fn prepare(
     let originals = start - prefix;
     host.before_compaction(&messages[view.folded..view.folded + originals])
         .await;
-    let folded = summarize_head(provider, &context[..start]).await;
-    let kept = super::kept_facts::kept_facts(&context[..start]);
+    let folded = summarize_keeping(provider, &context[..start], &view.key_fields).await;
+    let kept = super::kept_facts::kept_facts(&context[..start], &view.key_fields);
     let summary = super::kept_facts::with_block(&folded.summary, &kept);
     view.folded += originals;
     view.prefix = summary_messages(&summary).to_vec();
@@ -231,7 +234,17 @@ pub struct FoldedHead {
 
 /// Summarizes `head` with the model, or trims it when that fails.
 pub async fn summarize_head(provider: &dyn Provider, head: &[Message]) -> FoldedHead {
-    match summarize(provider, head).await {
+    summarize_keeping(provider, head, &KeyFields::new()).await
+}
+
+/// [`summarize_head`], the results of the tools in `key_fields` shown to the
+/// summarizer with their named fields whole.
+async fn summarize_keeping(
+    provider: &dyn Provider,
+    head: &[Message],
+    key_fields: &KeyFields,
+) -> FoldedHead {
+    match summarize(provider, head, key_fields).await {
         Ok((summary, task_state)) => FoldedHead {
             summary,
             task_state,
@@ -264,8 +277,10 @@ pub async fn summarize_head(provider: &dyn Provider, head: &[Message]) -> Folded
 async fn summarize(
     provider: &dyn Provider,
     head: &[Message],
+    key_fields: &KeyFields,
 ) -> Result<(String, Option<Value>), String> {
-    let reply = complete(provider, PROMPT, transcript(head), SUMMARY_TIMEOUT)
+    let text = transcript_keeping(head, key_fields);
+    let reply = complete(provider, PROMPT, text, SUMMARY_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     let text = reply.trim();
@@ -298,9 +313,20 @@ async fn summarize(
 
 /// The head as text for the summarizer, tool results reduced to key fields.
 pub fn transcript(head: &[Message]) -> String {
+    transcript_keeping(head, &KeyFields::new())
+}
+
+/// [`transcript`], a result of a tool in `declared_fields` led by the fields
+/// its spec names, whole.
+fn transcript_keeping(head: &[Message], declared_fields: &KeyFields) -> String {
+    let tools = result_tools(head);
     let mut lines: Vec<String> = Vec::new();
     for m in head {
         let text = clip(m.content.trim(), MESSAGE_CHARS);
+        if let Some((name, fields)) = declared(m, &tools, declared_fields) {
+            let values = field_values(&m.content, fields).join("; ");
+            lines.push(format!("[tool result of {name}, kept fields] {values}"));
+        }
         match m.role {
             Role::Tool => lines.push(format!("[tool result] {}", key_fields(&m.content))),
             Role::Assistant => {

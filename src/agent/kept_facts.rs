@@ -1,12 +1,14 @@
 //! What compaction carries over word for word (seed 001 §3.1): from the folded
 //! part of a conversation, the user's lines holding an address, a number with
 //! its unit, a code or id, a link or an e-mail, a name they gave, or a
-//! decision; the exact commands run; and the approval outcomes (risk results).
+//! decision; the exact commands run; the approval outcomes (risk results);
+//! and the fields a tool's spec names in its results (`key_fields`).
 //! A model's summary paraphrases; these lines are found by code and appended
 //! to the summary as a bounded `[kept verbatim]` block, so "what was the
 //! address?" still has its answer after the summary replaced the messages —
 //! even when summarizing failed and the head was trimmed.
 
+use super::tool_fields::{declared, field_values, result_tools, KeyFields};
 use crate::llm::{Message, Role};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -52,10 +54,16 @@ fn worth_keeping(sentence: &str) -> bool {
 }
 
 /// The facts of `head` to keep verbatim, oldest first, bounded; those an
-/// earlier summary in the head kept come first.
-pub fn kept_facts(head: &[Message]) -> Vec<String> {
+/// earlier summary in the head kept come first. `key_fields`: the fields each
+/// tool's results keep.
+pub fn kept_facts(head: &[Message], key_fields: &KeyFields) -> Vec<String> {
+    let tools = result_tools(head);
     let mut facts: Vec<String> = Vec::new();
     for m in head {
+        if let Some((name, fields)) = declared(m, &tools, key_fields) {
+            let values = field_values(&m.content, fields);
+            facts.extend(values.iter().map(|v| format!("{name}: {}", clip(v))));
+        }
         match m.role {
             Role::User => match m.content.strip_prefix(super::compaction::SUMMARY_MARK) {
                 Some(summary) => facts.extend(earlier_block(summary)),
@@ -182,7 +190,38 @@ mod tests {
     use crate::llm::ToolCall;
 
     fn kept(messages: &[Message]) -> Vec<String> {
-        kept_facts(messages)
+        kept_facts(messages, &KeyFields::new())
+    }
+
+    #[test]
+    fn the_fields_a_tool_names_are_kept_from_its_results() {
+        let call = |id: &str, name: &str| Message {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: "{}".into(),
+            }],
+            ..Message::assistant("")
+        };
+        let head = [
+            Message::user("show my holdings"),
+            call("c1", "portfolio"),
+            Message::tool_result(
+                "c1",
+                "USD — cost basis 3000\n- AAPL: 10 units, average cost 150.25, cost basis 1502.5 (50%)\n(Prices are not known.)",
+            ),
+            call("c2", "read_file"),
+            Message::tool_result("c2", "- units of something in a file"),
+        ];
+        let key_fields = KeyFields::from([("portfolio".to_owned(), vec!["cost basis".to_owned()])]);
+        assert_eq!(
+            kept_facts(&head, &key_fields),
+            [
+                "portfolio: USD — cost basis 3000",
+                "portfolio: - AAPL: 10 units, average cost 150.25, cost basis 1502.5 (50%)",
+            ]
+        );
+        assert!(kept(&head).is_empty(), "nothing named, nothing kept");
     }
 
     #[test]

@@ -14,12 +14,14 @@ mod produced;
 mod redact;
 mod requests;
 mod results;
+mod role_memory;
 mod roles;
 mod round;
 mod runtime;
 mod scratchpad;
 mod start;
 mod subagent;
+mod tool_fields;
 mod turn;
 
 pub use crate::domain::plan::{
@@ -39,3 +41,4 @@ pub use runtime::{
     Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,
 };
 pub use subagent::{delegate_tools, NobodyToAsk, WRITES};
+pub use tool_fields::{field_values, KeyFields};

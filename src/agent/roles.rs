@@ -29,6 +29,9 @@ pub struct Role {
     /// A catalogue model for it (none: the main agent's).
     pub model: Option<String>,
     pub max_rounds: usize,
+    /// Keeps its own history per user (`"memory": true`): its finished
+    /// tasks and findings, shown to this role only, for that user only.
+    pub memory: bool,
 }
 
 fn builtin(
@@ -48,6 +51,7 @@ fn builtin(
         acts,
         model: None,
         max_rounds: SUBAGENT_MAX_ROUNDS,
+        memory: false,
     }
 }
 
@@ -112,6 +116,8 @@ struct FileRole {
     max_rounds: Option<usize>,
     #[serde(default)]
     approvals: bool,
+    #[serde(default)]
+    memory: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,7 +127,8 @@ struct RolesFile {
 }
 
 /// Reads `SUBAGENTS_FILE`: `{"roles": [{"name", "description",
-/// "system_prompt", "tools", "model"?, "max_rounds"?, "approvals"?}]}`. A file
+/// "system_prompt", "tools", "model"?, "max_rounds"?, "approvals"?,
+/// "memory"?}]}`. A file
 /// that cannot be read or is not of that shape is an error; a bad entry is
 /// skipped, its problem returned beside the good roles.
 pub fn load_roles(path: &Path) -> Result<(Vec<Role>, Vec<String>), String> {
@@ -175,6 +182,7 @@ fn checked_role(r: FileRole, before: &[Role]) -> Result<Role, String> {
         acts: r.approvals,
         model: r.model,
         max_rounds,
+        memory: r.memory,
     })
 }
 
@@ -210,6 +218,12 @@ mod tests {
         assert_eq!(roles[0].name, "deployer");
         assert!(roles[0].acts && roles[0].max_rounds == 4);
         assert_eq!(roles[0].model.as_deref(), Some("big"));
+        assert!(!roles[0].memory);
+        let keeper = load_str(
+            r#"{"roles": [{"name": "keeper", "description": "K.", "system_prompt": "K.", "tools": [], "memory": true}]}"#,
+        )
+        .unwrap();
+        assert!(keeper[0].memory);
         assert!(find_role("deployer", &roles).is_some());
         assert!(find_role("operations", &roles).unwrap().acts);
         assert!(!find_role("research", &roles).unwrap().acts);

@@ -352,6 +352,7 @@ impl Agent {
         let mut retries = Retries::new(self.config.model_retries);
         loop {
             let tools = turn.tools.definitions();
+            turn.log.view.key_fields = turn.tools.key_fields();
             let provider = Arc::clone(&turn.model.provider);
             let context = compaction::prepare(
                 provider.as_ref(),

@@ -125,6 +125,7 @@ impl DelegateTool {
             concurrency_safe: !role.acts,
             requires_approval: false,
             background: false,
+            key_fields: Vec::new(),
         };
         DelegateTool {
             role,
@@ -183,7 +184,7 @@ impl Tool for DelegateTool {
                 RuntimeEvent::ToolError { name, duration, .. } => {
                     self.report(ctx, step_done(steps, &name, false, duration));
                 }
-                RuntimeEvent::Done(outcome) => return self.done(outcome, ctx).await,
+                RuntimeEvent::Done(outcome) => return self.done(outcome, ctx, task).await,
                 _ => {}
             }
         }
@@ -273,11 +274,23 @@ impl DelegateTool {
                     input: Message::user(task),
                     host,
                     cancel: ctx.cancel.child_token(),
-                    system_context: ctx.asked.as_deref().map(users_own_words),
+                    system_context: self.context(ctx).await,
                     model,
                 };
                 self.agent.run_delegated(request, &self.role.name)
             }
+        }
+    }
+
+    /// What the sub-agent sees beside its brief: the user's own message, and
+    /// — for a role with memory — its own notes with this user.
+    async fn context(&self, ctx: &ToolContext) -> Option<String> {
+        let asked = ctx.asked.as_deref().map(users_own_words);
+        let history =
+            super::role_memory::context(&self.store, &self.role, ctx.origin.as_ref()).await;
+        match (asked, history) {
+            (Some(asked), Some(history)) => Some(format!("{asked}\n\n{history}")),
+            (asked, history) => asked.or(history),
         }
     }
 
@@ -291,8 +304,14 @@ impl DelegateTool {
     }
 
     /// The sub-agent's end: its usage counted for the user who asked, then
-    /// its findings — or the calling turn pauses on its card.
-    async fn done(&self, outcome: TurnOutcome, ctx: &ToolContext) -> Result<String, ToolError> {
+    /// its findings (kept in its notes, for a role with memory) — or the
+    /// calling turn pauses on its card.
+    async fn done(
+        &self,
+        outcome: TurnOutcome,
+        ctx: &ToolContext,
+        task: &str,
+    ) -> Result<String, ToolError> {
         if let Some(origin) = &ctx.origin {
             let (platform, user) = (origin.key.platform, origin.key.user);
             let model = self.agent.provider().model().name.clone();
@@ -314,6 +333,8 @@ impl DelegateTool {
                 self.role.name, outcome.stop, outcome.rounds
             )))
         } else {
+            let origin = ctx.origin.as_ref();
+            super::role_memory::remember(&self.store, &self.role, origin, task, text).await;
             Ok(format!(
                 "Findings of the {} sub-agent (after {} model rounds):\n{text}",
                 self.role.name, outcome.rounds

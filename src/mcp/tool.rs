@@ -86,6 +86,7 @@ impl McpTool {
             concurrency_safe: read_only == Some(true),
             requires_approval: policy.requires_approval(&tool.name, read_only),
             background: false,
+            key_fields: Vec::new(),
         };
         Some(McpTool {
             remote: tool.name.to_string(),

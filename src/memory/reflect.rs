@@ -1,6 +1,7 @@
 //! Reflection notes: every `REFLECTION_EVERY_HOURS` (6) for each user active
 //! since their last note, one side call writes a short private note — what
-//! changed in their goals, open loops, risks — kept as a `reflection` memory
+//! changed in their goals, open loops, risks, and, beside the previous note
+//! it is shown, what is different from it — kept as a `reflection` memory
 //! (its own cap) and shown in that user's direct-message system prompt; a
 //! note with an open loop or a risk may schedule an opt-in check-in.
 
@@ -20,8 +21,11 @@ const MAX_ITEMS: usize = 3;
 
 const PROMPT: &str = r#"You write a short private reflection note about the USER for the assistant's own use, from their recent conversations.
 Reply with ONLY a JSON object, no prose, exactly of this shape:
-{"note": "<at most three sentences: what changed in the user's goals or situation>", "open_loops": ["<something promised or unfinished>"], "risks": ["<something that may go wrong for the user>"]}
+{"note": "<at most three sentences: what changed in the user's goals or situation>", "open_loops": ["<something promised or unfinished>"], "risks": ["<something that may go wrong for the user>"], "changed": "<one sentence: what is different from your previous note, if you are shown one; empty otherwise>"}
 At most 3 open loops and 3 risks; empty lists when there are none. Write in the user's language. Never secrets, never prices or trades."#;
+
+/// Heads the previous note in the reflection's input.
+const PREVIOUS_MARK: &str = "[Your previous note on this user";
 
 /// A note written for one user.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +35,9 @@ pub struct Reflection {
     pub note: String,
     pub open_loops: Vec<String>,
     pub risks: Vec<String>,
+    /// What differs from the user's previous note (empty for a first note,
+    /// or when nothing did).
+    pub changed: String,
     /// The check-in it scheduled (see `checkins.rs`), if any.
     pub checkin: Option<crate::domain::ScheduleId>,
 }
@@ -88,9 +95,21 @@ impl Extractor {
         let Some(transcript) = transcript(&messages) else {
             return Ok(None);
         };
-        let reply = complete(self.provider().as_ref(), PROMPT, transcript).await?;
-        let (note, open_loops, risks) = parse_reflection(&reply)?;
+        let input = match self.previous_note(owner, now).await? {
+            Some(previous) => format!("{previous}\n\n{transcript}"),
+            None => transcript,
+        };
+        let reply = complete(self.provider().as_ref(), PROMPT, input).await?;
+        let Parsed {
+            note,
+            open_loops,
+            risks,
+            changed,
+        } = parse_reflection(&reply)?;
         let mut content = note.clone();
+        if !changed.is_empty() {
+            content.push_str(&format!(" Changed since the last note: {changed}"));
+        }
         if !open_loops.is_empty() {
             content.push_str(&format!(" Open loops: {}.", open_loops.join("; ")));
         }
@@ -111,12 +130,40 @@ impl Extractor {
             note,
             open_loops,
             risks,
+            changed,
             checkin: None,
+        }))
+    }
+
+    /// The owner's latest note, headed for the reflection's input.
+    async fn previous_note(
+        &self,
+        owner: MemoryOwner,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, MemoryError> {
+        let latest = self
+            .book()
+            .store()
+            .memories_of(owner, &[MemoryKind::Reflection], 1, now)
+            .await?;
+        Ok(latest.first().map(|m| {
+            format!(
+                "{PREVIOUS_MARK}, written {} — compare with it]\n{}",
+                m.updated_at.format("%Y-%m-%d %H:%M UTC"),
+                m.content
+            )
         }))
     }
 }
 
-type Parsed = (String, Vec<String>, Vec<String>);
+/// A reflection reply, read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Parsed {
+    pub(crate) note: String,
+    pub(crate) open_loops: Vec<String>,
+    pub(crate) risks: Vec<String>,
+    pub(crate) changed: String,
+}
 
 /// Reads a reflection reply under its contract.
 pub(crate) fn parse_reflection(reply: &str) -> Result<Parsed, MemoryError> {
@@ -141,7 +188,17 @@ pub(crate) fn parse_reflection(reply: &str) -> Result<Parsed, MemoryError> {
             })
             .unwrap_or_default()
     };
-    Ok((note, list("open_loops"), list("risks")))
+    let changed = map
+        .get("changed")
+        .and_then(Value::as_str)
+        .map(|s| clip(s.trim(), ITEM_CHARS))
+        .unwrap_or_default();
+    Ok(Parsed {
+        note,
+        open_loops: list("open_loops"),
+        risks: list("risks"),
+        changed,
+    })
 }
 
 /// The system-context section of the user's latest note.
@@ -159,13 +216,19 @@ mod tests {
 
     #[test]
     fn the_reply_needs_a_note_and_clips_the_lists() {
-        let (note, loops, risks) = parse_reflection(
+        let parsed = parse_reflection(
             r#"{"note": "Started a new job.", "open_loops": ["send the CV", "", "a", "b", "c"], "risks": []}"#,
         )
         .unwrap();
-        assert_eq!(note, "Started a new job.");
-        assert_eq!(loops, ["send the CV", "a", "b"]);
-        assert!(risks.is_empty());
+        assert_eq!(parsed.note, "Started a new job.");
+        assert_eq!(parsed.open_loops, ["send the CV", "a", "b"]);
+        assert!(parsed.risks.is_empty());
+        assert_eq!(parsed.changed, "", "optional");
+        let parsed = parse_reflection(
+            r#"{"note": "N.", "open_loops": [], "risks": [], "changed": " Now works from home. "}"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.changed, "Now works from home.");
         assert!(parse_reflection(r#"{"open_loops": []}"#).is_err());
         assert!(parse_reflection("no").is_err());
     }

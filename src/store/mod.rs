@@ -29,9 +29,11 @@ mod outbox;
 mod pairing_notice;
 mod plans;
 mod portfolio;
+mod reasoning_notes;
 mod recycle;
 mod reflection;
 mod resumes;
+mod role_notes;
 mod schedules;
 mod seen;
 mod session_state;
@@ -70,7 +72,9 @@ pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxReques
 pub use pairing_notice::ApprovedPairing;
 pub use plans::Plans;
 pub use portfolio::{PortfolioError, TradeRecord};
+pub use reasoning_notes::{ReasoningNote, ReasoningNotes, REASONING_KEPT_DAYS};
 pub use resumes::InterruptedResume;
+pub use role_notes::{RoleNote, RoleNotes, ROLE_NOTES_KEPT};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
@@ -281,6 +285,16 @@ impl Store {
     /// Token usage and cost, per user and day and per model.
     pub fn usage(&self) -> UsageLedger<'_> {
         UsageLedger { db: self }
+    }
+
+    /// Sub-agent roles' own history, per user and role.
+    pub fn role_notes(&self) -> RoleNotes<'_> {
+        RoleNotes { db: self }
+    }
+
+    /// The whole reasoning behind clipped answers, for their askers.
+    pub fn reasoning(&self) -> ReasoningNotes<'_> {
+        ReasoningNotes { db: self }
     }
 
     /// The audit log: system events, newest first.

@@ -57,6 +57,7 @@ impl ScheduleTool {
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
             store,
             timezone,
@@ -176,6 +177,7 @@ impl CancelTaskTool {
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
             tasks,
         }

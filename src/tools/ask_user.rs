@@ -28,6 +28,7 @@ impl AskUserTool {
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         }
     }

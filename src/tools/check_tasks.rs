@@ -28,6 +28,7 @@ impl CheckTasksTool {
                 concurrency_safe: true,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         }
     }

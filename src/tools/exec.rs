@@ -99,6 +99,7 @@ impl ExecTool {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         Self { config, spec }
     }

@@ -117,6 +117,7 @@ impl ReadFileTool {
             concurrency_safe: true,
             requires_approval: false,
             background: false,
+            key_fields: Vec::new(),
         };
         Self { ws, spec }
     }
@@ -233,6 +234,7 @@ impl WriteFileTool {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         Self { ws, spec }
     }

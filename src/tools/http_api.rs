@@ -38,6 +38,7 @@ impl HttpApiTool {
             concurrency_safe: def.method == reqwest::Method::GET,
             requires_approval: def.requires_approval,
             background: false,
+            key_fields: Vec::new(),
         };
         HttpApiTool {
             spec,

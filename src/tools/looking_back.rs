@@ -59,6 +59,7 @@ fn read_only(name: &str, display: &str, description: &str, parameters: Value) ->
         concurrency_safe: true,
         requires_approval: false,
         background: false,
+        key_fields: Vec::new(),
     }
 }
 

@@ -48,6 +48,7 @@ fn spec(
         concurrency_safe,
         requires_approval: false,
         background: false,
+        key_fields: Vec::new(),
     }
 }
 

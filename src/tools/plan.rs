@@ -69,6 +69,7 @@ impl PlanTool {
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         }
     }

@@ -49,6 +49,11 @@ fn view_spec() -> ToolSpec {
         concurrency_safe: true,
         requires_approval: false,
         background: false,
+        // Holdings, a currency's total, realized results and findings survive
+        // compaction word for word: figures must not be paraphrased.
+        key_fields: ["units", "— cost basis", "realized", "concentration"]
+            .map(String::from)
+            .to_vec(),
     }
 }
 
@@ -78,6 +83,10 @@ fn update_spec() -> ToolSpec {
         concurrency_safe: false,
         requires_approval: true,
         background: false,
+        // What a change did (the position after it, a realized result).
+        key_fields: ["done:", "no longer held", "realized"]
+            .map(String::from)
+            .to_vec(),
     }
 }
 

@@ -55,6 +55,7 @@ impl ReadStoredResultTool {
                 concurrency_safe: true,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         }
     }

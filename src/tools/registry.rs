@@ -108,6 +108,17 @@ impl ToolRegistry {
         groups.into_iter().collect()
     }
 
+    /// The fields each tool's results keep through compaction, by tool name
+    /// (tools that name none are left out).
+    pub fn key_fields(&self) -> std::collections::HashMap<String, Vec<String>> {
+        self.all()
+            .iter()
+            .map(|t| t.spec())
+            .filter(|s| !s.key_fields.is_empty())
+            .map(|s| (s.name.clone(), s.key_fields.clone()))
+            .collect()
+    }
+
     /// The tools as advertised to the model.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.all()

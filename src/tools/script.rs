@@ -41,6 +41,7 @@ impl ScriptTool {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         ScriptTool {
             def,

@@ -57,6 +57,7 @@ impl SendFileTool {
                 concurrency_safe: false,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         }
     }

@@ -34,6 +34,7 @@ impl SkillTool {
                 concurrency_safe: true,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
             library,
         }

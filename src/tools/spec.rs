@@ -19,6 +19,10 @@ pub struct ToolSpec {
     pub requires_approval: bool,
     /// Always runs as a background task (see also [`Tool::runs_in_background`]).
     pub background: bool,
+    /// What compaction keeps word for word of this tool's results: of a JSON
+    /// object, these keys' values; of text, the lines naming one of them
+    /// (case-insensitive). Empty: the generic key fields, summarized.
+    pub key_fields: Vec<String>,
 }
 
 /// Where a tool comes from, for `/tools`.

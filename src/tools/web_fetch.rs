@@ -82,6 +82,7 @@ impl WebFetchTool {
             concurrency_safe: true,
             requires_approval: false,
             background: false,
+            key_fields: Vec::new(),
         };
         let allow = Allowlist::new(&config.allow);
         Self {

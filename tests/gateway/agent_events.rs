@@ -43,6 +43,7 @@ impl TestTool {
                 concurrency_safe: true,
                 requires_approval: false,
                 background: false,
+                key_fields: Vec::new(),
             },
         })
     }

@@ -129,6 +129,95 @@ async fn a_note_is_written_once_when_due_and_reaches_the_prompt() {
 }
 
 #[tokio::test]
+async fn a_second_note_is_written_beside_the_previous_one_and_says_what_changed() {
+    use crate::support::fake_llm::last_user_text;
+
+    for db in backends().await {
+        let h = harness(
+            &[("MEMORY_LEARN", "off"), ("REFLECTION_EVERY_HOURS", "off")],
+            &db,
+        )
+        .await;
+        h.llm.set_responder(|req| {
+            if !is_reflection(req) {
+                return Reply::text("Noted!");
+            }
+            let input = last_user_text(req).unwrap_or_default();
+            if input.contains("[Your previous note on this user") {
+                Reply::text(r#"{"note": "The user moved to Lyon.", "open_loops": [], "risks": [], "changed": "Lives in Lyon now, no longer in Paris."}"#)
+            } else {
+                Reply::text(r#"{"note": "The user lives in Paris.", "open_loops": [], "risks": []}"#)
+            }
+        });
+        let extractor = Extractor::new(
+            MemoryBook::new(h.running.store.clone(), MemoryConfig::default()),
+            provider(&h.llm),
+        );
+        let every = Duration::hours(6);
+        // Readings in the past, so the chat's activity (now) is after each note.
+        let t0 = Utc::now() - Duration::hours(20);
+        h.channel.dm(1, "Hi, I live in Paris").await;
+        h.wait_for("the answer", |l| !l.sent().is_empty()).await;
+        h.idle().await;
+        assert!(extractor.reflect_due(every, t0).await.unwrap().is_empty());
+        let mut sent = 1;
+        let mut say = |text: &'static str| {
+            sent += 1;
+            let (h, n) = (&h, sent);
+            async move {
+                h.channel.dm(1, text).await;
+                h.wait_for("the answer", |l| l.sent().len() >= n).await;
+                h.idle().await;
+            }
+        };
+        say("Still in Paris this week").await;
+        let first = extractor
+            .reflect_due(every, t0 + Duration::hours(7))
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].changed, "", "a first note compares with nothing");
+        say("I moved to Lyon yesterday").await;
+        let second = extractor
+            .reflect_due(every, t0 + Duration::hours(14))
+            .await
+            .unwrap();
+        assert_eq!(second.len(), 1, "{second:?}");
+        assert_eq!(second[0].changed, "Lives in Lyon now, no longer in Paris.");
+
+        let inputs: Vec<String> = h
+            .llm
+            .requests()
+            .await
+            .iter()
+            .filter(|r| is_reflection(r))
+            .map(|r| last_user_text(r).unwrap())
+            .collect();
+        assert_eq!(inputs.len(), 2);
+        assert!(!inputs[0].contains("[Your previous note"), "{}", inputs[0]);
+        assert!(
+            inputs[1].starts_with("[Your previous note on this user, written ")
+                && inputs[1].contains("The user lives in Paris."),
+            "{}",
+            inputs[1]
+        );
+        let owner = MemoryOwner::new(Platform::Console, UserId(1));
+        let kept = h
+            .running
+            .store
+            .memories_of(owner, &[MemoryKind::Reflection], 10, Utc::now())
+            .await
+            .unwrap();
+        assert!(
+            kept.iter().any(|m| m.content
+                == "The user moved to Lyon. Changed since the last note: Lives in Lyon now, no longer in Paris."),
+            "{kept:?}"
+        );
+        h.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn a_note_with_an_open_loop_schedules_one_opt_in_check_in() {
     use crate::support::fake_llm::last_user_text;
     use switchboard_platform::Addressed;

@@ -430,6 +430,62 @@ async fn a_tool_added_through_one_process_is_offered_by_another_at_once() {
 }
 
 #[tokio::test]
+async fn scripts_failing_the_dependency_structure_or_complexity_prechecks_are_refused() {
+    let h = builders(&[]).await;
+    let deep: String = (0..8)
+        .map(|d| format!("{}if True:\n", "    ".repeat(d)))
+        .collect();
+    let scripts = [
+        (
+            "c_dep",
+            "fetch.py",
+            "#!/usr/bin/env python3\nimport json, sys\nimport requests\nprint(requests.get(json.load(sys.stdin)['url']).text)\n".to_owned(),
+        ),
+        (
+            "c_shape",
+            "shape.py",
+            "#!/usr/bin/env python3\nimport sys\nprint(sys.argv[1:])\n".to_owned(),
+        ),
+        (
+            "c_deep",
+            "deep.py",
+            format!("#!/usr/bin/env python3\nimport json, sys\nargs = json.load(sys.stdin)\n{deep}{}print(args)\n", "    ".repeat(8)),
+        ),
+    ];
+    let calls: Vec<(String, String, Value)> = scripts
+        .iter()
+        .map(|(id, file, body)| {
+            let sha = write_script(&h.workspace().join(file), body);
+            let add = json!({
+                "action": "add", "name": "t", "description": "d", "command": file, "sha256": sha,
+                "parameters": {"type": "object", "properties": {"url": {"type": "string"}}}
+            });
+            ((*id).to_owned(), "script_tool".to_owned(), add)
+        })
+        .collect();
+    h.llm.push(Reply::tool_calls(calls));
+    h.llm.push(Reply::text("All refused."));
+    h.channel.dm(1, "make these tools").await;
+    h.wait_for("the answer", |l| l.has_text("All refused."))
+        .await;
+    let requests = h.requests(2).await;
+    let dep = tool_result(&requests[1], "c_dep");
+    assert!(
+        dep.contains("dependencies: line 3 loads `requests`, which is not allowed"),
+        "{dep}"
+    );
+    let shape = tool_result(&requests[1], "c_shape");
+    assert!(
+        shape.contains("structure: it takes arguments but never reads its standard input"),
+        "{shape}"
+    );
+    let deep = tool_result(&requests[1], "c_deep");
+    assert!(deep.contains("complexity: blocks nest 8 deep"), "{deep}");
+    assert_eq!(h.channel.log().cards_ever(), 0, "refused before any card");
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_script_tool_from_one_users_folder_runs_for_another_in_theirs_seeing_only_the_script() {
     let h = builders(&[]).await;
     let script = h.workspace().join("tools/peek.sh");

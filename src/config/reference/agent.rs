@@ -195,7 +195,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "SUBAGENTS_FILE",
             "unset",
-            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals",
+            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals, memory (its own notes per user)",
         ),
         v(
             "SUBAGENTS",
@@ -233,7 +233,7 @@ pub(super) const CHATS: Section = Section {
         v(
             "CHAT_VERBOSITY",
             "`tools`",
-            "what a chat sees of a turn's work unless it chose with `/verbose`: `off` (answers only), `tools` (a line per tool call while the turn runs, collapsed to one line above the answer), `full` (`tools` and a short, clipped summary of the model's reasoning)",
+            "what a chat sees of a turn's work unless it chose with `/verbose`: `off` (answers only), `tools` (a line per tool call while the turn runs, collapsed to one line above the answer), `full` (`tools` and a short, clipped summary of the model's reasoning, the whole of it behind a 💭 button)",
         ),
     ],
 };

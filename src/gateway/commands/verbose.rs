@@ -6,7 +6,7 @@ use crate::gateway::delivery::activity::Verbosity;
 use crate::gateway::Inner;
 use crate::store::{SessionId, SessionKey, StoreError};
 
-pub(crate) const USAGE: &str = "Usage: `/verbose off|tools|full` — off: answers only; tools: a line per tool call while I work, one summary line above the answer; full: tools and a short summary of my reasoning. `/verbose default` goes back to the operator's default.";
+pub(crate) const USAGE: &str = "Usage: `/verbose off|tools|full` — off: answers only; tools: a line per tool call while I work, one summary line above the answer; full: tools and a short summary of my reasoning (the whole of it behind a 💭 button). `/verbose default` goes back to the operator's default.";
 
 /// Shows or sets the session's verbosity.
 pub(crate) async fn run(
@@ -40,7 +40,7 @@ pub(crate) async fn run(
         Verbosity::Off => "Verbosity: **off** — answers only.".to_owned(),
         Verbosity::Tools => "Verbosity: **tools** — a line per tool call while I work.".to_owned(),
         Verbosity::Full => {
-            "Verbosity: **full** — tool lines and a short summary of my reasoning.".to_owned()
+            "Verbosity: **full** — tool lines and a short summary of my reasoning (the whole of it behind a 💭 button).".to_owned()
         }
     })
 }

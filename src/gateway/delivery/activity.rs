@@ -13,8 +13,9 @@ pub use crate::domain::Verbosity;
 pub(crate) const SUMMARY_CHARS: usize = 60;
 /// The longest reasoning summary shown at `full`, in characters.
 pub(crate) const REASONING_CHARS: usize = 280;
-/// Reasoning kept while the turn runs (only its start is ever shown).
-const REASONING_KEPT: usize = 4 * REASONING_CHARS;
+/// Reasoning kept while the turn runs: its start is shown at `full`, the
+/// whole (up to this bound) is kept for the answer's 💭 button.
+pub(crate) const REASONING_KEPT: usize = 60_000;
 /// Sub-agent steps kept under a call's line (the latest).
 const STEPS_SHOWN: usize = 3;
 /// Argument names whose values are never shown.
@@ -60,6 +61,8 @@ pub(crate) struct Activity {
     /// The model a routing rule chose for this turn, and why.
     routed: Option<String>,
     reasoning: String,
+    /// `reasoning`'s length in characters.
+    reasoning_chars: usize,
 }
 
 impl Activity {
@@ -122,10 +125,12 @@ impl Activity {
         self.routed = Some(format!("{} ({why})", one_line(model).replace('`', "'")));
     }
 
-    /// Reasoning the model streamed (kept only up to what could be shown).
+    /// Reasoning the model streamed (kept up to [`REASONING_KEPT`] characters).
     pub(crate) fn reasoned(&mut self, delta: &str) {
-        let room = REASONING_KEPT.saturating_sub(self.reasoning.chars().count());
-        self.reasoning.extend(delta.chars().take(room));
+        let room = REASONING_KEPT.saturating_sub(self.reasoning_chars);
+        let kept: String = delta.chars().take(room).collect();
+        self.reasoning_chars += kept.chars().count();
+        self.reasoning.push_str(&kept);
     }
 
     /// Whether anything would be shown at `tools`.
@@ -224,6 +229,13 @@ impl Activity {
     fn compaction_note(&self) -> Option<String> {
         self.compaction
             .map(|(before, after)| format!("🗜 _{}_", compaction_text(before, after)))
+    }
+
+    /// The whole reasoning, secrets scrubbed, when its quote at `full` had
+    /// to be clipped (none when it was shown whole).
+    pub(crate) fn clipped_reasoning(&self) -> Option<String> {
+        let text = crate::secrets::scrub(self.reasoning.trim());
+        (one_line(&text).chars().count() > REASONING_CHARS).then(|| text.into_owned())
     }
 
     /// The start of the reasoning, masked and clipped, as a quote.
@@ -338,7 +350,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// Markdown's emphasis and link characters taken literally.
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(
@@ -496,6 +508,26 @@ mod tests {
         assert!(quote.chars().count() < REASONING_CHARS + 20, "{quote}");
         assert!(head.ends_with("_🔧 1 tool · 0.1 s_"), "{head}");
         assert!(!a.head(Verbosity::Tools).contains("💭"));
+        let whole = a.clipped_reasoning().unwrap();
+        assert_eq!(
+            whole,
+            "think ".repeat(500).trim(),
+            "kept whole for the button"
+        );
+    }
+
+    #[test]
+    fn short_reasoning_is_shown_whole_and_long_is_kept_bounded() {
+        let mut a = Activity::default();
+        a.reasoned("A short thought.");
+        assert_eq!(a.clipped_reasoning(), None);
+        assert!(a.head(Verbosity::Full).contains("A short thought."));
+        let mut a = Activity::default();
+        for _ in 0..100 {
+            a.reasoned(&"x".repeat(1_000));
+        }
+        let whole = a.clipped_reasoning().unwrap();
+        assert_eq!(whole.chars().count(), REASONING_KEPT);
     }
 
     #[test]

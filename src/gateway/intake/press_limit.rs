@@ -1,5 +1,6 @@
 //! Button presses under the per-user rate limit. Feedback presses count against
-//! the same limit as messages (each may start a model call to distill rules);
+//! the same limit as messages (each may start a model call to distill rules),
+//! as do reasoning pages (each sends a message);
 //! approval decisions have an allowance of their own, so a user who is being
 //! rate-limited can still answer the card their turn waits on.
 
@@ -12,6 +13,8 @@ use switchboard_platform::{ButtonPress, PlatformAdapter, PressAnswer};
 pub(in crate::gateway) enum PressKind {
     Approval,
     Feedback,
+    /// A 💭 reasoning page.
+    Reading,
 }
 
 const SLOW_DOWN: &str = "Slow down — too many presses. Try again in a minute.";
@@ -30,7 +33,7 @@ pub(in crate::gateway) async fn admit(
     }
     let limiter = match kind {
         PressKind::Approval => &inner.gate.approval_presses,
-        PressKind::Feedback => &inner.gate.limiter,
+        PressKind::Feedback | PressKind::Reading => &inner.gate.limiter,
     };
     if limiter.check(press.chat.platform, press.user.id) == Limit::Allowed {
         return true;

@@ -10,6 +10,7 @@ use crate::gateway::delivery::stream as turn_stream;
 use crate::gateway::turn::exchange;
 use crate::gateway::turn::host::GatewayHost;
 use crate::gateway::turn::memory;
+use crate::gateway::turn::reasoning;
 use crate::gateway::Inner;
 use std::sync::Arc;
 use switchboard_platform::Activity;
@@ -74,8 +75,15 @@ pub(in crate::gateway) async fn deliver(
     }
     crate::gateway::turn::usage::record(inner, o, &served, &outcome, 1).await;
     let head = streamed.activity.head(verbosity);
+    let show_all = match streamed.activity.clipped_reasoning() {
+        Some(whole) if verbosity == Verbosity::Full => {
+            let (chat, user) = (&o.conversation.chat, o.conversation.user.id);
+            reasoning::show_all_button(inner, o.adapter.as_ref(), chat, user, whole).await
+        }
+        _ => Vec::new(),
+    };
     inner.answer_visible(&o.conversation.key).await;
-    answer(inner, o, reply, &outcome, &head, final_text).await;
+    answer(inner, o, reply, &outcome, &head, final_text, show_all).await;
     // The session's next input waits until this exchange is in its history.
     if let Some(held) = held {
         let reason = format!("saved late: {}", held.reason());
@@ -122,8 +130,8 @@ async fn save_exchange(
 }
 
 /// Posts the final answer — the activity `head` above it, the answer's
-/// buttons under it — in place of the streamed draft, and ends the typing
-/// indicator.
+/// buttons under it (👍/👎, then `show_all`: the 💭 row) — in place of the
+/// streamed draft, and ends the typing indicator.
 async fn answer(
     inner: &Arc<Inner>,
     o: &Origin,
@@ -131,6 +139,7 @@ async fn answer(
     outcome: &TurnOutcome,
     head: &str,
     mut final_text: String,
+    show_all: Vec<Vec<switchboard_platform::Button>>,
 ) {
     let question = outcome
         .new_messages
@@ -146,7 +155,7 @@ async fn answer(
         outcome,
     )
     .await;
-    reply.set_final_buttons(buttons);
+    reply.set_final_buttons(buttons.into_iter().chain(show_all).collect());
     if !head.is_empty() {
         let answer = if final_text.trim().is_empty() {
             "(no answer)"

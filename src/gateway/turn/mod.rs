@@ -16,6 +16,7 @@ pub(super) mod live_state;
 pub(super) mod memory;
 pub(super) mod planner;
 pub(super) mod prompt;
+pub(super) mod reasoning;
 pub(super) mod resume;
 pub(super) mod run;
 pub(super) mod sub_host;

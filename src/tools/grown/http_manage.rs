@@ -54,6 +54,7 @@ impl HttpToolManager {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         HttpToolManager {
             grown,

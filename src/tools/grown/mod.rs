@@ -10,6 +10,7 @@ mod guarded;
 mod http_manage;
 mod script_check;
 mod script_manage;
+mod script_precheck;
 
 pub use builders::ToolBuilders;
 pub use http_manage::{HttpToolManager, HTTP_TOOL};

@@ -132,7 +132,7 @@ fn check_text(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// The program a `#!` line runs: its file name, through `env [-S]`.
-fn interpreter(shebang: &str) -> Option<String> {
+pub(super) fn interpreter(shebang: &str) -> Option<String> {
     let mut words = shebang.split_whitespace();
     let first = words.next()?;
     let name = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();

@@ -7,6 +7,7 @@
 use super::guarded::resolve_command;
 use super::http_manage::{storage, unwrap_params};
 use super::script_check::inspect;
+use super::script_precheck::precheck;
 use super::{caller, GrownTools, ToolBuilders};
 use crate::domain::Conversation;
 use crate::store::GrownKind;
@@ -66,6 +67,7 @@ impl ScriptToolManager {
             concurrency_safe: false,
             requires_approval: true,
             background: false,
+            key_fields: Vec::new(),
         };
         ScriptToolManager {
             grown,
@@ -115,7 +117,11 @@ impl ScriptToolManager {
         }
         let (resolved, program) =
             resolve_command(Value::Object(manifest.clone()), ws).map_err(|e| invalid(&e))?;
-        parse_script(resolved, ws.root()).map_err(|e| invalid(&e))?;
+        let takes_input = !parse_script(resolved, ws.root())
+            .map_err(|e| invalid(&e))?
+            .parameters
+            .properties
+            .is_empty();
         // Kept relative to the whole workspace: the same script for every
         // process and caller, wherever the caller's folder is.
         let stored = program
@@ -127,9 +133,14 @@ impl ScriptToolManager {
         );
         let manifest = Value::Object(manifest);
         let shown = ws.display(&program);
-        let (sha256, text) = inspect(env.workspace.base(), &program).map_err(|e| {
-            ToolError::Forbidden(format!("the script {shown} cannot be a tool: {e}"))
-        })?;
+        let (sha256, text) = inspect(env.workspace.base(), &program)
+            .and_then(|(sha256, text)| {
+                precheck(&text, takes_input)?;
+                Ok((sha256, text))
+            })
+            .map_err(|e| {
+                ToolError::Forbidden(format!("the script {shown} cannot be a tool: {e}"))
+            })?;
         match args.get("sha256").and_then(Value::as_str) {
             Some(given) if given.trim().eq_ignore_ascii_case(&sha256) => {}
             Some(given) => {
