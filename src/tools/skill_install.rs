@@ -158,6 +158,7 @@ impl PreviewSkillTool {
                 parameters: json!({"type": "object", "required": ["url"], "additionalProperties": false,
                     "properties": {"url": {"type": "string"}}}),
                 concurrency_safe: true,
+                key_fields: Vec::new(),
                 requires_approval: false,
                 background: false,
             },
@@ -235,6 +236,7 @@ impl InstallSkillTool {
                     "text": {"type": "string", "description": "A drafted skill file (instead of url)."}
                 }}),
                 concurrency_safe: false,
+                key_fields: Vec::new(),
                 requires_approval: true,
                 background: false,
             },

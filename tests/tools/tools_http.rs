@@ -212,8 +212,14 @@ async fn a_write_needs_an_approval_and_a_private_target_the_operators_consent() 
 
 #[tokio::test]
 async fn the_builtin_tool_names_are_the_reserved_ones() {
-    // Everyone may change tools: every built-in tool is offered.
-    let h = Harness::with(&[("TOOL_BUILDERS", "all")]).await;
+    // Everyone may change tools and a search provider is set: every
+    // built-in tool is offered.
+    let h = Harness::with(&[
+        ("TOOL_BUILDERS", "all"),
+        ("SEARCH_PROVIDER", "searxng"),
+        ("SEARCH_URL", "http://127.0.0.1:9"),
+    ])
+    .await;
     h.llm.push(Reply::text("hi"));
     h.channel.dm(1, "hello").await;
     h.wait_for("the answer", |l| l.has_text("hi")).await;

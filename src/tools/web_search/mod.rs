@@ -74,6 +74,9 @@ impl WebSearchTool {
             concurrency_safe: true,
             requires_approval: false,
             background: false,
+            // Compaction keeps each result's URL line: the sources stay
+            // quotable after the results themselves are folded.
+            key_fields: vec!["http".into()],
         };
         Self {
             config,
