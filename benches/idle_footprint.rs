@@ -15,7 +15,9 @@
 //!    polling) and `IDLE_SECS` (default 5) later, `/proc/PID/status` (VmRSS,
 //!    threads) and `/proc/PID/smaps_rollup` (private = Private_Clean +
 //!    Private_Dirty), with the resident pages split by what they map (the
-//!    binary, shared libraries, anonymous memory); again after one answer on
+//!    binary's mappings by permission — code `r-xp`, read-only data `r--p`,
+//!    relocated and writable data `rw-p` —, shared libraries, anonymous
+//!    memory); again after one answer on
 //!    each platform.
 //! 3. CPU per answer: `ANSWERS` (default 100) Telegram questions one after
 //!    the other, the process's user + system time over them.
@@ -78,6 +80,8 @@ impl Fakes {
         setup
             .set("RUST_LOG", "warn")
             .set("MEMORY_ENABLED", "false")
+            // 100 questions in a row from one user: above the default 20 a minute.
+            .set("USER_MESSAGES_PER_MINUTE", "1000")
             .set("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
             .set("TELEGRAM_API_URL", &self.tg.api_url())
             .set("DISCORD_BOT_TOKEN", DISCORD_TOKEN)
@@ -150,12 +154,16 @@ fn memory(pid: u32) -> (u64, u64, u64, BTreeMap<String, u64>) {
     let private = kb(&rollup, "Private_Clean") + kb(&rollup, "Private_Dirty");
     let mut by_mapping: BTreeMap<String, u64> = BTreeMap::new();
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let own = std::fs::canonicalize(binary()).ok();
     let mut current = String::new();
     for line in smaps.lines() {
         let first = line.split_whitespace().next().unwrap_or("");
         if first.contains('-') && !first.ends_with(':') {
+            let perms = line.split_whitespace().nth(1).unwrap_or("");
             current = match line.split_whitespace().nth(5) {
-                Some(path) if path.ends_with("/switchboard") => "the binary".into(),
+                Some(path) if Some(Path::new(path)) == own.as_deref() => {
+                    format!("the binary {perms}")
+                }
                 Some(path) if path.starts_with('/') => "shared libraries".into(),
                 Some(other) => other.to_owned(),
                 None => "anonymous (heap, stacks)".into(),
