@@ -14,6 +14,7 @@ mod events;
 mod feedback;
 mod file_watch;
 mod grown_tools;
+mod history;
 mod history_search;
 mod identity;
 mod inbox;
@@ -44,7 +45,7 @@ mod web_sessions;
 
 pub use crate::domain::Conversation;
 pub use access::{AdmittedUser, PairingCode};
-pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
+pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus, Approvals};
 pub(crate) use backoff::Backoff;
 pub use caps::Admission;
 pub use checkins::CheckinSettings;
@@ -299,6 +300,11 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// Approval requests, their decisions (first wins) and the "always allow" rules.
+    pub fn approvals(&self) -> Approvals<'_> {
+        Approvals { db: self }
     }
 }
 

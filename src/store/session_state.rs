@@ -3,9 +3,7 @@
 //! (compacted) messages.
 
 use super::{ms, now as now_ms, SessionId, SessionKey, Store, StoreError};
-use crate::llm::Message;
 use chrono::{DateTime, Utc};
-use sqlx::any::AnyRow;
 use sqlx::Row;
 use switchboard_platform::{ChatId, Platform, ThreadId, UserId};
 
@@ -44,13 +42,6 @@ impl StateDoc {
             StateDoc::Summary => "summary",
         }
     }
-}
-
-fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
-    let payload: String = row.try_get("payload")?;
-    let m = serde_json::from_str(&payload)
-        .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?;
-    Ok((row.try_get("id")?, m))
 }
 
 /// A session's key from its row (`platform`, `chat_id`, `thread_id` — 0 for
@@ -126,112 +117,6 @@ impl Store {
         .bind(now_ms())
         .execute(&self.pool)
         .await?;
-        Ok(())
-    }
-
-    /// The last `limit` live (not archived) messages with their ids, oldest first.
-    pub async fn live_history(
-        &self,
-        session: &SessionId,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0
-             ORDER BY id DESC LIMIT $2) AS recent ORDER BY id ASC",
-        )
-        .bind(session)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// Messages with ids in `from..=to` (archived ones included), oldest first.
-    pub async fn messages_between(
-        &self,
-        session: &SessionId,
-        from: i64,
-        to: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM messages WHERE session_id = $1 AND id >= $2 AND id <= $3 ORDER BY id ASC LIMIT $4",
-        )
-        .bind(session)
-        .bind(from)
-        .bind(to)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// The last `limit` messages up to `through` (archived ones included), oldest first.
-    pub async fn messages_through(
-        &self,
-        session: &SessionId,
-        through: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND id <= $2
-             ORDER BY id DESC LIMIT $3) AS recent ORDER BY id ASC",
-        )
-        .bind(session)
-        .bind(through)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// Records a compaction: archives history messages up to `through` and the
-    /// first `folded_new` of the session's `new_count` latest messages, and
-    /// stores the summary that now stands for them.
-    pub async fn fold_history(
-        &self,
-        session: &SessionId,
-        through: Option<i64>,
-        new_count: usize,
-        folded_new: usize,
-        summary: &str,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut last = through;
-        if folded_new > 0 {
-            let ids: Vec<i64> = sqlx::query_scalar(
-                "SELECT id FROM messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-            )
-            .bind(session)
-            .bind(i64::try_from(new_count).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await?;
-            // `ids` is newest first: the folded ones are the oldest of them.
-            if let Some(id) = ids
-                .len()
-                .checked_sub(folded_new.min(ids.len()))
-                .and_then(|i| ids.get(i))
-            {
-                last = Some(last.map_or(*id, |l| l.max(*id)));
-            }
-        }
-        if let Some(last) = last {
-            sqlx::query("UPDATE messages SET archived = 1 WHERE session_id = $1 AND id <= $2")
-                .bind(session)
-                .bind(last)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(
-            "INSERT INTO session_state (session_id, summary, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
-        )
-        .bind(session)
-        .bind(summary)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -345,6 +230,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Message;
     use crate::store::test_store;
 
     fn key(user: i64) -> SessionKey {

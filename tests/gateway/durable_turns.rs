@@ -423,7 +423,8 @@ async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db
     let pending = second
         .running
         .store
-        .due_approvals(clock.now())
+        .approvals()
+        .due(clock.now())
         .await
         .unwrap();
     assert!(pending.is_empty(), "no approval stays pending: {pending:?}");
@@ -1112,6 +1113,7 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     let rules = i
         .running
         .store
+        .approvals()
         .rules(Platform::Console, UserId(1))
         .await
         .unwrap();
@@ -1153,7 +1155,8 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
     first.stop().await;
     // A press was recorded by a process that died before resuming the turn.
     let decided = store
-        .decide_approval(
+        .approvals()
+        .decide(
             &card.approval_id(),
             switchboard::store::ApprovalStatus::Allowed,
             Some(&user(1)),

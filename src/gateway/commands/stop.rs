@@ -36,7 +36,7 @@ pub(in crate::gateway) async fn deny_waiting_card(
     key: &SessionKey,
     user: &User,
 ) -> Option<String> {
-    let waiting = match inner.store.pending_approvals(inner.approvals.now()).await {
+    let waiting = match inner.store.approvals().pending(inner.approvals.now()).await {
         Ok(pending) => pending.into_iter().find(|a| a.session_key() == *key),
         Err(e) => {
             tracing::warn!(error = %e, "could not look for a waiting card");

@@ -202,7 +202,8 @@ impl GatewayHost {
             let withdrawn = self
                 .inner
                 .store
-                .decide_approval(
+                .approvals()
+                .decide(
                     &record.id,
                     ApprovalStatus::Denied,
                     None,

@@ -158,7 +158,7 @@ async fn claim(
             let record = crate::gateway::turn::hold::until_stored(
                 inner,
                 "reading a decided approval",
-                || store.approval(approval_id),
+                || store.approvals().get(approval_id),
             )
             .await;
             let decision = match record {
