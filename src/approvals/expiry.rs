@@ -46,7 +46,7 @@ impl Approvals {
         let timeout =
             chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10));
         let cutoff = (self.now() - timeout).timestamp_millis();
-        match self.store.expire_stale_edits(cutoff).await {
+        match self.store.turns().expire_stale_edits(cutoff).await {
             Ok(ids) => {
                 for id in &ids {
                     self.store

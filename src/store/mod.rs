@@ -75,7 +75,7 @@ pub use session_state::{IdleSession, SessionState, StateDoc};
 pub use sessions::{SessionId, SessionKey};
 pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
-pub use turns::{NestedTurn, TurnContext, TurnState};
+pub use turns::{NestedTurn, PausedTurns, TurnContext, TurnState};
 pub use usage::{ModelUsage, UsageLedger};
 
 use file_watch::DbFile;
@@ -300,6 +300,11 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// Paused turns: their checkpoints, the questions they wait on, and the resumes in flight.
+    pub fn turns(&self) -> PausedTurns<'_> {
+        PausedTurns { db: self }
     }
 
     /// Approval requests, their decisions (first wins) and the "always allow" rules.

@@ -123,7 +123,7 @@ async fn a_restarted_console_shows_its_open_card_and_a_key_on_it_runs_the_comman
         loop {
             let pending = store.approvals().pending(chrono::Utc::now()).await.unwrap();
             if let Some(a) = pending.first() {
-                if store.paused_turn_origin(&a.id).await.unwrap().is_some() {
+                if store.turns().origin(&a.id).await.unwrap().is_some() {
                     return a.id.clone();
                 }
             }

@@ -54,7 +54,7 @@ pub(crate) async fn run(
 async fn clear(inner: &Inner, key: &SessionKey, session: &SessionId) -> Result<String, StoreError> {
     let store = &inner.store;
     let n = store.clear_history(session).await?;
-    store.set_waiting_question(key, None).await?;
+    store.turns().set_waiting_question(key, None).await?;
     store.clear_session_state(session).await?;
     Ok(format!(
         "Cleared this conversation ({n} messages), its task state and execution state. \

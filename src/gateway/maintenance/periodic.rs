@@ -81,7 +81,7 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
 /// Paused turns whose approval was decided while no process could resume
 /// them (a crash between the decision and the claim) are resumed now.
 pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
-    match inner.store.orphaned_turns().await {
+    match inner.store.turns().orphaned().await {
         Ok(ids) => {
             for id in ids {
                 crate::gateway::session::queue::queue_resume(inner, id).await;

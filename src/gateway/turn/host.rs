@@ -248,6 +248,6 @@ impl GatewayHost {
                 ..self.context.clone()
             },
         };
-        self.inner.store.save_turn_state(&state).await
+        self.inner.store.turns().save(&state).await
     }
 }

@@ -164,6 +164,7 @@ impl Inner {
     ) {
         if let Err(e) = self
             .store
+            .turns()
             .resume_started(
                 &self.durability.instance,
                 approval_id,
@@ -184,7 +185,7 @@ impl Inner {
         if self.shutdown.is_cancelled() && !settled {
             return;
         }
-        if let Err(e) = self.store.resume_ended(approval_id).await {
+        if let Err(e) = self.store.turns().resume_ended(approval_id).await {
             tracing::warn!(error = %e, "could not unmark a resumed turn");
         }
     }
@@ -193,7 +194,7 @@ impl Inner {
 /// Tells the chats of the turns `gone` (a process that is gone) was
 /// running after a card's decision that their answer was interrupted.
 pub(in crate::gateway) async fn report_interrupted_resumes(inner: &Arc<Inner>, gone: &str) {
-    let left = match inner.store.take_interrupted_resumes(gone).await {
+    let left = match inner.store.turns().take_interrupted_resumes(gone).await {
         Ok(left) => left,
         Err(e) => return tracing::warn!(error = %e, "could not look for interrupted resumed turns"),
     };
