@@ -216,7 +216,8 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .inbox_restore(owner, &spooled.message, spooled.received_at, spooled.dedupe)
+            .inbox()
+            .restore(owner, &spooled.message, spooled.received_at, spooled.dedupe)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a moved spooled message");
@@ -310,7 +311,8 @@ mod tests {
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "moved once");
 
         let taken = store
-            .inbox_take_over("gone", "me", &[switchboard_platform::Platform::Console])
+            .inbox()
+            .take_over("gone", "me", &[switchboard_platform::Platform::Console])
             .await
             .unwrap();
         let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();

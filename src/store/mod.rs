@@ -59,7 +59,7 @@ pub use file_watch::FileState;
 pub use grown_tools::{GrownKind, GrownStamp, GrownToolRow};
 pub use history_search::HistoryWindow;
 pub use identity::{IdentityVersion, NewIdentityVersion};
-pub use inbox::{InboxEntry, Intake, Keep};
+pub use inbox::{Inbox, InboxEntry, Intake, Keep};
 pub use liveness::LivenessClaim;
 pub use media::{MediaFile, MediaOrigin};
 pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
@@ -300,6 +300,11 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// The inbox: accepted messages kept until answered, taken over from gone processes, and the sightings that drop repeats.
+    pub fn inbox(&self) -> Inbox<'_> {
+        Inbox { db: self }
     }
 
     /// Paused turns: their checkpoints, the questions they wait on, and the resumes in flight.

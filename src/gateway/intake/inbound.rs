@@ -249,6 +249,7 @@ impl Gateway {
         match self
             .inner
             .store
+            .inbox()
             .first_sight(&msg.chat, msg.message_id)
             .await
         {

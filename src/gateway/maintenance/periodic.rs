@@ -37,7 +37,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             if let Err(e) = inner.tasks.apply_cancel_requests().await {
                 tracing::warn!(error = %e, "could not look for task cancel requests");
             }
-            if let Err(e) = inner.store.prune_sightings().await {
+            if let Err(e) = inner.store.inbox().prune_sightings().await {
                 tracing::debug!(error = %e, "could not prune inbound sightings");
             }
             inner.gate.limiter.prune();
@@ -126,6 +126,7 @@ pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
 async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreError> {
     let owners = inner
         .store
+        .inbox()
         .foreign_owners(&inner.durability.instance)
         .await?;
     inner.store.gone_owners(&owners).await
@@ -136,7 +137,8 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
     let platforms: Vec<_> = inner.platforms.adapters.keys().copied().collect();
     match inner
         .store
-        .inbox_take_over(gone, &inner.durability.instance, &platforms)
+        .inbox()
+        .take_over(gone, &inner.durability.instance, &platforms)
         .await
     {
         Ok(entries) => {
