@@ -445,8 +445,8 @@ async fn compaction(store: &Store) {
         thread: None,
         user: UserId(1),
     };
-    let session = store.session(&key).await.unwrap();
-    store.append_messages(&session, &messages).await.unwrap();
+    let session = store.sessions().open(&key).await.unwrap();
+    store.history().append(&session, &messages).await.unwrap();
     let (mut plan, mut fold, mut persist) = (Vec::new(), Vec::new(), Vec::new());
     let mut kept = 0;
     for _ in 0..100 {
@@ -458,7 +458,8 @@ async fn compaction(store: &Store) {
         fold.push(started.elapsed());
         let started = Instant::now();
         store
-            .fold_history(&session, None, messages.len(), start, &folded.summary)
+            .history()
+            .fold(&session, None, messages.len(), start, &folded.summary)
             .await
             .unwrap();
         persist.push(started.elapsed());

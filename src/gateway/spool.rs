@@ -203,7 +203,8 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .append_messages(&exchange.session_id, &exchange.messages)
+            .history()
+            .append(&exchange.session_id, &exchange.messages)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a saved spooled exchange");
@@ -329,7 +330,7 @@ mod tests {
             thread: None,
             user: switchboard_platform::UserId(1),
         };
-        let session = store.session(&key).await.unwrap();
+        let session = store.sessions().open(&key).await.unwrap();
         let root = tempfile::tempdir().unwrap();
         let gone = Spool::open(root.path(), "gone").unwrap();
         let exchange = [Message::user("question"), Message::assistant("answer")];
@@ -340,7 +341,7 @@ mod tests {
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "no message moved");
         assert_eq!(me.adopt(&store).await.unwrap(), 0);
         assert!(!root.path().join("gone").exists());
-        let history = store.history(&session, 10).await.unwrap();
+        let history = store.history().recent(&session, 10).await.unwrap();
         let texts: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(texts, ["question", "answer"], "saved once");
     }

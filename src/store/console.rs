@@ -382,7 +382,7 @@ mod tests {
             thread: None,
             user: UserId(1),
         };
-        let s = store.session(&key).await.unwrap();
+        let s = store.sessions().open(&key).await.unwrap();
         let notice = format!(
             "{}\n<task-notification>done</task-notification>",
             crate::markers::SYSTEM_NOTIFICATION
@@ -393,7 +393,7 @@ mod tests {
             Message::user(notice),
             Message::assistant("it finished"),
         ];
-        store.append_messages(&s, &history).await.unwrap();
+        store.history().append(&s, &history).await.unwrap();
         let a = store.activity(chrono::Utc::now()).await.unwrap();
         assert_eq!((a.turns_hour, a.turns_day), (1, 1), "{a:?}");
         assert_eq!((a.messages_hour, a.messages_day), (4, 4), "{a:?}");

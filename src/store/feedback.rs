@@ -265,7 +265,7 @@ mod tests {
             thread: None,
             user: UserId(1),
         };
-        let s = store.session(&key).await.unwrap();
+        let s = store.sessions().open(&key).await.unwrap();
         let me = MemoryOwner::of(&key);
         let other = MemoryOwner::new(Platform::Console, UserId(2));
         let now = Utc::now();

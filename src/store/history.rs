@@ -6,6 +6,12 @@ use crate::llm::Message;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+/// A session's messages: appended, read back, folded by compaction and searched (`store.history().recent()`).
+#[derive(Debug, Clone, Copy)]
+pub struct History<'a> {
+    pub(super) db: &'a Store,
+}
+
 fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
     let payload: String = row.try_get("payload")?;
     let m = serde_json::from_str(&payload)
@@ -13,20 +19,16 @@ fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
     Ok((row.try_get("id")?, m))
 }
 
-impl Store {
+impl History<'_> {
     /// The last `limit` live messages of a session (not folded by compaction), oldest first.
-    pub async fn history(
-        &self,
-        session: &SessionId,
-        limit: u32,
-    ) -> Result<Vec<Message>, StoreError> {
+    pub async fn recent(self, session: &SessionId, limit: u32) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
             "SELECT payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0 ORDER BY id DESC LIMIT $2) AS recent
              ORDER BY id ASC",
         )
         .bind(session)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -38,12 +40,8 @@ impl Store {
     }
 
     /// Appends messages to a session's history in one transaction.
-    pub async fn append_messages(
-        &self,
-        session: &SessionId,
-        messages: &[Message],
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+    pub async fn append(self, session: &SessionId, messages: &[Message]) -> Result<(), StoreError> {
+        let mut tx = self.db.begin_write().await?;
         let ts = now();
         for m in messages {
             // Known secrets never reach a history row, whoever produced the text.
@@ -63,17 +61,17 @@ impl Store {
     }
 
     /// Forgets a session's history (`/clear`).
-    pub async fn clear_history(&self, session: &SessionId) -> Result<u64, StoreError> {
+    pub async fn clear(self, session: &SessionId) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM messages WHERE session_id = $1")
             .bind(session)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(done.rows_affected())
     }
 
     /// The last `limit` live (not archived) messages with their ids, oldest first.
-    pub async fn live_history(
-        &self,
+    pub async fn live(
+        self,
         session: &SessionId,
         limit: u32,
     ) -> Result<Vec<(i64, Message)>, StoreError> {
@@ -83,14 +81,14 @@ impl Store {
         )
         .bind(session)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(message).collect()
     }
 
     /// Messages with ids in `from..=to` (archived ones included), oldest first.
-    pub async fn messages_between(
-        &self,
+    pub async fn between(
+        self,
         session: &SessionId,
         from: i64,
         to: i64,
@@ -103,14 +101,14 @@ impl Store {
         .bind(from)
         .bind(to)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(message).collect()
     }
 
     /// The last `limit` messages up to `through` (archived ones included), oldest first.
-    pub async fn messages_through(
-        &self,
+    pub async fn through(
+        self,
         session: &SessionId,
         through: i64,
         limit: u32,
@@ -122,7 +120,7 @@ impl Store {
         .bind(session)
         .bind(through)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(message).collect()
     }
@@ -130,15 +128,15 @@ impl Store {
     /// Records a compaction: archives history messages up to `through` and the
     /// first `folded_new` of the session's `new_count` latest messages, and
     /// stores the summary that now stands for them.
-    pub async fn fold_history(
-        &self,
+    pub async fn fold(
+        self,
         session: &SessionId,
         through: Option<i64>,
         new_count: usize,
         folded_new: usize,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         let mut last = through;
         if folded_new > 0 {
             let ids: Vec<i64> = sqlx::query_scalar(
@@ -197,15 +195,15 @@ mod tests {
     #[tokio::test]
     async fn history_round_trips_in_order_and_clears() {
         let (store, _dir) = test_store().await;
-        let s = store.session(&key(1)).await.unwrap();
+        let s = store.sessions().open(&key(1)).await.unwrap();
         let msgs: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
-        store.append_messages(&s, &msgs).await.unwrap();
-        let last3 = store.history(&s, 3).await.unwrap();
+        store.history().append(&s, &msgs).await.unwrap();
+        let last3 = store.history().recent(&s, 3).await.unwrap();
         assert_eq!(
             last3.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
             ["m2", "m3", "m4"]
         );
-        assert_eq!(store.clear_history(&s).await.unwrap(), 5);
-        assert!(store.history(&s, 10).await.unwrap().is_empty());
+        assert_eq!(store.history().clear(&s).await.unwrap(), 5);
+        assert!(store.history().recent(&s, 10).await.unwrap().is_empty());
     }
 }

@@ -57,6 +57,7 @@ pub use events::{Audit, SystemEvent};
 pub use feedback::{FeedbackRecord, Rated};
 pub use file_watch::FileState;
 pub use grown_tools::{GrownKind, GrownStamp, GrownToolRow};
+pub use history::History;
 pub use history_search::HistoryWindow;
 pub use identity::{IdentityVersion, NewIdentityVersion};
 pub use inbox::{Inbox, InboxEntry, Intake, Keep};
@@ -72,7 +73,7 @@ pub use portfolio::{PortfolioError, TradeRecord};
 pub use resumes::InterruptedResume;
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
-pub use sessions::{SessionId, SessionKey};
+pub use sessions::{SessionId, SessionKey, Sessions};
 pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
 pub use turns::{NestedTurn, PausedTurns, TurnContext, TurnState};
@@ -300,6 +301,16 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// A session's messages: appended, read back, folded by compaction, searched and cleared.
+    pub fn history(&self) -> History<'_> {
+        History { db: self }
+    }
+
+    /// Sessions: opened by key, their state documents, idleness and memory-extraction claims.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { db: self }
     }
 
     /// The inbox: accepted messages kept until answered, taken over from gone processes, and the sightings that drop repeats.

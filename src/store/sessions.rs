@@ -1,12 +1,18 @@
 //! Sessions (platform + chat + thread + user) and their persisted chat history.
 
 use super::{now, Store, StoreError};
+
+/// Sessions: their keys, state documents, idleness and extraction claims (`store.sessions()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions<'a> {
+    pub(super) db: &'a Store,
+}
 pub use crate::domain::{SessionId, SessionKey};
 use sqlx::Row;
 
-impl Store {
+impl Sessions<'_> {
     /// The session for `key`, created on first use.
-    pub async fn session(&self, key: &SessionKey) -> Result<SessionId, StoreError> {
+    pub async fn open(self, key: &SessionKey) -> Result<SessionId, StoreError> {
         let id = SessionId::new();
         let ts = now();
         let row = sqlx::query(
@@ -21,7 +27,7 @@ impl Store {
         .bind(key.thread.map_or(0, |t| t.0))
         .bind(key.user.0)
         .bind(ts)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(row.try_get("id")?)
     }
@@ -45,9 +51,9 @@ mod tests {
     #[tokio::test]
     async fn sessions_are_per_user_and_thread() {
         let (store, _dir) = test_store().await;
-        let a = store.session(&key(1, None)).await.unwrap();
-        assert_eq!(a, store.session(&key(1, None)).await.unwrap());
-        assert_ne!(a, store.session(&key(2, None)).await.unwrap());
-        assert_ne!(a, store.session(&key(1, Some(7))).await.unwrap());
+        let a = store.sessions().open(&key(1, None)).await.unwrap();
+        assert_eq!(a, store.sessions().open(&key(1, None)).await.unwrap());
+        assert_ne!(a, store.sessions().open(&key(2, None)).await.unwrap());
+        assert_ne!(a, store.sessions().open(&key(1, Some(7))).await.unwrap());
     }
 }

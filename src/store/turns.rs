@@ -369,7 +369,7 @@ mod tests {
     async fn a_waiting_question_is_taken_once() {
         let (store, _dir) = test_store().await;
         let key = origin().key;
-        store.session(&key).await.unwrap();
+        store.sessions().open(&key).await.unwrap();
         store
             .turns()
             .set_waiting_question(&key, Some("Which branch?"))

@@ -124,7 +124,12 @@ fn storage(e: impl std::fmt::Display) -> ToolError {
 
 /// The user of the calling session, whose notes and ratings may be read.
 async fn owner(store: &Store, ctx: &ToolContext) -> Result<MemoryOwner, ToolError> {
-    match store.session_key(&ctx.session_id).await.map_err(storage)? {
+    match store
+        .sessions()
+        .key(&ctx.session_id)
+        .await
+        .map_err(storage)?
+    {
         Some(key) => Ok(MemoryOwner::of(&key)),
         None => Err(ToolError::failed("only available inside a chat session")),
     }
@@ -253,7 +258,8 @@ impl ChatHistoryTool {
         loop {
             let rows = self
                 .store
-                .history_newest_first(&ctx.session_id, window, BATCH)
+                .history()
+                .newest_first(&ctx.session_id, window, BATCH)
                 .await
                 .map_err(storage)?;
             let Some(last) = rows.last() else {

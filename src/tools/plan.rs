@@ -54,7 +54,12 @@ impl PlanTool {
     }
 
     async fn load(&self, session: &SessionId) -> Result<Option<ExecutionState>, ToolError> {
-        let state = self.store.session_state(session).await.map_err(storage)?;
+        let state = self
+            .store
+            .sessions()
+            .state(session)
+            .await
+            .map_err(storage)?;
         Ok(state
             .execution_state
             .as_deref()
@@ -64,7 +69,8 @@ impl PlanTool {
     async fn save(&self, session: &SessionId, state: &ExecutionState) -> Result<(), ToolError> {
         let json = serde_json::to_string(state).map_err(storage)?;
         self.store
-            .set_session_doc(session, StateDoc::Execution, Some(&json))
+            .sessions()
+            .set_doc(session, StateDoc::Execution, Some(&json))
             .await
             .map_err(storage)
     }

@@ -337,7 +337,13 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     let session = session(&second, 1).await;
     let saved = async {
         loop {
-            let history = second.running.store.history(&session, 50).await.unwrap();
+            let history = second
+                .running
+                .store
+                .history()
+                .recent(&session, 50)
+                .await
+                .unwrap();
             if history
                 .iter()
                 .any(|m| m.content == "It printed resumed-after-restart.")
@@ -377,7 +383,7 @@ async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
         thread: None,
         user: UserId(user),
     };
-    i.running.store.session(&key).await.unwrap()
+    i.running.store.sessions().open(&key).await.unwrap()
 }
 
 #[tokio::test]
@@ -1272,7 +1278,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 thread: Some(switchboard_platform::ThreadId(chat * 10)),
                 user: UserId(7),
             };
-            sessions.push(stores[0].session(&key).await.unwrap());
+            sessions.push(stores[0].sessions().open(&key).await.unwrap());
         }
         let attempts = (0..40).map(|i| {
             let store = stores[i % 2].clone();

@@ -94,7 +94,13 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
             .await;
         h.idle().await;
         let session = h.session(1, 1).await;
-        let history = h.running.store.history(&session, 50).await.unwrap();
+        let history = h
+            .running
+            .store
+            .history()
+            .recent(&session, 50)
+            .await
+            .unwrap();
         let scaled = history
             .iter()
             .flat_map(|m| m.images.iter())

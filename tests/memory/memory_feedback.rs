@@ -205,7 +205,7 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
             thread: None,
             user: UserId(1),
         };
-        let session = store.session(&key).await.unwrap();
+        let session = store.sessions().open(&key).await.unwrap();
         let owner = MemoryOwner::of(&key);
         let now = Utc::now();
         // Two 👎: six days and two days before the distillation.

@@ -340,7 +340,13 @@ async fn the_model_sees_memories_around_the_message_and_history_keeps_it_plain()
         assert!(system_prompt(request).contains(MEMORY_NOTE));
 
         let session = h.session(1, 1).await;
-        let history = h.running.store.history(&session, 10).await.unwrap();
+        let history = h
+            .running
+            .store
+            .history()
+            .recent(&session, 10)
+            .await
+            .unwrap();
         assert_eq!(
             history[0].content, "推荐一杯咖啡？",
             "history keeps the plain message"

@@ -200,7 +200,7 @@ async fn source_excerpt(
     let Ok(session) = session.parse::<SessionId>() else {
         return Ok("\n(That conversation no longer exists.)".into());
     };
-    match inner.store.session_key(&session).await? {
+    match inner.store.sessions().key(&session).await? {
         Some(k) if MemoryOwner::of(&k) != owner => {
             return Ok("\n(That conversation no longer exists.)".into())
         }
@@ -218,7 +218,8 @@ async fn source_excerpt(
     };
     let rows = inner
         .store
-        .messages_between(&session, from, to, 200)
+        .history()
+        .between(&session, from, to, 200)
         .await?;
     let lines: Vec<String> = rows
         .iter()

@@ -17,7 +17,7 @@ fn plan_of(state: &SessionState) -> Option<Plan> {
 
 /// Runs `/plan` for a session.
 pub(crate) async fn run(inner: &Inner, session: &SessionId) -> Result<String, StoreError> {
-    let state = inner.store.session_state(session).await?;
+    let state = inner.store.sessions().state(session).await?;
     Ok(match plan_of(&state) {
         Some(plan) => {
             let status = if plan.is_complete() {
@@ -37,7 +37,7 @@ pub(crate) async fn run(inner: &Inner, session: &SessionId) -> Result<String, St
 /// The plan's part of a round's system prompt: read anew, so a step marked
 /// done in one round shows in the next.
 pub(crate) async fn round_context(inner: &Inner, session_id: &SessionId) -> Option<String> {
-    match inner.store.session_state(session_id).await {
+    match inner.store.sessions().state(session_id).await {
         Ok(state) => plan_of(&state).and_then(|p| p.context()),
         Err(e) => {
             tracing::debug!(error = %e, "plan unavailable for this round");

@@ -34,7 +34,8 @@ pub(crate) struct TurnMemory {
 pub(crate) async fn session_state(inner: &Inner, session: &SessionId) -> SessionState {
     inner
         .store
-        .session_state(session)
+        .sessions()
+        .state(session)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "session state unavailable");
@@ -52,7 +53,8 @@ pub(crate) async fn load_history(
 ) -> (Vec<Message>, Vec<Option<i64>>) {
     let mut rows = inner
         .store
-        .live_history(session, limit)
+        .history()
+        .live(session, limit)
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "history unavailable; answering without it");
@@ -217,7 +219,8 @@ pub(crate) async fn after_turn(
             .copied();
         let folded_new = c.folded.saturating_sub(ids.len());
         if let Err(e) = store
-            .fold_history(
+            .history()
+            .fold(
                 session,
                 through,
                 outcome.new_messages.len(),
@@ -269,7 +272,8 @@ async fn save_doc<T: serde::Serialize>(
     let saved = match serde_json::to_string(value) {
         Ok(json) => inner
             .store
-            .set_session_doc(session, doc, Some(&json))
+            .sessions()
+            .set_doc(session, doc, Some(&json))
             .await
             .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
