@@ -143,7 +143,12 @@ impl Extractor {
         }
         if !report.added.is_empty() {
             let added = u32::try_from(report.added.len()).unwrap_or(u32::MAX);
-            let since = self.book.store().add_l1_since_layer(owner, added).await?;
+            let since = self
+                .book
+                .store()
+                .memories()
+                .add_l1_since_layer(owner, added)
+                .await?;
             if since >= self.book.config().layer_every {
                 report.layers_refreshed =
                     refresh_layers(&self.book, self.provider.as_ref(), owner, now).await?;

@@ -87,6 +87,7 @@ pub async fn sweep(extractor: Extractor, store: Store, busy: Busy, shutdown: Can
                 Err(e) => tracing::warn!(error = %e, "memory collection failed"),
             }
             if let Err(e) = store
+                .memories()
                 .collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS))
                 .await
             {

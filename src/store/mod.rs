@@ -62,8 +62,8 @@ pub use history_search::HistoryWindow;
 pub use identity::{IdentityVersion, NewIdentityVersion};
 pub use inbox::{Inbox, InboxEntry, Intake, Keep};
 pub use liveness::LivenessClaim;
-pub use media::{MediaFile, MediaOrigin};
-pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
+pub use media::{MediaFile, MediaFiles, MediaOrigin};
+pub use memories::{Memories, MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
@@ -301,6 +301,16 @@ impl Store {
     /// Background tasks: their rows, progress and results.
     pub fn tasks(&self) -> Tasks<'_> {
         Tasks { db: self }
+    }
+
+    /// Long-term memories: stored, searched, learned from, collected; the reflection clocks and the answers' feedback.
+    pub fn memories(&self) -> Memories<'_> {
+        Memories { db: self }
+    }
+
+    /// Held media files and the per-user download quota.
+    pub fn media(&self) -> MediaFiles<'_> {
+        MediaFiles { db: self }
     }
 
     /// A session's messages: appended, read back, folded by compaction, searched and cleared.

@@ -403,7 +403,8 @@ impl Tool for ReflectionsTool {
         let limit = args.limit.unwrap_or(5).clamp(1, MAX_LISTED);
         let notes = self
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], limit, Utc::now())
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], limit, Utc::now())
             .await
             .map_err(storage)?;
         if notes.is_empty() {
@@ -454,6 +455,7 @@ impl Tool for FeedbackTool {
         // Read enough to fill `limit` after the filter.
         let rated = self
             .store
+            .memories()
             .rated_feedback(owner, MAX_LISTED * 5)
             .await
             .map_err(storage)?;

@@ -264,7 +264,8 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     first
         .running
         .store
-        .insert_memory(
+        .memories()
+        .insert(
             MemoryOwner::new(Platform::Console, UserId(1)),
             &NewMemory {
                 kind: MemoryKind::Fact,

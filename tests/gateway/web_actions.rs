@@ -203,7 +203,8 @@ async fn rules_pairings_memories_tasks_and_schedules_are_changed_and_audited() {
         expires_at: None,
     };
     let mid = store
-        .insert_memory(owner, &memory, &["tea".into()], chrono::Utc::now())
+        .memories()
+        .insert(owner, &memory, &["tea".into()], chrono::Utc::now())
         .await
         .unwrap();
     assert!(c.get("/users").await.body.contains("likes tea"));

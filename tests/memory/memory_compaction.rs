@@ -162,7 +162,8 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
         let memories = h
             .running
             .store
-            .memories_of(owner, &[], 10, Utc::now())
+            .memories()
+            .of(owner, &[], 10, Utc::now())
             .await
             .unwrap();
         assert!(memories

@@ -51,7 +51,8 @@ async fn memories_until(
         let all = h
             .running
             .store
-            .memories_of(owner(1), &[], 100, Utc::now())
+            .memories()
+            .of(owner(1), &[], 100, Utc::now())
             .await
             .unwrap();
         if check(&all) {
@@ -218,7 +219,8 @@ async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
         assert!(h
             .running
             .store
-            .memories_of(owner(1), &[], 10, Utc::now())
+            .memories()
+            .of(owner(1), &[], 10, Utc::now())
             .await
             .unwrap()
             .is_empty());
@@ -373,7 +375,11 @@ async fn two_processes_extract_an_idle_session_once() {
             assert!(x.extract_session(idle, now).await.unwrap().is_none());
         }
         assert_eq!(extraction_calls(&llm).await, 1);
-        let all = a.memories_of(owner(1), &[], 10, Utc::now()).await.unwrap();
+        let all = a
+            .memories()
+            .of(owner(1), &[], 10, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(all.len(), 1, "no near-duplicate memories: {all:#?}");
         assert!(b.sessions().idle(now, now, 10).await.unwrap().is_empty());
     }

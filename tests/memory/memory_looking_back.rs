@@ -237,16 +237,19 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             expires_at: None,
         };
         store
-            .insert_memory(me, &note("Open loop: send the CV to Acme."), &[], now)
+            .memories()
+            .insert(me, &note("Open loop: send the CV to Acme."), &[], now)
             .await
             .unwrap();
         store
-            .insert_memory(other, &note("Someone else's note."), &[], now)
+            .memories()
+            .insert(other, &note("Someone else's note."), &[], now)
             .await
             .unwrap();
         let session = h.session(1, 1).await;
         let id: switchboard::domain::FeedbackId = "fb-1".parse().unwrap();
         store
+            .memories()
             .create_feedback(
                 &id,
                 &session,
@@ -257,7 +260,11 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             )
             .await
             .unwrap();
-        store.rate_feedback(&id, me, -1, now).await.unwrap();
+        store
+            .memories()
+            .rate_feedback(&id, me, -1, now)
+            .await
+            .unwrap();
 
         h.llm.push(Reply::tool_calls([
             ("r1", "get_my_reflections", json!({})),

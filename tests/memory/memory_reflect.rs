@@ -96,7 +96,8 @@ async fn a_note_is_written_once_when_due_and_reaches_the_prompt() {
         let kept = h
             .running
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], 10, Utc::now())
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 10, Utc::now())
             .await
             .unwrap();
         assert_eq!(kept.len(), 1);

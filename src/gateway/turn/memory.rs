@@ -170,6 +170,7 @@ pub(crate) async fn prepare(
         .and_then(|e| e.render());
     let rules = inner
         .store
+        .memories()
         .correction_rules(owner, now, MAX_RULES as u32)
         .await
         .unwrap_or_default();
@@ -178,7 +179,8 @@ pub(crate) async fn prepare(
     let reflection = if private {
         inner
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], 1, now)
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 1, now)
             .await
             .unwrap_or_default()
             .first()
@@ -302,6 +304,7 @@ pub(crate) async fn answer_buttons(
     let answer: String = outcome.text.chars().take(1_500).collect();
     match inner
         .store
+        .memories()
         .create_feedback(
             &id,
             session,
@@ -333,6 +336,7 @@ pub(crate) async fn on_feedback_press(
     let owner = MemoryOwner::new(press.chat.platform, press.user.id);
     let text = match inner
         .store
+        .memories()
         .rate_feedback(&id, owner, rating, Utc::now())
         .await
     {
@@ -346,7 +350,14 @@ pub(crate) async fn on_feedback_press(
                 "Thanks for the feedback! 👍"
             }
         }
-        Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => {
+        Ok(None)
+            if inner
+                .store
+                .memories()
+                .feedback_exists(&id)
+                .await
+                .unwrap_or(false) =>
+        {
             "Only the person who asked can rate this answer."
         }
         Ok(None) => "This button is no longer valid.",
