@@ -57,7 +57,7 @@ pub struct Activity {
 /// A gateway process sharing the database, by its heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessRow {
-    pub id: String,
+    pub id: crate::domain::ProcessId,
     pub host: String,
     pub pid: i64,
     pub version: String,
@@ -166,7 +166,7 @@ impl Store {
     }
 
     /// Takes this process's row away at a clean stop.
-    pub async fn process_gone(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn process_gone(&self, id: &crate::domain::ProcessId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM processes WHERE id = $1")
             .bind(id)
             .execute(&self.pool)

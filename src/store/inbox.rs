@@ -6,6 +6,7 @@
 //! (see `liveness.rs`); then a process serving its platform takes it over.
 
 use super::{now, Store, StoreError};
+use crate::domain::ProcessId;
 use sqlx::Row;
 use switchboard_platform::{InboundMessage, Platform};
 
@@ -55,7 +56,11 @@ pub enum Keep {
 impl Inbox<'_> {
     /// Keeps a burst of accepted messages for `owner` (a process id), in
     /// one transaction: one commit however many they are.
-    pub async fn keep(self, owner: &str, burst: &[Intake<'_>]) -> Result<Vec<Keep>, StoreError> {
+    pub async fn keep(
+        self,
+        owner: &ProcessId,
+        burst: &[Intake<'_>],
+    ) -> Result<Vec<Keep>, StoreError> {
         if burst.is_empty() {
             return Ok(Vec::new());
         }
@@ -79,7 +84,7 @@ impl Inbox<'_> {
     /// repeat of one kept already (`dedupe`, as in [`Intake`]).
     pub async fn restore(
         self,
-        owner: &str,
+        owner: &ProcessId,
         message: &InboundMessage,
         received_at: i64,
         dedupe: bool,
@@ -99,7 +104,7 @@ impl Inbox<'_> {
     /// ([`Inbox::remove`]), so a process that dies mid-turn leaves it
     /// to the next. False when the row is no longer `owner`'s (another
     /// process took it over): that process answers it.
-    pub async fn start(self, owner: &str, id: i64) -> Result<bool, StoreError> {
+    pub async fn start(self, owner: &ProcessId, id: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE inbox SET started_at = $1, ran = NULL, attempts = attempts + 1
              WHERE id = $2 AND owner = $3",
@@ -166,8 +171,10 @@ impl Inbox<'_> {
 
     /// The processes other than `me` that own queued messages, paused-turn
     /// marks or running tasks: the ones whose liveness matters.
-    pub async fn foreign_owners(self, me: &str) -> Result<Vec<String>, StoreError> {
-        let owners = sqlx::query_scalar(
+    /// A row whose owner is no process id (never written so) names no
+    /// process: it is left alone.
+    pub async fn foreign_owners(self, me: &ProcessId) -> Result<Vec<ProcessId>, StoreError> {
+        let owners: Vec<String> = sqlx::query_scalar(
             "SELECT owner FROM inbox WHERE owner <> $1
              UNION SELECT owner FROM resumes_in_flight WHERE owner <> $1
              UNION SELECT owner FROM tasks WHERE finished_at IS NULL AND owner <> $1",
@@ -175,7 +182,16 @@ impl Inbox<'_> {
         .bind(me)
         .fetch_all(&self.db.pool)
         .await?;
-        Ok(owners)
+        Ok(owners
+            .into_iter()
+            .filter_map(|owner| match owner.parse() {
+                Ok(id) => Some(id),
+                Err(e) => {
+                    tracing::warn!(owner, error = %e, "rows owned by no process id left alone");
+                    None
+                }
+            })
+            .collect())
     }
 
     /// Takes over the rows of `gone` (a process that is gone) for the
@@ -183,8 +199,8 @@ impl Inbox<'_> {
     /// conditional update gives each row to one taker.
     pub async fn take_over(
         self,
-        gone: &str,
-        owner: &str,
+        gone: &ProcessId,
+        owner: &ProcessId,
         platforms: &[Platform],
     ) -> Result<Vec<InboxEntry>, StoreError> {
         if platforms.is_empty() {
@@ -266,7 +282,7 @@ async fn first_sight(
 /// Inserts `message` as `owner`'s row in `tx`; returns its id.
 async fn insert(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    owner: &str,
+    owner: &ProcessId,
     message: &InboundMessage,
     received_at: i64,
 ) -> Result<i64, StoreError> {
@@ -288,6 +304,7 @@ async fn insert(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::domain::ProcessId;
     use crate::store::test_store;
     use switchboard_platform::{Addressed, ChatAddress, ChatId, ChatKind, MessageId, User, UserId};
 
@@ -327,7 +344,10 @@ pub(crate) mod tests {
         two.message_id = switchboard_platform::MessageId(8);
         let kept = store
             .inbox()
-            .keep("a", &[keep(&one, true), keep(&two, true), keep(&one, true)])
+            .keep(
+                &ProcessId::named("a"),
+                &[keep(&one, true), keep(&two, true), keep(&one, true)],
+            )
             .await
             .unwrap();
         assert!(matches!(
@@ -335,10 +355,18 @@ pub(crate) mod tests {
             [Keep::Row(_), Keep::Row(_), Keep::Repeat]
         ));
         // The console never delivers twice: no sighting is asked for.
-        let again = store.inbox().keep("a", &[keep(&one, false)]).await.unwrap();
+        let again = store
+            .inbox()
+            .keep(&ProcessId::named("a"), &[keep(&one, false)])
+            .await
+            .unwrap();
         assert!(matches!(again[..], [Keep::Row(_)]));
         assert_eq!(
-            store.inbox().restore("gone", &one, 1, true).await.unwrap(),
+            store
+                .inbox()
+                .restore(&ProcessId::named("gone"), &one, 1, true)
+                .await
+                .unwrap(),
             None,
             "a spooled copy of a kept message"
         );
@@ -349,7 +377,7 @@ pub(crate) mod tests {
         let (store, _dir) = test_store().await;
         let id = match store
             .inbox()
-            .keep("a", &[keep(&message("one"), false)])
+            .keep(&ProcessId::named("a"), &[keep(&message("one"), false)])
             .await
             .unwrap()[..]
         {
@@ -358,14 +386,29 @@ pub(crate) mod tests {
         };
         let taken = store
             .inbox()
-            .take_over("a", "b", &[Platform::Console])
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].interrupted, None, "its turn never started");
         assert_eq!((taken[0].attempts, taken[0].answered), (0, false));
-        assert!(!store.inbox().start("a", id).await.unwrap(), "b answers it");
-        assert!(store.inbox().start("b", id).await.unwrap());
+        assert!(
+            !store
+                .inbox()
+                .start(&ProcessId::named("a"), id)
+                .await
+                .unwrap(),
+            "b answers it"
+        );
+        assert!(store
+            .inbox()
+            .start(&ProcessId::named("b"), id)
+            .await
+            .unwrap());
         store
             .inbox()
             .ran(&[id], "remember, exec_command")
@@ -375,7 +418,11 @@ pub(crate) mod tests {
         // b dies mid-turn: c learns what had run.
         let taken = store
             .inbox()
-            .take_over("b", "c", &[Platform::Console])
+            .take_over(
+                &ProcessId::named("b"),
+                &ProcessId::named("c"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -383,10 +430,29 @@ pub(crate) mod tests {
             Some(&["remember".to_owned(), "exec_command".to_owned()][..])
         );
         assert_eq!((taken[0].attempts, taken[0].answered), (1, true));
-        assert_eq!(store.inbox().foreign_owners("a").await.unwrap(), ["c"]);
+        assert_eq!(
+            store
+                .inbox()
+                .foreign_owners(&ProcessId::named("a"))
+                .await
+                .unwrap(),
+            [ProcessId::named("c")]
+        );
         store.inbox().remove(id).await.unwrap();
-        assert!(!store.inbox().start("c", id).await.unwrap(), "gone");
-        assert!(store.inbox().foreign_owners("a").await.unwrap().is_empty());
+        assert!(
+            !store
+                .inbox()
+                .start(&ProcessId::named("c"), id)
+                .await
+                .unwrap(),
+            "gone"
+        );
+        assert!(store
+            .inbox()
+            .foreign_owners(&ProcessId::named("a"))
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]
@@ -394,25 +460,37 @@ pub(crate) mod tests {
         let (store, _dir) = test_store().await;
         store
             .inbox()
-            .keep("a", &[keep(&message("one"), false)])
+            .keep(&ProcessId::named("a"), &[keep(&message("one"), false)])
             .await
             .unwrap();
         assert!(store
             .inbox()
-            .take_over("a", "b", &[Platform::Telegram])
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Telegram]
+            )
             .await
             .unwrap()
             .is_empty());
         let taken = store
             .inbox()
-            .take_over("a", "b", &[Platform::Console])
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
         assert!(
             store
                 .inbox()
-                .take_over("a", "c", &[Platform::Console])
+                .take_over(
+                    &ProcessId::named("a"),
+                    &ProcessId::named("c"),
+                    &[Platform::Console]
+                )
                 .await
                 .unwrap()
                 .is_empty(),

@@ -3,7 +3,7 @@
 //! the marks a gone process left are taken over once (see `liveness.rs`).
 
 use super::{now, PausedTurns, StoreError};
-use crate::domain::{ApprovalId, Conversation};
+use crate::domain::{ApprovalId, Conversation, ProcessId};
 use sqlx::Row;
 
 /// A resumed turn a gone process left unfinished.
@@ -20,7 +20,7 @@ impl PausedTurns<'_> {
     /// Marks the turn resumed on `approval_id` as running in `owner`.
     pub async fn resume_started(
         self,
-        owner: &str,
+        owner: &ProcessId,
         approval_id: &ApprovalId,
         conversation: &Conversation,
         tool: &str,
@@ -59,7 +59,7 @@ impl PausedTurns<'_> {
     /// by one taker, who tells its chat.
     pub async fn take_interrupted_resumes(
         self,
-        gone: &str,
+        gone: &ProcessId,
     ) -> Result<Vec<InterruptedResume>, StoreError> {
         let rows = sqlx::query(
             "DELETE FROM resumes_in_flight WHERE owner = $1

@@ -1062,7 +1062,10 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     store.tasks().insert(&task).await.unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE tasks SET owner = 'a-process-that-died'")
+    // A process that died: its id names no live liveness claim.
+    let died = switchboard::domain::ProcessId::new();
+    sqlx::query("UPDATE tasks SET owner = $1")
+        .bind(died.as_str())
         .execute(&pool)
         .await
         .unwrap();
@@ -1305,7 +1308,13 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 plan.session_id = session;
                 let t = store
                     .tasks()
-                    .insert_within_cap(&task, "test", Platform::Console, UserId(7), 5)
+                    .insert_within_cap(
+                        &task,
+                        &switchboard::domain::ProcessId::new(),
+                        Platform::Console,
+                        UserId(7),
+                        5,
+                    )
                     .await
                     .unwrap();
                 let s = store

@@ -123,7 +123,9 @@ pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
 
 /// The owners of queued work other than this process whose liveness claim
 /// has ended.
-async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreError> {
+async fn gone_owners(
+    inner: &Inner,
+) -> Result<Vec<crate::domain::ProcessId>, crate::store::StoreError> {
     let owners = inner
         .store
         .inbox()
@@ -133,7 +135,7 @@ async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreEr
 }
 
 /// Queues the messages `gone` accepted and never answered, oldest first.
-async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
+async fn take_inbox(inner: &Arc<Inner>, gone: &crate::domain::ProcessId) {
     let platforms: Vec<_> = inner.platforms.adapters.keys().copied().collect();
     match inner
         .store
@@ -159,7 +161,7 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
 /// The unfinished tasks of the `gone` processes (and of none) are marked
 /// interrupted and their chats told; the conditional update makes one
 /// process the teller.
-async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
+async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[crate::domain::ProcessId]) {
     let alive = inner.tasks.running_ids();
     let tasks = match inner.store.tasks().interrupt_orphaned(gone, &alive).await {
         Ok(t) => t,

@@ -193,7 +193,10 @@ impl Inner {
 
 /// Tells the chats of the turns `gone` (a process that is gone) was
 /// running after a card's decision that their answer was interrupted.
-pub(in crate::gateway) async fn report_interrupted_resumes(inner: &Arc<Inner>, gone: &str) {
+pub(in crate::gateway) async fn report_interrupted_resumes(
+    inner: &Arc<Inner>,
+    gone: &crate::domain::ProcessId,
+) {
     let left = match inner.store.turns().take_interrupted_resumes(gone).await {
         Ok(left) => left,
         Err(e) => return tracing::warn!(error = %e, "could not look for interrupted resumed turns"),
