@@ -256,7 +256,8 @@ async fn approval_round_trip(name: &str, url: &str, dir: &Path, across: bool) {
         while a
             .running
             .store
-            .approval(&approval)
+            .approvals()
+            .get(&approval)
             .await
             .unwrap()
             .and_then(|r| r.card_message)

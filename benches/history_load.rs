@@ -1,7 +1,7 @@
 //! Loading a session's recent history when compaction archived most of it:
 //! a session of 200,000 messages of which all but the last 60 are archived,
 //! and the per-turn query for the last 40 live messages
-//! (`Store::live_history`), on SQLite (and PostgreSQL when
+//! (`History::live`), on SQLite (and PostgreSQL when
 //! `TEST_DATABASE_URL` is set). `cargo bench --bench history_load`.
 //!
 //! Before migration 0018 the query walked every archived row of the session
@@ -31,7 +31,7 @@ async fn measure(label: &str, store: Store, drop_index: &[&str]) {
         thread: None,
         user: UserId(1),
     };
-    let session = store.session(&key).await.unwrap();
+    let session = store.sessions().open(&key).await.unwrap();
     let started = Instant::now();
     let batch: Vec<Message> = (0..1_000)
         .map(|i| {
@@ -41,11 +41,12 @@ async fn measure(label: &str, store: Store, drop_index: &[&str]) {
         })
         .collect();
     for _ in 0..MESSAGES / batch.len() {
-        store.append_messages(&session, &batch).await.unwrap();
+        store.history().append(&session, &batch).await.unwrap();
     }
     // Compaction archives all but the last LIVE messages.
     store
-        .fold_history(&session, None, MESSAGES, MESSAGES - LIVE, "summary")
+        .history()
+        .fold(&session, None, MESSAGES, MESSAGES - LIVE, "summary")
         .await
         .unwrap();
     println!(
@@ -65,7 +66,7 @@ async fn measure(label: &str, store: Store, drop_index: &[&str]) {
     let mut times: Vec<Duration> = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
         let t = Instant::now();
-        let live = store.live_history(&session, 40).await.unwrap();
+        let live = store.history().live(&session, 40).await.unwrap();
         times.push(t.elapsed());
         assert_eq!(live.len(), 40);
     }

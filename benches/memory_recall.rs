@@ -168,7 +168,8 @@ async fn fill(store: &Store, user: i64, count: usize, vocab: &Vocab, rng: &mut S
             .collect();
         let at = Utc::now() - chrono::Duration::hours(rng.random_range(0..24 * 180));
         store
-            .insert_memories(owner(user), &batch, at)
+            .memories()
+            .insert_many(owner(user), &batch, at)
             .await
             .unwrap();
         i += n;
@@ -293,19 +294,22 @@ async fn breakdown(store: &Store, vocab: &Vocab, rng: &mut StdRng) {
         let t = switchboard::memory::query_terms(&q);
         let started = Instant::now();
         store
-            .search_memories(o, &t, None, 120, Utc::now())
+            .memories()
+            .search(o, &t, None, 120, Utc::now())
             .await
             .unwrap();
         fts.push(started.elapsed());
         let started = Instant::now();
         store
-            .memories_containing(o, "猫", 10, Utc::now())
+            .memories()
+            .containing(o, "猫", 10, Utc::now())
             .await
             .unwrap();
         like.push(started.elapsed());
         let started = Instant::now();
         store
-            .memories_of(
+            .memories()
+            .of(
                 o,
                 &[MemoryKind::Persona, MemoryKind::Preference],
                 60,
@@ -445,8 +449,8 @@ async fn compaction(store: &Store) {
         thread: None,
         user: UserId(1),
     };
-    let session = store.session(&key).await.unwrap();
-    store.append_messages(&session, &messages).await.unwrap();
+    let session = store.sessions().open(&key).await.unwrap();
+    store.history().append(&session, &messages).await.unwrap();
     let (mut plan, mut fold, mut persist) = (Vec::new(), Vec::new(), Vec::new());
     let mut kept = 0;
     for _ in 0..100 {
@@ -458,7 +462,8 @@ async fn compaction(store: &Store) {
         fold.push(started.elapsed());
         let started = Instant::now();
         store
-            .fold_history(&session, None, messages.len(), start, &folded.summary)
+            .history()
+            .fold(&session, None, messages.len(), start, &folded.summary)
             .await
             .unwrap();
         persist.push(started.elapsed());

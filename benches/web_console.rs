@@ -85,9 +85,10 @@ fn key(user: i64) -> SessionKey {
 /// Seeds the database; returns the 500-message session's id.
 async fn seed(store: &Store) -> String {
     for user in 0..200 {
-        let s = store.session(&key(10_000 + user)).await.unwrap();
+        let s = store.sessions().open(&key(10_000 + user)).await.unwrap();
         store
-            .append_messages(&s, &[Message::user("hi"), Message::assistant("hello")])
+            .history()
+            .append(&s, &[Message::user("hi"), Message::assistant("hello")])
             .await
             .unwrap();
     }
@@ -100,7 +101,7 @@ async fn seed(store: &Store) -> String {
             )
             .await;
     }
-    let session = store.session(&key(1)).await.unwrap();
+    let session = store.sessions().open(&key(1)).await.unwrap();
     let mut messages = Vec::with_capacity(500);
     for i in 0..125 {
         messages.push(Message::user(format!(
@@ -123,7 +124,7 @@ async fn seed(store: &Store) -> String {
             "The build **passed** for crate {i}.\n\n| step | time |\n| --- | --- |\n| build | 12 s |"
         )));
     }
-    store.append_messages(&session, &messages).await.unwrap();
+    store.history().append(&session, &messages).await.unwrap();
     session.into_string()
 }
 

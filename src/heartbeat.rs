@@ -11,7 +11,7 @@ const EVERY: Duration = Duration::from_secs(30);
 /// the row away.
 pub(crate) async fn run(
     store: Store,
-    instance: String,
+    instance: crate::domain::ProcessId,
     web: Option<String>,
     shutdown: CancellationToken,
 ) {

@@ -187,12 +187,12 @@ pub async fn start_with_clock(
 /// messages, resumed turns and tasks are its own until the claim ends with it.
 async fn open_store(
     config: &Config,
-) -> Result<(Store, String, crate::store::LivenessClaim), RunError> {
+) -> Result<(Store, crate::domain::ProcessId, crate::store::LivenessClaim), RunError> {
     // Before the store: the default database lives in DATA_DIR, and an
     // unusable DATA_DIR should be named as such.
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
     let store = Store::open(&config.database_url).await?;
-    let instance = uuid::Uuid::new_v4().simple().to_string();
+    let instance = crate::domain::ProcessId::new();
     let liveness = store.claim_liveness(&instance).await?;
     Ok((store, instance, liveness))
 }
@@ -212,7 +212,7 @@ fn task_manager(
     finished: mpsc::Sender<crate::tasks::TaskFinished>,
     shutdown: &CancellationToken,
     busy: &Busy,
-    instance: &str,
+    instance: &crate::domain::ProcessId,
 ) -> Arc<TaskManager> {
     TaskManager::new(
         store.clone(),
@@ -221,7 +221,7 @@ fn task_manager(
         busy.clone(),
         config.max_background_tasks,
         config.caps.max_tasks,
-        instance.to_owned(),
+        instance.clone(),
     )
 }
 

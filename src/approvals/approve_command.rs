@@ -35,7 +35,7 @@ impl Approvals {
             resume: None,
             card: None,
         };
-        let id = match self.store.approval_by_prefix(id_prefix).await {
+        let id = match self.store.approvals().by_prefix(id_prefix).await {
             Ok(Some(id)) => id,
             Ok(None) => return refused(format!("No approval matches `{id_prefix}`.")),
             Err(e) => {

@@ -16,7 +16,7 @@ impl Approvals {
         adapter_of: impl Fn(Platform) -> Option<Arc<dyn PlatformAdapter>>,
     ) -> Vec<ApprovalId> {
         let mut expired = self.expire_stale_edits().await;
-        let due = match self.store.due_approvals(self.now()).await {
+        let due = match self.store.approvals().due(self.now()).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "could not list due approvals");
@@ -46,7 +46,7 @@ impl Approvals {
         let timeout =
             chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10));
         let cutoff = (self.now() - timeout).timestamp_millis();
-        match self.store.expire_stale_edits(cutoff).await {
+        match self.store.turns().expire_stale_edits(cutoff).await {
             Ok(ids) => {
                 for id in &ids {
                     self.store

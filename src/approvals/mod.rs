@@ -148,6 +148,7 @@ impl Approvals {
         let arguments = arguments.to_string();
         let patterns = self
             .store
+            .approvals()
             .rule_patterns(platform, requester.id, tool_name)
             .await?;
         if !patterns.iter().any(|p| rules::allows(p, &arguments)) {
@@ -187,7 +188,7 @@ impl Approvals {
             expires_at: now
                 + chrono::Duration::from_std(self.timeout).unwrap_or(chrono::Duration::minutes(10)),
         };
-        self.store.insert_approval(&record).await?;
+        self.store.approvals().insert(&record).await?;
         self.store
             .audit()
             .record(
@@ -211,7 +212,8 @@ impl Approvals {
             Err(e) => {
                 let _ = self
                     .store
-                    .decide_approval(
+                    .approvals()
+                    .decide(
                         &record.id,
                         ApprovalStatus::Denied,
                         None,
@@ -225,7 +227,12 @@ impl Approvals {
         // The card is shown and the approval stored: a storage failure now
         // must not take the card back. Without its message id the card is
         // still decided by presses in its chat and by `/approve`.
-        if let Err(e) = self.store.set_approval_card(&record.id, card_ref.id).await {
+        if let Err(e) = self
+            .store
+            .approvals()
+            .set_card(&record.id, card_ref.id)
+            .await
+        {
             tracing::warn!(error = %e, "could not record an approval card's message; the card stays valid");
         }
         attach_full_text(adapter, record).await;
@@ -233,7 +240,8 @@ impl Approvals {
         // and its id being stored, when nobody could edit it: finish it now.
         if let Some(decided) = self
             .store
-            .approval(&record.id)
+            .approvals()
+            .get(&record.id)
             .await
             .ok()
             .flatten()
@@ -254,7 +262,7 @@ impl Approvals {
         id: &ApprovalId,
         card_ref: Option<MessageRef>,
     ) -> Result<bool, ApprovalError> {
-        let Some(record) = self.store.expire_approval(id, self.clock.now()).await? else {
+        let Some(record) = self.store.approvals().expire(id, self.clock.now()).await? else {
             return Ok(false);
         };
         self.store
@@ -320,7 +328,7 @@ impl Approvals {
         press: &ButtonPress,
         id: &ApprovalId,
     ) -> Result<Option<String>, StoreError> {
-        let Some(mut record) = self.store.approval(id).await? else {
+        let Some(mut record) = self.store.approvals().get(id).await? else {
             return Ok(None); // `decide` says it is unknown
         };
         // The card is being shown right now and its message is not recorded
@@ -332,7 +340,7 @@ impl Approvals {
                     break;
                 }
                 tokio::time::sleep(BOOKKEEPING_WAIT).await;
-                match self.store.approval(id).await? {
+                match self.store.approvals().get(id).await? {
                     Some(r) => record = r,
                     None => return Ok(None),
                 }
@@ -368,7 +376,7 @@ impl Approvals {
         choice: Choice,
         reason: Option<String>,
     ) -> Result<Result<ApprovalRecord, String>, StoreError> {
-        let Some(record) = self.store.approval(id).await? else {
+        let Some(record) = self.store.approvals().get(id).await? else {
             return Ok(Err("This approval is unknown or no longer valid.".into()));
         };
         // User ids are per platform: the requester is who asked on that platform.
@@ -422,7 +430,8 @@ impl Approvals {
         };
         let decided = self
             .store
-            .decide_approval(id, status, Some(user), reason.as_deref(), self.clock.now())
+            .approvals()
+            .decide(id, status, Some(user), reason.as_deref(), self.clock.now())
             .await?;
         let Some(decided) = decided else {
             return Ok(Err("Already decided.".into()));
@@ -432,6 +441,7 @@ impl Approvals {
             // stored only means the next call asks again.
             if let Err(e) = self
                 .store
+                .approvals()
                 .add_rule(
                     decided.chat.platform,
                     decided.requester,
@@ -506,7 +516,8 @@ mod tests {
             Arc::new(crate::clock::SystemClock),
         );
         store
-            .insert_approval(&telegram_request("0123456789abcdef"))
+            .approvals()
+            .insert(&telegram_request("0123456789abcdef"))
             .await
             .unwrap();
         let ann = user(1);

@@ -12,7 +12,7 @@ pub async fn rules(database_url: &str, action: ApprovalsAction) -> anyhow::Resul
         ApprovalsAction::List => list_rules(&store).await?,
         ApprovalsAction::Pending => {}
         ApprovalsAction::Revoke { id } => {
-            if !store.revoke_any_rule(id.trim()).await? {
+            if !store.approvals().revoke_any_rule(id.trim()).await? {
                 anyhow::bail!("no rule matches {id} (give at least 6 characters of a unique id)");
             }
             store
@@ -26,7 +26,7 @@ pub async fn rules(database_url: &str, action: ApprovalsAction) -> anyhow::Resul
 }
 
 async fn list_rules(store: &Store) -> anyhow::Result<()> {
-    let rules = store.all_rules().await?;
+    let rules = store.approvals().all_rules().await?;
     if rules.is_empty() {
         println!("No \"always allow\" rules.");
     }
@@ -49,7 +49,7 @@ const SUMMARY_PREVIEW: usize = 100;
 /// Prints every pending approval not yet expired, oldest first.
 pub async fn pending(database_url: &str) -> anyhow::Result<ExitCode> {
     let store = Store::open(database_url).await?;
-    let pending = store.pending_approvals(chrono::Utc::now()).await?;
+    let pending = store.approvals().pending(chrono::Utc::now()).await?;
     if pending.is_empty() {
         println!("No approvals are waiting for a decision.");
     }

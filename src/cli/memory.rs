@@ -117,7 +117,10 @@ fn who(owner: MemoryOwner) -> String {
 }
 
 async fn list(store: &Store, owner: MemoryOwner) -> anyhow::Result<()> {
-    let all = store.memories_of(owner, &[], LIST_MAX, Utc::now()).await?;
+    let all = store
+        .memories()
+        .of(owner, &[], LIST_MAX, Utc::now())
+        .await?;
     if all.is_empty() {
         println!("No memories of {}.", who(owner));
         return Ok(());
@@ -152,7 +155,7 @@ async fn pin(database_url: &str, owner: &OwnerArgs, id: &str, pinned: bool) -> a
     let owner = owner.owner()?;
     let id = parse_id(id)?;
     let store = Store::open(database_url).await?;
-    if !store.set_memory_pinned(owner, id, pinned).await? {
+    if !store.memories().set_pinned(owner, id, pinned).await? {
         anyhow::bail!("{} has no memory #{id}", who(owner));
     }
     store
@@ -176,9 +179,9 @@ async fn pin(database_url: &str, owner: &OwnerArgs, id: &str, pinned: bool) -> a
 }
 
 async fn forget(store: &Store, owner: MemoryOwner, id: i64) -> anyhow::Result<()> {
-    let memory = store.memory(owner, id).await?;
+    let memory = store.memories().get(owner, id).await?;
     let deleted = match &memory {
-        Some(_) => store.delete_memory(owner, id).await?,
+        Some(_) => store.memories().delete(owner, id).await?,
         None => false,
     };
     let Some(memory) = memory.filter(|_| deleted) else {

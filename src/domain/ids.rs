@@ -38,6 +38,9 @@ fn check(kind: &'static str, id: &str) -> Result<(), IdError> {
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $kind:literal) => {
+        id_type!($(#[$doc])* $name, $kind, check);
+    };
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $check:path) => {
         $(#[$doc])*
         ///
         /// Made only by [`new`](Self::new) (generation) or by parsing text
@@ -86,7 +89,7 @@ macro_rules! id_type {
             type Err = IdError;
 
             fn from_str(id: &str) -> Result<$name, IdError> {
-                check($kind, id)?;
+                $check($kind, id)?;
                 Ok($name(id.to_owned()))
             }
         }
@@ -95,7 +98,7 @@ macro_rules! id_type {
             type Error = IdError;
 
             fn try_from(id: String) -> Result<$name, IdError> {
-                check($kind, &id)?;
+                $check($kind, &id)?;
                 Ok($name(id))
             }
         }
@@ -156,6 +159,41 @@ id_type!(
     "rule"
 );
 
+id_type!(
+    /// A gateway process: owns the inbox rows, resumed turns and tasks it
+    /// runs, holds a liveness claim and a spool folder under this name, and
+    /// beats in the `processes` table. Exactly what [`ProcessId::new`] makes
+    /// (32 lowercase hex digits), so a folder or row named otherwise is no
+    /// process's.
+    ProcessId,
+    "process",
+    check_process
+);
+
+#[cfg(test)]
+impl ProcessId {
+    /// A valid process id spelled from `name` (at most 16 bytes), for tests:
+    /// its bytes in hex, zero-padded.
+    pub(crate) fn named(name: &str) -> ProcessId {
+        let mut bytes = [0u8; 16];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        ProcessId(format!("{:032x}", u128::from_be_bytes(bytes)))
+    }
+}
+
+/// A process id is a simple UUID: 32 lowercase hex digits.
+fn check_process(kind: &'static str, id: &str) -> Result<(), IdError> {
+    check(kind, id)?;
+    if id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(IdError {
+            kind,
+            reason: "32 lowercase hex digits",
+        })
+    }
+}
+
 impl FeedbackId {
     /// A new id of 12 hex characters: short, as it travels in the buttons'
     /// action data, whose size the platforms limit.
@@ -206,5 +244,24 @@ mod tests {
         assert_eq!(err, "not a valid schedule id: empty");
         assert!("mcp".parse::<SessionId>().is_ok());
         assert!("x".repeat(MAX_ID_LEN).parse::<TurnId>().is_ok());
+    }
+
+    #[test]
+    fn a_process_id_is_exactly_what_generation_makes() {
+        let id = ProcessId::new();
+        assert_eq!(id.as_str().parse::<ProcessId>(), Ok(id.clone()));
+        for bad in [
+            "gone",
+            "lost+found",
+            &id.as_str().to_uppercase(),
+            &id.as_str()[..31],
+        ] {
+            let err = bad.parse::<ProcessId>().unwrap_err().to_string();
+            assert_eq!(
+                err, "not a valid process id: 32 lowercase hex digits",
+                "{bad:?}"
+            );
+        }
+        assert!(serde_json::from_str::<ProcessId>("\"me\"").is_err());
     }
 }

@@ -14,7 +14,7 @@ mod turn;
 pub use chat_modes::{QueueMode, Verbosity};
 pub use conversation::{Conversation, SessionKey};
 pub use ids::{
-    short_id, ApprovalId, FeedbackId, IdError, OutboxId, RuleId, ScheduleId, SessionId, TaskId,
-    TurnId,
+    short_id, ApprovalId, FeedbackId, IdError, OutboxId, ProcessId, RuleId, ScheduleId, SessionId,
+    TaskId, TurnId,
 };
 pub use turn::{Pause, StopReason};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Durability {
     /// This process's id: owner of its inbox rows, resumed-turn marks and
     /// tasks while it is alive (see `store::LivenessClaim`).
-    pub(crate) instance: String,
+    pub(crate) instance: crate::domain::ProcessId,
     /// Whether storage just failed (the inbound path then skips what it can).
     pub(crate) storage: StorageHealth,
     /// Where accepted messages are kept while storage is down.

@@ -148,7 +148,7 @@ pub struct GatewayParts {
     /// The tools added from the chat (`/tools export`).
     pub grown: Arc<crate::tools::GrownTools>,
     /// This process's id, claimed alive in the store for the process's life.
-    pub instance: String,
+    pub instance: crate::domain::ProcessId,
 }
 
 impl Gateway {

@@ -59,7 +59,7 @@ impl Operator {
         choice: Choice,
         reason: Option<String>,
     ) -> WebDecision {
-        let platform = match self.inner.store.approval(id).await {
+        let platform = match self.inner.store.approvals().get(id).await {
             Ok(Some(record)) => record.chat.platform,
             Ok(None) => return WebDecision::Refused("This approval is unknown.".into()),
             Err(e) => {

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use switchboard_platform::InboundMessage;
 
+use crate::domain::ProcessId;
 use crate::llm::Message;
 use crate::store::{SessionId, Store, StoreError};
 
@@ -73,8 +74,8 @@ pub(crate) enum AdoptError {
 
 impl Spool {
     /// Creates and locks `root/<instance>`.
-    pub(crate) fn open(root: &Path, instance: &str) -> io::Result<Spool> {
-        let dir = root.join(instance);
+    pub(crate) fn open(root: &Path, instance: &ProcessId) -> io::Result<Spool> {
+        let dir = root.join(instance.as_str());
         fs::create_dir_all(&dir)?;
         let lock = File::create(dir.join(LOCK_FILE))?;
         lock.try_lock().map_err(io::Error::other)?;
@@ -147,7 +148,13 @@ impl Spool {
             if dir == self.dir || !dir.is_dir() {
                 continue;
             }
-            let Some(owner) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            // Only a process's folder is a spool; anything else is left alone.
+            let Some(owner) = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.parse::<ProcessId>().ok())
+            else {
+                tracing::warn!(dir = %dir.display(), "not a spool folder (no process id): left alone");
                 continue;
             };
             let lock = match File::options()
@@ -192,7 +199,7 @@ impl Spool {
 
 /// Moves every message of `dir` (oldest first) into the inbox as `owner`'s
 /// (a gone process's: taken over next).
-async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, AdoptError> {
+async fn adopt_dir(store: &Store, dir: &Path, owner: &ProcessId) -> Result<usize, AdoptError> {
     let io_err = |source| AdoptError::Io {
         path: dir.to_owned(),
         source,
@@ -203,7 +210,8 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .append_messages(&exchange.session_id, &exchange.messages)
+            .history()
+            .append(&exchange.session_id, &exchange.messages)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a saved spooled exchange");
@@ -216,7 +224,8 @@ async fn adopt_dir(store: &Store, dir: &Path, owner: &str) -> Result<usize, Adop
             continue;
         };
         store
-            .inbox_restore(owner, &spooled.message, spooled.received_at, spooled.dedupe)
+            .inbox()
+            .restore(owner, &spooled.message, spooled.received_at, spooled.dedupe)
             .await?;
         if let Err(e) = fs::remove_file(&path) {
             tracing::warn!(path = %path.display(), error = %e, "could not remove a moved spooled message");
@@ -263,27 +272,35 @@ mod tests {
     #[test]
     fn a_live_spool_is_locked_against_a_second_opener() {
         let root = tempfile::tempdir().unwrap();
-        let spool = Spool::open(root.path(), "a").unwrap();
-        assert!(Spool::open(root.path(), "a").is_err());
+        let spool = Spool::open(root.path(), &ProcessId::named("a")).unwrap();
+        assert!(Spool::open(root.path(), &ProcessId::named("a")).is_err());
         spool.close();
     }
 
     #[test]
     fn close_removes_an_empty_spool_and_keeps_one_with_messages() {
         let root = tempfile::tempdir().unwrap();
-        Spool::open(root.path(), "empty").unwrap().close();
-        assert!(!root.path().join("empty").exists());
+        Spool::open(root.path(), &ProcessId::named("empty"))
+            .unwrap()
+            .close();
+        assert!(!root
+            .path()
+            .join(ProcessId::named("empty").as_str())
+            .exists());
 
-        let spool = Spool::open(root.path(), "full").unwrap();
+        let spool = Spool::open(root.path(), &ProcessId::named("full")).unwrap();
         let file = spool
             .put(&crate::store::test_message("hello"), false)
             .unwrap();
         spool.close();
         assert!(file.0.exists());
         assert_eq!(
-            spooled_files(&root.path().join("full"), MESSAGE)
-                .unwrap()
-                .len(),
+            spooled_files(
+                &root.path().join(ProcessId::named("full").as_str()),
+                MESSAGE
+            )
+            .unwrap()
+            .len(),
             1
         );
     }
@@ -292,29 +309,63 @@ mod tests {
     async fn a_gone_process_spool_is_moved_into_the_inbox_once() {
         let (store, _db) = crate::store::test_store().await;
         let root = tempfile::tempdir().unwrap();
-        let gone = Spool::open(root.path(), "gone").unwrap();
+        let gone = Spool::open(root.path(), &ProcessId::named("gone")).unwrap();
         gone.put(&crate::store::test_message("first"), false)
             .unwrap();
         gone.put(&crate::store::test_message("second"), false)
             .unwrap();
-        let live = Spool::open(root.path(), "live").unwrap();
+        let live = Spool::open(root.path(), &ProcessId::named("live")).unwrap();
         live.put(&crate::store::test_message("mine"), false)
             .unwrap();
-        let me = Spool::open(root.path(), "me").unwrap();
+        let me = Spool::open(root.path(), &ProcessId::named("me")).unwrap();
 
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "both owners are alive");
         drop(gone); // the process dies: its lock goes with it
         assert_eq!(me.adopt(&store).await.unwrap(), 2);
-        assert!(!root.path().join("gone").exists());
-        assert!(root.path().join("live").exists());
+        assert!(!root.path().join(ProcessId::named("gone").as_str()).exists());
+        assert!(root.path().join(ProcessId::named("live").as_str()).exists());
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "moved once");
 
         let taken = store
-            .inbox_take_over("gone", "me", &[switchboard_platform::Platform::Console])
+            .inbox()
+            .take_over(
+                &ProcessId::named("gone"),
+                &ProcessId::named("me"),
+                &[switchboard_platform::Platform::Console],
+            )
             .await
             .unwrap();
         let texts: Vec<_> = taken.iter().map(|e| e.message.text.as_str()).collect();
         assert_eq!(texts, ["first", "second"]);
+    }
+
+    #[tokio::test]
+    async fn a_folder_named_by_no_process_id_is_left_alone() {
+        let (store, _db) = crate::store::test_store().await;
+        let root = tempfile::tempdir().unwrap();
+        // Unlocked and full of spooled messages, but named by no process.
+        let stray = root.path().join("backup");
+        std::fs::create_dir(&stray).unwrap();
+        let gone = Spool::open(root.path(), &ProcessId::named("gone")).unwrap();
+        gone.put(&crate::store::test_message("kept"), false)
+            .unwrap();
+        drop(gone);
+        let gone_dir = root.path().join(ProcessId::named("gone").as_str());
+        for file in spooled_files(&gone_dir, MESSAGE).unwrap() {
+            std::fs::copy(&file, stray.join(file.file_name().unwrap())).unwrap();
+        }
+        let me = Spool::open(root.path(), &ProcessId::named("me")).unwrap();
+        assert_eq!(
+            me.adopt(&store).await.unwrap(),
+            1,
+            "only the process's folder"
+        );
+        assert!(!gone_dir.exists());
+        assert_eq!(
+            spooled_files(&stray, MESSAGE).unwrap().len(),
+            1,
+            "left alone"
+        );
     }
 
     #[tokio::test]
@@ -327,18 +378,18 @@ mod tests {
             thread: None,
             user: switchboard_platform::UserId(1),
         };
-        let session = store.session(&key).await.unwrap();
+        let session = store.sessions().open(&key).await.unwrap();
         let root = tempfile::tempdir().unwrap();
-        let gone = Spool::open(root.path(), "gone").unwrap();
+        let gone = Spool::open(root.path(), &ProcessId::named("gone")).unwrap();
         let exchange = [Message::user("question"), Message::assistant("answer")];
         gone.put_exchange(&session, &exchange).unwrap();
-        let me = Spool::open(root.path(), "me").unwrap();
+        let me = Spool::open(root.path(), &ProcessId::named("me")).unwrap();
         drop(gone);
 
         assert_eq!(me.adopt(&store).await.unwrap(), 0, "no message moved");
         assert_eq!(me.adopt(&store).await.unwrap(), 0);
-        assert!(!root.path().join("gone").exists());
-        let history = store.history(&session, 10).await.unwrap();
+        assert!(!root.path().join(ProcessId::named("gone").as_str()).exists());
+        let history = store.history().recent(&session, 10).await.unwrap();
         let texts: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(texts, ["question", "answer"], "saved once");
     }
@@ -346,9 +397,11 @@ mod tests {
     #[test]
     fn an_unreadable_file_is_set_aside() {
         let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(root.path().join("gone")).unwrap();
+        std::fs::create_dir_all(root.path().join(ProcessId::named("gone").as_str())).unwrap();
         std::fs::write(
-            root.path().join("gone/00000000000000000000.json"),
+            root.path()
+                .join(ProcessId::named("gone").as_str())
+                .join("00000000000000000000.json"),
             b"{not json",
         )
         .unwrap();
@@ -358,16 +411,20 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (store, _db) = crate::store::test_store().await;
-            let me = Spool::open(root.path(), "me").unwrap();
+            let me = Spool::open(root.path(), &ProcessId::named("me")).unwrap();
             assert_eq!(me.adopt(&store).await.unwrap(), 0);
         });
-        assert!(root.path().join("gone/00000000000000000000.bad").exists());
+        assert!(root
+            .path()
+            .join(ProcessId::named("gone").as_str())
+            .join("00000000000000000000.bad")
+            .exists());
     }
 
     #[test]
     fn files_sort_in_the_order_they_were_put() {
         let root = tempfile::tempdir().unwrap();
-        let spool = Spool::open(root.path(), "p").unwrap();
+        let spool = Spool::open(root.path(), &ProcessId::named("p")).unwrap();
         let paths: Vec<_> = (0..12)
             .map(|_| {
                 spool
@@ -377,12 +434,12 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            spooled_files(&root.path().join("p"), MESSAGE).unwrap(),
+            spooled_files(&root.path().join(ProcessId::named("p").as_str()), MESSAGE).unwrap(),
             paths
         );
         spool.remove(SpoolFile(paths[3].clone()));
         assert_eq!(
-            spooled_files(&root.path().join("p"), MESSAGE)
+            spooled_files(&root.path().join(ProcessId::named("p").as_str()), MESSAGE)
                 .unwrap()
                 .len(),
             11

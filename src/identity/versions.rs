@@ -120,7 +120,8 @@ impl Identity {
             Some(o) => {
                 let kept: Vec<Kept> = self
                     .store
-                    .memories_of(o, &USER_KINDS, LOCK_MEMORIES, now)
+                    .memories()
+                    .of(o, &USER_KINDS, LOCK_MEMORIES, now)
                     .await?
                     .into_iter()
                     .map(|m| Kept {
@@ -247,7 +248,11 @@ mod tests {
             importance: 0.7,
             expires_at: None,
         };
-        store.insert_memory(owner, &pref, &[], now).await.unwrap();
+        store
+            .memories()
+            .insert(owner, &pref, &[], now)
+            .await
+            .unwrap();
         let locked = id
             .lock(Some(owner), "before the experiment", now)
             .await
@@ -265,12 +270,17 @@ mod tests {
         .await
         .unwrap();
         store
-            .delete_memories_of_kind(owner, MemoryKind::Preference)
+            .memories()
+            .delete_of_kind(owner, MemoryKind::Preference)
             .await
             .unwrap();
         let mut later = pref.clone();
         later.content = "The user likes limericks".into();
-        store.insert_memory(owner, &later, &[], now).await.unwrap();
+        store
+            .memories()
+            .insert(owner, &later, &[], now)
+            .await
+            .unwrap();
         assert_eq!(id.current().await.unwrap().1.name, "Bob");
 
         // ... and the restore brings the snapshot back.
@@ -280,7 +290,8 @@ mod tests {
         let (v, p) = id.current().await.unwrap();
         assert_eq!((v, p.name.as_str()), (r.version, "Ada"));
         let prefs: Vec<String> = store
-            .memories_of(owner, &[MemoryKind::Preference], 10, now)
+            .memories()
+            .of(owner, &[MemoryKind::Preference], 10, now)
             .await
             .unwrap()
             .into_iter()

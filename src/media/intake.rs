@@ -213,7 +213,8 @@ impl Media {
         let day_ago = crate::store::now() - 86_400_000;
         let used = self
             .store
-            .media_bytes_since(m.chat.platform, m.user.id, day_ago)
+            .media()
+            .bytes_since(m.chat.platform, m.user.id, day_ago)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "could not read the media quota");
@@ -255,7 +256,8 @@ impl Media {
             .map_err(fail)?;
         if let Err(e) = self
             .store
-            .media_count_download(m.chat.platform, m.user.id, written)
+            .media()
+            .count_download(m.chat.platform, m.user.id, written)
             .await
         {
             tracing::warn!(error = %e, "could not count a download against the quota");
@@ -267,7 +269,7 @@ impl Media {
     /// it. A failure is logged, not refused: the sweep's scan for unrecorded
     /// files collects the file once it is past the retention.
     async fn record(&self, file: &MediaFile<'_>) {
-        if let Err(e) = self.store.media_touch(file).await {
+        if let Err(e) = self.store.media().touch(file).await {
             tracing::warn!(error = %e, "could not record a media file");
         }
     }

@@ -59,7 +59,7 @@ pub(super) async fn sweep(
             }
             checked += 1;
             let path = shard_dir.join(&hash);
-            if written_before(&path, before).await && !store.media_recorded(&hash).await? {
+            if written_before(&path, before).await && !store.media().recorded(&hash).await? {
                 match tokio::fs::remove_file(&path).await {
                     Ok(()) => removed += 1,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -138,7 +138,7 @@ mod tests {
             session: None,
             sender: None,
         };
-        store.media_touch(&kept).await.unwrap();
+        store.media().touch(&kept).await.unwrap();
         let cursor = Cursor::default();
         let after_now = now() + 1_000;
         assert_eq!(

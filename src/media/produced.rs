@@ -75,7 +75,7 @@ pub async fn file_produced_image(
     };
     // Unrecorded, the file is still collected by the sweep's scan for
     // leftovers once it is past the retention.
-    if let Err(e) = store.media_touch(&record).await {
+    if let Err(e) = store.media().touch(&record).await {
         tracing::warn!(error = %e, "could not record a tool's image");
     }
     Ok(Image {
@@ -119,7 +119,7 @@ mod tests {
         let stored = std::fs::read(files::path_of(dir.path(), &image.hash)).unwrap();
         assert_eq!(stored, png);
         assert!(
-            store.media_recorded(&image.hash).await.unwrap(),
+            store.media().recorded(&image.hash).await.unwrap(),
             "recorded, so the sweep collects it"
         );
         // Nothing is left behind in `tmp/`.

@@ -42,11 +42,11 @@ impl Media {
         let before = now - i64::from(self.config.retention_days) * 86_400_000;
         let mut removed = 0;
         loop {
-            let batch = self.store.media_unused_since(before, BATCH).await?;
+            let batch = self.store.media().unused_since(before, BATCH).await?;
             for hash in &batch {
-                if self.store.media_forget(hash, before).await? {
+                if self.store.media().forget(hash, before).await? {
                     removed += remove(dir, hash).await;
-                    for copy in self.store.media_forget_derived(hash).await? {
+                    for copy in self.store.media().forget_derived(hash).await? {
                         removed += remove(dir, &copy).await;
                     }
                 }
@@ -55,7 +55,7 @@ impl Media {
                 break;
             }
         }
-        self.store.media_prune_downloads().await?;
+        self.store.media().prune_downloads().await?;
         removed += files::remove_stale_temps(dir).await;
         removed += orphans::sweep(
             &self.store,

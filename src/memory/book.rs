@@ -72,12 +72,13 @@ impl MemoryBook {
         if let Some(existing) = self.duplicate_of(owner, &memory, now).await? {
             let merged = merge(&existing, &memory);
             self.store
-                .update_memory(owner, existing.id, &merged, &terms(&merged.content), now)
+                .memories()
+                .update(owner, existing.id, &merged, &terms(&merged.content), now)
                 .await?;
             return Ok(Saved::Merged(existing.id));
         }
         let limits = Limits::of(memory.kind, self.config.hard_limit_pct);
-        let mut count = self.store.count_memories(owner, memory.kind, now).await?;
+        let mut count = self.store.memories().count(owner, memory.kind, now).await?;
         if count >= limits.hard {
             gc::collect_kind(
                 &self.store,
@@ -87,14 +88,15 @@ impl MemoryBook {
                 now,
             )
             .await?;
-            count = self.store.count_memories(owner, memory.kind, now).await?;
+            count = self.store.memories().count(owner, memory.kind, now).await?;
             if count >= limits.hard {
                 return Err(MemoryError::Full(memory.kind.as_str()));
             }
         }
         let id = self
             .store
-            .insert_memory(owner, &memory, &terms(&memory.content), now)
+            .memories()
+            .insert(owner, &memory, &terms(&memory.content), now)
             .await?;
         if count.saturating_add(1) > limits.soft {
             self.over_soft.mark(owner, memory.kind);
@@ -112,11 +114,13 @@ impl MemoryBook {
         let q = query_terms(&memory.content);
         let candidates: Vec<MemoryRecord> = if q.iter().any(|t| t.chars().count() > 1) {
             self.store
-                .search_memories(owner, &q, Some(memory.kind), 10, now)
+                .memories()
+                .search(owner, &q, Some(memory.kind), 10, now)
                 .await?
         } else {
             self.store
-                .memories_containing(owner, memory.content.trim(), 10, now)
+                .memories()
+                .containing(owner, memory.content.trim(), 10, now)
                 .await?
         };
         let wanted = normalized(&memory.content);
@@ -138,7 +142,7 @@ impl MemoryBook {
 
     /// Forgets one of the owner's memories.
     pub async fn forget(&self, owner: MemoryOwner, id: i64) -> Result<bool, MemoryError> {
-        Ok(self.store.delete_memory(owner, id).await?)
+        Ok(self.store.memories().delete(owner, id).await?)
     }
 
     /// The owner's live memories, newest first.
@@ -147,7 +151,7 @@ impl MemoryBook {
         owner: MemoryOwner,
         now: DateTime<Utc>,
     ) -> Result<Vec<MemoryRecord>, MemoryError> {
-        Ok(self.store.memories_of(owner, &[], 200, now).await?)
+        Ok(self.store.memories().of(owner, &[], 200, now).await?)
     }
 
     /// Pins or unpins one of the owner's memories; false when there is none.
@@ -157,7 +161,7 @@ impl MemoryBook {
         id: i64,
         pinned: bool,
     ) -> Result<bool, MemoryError> {
-        Ok(self.store.set_memory_pinned(owner, id, pinned).await?)
+        Ok(self.store.memories().set_pinned(owner, id, pinned).await?)
     }
 
     /// The background part of the limits: trims the kinds that passed their
@@ -175,7 +179,7 @@ impl MemoryBook {
     /// every kind over its soft limit (by value; pinned memories stay).
     pub async fn collect(&self, now: DateTime<Utc>) -> Result<u64, MemoryError> {
         let stale_before = now - Duration::days(i64::from(self.config.retention_days));
-        let stale = self.store.collect_memories(now, stale_before).await?;
+        let stale = self.store.memories().collect(now, stale_before).await?;
         let over = gc::collect_over_soft(&self.store, self.config.hard_limit_pct, now).await?;
         Ok(stale + over)
     }
@@ -261,7 +265,8 @@ mod tests {
         assert_eq!(b, Saved::Merged(a.id()));
         let m = book
             .store()
-            .memory(owner(1), a.id())
+            .memories()
+            .get(owner(1), a.id())
             .await
             .unwrap()
             .unwrap();

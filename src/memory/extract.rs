@@ -72,12 +72,17 @@ impl Extractor {
     ) -> Result<Option<ExtractReport>, MemoryError> {
         let store = self.book.store();
         let lease_until = now + EXTRACTION_LEASE;
-        if !store.claim_extraction(idle, now, lease_until).await? {
+        if !store
+            .sessions()
+            .claim_extraction(idle, now, lease_until)
+            .await?
+        {
             return Ok(None);
         }
         let report = self.extract_claimed(idle, now).await;
         // A broken reply is not retried forever: the watermark moves either way.
         store
+            .sessions()
             .finish_extraction(&idle.session, idle.last_message, lease_until)
             .await?;
         report.map(Some)
@@ -91,7 +96,8 @@ impl Extractor {
         let rows = self
             .book
             .store()
-            .messages_through(&idle.session, idle.last_message, EXTRACT_MESSAGES)
+            .history()
+            .through(&idle.session, idle.last_message, EXTRACT_MESSAGES)
             .await?;
         let first = rows.first().map_or(0, |(id, _)| *id);
         let source = format!("chat:{}#{first}-{}", idle.session, idle.last_message);
@@ -137,7 +143,12 @@ impl Extractor {
         }
         if !report.added.is_empty() {
             let added = u32::try_from(report.added.len()).unwrap_or(u32::MAX);
-            let since = self.book.store().add_l1_since_layer(owner, added).await?;
+            let since = self
+                .book
+                .store()
+                .memories()
+                .add_l1_since_layer(owner, added)
+                .await?;
             if since >= self.book.config().layer_every {
                 report.layers_refreshed =
                     refresh_layers(&self.book, self.provider.as_ref(), owner, now).await?;

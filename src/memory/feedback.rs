@@ -79,10 +79,16 @@ pub async fn distill_rules(
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, MemoryError> {
     let window = Duration::days(FEEDBACK_WINDOW_DAYS);
-    let negatives = store.negative_feedback(owner, now - window, 10).await?;
+    let negatives = store
+        .memories()
+        .negative_feedback(owner, now - window, 10)
+        .await?;
     let newest = negatives.iter().filter_map(|f| f.rated_at).max();
     let Some(newest) = newest else {
-        store.replace_correction_rules(owner, &[], now, now).await?;
+        store
+            .memories()
+            .replace_correction_rules(owner, &[], now, now)
+            .await?;
         return Ok(Vec::new());
     };
     let expires = newest + window;
@@ -98,6 +104,7 @@ pub async fn distill_rules(
     let reply = complete(provider, PROMPT, input).await?;
     let rules = parse_rules(&reply)?;
     store
+        .memories()
         .replace_correction_rules(owner, &rules, now, expires)
         .await?;
     Ok(rules)

@@ -74,10 +74,10 @@ pub async fn collect_kind(
     keep: u32,
     now: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    let expired = store.delete_expired_memories(owner, kind, now).await?;
-    let (candidates, pinned) = store.gc_candidates(owner, kind, now).await?;
+    let expired = store.memories().delete_expired(owner, kind, now).await?;
+    let (candidates, pinned) = store.memories().gc_candidates(owner, kind, now).await?;
     let ids = victims(candidates, pinned, keep, now);
-    let dropped = store.delete_unpinned_memories(owner, &ids).await?;
+    let dropped = store.memories().delete_unpinned(owner, &ids).await?;
     if expired + dropped > 0 {
         tracing::debug!(
             kind = kind.as_str(),
@@ -120,6 +120,7 @@ pub async fn collect_over_soft(
     for kind in MemoryKind::ALL {
         let limits = Limits::of(kind, hard_pct);
         for owner in store
+            .memories()
             .owners_over(kind, limits.soft, OWNERS_PER_PASS)
             .await?
         {

@@ -33,7 +33,8 @@ pub(crate) async fn refresh_layers(
 ) -> Result<bool, MemoryError> {
     let store = book.store();
     let l1 = store
-        .memories_of(
+        .memories()
+        .of(
             owner,
             &[MemoryKind::Preference, MemoryKind::Decision],
             L1_INPUT,
@@ -44,7 +45,8 @@ pub(crate) async fn refresh_layers(
         return Ok(false);
     }
     let layered = store
-        .memories_of(owner, &[MemoryKind::Persona, MemoryKind::Scenario], 30, now)
+        .memories()
+        .of(owner, &[MemoryKind::Persona, MemoryKind::Scenario], 30, now)
         .await?;
     let mut input = String::from("Preferences and decisions:\n");
     for m in &l1 {
@@ -67,7 +69,8 @@ pub(crate) async fn refresh_layers(
     let source = format!("layers:{}", ids.join(","));
     if !persona.is_empty() {
         store
-            .delete_memories_of_kind(owner, MemoryKind::Persona)
+            .memories()
+            .delete_of_kind(owner, MemoryKind::Persona)
             .await?;
         for (content, importance) in persona {
             let m = NewMemory {
@@ -90,7 +93,7 @@ pub(crate) async fn refresh_layers(
         };
         book.save(owner, m, now).await?;
     }
-    store.reset_l1_since_layer(owner).await?;
+    store.memories().reset_l1_since_layer(owner).await?;
     Ok(true)
 }
 

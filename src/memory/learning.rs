@@ -97,6 +97,7 @@ impl Extractor {
         if !self
             .book()
             .store()
+            .memories()
             .count_learning_message(owner, every)
             .await?
         {
@@ -167,7 +168,8 @@ impl Extractor {
             let first = matches!(saved, Saved::Added(_));
             self.book()
                 .store()
-                .observe_memory(owner, saved.id(), confidence, first, now)
+                .memories()
+                .observe(owner, saved.id(), confidence, first, now)
                 .await?;
             report.saved.push(saved);
         }

@@ -170,8 +170,10 @@ async fn candidates(
         .take(3)
         .collect();
     let (fts, pinned_rows, single_hits) = tokio::join!(
-        store.search_memories(owner, terms, None, FTS_CANDIDATES, now),
-        store.memories_of(
+        store
+            .memories()
+            .search(owner, terms, None, FTS_CANDIDATES, now),
+        store.memories().of(
             owner,
             &[MemoryKind::Persona, MemoryKind::Preference],
             PINNED_CANDIDATES,
@@ -180,7 +182,7 @@ async fn candidates(
         async {
             let mut hits = Vec::new();
             for needle in &singles {
-                hits.extend(store.memories_containing(owner, needle, 10, now).await?);
+                hits.extend(store.memories().containing(owner, needle, 10, now).await?);
             }
             Ok::<_, StoreError>(hits)
         },
@@ -197,13 +199,14 @@ async fn candidates(
         .take(2)
         .collect();
     for code in missing {
-        for m in store.memories_containing(owner, code, 10, now).await? {
+        for m in store.memories().containing(owner, code, 10, now).await? {
             found.entry(m.id).or_insert(m);
         }
     }
     for id in ids {
         if let Some(m) = store
-            .memory(owner, *id)
+            .memories()
+            .get(owner, *id)
             .await?
             .filter(|m| m.expires_at.is_none_or(|e| e > now))
         {
@@ -302,7 +305,7 @@ pub async fn record_access(
         .filter(|h| h.relevance > 0.0)
         .map(|h| h.memory.id)
         .collect();
-    store.touch_memories(owner, &used, now).await
+    store.memories().touch(owner, &used, now).await
 }
 
 /// Pinned memories take up to half the budget, recalled ones the rest, and

@@ -54,14 +54,15 @@ impl Extractor {
         let store = self.book().store();
         let mut out = Vec::new();
         for (owner, was) in store
+            .memories()
             .reflection_candidates(now - every, REFLECT_BATCH)
             .await?
         {
             let Some(was) = was else {
-                store.start_reflection_clock(owner, now).await?;
+                store.memories().start_reflection_clock(owner, now).await?;
                 continue;
             };
-            if !store.claim_reflection(owner, was, now).await? {
+            if !store.memories().claim_reflection(owner, was, now).await? {
                 continue;
             }
             match self.reflect(owner, was, now).await {
@@ -90,6 +91,7 @@ impl Extractor {
         let messages = self
             .book()
             .store()
+            .memories()
             .messages_of_user_since(owner, since, REFLECT_MESSAGES)
             .await?;
         let Some(transcript) = transcript(&messages) else {
@@ -144,7 +146,8 @@ impl Extractor {
         let latest = self
             .book()
             .store()
-            .memories_of(owner, &[MemoryKind::Reflection], 1, now)
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 1, now)
             .await?;
         Ok(latest.first().map(|m| {
             format!(

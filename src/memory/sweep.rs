@@ -38,7 +38,7 @@ pub async fn sweep(extractor: Extractor, store: Store, busy: Busy, shutdown: Can
         let now = Utc::now();
         let cutoff =
             now - chrono::Duration::from_std(config.idle).unwrap_or(chrono::Duration::minutes(30));
-        match store.idle_sessions(cutoff, now, SWEEP_BATCH).await {
+        match store.sessions().idle(cutoff, now, SWEEP_BATCH).await {
             Ok(sessions) => {
                 for idle in sessions {
                     let _busy = busy.enter();
@@ -87,6 +87,7 @@ pub async fn sweep(extractor: Extractor, store: Store, busy: Busy, shutdown: Can
                 Err(e) => tracing::warn!(error = %e, "memory collection failed"),
             }
             if let Err(e) = store
+                .memories()
                 .collect_feedback(now, now - chrono::Duration::days(FEEDBACK_RETENTION_DAYS))
                 .await
             {

@@ -7,7 +7,7 @@
 //! without a full scan, and a per-user scan of 100,000 rows misses the latency
 //! target. Bigrams find every word of two or more characters through the index
 //! and work the same on PostgreSQL. A lone character falls back to a bounded
-//! substring scan (see `Store::memories_containing`).
+//! substring scan (see `Memories::containing`).
 
 use crate::llm::is_unsegmented;
 use std::collections::HashSet;

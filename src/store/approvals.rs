@@ -6,6 +6,12 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId, Platform, User, UserId};
 
+/// Approval requests, their decisions and the "always allow" rules (`store.approvals()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Approvals<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// Where an approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovalStatus {
@@ -86,8 +92,8 @@ pub struct ApprovalRule {
 pub(super) const COLUMNS: &str = "id, session_id, tool_name, tool_display, arguments, summary, requester, requester_name, chat, card_message_id, status,
     decided_by, decided_by_name, decided_at, reason, created_at, expires_at";
 
-impl Store {
-    pub async fn insert_approval(&self, a: &ApprovalRecord) -> Result<(), StoreError> {
+impl Approvals<'_> {
+    pub async fn insert(self, a: &ApprovalRecord) -> Result<(), StoreError> {
         let chat =
             serde_json::to_string(&a.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
@@ -106,28 +112,24 @@ impl Store {
         .bind(chat)
         .bind(ms(a.created_at))
         .bind(ms(a.expires_at))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
-    pub async fn set_approval_card(
-        &self,
-        id: &ApprovalId,
-        message: MessageId,
-    ) -> Result<(), StoreError> {
+    pub async fn set_card(self, id: &ApprovalId, message: MessageId) -> Result<(), StoreError> {
         sqlx::query("UPDATE approvals SET card_message_id = $1 WHERE id = $2")
             .bind(message.0)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
 
-    pub async fn approval(&self, id: &ApprovalId) -> Result<Option<ApprovalRecord>, StoreError> {
+    pub async fn get(self, id: &ApprovalId) -> Result<Option<ApprovalRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM approvals WHERE id = $1"))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.as_ref().map(approval_from_row).transpose()
     }
@@ -135,8 +137,8 @@ impl Store {
     /// Records a decision if the approval is still pending and unexpired: one
     /// conditional update, so the first decision wins even across processes.
     /// Returns the decided record, or `None` when someone (or expiry) was first.
-    pub async fn decide_approval(
-        &self,
+    pub async fn decide(
+        self,
         id: &ApprovalId,
         status: ApprovalStatus,
         by: Option<&User>,
@@ -161,14 +163,14 @@ impl Store {
         .bind(id)
         .bind(ts)
         .bind(by.map(|u| u.display_name.as_str()))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.as_ref().map(approval_from_row).transpose()
     }
 
     /// Expires a pending approval now (its in-process waiter's deadline passed).
-    pub async fn expire_approval(
-        &self,
+    pub async fn expire(
+        self,
         id: &ApprovalId,
         at: DateTime<Utc>,
     ) -> Result<Option<ApprovalRecord>, StoreError> {
@@ -177,14 +179,14 @@ impl Store {
         ))
         .bind(ms(at))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.as_ref().map(approval_from_row).transpose()
     }
 
     /// The full id of the approval whose id starts with `prefix` (at least 8
     /// hex chars), when exactly one matches.
-    pub async fn approval_by_prefix(&self, prefix: &str) -> Result<Option<ApprovalId>, StoreError> {
+    pub async fn by_prefix(self, prefix: &str) -> Result<Option<ApprovalId>, StoreError> {
         let prefix = prefix.trim().to_ascii_lowercase();
         if prefix.len() < 8 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             return Ok(None);
@@ -200,7 +202,7 @@ impl Store {
             };
             let rows = sqlx::query(sql)
                 .bind(format!("{prefix}%"))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.db.pool)
                 .await?;
             match rows.as_slice() {
                 [] => continue,
@@ -212,21 +214,18 @@ impl Store {
     }
 
     /// Pending approvals whose deadline has passed.
-    pub async fn due_approvals(
-        &self,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+    pub async fn due(self, now: DateTime<Utc>) -> Result<Vec<ApprovalRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at"
         ))
         .bind(ms(now))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(approval_from_row).collect()
     }
 
     pub async fn add_rule(
-        &self,
+        self,
         platform: Platform,
         user: UserId,
         tool: &str,
@@ -242,14 +241,14 @@ impl Store {
         .bind(tool)
         .bind(pattern)
         .bind(now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// The patterns of the user's rules for `tool` (see `approvals::rules`).
     pub async fn rule_patterns(
-        &self,
+        self,
         platform: Platform,
         user: UserId,
         tool: &str,
@@ -260,12 +259,12 @@ impl Store {
         .bind(platform.as_str())
         .bind(user.0)
         .bind(tool)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?)
     }
 
     pub async fn rules(
-        &self,
+        self,
         platform: Platform,
         user: UserId,
     ) -> Result<Vec<ApprovalRule>, StoreError> {
@@ -274,7 +273,7 @@ impl Store {
         )
         .bind(platform.as_str())
         .bind(user.0)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -290,9 +289,9 @@ impl Store {
     }
 
     /// Every rule, for the operator (`switchboard approvals list`).
-    pub async fn all_rules(&self) -> Result<Vec<ApprovalRule>, StoreError> {
+    pub async fn all_rules(self) -> Result<Vec<ApprovalRule>, StoreError> {
         let rows = sqlx::query("SELECT id, platform, user_id, tool_name, pattern FROM approval_rules ORDER BY created_at")
-            .fetch_all(&self.pool)
+            .fetch_all(&self.db.pool)
             .await?;
         rows.iter()
             .map(|r| {
@@ -310,7 +309,7 @@ impl Store {
     }
 
     /// Revokes any user's rule by id or unique prefix (6+ chars), for the operator.
-    pub async fn revoke_any_rule(&self, prefix: &str) -> Result<bool, StoreError> {
+    pub async fn revoke_any_rule(self, prefix: &str) -> Result<bool, StoreError> {
         let rules = self.all_rules().await?;
         let matching: Vec<&ApprovalRule> = rules
             .iter()
@@ -328,7 +327,7 @@ impl Store {
     /// Revokes one of the user's rules by id (or an id prefix of at least 6
     /// chars). A prefix matching several rules revokes none.
     pub async fn revoke_rule(
-        &self,
+        self,
         platform: Platform,
         user: UserId,
         prefix: &str,
@@ -336,7 +335,7 @@ impl Store {
         if prefix.len() < 6 {
             return Ok(false);
         }
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         let ids: Vec<RuleId> = sqlx::query_scalar(
             "SELECT id FROM approval_rules WHERE platform = $1 AND user_id = $2 AND id LIKE $3 LIMIT 2",
         )
@@ -428,7 +427,8 @@ pub(crate) mod tests {
     /// Ann denies approval `id`.
     async fn deny(store: &Store, id: &str) -> Option<ApprovalRecord> {
         store
-            .decide_approval(
+            .approvals()
+            .decide(
                 &id.parse().unwrap(),
                 ApprovalStatus::Denied,
                 Some(&ann()),
@@ -442,9 +442,10 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn first_decision_wins() {
         let (store, _dir) = test_store().await;
-        store.insert_approval(&record("a1", 600)).await.unwrap();
+        store.approvals().insert(&record("a1", 600)).await.unwrap();
         let first = store
-            .decide_approval(
+            .approvals()
+            .decide(
                 &"a1".parse().unwrap(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
@@ -459,7 +460,8 @@ pub(crate) mod tests {
         assert!(deny(&store, "a1").await.is_none());
         assert_eq!(
             store
-                .approval(&"a1".parse().unwrap())
+                .approvals()
+                .get(&"a1".parse().unwrap())
                 .await
                 .unwrap()
                 .map(|r| r.status),
@@ -471,22 +473,25 @@ pub(crate) mod tests {
     async fn a_short_id_names_the_pending_approval_before_a_decided_one() {
         let (store, _dir) = test_store().await;
         store
-            .insert_approval(&record("abcdef01aaaa", 600))
+            .approvals()
+            .insert(&record("abcdef01aaaa", 600))
             .await
             .unwrap();
         store
-            .insert_approval(&record("abcdef01bbbb", 600))
+            .approvals()
+            .insert(&record("abcdef01bbbb", 600))
             .await
             .unwrap();
         assert_eq!(
-            store.approval_by_prefix("abcdef01").await.unwrap(),
+            store.approvals().by_prefix("abcdef01").await.unwrap(),
             None,
             "ambiguous"
         );
         deny(&store, "abcdef01aaaa").await;
         assert_eq!(
             store
-                .approval_by_prefix("ABCDEF01")
+                .approvals()
+                .by_prefix("ABCDEF01")
                 .await
                 .unwrap()
                 .as_ref()
@@ -494,10 +499,11 @@ pub(crate) mod tests {
             Some("abcdef01bbbb")
         );
         deny(&store, "abcdef01bbbb").await;
-        assert_eq!(store.approval_by_prefix("abcdef01").await.unwrap(), None);
+        assert_eq!(store.approvals().by_prefix("abcdef01").await.unwrap(), None);
         assert_eq!(
             store
-                .approval_by_prefix("abcdef01a")
+                .approvals()
+                .by_prefix("abcdef01a")
                 .await
                 .unwrap()
                 .as_ref()
@@ -506,12 +512,12 @@ pub(crate) mod tests {
             "a decided one is still found (to be told it is decided)"
         );
         assert_eq!(
-            store.approval_by_prefix("abcdef0").await.unwrap(),
+            store.approvals().by_prefix("abcdef0").await.unwrap(),
             None,
             "too short"
         );
         assert_eq!(
-            store.approval_by_prefix("abcdef0%").await.unwrap(),
+            store.approvals().by_prefix("abcdef0%").await.unwrap(),
             None,
             "not hex"
         );
@@ -520,9 +526,10 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn expired_approvals_refuse_people_and_accept_the_sweeper() {
         let (store, _dir) = test_store().await;
-        store.insert_approval(&record("a2", -1)).await.unwrap();
+        store.approvals().insert(&record("a2", -1)).await.unwrap();
         assert!(store
-            .decide_approval(
+            .approvals()
+            .decide(
                 &"a2".parse().unwrap(),
                 ApprovalStatus::Allowed,
                 Some(&ann()),
@@ -532,9 +539,10 @@ pub(crate) mod tests {
             .await
             .unwrap()
             .is_none());
-        assert_eq!(store.due_approvals(Utc::now()).await.unwrap().len(), 1);
+        assert_eq!(store.approvals().due(Utc::now()).await.unwrap().len(), 1);
         assert!(store
-            .decide_approval(
+            .approvals()
+            .decide(
                 &"a2".parse().unwrap(),
                 ApprovalStatus::Expired,
                 None,
@@ -544,13 +552,14 @@ pub(crate) mod tests {
             .await
             .unwrap()
             .is_some());
-        assert!(store.due_approvals(Utc::now()).await.unwrap().is_empty());
+        assert!(store.approvals().due(Utc::now()).await.unwrap().is_empty());
     }
 
     #[tokio::test]
     async fn rules_are_per_user_and_tool_and_revocable() {
         let (store, _dir) = test_store().await;
         store
+            .approvals()
             .add_rule(
                 Platform::Console,
                 UserId(1),
@@ -560,33 +569,43 @@ pub(crate) mod tests {
             .await
             .unwrap();
         let mine = store
+            .approvals()
             .rule_patterns(Platform::Console, UserId(1), "exec_command")
             .await
             .unwrap();
         assert_eq!(mine, ["{\"command\":\"ls\"}"]);
         let other_tool = store
+            .approvals()
             .rule_patterns(Platform::Console, UserId(1), "write_file")
             .await
             .unwrap();
         let other_user = store
+            .approvals()
             .rule_patterns(Platform::Console, UserId(2), "exec_command")
             .await
             .unwrap();
         assert!(other_tool.is_empty() && other_user.is_empty());
-        let rules = store.rules(Platform::Console, UserId(1)).await.unwrap();
+        let rules = store
+            .approvals()
+            .rules(Platform::Console, UserId(1))
+            .await
+            .unwrap();
         assert_eq!(rules.len(), 1);
         assert!(
             !store
+                .approvals()
                 .revoke_rule(Platform::Console, UserId(2), rules[0].id.as_str())
                 .await
                 .unwrap(),
             "not another user's"
         );
         assert!(store
+            .approvals()
             .revoke_rule(Platform::Console, UserId(1), rules[0].id.short())
             .await
             .unwrap());
         assert!(store
+            .approvals()
             .rules(Platform::Console, UserId(1))
             .await
             .unwrap()
@@ -605,11 +624,13 @@ pub(crate) mod tests {
                 .unwrap();
         }
         assert!(!store
+            .approvals()
             .revoke_rule(Platform::Console, UserId(1), "abcdef")
             .await
             .unwrap());
         assert_eq!(
             store
+                .approvals()
                 .rules(Platform::Console, UserId(1))
                 .await
                 .unwrap()
@@ -617,10 +638,15 @@ pub(crate) mod tests {
             2
         );
         assert!(store
+            .approvals()
             .revoke_rule(Platform::Console, UserId(1), "abcdef02")
             .await
             .unwrap());
-        let left = store.rules(Platform::Console, UserId(1)).await.unwrap();
+        let left = store
+            .approvals()
+            .rules(Platform::Console, UserId(1))
+            .await
+            .unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].id, "abcdef01".parse().unwrap());
     }

@@ -5,6 +5,7 @@
 //! cannot each see room for the last place at once.
 
 use super::{Backend, ScheduleRecord, Schedules, Store, StoreError, TaskRecord, Tasks};
+use crate::domain::ProcessId;
 use switchboard_platform::{Platform, UserId};
 
 /// Whether a capped insert happened.
@@ -29,7 +30,7 @@ impl Tasks<'_> {
     pub async fn insert_within_cap(
         self,
         task: &TaskRecord,
-        owner: &str,
+        owner: &ProcessId,
         platform: Platform,
         user: UserId,
         cap: usize,

@@ -82,8 +82,8 @@ mod tests {
             thread: None,
             user: UserId(user),
         };
-        let a = store.session(&key(1)).await.unwrap();
-        let b = store.session(&key(2)).await.unwrap();
+        let a = store.sessions().open(&key(1)).await.unwrap();
+        let b = store.sessions().open(&key(2)).await.unwrap();
         assert_eq!(store.verbosity(&a).await.unwrap(), None);
         store.set_verbosity(&a, Some("full")).await.unwrap();
         store.set_verbosity(&a, Some("off")).await.unwrap();

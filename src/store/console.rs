@@ -57,7 +57,7 @@ pub struct Activity {
 /// A gateway process sharing the database, by its heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessRow {
-    pub id: String,
+    pub id: crate::domain::ProcessId,
     pub host: String,
     pub pid: i64,
     pub version: String,
@@ -166,7 +166,7 @@ impl Store {
     }
 
     /// Takes this process's row away at a clean stop.
-    pub async fn process_gone(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn process_gone(&self, id: &crate::domain::ProcessId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM processes WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
@@ -382,7 +382,7 @@ mod tests {
             thread: None,
             user: UserId(1),
         };
-        let s = store.session(&key).await.unwrap();
+        let s = store.sessions().open(&key).await.unwrap();
         let notice = format!(
             "{}\n<task-notification>done</task-notification>",
             crate::markers::SYSTEM_NOTIFICATION
@@ -393,7 +393,7 @@ mod tests {
             Message::user(notice),
             Message::assistant("it finished"),
         ];
-        store.append_messages(&s, &history).await.unwrap();
+        store.history().append(&s, &history).await.unwrap();
         let a = store.activity(chrono::Utc::now()).await.unwrap();
         assert_eq!((a.turns_hour, a.turns_day), (1, 1), "{a:?}");
         assert_eq!((a.messages_hour, a.messages_day), (4, 4), "{a:?}");

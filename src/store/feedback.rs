@@ -1,7 +1,7 @@
 //! Answer feedback (👍/👎) and the correction rules distilled from it, per user.
 
 use super::memories::MemoryOwner;
-use super::{dt, ms, SessionId, Store, StoreError};
+use super::{dt, ms, Memories, SessionId, StoreError};
 use crate::domain::FeedbackId;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -36,10 +36,10 @@ impl Rated {
     }
 }
 
-impl Store {
+impl Memories<'_> {
     /// Records an answer that can be rated; `id` travels in the buttons.
     pub async fn create_feedback(
-        &self,
+        self,
         id: &FeedbackId,
         session: &SessionId,
         owner: MemoryOwner,
@@ -58,20 +58,20 @@ impl Store {
         .bind(question)
         .bind(answer)
         .bind(ms(at))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Rates an answer of `owner`. `None` when there is no such answer of theirs.
     pub async fn rate_feedback(
-        &self,
+        self,
         id: &FeedbackId,
         owner: MemoryOwner,
         rating: i8,
         at: DateTime<Utc>,
     ) -> Result<Option<Rated>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         let previous: Option<Option<i64>> = sqlx::query_scalar(
             "SELECT rating FROM feedback WHERE id = $1 AND platform = $2 AND user_id = $3",
         )
@@ -110,17 +110,17 @@ impl Store {
     }
 
     /// Whether an answer with this id exists at all (whoever it belongs to).
-    pub async fn feedback_exists(&self, id: &FeedbackId) -> Result<bool, StoreError> {
+    pub async fn feedback_exists(self, id: &FeedbackId) -> Result<bool, StoreError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM feedback WHERE id = $1")
             .bind(id)
-            .fetch_one(&self.pool)
+            .fetch_one(&self.db.pool)
             .await?;
         Ok(n > 0)
     }
 
     /// The owner's answers rated 👎 since `since`, newest first.
     pub async fn negative_feedback(
-        &self,
+        self,
         owner: MemoryOwner,
         since: DateTime<Utc>,
         limit: u32,
@@ -133,7 +133,7 @@ impl Store {
         .bind(owner.user.0)
         .bind(ms(since))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -152,7 +152,7 @@ impl Store {
 
     /// The owner's rated answers (👍 and 👎), newest rating first.
     pub async fn rated_feedback(
-        &self,
+        self,
         owner: MemoryOwner,
         limit: u32,
     ) -> Result<Vec<FeedbackRecord>, StoreError> {
@@ -163,7 +163,7 @@ impl Store {
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -184,13 +184,13 @@ impl Store {
 
     /// Replaces the owner's correction rules; they are injected until `expires_at`.
     pub async fn replace_correction_rules(
-        &self,
+        self,
         owner: MemoryOwner,
         rules: &[String],
         at: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         sqlx::query("DELETE FROM correction_rules WHERE platform = $1 AND user_id = $2")
             .bind(owner.platform.as_str())
             .bind(owner.user.0)
@@ -214,7 +214,7 @@ impl Store {
 
     /// The owner's unexpired correction rules, oldest first.
     pub async fn correction_rules(
-        &self,
+        self,
         owner: MemoryOwner,
         now: DateTime<Utc>,
         limit: u32,
@@ -226,24 +226,24 @@ impl Store {
         .bind(owner.user.0)
         .bind(ms(now))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         Ok(rules)
     }
 
     /// Deletes expired correction rules and feedback older than `before`.
     pub async fn collect_feedback(
-        &self,
+        self,
         now: DateTime<Utc>,
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         let rules = sqlx::query("DELETE FROM correction_rules WHERE expires_at <= $1")
             .bind(ms(now))
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         let rows = sqlx::query("DELETE FROM feedback WHERE created_at < $1")
             .bind(ms(before))
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(rules.rows_affected() + rows.rows_affected())
     }
@@ -265,24 +265,28 @@ mod tests {
             thread: None,
             user: UserId(1),
         };
-        let s = store.session(&key).await.unwrap();
+        let s = store.sessions().open(&key).await.unwrap();
         let me = MemoryOwner::of(&key);
         let other = MemoryOwner::new(Platform::Console, UserId(2));
         let now = Utc::now();
         store
+            .memories()
             .create_feedback(&"abc".parse().unwrap(), &s, me, "q", "a", now)
             .await
             .unwrap();
         assert!(store
+            .memories()
             .rate_feedback(&"abc".parse().unwrap(), other, -1, now)
             .await
             .unwrap()
             .is_none());
         assert!(store
+            .memories()
             .feedback_exists(&"abc".parse().unwrap())
             .await
             .unwrap());
         let rated = store
+            .memories()
             .rate_feedback(&"abc".parse().unwrap(), me, -1, now)
             .await
             .unwrap()
@@ -291,6 +295,7 @@ mod tests {
         assert_eq!(rated.previous, None);
         assert!(rated.changes_rules());
         let again = store
+            .memories()
             .rate_feedback(&"abc".parse().unwrap(), me, -1, now)
             .await
             .unwrap()
@@ -298,6 +303,7 @@ mod tests {
         assert!(!again.changes_rules(), "the same 👎 twice changes nothing");
         assert_eq!(
             store
+                .memories()
                 .negative_feedback(me, now - Duration::days(7), 10)
                 .await
                 .unwrap()
@@ -305,25 +311,29 @@ mod tests {
             1
         );
         assert!(store
+            .memories()
             .negative_feedback(other, now - Duration::days(7), 10)
             .await
             .unwrap()
             .is_empty());
 
         store
+            .memories()
             .replace_correction_rules(me, &["Be brief.".into()], now, now + Duration::days(7))
             .await
             .unwrap();
         assert_eq!(
-            store.correction_rules(me, now, 5).await.unwrap(),
+            store.memories().correction_rules(me, now, 5).await.unwrap(),
             ["Be brief."]
         );
         assert!(store
+            .memories()
             .correction_rules(other, now, 5)
             .await
             .unwrap()
             .is_empty());
         assert!(store
+            .memories()
             .correction_rules(me, now + Duration::days(8), 5)
             .await
             .unwrap()
@@ -331,6 +341,7 @@ mod tests {
 
         // Taking the 👎 back with 👍 changes the rules' input.
         let flipped = store
+            .memories()
             .rate_feedback(&"abc".parse().unwrap(), me, 1, now)
             .await
             .unwrap()
@@ -338,11 +349,13 @@ mod tests {
         assert_eq!(flipped.previous, Some(-1));
         assert!(flipped.changes_rules());
         assert!(store
+            .memories()
             .negative_feedback(me, now - Duration::days(7), 10)
             .await
             .unwrap()
             .is_empty());
         let up_again = store
+            .memories()
             .rate_feedback(&"abc".parse().unwrap(), me, 1, now)
             .await
             .unwrap()

@@ -2,7 +2,7 @@
 //! `query_my_chat_history` tool: archived rows (folded by compaction) too.
 
 use super::console::HistoryRow;
-use super::{dt, ms, SessionId, Store, StoreError};
+use super::{dt, ms, History, SessionId, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -17,11 +17,11 @@ pub struct HistoryWindow {
     pub until: Option<DateTime<Utc>>,
 }
 
-impl Store {
+impl History<'_> {
     /// Up to `limit` messages of `session` within `window`, archived ones
     /// included, newest first.
-    pub async fn history_newest_first(
-        &self,
+    pub async fn newest_first(
+        self,
         session: &SessionId,
         window: HistoryWindow,
         limit: u32,
@@ -36,7 +36,7 @@ impl Store {
         .bind(window.since.map_or(i64::MIN, ms))
         .bind(window.until.map_or(i64::MAX, ms))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -67,19 +67,22 @@ mod tests {
             thread: None,
             user: switchboard_platform::UserId(1),
         };
-        let session = store.session(&key).await.unwrap();
+        let session = store.sessions().open(&key).await.unwrap();
         let history: Vec<Message> = (0..5).map(|i| Message::user(format!("m{i}"))).collect();
-        store.append_messages(&session, &history).await.unwrap();
+        store.history().append(&session, &history).await.unwrap();
         let all = store
-            .history_newest_first(&session, HistoryWindow::default(), 10)
+            .history()
+            .newest_first(&session, HistoryWindow::default(), 10)
             .await
             .unwrap();
         store
-            .fold_history(&session, Some(all[2].id), 0, 0, "summary")
+            .history()
+            .fold(&session, Some(all[2].id), 0, 0, "summary")
             .await
             .unwrap();
         let first = store
-            .history_newest_first(&session, HistoryWindow::default(), 2)
+            .history()
+            .newest_first(&session, HistoryWindow::default(), 2)
             .await
             .unwrap();
         let texts = |rows: &[HistoryRow]| -> Vec<String> {
@@ -91,7 +94,8 @@ mod tests {
             ..HistoryWindow::default()
         };
         let rest = store
-            .history_newest_first(&session, next, 10)
+            .history()
+            .newest_first(&session, next, 10)
             .await
             .unwrap();
         assert_eq!(texts(&rest), ["m2", "m1", "m0"]);
@@ -101,7 +105,8 @@ mod tests {
             ..HistoryWindow::default()
         };
         assert!(store
-            .history_newest_first(&session, future, 10)
+            .history()
+            .newest_first(&session, future, 10)
             .await
             .unwrap()
             .is_empty());

@@ -6,8 +6,15 @@
 //! (see `liveness.rs`); then a process serving its platform takes it over.
 
 use super::{now, Store, StoreError};
+use crate::domain::ProcessId;
 use sqlx::Row;
 use switchboard_platform::{InboundMessage, Platform};
+
+/// The inbox: accepted messages kept until their turn ran, and the sightings that drop repeats (`store.inbox()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Inbox<'a> {
+    pub(super) db: &'a Store,
+}
 
 /// What old versions read as the lease of a row: never lapsing, so that a
 /// process of an earlier version running beside this one leaves it alone.
@@ -37,7 +44,7 @@ pub struct Intake<'a> {
     pub dedupe: bool,
 }
 
-/// What became of a message given to [`Store::inbox_keep`].
+/// What became of a message given to [`Inbox::keep`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
     /// Kept as this inbox row.
@@ -46,18 +53,18 @@ pub enum Keep {
     Repeat,
 }
 
-impl Store {
+impl Inbox<'_> {
     /// Keeps a burst of accepted messages for `owner` (a process id), in
     /// one transaction: one commit however many they are.
-    pub async fn inbox_keep(
-        &self,
-        owner: &str,
+    pub async fn keep(
+        self,
+        owner: &ProcessId,
         burst: &[Intake<'_>],
     ) -> Result<Vec<Keep>, StoreError> {
         if burst.is_empty() {
             return Ok(Vec::new());
         }
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         let mut kept = Vec::with_capacity(burst.len());
         for intake in burst {
             if intake.dedupe && !first_sight(&mut tx, intake.message).await? {
@@ -75,14 +82,14 @@ impl Store {
     /// local spool (storage was down); `owner` is gone, so the next
     /// take-over by a process serving its platform takes it. `None`: a
     /// repeat of one kept already (`dedupe`, as in [`Intake`]).
-    pub async fn inbox_restore(
-        &self,
-        owner: &str,
+    pub async fn restore(
+        self,
+        owner: &ProcessId,
         message: &InboundMessage,
         received_at: i64,
         dedupe: bool,
     ) -> Result<Option<i64>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         if dedupe && !first_sight(&mut tx, message).await? {
             tx.commit().await?;
             return Ok(None);
@@ -94,10 +101,10 @@ impl Store {
 
     /// Marks `owner`'s row `id` as started: its turn runs now (one more
     /// attempt). The row stays until the turn's answer is out
-    /// ([`Store::inbox_remove`]), so a process that dies mid-turn leaves it
+    /// ([`Inbox::remove`]), so a process that dies mid-turn leaves it
     /// to the next. False when the row is no longer `owner`'s (another
     /// process took it over): that process answers it.
-    pub async fn inbox_start(&self, owner: &str, id: i64) -> Result<bool, StoreError> {
+    pub async fn start(self, owner: &ProcessId, id: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE inbox SET started_at = $1, ran = NULL, attempts = attempts + 1
              WHERE id = $2 AND owner = $3",
@@ -105,7 +112,7 @@ impl Store {
         .bind(now())
         .bind(id)
         .bind(owner)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -114,7 +121,7 @@ impl Store {
     /// not count against the message (see [`InboxEntry::attempts`]), and
     /// what it had shown is no reason not to answer it afresh (nothing more
     /// was sent after the stop); the tools it ran still are.
-    pub async fn inbox_unstart(&self, ids: &[i64]) -> Result<(), StoreError> {
+    pub async fn unstart(self, ids: &[i64]) -> Result<(), StoreError> {
         for id in ids {
             sqlx::query(
                 "UPDATE inbox SET answered_at = NULL,
@@ -122,7 +129,7 @@ impl Store {
                  WHERE id = $1",
             )
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         }
         Ok(())
@@ -130,59 +137,70 @@ impl Store {
 
     /// Records the tools with side effects the started turn of rows `ids`
     /// has run so far (`ran`, comma-separated).
-    pub async fn inbox_ran(&self, ids: &[i64], ran: &str) -> Result<(), StoreError> {
+    pub async fn ran(self, ids: &[i64], ran: &str) -> Result<(), StoreError> {
         for id in ids {
             sqlx::query("UPDATE inbox SET ran = $1 WHERE id = $2")
                 .bind(ran)
                 .bind(id)
-                .execute(&self.pool)
+                .execute(&self.db.pool)
                 .await?;
         }
         Ok(())
     }
 
     /// The answer of rows `ids` begins to reach the chat.
-    pub async fn inbox_answering(&self, ids: &[i64]) -> Result<(), StoreError> {
+    pub async fn answering(self, ids: &[i64]) -> Result<(), StoreError> {
         for id in ids {
             sqlx::query("UPDATE inbox SET answered_at = $1 WHERE id = $2 AND answered_at IS NULL")
                 .bind(now())
                 .bind(id)
-                .execute(&self.pool)
+                .execute(&self.db.pool)
                 .await?;
         }
         Ok(())
     }
 
     /// Removes a message whose turn has ended.
-    pub async fn inbox_remove(&self, id: i64) -> Result<(), StoreError> {
+    pub async fn remove(self, id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM inbox WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
 
     /// The processes other than `me` that own queued messages, paused-turn
     /// marks or running tasks: the ones whose liveness matters.
-    pub async fn foreign_owners(&self, me: &str) -> Result<Vec<String>, StoreError> {
-        let owners = sqlx::query_scalar(
+    /// A row whose owner is no process id (never written so) names no
+    /// process: it is left alone.
+    pub async fn foreign_owners(self, me: &ProcessId) -> Result<Vec<ProcessId>, StoreError> {
+        let owners: Vec<String> = sqlx::query_scalar(
             "SELECT owner FROM inbox WHERE owner <> $1
              UNION SELECT owner FROM resumes_in_flight WHERE owner <> $1
              UNION SELECT owner FROM tasks WHERE finished_at IS NULL AND owner <> $1",
         )
         .bind(me)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
-        Ok(owners)
+        Ok(owners
+            .into_iter()
+            .filter_map(|owner| match owner.parse() {
+                Ok(id) => Some(id),
+                Err(e) => {
+                    tracing::warn!(owner, error = %e, "rows owned by no process id left alone");
+                    None
+                }
+            })
+            .collect())
     }
 
     /// Takes over the rows of `gone` (a process that is gone) for the
     /// `platforms` this process (`owner`) serves, oldest first. The
     /// conditional update gives each row to one taker.
-    pub async fn inbox_take_over(
-        &self,
-        gone: &str,
-        owner: &str,
+    pub async fn take_over(
+        self,
+        gone: &ProcessId,
+        owner: &ProcessId,
         platforms: &[Platform],
     ) -> Result<Vec<InboxEntry>, StoreError> {
         if platforms.is_empty() {
@@ -201,7 +219,7 @@ impl Store {
         for p in platforms {
             query = query.bind(p.as_str());
         }
-        let rows = query.fetch_all(&self.pool).await?;
+        let rows = query.fetch_all(&self.db.pool).await?;
         let mut entries = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
@@ -210,7 +228,7 @@ impl Store {
                 Ok(e) => entries.push((received_at, e)),
                 Err(e) => {
                     tracing::warn!(id, error = %e, "dropping an unreadable inbox row");
-                    self.inbox_remove(id).await?;
+                    self.remove(id).await?;
                 }
             }
         }
@@ -264,7 +282,7 @@ async fn first_sight(
 /// Inserts `message` as `owner`'s row in `tx`; returns its id.
 async fn insert(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    owner: &str,
+    owner: &ProcessId,
     message: &InboundMessage,
     received_at: i64,
 ) -> Result<i64, StoreError> {
@@ -286,6 +304,7 @@ async fn insert(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::domain::ProcessId;
     use crate::store::test_store;
     use switchboard_platform::{Addressed, ChatAddress, ChatId, ChatKind, MessageId, User, UserId};
 
@@ -324,7 +343,11 @@ pub(crate) mod tests {
         let mut two = two;
         two.message_id = switchboard_platform::MessageId(8);
         let kept = store
-            .inbox_keep("a", &[keep(&one, true), keep(&two, true), keep(&one, true)])
+            .inbox()
+            .keep(
+                &ProcessId::named("a"),
+                &[keep(&one, true), keep(&two, true), keep(&one, true)],
+            )
             .await
             .unwrap();
         assert!(matches!(
@@ -332,10 +355,18 @@ pub(crate) mod tests {
             [Keep::Row(_), Keep::Row(_), Keep::Repeat]
         ));
         // The console never delivers twice: no sighting is asked for.
-        let again = store.inbox_keep("a", &[keep(&one, false)]).await.unwrap();
+        let again = store
+            .inbox()
+            .keep(&ProcessId::named("a"), &[keep(&one, false)])
+            .await
+            .unwrap();
         assert!(matches!(again[..], [Keep::Row(_)]));
         assert_eq!(
-            store.inbox_restore("gone", &one, 1, true).await.unwrap(),
+            store
+                .inbox()
+                .restore(&ProcessId::named("gone"), &one, 1, true)
+                .await
+                .unwrap(),
             None,
             "a spooled copy of a kept message"
         );
@@ -345,7 +376,8 @@ pub(crate) mod tests {
     async fn a_row_taken_over_is_no_longer_its_first_owners_to_claim() {
         let (store, _dir) = test_store().await;
         let id = match store
-            .inbox_keep("a", &[keep(&message("one"), false)])
+            .inbox()
+            .keep(&ProcessId::named("a"), &[keep(&message("one"), false)])
             .await
             .unwrap()[..]
         {
@@ -353,22 +385,44 @@ pub(crate) mod tests {
             _ => unreachable!(),
         };
         let taken = store
-            .inbox_take_over("a", "b", &[Platform::Console])
+            .inbox()
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].interrupted, None, "its turn never started");
         assert_eq!((taken[0].attempts, taken[0].answered), (0, false));
-        assert!(!store.inbox_start("a", id).await.unwrap(), "b answers it");
-        assert!(store.inbox_start("b", id).await.unwrap());
+        assert!(
+            !store
+                .inbox()
+                .start(&ProcessId::named("a"), id)
+                .await
+                .unwrap(),
+            "b answers it"
+        );
+        assert!(store
+            .inbox()
+            .start(&ProcessId::named("b"), id)
+            .await
+            .unwrap());
         store
-            .inbox_ran(&[id], "remember, exec_command")
+            .inbox()
+            .ran(&[id], "remember, exec_command")
             .await
             .unwrap();
-        store.inbox_answering(&[id]).await.unwrap();
+        store.inbox().answering(&[id]).await.unwrap();
         // b dies mid-turn: c learns what had run.
         let taken = store
-            .inbox_take_over("b", "c", &[Platform::Console])
+            .inbox()
+            .take_over(
+                &ProcessId::named("b"),
+                &ProcessId::named("c"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -376,32 +430,67 @@ pub(crate) mod tests {
             Some(&["remember".to_owned(), "exec_command".to_owned()][..])
         );
         assert_eq!((taken[0].attempts, taken[0].answered), (1, true));
-        assert_eq!(store.foreign_owners("a").await.unwrap(), ["c"]);
-        store.inbox_remove(id).await.unwrap();
-        assert!(!store.inbox_start("c", id).await.unwrap(), "gone");
-        assert!(store.foreign_owners("a").await.unwrap().is_empty());
+        assert_eq!(
+            store
+                .inbox()
+                .foreign_owners(&ProcessId::named("a"))
+                .await
+                .unwrap(),
+            [ProcessId::named("c")]
+        );
+        store.inbox().remove(id).await.unwrap();
+        assert!(
+            !store
+                .inbox()
+                .start(&ProcessId::named("c"), id)
+                .await
+                .unwrap(),
+            "gone"
+        );
+        assert!(store
+            .inbox()
+            .foreign_owners(&ProcessId::named("a"))
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]
     async fn rows_of_other_platforms_stay_for_a_process_serving_them() {
         let (store, _dir) = test_store().await;
         store
-            .inbox_keep("a", &[keep(&message("one"), false)])
+            .inbox()
+            .keep(&ProcessId::named("a"), &[keep(&message("one"), false)])
             .await
             .unwrap();
         assert!(store
-            .inbox_take_over("a", "b", &[Platform::Telegram])
+            .inbox()
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Telegram]
+            )
             .await
             .unwrap()
             .is_empty());
         let taken = store
-            .inbox_take_over("a", "b", &[Platform::Console])
+            .inbox()
+            .take_over(
+                &ProcessId::named("a"),
+                &ProcessId::named("b"),
+                &[Platform::Console],
+            )
             .await
             .unwrap();
         assert_eq!(taken.len(), 1);
         assert!(
             store
-                .inbox_take_over("a", "c", &[Platform::Console])
+                .inbox()
+                .take_over(
+                    &ProcessId::named("a"),
+                    &ProcessId::named("c"),
+                    &[Platform::Console]
+                )
                 .await
                 .unwrap()
                 .is_empty(),

@@ -15,6 +15,7 @@
 //!   In memory, every other owner is gone.
 
 use super::{Backend, Store, StoreError};
+use crate::domain::ProcessId;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -74,10 +75,10 @@ impl Store {
     }
 
     /// Claims `owner` (this process) alive until the claim is dropped.
-    pub async fn claim_liveness(&self, owner: &str) -> Result<LivenessClaim, StoreError> {
+    pub async fn claim_liveness(&self, owner: &ProcessId) -> Result<LivenessClaim, StoreError> {
         let hold = match self.backend {
             Backend::Postgres => {
-                let key = lock_key(owner);
+                let key = lock_key(owner.as_str());
                 let conn = self.locked_session(key).await?;
                 let stop = CancellationToken::new();
                 tokio::spawn(keep_session(self.clone(), conn, key, stop.clone()));
@@ -87,7 +88,7 @@ impl Store {
                 None => Hold::None,
                 Some(dir) => {
                     std::fs::create_dir_all(&dir).map_err(|e| liveness_io(&dir, e))?;
-                    let path = dir.join(lock_file_name(owner));
+                    let path = dir.join(lock_file_name(owner.as_str()));
                     let file = std::fs::File::create(&path).map_err(|e| liveness_io(&path, e))?;
                     file.try_lock()
                         .map_err(|e| liveness_io(&path, std::io::Error::other(e)))?;
@@ -114,7 +115,7 @@ impl Store {
     }
 
     /// Which of `owners` (other processes) are gone: their claim can be taken.
-    pub async fn gone_owners(&self, owners: &[String]) -> Result<Vec<String>, StoreError> {
+    pub async fn gone_owners(&self, owners: &[ProcessId]) -> Result<Vec<ProcessId>, StoreError> {
         if owners.is_empty() {
             return Ok(Vec::new());
         }
@@ -125,7 +126,7 @@ impl Store {
                 for owner in owners {
                     // Taken: nobody holds it. Released at the rollback below.
                     let free: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
-                        .bind(lock_key(owner))
+                        .bind(lock_key(owner.as_str()))
                         .fetch_one(&mut *tx)
                         .await?;
                     if free {
@@ -141,7 +142,7 @@ impl Store {
                 };
                 Ok(owners
                     .iter()
-                    .filter(|owner| file_lock_is_free(&dir.join(lock_file_name(owner))))
+                    .filter(|owner| file_lock_is_free(&dir.join(lock_file_name(owner.as_str()))))
                     .cloned()
                     .collect())
             }
@@ -222,9 +223,11 @@ mod tests {
     #[tokio::test]
     async fn a_claim_keeps_its_owner_alive_until_dropped() {
         let (store, _dir) = crate::store::test_store().await;
-        let claim = store.claim_liveness("a").await.unwrap();
-        let owners = ["a".to_owned(), "never-started".to_owned()];
-        assert_eq!(store.gone_owners(&owners).await.unwrap(), ["never-started"]);
+        let a = ProcessId::new();
+        let claim = store.claim_liveness(&a).await.unwrap();
+        let never_started = ProcessId::new();
+        let owners = [a, never_started.clone()];
+        assert_eq!(store.gone_owners(&owners).await.unwrap(), [never_started]);
         drop(claim);
         assert_eq!(store.gone_owners(&owners).await.unwrap(), owners);
     }

@@ -4,6 +4,12 @@
 use super::{now, SessionId, Store, StoreError};
 use switchboard_platform::{Platform, UserId};
 
+/// Held media files and the per-user download quota (`store.media()`).
+#[derive(Debug, Clone, Copy)]
+pub struct MediaFiles<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// What a file in the media directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MediaOrigin<'a> {
@@ -32,10 +38,10 @@ pub struct MediaFile<'a> {
 /// How long download records are kept (the quota looks back one day).
 const DOWNLOADS_KEPT_MS: i64 = 2 * 86_400_000;
 
-impl Store {
+impl MediaFiles<'_> {
     /// Bytes `user` sent since `since` (epoch ms).
-    pub async fn media_bytes_since(
-        &self,
+    pub async fn bytes_since(
+        self,
         platform: Platform,
         user: UserId,
         since: i64,
@@ -47,14 +53,14 @@ impl Store {
         .bind(platform.as_str())
         .bind(user.0)
         .bind(since)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(u64::try_from(total.unwrap_or(0)).unwrap_or(0))
     }
 
     /// Notes that `user` sent `bytes` of attachments now.
-    pub async fn media_count_download(
-        &self,
+    pub async fn count_download(
+        self,
         platform: Platform,
         user: UserId,
         bytes: u64,
@@ -66,14 +72,14 @@ impl Store {
         .bind(user.0)
         .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
         .bind(now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Records that `file` is held (or used again) now. A file recorded
     /// before keeps what it was first recorded as; only its use is renewed.
-    pub async fn media_touch(&self, file: &MediaFile<'_>) -> Result<(), StoreError> {
+    pub async fn touch(self, file: &MediaFile<'_>) -> Result<(), StoreError> {
         let (origin, derived_from) = match file.origin {
             MediaOrigin::Inbound => ("inbound", None),
             MediaOrigin::Scaled { from } => ("scaled", Some(from)),
@@ -94,19 +100,15 @@ impl Store {
         .bind(file.session)
         .bind(file.sender.map(|(p, _)| p.as_str()))
         .bind(file.sender.map(|(_, u)| u.0))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Files last used before `before` (epoch ms), at most `limit`. A scaled
     /// copy is not among them while its original is recorded: it goes with
-    /// the original ([`Store::media_forget_derived`]).
-    pub async fn media_unused_since(
-        &self,
-        before: i64,
-        limit: i64,
-    ) -> Result<Vec<String>, StoreError> {
+    /// the original ([`MediaFiles::forget_derived`]).
+    pub async fn unused_since(self, before: i64, limit: i64) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT m.hash FROM media m WHERE m.last_used_at < $1
                AND (m.derived_from IS NULL
@@ -115,18 +117,18 @@ impl Store {
         )
         .bind(before)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?)
     }
 
     /// Forgets the file `hash` unless it was used again after `before`
     /// (another process may have received it meanwhile); true when it was
     /// forgotten and its file may go.
-    pub async fn media_forget(&self, hash: &str, before: i64) -> Result<bool, StoreError> {
+    pub async fn forget(self, hash: &str, before: i64) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM media WHERE hash = $1 AND last_used_at < $2")
             .bind(hash)
             .bind(before)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -134,32 +136,32 @@ impl Store {
     /// Forgets the copies made from `original` once it is forgotten (not when
     /// another process recorded it again meanwhile); the hashes whose files
     /// may go.
-    pub async fn media_forget_derived(&self, original: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn forget_derived(self, original: &str) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
             "DELETE FROM media WHERE derived_from = $1
                AND NOT EXISTS (SELECT 1 FROM media o WHERE o.hash = $1)
              RETURNING hash",
         )
         .bind(original)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?)
     }
 
     /// Whether the file `hash` is recorded (files that are not, and are
     /// old, are leftovers the sweep removes).
-    pub async fn media_recorded(&self, hash: &str) -> Result<bool, StoreError> {
+    pub async fn recorded(self, hash: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM media WHERE hash = $1")
             .bind(hash)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         Ok(found.is_some())
     }
 
     /// Drops download records the quota no longer looks at.
-    pub async fn media_prune_downloads(&self) -> Result<(), StoreError> {
+    pub async fn prune_downloads(self) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM media_downloads WHERE at < $1")
             .bind(now() - DOWNLOADS_KEPT_MS)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
@@ -188,26 +190,34 @@ mod tests {
     async fn quota_counts_a_users_recent_bytes_and_retention_spares_fresh_use() {
         let (store, _dir) = test_store().await;
         let (p, u) = (Platform::Telegram, UserId(7));
-        assert_eq!(store.media_bytes_since(p, u, 0).await.unwrap(), 0);
-        store.media_count_download(p, u, 1_000).await.unwrap();
-        store.media_count_download(p, u, 500).await.unwrap();
-        store.media_count_download(p, UserId(8), 9).await.unwrap();
-        assert_eq!(store.media_bytes_since(p, u, 0).await.unwrap(), 1_500);
+        assert_eq!(store.media().bytes_since(p, u, 0).await.unwrap(), 0);
+        store.media().count_download(p, u, 1_000).await.unwrap();
+        store.media().count_download(p, u, 500).await.unwrap();
+        store.media().count_download(p, UserId(8), 9).await.unwrap();
+        assert_eq!(store.media().bytes_since(p, u, 0).await.unwrap(), 1_500);
         assert_eq!(
-            store.media_bytes_since(p, u, now() + 1_000).await.unwrap(),
+            store
+                .media()
+                .bytes_since(p, u, now() + 1_000)
+                .await
+                .unwrap(),
             0
         );
 
-        store.media_touch(&file("aa11")).await.unwrap();
+        store.media().touch(&file("aa11")).await.unwrap();
         let later = now() + 1;
-        assert_eq!(store.media_unused_since(later, 10).await.unwrap(), ["aa11"]);
+        assert_eq!(
+            store.media().unused_since(later, 10).await.unwrap(),
+            ["aa11"]
+        );
         assert!(
-            !store.media_forget("aa11", 0).await.unwrap(),
+            !store.media().forget("aa11", 0).await.unwrap(),
             "used after the cut-off"
         );
-        assert!(store.media_forget("aa11", later).await.unwrap());
+        assert!(store.media().forget("aa11", later).await.unwrap());
         assert!(store
-            .media_unused_since(later, 10)
+            .media()
+            .unused_since(later, 10)
             .await
             .unwrap()
             .is_empty());
@@ -216,25 +226,33 @@ mod tests {
     #[tokio::test]
     async fn a_scaled_copy_goes_with_its_original() {
         let (store, _dir) = test_store().await;
-        store.media_touch(&file("aa11")).await.unwrap();
+        store.media().touch(&file("aa11")).await.unwrap();
         let copy = MediaFile {
             origin: MediaOrigin::Scaled { from: "aa11" },
             ..file("bb22")
         };
-        store.media_touch(&copy).await.unwrap();
-        assert!(store.media_recorded("bb22").await.unwrap());
+        store.media().touch(&copy).await.unwrap();
+        assert!(store.media().recorded("bb22").await.unwrap());
         let later = now() + 1;
         assert_eq!(
-            store.media_unused_since(later, 10).await.unwrap(),
+            store.media().unused_since(later, 10).await.unwrap(),
             ["aa11"],
             "the copy is not collected on its own"
         );
         assert!(
-            store.media_forget_derived("aa11").await.unwrap().is_empty(),
+            store
+                .media()
+                .forget_derived("aa11")
+                .await
+                .unwrap()
+                .is_empty(),
             "not while the original is recorded"
         );
-        assert!(store.media_forget("aa11", later).await.unwrap());
-        assert_eq!(store.media_forget_derived("aa11").await.unwrap(), ["bb22"]);
-        assert!(!store.media_recorded("bb22").await.unwrap());
+        assert!(store.media().forget("aa11", later).await.unwrap());
+        assert_eq!(
+            store.media().forget_derived("aa11").await.unwrap(),
+            ["bb22"]
+        );
+        assert!(!store.media().recorded("bb22").await.unwrap());
     }
 }

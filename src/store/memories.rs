@@ -8,6 +8,12 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
 
+/// Long-term memories, their search, learning and collection, the reflection clocks and the answers' feedback (`store.memories()`).
+#[derive(Debug, Clone, Copy)]
+pub struct Memories<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// Whose memory: one user on one platform. Memories are never shared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemoryOwner {
@@ -139,28 +145,28 @@ pub(crate) fn record(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
     })
 }
 
-impl Store {
+impl Memories<'_> {
     /// Stores a memory with its search `terms` (see `memory::terms`); returns its id.
     /// Limits are not applied here (see `memory::gc`).
-    pub async fn insert_memory(
-        &self,
+    pub async fn insert(
+        self,
         owner: MemoryOwner,
         memory: &NewMemory,
         terms: &[String],
         at: DateTime<Utc>,
     ) -> Result<i64, StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.db.pool.acquire().await?;
         insert(&mut conn, owner, memory, terms, at).await
     }
 
     /// Stores many memories in one transaction (imports, benchmarks).
-    pub async fn insert_memories(
-        &self,
+    pub async fn insert_many(
+        self,
         owner: MemoryOwner,
         memories: &[(NewMemory, Vec<String>)],
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.db.begin_write().await?;
         for (memory, terms) in memories {
             insert(&mut tx, owner, memory, terms, at).await?;
         }
@@ -169,8 +175,8 @@ impl Store {
     }
 
     /// Rewrites a memory (a merge of a duplicate). False when it is not the owner's.
-    pub async fn update_memory(
-        &self,
+    pub async fn update(
+        self,
         owner: MemoryOwner,
         id: i64,
         update: &NewMemory,
@@ -190,14 +196,14 @@ impl Store {
         .bind(id)
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// One of the owner's memories (expired ones included: `/memory trace` shows them).
-    pub async fn memory(
-        &self,
+    pub async fn get(
+        self,
         owner: MemoryOwner,
         id: i64,
     ) -> Result<Option<MemoryRecord>, StoreError> {
@@ -205,14 +211,14 @@ impl Store {
             .bind(id)
             .bind(owner.platform.as_str())
             .bind(owner.user.0)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         row.as_ref().map(record).transpose()
     }
 
     /// The owner's live memories of `kinds` (all kinds when empty), newest first.
-    pub async fn memories_of(
-        &self,
+    pub async fn of(
+        self,
         owner: MemoryOwner,
         kinds: &[MemoryKind],
         limit: u32,
@@ -245,14 +251,14 @@ impl Store {
             .bind(owner.user.0)
             .bind(ms(now))
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.db.pool)
             .await?;
         rows.iter().map(record).collect()
     }
 
     /// How many live memories of `kind` the owner has.
-    pub async fn count_memories(
-        &self,
+    pub async fn count(
+        self,
         owner: MemoryOwner,
         kind: MemoryKind,
         now: DateTime<Utc>,
@@ -265,26 +271,26 @@ impl Store {
         .bind(owner.user.0)
         .bind(kind.as_str())
         .bind(ms(now))
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// Deletes one of the owner's memories. False when there is no such memory of theirs.
-    pub async fn delete_memory(&self, owner: MemoryOwner, id: i64) -> Result<bool, StoreError> {
+    pub async fn delete(self, owner: MemoryOwner, id: i64) -> Result<bool, StoreError> {
         let done =
             sqlx::query("DELETE FROM memories WHERE id = $1 AND platform = $2 AND user_id = $3")
                 .bind(id)
                 .bind(owner.platform.as_str())
                 .bind(owner.user.0)
-                .execute(&self.pool)
+                .execute(&self.db.pool)
                 .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Deletes every memory of `kind` of the owner (before an L3 refresh replaces them).
-    pub async fn delete_memories_of_kind(
-        &self,
+    pub async fn delete_of_kind(
+        self,
         owner: MemoryOwner,
         kind: MemoryKind,
     ) -> Result<u64, StoreError> {
@@ -293,14 +299,14 @@ impl Store {
                 .bind(owner.platform.as_str())
                 .bind(owner.user.0)
                 .bind(kind.as_str())
-                .execute(&self.pool)
+                .execute(&self.db.pool)
                 .await?;
         Ok(done.rows_affected())
     }
 
     /// Records that these memories were recalled.
-    pub async fn touch_memories(
-        &self,
+    pub async fn touch(
+        self,
         owner: MemoryOwner,
         ids: &[i64],
         at: DateTime<Utc>,
@@ -323,7 +329,7 @@ impl Store {
         .bind(ms(at))
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -331,8 +337,8 @@ impl Store {
     /// Collects every user's expired memories and ordinary ones neither updated
     /// nor recalled since `stale_before` (preferences, persona and pinned
     /// memories are kept).
-    pub async fn collect_memories(
-        &self,
+    pub async fn collect(
+        self,
         now: DateTime<Utc>,
         stale_before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
@@ -342,13 +348,13 @@ impl Store {
         )
         .bind(ms(now))
         .bind(ms(stale_before))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected())
     }
 
     /// Adds `n` to the owner's count of L1 atoms since the last layer refresh; returns the new count.
-    pub async fn add_l1_since_layer(&self, owner: MemoryOwner, n: u32) -> Result<u32, StoreError> {
+    pub async fn add_l1_since_layer(self, owner: MemoryOwner, n: u32) -> Result<u32, StoreError> {
         let count: i64 = sqlx::query_scalar(
             "INSERT INTO memory_owners (platform, user_id, l1_since_layer) VALUES ($1, $2, $3)
              ON CONFLICT (platform, user_id) DO UPDATE SET l1_since_layer = memory_owners.l1_since_layer + excluded.l1_since_layer
@@ -357,19 +363,19 @@ impl Store {
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(i64::from(n))
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
     /// Restarts the owner's L1 count after a layer refresh.
-    pub async fn reset_l1_since_layer(&self, owner: MemoryOwner) -> Result<(), StoreError> {
+    pub async fn reset_l1_since_layer(self, owner: MemoryOwner) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE memory_owners SET l1_since_layer = 0 WHERE platform = $1 AND user_id = $2",
         )
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -425,7 +431,8 @@ mod tests {
         let (store, _dir) = test_store().await;
         let now = Utc::now();
         let id = store
-            .insert_memory(
+            .memories()
+            .insert(
                 owner(1),
                 &new(MemoryKind::Fact, "likes tea"),
                 &["tea".into()],
@@ -433,19 +440,21 @@ mod tests {
             )
             .await
             .unwrap();
-        assert!(store.memory(owner(1), id).await.unwrap().is_some());
-        assert!(store.memory(owner(2), id).await.unwrap().is_none());
+        assert!(store.memories().get(owner(1), id).await.unwrap().is_some());
+        assert!(store.memories().get(owner(2), id).await.unwrap().is_none());
         assert!(store
-            .memories_of(owner(2), &[], 10, now)
+            .memories()
+            .of(owner(2), &[], 10, now)
             .await
             .unwrap()
             .is_empty());
-        assert!(!store.delete_memory(owner(2), id).await.unwrap());
+        assert!(!store.memories().delete(owner(2), id).await.unwrap());
         assert!(!store
-            .update_memory(owner(2), id, &new(MemoryKind::Fact, "x"), &[], now)
+            .memories()
+            .update(owner(2), id, &new(MemoryKind::Fact, "x"), &[], now)
             .await
             .unwrap());
-        assert!(store.delete_memory(owner(1), id).await.unwrap());
+        assert!(store.memories().delete(owner(1), id).await.unwrap());
     }
 
     #[tokio::test]
@@ -454,7 +463,8 @@ mod tests {
         let now = Utc::now();
         let old = now - Duration::days(120);
         let stale = store
-            .insert_memory(
+            .memories()
+            .insert(
                 owner(1),
                 &new(MemoryKind::Decision, "old decision"),
                 &[],
@@ -463,30 +473,36 @@ mod tests {
             .await
             .unwrap();
         let pref = store
-            .insert_memory(owner(1), &new(MemoryKind::Preference, "old pref"), &[], old)
+            .memories()
+            .insert(owner(1), &new(MemoryKind::Preference, "old pref"), &[], old)
             .await
             .unwrap();
         let recalled = store
-            .insert_memory(owner(1), &new(MemoryKind::Fact, "old but used"), &[], old)
+            .memories()
+            .insert(owner(1), &new(MemoryKind::Fact, "old but used"), &[], old)
             .await
             .unwrap();
         store
-            .touch_memories(owner(1), &[recalled], now - Duration::days(3))
+            .memories()
+            .touch(owner(1), &[recalled], now - Duration::days(3))
             .await
             .unwrap();
         let mut expiring = new(MemoryKind::Fact, "until yesterday");
         expiring.expires_at = Some(now - Duration::days(1));
         let expired = store
-            .insert_memory(owner(1), &expiring, &[], now)
+            .memories()
+            .insert(owner(1), &expiring, &[], now)
             .await
             .unwrap();
         let fresh = store
-            .insert_memory(owner(1), &new(MemoryKind::Fact, "fresh"), &[], now)
+            .memories()
+            .insert(owner(1), &new(MemoryKind::Fact, "fresh"), &[], now)
             .await
             .unwrap();
         // Expired memories are invisible before they are collected.
         let live: Vec<i64> = store
-            .memories_of(owner(1), &[], 10, now)
+            .memories()
+            .of(owner(1), &[], 10, now)
             .await
             .unwrap()
             .iter()
@@ -496,7 +512,8 @@ mod tests {
 
         assert_eq!(
             store
-                .collect_memories(now, now - Duration::days(90))
+                .memories()
+                .collect(now, now - Duration::days(90))
                 .await
                 .unwrap(),
             2
@@ -509,7 +526,7 @@ mod tests {
             (fresh, true),
         ] {
             assert_eq!(
-                store.memory(owner(1), id).await.unwrap().is_some(),
+                store.memories().get(owner(1), id).await.unwrap().is_some(),
                 kept,
                 "memory {id}"
             );
@@ -519,10 +536,42 @@ mod tests {
     #[tokio::test]
     async fn l1_counter_accumulates_and_resets() {
         let (store, _dir) = test_store().await;
-        assert_eq!(store.add_l1_since_layer(owner(1), 3).await.unwrap(), 3);
-        assert_eq!(store.add_l1_since_layer(owner(1), 4).await.unwrap(), 7);
-        assert_eq!(store.add_l1_since_layer(owner(2), 1).await.unwrap(), 1);
-        store.reset_l1_since_layer(owner(1)).await.unwrap();
-        assert_eq!(store.add_l1_since_layer(owner(1), 1).await.unwrap(), 1);
+        assert_eq!(
+            store
+                .memories()
+                .add_l1_since_layer(owner(1), 3)
+                .await
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            store
+                .memories()
+                .add_l1_since_layer(owner(1), 4)
+                .await
+                .unwrap(),
+            7
+        );
+        assert_eq!(
+            store
+                .memories()
+                .add_l1_since_layer(owner(2), 1)
+                .await
+                .unwrap(),
+            1
+        );
+        store
+            .memories()
+            .reset_l1_since_layer(owner(1))
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .memories()
+                .add_l1_since_layer(owner(1), 1)
+                .await
+                .unwrap(),
+            1
+        );
     }
 }

@@ -10,7 +10,7 @@
 
 use super::memories::{record, MemoryKind, MemoryOwner, MemoryRecord, COLUMNS};
 use super::memory_terms::{is_plain, owner_prefix};
-use super::{ms, Backend, Store, StoreError};
+use super::{ms, Backend, Memories, StoreError};
 use chrono::{DateTime, Utc};
 
 /// Most query terms used in one search (longer messages are cut).
@@ -42,21 +42,21 @@ fn tsquery_expr(owner: MemoryOwner, terms: &[String]) -> String {
         .join(" | ")
 }
 
-impl Store {
+impl Memories<'_> {
     /// The owner's live memories matching any of `terms`: the `limit` newest
     /// matches (by insertion), newest first. Ranking is the caller's (see
     /// `memory::recall`): BM25 over every match of a common term costs tens of
     /// milliseconds for a user with 100,000 memories, while the newest matches
     /// come straight off the index in rowid order.
-    pub async fn search_memories(
-        &self,
+    pub async fn search(
+        self,
         owner: MemoryOwner,
         terms: &[String],
         kind: Option<MemoryKind>,
         limit: u32,
         now: DateTime<Utc>,
     ) -> Result<Vec<MemoryRecord>, StoreError> {
-        let (expr, sql) = match self.backend {
+        let (expr, sql) = match self.db.backend {
             // The full-text query runs first and alone; CROSS JOIN keeps SQLite
             // from walking all of the user's rows by the owner index and probing
             // the candidates for each. Owner, expiry and kind are checked after.
@@ -93,7 +93,7 @@ impl Store {
             .bind(ms(now))
             .bind(kind.map(MemoryKind::as_str))
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.db.pool)
             .await?;
         rows.iter().map(record).collect()
     }
@@ -101,8 +101,8 @@ impl Store {
     /// The owner's live memories containing `needle` (case-insensitive for ASCII),
     /// newest first, among their most recent few thousand. For what the term
     /// index cannot find: a lone CJK character, a code with punctuation.
-    pub async fn memories_containing(
-        &self,
+    pub async fn containing(
+        self,
         owner: MemoryOwner,
         needle: &str,
         limit: u32,
@@ -129,7 +129,7 @@ impl Store {
         .bind(LIKE_SCAN_ROWS)
         .bind(pattern)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(record).collect()
     }
@@ -141,6 +141,7 @@ mod tests {
     use crate::store::memory_terms::index_text;
     use crate::store::test_store;
     use crate::store::NewMemory;
+    use crate::store::Store;
     use switchboard_platform::{Platform, UserId};
 
     fn owner(user: i64) -> MemoryOwner {
@@ -160,7 +161,8 @@ mod tests {
             expires_at: None,
         };
         store
-            .insert_memory(o, &m, &terms(t), Utc::now())
+            .memories()
+            .insert(o, &m, &terms(t), Utc::now())
             .await
             .unwrap()
     }
@@ -195,12 +197,14 @@ mod tests {
         )
         .await;
         let hits = store
-            .search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
+            .memories()
+            .search(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap();
         assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [mine]);
         let hits = store
-            .search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
+            .memories()
+            .search(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap();
         assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [theirs]);
@@ -213,7 +217,8 @@ mod tests {
             expires_at: None,
         };
         store
-            .update_memory(
+            .memories()
+            .update(
                 owner(1),
                 mine,
                 &other,
@@ -223,13 +228,15 @@ mod tests {
             .await
             .unwrap();
         assert!(store
-            .search_memories(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
+            .memories()
+            .search(owner(1), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap()
             .is_empty());
-        store.delete_memory(owner(2), theirs).await.unwrap();
+        store.memories().delete(owner(2), theirs).await.unwrap();
         assert!(store
-            .search_memories(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
+            .memories()
+            .search(owner(2), &terms(&["咖啡"]), None, 10, Utc::now())
             .await
             .unwrap()
             .is_empty());
@@ -242,20 +249,23 @@ mod tests {
         add(&store, owner(2), "也养猫", &[]).await;
         add(&store, owner(1), "100% sure", &[]).await;
         let hits = store
-            .memories_containing(owner(1), "猫", 10, Utc::now())
+            .memories()
+            .containing(owner(1), "猫", 10, Utc::now())
             .await
             .unwrap();
         assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), [cat]);
         assert_eq!(
             store
-                .memories_containing(owner(1), "0%", 10, Utc::now())
+                .memories()
+                .containing(owner(1), "0%", 10, Utc::now())
                 .await
                 .unwrap()
                 .len(),
             1
         );
         assert!(store
-            .memories_containing(owner(1), "_", 10, Utc::now())
+            .memories()
+            .containing(owner(1), "_", 10, Utc::now())
             .await
             .unwrap()
             .is_empty());

@@ -3,7 +3,7 @@
 //! lives in `memory::gc`.
 
 use super::memories::{MemoryKind, MemoryOwner};
-use super::{dt, ms, Store, StoreError};
+use super::{dt, ms, Memories, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
@@ -18,10 +18,10 @@ pub struct GcCandidate {
     pub updated_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Memories<'_> {
     /// Deletes the owner's expired, unpinned memories of `kind`; returns how many.
-    pub async fn delete_expired_memories(
-        &self,
+    pub async fn delete_expired(
+        self,
         owner: MemoryOwner,
         kind: MemoryKind,
         now: DateTime<Utc>,
@@ -34,7 +34,7 @@ impl Store {
         .bind(owner.user.0)
         .bind(kind.as_str())
         .bind(ms(now))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected())
     }
@@ -42,7 +42,7 @@ impl Store {
     /// The owner's live, unpinned memories of `kind` with what their value is
     /// computed from, and how many pinned ones the kind holds.
     pub async fn gc_candidates(
-        &self,
+        self,
         owner: MemoryOwner,
         kind: MemoryKind,
         now: DateTime<Utc>,
@@ -56,7 +56,7 @@ impl Store {
         .bind(owner.user.0)
         .bind(kind.as_str())
         .bind(ms(now))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         let mut pinned = 0u32;
@@ -77,11 +77,7 @@ impl Store {
     }
 
     /// Deletes these unpinned memories of the owner; returns how many.
-    pub async fn delete_unpinned_memories(
-        &self,
-        owner: MemoryOwner,
-        ids: &[i64],
-    ) -> Result<u64, StoreError> {
+    pub async fn delete_unpinned(self, owner: MemoryOwner, ids: &[i64]) -> Result<u64, StoreError> {
         if ids.is_empty() {
             return Ok(0);
         }
@@ -95,7 +91,7 @@ impl Store {
         ))
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected())
     }
@@ -103,8 +99,8 @@ impl Store {
     /// Pins (or unpins) one of the owner's memories. A pinned memory loses its
     /// expiry: it stays until the user forgets or unpins it. False when the
     /// owner has no such memory.
-    pub async fn set_memory_pinned(
-        &self,
+    pub async fn set_pinned(
+        self,
         owner: MemoryOwner,
         id: i64,
         pinned: bool,
@@ -118,14 +114,14 @@ impl Store {
             .bind(id)
             .bind(owner.platform.as_str())
             .bind(owner.user.0)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Owners holding more than `limit` memories of `kind` (at most `max`).
     pub async fn owners_over(
-        &self,
+        self,
         kind: MemoryKind,
         limit: u32,
         max: u32,
@@ -137,7 +133,7 @@ impl Store {
         .bind(kind.as_str())
         .bind(i64::from(limit))
         .bind(i64::from(max))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -176,36 +172,48 @@ mod tests {
         let now = Utc::now();
         let past = Some(now - Duration::days(1));
         let pinned = store
-            .insert_memory(owner(1), &fact("pinned", past), &[], now)
+            .memories()
+            .insert(owner(1), &fact("pinned", past), &[], now)
             .await
             .unwrap();
         let expired = store
-            .insert_memory(owner(1), &fact("expired", past), &[], now)
+            .memories()
+            .insert(owner(1), &fact("expired", past), &[], now)
             .await
             .unwrap();
         let plain = store
-            .insert_memory(owner(1), &fact("plain", None), &[], now)
+            .memories()
+            .insert(owner(1), &fact("plain", None), &[], now)
             .await
             .unwrap();
         assert!(!store
-            .set_memory_pinned(owner(2), pinned, true)
+            .memories()
+            .set_pinned(owner(2), pinned, true)
             .await
             .unwrap());
         assert!(store
-            .set_memory_pinned(owner(1), pinned, true)
+            .memories()
+            .set_pinned(owner(1), pinned, true)
             .await
             .unwrap());
-        let m = store.memory(owner(1), pinned).await.unwrap().unwrap();
+        let m = store
+            .memories()
+            .get(owner(1), pinned)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(m.pinned && m.expires_at.is_none());
 
         assert_eq!(
             store
-                .delete_expired_memories(owner(1), MemoryKind::Fact, now)
+                .memories()
+                .delete_expired(owner(1), MemoryKind::Fact, now)
                 .await
                 .unwrap(),
             1
         );
         let (candidates, pins) = store
+            .memories()
             .gc_candidates(owner(1), MemoryKind::Fact, now)
             .await
             .unwrap();
@@ -213,29 +221,37 @@ mod tests {
         assert_eq!(candidates.iter().map(|c| c.id).collect::<Vec<_>>(), [plain]);
         assert_eq!(
             store
-                .delete_unpinned_memories(owner(1), &[pinned, plain, expired])
+                .memories()
+                .delete_unpinned(owner(1), &[pinned, plain, expired])
                 .await
                 .unwrap(),
             1
         );
         assert_eq!(
             store
-                .collect_memories(now + Duration::days(999), now + Duration::days(999))
+                .memories()
+                .collect(now + Duration::days(999), now + Duration::days(999))
                 .await
                 .unwrap(),
             0
         );
         assert_eq!(
-            store.owners_over(MemoryKind::Fact, 0, 10).await.unwrap(),
+            store
+                .memories()
+                .owners_over(MemoryKind::Fact, 0, 10)
+                .await
+                .unwrap(),
             [owner(1)]
         );
         assert!(store
-            .set_memory_pinned(owner(1), pinned, false)
+            .memories()
+            .set_pinned(owner(1), pinned, false)
             .await
             .unwrap());
         assert_eq!(
             store
-                .delete_unpinned_memories(owner(1), &[pinned])
+                .memories()
+                .delete_unpinned(owner(1), &[pinned])
                 .await
                 .unwrap(),
             1

@@ -3,7 +3,7 @@
 //! since the last learning call.
 
 use super::memories::MemoryOwner;
-use super::{dt, ms, Store, StoreError};
+use super::{dt, ms, Memories, StoreError};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
@@ -16,12 +16,12 @@ pub struct MemoryStats {
     pub confidence: f64,
 }
 
-impl Store {
+impl Memories<'_> {
     /// Records one more observation of a memory with the learner's confidence
     /// in it (`first`: the observation that created it). Confidence grows
     /// with each observation: `1 - (1 - c) × (1 - observed / 2)`.
-    pub async fn observe_memory(
-        &self,
+    pub async fn observe(
+        self,
         owner: MemoryOwner,
         id: i64,
         observed: f64,
@@ -49,14 +49,14 @@ impl Store {
             .bind(id)
             .bind(owner.platform.as_str())
             .bind(owner.user.0)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// The statistics of one of the owner's memories.
-    pub async fn memory_stats(
-        &self,
+    pub async fn stats(
+        self,
         owner: MemoryOwner,
         id: i64,
     ) -> Result<Option<MemoryStats>, StoreError> {
@@ -66,7 +66,7 @@ impl Store {
         .bind(id)
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.map(|row| {
             Ok(MemoryStats {
@@ -82,7 +82,7 @@ impl Store {
     /// `every`-th since the last learning call, which this caller then makes
     /// (the count restarts: another process counting at once never also wins).
     pub async fn count_learning_message(
-        &self,
+        self,
         owner: MemoryOwner,
         every: u32,
     ) -> Result<bool, StoreError> {
@@ -93,7 +93,7 @@ impl Store {
         )
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.db.pool)
         .await?;
         if pending < i64::from(every) {
             return Ok(false);
@@ -104,7 +104,7 @@ impl Store {
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(i64::from(every))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -132,26 +132,35 @@ mod tests {
             expires_at: None,
         };
         let id = store
-            .insert_memory(owner(1), &memory, &[], now)
+            .memories()
+            .insert(owner(1), &memory, &[], now)
             .await
             .unwrap();
         assert!(store
-            .observe_memory(owner(1), id, 0.6, true, now)
+            .memories()
+            .observe(owner(1), id, 0.6, true, now)
             .await
             .unwrap());
         assert!(!store
-            .observe_memory(owner(2), id, 0.6, false, now)
+            .memories()
+            .observe(owner(2), id, 0.6, false, now)
             .await
             .unwrap());
         assert!(store
-            .observe_memory(owner(1), id, 0.6, false, now)
+            .memories()
+            .observe(owner(1), id, 0.6, false, now)
             .await
             .unwrap());
-        let stats = store.memory_stats(owner(1), id).await.unwrap().unwrap();
+        let stats = store.memories().stats(owner(1), id).await.unwrap().unwrap();
         assert_eq!(stats.seen_count, 2);
         assert!((stats.confidence - 0.72).abs() < 1e-9, "{stats:?}");
         assert!(stats.last_seen.is_some());
-        assert!(store.memory_stats(owner(2), id).await.unwrap().is_none());
+        assert!(store
+            .memories()
+            .stats(owner(2), id)
+            .await
+            .unwrap()
+            .is_none());
     }
 
     #[tokio::test]
@@ -160,11 +169,21 @@ mod tests {
         let wins: Vec<bool> = {
             let mut out = Vec::new();
             for _ in 0..7 {
-                out.push(store.count_learning_message(owner(1), 3).await.unwrap());
+                out.push(
+                    store
+                        .memories()
+                        .count_learning_message(owner(1), 3)
+                        .await
+                        .unwrap(),
+                );
             }
             out
         };
         assert_eq!(wins, [false, false, true, false, false, true, false]);
-        assert!(store.count_learning_message(owner(2), 1).await.unwrap());
+        assert!(store
+            .memories()
+            .count_learning_message(owner(2), 1)
+            .await
+            .unwrap());
     }
 }

@@ -14,6 +14,7 @@ mod events;
 mod feedback;
 mod file_watch;
 mod grown_tools;
+mod history;
 mod history_search;
 mod identity;
 mod inbox;
@@ -47,7 +48,7 @@ mod web_sessions;
 
 pub use crate::domain::Conversation;
 pub use access::{AdmittedUser, PairingCode};
-pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus};
+pub use approvals::{ApprovalRecord, ApprovalRule, ApprovalStatus, Approvals};
 pub(crate) use backoff::Backoff;
 pub use caps::Admission;
 pub use checkins::CheckinSettings;
@@ -59,12 +60,13 @@ pub use events::{Audit, SystemEvent};
 pub use feedback::{FeedbackRecord, Rated};
 pub use file_watch::FileState;
 pub use grown_tools::{GrownKind, GrownStamp, GrownToolRow};
+pub use history::History;
 pub use history_search::HistoryWindow;
 pub use identity::{IdentityVersion, NewIdentityVersion};
-pub use inbox::{InboxEntry, Intake, Keep};
+pub use inbox::{Inbox, InboxEntry, Intake, Keep};
 pub use liveness::LivenessClaim;
-pub use media::{MediaFile, MediaOrigin};
-pub use memories::{MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
+pub use media::{MediaFile, MediaFiles, MediaOrigin};
+pub use memories::{Memories, MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
 pub use models::{ModelRow, Prices};
@@ -77,10 +79,10 @@ pub use resumes::InterruptedResume;
 pub use role_notes::{RoleNote, RoleNotes, ROLE_NOTES_KEPT};
 pub use schedules::{ClaimedOccurrence, OccurrencePlan, ScheduleRecord, Schedules};
 pub use session_state::{IdleSession, SessionState, StateDoc};
-pub use sessions::{SessionId, SessionKey};
+pub use sessions::{SessionId, SessionKey, Sessions};
 pub use stats::LiveCounts;
 pub use tasks::{TaskNotify, TaskRecord, TaskStatus, Tasks};
-pub use turns::{NestedTurn, TurnContext, TurnState};
+pub use turns::{NestedTurn, PausedTurns, TurnContext, TurnState};
 pub use usage::{ModelUsage, UsageLedger};
 
 use file_watch::DbFile;
@@ -320,6 +322,41 @@ impl Store {
     /// The planner's plans, one per session.
     pub fn plans(&self) -> Plans<'_> {
         Plans { db: self }
+    }
+
+    /// Long-term memories: stored, searched, learned from, collected; the reflection clocks and the answers' feedback.
+    pub fn memories(&self) -> Memories<'_> {
+        Memories { db: self }
+    }
+
+    /// Held media files and the per-user download quota.
+    pub fn media(&self) -> MediaFiles<'_> {
+        MediaFiles { db: self }
+    }
+
+    /// A session's messages: appended, read back, folded by compaction, searched and cleared.
+    pub fn history(&self) -> History<'_> {
+        History { db: self }
+    }
+
+    /// Sessions: opened by key, their state documents, idleness and memory-extraction claims.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { db: self }
+    }
+
+    /// The inbox: accepted messages kept until answered, taken over from gone processes, and the sightings that drop repeats.
+    pub fn inbox(&self) -> Inbox<'_> {
+        Inbox { db: self }
+    }
+
+    /// Paused turns: their checkpoints, the questions they wait on, and the resumes in flight.
+    pub fn turns(&self) -> PausedTurns<'_> {
+        PausedTurns { db: self }
+    }
+
+    /// Approval requests, their decisions (first wins) and the "always allow" rules.
+    pub fn approvals(&self) -> Approvals<'_> {
+        Approvals { db: self }
     }
 }
 

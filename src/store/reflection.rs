@@ -3,19 +3,19 @@
 //! said since.
 
 use super::memories::MemoryOwner;
-use super::{dt, ms, Store, StoreError};
+use super::{dt, ms, Memories, StoreError};
 use crate::llm::Message;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{Platform, UserId};
 
-impl Store {
+impl Memories<'_> {
     /// Users with a session active since their last note whose note is due
     /// (written at or before `due_before`), and users never seen by the
     /// reflector (`None`: their clock has not started). Activity in the very
     /// millisecond the clock started counts as after it.
     pub async fn reflection_candidates(
-        &self,
+        self,
         due_before: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<(MemoryOwner, Option<DateTime<Utc>>)>, StoreError> {
@@ -27,7 +27,7 @@ impl Store {
         )
         .bind(ms(due_before))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -45,7 +45,7 @@ impl Store {
 
     /// Starts the owner's reflection clock at `now` unless it runs already.
     pub async fn start_reflection_clock(
-        &self,
+        self,
         owner: MemoryOwner,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
@@ -57,7 +57,7 @@ impl Store {
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(ms(now))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -65,7 +65,7 @@ impl Store {
     /// Claims the owner's next note: true for the one caller that moved the
     /// clock from `was` to `now`.
     pub async fn claim_reflection(
-        &self,
+        self,
         owner: MemoryOwner,
         was: DateTime<Utc>,
         now: DateTime<Utc>,
@@ -77,7 +77,7 @@ impl Store {
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
         .bind(ms(was))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -85,7 +85,7 @@ impl Store {
     /// The owner's messages in every chat since `since` (its millisecond
     /// included): the newest `limit`, oldest first.
     pub async fn messages_of_user_since(
-        &self,
+        self,
         owner: MemoryOwner,
         since: DateTime<Utc>,
         limit: u32,
@@ -99,7 +99,7 @@ impl Store {
         .bind(owner.user.0)
         .bind(ms(since))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows.iter().rev() {

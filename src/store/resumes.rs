@@ -2,8 +2,8 @@
 //! marked at start, removed at the end, owned like the inbox rows so that
 //! the marks a gone process left are taken over once (see `liveness.rs`).
 
-use super::{now, Store, StoreError};
-use crate::domain::{ApprovalId, Conversation};
+use super::{now, PausedTurns, StoreError};
+use crate::domain::{ApprovalId, Conversation, ProcessId};
 use sqlx::Row;
 
 /// A resumed turn a gone process left unfinished.
@@ -16,11 +16,11 @@ pub struct InterruptedResume {
     pub allowed: bool,
 }
 
-impl Store {
+impl PausedTurns<'_> {
     /// Marks the turn resumed on `approval_id` as running in `owner`.
     pub async fn resume_started(
-        &self,
-        owner: &str,
+        self,
+        owner: &ProcessId,
         approval_id: &ApprovalId,
         conversation: &Conversation,
         tool: &str,
@@ -41,16 +41,16 @@ impl Store {
         .bind(tool)
         .bind(i64::from(allowed))
         .bind(now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// The resumed turn ended.
-    pub async fn resume_ended(&self, approval_id: &ApprovalId) -> Result<(), StoreError> {
+    pub async fn resume_ended(self, approval_id: &ApprovalId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM resumes_in_flight WHERE approval_id = $1")
             .bind(approval_id)
-            .execute(&self.pool)
+            .execute(&self.db.pool)
             .await?;
         Ok(())
     }
@@ -58,15 +58,15 @@ impl Store {
     /// Takes the marks of `gone` (a process that is gone): each is removed
     /// by one taker, who tells its chat.
     pub async fn take_interrupted_resumes(
-        &self,
-        gone: &str,
+        self,
+        gone: &ProcessId,
     ) -> Result<Vec<InterruptedResume>, StoreError> {
         let rows = sqlx::query(
             "DELETE FROM resumes_in_flight WHERE owner = $1
              RETURNING approval_id, conversation, tool, allowed",
         )
         .bind(gone)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {

@@ -2,10 +2,8 @@
 //! compaction summary, the memory-extraction watermark, and the archived
 //! (compacted) messages.
 
-use super::{ms, now as now_ms, SessionId, SessionKey, Store, StoreError};
-use crate::llm::Message;
+use super::{ms, now as now_ms, SessionId, SessionKey, Sessions, StoreError};
 use chrono::{DateTime, Utc};
-use sqlx::any::AnyRow;
 use sqlx::Row;
 use switchboard_platform::{ChatId, Platform, ThreadId, UserId};
 
@@ -46,13 +44,6 @@ impl StateDoc {
     }
 }
 
-fn message(row: &AnyRow) -> Result<(i64, Message), StoreError> {
-    let payload: String = row.try_get("payload")?;
-    let m = serde_json::from_str(&payload)
-        .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?;
-    Ok((row.try_get("id")?, m))
-}
-
 /// A session's key from its row (`platform`, `chat_id`, `thread_id` — 0 for
 /// none — and `user_id`).
 pub(super) fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreError> {
@@ -67,23 +58,23 @@ pub(super) fn key_from_row(r: &sqlx::any::AnyRow) -> Result<SessionKey, StoreErr
     })
 }
 
-impl Store {
+impl Sessions<'_> {
     /// The key of a session by id (who owns it, where it is).
-    pub async fn session_key(&self, session: &SessionId) -> Result<Option<SessionKey>, StoreError> {
+    pub async fn key(self, session: &SessionId) -> Result<Option<SessionKey>, StoreError> {
         let row =
             sqlx::query("SELECT platform, chat_id, thread_id, user_id FROM sessions WHERE id = $1")
                 .bind(session)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.db.pool)
                 .await?;
         row.as_ref().map(key_from_row).transpose()
     }
 
-    pub async fn session_state(&self, session: &SessionId) -> Result<SessionState, StoreError> {
+    pub async fn state(self, session: &SessionId) -> Result<SessionState, StoreError> {
         let row = sqlx::query(
             "SELECT task_state, execution_state, summary, extracted_through FROM session_state WHERE session_id = $1",
         )
         .bind(session)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         let Some(row) = row else {
             return Ok(SessionState::default());
@@ -97,8 +88,8 @@ impl Store {
     }
 
     /// Writes (or with `None` clears) one document of a session's state.
-    pub async fn set_session_doc(
-        &self,
+    pub async fn set_doc(
+        self,
         session: &SessionId,
         doc: StateDoc,
         value: Option<&str>,
@@ -111,134 +102,28 @@ impl Store {
         .bind(session)
         .bind(value)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Forgets the task state, execution state and summary (`/clear`).
-    pub async fn clear_session_state(&self, session: &SessionId) -> Result<(), StoreError> {
+    pub async fn clear_state(self, session: &SessionId) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE session_state SET task_state = NULL, execution_state = NULL, summary = NULL, updated_at = $2
              WHERE session_id = $1",
         )
         .bind(session)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
-        Ok(())
-    }
-
-    /// The last `limit` live (not archived) messages with their ids, oldest first.
-    pub async fn live_history(
-        &self,
-        session: &SessionId,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND archived = 0
-             ORDER BY id DESC LIMIT $2) AS recent ORDER BY id ASC",
-        )
-        .bind(session)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// Messages with ids in `from..=to` (archived ones included), oldest first.
-    pub async fn messages_between(
-        &self,
-        session: &SessionId,
-        from: i64,
-        to: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM messages WHERE session_id = $1 AND id >= $2 AND id <= $3 ORDER BY id ASC LIMIT $4",
-        )
-        .bind(session)
-        .bind(from)
-        .bind(to)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// The last `limit` messages up to `through` (archived ones included), oldest first.
-    pub async fn messages_through(
-        &self,
-        session: &SessionId,
-        through: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Message)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, payload FROM (SELECT id, payload FROM messages WHERE session_id = $1 AND id <= $2
-             ORDER BY id DESC LIMIT $3) AS recent ORDER BY id ASC",
-        )
-        .bind(session)
-        .bind(through)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(message).collect()
-    }
-
-    /// Records a compaction: archives history messages up to `through` and the
-    /// first `folded_new` of the session's `new_count` latest messages, and
-    /// stores the summary that now stands for them.
-    pub async fn fold_history(
-        &self,
-        session: &SessionId,
-        through: Option<i64>,
-        new_count: usize,
-        folded_new: usize,
-        summary: &str,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        let mut last = through;
-        if folded_new > 0 {
-            let ids: Vec<i64> = sqlx::query_scalar(
-                "SELECT id FROM messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-            )
-            .bind(session)
-            .bind(i64::try_from(new_count).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await?;
-            // `ids` is newest first: the folded ones are the oldest of them.
-            if let Some(id) = ids
-                .len()
-                .checked_sub(folded_new.min(ids.len()))
-                .and_then(|i| ids.get(i))
-            {
-                last = Some(last.map_or(*id, |l| l.max(*id)));
-            }
-        }
-        if let Some(last) = last {
-            sqlx::query("UPDATE messages SET archived = 1 WHERE session_id = $1 AND id <= $2")
-                .bind(session)
-                .bind(last)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(
-            "INSERT INTO session_state (session_id, summary, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
-        )
-        .bind(session)
-        .bind(summary)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
         Ok(())
     }
 
     /// Sessions quiet since `before` with messages newer than their extraction
     /// watermark, except those another process is extracting (lease unexpired at `now`).
-    pub async fn idle_sessions(
-        &self,
+    pub async fn idle(
+        self,
         before: DateTime<Utc>,
         now: DateTime<Utc>,
         limit: u32,
@@ -255,7 +140,7 @@ impl Store {
         .bind(ms(before))
         .bind(ms(now))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter()
             .map(|r| {
@@ -274,7 +159,7 @@ impl Store {
     /// watermark is already there or another claim's lease has not run out at
     /// `now` (a claimant that died stops blocking once its lease expires).
     pub async fn claim_extraction(
-        &self,
+        self,
         idle: &IdleSession,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
@@ -291,16 +176,16 @@ impl Store {
         .bind(now_ms())
         .bind(idle.last_message)
         .bind(ms(now))
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(claimed.rows_affected() == 1)
     }
 
-    /// Ends a claim of [`Store::claim_extraction`]: moves the watermark forward to
+    /// Ends a claim of [`Sessions::claim_extraction`]: moves the watermark forward to
     /// `through` and releases the lease, unless it has meanwhile passed to
     /// another claimant (whose lease is `lease_until` no longer).
     pub async fn finish_extraction(
-        &self,
+        self,
         session: &SessionId,
         through: i64,
         lease_until: DateTime<Utc>,
@@ -316,14 +201,14 @@ impl Store {
         .bind(through)
         .bind(ms(lease_until))
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Moves the extraction watermark of a session forward to `through`.
     pub async fn set_extracted_through(
-        &self,
+        self,
         session: &SessionId,
         through: i64,
     ) -> Result<(), StoreError> {
@@ -336,7 +221,7 @@ impl Store {
         .bind(session)
         .bind(through)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -345,6 +230,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Message;
     use crate::store::test_store;
 
     fn key(user: i64) -> SessionKey {
@@ -359,25 +245,31 @@ mod tests {
     #[tokio::test]
     async fn documents_are_written_and_cleared() {
         let (store, _dir) = test_store().await;
-        let s = store.session(&key(1)).await.unwrap();
-        assert_eq!(store.session_key(&s).await.unwrap(), Some(key(1)));
+        let s = store.sessions().open(&key(1)).await.unwrap();
+        assert_eq!(store.sessions().key(&s).await.unwrap(), Some(key(1)));
         store
-            .set_session_doc(&s, StateDoc::Task, Some("{\"goal\":1}"))
+            .sessions()
+            .set_doc(&s, StateDoc::Task, Some("{\"goal\":1}"))
             .await
             .unwrap();
         store
-            .set_session_doc(&s, StateDoc::Execution, Some("{}"))
+            .sessions()
+            .set_doc(&s, StateDoc::Execution, Some("{}"))
             .await
             .unwrap();
-        store.set_extracted_through(&s, 12).await.unwrap();
-        store.set_extracted_through(&s, 3).await.unwrap();
-        let st = store.session_state(&s).await.unwrap();
+        store
+            .sessions()
+            .set_extracted_through(&s, 12)
+            .await
+            .unwrap();
+        store.sessions().set_extracted_through(&s, 3).await.unwrap();
+        let st = store.sessions().state(&s).await.unwrap();
         assert_eq!(
             (st.task_state.as_deref(), st.extracted_through),
             (Some("{\"goal\":1}"), 12)
         );
-        store.clear_session_state(&s).await.unwrap();
-        let st = store.session_state(&s).await.unwrap();
+        store.sessions().clear_state(&s).await.unwrap();
+        let st = store.sessions().state(&s).await.unwrap();
         assert_eq!(
             (st.task_state, st.execution_state, st.extracted_through),
             (None, None, 12)
@@ -387,24 +279,27 @@ mod tests {
     #[tokio::test]
     async fn folding_archives_history_and_the_first_new_messages() {
         let (store, _dir) = test_store().await;
-        let s = store.session(&key(1)).await.unwrap();
+        let s = store.sessions().open(&key(1)).await.unwrap();
         let old: Vec<Message> = (0..4).map(|i| Message::user(format!("old{i}"))).collect();
-        store.append_messages(&s, &old).await.unwrap();
+        store.history().append(&s, &old).await.unwrap();
         let ids: Vec<i64> = store
-            .live_history(&s, 10)
+            .history()
+            .live(&s, 10)
             .await
             .unwrap()
             .iter()
             .map(|(id, _)| *id)
             .collect();
         let new: Vec<Message> = (0..3).map(|i| Message::user(format!("new{i}"))).collect();
-        store.append_messages(&s, &new).await.unwrap();
+        store.history().append(&s, &new).await.unwrap();
         store
-            .fold_history(&s, Some(ids[3]), 3, 1, "the summary")
+            .history()
+            .fold(&s, Some(ids[3]), 3, 1, "the summary")
             .await
             .unwrap();
         let live: Vec<String> = store
-            .live_history(&s, 10)
+            .history()
+            .live(&s, 10)
             .await
             .unwrap()
             .into_iter()
@@ -412,17 +307,18 @@ mod tests {
             .collect();
         assert_eq!(live, ["new1", "new2"]);
         assert_eq!(
-            store.history(&s, 10).await.unwrap().len(),
+            store.history().recent(&s, 10).await.unwrap().len(),
             2,
             "history() shows live messages only"
         );
         assert_eq!(
-            store.session_state(&s).await.unwrap().summary.as_deref(),
+            store.sessions().state(&s).await.unwrap().summary.as_deref(),
             Some("the summary")
         );
         assert_eq!(
             store
-                .messages_through(&s, i64::MAX, 40)
+                .history()
+                .through(&s, i64::MAX, 40)
                 .await
                 .unwrap()
                 .len(),
@@ -434,32 +330,39 @@ mod tests {
     #[tokio::test]
     async fn idle_sessions_are_those_quiet_with_unextracted_messages() {
         let (store, _dir) = test_store().await;
-        let a = store.session(&key(1)).await.unwrap();
-        let b = store.session(&key(2)).await.unwrap();
+        let a = store.sessions().open(&key(1)).await.unwrap();
+        let b = store.sessions().open(&key(2)).await.unwrap();
         store
-            .append_messages(&a, &[Message::user("hi")])
+            .history()
+            .append(&a, &[Message::user("hi")])
             .await
             .unwrap();
         store
-            .append_messages(&b, &[Message::user("yo")])
+            .history()
+            .append(&b, &[Message::user("yo")])
             .await
             .unwrap();
         let later = Utc::now() + chrono::Duration::minutes(1);
-        let idle = store.idle_sessions(later, later, 10).await.unwrap();
+        let idle = store.sessions().idle(later, later, 10).await.unwrap();
         assert_eq!(idle.len(), 2);
         let a_last = idle
             .iter()
             .find(|i| i.session == a)
             .map(|i| i.last_message)
             .unwrap();
-        store.set_extracted_through(&a, a_last).await.unwrap();
-        let idle = store.idle_sessions(later, later, 10).await.unwrap();
+        store
+            .sessions()
+            .set_extracted_through(&a, a_last)
+            .await
+            .unwrap();
+        let idle = store.sessions().idle(later, later, 10).await.unwrap();
         assert_eq!(
             idle.iter().map(|i| i.key.user).collect::<Vec<_>>(),
             [UserId(2)]
         );
         assert!(store
-            .idle_sessions(Utc::now() - chrono::Duration::minutes(1), Utc::now(), 10)
+            .sessions()
+            .idle(Utc::now() - chrono::Duration::minutes(1), Utc::now(), 10)
             .await
             .unwrap()
             .is_empty());
@@ -468,69 +371,85 @@ mod tests {
     #[tokio::test]
     async fn one_claim_wins_until_its_lease_runs_out() {
         let (store, _dir) = test_store().await;
-        let a = store.session(&key(1)).await.unwrap();
+        let a = store.sessions().open(&key(1)).await.unwrap();
         store
-            .append_messages(&a, &[Message::user("hi")])
+            .history()
+            .append(&a, &[Message::user("hi")])
             .await
             .unwrap();
         let t = Utc::now() + chrono::Duration::minutes(1);
         let lease = chrono::Duration::minutes(10);
-        let idle = store.idle_sessions(t, t, 10).await.unwrap().remove(0);
-        assert!(store.claim_extraction(&idle, t, t + lease).await.unwrap());
+        let idle = store.sessions().idle(t, t, 10).await.unwrap().remove(0);
+        assert!(store
+            .sessions()
+            .claim_extraction(&idle, t, t + lease)
+            .await
+            .unwrap());
         assert!(
-            !store.claim_extraction(&idle, t, t + lease).await.unwrap(),
+            !store
+                .sessions()
+                .claim_extraction(&idle, t, t + lease)
+                .await
+                .unwrap(),
             "the second claimant loses"
         );
         assert!(
-            store.idle_sessions(t, t, 10).await.unwrap().is_empty(),
+            store.sessions().idle(t, t, 10).await.unwrap().is_empty(),
             "a claimed session is not listed while its lease holds"
         );
         // The claimant died: after the lease, another process may claim it.
         let later = t + lease;
         assert_eq!(
-            store.idle_sessions(t, later, 10).await.unwrap(),
+            store.sessions().idle(t, later, 10).await.unwrap(),
             std::slice::from_ref(&idle)
         );
         assert!(store
+            .sessions()
             .claim_extraction(&idle, later, later + lease)
             .await
             .unwrap());
         // The first claimant finishing late moves the watermark but leaves the
         // new claimant's lease in place: a newer message cannot be claimed yet.
         store
+            .sessions()
             .finish_extraction(&a, idle.last_message, t + lease)
             .await
             .unwrap();
         store
-            .append_messages(&a, &[Message::user("more")])
+            .history()
+            .append(&a, &[Message::user("more")])
             .await
             .unwrap();
-        let (newest, _) = store.live_history(&a, 1).await.unwrap().remove(0);
+        let (newest, _) = store.history().live(&a, 1).await.unwrap().remove(0);
         let newer = IdleSession {
             last_message: newest,
             ..idle.clone()
         };
         assert!(!store
+            .sessions()
             .claim_extraction(&newer, later, later + lease)
             .await
             .unwrap());
         store
+            .sessions()
             .finish_extraction(&a, idle.last_message, later + lease)
             .await
             .unwrap();
         assert_eq!(
-            store.session_state(&a).await.unwrap().extracted_through,
+            store.sessions().state(&a).await.unwrap().extracted_through,
             idle.last_message
         );
         let much_later = later + lease * 2;
         assert!(
             !store
+                .sessions()
                 .claim_extraction(&idle, much_later, much_later + lease)
                 .await
                 .unwrap(),
             "an extracted stretch is never claimed again"
         );
         assert!(store
+            .sessions()
             .claim_extraction(&newer, later, later + lease)
             .await
             .unwrap());

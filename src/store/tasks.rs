@@ -1,7 +1,7 @@
 //! Background task rows: status, progress and results.
 
 use super::{dt, ms, now, Store, StoreError};
-use crate::domain::{SessionId, TaskId};
+use crate::domain::{ProcessId, SessionId, TaskId};
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use switchboard_platform::{ChatAddress, MessageId};
@@ -207,7 +207,7 @@ impl Tasks<'_> {
     /// their row says.
     pub async fn interrupt_orphaned(
         self,
-        gone: &[String],
+        gone: &[ProcessId],
         alive: &[TaskId],
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let mut next = 2;
@@ -332,7 +332,7 @@ pub(super) fn task_from_row(r: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreEr
 /// The insert of a new task row (also run inside a capped transaction).
 pub(super) fn insert_task_query(
     t: &TaskRecord,
-    owner: Option<&str>,
+    owner: Option<&ProcessId>,
 ) -> Result<sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments<'static>>, StoreError> {
     let chat = serde_json::to_string(&t.chat).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     Ok(sqlx::query(
@@ -349,7 +349,7 @@ pub(super) fn insert_task_query(
     .bind(t.notify.as_str())
     // Never lapsing for an earlier version reading leases.
     .bind(i64::MAX / 4)
-    .bind(owner.map(str::to_owned)))
+    .bind(owner.cloned()))
 }
 
 #[cfg(test)]
@@ -385,7 +385,7 @@ mod tests {
     async fn tasks_of_gone_processes_are_interrupted_once_and_live_ones_spared() {
         let (store, _dir) = test_store().await;
         for (id, owner) in [("mine", "me"), ("theirs", "dead"), ("peer", "alive")] {
-            insert_task_query(&task(id), Some(owner))
+            insert_task_query(&task(id), Some(&ProcessId::named(owner)))
                 .unwrap()
                 .execute(&store.pool)
                 .await
@@ -394,7 +394,10 @@ mod tests {
         store.tasks().insert(&task("nobody")).await.unwrap();
         let interrupted = store
             .tasks()
-            .interrupt_orphaned(&["dead".into(), "me".into()], &["mine".parse().unwrap()])
+            .interrupt_orphaned(
+                &[ProcessId::named("dead"), ProcessId::named("me")],
+                &["mine".parse().unwrap()],
+            )
             .await
             .unwrap();
         let mut ids: Vec<_> = interrupted.iter().map(|t| t.id.as_str()).collect();
@@ -402,7 +405,7 @@ mod tests {
         assert_eq!(ids, ["nobody", "theirs"]);
         assert!(store
             .tasks()
-            .interrupt_orphaned(&["dead".into()], &[])
+            .interrupt_orphaned(&[ProcessId::named("dead")], &[])
             .await
             .unwrap()
             .is_empty());

@@ -6,6 +6,12 @@ use crate::llm::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+/// Paused turns (checkpoints waiting for a decision or an answer) and their resumes (`store.turns()`).
+#[derive(Debug, Clone, Copy)]
+pub struct PausedTurns<'a> {
+    pub(super) db: &'a Store,
+}
+
 /// A turn paused on an approval.
 #[derive(Debug, Clone)]
 pub struct TurnState {
@@ -102,8 +108,8 @@ fn turn_from_row(r: &sqlx::any::AnyRow) -> Result<TurnState, StoreError> {
     })
 }
 
-impl Store {
-    pub async fn save_turn_state(&self, t: &TurnState) -> Result<(), StoreError> {
+impl PausedTurns<'_> {
+    pub async fn save(self, t: &TurnState) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO turn_states (id, session_id, approval_id, origin, messages, new_from, remaining, context, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -117,31 +123,28 @@ impl Store {
         .bind(json(&t.remaining)?)
         .bind(json(&t.context)?)
         .bind(super::now())
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
 
     /// Takes the paused turn waiting for `approval_id`: one atomic delete, so
     /// exactly one process (or one waiter) gets to resume it.
-    pub async fn claim_turn_state(
-        &self,
-        approval_id: &ApprovalId,
-    ) -> Result<Option<TurnState>, StoreError> {
+    pub async fn claim(self, approval_id: &ApprovalId) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(&format!(
             "DELETE FROM turn_states WHERE approval_id = $1 RETURNING {TURN_COLUMNS}"
         ))
         .bind(approval_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.as_ref().map(turn_from_row).transpose()
     }
 
     /// Takes the paused turn waiting for `approval_id` unless that approval was
     /// sent back for editing (then the requester's next message takes it):
-    /// one atomic delete, like [`Store::claim_turn_state`].
-    pub async fn claim_decided_turn(
-        &self,
+    /// one atomic delete, like [`PausedTurns::claim`].
+    pub async fn claim_decided(
+        self,
         approval_id: &ApprovalId,
     ) -> Result<Option<TurnState>, StoreError> {
         let row = sqlx::query(&format!(
@@ -150,20 +153,20 @@ impl Store {
              RETURNING {TURN_COLUMNS}"
         ))
         .bind(approval_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.as_ref().map(turn_from_row).transpose()
     }
 
     /// Where the turn paused on `approval_id` belongs, without claiming it (to
     /// queue its resumption in the right session). One indexed read.
-    pub async fn paused_turn_origin(
-        &self,
+    pub async fn origin(
+        self,
         approval_id: &ApprovalId,
     ) -> Result<Option<Conversation>, StoreError> {
         let row = sqlx::query("SELECT origin FROM turn_states WHERE approval_id = $1")
             .bind(approval_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.db.pool)
             .await?;
         let Some(r) = row else { return Ok(None) };
         let origin: String = r.try_get("origin")?;
@@ -173,7 +176,7 @@ impl Store {
     /// The approval of `session` sent back for editing whose paused turn waits
     /// for the requester's next message (the new arguments).
     pub async fn awaited_edit(
-        &self,
+        self,
         session_id: &SessionId,
     ) -> Result<Option<ApprovalId>, StoreError> {
         let row = sqlx::query(
@@ -181,7 +184,7 @@ impl Store {
              WHERE t.session_id = $1 AND a.status = 'edited' LIMIT 1",
         )
         .bind(session_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         row.map(|r| r.try_get("approval_id"))
             .transpose()
@@ -192,7 +195,7 @@ impl Store {
     /// `cutoff` whose turn still waits), returning their ids: their turns
     /// resume with the expiry. The conditional update makes one process the
     /// expirer.
-    pub async fn expire_stale_edits(&self, cutoff: i64) -> Result<Vec<ApprovalId>, StoreError> {
+    pub async fn expire_stale_edits(self, cutoff: i64) -> Result<Vec<ApprovalId>, StoreError> {
         let rows = sqlx::query(
             "UPDATE approvals SET status = 'expired'
              WHERE status = 'edited' AND decided_at <= $1
@@ -200,7 +203,7 @@ impl Store {
              RETURNING id",
         )
         .bind(cutoff)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
@@ -208,19 +211,19 @@ impl Store {
     /// Approvals already decided (or expired) whose paused turn nobody claimed —
     /// the process that should have resumed it died in between. An edit waits
     /// for the requester's message instead.
-    pub async fn orphaned_turns(&self) -> Result<Vec<ApprovalId>, StoreError> {
+    pub async fn orphaned(self) -> Result<Vec<ApprovalId>, StoreError> {
         let rows = sqlx::query(
             "SELECT t.approval_id FROM turn_states t JOIN approvals a ON a.id = t.approval_id
              WHERE a.status NOT IN ('pending', 'edited')",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.db.pool)
         .await?;
         rows.iter().map(|r| Ok(r.try_get("approval_id")?)).collect()
     }
 
     /// Marks the session as waiting for the answer to `question` (or clears it).
     pub async fn set_waiting_question(
-        &self,
+        self,
         key: &SessionKey,
         question: Option<&str>,
     ) -> Result<(), StoreError> {
@@ -233,7 +236,7 @@ impl Store {
         .bind(key.chat.0)
         .bind(key.thread.map_or(0, |t| t.0))
         .bind(key.user.0)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok(())
     }
@@ -241,7 +244,7 @@ impl Store {
     /// Takes the question the session waits on, clearing it (one answer per
     /// question: the conditional update lets only one taker win).
     pub async fn take_waiting_question(
-        &self,
+        self,
         key: &SessionKey,
     ) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(
@@ -252,7 +255,7 @@ impl Store {
         .bind(key.chat.0)
         .bind(key.thread.map_or(0, |t| t.0))
         .bind(key.user.0)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         let Some(r) = row else { return Ok(None) };
         let (id, question): (String, String) = (r.try_get("id")?, r.try_get("waiting_question")?);
@@ -261,14 +264,14 @@ impl Store {
         )
         .bind(&id)
         .bind(&question)
-        .execute(&self.pool)
+        .execute(&self.db.pool)
         .await?;
         Ok((done.rows_affected() == 1).then_some(question))
     }
 
     /// Whether the session waits for the user: the answer to a question, or
     /// the edit of an approval (without taking it).
-    pub async fn is_waiting(&self, key: &SessionKey) -> Result<bool, StoreError> {
+    pub async fn is_waiting(self, key: &SessionKey) -> Result<bool, StoreError> {
         let row = sqlx::query(
             "SELECT 1 FROM sessions s WHERE platform = $1 AND chat_id = $2 AND thread_id = $3 AND user_id = $4
              AND (waiting_question IS NOT NULL OR EXISTS (
@@ -279,7 +282,7 @@ impl Store {
         .bind(key.chat.0)
         .bind(key.thread.map_or(0, |t| t.0))
         .bind(key.user.0)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.db.pool)
         .await?;
         Ok(row.is_some())
     }
@@ -347,9 +350,9 @@ mod tests {
                 }),
             },
         };
-        store.save_turn_state(&state).await.unwrap();
+        store.turns().save(&state).await.unwrap();
         let id: ApprovalId = "a1".parse().unwrap();
-        let (a, b) = tokio::join!(store.claim_turn_state(&id), store.claim_turn_state(&id));
+        let (a, b) = tokio::join!(store.turns().claim(&id), store.turns().claim(&id));
         let claimed: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
         assert_eq!(claimed.len(), 1);
         assert_eq!(claimed[0].remaining[0].id, "c1");
@@ -366,16 +369,25 @@ mod tests {
     async fn a_waiting_question_is_taken_once() {
         let (store, _dir) = test_store().await;
         let key = origin().key;
-        store.session(&key).await.unwrap();
+        store.sessions().open(&key).await.unwrap();
         store
+            .turns()
             .set_waiting_question(&key, Some("Which branch?"))
             .await
             .unwrap();
-        assert!(store.is_waiting(&key).await.unwrap());
+        assert!(store.turns().is_waiting(&key).await.unwrap());
         assert_eq!(
-            store.take_waiting_question(&key).await.unwrap().as_deref(),
+            store
+                .turns()
+                .take_waiting_question(&key)
+                .await
+                .unwrap()
+                .as_deref(),
             Some("Which branch?")
         );
-        assert_eq!(store.take_waiting_question(&key).await.unwrap(), None);
+        assert_eq!(
+            store.turns().take_waiting_question(&key).await.unwrap(),
+            None
+        );
     }
 }

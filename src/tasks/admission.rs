@@ -23,7 +23,7 @@ pub enum StartError {
 pub(super) async fn admit(
     store: &Store,
     record: &TaskRecord,
-    owner: &str,
+    owner: &crate::domain::ProcessId,
     origin: &TaskOrigin,
     cap: usize,
 ) -> Result<(), StartError> {

@@ -97,7 +97,7 @@ pub struct TaskManager {
     shutdown: CancellationToken,
     busy: Busy,
     /// This process's id: the owner recorded on the tasks it runs.
-    owner: String,
+    owner: crate::domain::ProcessId,
 }
 
 impl TaskManager {
@@ -108,7 +108,7 @@ impl TaskManager {
         busy: Busy,
         per_session: usize,
         per_user: usize,
-        owner: String,
+        owner: crate::domain::ProcessId,
     ) -> Arc<TaskManager> {
         Arc::new(TaskManager {
             owner,

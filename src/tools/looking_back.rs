@@ -125,7 +125,12 @@ fn storage(e: impl std::fmt::Display) -> ToolError {
 
 /// The user of the calling session, whose notes and ratings may be read.
 async fn owner(store: &Store, ctx: &ToolContext) -> Result<MemoryOwner, ToolError> {
-    match store.session_key(&ctx.session_id).await.map_err(storage)? {
+    match store
+        .sessions()
+        .key(&ctx.session_id)
+        .await
+        .map_err(storage)?
+    {
         Some(key) => Ok(MemoryOwner::of(&key)),
         None => Err(ToolError::failed("only available inside a chat session")),
     }
@@ -254,7 +259,8 @@ impl ChatHistoryTool {
         loop {
             let rows = self
                 .store
-                .history_newest_first(&ctx.session_id, window, BATCH)
+                .history()
+                .newest_first(&ctx.session_id, window, BATCH)
                 .await
                 .map_err(storage)?;
             let Some(last) = rows.last() else {
@@ -398,7 +404,8 @@ impl Tool for ReflectionsTool {
         let limit = args.limit.unwrap_or(5).clamp(1, MAX_LISTED);
         let notes = self
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], limit, Utc::now())
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], limit, Utc::now())
             .await
             .map_err(storage)?;
         if notes.is_empty() {
@@ -449,6 +456,7 @@ impl Tool for FeedbackTool {
         // Read enough to fill `limit` after the filter.
         let rated = self
             .store
+            .memories()
             .rated_feedback(owner, MAX_LISTED * 5)
             .await
             .map_err(storage)?;

@@ -115,7 +115,7 @@ async fn owner(book: &MemoryBook, ctx: &ToolContext) -> Result<MemoryOwner, Tool
             "long-term memory is disabled on this gateway",
         ));
     }
-    match book.store().session_key(&ctx.session_id).await {
+    match book.store().sessions().key(&ctx.session_id).await {
         Ok(Some(key)) => Ok(MemoryOwner::of(&key)),
         Ok(None) => Err(ToolError::failed(
             "memory is only available inside a chat session",

@@ -92,7 +92,7 @@ fn update_spec() -> ToolSpec {
 
 /// The user whose ledger a call may touch: the owner of the calling session.
 async fn owner(store: &Store, ctx: &ToolContext) -> Result<MemoryOwner, ToolError> {
-    match store.session_key(&ctx.session_id).await {
+    match store.sessions().key(&ctx.session_id).await {
         Ok(Some(key)) => Ok(MemoryOwner::of(&key)),
         Ok(None) => Err(ToolError::failed(
             "the portfolio is only available inside a chat session",

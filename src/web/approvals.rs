@@ -176,7 +176,7 @@ pub(crate) async fn revoke_rule(
     form: axum::extract::Form<Form>,
 ) -> Result<Redirect, WebError> {
     csrf::check(&state.auth, &session, &form)?;
-    let done = state.store().revoke_any_rule(&id).await?;
+    let done = state.store().approvals().revoke_any_rule(&id).await?;
     state
         .audit("web.rule_revoke", json!({ "rule": id, "revoked": done }))
         .await;

@@ -132,7 +132,7 @@ pub(crate) async fn show(
     };
     let history = store.history_page(&id, per, skip).await?;
     let approvals = store.session_approvals(&id, PER_PAGE).await?;
-    let summary = store.session_state(&id).await?.summary;
+    let summary = store.sessions().state(&id).await?.summary;
     let plan = store.plans().of_session(&id).await?;
     let chrome = Chrome {
         csrf: csrf::token(&state.auth, &session.nonce),

@@ -314,7 +314,7 @@ pub(crate) async fn forget(
         return Err(WebError::NotFound);
     };
     let owner = MemoryOwner::new(platform, UserId(user));
-    let done = state.store().delete_memory(owner, id).await?;
+    let done = state.store().memories().delete(owner, id).await?;
     state
         .audit(
             "web.memory_forget",

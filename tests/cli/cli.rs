@@ -872,15 +872,20 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
     let elsewhere = MemoryOwner::new(Platform::Discord, UserId(42));
     let now = Utc::now();
     let short = memory(MemoryKind::Preference, "Prefers short answers.", 0.8);
-    let short_id = store.insert_memory(me, &short, &[], now).await.unwrap();
+    let short_id = store.memories().insert(me, &short, &[], now).await.unwrap();
     let cat = memory(MemoryKind::Fact, "Has a cat\ncalled Miso.", 0.55);
-    let cat_id = store.insert_memory(me, &cat, &[], now).await.unwrap();
-    store.touch_memories(me, &[cat_id], now).await.unwrap();
+    let cat_id = store.memories().insert(me, &cat, &[], now).await.unwrap();
+    store.memories().touch(me, &[cat_id], now).await.unwrap();
     let theirs = memory(MemoryKind::Preference, "Likes long essays.", 0.5);
-    let theirs_id = store.insert_memory(other, &theirs, &[], now).await.unwrap();
+    let theirs_id = store
+        .memories()
+        .insert(other, &theirs, &[], now)
+        .await
+        .unwrap();
     let discord = memory(MemoryKind::Fact, "Plays chess on Discord.", 0.5);
     store
-        .insert_memory(elsewhere, &discord, &[], now)
+        .memories()
+        .insert(elsewhere, &discord, &[], now)
         .await
         .unwrap();
     store.close().await;
@@ -944,8 +949,13 @@ async fn memory_lists_and_forgets_one_users_memories_only() {
     assert!(!done.stdout.contains("short answers"), "{done}");
 
     let store = env.store().await;
-    assert!(store.memory(me, short_id).await.unwrap().is_none());
-    assert!(store.memory(other, theirs_id).await.unwrap().is_some());
+    assert!(store.memories().get(me, short_id).await.unwrap().is_none());
+    assert!(store
+        .memories()
+        .get(other, theirs_id)
+        .await
+        .unwrap()
+        .is_some());
     let forgotten = store.audit().recent(20).await.unwrap();
     let event = forgotten
         .iter()

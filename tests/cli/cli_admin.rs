@@ -170,10 +170,11 @@ async fn approvals_pending_lists_the_open_cards_of_every_chat_only() {
     let decided = approval("cccccccc03", tg, "ls decided", Span::minutes(9));
     let expired = approval("dddddddd04", tg, "ls expired", Span::seconds(-1));
     for a in open.iter().chain([&decided, &expired]) {
-        store.insert_approval(a).await.unwrap();
+        store.approvals().insert(a).await.unwrap();
     }
     store
-        .decide_approval(
+        .approvals()
+        .decide(
             &decided.id,
             ApprovalStatus::Denied,
             None,

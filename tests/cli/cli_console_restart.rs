@@ -121,9 +121,9 @@ async fn a_restarted_console_shows_its_open_card_and_a_key_on_it_runs_the_comman
     let store = Store::open(&url).await.unwrap();
     let id = tokio::time::timeout(HANG, async {
         loop {
-            let pending = store.pending_approvals(chrono::Utc::now()).await.unwrap();
+            let pending = store.approvals().pending(chrono::Utc::now()).await.unwrap();
             if let Some(a) = pending.first() {
-                if store.paused_turn_origin(&a.id).await.unwrap().is_some() {
+                if store.turns().origin(&a.id).await.unwrap().is_some() {
                     return a.id.clone();
                 }
             }

@@ -10,7 +10,8 @@ use switchboard_platform::{Platform, UserId};
 
 async fn preferences(store: &Store, owner: MemoryOwner) -> Vec<String> {
     store
-        .memories_of(owner, &[MemoryKind::Preference], 10, Utc::now())
+        .memories()
+        .of(owner, &[MemoryKind::Preference], 10, Utc::now())
         .await
         .unwrap()
         .into_iter()
@@ -52,7 +53,8 @@ async fn identity_lock_and_restore_round_trip() {
         expires_at: None,
     };
     store
-        .insert_memory(owner, &pref, &[], Utc::now())
+        .memories()
+        .insert(owner, &pref, &[], Utc::now())
         .await
         .unwrap();
     store.close().await;
@@ -76,13 +78,15 @@ async fn identity_lock_and_restore_round_trip() {
         .await;
     let store = env.store().await;
     store
-        .delete_memories_of_kind(owner, MemoryKind::Preference)
+        .memories()
+        .delete_of_kind(owner, MemoryKind::Preference)
         .await
         .unwrap();
     let mut later = pref.clone();
     later.content = "The user likes limericks".into();
     store
-        .insert_memory(owner, &later, &[], Utc::now())
+        .memories()
+        .insert(owner, &later, &[], Utc::now())
         .await
         .unwrap();
     store.close().await;

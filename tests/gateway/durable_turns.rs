@@ -264,7 +264,8 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     first
         .running
         .store
-        .insert_memory(
+        .memories()
+        .insert(
             MemoryOwner::new(Platform::Console, UserId(1)),
             &NewMemory {
                 kind: MemoryKind::Fact,
@@ -337,7 +338,13 @@ async fn an_approval_pressed_after_a_restart_resumes_the_turn_on(db: &Db) {
     let session = session(&second, 1).await;
     let saved = async {
         loop {
-            let history = second.running.store.history(&session, 50).await.unwrap();
+            let history = second
+                .running
+                .store
+                .history()
+                .recent(&session, 50)
+                .await
+                .unwrap();
             if history
                 .iter()
                 .any(|m| m.content == "It printed resumed-after-restart.")
@@ -377,7 +384,7 @@ async fn session(i: &Instance, user: i64) -> switchboard::store::SessionId {
         thread: None,
         user: UserId(user),
     };
-    i.running.store.session(&key).await.unwrap()
+    i.running.store.sessions().open(&key).await.unwrap()
 }
 
 #[tokio::test]
@@ -423,7 +430,8 @@ async fn an_approval_that_lost_its_card_still_expires_after_a_restart_on(db: &Db
     let pending = second
         .running
         .store
-        .due_approvals(clock.now())
+        .approvals()
+        .due(clock.now())
         .await
         .unwrap();
     assert!(pending.is_empty(), "no approval stays pending: {pending:?}");
@@ -1054,7 +1062,10 @@ async fn a_task_left_running_by_a_dead_process_is_reported_after_restart_on(db: 
     store.tasks().insert(&task).await.unwrap();
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
-    sqlx::query("UPDATE tasks SET owner = 'a-process-that-died'")
+    // A process that died: its id names no live liveness claim.
+    let died = switchboard::domain::ProcessId::new();
+    sqlx::query("UPDATE tasks SET owner = $1")
+        .bind(died.as_str())
         .execute(&pool)
         .await
         .unwrap();
@@ -1112,6 +1123,7 @@ async fn an_always_rule_skips_the_card_until_revoked_on(db: &Db) {
     let rules = i
         .running
         .store
+        .approvals()
         .rules(Platform::Console, UserId(1))
         .await
         .unwrap();
@@ -1153,7 +1165,8 @@ async fn a_decision_nobody_resumed_is_picked_up_at_the_next_start_on(db: &Db) {
     first.stop().await;
     // A press was recorded by a process that died before resuming the turn.
     let decided = store
-        .decide_approval(
+        .approvals()
+        .decide(
             &card.approval_id(),
             switchboard::store::ApprovalStatus::Allowed,
             Some(&user(1)),
@@ -1269,7 +1282,7 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 thread: Some(switchboard_platform::ThreadId(chat * 10)),
                 user: UserId(7),
             };
-            sessions.push(stores[0].session(&key).await.unwrap());
+            sessions.push(stores[0].sessions().open(&key).await.unwrap());
         }
         let attempts = (0..40).map(|i| {
             let store = stores[i % 2].clone();
@@ -1295,7 +1308,13 @@ async fn per_user_caps_hold_across_two_processes_on_one_database() {
                 plan.session_id = session;
                 let t = store
                     .tasks()
-                    .insert_within_cap(&task, "test", Platform::Console, UserId(7), 5)
+                    .insert_within_cap(
+                        &task,
+                        &switchboard::domain::ProcessId::new(),
+                        Platform::Console,
+                        UserId(7),
+                        5,
+                    )
                     .await
                     .unwrap();
                 let s = store

@@ -227,7 +227,8 @@ async fn a_compaction_is_noted_above_the_answer() {
     }
     h.running
         .store
-        .append_messages(&session, &history)
+        .history()
+        .append(&session, &history)
         .await
         .unwrap();
     h.llm.set_responder(|request| {
@@ -340,7 +341,7 @@ async fn verbosity_is_stored_on_postgres_too() {
         thread: Some(switchboard_platform::ThreadId(7)),
         user: switchboard_platform::UserId(1),
     };
-    let session = store.session(&key).await.unwrap();
+    let session = store.sessions().open(&key).await.unwrap();
     assert_eq!(store.verbosity(&session).await.unwrap(), None);
     store.set_verbosity(&session, Some("full")).await.unwrap();
     store.set_verbosity(&session, Some("off")).await.unwrap();

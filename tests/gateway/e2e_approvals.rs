@@ -84,7 +84,8 @@ async fn allow_once_runs_the_command_and_feeds_its_output_back() {
     let record = h
         .running
         .store
-        .approval(&card.approval_id())
+        .approvals()
+        .get(&card.approval_id())
         .await
         .unwrap()
         .unwrap();
@@ -135,7 +136,8 @@ async fn an_unanswered_card_expires_and_the_model_is_told() {
     let record = h
         .running
         .store
-        .approval(&card.approval_id())
+        .approvals()
+        .get(&card.approval_id())
         .await
         .unwrap()
         .unwrap();
@@ -169,7 +171,8 @@ async fn the_default_ten_minutes_run_on_the_gateway_clock() {
     let record = h
         .running
         .store
-        .approval(&card.approval_id())
+        .approvals()
+        .get(&card.approval_id())
         .await
         .unwrap()
         .unwrap();
@@ -342,6 +345,7 @@ async fn always_creates_a_rule_that_skips_the_card_next_time() {
     let rules = h
         .running
         .store
+        .approvals()
         .rules(Platform::Console, UserId(1))
         .await
         .unwrap();
@@ -705,7 +709,8 @@ async fn a_press_carrying_a_cards_data_on_another_message_decides_nothing() {
     assert_eq!(
         h.running
             .store
-            .approval(&card.approval_id())
+            .approvals()
+            .get(&card.approval_id())
             .await
             .unwrap()
             .unwrap()
@@ -740,7 +745,8 @@ async fn an_edit_nobody_sends_expires_like_a_card() {
     let record = h
         .running
         .store
-        .approval(&card.approval_id())
+        .approvals()
+        .get(&card.approval_id())
         .await
         .unwrap()
         .unwrap();
@@ -849,7 +855,8 @@ async fn approval_presses_past_the_allowance_are_told_to_slow_down() {
     assert_eq!(
         h.running
             .store
-            .approval(&card.approval_id())
+            .approvals()
+            .get(&card.approval_id())
             .await
             .unwrap()
             .unwrap()

@@ -72,7 +72,13 @@ async fn a_plain_answer_streams_into_one_message_and_is_remembered() {
     assert_eq!(activities.last(), Some(&Activity::Idle));
 
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 10).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 10)
+        .await
+        .unwrap();
     let stored: Vec<(String, String)> = history
         .iter()
         .map(|m| (format!("{:?}", m.role), m.content.clone()))

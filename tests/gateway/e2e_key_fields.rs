@@ -71,7 +71,8 @@ async fn a_compacted_portfolio_view_keeps_its_holdings_verbatim() {
     let session = h.session(1, 1).await;
     h.running
         .store
-        .append_messages(&session, &history())
+        .history()
+        .append(&session, &history())
         .await
         .unwrap();
     h.llm.set_responder(|request| {

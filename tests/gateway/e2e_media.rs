@@ -103,7 +103,13 @@ async fn a_photo_with_a_caption_is_answered_from_what_the_model_sees() {
     .await;
     h.idle().await;
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 50).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 50)
+        .await
+        .unwrap();
     let images: Vec<_> = history.iter().flat_map(|m| m.images.iter()).collect();
     assert_eq!(images.len(), 1, "the image is referenced from history");
     assert!(images[0].data.is_none(), "never its bytes");

@@ -278,6 +278,7 @@ async fn a_request_to_change_rules_or_schedules_sees_them_as_they_are_now() {
     let h = Harness::start().await;
     h.running
         .store
+        .approvals()
         .add_rule(
             switchboard_platform::Platform::Console,
             switchboard_platform::UserId(1),

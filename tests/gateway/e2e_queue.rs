@@ -96,7 +96,13 @@ async fn collect_answers_the_messages_together_in_one_turn() {
     h.idle().await;
     assert_eq!(answers(&h), ["Echo: one + two + three"]);
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 50).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 50)
+        .await
+        .unwrap();
     let user_texts: Vec<String> = history
         .iter()
         .filter(|m| m.role == switchboard::llm::Role::User)

@@ -94,7 +94,13 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
             .await;
         h.idle().await;
         let session = h.session(1, 1).await;
-        let history = h.running.store.history(&session, 50).await.unwrap();
+        let history = h
+            .running
+            .store
+            .history()
+            .recent(&session, 50)
+            .await
+            .unwrap();
         let scaled = history
             .iter()
             .flat_map(|m| m.images.iter())
@@ -153,7 +159,7 @@ async fn scaled_photos_and_tool_images_are_swept_past_retention_and_kept_before(
         assert!(removed >= 3, "{removed}");
         for hash in all {
             assert!(!on_disk(hash), "{hash} swept ({url})");
-            assert!(!h.running.store.media_recorded(hash).await.unwrap());
+            assert!(!h.running.store.media().recorded(hash).await.unwrap());
         }
         h.stop().await;
     }
@@ -211,7 +217,7 @@ async fn leftovers_past_retention_go_fresh_ones_stay_and_a_missing_file_does_not
         // Recorded and in use, though its file is old.
         let used = leftover(&media_dir, b"a photo sent again", month);
         let used_hash = sha(b"a photo sent again");
-        store.media_touch(&inbound(&used_hash)).await.unwrap();
+        store.media().touch(&inbound(&used_hash)).await.unwrap();
 
         assert_eq!(media.sweep().await.unwrap(), 1, "{url}");
         assert!(!old.exists(), "an old leftover goes");
@@ -221,13 +227,13 @@ async fn leftovers_past_retention_go_fresh_ones_stay_and_a_missing_file_does_not
         // A recorded file someone already deleted: forgotten, and the sweep
         // goes on to the next.
         let gone = sha(b"deleted by hand");
-        store.media_touch(&inbound(&gone)).await.unwrap();
+        store.media().touch(&inbound(&gone)).await.unwrap();
         let removed = media
             .sweep_at(now_ms() + RETENTION_MS + DAY_MS)
             .await
             .unwrap();
         assert_eq!(removed, 2, "the used file and the now old leftover ({url})");
-        assert!(!store.media_recorded(&gone).await.unwrap());
+        assert!(!store.media().recorded(&gone).await.unwrap());
         assert!(!used.exists() && !fresh.exists());
         assert!(other.exists());
     }

@@ -232,7 +232,13 @@ async fn an_approved_command_printing_the_key_shows_redacted_to_the_model_histor
         "the model sees the output with the keys redacted: {result}"
     );
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 100).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 100)
+        .await
+        .unwrap();
     let history = serde_json::to_string(&history).unwrap();
     assert!(history.contains("[REDACTED]"), "{history}");
     let traces: Vec<String> = files_under(&h.data_dir().join("scratchpad"))
@@ -300,7 +306,13 @@ async fn a_key_the_model_echoes_shows_redacted_in_the_chat_even_split_across_del
         );
     }
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 100).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 100)
+        .await
+        .unwrap();
     let history = serde_json::to_string(&history).unwrap();
     assert!(!history.contains(key), "{history}");
 }
@@ -326,7 +338,13 @@ async fn a_tool_call_carrying_the_key_runs_with_it_redacted() {
     let written = std::fs::read_to_string(h.workspace().join("out.txt")).unwrap();
     assert_eq!(written, "[REDACTED]\n", "the command ran without the key");
     let session = h.session(1, 1).await;
-    let history = h.running.store.history(&session, 100).await.unwrap();
+    let history = h
+        .running
+        .store
+        .history()
+        .recent(&session, 100)
+        .await
+        .unwrap();
     let history = serde_json::to_string(&history).unwrap();
     assert!(!history.contains(key), "{history}");
 }

@@ -71,7 +71,7 @@ async fn approve_in_the_console_runs_the_tool_edits_the_card_and_wins_once() {
     );
     let requests = h.requests(2).await;
     assert!(tool_result(&requests[1], "call_exec").starts_with("exit code: 0"));
-    let record = h.running.store.approval(&id).await.unwrap().unwrap();
+    let record = h.running.store.approvals().get(&id).await.unwrap().unwrap();
     assert_eq!(record.status, ApprovalStatus::Allowed);
     assert_eq!(record.decided_by_name.as_deref(), Some("web operator"));
 
@@ -149,6 +149,7 @@ async fn rules_pairings_memories_tasks_and_schedules_are_changed_and_audited() {
     let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
 
     store
+        .approvals()
         .add_rule(
             Platform::Telegram,
             UserId(5),
@@ -164,7 +165,7 @@ async fn rules_pairings_memories_tasks_and_schedules_are_changed_and_audited() {
         .post_from("/approvals", &format!("/rules/{rule_id}/revoke"), &[])
         .await;
     assert_eq!(r.location(), "/approvals?flash=revoked");
-    assert!(store.all_rules().await.unwrap().is_empty());
+    assert!(store.approvals().all_rules().await.unwrap().is_empty());
 
     let (code, _) = store
         .pairing_code(
@@ -202,7 +203,8 @@ async fn rules_pairings_memories_tasks_and_schedules_are_changed_and_audited() {
         expires_at: None,
     };
     let mid = store
-        .insert_memory(owner, &memory, &["tea".into()], chrono::Utc::now())
+        .memories()
+        .insert(owner, &memory, &["tea".into()], chrono::Utc::now())
         .await
         .unwrap();
     assert!(c.get("/users").await.body.contains("likes tea"));

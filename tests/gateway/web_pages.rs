@@ -85,7 +85,7 @@ async fn lists_are_paged_and_bounded() {
     let h = console().await;
     let store = &h.running.store;
     for user in 0..53 {
-        store.session(&key(1000 + user)).await.unwrap();
+        store.sessions().open(&key(1000 + user)).await.unwrap();
     }
     let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
     let first = c.get("/conversations").await.body;
@@ -122,9 +122,9 @@ async fn lists_are_paged_and_bounded() {
         assert_eq!(c.get(bad).await.status, StatusCode::BAD_REQUEST, "{bad}");
     }
     // A conversation page holds at most 500 messages.
-    let session = store.session(&key(7)).await.unwrap();
+    let session = store.sessions().open(&key(7)).await.unwrap();
     let msgs: Vec<Message> = (0..120).map(|i| Message::user(format!("n{i}"))).collect();
-    store.append_messages(&session, &msgs).await.unwrap();
+    store.history().append(&session, &msgs).await.unwrap();
     let page = c
         .get(&format!("/conversations/{}", session.as_str()))
         .await
@@ -146,7 +146,7 @@ async fn lists_are_paged_and_bounded() {
 async fn hostile_and_secret_text_is_escaped_and_masked() {
     let h = console().await;
     let store = &h.running.store;
-    let session = store.session(&key(42)).await.unwrap();
+    let session = store.sessions().open(&key(42)).await.unwrap();
     let mut call = Message::assistant("I'll fetch it. <img src=x onerror=alert(2)>");
     call.tool_calls = vec![ToolCall {
         id: "call_1".into(),
@@ -162,7 +162,7 @@ async fn hostile_and_secret_text_is_escaped_and_masked() {
         ),
         Message::assistant("Done **bold**"),
     ];
-    store.append_messages(&session, &history).await.unwrap();
+    store.history().append(&session, &history).await.unwrap();
     let mut c = WebClient::signed_in(h.running.web_addr.unwrap()).await;
     let page = c.get(&format!("/conversations/{}", session.as_str())).await;
     assert_eq!(page.status, StatusCode::OK);

@@ -27,7 +27,14 @@ async fn pending(h: &Harness, file: &str) -> ApprovalId {
 }
 
 async fn status(h: &Harness, id: &ApprovalId) -> ApprovalStatus {
-    h.running.store.approval(id).await.unwrap().unwrap().status
+    h.running
+        .store
+        .approvals()
+        .get(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .status
 }
 
 #[tokio::test]

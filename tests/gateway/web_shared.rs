@@ -98,7 +98,8 @@ async fn two_processes_serve_one_console() {
     };
     let owner = MemoryOwner::new(Platform::Telegram, UserId(5));
     store
-        .insert_memory(owner, &memory, &["short".into()], chrono::Utc::now())
+        .memories()
+        .insert(owner, &memory, &["short".into()], chrono::Utc::now())
         .await
         .unwrap();
     a.running

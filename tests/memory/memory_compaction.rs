@@ -72,7 +72,8 @@ async fn long_history(h: &Harness) -> SessionId {
     }
     h.running
         .store
-        .append_messages(&session, &history)
+        .history()
+        .append(&session, &history)
         .await
         .unwrap();
     session
@@ -107,7 +108,14 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
     for db in backends().await {
         let h = harness(WINDOW, &db).await;
         let session = long_history(&h).await;
-        let before = h.running.store.history(&session, 200).await.unwrap().len();
+        let before = h
+            .running
+            .store
+            .history()
+            .recent(&session, 200)
+            .await
+            .unwrap()
+            .len();
         h.llm.set_responder(responder(true));
         h.channel.dm(1, "What is the next step?").await;
         h.wait_for("the answer", |l| l.any_contains("Continuing."))
@@ -154,14 +162,15 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
         let memories = h
             .running
             .store
-            .memories_of(owner, &[], 10, Utc::now())
+            .memories()
+            .of(owner, &[], 10, Utc::now())
             .await
             .unwrap();
         assert!(memories
             .iter()
             .any(|m| m.content.contains("weekly reports on Mondays")
                 && m.source_ref == format!("chat:{session}")));
-        let state = h.running.store.session_state(&session).await.unwrap();
+        let state = h.running.store.sessions().state(&session).await.unwrap();
         assert_eq!(state.summary.as_deref(), Some(SUMMARY));
         let task: Value = serde_json::from_str(state.task_state.as_deref().unwrap()).unwrap();
         assert_eq!(task["current_goal"], "Ship the weekly reporting pipeline");
@@ -170,7 +179,13 @@ async fn a_long_conversation_is_flushed_summarized_and_continues_from_the_tail()
             json!(["Reports go to the finance team"]),
             "dynamic facts are not kept"
         );
-        let live = h.running.store.history(&session, 500).await.unwrap();
+        let live = h
+            .running
+            .store
+            .history()
+            .recent(&session, 500)
+            .await
+            .unwrap();
         assert_eq!(
             live.len(),
             tail + 1,
@@ -221,7 +236,8 @@ async fn a_chat_of_many_short_messages_is_compacted_by_count() {
             .collect();
         h.running
             .store
-            .append_messages(&session, &chat)
+            .history()
+            .append(&session, &chat)
             .await
             .unwrap();
         h.llm.set_responder(responder(true));
@@ -251,7 +267,13 @@ async fn a_chat_of_many_short_messages_is_compacted_by_count() {
             kept <= switchboard::agent::MAX_CONTEXT_MESSAGES / 2 + 1,
             "kept {kept}"
         );
-        let live = h.running.store.history(&session, 1_000).await.unwrap();
+        let live = h
+            .running
+            .store
+            .history()
+            .recent(&session, 1_000)
+            .await
+            .unwrap();
         assert_eq!(live.len(), kept + 1, "the head is archived");
         h.stop().await;
     }
@@ -262,7 +284,13 @@ async fn when_summarizing_fails_the_head_is_trimmed_and_the_tail_kept() {
     for db in backends().await {
         let h = harness(WINDOW, &db).await;
         let session = long_history(&h).await;
-        let stored = h.running.store.history(&session, 200).await.unwrap();
+        let stored = h
+            .running
+            .store
+            .history()
+            .recent(&session, 200)
+            .await
+            .unwrap();
         h.llm.set_responder(responder(false));
         h.channel.dm(1, "What is the next step?").await;
         h.wait_for("the answer", |l| l.any_contains("Continuing."))
@@ -325,14 +353,15 @@ async fn clear_wipes_history_task_state_and_execution_state() {
         let session = h.session(1, 1).await;
         h.running
             .store
-            .set_session_doc(
+            .sessions()
+            .set_doc(
                 &session,
                 switchboard::store::StateDoc::Task,
                 Some(r#"{"current_goal":"Deploy"}"#),
             )
             .await
             .unwrap();
-        let state = h.running.store.session_state(&session).await.unwrap();
+        let state = h.running.store.sessions().state(&session).await.unwrap();
         assert!(state.execution_state.is_some() && state.task_state.is_some());
 
         h.channel.dm(1, "/clear").await;
@@ -340,7 +369,7 @@ async fn clear_wipes_history_task_state_and_execution_state() {
             l.any_contains("task state and execution state")
         })
         .await;
-        let state = h.running.store.session_state(&session).await.unwrap();
+        let state = h.running.store.sessions().state(&session).await.unwrap();
         assert_eq!(
             (state.task_state, state.execution_state, state.summary),
             (None, None, None)
@@ -348,7 +377,8 @@ async fn clear_wipes_history_task_state_and_execution_state() {
         assert!(h
             .running
             .store
-            .history(&session, 10)
+            .history()
+            .recent(&session, 10)
             .await
             .unwrap()
             .is_empty());

@@ -51,7 +51,8 @@ async fn memories_until(
         let all = h
             .running
             .store
-            .memories_of(owner(1), &[], 100, Utc::now())
+            .memories()
+            .of(owner(1), &[], 100, Utc::now())
             .await
             .unwrap();
         if check(&all) {
@@ -218,7 +219,8 @@ async fn a_broken_reply_stores_nothing_and_is_not_retried_forever() {
         assert!(h
             .running
             .store
-            .memories_of(owner(1), &[], 10, Utc::now())
+            .memories()
+            .of(owner(1), &[], 10, Utc::now())
             .await
             .unwrap()
             .is_empty());
@@ -315,9 +317,10 @@ async fn idle_session(store: &Store, now: chrono::DateTime<Utc>) -> IdleSession 
         thread: None,
         user: UserId(1),
     };
-    let session = store.session(&key).await.unwrap();
+    let session = store.sessions().open(&key).await.unwrap();
     store
-        .append_messages(
+        .history()
+        .append(
             &session,
             &[
                 Message::user("Please always answer with bullet points."),
@@ -326,7 +329,7 @@ async fn idle_session(store: &Store, now: chrono::DateTime<Utc>) -> IdleSession 
         )
         .await
         .unwrap();
-    let mut idle = store.idle_sessions(now, now, 10).await.unwrap();
+    let mut idle = store.sessions().idle(now, now, 10).await.unwrap();
     assert_eq!(idle.len(), 1, "{idle:?}");
     idle.remove(0)
 }
@@ -353,7 +356,7 @@ async fn two_processes_extract_an_idle_session_once() {
         let now = Utc::now() + chrono::Duration::minutes(1);
         // Both sweeps list the session before either extracts it.
         let seen_a = idle_session(&a, now).await;
-        let seen_b = b.idle_sessions(now, now, 10).await.unwrap();
+        let seen_b = b.sessions().idle(now, now, 10).await.unwrap();
         assert_eq!(seen_b, std::slice::from_ref(&seen_a));
 
         let (ra, rb) = tokio::join!(
@@ -372,9 +375,13 @@ async fn two_processes_extract_an_idle_session_once() {
             assert!(x.extract_session(idle, now).await.unwrap().is_none());
         }
         assert_eq!(extraction_calls(&llm).await, 1);
-        let all = a.memories_of(owner(1), &[], 10, Utc::now()).await.unwrap();
+        let all = a
+            .memories()
+            .of(owner(1), &[], 10, Utc::now())
+            .await
+            .unwrap();
         assert_eq!(all.len(), 1, "no near-duplicate memories: {all:#?}");
-        assert!(b.idle_sessions(now, now, 10).await.unwrap().is_empty());
+        assert!(b.sessions().idle(now, now, 10).await.unwrap().is_empty());
     }
 }
 
@@ -390,6 +397,7 @@ async fn a_claimant_that_died_holds_the_session_only_until_its_lease_runs_out() 
         let idle = idle_session(&dead, now).await;
         // The first process claims the session and dies before extracting.
         assert!(dead
+            .sessions()
             .claim_extraction(&idle, now, now + EXTRACTION_LEASE)
             .await
             .unwrap());
@@ -397,13 +405,18 @@ async fn a_claimant_that_died_holds_the_session_only_until_its_lease_runs_out() 
 
         let x = extractor(&alive, &llm);
         let soon = now + chrono::Duration::minutes(1);
-        assert!(alive.idle_sessions(now, soon, 10).await.unwrap().is_empty());
+        assert!(alive
+            .sessions()
+            .idle(now, soon, 10)
+            .await
+            .unwrap()
+            .is_empty());
         assert!(x.extract_session(&idle, soon).await.unwrap().is_none());
         assert_eq!(extraction_calls(&llm).await, 0, "the lease still holds");
 
         let expired = now + EXTRACTION_LEASE;
         assert_eq!(
-            alive.idle_sessions(now, expired, 10).await.unwrap(),
+            alive.sessions().idle(now, expired, 10).await.unwrap(),
             std::slice::from_ref(&idle)
         );
         let report = x.extract_session(&idle, expired).await.unwrap();
@@ -411,7 +424,8 @@ async fn a_claimant_that_died_holds_the_session_only_until_its_lease_runs_out() 
         assert_eq!(extraction_calls(&llm).await, 1);
         assert_eq!(
             alive
-                .session_state(&idle.session)
+                .sessions()
+                .state(&idle.session)
                 .await
                 .unwrap()
                 .extracted_through,

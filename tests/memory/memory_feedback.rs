@@ -205,13 +205,14 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
             thread: None,
             user: UserId(1),
         };
-        let session = store.session(&key).await.unwrap();
+        let session = store.sessions().open(&key).await.unwrap();
         let owner = MemoryOwner::of(&key);
         let now = Utc::now();
         // Two 👎: six days and two days before the distillation.
         for (id, age) in [("a1", 6), ("b2", 2)] {
             let at = now - Duration::days(age);
             store
+                .memories()
                 .create_feedback(
                     &id.parse().unwrap(),
                     &session,
@@ -223,6 +224,7 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
                 .await
                 .unwrap();
             store
+                .memories()
                 .rate_feedback(&id.parse().unwrap(), owner, -1, at)
                 .await
                 .unwrap()
@@ -236,7 +238,13 @@ async fn rules_are_not_injected_once_all_their_feedback_is_a_week_old() {
         // The newest 👎 turns seven days old five days after the distillation.
         let in_force = |at| {
             let store = store.clone();
-            async move { store.correction_rules(owner, at, 5).await.unwrap() }
+            async move {
+                store
+                    .memories()
+                    .correction_rules(owner, at, 5)
+                    .await
+                    .unwrap()
+            }
         };
         assert_eq!(in_force(now).await, rules);
         assert_eq!(

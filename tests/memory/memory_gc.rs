@@ -36,14 +36,16 @@ async fn fillers(store: &Store, from: usize, n: usize) {
         })
         .collect();
     store
-        .insert_memories(owner(), &rows, Utc::now() - Duration::days(1))
+        .memories()
+        .insert_many(owner(), &rows, Utc::now() - Duration::days(1))
         .await
         .unwrap();
 }
 
 async fn count(store: &Store) -> u32 {
     store
-        .count_memories(owner(), MemoryKind::Fact, Utc::now())
+        .memories()
+        .count(owner(), MemoryKind::Fact, Utc::now())
         .await
         .unwrap()
 }
@@ -57,7 +59,8 @@ async fn collection_keeps_the_valuable_old_memory_and_the_pinned_one() {
         let now = Utc::now();
         // Old, important and recalled often.
         let valued = store
-            .insert_memory(
+            .memories()
+            .insert(
                 owner(),
                 &fact("The user's server runs in Frankfurt", 0.9),
                 &[],
@@ -67,13 +70,15 @@ async fn collection_keeps_the_valuable_old_memory_and_the_pinned_one() {
             .unwrap();
         for _ in 0..12 {
             store
-                .touch_memories(owner(), &[valued], now - Duration::days(2))
+                .memories()
+                .touch(owner(), &[valued], now - Duration::days(2))
                 .await
                 .unwrap();
         }
         // Older and worth nothing, but pinned.
         let pinned = store
-            .insert_memory(
+            .memories()
+            .insert(
                 owner(),
                 &fact("An old pinned note", 0.0),
                 &[],
@@ -100,7 +105,7 @@ async fn collection_keeps_the_valuable_old_memory_and_the_pinned_one() {
         assert_eq!(count(&store).await, 50);
         for id in [valued, pinned, newest.id()] {
             assert!(
-                store.memory(owner(), id).await.unwrap().is_some(),
+                store.memories().get(owner(), id).await.unwrap().is_some(),
                 "memory {id} kept"
             );
         }
@@ -130,7 +135,8 @@ async fn the_hard_limit_collects_first_and_refuses_when_all_is_pinned() {
         assert_eq!(count(&store).await, 50);
 
         for m in store
-            .memories_of(owner(), &[MemoryKind::Fact], 100, now)
+            .memories()
+            .of(owner(), &[MemoryKind::Fact], 100, now)
             .await
             .unwrap()
         {
@@ -138,7 +144,8 @@ async fn the_hard_limit_collects_first_and_refuses_when_all_is_pinned() {
         }
         fillers(&store, 100, 5).await;
         for m in store
-            .memories_of(owner(), &[MemoryKind::Fact], 100, now)
+            .memories()
+            .of(owner(), &[MemoryKind::Fact], 100, now)
             .await
             .unwrap()
         {
@@ -180,7 +187,14 @@ async fn users_pin_and_unpin_from_the_chat() {
             l.any_contains(&format!("Pinned memory #{id}"))
         })
         .await;
-        let m = h.running.store.memory(owner(), id).await.unwrap().unwrap();
+        let m = h
+            .running
+            .store
+            .memories()
+            .get(owner(), id)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(m.pinned);
         h.channel.dm(1, "/memory").await;
         h.wait_for("the list", |l| l.any_contains(&format!("`#{id}` 📌")))
@@ -193,7 +207,8 @@ async fn users_pin_and_unpin_from_the_chat() {
         assert!(
             !h.running
                 .store
-                .memory(owner(), id)
+                .memories()
+                .get(owner(), id)
                 .await
                 .unwrap()
                 .unwrap()

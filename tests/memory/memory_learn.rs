@@ -34,7 +34,8 @@ async fn preference(h: &Harness, check: impl Fn(&MemoryRecord) -> bool) -> Memor
         let all = h
             .running
             .store
-            .memories_of(owner(), &[MemoryKind::Preference], 100, Utc::now())
+            .memories()
+            .of(owner(), &[MemoryKind::Preference], 100, Utc::now())
             .await
             .unwrap();
         if let Some(m) = all.into_iter().find(|m| check(m)) {
@@ -55,7 +56,8 @@ async fn stats_when(h: &Harness, id: i64, check: impl Fn(&MemoryStats) -> bool) 
         let s = h
             .running
             .store
-            .memory_stats(owner(), id)
+            .memories()
+            .stats(owner(), id)
             .await
             .unwrap()
             .unwrap();

@@ -62,7 +62,8 @@ async fn long_history(h: &Harness) -> SessionId {
     }
     h.running
         .store
-        .append_messages(&session, &history)
+        .history()
+        .append(&session, &history)
         .await
         .unwrap();
     session
@@ -137,7 +138,13 @@ async fn an_early_detail_is_found_after_compaction_folded_it_away() {
         h.wait_for("the answer quoting it", |l| l.any_contains("cassoulet"))
             .await;
         // Archived, not deleted: the live history no longer holds it.
-        let live = h.running.store.history(&session, 500).await.unwrap();
+        let live = h
+            .running
+            .store
+            .history()
+            .recent(&session, 500)
+            .await
+            .unwrap();
         assert!(live
             .iter()
             .all(|m| !m.content.starts_with("By the way, my favourite dish")));
@@ -173,7 +180,8 @@ async fn chinese_words_time_ranges_and_pages() {
         history.extend((0..25).map(|i| Message::user(format!("order number {i} shipped"))));
         h.running
             .store
-            .append_messages(&session, &history)
+            .history()
+            .append(&session, &history)
             .await
             .unwrap();
 
@@ -229,16 +237,19 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             expires_at: None,
         };
         store
-            .insert_memory(me, &note("Open loop: send the CV to Acme."), &[], now)
+            .memories()
+            .insert(me, &note("Open loop: send the CV to Acme."), &[], now)
             .await
             .unwrap();
         store
-            .insert_memory(other, &note("Someone else's note."), &[], now)
+            .memories()
+            .insert(other, &note("Someone else's note."), &[], now)
             .await
             .unwrap();
         let session = h.session(1, 1).await;
         let id: switchboard::domain::FeedbackId = "fb-1".parse().unwrap();
         store
+            .memories()
             .create_feedback(
                 &id,
                 &session,
@@ -249,7 +260,11 @@ async fn the_agent_reads_its_own_notes_and_the_users_ratings_only() {
             )
             .await
             .unwrap();
-        store.rate_feedback(&id, me, -1, now).await.unwrap();
+        store
+            .memories()
+            .rate_feedback(&id, me, -1, now)
+            .await
+            .unwrap();
 
         h.llm.push(Reply::tool_calls([
             ("r1", "get_my_reflections", json!({})),

@@ -266,7 +266,8 @@ async fn a_settings_request_does_not_see_the_stale_task_summary() {
             "important_facts": ["The daily report schedule runs at 09:00"]
         });
         store
-            .set_session_doc(&session, StateDoc::Task, Some(&stale.to_string()))
+            .sessions()
+            .set_doc(&session, StateDoc::Task, Some(&stale.to_string()))
             .await
             .unwrap();
         h.llm.push(Reply::text("We talked about the report."));
@@ -330,7 +331,8 @@ async fn a_plan_kept_in_the_execution_state_moves_to_the_plans_table_on_first_re
                 {"text": "gather the numbers", "status": "done", "note": "12 rows"},
                 {"text": "send it", "status": "pending"}]}});
         store
-            .set_session_doc(&session, StateDoc::Execution, Some(&legacy.to_string()))
+            .sessions()
+            .set_doc(&session, StateDoc::Execution, Some(&legacy.to_string()))
             .await
             .unwrap();
         h.channel.dm(1, "/plan").await;
@@ -345,7 +347,8 @@ async fn a_plan_kept_in_the_execution_state_moves_to_the_plans_table_on_first_re
             "{shown}"
         );
         let doc = store
-            .session_state(&session)
+            .sessions()
+            .state(&session)
             .await
             .unwrap()
             .execution_state

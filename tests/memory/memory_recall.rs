@@ -51,7 +51,8 @@ async fn stores() -> Vec<(Store, tempfile::TempDir)> {
 async fn add_at(store: &Store, user: i64, kind: MemoryKind, content: &str, days: i64) -> i64 {
     let at = Utc::now() - Duration::days(days);
     store
-        .insert_memory(owner(user), &memory(kind, content), &terms(content), at)
+        .memories()
+        .insert(owner(user), &memory(kind, content), &terms(content), at)
         .await
         .unwrap()
 }
@@ -244,7 +245,8 @@ async fn recall_never_crosses_users_and_skips_expired_memories() {
         let mut expiring = memory(MemoryKind::Fact, "项目代号临时是鲸鱼");
         expiring.expires_at = Some(Utc::now() - Duration::hours(1));
         store
-            .insert_memory(owner(1), &expiring, &terms(&expiring.content), Utc::now())
+            .memories()
+            .insert(owner(1), &expiring, &terms(&expiring.content), Utc::now())
             .await
             .unwrap();
         assert_eq!(
@@ -281,7 +283,7 @@ async fn recalled_memories_are_counted() {
         .await;
         recalled(&store, 1, "vpn endpoint").await;
         recalled(&store, 1, "vpn endpoint").await;
-        let m = store.memory(owner(1), id).await.unwrap().unwrap();
+        let m = store.memories().get(owner(1), id).await.unwrap().unwrap();
         assert_eq!(m.access_count, 2);
         assert!(m.last_access.is_some());
     }
@@ -340,7 +342,13 @@ async fn the_model_sees_memories_around_the_message_and_history_keeps_it_plain()
         assert!(system_prompt(request).contains(MEMORY_NOTE));
 
         let session = h.session(1, 1).await;
-        let history = h.running.store.history(&session, 10).await.unwrap();
+        let history = h
+            .running
+            .store
+            .history()
+            .recent(&session, 10)
+            .await
+            .unwrap();
         assert_eq!(
             history[0].content, "推荐一杯咖啡？",
             "history keeps the plain message"
@@ -455,11 +463,17 @@ async fn tools_reach_only_the_calling_users_memories() {
 
         let store = &h.running.store;
         assert!(
-            store.memory(owner(2), theirs).await.unwrap().is_some(),
+            store
+                .memories()
+                .get(owner(2), theirs)
+                .await
+                .unwrap()
+                .is_some(),
             "user 2's memory survived"
         );
         let user1: Vec<String> = store
-            .memories_of(owner(1), &[], 10, Utc::now())
+            .memories()
+            .of(owner(1), &[], 10, Utc::now())
             .await
             .unwrap()
             .into_iter()
@@ -471,7 +485,8 @@ async fn tools_reach_only_the_calling_users_memories() {
             "{user1:?}"
         );
         let remembered = store
-            .memories_of(owner(1), &[MemoryKind::Decision], 10, Utc::now())
+            .memories()
+            .of(owner(1), &[MemoryKind::Decision], 10, Utc::now())
             .await
             .unwrap();
         assert!(remembered[0].source_ref.starts_with("tool:"));
@@ -523,14 +538,16 @@ async fn memory_commands_list_forget_and_trace_only_your_own() {
         assert!(h
             .running
             .store
-            .memory(owner(2), theirs)
+            .memories()
+            .get(owner(2), theirs)
             .await
             .unwrap()
             .is_some());
         assert!(h
             .running
             .store
-            .memory(owner(1), mine)
+            .memories()
+            .get(owner(1), mine)
             .await
             .unwrap()
             .is_none());
@@ -684,14 +701,16 @@ async fn caps_are_soft_limits_collected_by_value() {
         // valuable are the least recent.
         assert_eq!(
             store
-                .count_memories(owner(1), MemoryKind::Decision, Utc::now())
+                .memories()
+                .count(owner(1), MemoryKind::Decision, Utc::now())
                 .await
                 .unwrap(),
             33
         );
         assert_eq!(book.collect_marked(Utc::now()).await.unwrap(), 3);
         let kept = store
-            .memories_of(owner(1), &[MemoryKind::Decision], 100, Utc::now())
+            .memories()
+            .of(owner(1), &[MemoryKind::Decision], 100, Utc::now())
             .await
             .unwrap();
         assert_eq!(kept.len(), 30);
@@ -700,7 +719,8 @@ async fn caps_are_soft_limits_collected_by_value() {
             && !m.content.ends_with(" m2")));
         assert_eq!(
             store
-                .count_memories(owner(2), MemoryKind::Decision, Utc::now())
+                .memories()
+                .count(owner(2), MemoryKind::Decision, Utc::now())
                 .await
                 .unwrap(),
             0

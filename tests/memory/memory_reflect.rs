@@ -96,7 +96,8 @@ async fn a_note_is_written_once_when_due_and_reaches_the_prompt() {
         let kept = h
             .running
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], 10, Utc::now())
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 10, Utc::now())
             .await
             .unwrap();
         assert_eq!(kept.len(), 1);
@@ -205,7 +206,8 @@ async fn a_second_note_is_written_beside_the_previous_one_and_says_what_changed(
         let kept = h
             .running
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], 10, Utc::now())
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 10, Utc::now())
             .await
             .unwrap();
         assert!(

@@ -190,7 +190,7 @@ impl Harness {
             thread: None,
             user: UserId(user),
         };
-        self.running.store.session(&key).await.unwrap()
+        self.running.store.sessions().open(&key).await.unwrap()
     }
 
     /// Stops the gateway and waits for it; returns the temp dir (deleted when dropped)

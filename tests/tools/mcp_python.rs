@@ -102,7 +102,7 @@ async fn a_python_sdk_server_annotations_structured_output_errors_and_images() {
     .unwrap();
     assert!(stored.starts_with(b"GIF89a") && stored.len() == 43);
     assert!(
-        store.media_recorded(&attached[0].hash).await.unwrap(),
+        store.media().recorded(&attached[0].hash).await.unwrap(),
         "recorded, so the retention sweep collects it"
     );
     let fake = pixel.call(json!({"fake": true}), &seeing).await.unwrap();

@@ -21,7 +21,8 @@ pub(crate) async fn run(
     let mut out = Vec::new();
     let pending: Vec<ApprovalRecord> = inner
         .store
-        .pending_approvals(inner.approvals.now())
+        .approvals()
+        .pending(inner.approvals.now())
         .await?
         .into_iter()
         .filter(|a| {
@@ -37,7 +38,11 @@ pub(crate) async fn run(
         );
         out.extend(pending.iter().map(pending_line));
     }
-    let rules = inner.store.rules(key.platform, key.user).await?;
+    let rules = inner
+        .store
+        .approvals()
+        .rules(key.platform, key.user)
+        .await?;
     if rules.is_empty() {
         out.push("You have no \"always allow\" rules.".into());
     } else {
@@ -73,7 +78,12 @@ fn pending_line(a: &ApprovalRecord) -> String {
 
 async fn revoke(inner: &Inner, key: &SessionKey, id: &str) -> Result<String, StoreError> {
     Ok(
-        if inner.store.revoke_rule(key.platform, key.user, id).await? {
+        if inner
+            .store
+            .approvals()
+            .revoke_rule(key.platform, key.user, id)
+            .await?
+        {
             let detail = serde_json::json!({
                 "id": id, "platform": key.platform.as_str(), "user": key.user.0,
             });

@@ -57,9 +57,9 @@ pub(crate) async fn run(
 /// `/clear`: the conversation's history, waiting question and state.
 async fn clear(inner: &Inner, key: &SessionKey, session: &SessionId) -> Result<String, StoreError> {
     let store = &inner.store;
-    let n = store.clear_history(session).await?;
-    store.set_waiting_question(key, None).await?;
-    store.clear_session_state(session).await?;
+    let n = store.history().clear(session).await?;
+    store.turns().set_waiting_question(key, None).await?;
+    store.sessions().clear_state(session).await?;
     store.plans().delete(session).await?;
     Ok(format!(
         "Cleared this conversation ({n} messages), its task state and execution state, and its plan. \

@@ -31,7 +31,7 @@ pub(crate) async fn run(
     match cmd.args.as_slice() {
         [] | ["list"] => list(inner, owner, &visible).await,
         ["forget", id] => Ok(match parse_id(id) {
-            Some(id) if inner.store.delete_memory(owner, id).await? => {
+            Some(id) if inner.store.memories().delete(owner, id).await? => {
                 format!("Forgot memory #{id}.")
             }
             Some(id) => format!("You have no memory #{id}."),
@@ -40,10 +40,10 @@ pub(crate) async fn run(
         [verb @ ("pin" | "unpin"), id] => Ok(match parse_id(id) {
             Some(id) => {
                 let pin = *verb == "pin";
-                match inner.store.memory(owner, id).await? {
+                match inner.store.memories().get(owner, id).await? {
                     Some(m)
                         if visible(m.kind)
-                            && inner.store.set_memory_pinned(owner, id, pin).await? =>
+                            && inner.store.memories().set_pinned(owner, id, pin).await? =>
                     {
                         if pin {
                             format!("Pinned memory #{id}: it is kept until you unpin or forget it.")
@@ -81,7 +81,11 @@ async fn list(
     owner: MemoryOwner,
     visible: &(dyn Fn(MemoryKind) -> bool + Sync),
 ) -> Result<String, StoreError> {
-    let mut all = inner.store.memories_of(owner, &[], 200, Utc::now()).await?;
+    let mut all = inner
+        .store
+        .memories()
+        .of(owner, &[], 200, Utc::now())
+        .await?;
     let stored = all.len();
     all.retain(|m| visible(m.kind));
     let hidden = if all.len() < stored { ONLY_IN_DM } else { "" };
@@ -136,7 +140,7 @@ async fn trace(
     here: &Here<'_>,
     visible: &(dyn Fn(MemoryKind) -> bool + Sync),
 ) -> Result<String, StoreError> {
-    let Some(m) = inner.store.memory(owner, id).await? else {
+    let Some(m) = inner.store.memories().get(owner, id).await? else {
         return Ok(format!("You have no memory #{id}."));
     };
     if !visible(m.kind) {
@@ -159,7 +163,7 @@ async fn trace(
         out.push_str(" · 📌 pinned");
     }
     if m.kind == MemoryKind::Preference {
-        if let Some(s) = inner.store.memory_stats(owner, id).await? {
+        if let Some(s) = inner.store.memories().stats(owner, id).await? {
             out.push_str(&format!(
                 "\nseen {} time{} · last seen {} · confidence {:.2}",
                 s.seen_count,
@@ -200,7 +204,7 @@ async fn source_excerpt(
     let Ok(session) = session.parse::<SessionId>() else {
         return Ok("\n(That conversation no longer exists.)".into());
     };
-    match inner.store.session_key(&session).await? {
+    match inner.store.sessions().key(&session).await? {
         Some(k) if MemoryOwner::of(&k) != owner => {
             return Ok("\n(That conversation no longer exists.)".into())
         }
@@ -218,7 +222,8 @@ async fn source_excerpt(
     };
     let rows = inner
         .store
-        .messages_between(&session, from, to, 200)
+        .history()
+        .between(&session, from, to, 200)
         .await?;
     let lines: Vec<String> = rows
         .iter()

@@ -13,7 +13,7 @@ pub(crate) const NOTHING_TO_STOP: &str = "Nothing is running to stop.";
 /// `/stop all`'s part: cancels the session's background tasks. The reply
 /// part saying how many, or why none could be.
 pub(in crate::gateway) async fn cancel_tasks(inner: &Inner, key: &SessionKey) -> String {
-    let stopped = match inner.store.session(key).await {
+    let stopped = match inner.store.sessions().open(key).await {
         Ok(session) => inner.tasks.cancel_all_in_session(&session).await,
         Err(e) => Err(e),
     };
@@ -36,7 +36,7 @@ pub(in crate::gateway) async fn deny_waiting_card(
     key: &SessionKey,
     user: &User,
 ) -> Option<String> {
-    let waiting = match inner.store.pending_approvals(inner.approvals.now()).await {
+    let waiting = match inner.store.approvals().pending(inner.approvals.now()).await {
         Ok(pending) => pending.into_iter().find(|a| a.session_key() == *key),
         Err(e) => {
             tracing::warn!(error = %e, "could not look for a waiting card");

@@ -128,7 +128,7 @@ impl Gateway {
         // A chat bound with `free_response` answers every message.
         if !msg.addressed.is_addressed()
             && !chat_turn::free_response(inner, &key)
-            && !inner.store.is_waiting(&key).await.unwrap_or(false)
+            && !inner.store.turns().is_waiting(&key).await.unwrap_or(false)
         {
             return None;
         }
@@ -249,6 +249,7 @@ impl Gateway {
         match self
             .inner
             .store
+            .inbox()
             .first_sight(&msg.chat, msg.message_id)
             .await
         {

@@ -116,7 +116,7 @@ impl Gateway {
     ) -> String {
         let inner = &self.inner;
         let private = msg.chat_kind.is_private();
-        let answer = match inner.store.session(key).await {
+        let answer = match inner.store.sessions().open(key).await {
             Ok(session) => commands::run(inner, cmd, key, &session, &msg.user, private).await,
             Err(e) => Err(e),
         };

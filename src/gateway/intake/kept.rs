@@ -44,7 +44,8 @@ impl Inner {
                 .collect();
             match self
                 .store
-                .inbox_keep(&self.durability.instance, &intakes)
+                .inbox()
+                .keep(&self.durability.instance, &intakes)
                 .await
             {
                 Ok(kept) => {
@@ -86,7 +87,12 @@ impl Inner {
     /// one; a spooled copy is done with now.
     pub(crate) async fn taken(&self, kept: Kept) -> Option<Option<i64>> {
         match kept {
-            Kept::Inbox(id) => match self.store.inbox_start(&self.durability.instance, id).await {
+            Kept::Inbox(id) => match self
+                .store
+                .inbox()
+                .start(&self.durability.instance, id)
+                .await
+            {
                 Ok(true) => Some(Some(id)),
                 Ok(false) => {
                     tracing::info!(

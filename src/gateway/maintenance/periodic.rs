@@ -37,7 +37,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
             if let Err(e) = inner.tasks.apply_cancel_requests().await {
                 tracing::warn!(error = %e, "could not look for task cancel requests");
             }
-            if let Err(e) = inner.store.prune_sightings().await {
+            if let Err(e) = inner.store.inbox().prune_sightings().await {
                 tracing::debug!(error = %e, "could not prune inbound sightings");
             }
             inner.gate.limiter.prune();
@@ -81,7 +81,7 @@ async fn expire_due_approvals(inner: &Arc<Inner>) {
 /// Paused turns whose approval was decided while no process could resume
 /// them (a crash between the decision and the claim) are resumed now.
 pub(crate) async fn resume_orphaned_turns(inner: &Arc<Inner>) {
-    match inner.store.orphaned_turns().await {
+    match inner.store.turns().orphaned().await {
         Ok(ids) => {
             for id in ids {
                 crate::gateway::session::queue::queue_resume(inner, id).await;
@@ -123,20 +123,24 @@ pub(crate) async fn take_over(inner: &Arc<Inner>, at_start: bool) {
 
 /// The owners of queued work other than this process whose liveness claim
 /// has ended.
-async fn gone_owners(inner: &Inner) -> Result<Vec<String>, crate::store::StoreError> {
+async fn gone_owners(
+    inner: &Inner,
+) -> Result<Vec<crate::domain::ProcessId>, crate::store::StoreError> {
     let owners = inner
         .store
+        .inbox()
         .foreign_owners(&inner.durability.instance)
         .await?;
     inner.store.gone_owners(&owners).await
 }
 
 /// Queues the messages `gone` accepted and never answered, oldest first.
-async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
+async fn take_inbox(inner: &Arc<Inner>, gone: &crate::domain::ProcessId) {
     let platforms: Vec<_> = inner.platforms.adapters.keys().copied().collect();
     match inner
         .store
-        .inbox_take_over(gone, &inner.durability.instance, &platforms)
+        .inbox()
+        .take_over(gone, &inner.durability.instance, &platforms)
         .await
     {
         Ok(entries) => {
@@ -157,7 +161,7 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &str) {
 /// The unfinished tasks of the `gone` processes (and of none) are marked
 /// interrupted and their chats told; the conditional update makes one
 /// process the teller.
-async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[String]) {
+async fn announce_interrupted_tasks(inner: &Arc<Inner>, gone: &[crate::domain::ProcessId]) {
     let alive = inner.tasks.running_ids();
     let tasks = match inner.store.tasks().interrupt_orphaned(gone, &alive).await {
         Ok(t) => t,

@@ -56,7 +56,7 @@ async fn show_card(
     adapter: &dyn PlatformAdapter,
     approval_id: &ApprovalId,
 ) -> Result<switchboard_platform::MessageRef, String> {
-    let record = match inner.store.approval(approval_id).await {
+    let record = match inner.store.approvals().get(approval_id).await {
         Ok(Some(r)) if r.status == crate::store::ApprovalStatus::Pending => r,
         Ok(Some(_)) => return Err("the approval was decided before its card was shown".into()),
         Ok(None) => return Err("the approval is unknown".into()),

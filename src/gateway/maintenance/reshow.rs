@@ -21,7 +21,7 @@ pub(crate) async fn console_cards(inner: &Arc<Inner>) {
     };
     let platform = adapter.platform();
     let now = inner.approvals.now();
-    let pending = match inner.store.pending_approvals(now).await {
+    let pending = match inner.store.approvals().pending(now).await {
         Ok(pending) => pending,
         Err(e) => return tracing::warn!(error = %e, "could not look for open console cards"),
     };
@@ -30,7 +30,7 @@ pub(crate) async fn console_cards(inner: &Arc<Inner>) {
         let card = crate::approvals::pending_card(&a, left);
         // The old card's message is gone with the old transcript: until the new
         // one is recorded, a key in the chat decides the card.
-        if let Err(e) = inner.store.forget_approval_card(&a.id).await {
+        if let Err(e) = inner.store.approvals().forget_card(&a.id).await {
             tracing::warn!(error = %e, "could not reset an open console card");
             continue;
         }
@@ -41,7 +41,7 @@ pub(crate) async fn console_cards(inner: &Arc<Inner>) {
                 continue;
             }
         };
-        if let Err(e) = inner.store.set_approval_card(&a.id, shown.id).await {
+        if let Err(e) = inner.store.approvals().set_card(&a.id, shown.id).await {
             tracing::warn!(error = %e, "could not record a console card shown again; it stays valid");
         }
     }

@@ -60,7 +60,7 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
 /// behind whatever that session is doing: one turn at a time per session,
 /// resumed turns included. Nothing happens when no paused turn is stored.
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
-    match inner.store.paused_turn_origin(&approval_id).await {
+    match inner.store.turns().origin(&approval_id).await {
         Ok(Some(origin)) => {
             let guard = inner.busy.enter();
             session_worker(inner, origin.key).enqueue_resume(approval_id, None, guard);

@@ -70,7 +70,7 @@ async fn run(
     args: &[&str],
     cell: &ModeCell,
 ) -> Result<String, StoreError> {
-    let session = inner.store.session(key).await?;
+    let session = inner.store.sessions().open(key).await?;
     let Some(arg) = args.first() else {
         let now = stored(inner, key, &session).await;
         return Ok(format!("Queue mode here: **{}**.\n{USAGE}", now.as_str()));

@@ -120,6 +120,7 @@ async fn save_exchange(
         let question = outcome.new_messages.last().map(|m| m.content.as_str());
         if let Err(e) = inner
             .store
+            .turns()
             .set_waiting_question(&o.conversation.key, question)
             .await
         {

@@ -28,7 +28,7 @@ pub(crate) async fn save_or_hold(
     session: &SessionId,
     messages: &[Message],
 ) -> Option<HeldExchange> {
-    let e = match inner.store.append_messages(session, messages).await {
+    let e = match inner.store.history().append(session, messages).await {
         Ok(()) => return None,
         Err(e) => e,
     };
@@ -78,7 +78,8 @@ impl HeldExchange {
             }
             match inner
                 .store
-                .append_messages(&self.session, &self.messages)
+                .history()
+                .append(&self.session, &self.messages)
                 .await
             {
                 Ok(()) => {

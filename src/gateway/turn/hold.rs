@@ -28,7 +28,7 @@ pub(crate) async fn session_when_stored(
         tell_held(inner, key, input).await;
     }
     loop {
-        let e = match inner.store.session(key).await {
+        let e = match inner.store.sessions().open(key).await {
             Ok(session) => {
                 inner.durability.storage.worked();
                 if told {

@@ -208,7 +208,8 @@ impl GatewayHost {
             let withdrawn = self
                 .inner
                 .store
-                .decide_approval(
+                .approvals()
+                .decide(
                     &record.id,
                     ApprovalStatus::Denied,
                     None,
@@ -253,6 +254,6 @@ impl GatewayHost {
                 ..self.context.clone()
             },
         };
-        self.inner.store.save_turn_state(&state).await
+        self.inner.store.turns().save(&state).await
     }
 }

@@ -77,7 +77,7 @@ impl Inner {
             f.ran.push(name.to_owned());
             (f.rows.clone(), f.ran.join(", "))
         };
-        if let Err(e) = self.store.inbox_ran(&rows, &ran).await {
+        if let Err(e) = self.store.inbox().ran(&rows, &ran).await {
             tracing::warn!(error = %e, "could not record a tool run on the turn's inbox rows");
         }
         crate::failpoint::hit("tool_started");
@@ -100,7 +100,7 @@ impl Inner {
                 _ => return,
             }
         };
-        if let Err(e) = self.store.inbox_answering(&rows).await {
+        if let Err(e) = self.store.inbox().answering(&rows).await {
             tracing::warn!(error = %e, "could not record that an answer is being sent");
         }
     }
@@ -135,7 +135,7 @@ impl Inner {
         };
         let Some(done) = done else { return };
         if self.shutdown.is_cancelled() {
-            if let Err(e) = self.store.inbox_unstart(&done.rows).await {
+            if let Err(e) = self.store.inbox().unstart(&done.rows).await {
                 tracing::warn!(error = %e, "could not release the rows of a turn cut short by the stop");
             }
             return;
@@ -145,7 +145,7 @@ impl Inner {
 
     async fn remove_rows(&self, rows: Vec<i64>) {
         for id in rows {
-            if let Err(e) = self.store.inbox_remove(id).await {
+            if let Err(e) = self.store.inbox().remove(id).await {
                 tracing::warn!(error = %e, id, "could not remove an answered message from the inbox");
             }
         }
@@ -164,6 +164,7 @@ impl Inner {
     ) {
         if let Err(e) = self
             .store
+            .turns()
             .resume_started(
                 &self.durability.instance,
                 approval_id,
@@ -184,7 +185,7 @@ impl Inner {
         if self.shutdown.is_cancelled() && !settled {
             return;
         }
-        if let Err(e) = self.store.resume_ended(approval_id).await {
+        if let Err(e) = self.store.turns().resume_ended(approval_id).await {
             tracing::warn!(error = %e, "could not unmark a resumed turn");
         }
     }
@@ -192,8 +193,11 @@ impl Inner {
 
 /// Tells the chats of the turns `gone` (a process that is gone) was
 /// running after a card's decision that their answer was interrupted.
-pub(in crate::gateway) async fn report_interrupted_resumes(inner: &Arc<Inner>, gone: &str) {
-    let left = match inner.store.take_interrupted_resumes(gone).await {
+pub(in crate::gateway) async fn report_interrupted_resumes(
+    inner: &Arc<Inner>,
+    gone: &crate::domain::ProcessId,
+) {
+    let left = match inner.store.turns().take_interrupted_resumes(gone).await {
         Ok(left) => left,
         Err(e) => return tracing::warn!(error = %e, "could not look for interrupted resumed turns"),
     };
@@ -326,7 +330,7 @@ pub(in crate::gateway) async fn interrupted(
         )
         .await;
     }
-    if let Err(e) = inner.store.inbox_remove(entry.id).await {
+    if let Err(e) = inner.store.inbox().remove(entry.id).await {
         tracing::warn!(error = %e, "could not remove an interrupted message from the inbox");
     }
     true

@@ -189,7 +189,7 @@ async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
 
 /// The user's "always allow" rules, read now; `None` when unavailable.
 async fn rules(inner: &Inner, key: &SessionKey) -> Option<String> {
-    match inner.store.rules(key.platform, key.user).await {
+    match inner.store.approvals().rules(key.platform, key.user).await {
         Ok(rules) => {
             let lines: Vec<String> = rules
                 .iter()

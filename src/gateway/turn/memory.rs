@@ -34,7 +34,8 @@ pub(crate) struct TurnMemory {
 pub(crate) async fn session_state(inner: &Inner, session: &SessionId) -> SessionState {
     inner
         .store
-        .session_state(session)
+        .sessions()
+        .state(session)
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "session state unavailable");
@@ -52,7 +53,8 @@ pub(crate) async fn load_history(
 ) -> (Vec<Message>, Vec<Option<i64>>) {
     let mut rows = inner
         .store
-        .live_history(session, limit)
+        .history()
+        .live(session, limit)
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "history unavailable; answering without it");
@@ -168,6 +170,7 @@ pub(crate) async fn prepare(
         .and_then(|e| e.render());
     let rules = inner
         .store
+        .memories()
         .correction_rules(owner, now, MAX_RULES as u32)
         .await
         .unwrap_or_default();
@@ -176,7 +179,8 @@ pub(crate) async fn prepare(
     let reflection = if private {
         inner
             .store
-            .memories_of(owner, &[MemoryKind::Reflection], 1, now)
+            .memories()
+            .of(owner, &[MemoryKind::Reflection], 1, now)
             .await
             .unwrap_or_default()
             .first()
@@ -217,7 +221,8 @@ pub(crate) async fn after_turn(
             .copied();
         let folded_new = c.folded.saturating_sub(ids.len());
         if let Err(e) = store
-            .fold_history(
+            .history()
+            .fold(
                 session,
                 through,
                 outcome.new_messages.len(),
@@ -264,7 +269,8 @@ async fn save_doc<T: serde::Serialize>(
     let saved = match serde_json::to_string(value) {
         Ok(json) => inner
             .store
-            .set_session_doc(session, doc, Some(&json))
+            .sessions()
+            .set_doc(session, doc, Some(&json))
             .await
             .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
@@ -293,6 +299,7 @@ pub(crate) async fn answer_buttons(
     let answer: String = outcome.text.chars().take(1_500).collect();
     match inner
         .store
+        .memories()
         .create_feedback(
             &id,
             session,
@@ -324,6 +331,7 @@ pub(crate) async fn on_feedback_press(
     let owner = MemoryOwner::new(press.chat.platform, press.user.id);
     let text = match inner
         .store
+        .memories()
         .rate_feedback(&id, owner, rating, Utc::now())
         .await
     {
@@ -337,7 +345,14 @@ pub(crate) async fn on_feedback_press(
                 "Thanks for the feedback! 👍"
             }
         }
-        Ok(None) if inner.store.feedback_exists(&id).await.unwrap_or(false) => {
+        Ok(None)
+            if inner
+                .store
+                .memories()
+                .feedback_exists(&id)
+                .await
+                .unwrap_or(false) =>
+        {
             "Only the person who asked can rate this answer."
         }
         Ok(None) => "This button is no longer valid.",

@@ -144,9 +144,9 @@ async fn claim(
     let claimed =
         crate::gateway::turn::hold::until_stored(inner, "claiming a paused turn", || async move {
             if editing {
-                store.claim_turn_state(approval_id).await
+                store.turns().claim(approval_id).await
             } else {
-                store.claim_decided_turn(approval_id).await
+                store.turns().claim_decided(approval_id).await
             }
         })
         .await;
@@ -158,7 +158,7 @@ async fn claim(
             let record = crate::gateway::turn::hold::until_stored(
                 inner,
                 "reading a decided approval",
-                || store.approval(approval_id),
+                || store.approvals().get(approval_id),
             )
             .await;
             let decision = match record {

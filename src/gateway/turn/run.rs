@@ -83,10 +83,15 @@ pub(crate) async fn process(
 /// The approval whose new arguments this session's next message is, if one
 /// was sent back for editing.
 async fn awaited_edit(inner: &Inner, session: &SessionId) -> Option<ApprovalId> {
-    inner.store.awaited_edit(session).await.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "could not look for an awaited edit");
-        None
-    })
+    inner
+        .store
+        .turns()
+        .awaited_edit(session)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not look for an awaited edit");
+            None
+        })
 }
 
 /// Who a turn of `input` answers, where, and through which adapter; `None`
@@ -213,7 +218,12 @@ async fn user_message(
     m: &switchboard_platform::InboundMessage,
 ) -> Option<Message> {
     let (said, images) = crate::gateway::turn::attachments::user_said(inner, o, m).await?;
-    let mut message = match inner.store.take_waiting_question(&o.conversation.key).await {
+    let mut message = match inner
+        .store
+        .turns()
+        .take_waiting_question(&o.conversation.key)
+        .await
+    {
         Ok(Some(q)) => Message::user(format!(
             "(This answers your earlier question: «{}»)\n{said}",
             q.replace('»', "\"")

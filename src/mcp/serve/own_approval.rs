@@ -108,7 +108,7 @@ impl OwnApproval {
     /// Waits for the decision of `id`; expires it here when no gateway did.
     async fn wait(&self, id: &ApprovalId, cancel: &CancellationToken) -> Result<Verdict, String> {
         loop {
-            let Some(current) = self.store.approval(id).await.map_err(store_error)? else {
+            let Some(current) = self.store.approvals().get(id).await.map_err(store_error)? else {
                 return Err("the approval vanished from the database".into());
             };
             let by = current.decided_by_name.clone();
@@ -141,7 +141,7 @@ impl OwnApproval {
             let now = Utc::now();
             if current.expires_at <= now - chrono::Duration::seconds(2) {
                 // No gateway swept it: expire it here, so a late press finds it decided.
-                if let Ok(Some(_)) = self.store.expire_approval(id, now).await {
+                if let Ok(Some(_)) = self.store.approvals().expire(id, now).await {
                     return Ok(Verdict::Refused(
                         "the approval expired without a decision (treated as denied)".into(),
                     ));

@@ -185,7 +185,8 @@ impl OwnTools {
 
     async fn session(&self, key: &SessionKey) -> Result<crate::domain::SessionId, Refusal> {
         self.store
-            .session(key)
+            .sessions()
+            .open(key)
             .await
             .map_err(super::requests::store_error)
     }

@@ -127,7 +127,7 @@ impl Requests {
         cancel: &CancellationToken,
     ) -> Outcome {
         let id: ApprovalId = row_id("approval", request_id)?;
-        let existing = self.store.approval(&id).await.map_err(store_error)?;
+        let existing = self.store.approvals().get(&id).await.map_err(store_error)?;
         let record = match existing {
             Some(record) => record,
             None => {
@@ -139,7 +139,8 @@ impl Requests {
                     timeout.unwrap_or(self.approval_timeout),
                 )?;
                 self.store
-                    .insert_approval(&record)
+                    .approvals()
+                    .insert(&record)
                     .await
                     .map_err(store_error)?;
                 self.store
@@ -161,7 +162,8 @@ impl Requests {
             let now = Utc::now();
             let current = self
                 .store
-                .approval(&id)
+                .approvals()
+                .get(&id)
                 .await
                 .map_err(store_error)?
                 .unwrap_or(record.clone());
@@ -176,7 +178,7 @@ impl Requests {
             // No gateway swept it (none running): expire it here, so a late
             // press finds it decided.
             if current.expires_at <= now - chrono::Duration::seconds(2) {
-                if let Ok(Some(expired)) = self.store.expire_approval(&id, now).await {
+                if let Ok(Some(expired)) = self.store.approvals().expire(&id, now).await {
                     return Ok(decision(&expired));
                 }
             }
