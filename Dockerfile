@@ -9,7 +9,7 @@
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 # Dependencies first: their layer is reused while only the sources change.
-COPY Cargo.toml Cargo.lock rust-toolchain.toml ./
+COPY Cargo.toml Cargo.lock rust-toolchain.toml build.rs ./
 COPY adapters adapters
 COPY src src
 COPY migrations migrations

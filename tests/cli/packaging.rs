@@ -80,6 +80,7 @@ fn the_systemd_unit_is_hardened_and_the_release_binary_lean() {
     let release = cargo.split("[profile.release]").nth(1).unwrap();
     let release = release.split("\n[").next().unwrap();
     for line in [
+        "opt-level = \"z\"",
         "lto = \"fat\"",
         "codegen-units = 1",
         "strip = \"symbols\"",
