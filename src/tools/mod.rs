@@ -11,6 +11,7 @@ mod exec;
 mod exec_output;
 mod exec_quota;
 mod fs;
+mod fs_error;
 mod fs_open;
 mod grown;
 mod html_text;
