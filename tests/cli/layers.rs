@@ -186,7 +186,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
         "mcp",
         &["config", "counts", "http", "launch", "server", "tool"],
     ),
-    ("tools", &["host", "spec"]),
     ("web", &["auth", "csrf", "layout"]),
 ];
 
