@@ -186,7 +186,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
         "mcp",
         &["config", "counts", "http", "launch", "server", "tool"],
     ),
-    ("web", &["auth", "csrf", "layout"]),
 ];
 
 /// The module path of a source file (`gateway/turn/mod.rs` → gateway, turn).
