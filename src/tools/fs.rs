@@ -2,12 +2,13 @@
 
 use super::args::parse_args;
 use super::diff_summary::summarize;
+use super::fs_error::io_failure;
 use super::fs_open::{open_checked, Access};
 use super::{Tool, ToolContext, ToolError, ToolSpec, Workspace};
 use crate::domain::Conversation;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -20,15 +21,6 @@ const DEFAULT_MAX_LINES: usize = 2000;
 const MAX_LINE_CHARS: usize = 2000;
 const MAX_OUTPUT_CHARS: usize = 100_000;
 const BINARY_SNIFF_BYTES: usize = 8192;
-
-pub(super) fn io_failure(shown: &str, e: &io::Error) -> ToolError {
-    let message = match e.kind() {
-        io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
-        io::ErrorKind::PermissionDenied => format!("permission denied for `{shown}`"),
-        _ => format!("cannot access `{shown}`: {e}"),
-    };
-    ToolError::failed(message)
-}
 
 /// Why `bytes` is not returned as text, if it is not.
 fn not_text_reason(bytes: &[u8]) -> Option<&'static str> {

@@ -15,6 +15,7 @@
 //! Writes open without truncating and truncate only after the checks, so a
 //! refused hard link is never emptied.
 
+use super::fs_error::io_failure;
 use super::{ToolError, Workspace};
 use crate::workspace::beneath::{BeneathError, How};
 use std::fs::{File, Metadata};
@@ -52,9 +53,7 @@ pub(super) fn open_checked(
         .open_root()
         .and_then(|dir| dir.open_file(ws.relative(path), how, how != How::Read))
         .map_err(|e| open_failure(shown, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| super::fs::io_failure(shown, &e))?;
+    let meta = file.metadata().map_err(|e| io_failure(shown, &e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!(
             "`{shown}` is a directory; use a file inside it (list it with exec_command `ls`)"
@@ -75,8 +74,7 @@ pub(super) fn open_checked(
         )));
     }
     if access == (Access::Write { append: false }) {
-        file.set_len(0)
-            .map_err(|e| super::fs::io_failure(shown, &e))?;
+        file.set_len(0).map_err(|e| io_failure(shown, &e))?;
     }
     Ok((file, meta))
 }
@@ -110,7 +108,7 @@ pub(super) fn open_failure(shown: &str, e: BeneathError) -> ToolError {
             {
                 // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
                 Some(rustix::io::Errno::NXIO) => not_regular(shown),
-                _ => super::fs::io_failure(shown, &source),
+                _ => io_failure(shown, &source),
             }
         }
     }

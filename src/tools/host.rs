@@ -1,13 +1,9 @@
-//! What a turn needs from its surroundings: asking for approvals, background
-//! submission, a memory flush before compaction.
+//! What a turn paused on an approval keeps and brings back: the answer to a
+//! request, the decision, the checkpoint (the host itself is in `spec`).
 
-use super::{Tool, ToolSpec};
-use crate::domain::ApprovalId;
 pub use crate::domain::Pause;
 use crate::llm::{Message, ToolCall};
-use async_trait::async_trait;
 use serde_json::Value;
-use std::sync::Arc;
 
 /// What became of a request for a decision on a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,66 +59,4 @@ pub struct TurnCheckpoint {
 pub struct NestedResume {
     pub checkpoint: TurnCheckpoint,
     pub resolution: Resolution,
-}
-
-/// Implemented by the gateway for each turn: it knows the chat, the requester
-/// and the platform.
-#[async_trait]
-pub trait TurnHost: Send + Sync + 'static {
-    /// Applies a stored rule, or records an approval for `call` (with these
-    /// `arguments`) and stores `checkpoint` so the turn can pause. Never waits
-    /// for the decision.
-    async fn request_approval(
-        &self,
-        spec: &ToolSpec,
-        call: &ToolCall,
-        arguments: &Value,
-        summary: String,
-        checkpoint: TurnCheckpoint,
-    ) -> Asked;
-
-    /// Starts `tool` as a background task; returns its task id at once.
-    async fn start_background(
-        &self,
-        tool: Arc<dyn Tool>,
-        call: &ToolCall,
-        arguments: Value,
-    ) -> Result<crate::domain::TaskId, String>;
-
-    /// Called once `tool` is cleared to run (approved when it needs it),
-    /// before it runs or its background task starts: where the host records
-    /// that a tool with side effects ran, so that a crash from here on does
-    /// not run the turn again. Default: nothing.
-    async fn before_run(&self, _tool: &str) {}
-
-    /// Called before `head` is folded into a summary by compaction, so what is
-    /// worth remembering can be saved first (memory flush). Default: nothing.
-    async fn before_compaction(&self, _head: &[Message]) {}
-
-    /// The host a sub-agent that acts asks for its approvals (cards to the
-    /// same requester); `None`: sub-agents cannot be approved.
-    fn for_subagent(&self) -> Option<Arc<dyn TurnHost>> {
-        None
-    }
-
-    /// A delegation's sub-agent paused on `approval` (recorded through
-    /// [`TurnHost::for_subagent`]'s host, with the sub-agent's checkpoint):
-    /// stores this turn's `checkpoint` around it so the whole turn pauses as
-    /// one row. `false`: it could not be kept (the approval is withdrawn).
-    async fn pause_nested(&self, _approval: &ApprovalId, _checkpoint: TurnCheckpoint) -> bool {
-        false
-    }
-
-    /// Added to the system prompt of each model call of the turn, read anew
-    /// every round (the plan and its current step). Default: nothing.
-    async fn round_context(&self) -> Option<String> {
-        None
-    }
-
-    /// Called after a round's tools ran, with its calls and their result
-    /// messages: where the host records each result on the plan's current
-    /// step. Returns the `plan_outcome` trace records. Default: nothing.
-    async fn after_tools(&self, _calls: &[ToolCall], _results: &[Message]) -> Vec<Value> {
-        Vec::new()
-    }
 }

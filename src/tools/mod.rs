@@ -1,7 +1,7 @@
 //! Tools: specs, the registry and the built-in tools (one file per family).
 
 mod host;
-pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint, TurnHost};
+pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint};
 mod args;
 mod ask_user;
 mod check_tasks;
@@ -11,6 +11,7 @@ mod exec;
 mod exec_output;
 mod exec_quota;
 mod fs;
+mod fs_error;
 mod fs_open;
 mod grown;
 mod html_text;
@@ -28,6 +29,7 @@ mod policy;
 mod portfolio;
 mod process;
 mod process_tree;
+mod progress;
 mod read_result;
 mod registry;
 mod sandbox;
@@ -90,6 +92,7 @@ pub use looking_back::looking_back_tools;
 pub use memory::memory_tools;
 pub use plan::PlanTool;
 pub use portfolio::portfolio_tools;
+pub use progress::{Progress, ProgressSink};
 pub use read_result::{ReadStoredResultTool, NAME as READ_STORED_RESULT};
 pub use registry::{DynamicTools, ToolRegistry};
 pub use sandbox::{
@@ -103,7 +106,7 @@ pub use skill_install::{
     source_url as skill_source_url, InstallSkillTool, PreviewSkillTool, INSTALL_SKILL,
     MAX_SKILL_BYTES,
 };
-pub use spec::{Progress, ProgressSink, Tool, ToolContext, ToolError, ToolSource, ToolSpec};
+pub use spec::{Tool, ToolContext, ToolError, ToolSource, ToolSpec, TurnHost};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
 pub use web_search::{
     SearchConfig, SearchProvider, WebSearchTool, DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS,

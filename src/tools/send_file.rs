@@ -3,7 +3,7 @@
 //! workspace (checked as `read_file` checks them), so no approval is needed.
 
 use super::args::parse_args;
-use super::fs::io_failure;
+use super::fs_error::io_failure;
 use super::fs_open::{open_checked, Access};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
 use super::Workspace;

@@ -1,8 +1,12 @@
-//! What a tool is: its spec, the `Tool` trait, the per-call context and errors.
+//! What a tool is: its spec, the `Tool` trait, the per-call context and errors,
+//! and the `TurnHost` a turn's calls reach their surroundings through.
 
+use super::{Asked, NestedResume, ProgressSink, TurnCheckpoint};
+use crate::domain::ApprovalId;
+use crate::llm::{Message, ToolCall};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// A tool's static description and scheduling flags.
@@ -51,47 +55,6 @@ impl std::fmt::Display for ToolSource {
     }
 }
 
-/// Progress of a running (background) tool call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Progress {
-    pub stage: String,
-    pub detail: String,
-    pub percent: Option<u8>,
-}
-
-impl Progress {
-    /// One line for a chat: "research sub-agent — step 2: web_fetch (40%)".
-    pub fn line(&self) -> String {
-        let mut line = self.stage.clone();
-        if !self.detail.is_empty() {
-            if !line.is_empty() {
-                line.push_str(" — ");
-            }
-            line.push_str(&self.detail);
-        }
-        if let Some(p) = self.percent {
-            line.push_str(&format!(" ({p}%)"));
-        }
-        line
-    }
-}
-
-/// Where a tool reports progress. Cheap to clone; a no-op for foreground calls.
-#[derive(Debug, Clone, Default)]
-pub struct ProgressSink(Option<watch::Sender<Progress>>);
-
-impl ProgressSink {
-    pub fn new(tx: watch::Sender<Progress>) -> Self {
-        Self(Some(tx))
-    }
-
-    pub fn report(&self, progress: Progress) {
-        if let Some(tx) = &self.0 {
-            tx.send_replace(progress);
-        }
-    }
-}
-
 /// Per-call context.
 #[derive(Clone, Default)]
 pub struct ToolContext {
@@ -109,10 +72,10 @@ pub struct ToolContext {
     pub origin: Option<crate::domain::Conversation>,
     /// Who decides the approval cards of work done on the caller's behalf
     /// (a sub-agent that acts); `None` where nobody can be asked.
-    pub approvals: Option<std::sync::Arc<dyn super::TurnHost>>,
+    pub approvals: Option<std::sync::Arc<dyn TurnHost>>,
     /// A delegation resumed after its sub-agent's approval was decided:
     /// where the sub-agent continues from.
-    pub resumed: Option<Box<super::NestedResume>>,
+    pub resumed: Option<Box<NestedResume>>,
     /// The user's own message that started the turn (for a sub-agent, which
     /// sees it beside the delegating model's brief); `None` outside a chat turn.
     pub asked: Option<String>,
@@ -257,4 +220,66 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the call. The returned text is the observation the model sees.
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Implemented by the gateway for each turn: it knows the chat, the requester
+/// and the platform.
+#[async_trait::async_trait]
+pub trait TurnHost: Send + Sync + 'static {
+    /// Applies a stored rule, or records an approval for `call` (with these
+    /// `arguments`) and stores `checkpoint` so the turn can pause. Never waits
+    /// for the decision.
+    async fn request_approval(
+        &self,
+        spec: &ToolSpec,
+        call: &ToolCall,
+        arguments: &Value,
+        summary: String,
+        checkpoint: TurnCheckpoint,
+    ) -> Asked;
+
+    /// Starts `tool` as a background task; returns its task id at once.
+    async fn start_background(
+        &self,
+        tool: Arc<dyn Tool>,
+        call: &ToolCall,
+        arguments: Value,
+    ) -> Result<crate::domain::TaskId, String>;
+
+    /// Called once `tool` is cleared to run (approved when it needs it),
+    /// before it runs or its background task starts: where the host records
+    /// that a tool with side effects ran, so that a crash from here on does
+    /// not run the turn again. Default: nothing.
+    async fn before_run(&self, _tool: &str) {}
+
+    /// Called before `head` is folded into a summary by compaction, so what is
+    /// worth remembering can be saved first (memory flush). Default: nothing.
+    async fn before_compaction(&self, _head: &[Message]) {}
+
+    /// The host a sub-agent that acts asks for its approvals (cards to the
+    /// same requester); `None`: sub-agents cannot be approved.
+    fn for_subagent(&self) -> Option<Arc<dyn TurnHost>> {
+        None
+    }
+
+    /// A delegation's sub-agent paused on `approval` (recorded through
+    /// [`TurnHost::for_subagent`]'s host, with the sub-agent's checkpoint):
+    /// stores this turn's `checkpoint` around it so the whole turn pauses as
+    /// one row. `false`: it could not be kept (the approval is withdrawn).
+    async fn pause_nested(&self, _approval: &ApprovalId, _checkpoint: TurnCheckpoint) -> bool {
+        false
+    }
+
+    /// Added to the system prompt of each model call of the turn, read anew
+    /// every round (the plan and its current step). Default: nothing.
+    async fn round_context(&self) -> Option<String> {
+        None
+    }
+
+    /// Called after a round's tools ran, with its calls and their result
+    /// messages: where the host records each result on the plan's current
+    /// step. Returns the `plan_outcome` trace records. Default: nothing.
+    async fn after_tools(&self, _calls: &[ToolCall], _results: &[Message]) -> Vec<Value> {
+        Vec::new()
+    }
 }

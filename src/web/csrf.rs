@@ -1,7 +1,7 @@
 //! CSRF tokens: every form carries one bound to the browser's session (an
 //! HMAC of its nonce), compared in constant time on every POST.
 
-use super::auth::{Auth, Session};
+use super::session::{Auth, Session};
 use super::WebError;
 use serde::Deserialize;
 use std::collections::HashMap;

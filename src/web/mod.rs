@@ -17,6 +17,7 @@ mod mask;
 mod overview;
 mod plan_table;
 mod reauth;
+mod session;
 mod settings;
 mod tasks;
 mod users;

@@ -176,9 +176,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     ("gateway", &["commands", "session", "turn"]),
     // The worker reads the queue mode and the queue spawns workers.
     ("gateway/session", &["queue", "queue_mode", "worker"]),
-    // A sub-agent's card is recorded the main agent's way, and the main
-    // host makes the sub-agent's.
-    ("gateway/turn", &["host", "sub_host"]),
     // A paused turn resumes through the run's host; the run hands an edit to
     // resume.
     ("gateway/turn", &["resume", "run"]),
@@ -186,9 +183,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
         "mcp",
         &["config", "counts", "http", "launch", "server", "tool"],
     ),
-    ("tools", &["fs", "fs_open"]),
-    ("tools", &["host", "spec"]),
-    ("web", &["auth", "csrf", "layout"]),
 ];
 
 /// The module path of a source file (`gateway/turn/mod.rs` → gateway, turn).

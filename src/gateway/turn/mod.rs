@@ -2,6 +2,7 @@
 //! chat's settings), the run with the gateway's host for approvals and
 //! tasks, resuming a paused turn, and the turn in flight.
 
+pub(super) mod ask;
 pub(super) mod attachments;
 pub(super) mod budget;
 pub(super) mod consent;

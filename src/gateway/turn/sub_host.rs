@@ -9,7 +9,7 @@
 
 use crate::agent::{Asked, TurnCheckpoint, TurnHost};
 use crate::domain::{ApprovalId, SessionId};
-use crate::gateway::turn::host::{record, Recorded};
+use crate::gateway::turn::ask::{record, Recorded};
 use crate::gateway::Inner;
 use crate::llm::ToolCall;
 use crate::store::{ApprovalRecord, Conversation};
