@@ -2,7 +2,7 @@
 //! as the gateway builds them but without one: only the tools of the tiers
 //! offered, for the user `MCP_SERVER_USER` names.
 
-use super::parts::{open_sandbox, open_workspace, tool_secrets};
+use super::parts::{grown_tools, open_sandbox, open_workspace};
 use super::RunError;
 use crate::config::Config;
 use crate::mcp::serve::{OwnTools, Tier};
@@ -11,8 +11,8 @@ use crate::store::Store;
 use crate::tasks::ScheduleTool;
 use crate::tools::{
     looking_back_tools, memory_tools, portfolio_tools, CheckTasksTool, ExecConfig, ExecTool,
-    GrownEnv, GrownTools, HttpApiTool, ReadFileTool, ScriptTool, ToolRegistry, WebFetchConfig,
-    WebFetchTool, WebSearchTool, WriteFileTool,
+    HttpApiTool, ReadFileTool, ScriptTool, ToolRegistry, WebFetchConfig, WebFetchTool,
+    WebSearchTool, WriteFileTool,
 };
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -100,17 +100,7 @@ fn acting_tools(
             )));
         }
     }
-    let grown = Arc::new(GrownTools::new(
-        store.clone(),
-        GrownEnv {
-            reserved: registry.names(),
-            workspace: ws,
-            sandbox,
-            max_output_chars,
-            allow: config.web_fetch_allow.clone(),
-            secrets: tool_secrets(config),
-        },
-    ));
+    let grown = grown_tools(config, store, registry, ws, sandbox, max_output_chars);
     grown.watch(shutdown.clone());
     registry.register_dynamic(grown);
     Ok(())

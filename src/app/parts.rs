@@ -142,17 +142,7 @@ pub fn build_tools(
         }
     }
     register_operator_tools(&mut registry, config, &ws, max_output_chars, &sandbox);
-    let grown = Arc::new(GrownTools::new(
-        store.clone(),
-        GrownEnv {
-            reserved: registry.names(),
-            workspace: ws,
-            sandbox,
-            max_output_chars,
-            allow: config.web_fetch_allow.clone(),
-            secrets: tool_secrets(config),
-        },
-    ));
+    let grown = grown_tools(config, store, &registry, ws, sandbox, max_output_chars);
     registry
         .register(Arc::new(HttpToolManager::new(
             Arc::clone(&grown),
@@ -198,6 +188,29 @@ fn register_operator_tools(
             &config.web_fetch_allow,
         )));
     }
+}
+
+/// The tools added from the chat, in `ws` under `sandbox`; the names in
+/// `registry` so far are reserved.
+pub(super) fn grown_tools(
+    config: &Config,
+    store: &Store,
+    registry: &ToolRegistry,
+    ws: Arc<Workspace>,
+    sandbox: Arc<Sandbox>,
+    max_output_chars: usize,
+) -> Arc<GrownTools> {
+    Arc::new(GrownTools::new(
+        store.clone(),
+        GrownEnv {
+            reserved: registry.names(),
+            workspace: ws,
+            sandbox,
+            max_output_chars,
+            allow: config.web_fetch_allow.clone(),
+            secrets: tool_secrets(config),
+        },
+    ))
 }
 
 /// The `TOOL_SECRET_*` variables, the only secrets tools added from the chat

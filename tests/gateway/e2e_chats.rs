@@ -5,8 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
+use crate::support::e2e::tool_names;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::e2e::{tool_result, Harness};
 use support::fake_llm::{FakeLlm, Reply};
 use support::test_channel::user;
@@ -17,15 +18,6 @@ const GROUP: i64 = -500;
 
 fn topic(thread: i64) -> ChatAddress {
     ChatAddress::new(Platform::Console, ChatId(GROUP), Some(ThreadId(thread)))
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test]

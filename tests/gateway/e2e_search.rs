@@ -4,7 +4,7 @@
 //! sentence without the key; the provider's address obeys `web_fetch`'s
 //! rules; a message asking for fresh information points the model at the tool.
 
-use crate::support::e2e::{messages, tool_result, Harness};
+use crate::support::e2e::{messages, tool_names, tool_result, Harness};
 use crate::support::fake_llm::Reply;
 use crate::support::fake_search::{Asked, FakeSearch, BRAVE_KEY, TAVILY_KEY};
 use serde_json::{json, Value};
@@ -36,15 +36,6 @@ fn system_text(request: &Value) -> String {
         .filter_map(|m| m["content"].as_str())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test]

@@ -214,6 +214,16 @@ pub fn messages(request: &Value) -> Vec<Value> {
     request["messages"].as_array().cloned().unwrap_or_default()
 }
 
+/// The names of the tools a request offers the model.
+pub fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The content of the tool message answering `call_id` in a request.
 #[track_caller]
 pub fn tool_result(request: &Value, call_id: &str) -> String {
