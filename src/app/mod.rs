@@ -10,6 +10,7 @@ use crate::metrics::Metrics;
 use crate::skills::SkillLibrary;
 use crate::store::{Store, StoreError};
 use crate::tasks::TaskManager;
+use listeners::{bind_health, start_web, web_state};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod listeners;
 mod mcp_tools;
 mod parts;
 pub use mcp_tools::mcp_own_tools;
@@ -415,20 +417,6 @@ fn gateway_settings(config: &Config, clock: Arc<dyn Clock>) -> GatewaySettings {
     }
 }
 
-/// The `HEALTH_LISTEN` listener, bound (a taken port stops the start).
-async fn bind_health(config: &Config) -> Result<Option<tokio::net::TcpListener>, RunError> {
-    let Some(addr) = config.health_listen else {
-        return Ok(None);
-    };
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map(Some)
-        .map_err(|e| RunError::Health {
-            addr: addr.to_string(),
-            reason: e.to_string(),
-        })
-}
-
 /// Runs each adapter on a task of its own, feeding `sink`; the token is
 /// cancelled once every adapter has stopped.
 fn run_adapters(
@@ -455,36 +443,6 @@ fn run_adapters(
         }));
     }
     (handles, adapters_done)
-}
-
-/// Serves the web console when `WEB_LISTEN` is set; returns where.
-async fn start_web(
-    config: &Config,
-    gateway: &Gateway,
-    shutdown: &CancellationToken,
-) -> Result<Option<std::net::SocketAddr>, RunError> {
-    let Some(addr) = config.web.listen else {
-        return Ok(None);
-    };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| RunError::Web {
-            addr: addr.to_string(),
-            reason: e.to_string(),
-        })?;
-    let bound = listener.local_addr().ok();
-    let state = web_state(config, gateway);
-    tokio::spawn(crate::web::serve(listener, state, shutdown.clone()));
-    tracing::info!(addr = ?bound, "web console listening");
-    Ok(bound)
-}
-
-fn web_state(config: &Config, gateway: &Gateway) -> crate::web::WebState {
-    let settings = crate::web::WebSettings {
-        access_policy: format!("{:?}", config.access_policy).to_ascii_lowercase(),
-        allowed_users: config.allowed_users.clone(),
-    };
-    crate::web::WebState::new(gateway.operator(), &config.web, settings)
 }
 
 /// `switchboard run`: every configured platform adapter, until `shutdown`.
