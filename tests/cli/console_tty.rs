@@ -60,7 +60,7 @@ async fn ctrl_c_stops_the_answer_and_twice_at_the_prompt_quits() {
         pane.wait_for("Cancelled.");
         // The process lives on and takes the next line.
         pane.line("again");
-        pane.wait_for("You said again to me.");
+        pane.wait_for_prompt_after("You said again to me.");
         pane.key("C-c");
         pane.wait_for("Ctrl-C again, Ctrl-D, /exit or /quit to quit");
         pane.key("C-c");
@@ -93,7 +93,7 @@ async fn ctrl_d_at_the_prompt_quits_at_once_on_a_line_of_its_own() {
         let pane = Pane::chat(&env);
         pane.wait_for("Switchboard chat");
         pane.line("hi");
-        pane.wait_for("Hello!");
+        pane.wait_for_prompt_after("Hello!");
         pane.key("C-d");
         let screen = pane.wait_for(SHELL_PROMPT);
         assert_shell_prompt_on_its_own_line(&screen);

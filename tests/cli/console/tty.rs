@@ -95,14 +95,29 @@ impl Pane {
 
     /// Waits until the screen shows `needle` `times` times or more.
     pub fn wait_for_count(&self, needle: &str, times: usize) -> String {
+        self.wait_until(&format!("{needle:?} ×{times}"), |screen| {
+            screen.matches(needle).count() >= times
+        })
+    }
+
+    /// Waits until `needle` shows and, below it, the prompt waits for a line:
+    /// the answer is complete, so a key now goes to the prompt, not the answer.
+    pub fn wait_for_prompt_after(&self, needle: &str) -> String {
+        self.wait_until(&format!("the prompt after {needle:?}"), |screen| {
+            let mut lines = screen.lines().map(str::trim_end).filter(|l| !l.is_empty());
+            lines.next_back() == Some(">") && lines.any(|l| l.contains(needle))
+        })
+    }
+
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
-            if screen.matches(needle).count() >= times {
+            if done(&screen) {
                 return screen;
             }
             if start.elapsed() > HANG {
-                panic!("the pane never showed {needle:?} ×{times}\n--- screen ---\n{screen}");
+                panic!("the pane never showed {what}\n--- screen ---\n{screen}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
