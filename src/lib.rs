@@ -15,6 +15,7 @@ pub mod config;
 pub mod dirs;
 pub mod domain;
 pub mod env;
+mod footprint;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod gateway;

@@ -165,6 +165,11 @@ pub async fn start_with_clock(
         shutdown.clone(),
     ));
     let (sink, inbound) = InboundSink::channel(1024);
+    tokio::spawn(crate::footprint::release_after_start(
+        adapters.clone(),
+        busy.clone(),
+        shutdown.clone(),
+    ));
     let (handles, adapters_done) = run_adapters(adapters, sink, &shutdown);
     store
         .audit()

@@ -43,7 +43,7 @@ fn unreadable(e: &dyn std::fmt::Display) -> ImageError {
 /// megabytes larger).
 pub fn prepare(path: &Path) -> Result<Prepared, ImageError> {
     let prepared = decode_scale_encode(path);
-    release_freed_memory();
+    crate::footprint::release_freed_heap();
     prepared
 }
 
@@ -67,7 +67,12 @@ fn decode_scale_encode(path: &Path) -> Result<Prepared, ImageError> {
     }
     let decoded = if format == Some(ImageFormat::Jpeg) {
         let decoded = decode_jpeg_scaled(path, fitted(w, h))?;
-        release_freed_memory();
+        // The JPEG decoder's worker threads allocate in malloc arenas of
+        // their own, which keep what they freed: without this the scaling
+        // step that follows (on this thread) cannot reuse it, and a
+        // 12-megapixel photo costs its decode plus its scaling (2.2× the
+        // file) instead of the larger of the two (1.7×).
+        crate::footprint::release_freed_heap();
         decoded
     } else {
         let mut reader = open()?;
@@ -102,24 +107,6 @@ fn decode_scale_encode(path: &Path) -> Result<Prepared, ImageError> {
         source: (w, h),
     })
 }
-
-/// Hands freed heap memory back to the system. The JPEG decoder's worker
-/// threads allocate in malloc arenas of their own, which keep what they
-/// freed: without this the scaling step that follows (on this thread)
-/// cannot reuse it, and a 12-megapixel photo costs its decode plus its
-/// scaling (2.2× the file) instead of the larger of the two (1.7×).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[allow(unsafe_code)]
-fn release_freed_memory() {
-    // SAFETY: `malloc_trim` only returns free pages of glibc's own heaps to
-    // the kernel; it takes glibc's arena locks and touches no Rust object.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn release_freed_memory() {}
 
 /// A JPEG's size, from its header.
 fn jpeg_size(path: &Path) -> Result<(u32, u32), ImageError> {

@@ -36,6 +36,7 @@ mod e2e_task_final;
 mod e2e_task_notify;
 mod e2e_text_tool_calls;
 mod e2e_workspace;
+mod footprint;
 mod health;
 mod media_documents;
 mod media_retention;
