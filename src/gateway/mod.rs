@@ -35,6 +35,7 @@ use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use intake::access::AccessControl;
 use intake::limiter::UserLimiter;
+use session::input::SessionInput;
 use session::queue::session_worker;
 use session::worker::SessionHandle;
 use spool::Spool;
@@ -47,7 +48,6 @@ use switchboard_platform::{
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use turn::input::SessionInput;
 
 /// Gateway settings (a slice of [`crate::config::Config`]).
 #[derive(Debug, Clone)]
@@ -222,7 +222,7 @@ impl Gateway {
                 limiter: UserLimiter::new(settings.user_messages_per_minute),
                 approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
             },
-            sessions: session::sessions::Sessions::default(),
+            sessions: session::sessions::Sessions::new(Arc::new(turn::runner::TurnRunner)),
         };
         Gateway {
             inner: Arc::new(inner),

@@ -151,7 +151,9 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &crate::domain::ProcessId) {
                 );
             }
             for entry in entries {
-                crate::gateway::session::queue::queue_from_inbox(inner, entry).await;
+                if !crate::gateway::turn::in_flight::interrupted(inner, &entry).await {
+                    crate::gateway::session::queue::queue_from_inbox(inner, entry);
+                }
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not take over queued messages"),

@@ -2,8 +2,8 @@
 //! and the resumption of a paused turn in its requester's session.
 
 use crate::domain::{ApprovalId, SessionKey};
+use crate::gateway::session::input::Kept;
 use crate::gateway::session::worker::SessionHandle;
-use crate::gateway::spool::SpoolFile;
 use crate::gateway::Inner;
 use std::sync::Arc;
 
@@ -16,16 +16,16 @@ pub(in crate::gateway) fn session_worker(inner: &Arc<Inner>, key: SessionKey) ->
         .unwrap_or_else(|p| p.into_inner());
     sessions
         .entry(key)
-        .or_insert_with(|| SessionHandle::spawn(Arc::clone(inner), key))
+        .or_insert_with(|| {
+            SessionHandle::spawn(Arc::clone(inner), key, Arc::clone(&inner.sessions.runner))
+        })
         .clone()
 }
 
 /// Queues a message taken over from the inbox of a process that is gone (or
-/// of this process before a restart).
-pub(crate) async fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
-    if crate::gateway::turn::in_flight::interrupted(inner, &entry).await {
-        return;
-    }
+/// of this process before a restart), once the taker-over found that its
+/// turn, if one was cut short, may run again.
+pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
     let msg = entry.message;
     let key = SessionKey::of(&msg.chat, msg.user.id);
     let guard = inner.busy.enter();
@@ -68,13 +68,4 @@ pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),
     }
-}
-
-/// Where an accepted message is kept until its turn starts.
-#[derive(Debug)]
-pub(crate) enum Kept {
-    /// Its inbox row.
-    Inbox(i64),
-    /// Its file in this process's spool (storage was down).
-    Spool(SpoolFile),
 }

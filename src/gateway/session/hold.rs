@@ -4,7 +4,7 @@
 //! once why the answer is late.
 
 use crate::gateway::delivery::outbound::notify;
-use crate::gateway::turn::input::SessionInput;
+use crate::gateway::session::input::SessionInput;
 use crate::gateway::Inner;
 use crate::store::{Backoff, SessionId, SessionKey};
 
