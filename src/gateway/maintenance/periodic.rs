@@ -65,7 +65,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         };
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = inner.shutdown.cancelled() => return,
+            () = inner.life.shutdown.cancelled() => return,
         }
     }
 }

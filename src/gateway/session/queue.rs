@@ -28,7 +28,7 @@ pub(in crate::gateway) fn session_worker(inner: &Arc<Inner>, key: SessionKey) ->
 pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
     let msg = entry.message;
     let key = SessionKey::of(&msg.chat, msg.user.id);
-    let guard = inner.busy.enter();
+    let guard = inner.life.busy.enter();
     session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
     if crate::approvals::from_mcp(decided) {
         return;
     }
-    let guard = inner.busy.enter();
+    let guard = inner.life.busy.enter();
     session_worker(inner, decided.session_key()).enqueue_resume(
         decided.id.clone(),
         Some(crate::approvals::decision_of(decided)),
@@ -62,7 +62,7 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
     match inner.store.turns().origin(&approval_id).await {
         Ok(Some(origin)) => {
-            let guard = inner.busy.enter();
+            let guard = inner.life.busy.enter();
             session_worker(inner, origin.key).enqueue_resume(approval_id, None, guard);
         }
         Ok(None) => {}

@@ -186,7 +186,7 @@ impl Worker {
         }
         tokio::select! {
             biased;
-            () = self.inner.shutdown.cancelled() => None,
+            () = self.inner.life.shutdown.cancelled() => None,
             q = self.rx.recv() => q,
         }
     }
@@ -205,7 +205,7 @@ impl Worker {
         };
         // Storage may answer just as the gateway stops: the message then
         // stays kept for the next process.
-        if inner.shutdown.is_cancelled() {
+        if inner.life.shutdown.is_cancelled() {
             return Flow::Stop;
         }
         let mut rows = Vec::new();
@@ -233,7 +233,7 @@ impl Worker {
             )
             .await;
         }
-        let cancel = self.running.begin(&inner.shutdown);
+        let cancel = self.running.begin(&inner.life.shutdown);
         self.runner
             .run(&inner, key, session, input, rows, cancel)
             .instrument(crate::telemetry::turn_span(&key))
@@ -245,7 +245,7 @@ impl Worker {
 
     /// A paused turn's resumption (held through an outage by the claim itself).
     async fn resume(&mut self, approval_id: ApprovalId, decided: Option<Decision>) {
-        let cancel = self.running.begin(&self.inner.shutdown);
+        let cancel = self.running.begin(&self.inner.life.shutdown);
         self.runner
             .resume(&self.inner, approval_id, decided, cancel)
             .instrument(crate::telemetry::turn_span(&self.key))

@@ -126,7 +126,7 @@ impl Inner {
             map.remove(key)
         };
         let Some(done) = done else { return };
-        if self.shutdown.is_cancelled() {
+        if self.life.shutdown.is_cancelled() {
             if let Err(e) = self.store.inbox().unstart(&done.rows).await {
                 tracing::warn!(error = %e, "could not release the rows of a turn cut short by the stop");
             }
@@ -174,7 +174,7 @@ impl Inner {
     /// cut short before it `settled`: then its mark stays for the next
     /// process to report.
     pub(in crate::gateway) async fn resume_ended(&self, approval_id: &ApprovalId, settled: bool) {
-        if self.shutdown.is_cancelled() && !settled {
+        if self.life.shutdown.is_cancelled() && !settled {
             return;
         }
         if let Err(e) = self.store.turns().resume_ended(approval_id).await {
