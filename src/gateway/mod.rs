@@ -35,6 +35,7 @@ use crate::store::{SessionKey, Store};
 use crate::tasks::{TaskFinished, TaskManager};
 use intake::access::AccessControl;
 use intake::limiter::UserLimiter;
+use session::input::SessionInput;
 use session::queue::session_worker;
 use session::worker::SessionHandle;
 use spool::Spool;
@@ -47,7 +48,6 @@ use switchboard_platform::{
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use turn::input::SessionInput;
 
 /// Gateway settings (a slice of [`crate::config::Config`]).
 #[derive(Debug, Clone)]
@@ -86,8 +86,8 @@ pub(crate) struct Inner {
     pub agent: Arc<Agent>,
     pub approvals: Approvals,
     pub tasks: Arc<TaskManager>,
-    pub shutdown: CancellationToken,
-    pub busy: Busy,
+    /// When the gateway stops, and the work it waits for.
+    pub life: Lifecycle,
     pub metrics: Arc<Metrics>,
     /// The adapters, the per-chat settings and the threads' channels.
     platforms: platforms::Platforms,
@@ -117,6 +117,13 @@ impl Inner {
     pub(crate) fn local_operator(&self, platform: Platform) -> bool {
         self.platforms.local_operator(platform)
     }
+}
+
+/// The gateway's life: the token that stops it, and the work in flight it
+/// waits for (queued inputs, running turns, background tasks).
+pub(crate) struct Lifecycle {
+    pub shutdown: CancellationToken,
+    pub busy: Busy,
 }
 
 /// The router between platform adapters and the agent.
@@ -188,8 +195,7 @@ impl Gateway {
             store,
             agent,
             tasks,
-            shutdown,
-            busy,
+            life: Lifecycle { shutdown, busy },
             metrics,
             platforms: platforms::Platforms {
                 adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
@@ -222,7 +228,7 @@ impl Gateway {
                 limiter: UserLimiter::new(settings.user_messages_per_minute),
                 approval_presses: UserLimiter::new(settings.approval_presses_per_minute),
             },
-            sessions: session::sessions::Sessions::default(),
+            sessions: session::sessions::Sessions::new(Arc::new(turn::runner::TurnRunner)),
         };
         Gateway {
             inner: Arc::new(inner),
@@ -237,7 +243,7 @@ impl Gateway {
 
     /// Work in flight: queued inputs, running turns and background tasks.
     pub fn busy(&self) -> Busy {
-        self.inner.busy.clone()
+        self.inner.life.busy.clone()
     }
 
     /// Routes inbound events and task notifications until shutdown.
@@ -253,19 +259,19 @@ impl Gateway {
         tokio::spawn(crate::memory::sweep(
             self.inner.features.extractor.clone(),
             self.inner.store.clone(),
-            self.inner.busy.clone(),
-            self.inner.shutdown.clone(),
+            self.inner.life.busy.clone(),
+            self.inner.life.shutdown.clone(),
         ));
         tokio::spawn(commands::menu::publish(Arc::clone(&self.inner)));
         tokio::spawn(
-            Arc::clone(&self.inner.features.media).sweep_hourly(self.inner.shutdown.clone()),
+            Arc::clone(&self.inner.features.media).sweep_hourly(self.inner.life.shutdown.clone()),
         );
         // Adapters may all stop (the console at end of input) while background
         // tasks still have notifications to deliver: keep serving until shutdown.
         let mut inbound_open = true;
         loop {
             tokio::select! {
-                () = self.inner.shutdown.cancelled() => break,
+                () = self.inner.life.shutdown.cancelled() => break,
                 delivery = inbound.recv(), if inbound_open => match delivery {
                     Some(first) => self.take_in(first, &mut inbound).await,
                     None => inbound_open = false,
@@ -294,14 +300,14 @@ impl Gateway {
 
     fn on_task_finished(&self, done: TaskFinished) {
         let key = done.origin.conversation.key;
-        let guard = self.inner.busy.enter();
+        let guard = self.inner.life.busy.enter();
         self.session(key)
             .enqueue(SessionInput::Notification(done), guard);
     }
 
     fn on_schedule_fired(&self, fired: crate::tasks::Fired) {
         let key = fired.origin.key;
-        let guard = self.inner.busy.enter();
+        let guard = self.inner.life.busy.enter();
         self.session(key).enqueue(
             SessionInput::Scheduled {
                 origin: fired.origin,

@@ -3,6 +3,8 @@
 //! each bad entry or unknown field reported by the server's name.
 
 use super::approval::{Approval, ApprovalPolicy};
+use super::names::sanitize;
+use crate::tools::Network;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -41,7 +43,7 @@ pub struct McpServerDef {
     /// Values expanded from `${VAR}`: redacted everywhere.
     pub secrets: Vec<String>,
     /// Whether a stdio server's sandbox has network access (`"network"`).
-    pub network: crate::tools::Network,
+    pub network: Network,
     /// Paths a stdio server may read besides its own (`"read"`).
     pub read: Vec<PathBuf>,
 }
@@ -142,7 +144,7 @@ pub fn load_mcp_servers(
         }
         match parse_entry(name, entry, &env) {
             Ok(def) => {
-                let key = super::tool::sanitize(&def.name);
+                let key = sanitize(&def.name);
                 if let Some(other) = taken.get(&key) {
                     report(format!(
                         "its tool prefix `mcp_{key}_` is the same as server `{other}`'s"
@@ -163,7 +165,7 @@ fn parse_entry(
     entry: &Map<String, Value>,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<McpServerDef, String> {
-    if name.is_empty() || super::tool::sanitize(name).is_empty() {
+    if name.is_empty() || sanitize(name).is_empty() {
         return Err("the server name has no letters or digits".into());
     }
     let mut secrets = Vec::new();
@@ -176,7 +178,7 @@ fn parse_entry(
     };
     let timeout = call_timeout(entry.get("timeout_secs"))?;
     let policy = approval_policy(entry)?;
-    let network = super::launch::network(entry.get("network"))?;
+    let network = network(entry.get("network"))?;
     let read = strings(entry.get("read"), "read")?
         .iter()
         .map(|p| expand("read", p).map(PathBuf::from))
@@ -250,6 +252,16 @@ fn http_transport(
         .map(|(k, v)| Ok((k, expand("headers", &v)?)))
         .collect::<Result<_, String>>()?;
     Ok(McpTransport::Http { url, headers })
+}
+
+/// `"network"` of a server entry: `allow` (default) or `none`.
+fn network(value: Option<&Value>) -> Result<Network, String> {
+    match value {
+        None => Ok(Network::Allow),
+        Some(Value::String(s)) if s == "allow" => Ok(Network::Allow),
+        Some(Value::String(s)) if s == "none" => Ok(Network::None),
+        Some(_) => Err("`network` must be \"allow\" or \"none\"".into()),
+    }
 }
 
 fn call_timeout(value: Option<&Value>) -> Result<Duration, String> {

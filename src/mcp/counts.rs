@@ -56,21 +56,19 @@ impl CallCounts {
     }
 }
 
-/// The two series for `servers`, as they are now.
-pub fn record(metrics: &crate::metrics::Metrics, servers: &[std::sync::Arc<super::McpServer>]) {
-    for server in servers {
-        for outcome in Outcome::ALL {
-            metrics.set_counter(
-                "switchboard_mcp_calls_total",
-                &[("server", server.name()), ("outcome", outcome.as_str())],
-                server.calls.get(outcome),
-            );
-        }
-        let up = i64::from(server.state().peer.is_some());
-        metrics.set_gauge(
-            "switchboard_mcp_server_up",
-            &[("server", server.name())],
-            up,
+/// The two series for one server, as they are now: its `calls` and
+/// whether it is `up`.
+pub fn record(metrics: &crate::metrics::Metrics, server: &str, calls: &CallCounts, up: bool) {
+    for outcome in Outcome::ALL {
+        metrics.set_counter(
+            "switchboard_mcp_calls_total",
+            &[("server", server), ("outcome", outcome.as_str())],
+            calls.get(outcome),
         );
     }
+    metrics.set_gauge(
+        "switchboard_mcp_server_up",
+        &[("server", server)],
+        i64::from(up),
+    );
 }

@@ -1,7 +1,7 @@
 //! The Streamable HTTP transport of a `url` entry: rmcp's reqwest client with
 //! the entry's headers (`Authorization` included) on every request.
 
-use super::server::ConnectError;
+use super::error::ConnectError;
 use rmcp::service::RoleClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};

@@ -7,7 +7,7 @@
 
 use super::config::McpServerDef;
 use crate::store::Store;
-use crate::tools::{Network, Sandbox, SandboxConfig, SandboxError};
+use crate::tools::{Sandbox, SandboxConfig, SandboxError};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
@@ -26,7 +26,7 @@ pub struct McpContext {
 
 /// The directory a stdio server may write in (and starts in).
 pub fn server_dir(data_dir: &Path, name: &str) -> PathBuf {
-    data_dir.join("mcp").join(super::sanitize(name))
+    data_dir.join("mcp").join(super::names::sanitize(name))
 }
 
 /// A confined stdio server, ready for its pipes.
@@ -190,16 +190,6 @@ fn normal_parts(p: &Path) -> usize {
     p.components()
         .filter(|c| matches!(c, Component::Normal(_)))
         .count()
-}
-
-/// `"network"` of a server entry: `allow` (default) or `none`.
-pub(super) fn network(value: Option<&serde_json::Value>) -> Result<Network, String> {
-    match value {
-        None => Ok(Network::Allow),
-        Some(serde_json::Value::String(s)) if s == "allow" => Ok(Network::Allow),
-        Some(serde_json::Value::String(s)) if s == "none" => Ok(Network::None),
-        Some(_) => Err("`network` must be \"allow\" or \"none\"".into()),
-    }
 }
 
 #[cfg(test)]

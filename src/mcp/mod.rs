@@ -5,9 +5,11 @@
 mod approval;
 mod config;
 mod counts;
+mod error;
 mod frozen;
 mod http;
 mod launch;
+mod names;
 mod observation;
 pub mod serve;
 mod server;
@@ -15,13 +17,15 @@ mod tool;
 
 pub use approval::{Approval, ApprovalPolicy};
 pub use config::{load_mcp_servers, McpProblem, McpServerDef, McpTransport, DEFAULT_CALL_TIMEOUT};
-pub use counts::{record as record_metrics, CallCounts, Outcome as CallOutcome};
+pub use counts::{CallCounts, Outcome as CallOutcome};
+pub use error::ConnectError;
 pub use frozen::REANNOTATED;
 pub use launch::{server_dir, McpContext};
+pub use names::{exposed_name, sanitize};
 pub use observation::observation;
 pub use serve::McpHttpConfig;
-pub use server::{ConnectError, McpServer, ServerState, Status, INIT_TIMEOUT};
-pub use tool::{exposed_name, sanitize, McpTool};
+pub use server::{McpServer, ServerState, Status, INIT_TIMEOUT};
+pub use tool::McpTool;
 
 use crate::tools::{DynamicTools, Tool};
 use std::collections::HashSet;
@@ -94,6 +98,15 @@ impl McpClients {
             }
         }
         out
+    }
+}
+
+/// `/metrics`' series of every server in `servers`
+/// (`switchboard_mcp_calls_total`, `switchboard_mcp_server_up`), as they are now.
+pub fn record_metrics(metrics: &crate::metrics::Metrics, servers: &[Arc<McpServer>]) {
+    for server in servers {
+        let up = server.state().peer.is_some();
+        counts::record(metrics, server.name(), &server.calls, up);
     }
 }
 

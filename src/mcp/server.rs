@@ -5,6 +5,8 @@
 //! restarts with backoff when it dies, and a clean stop on shutdown.
 
 use super::config::{McpServerDef, McpTransport};
+use super::counts::CallCounts;
+use super::error::ConnectError;
 use super::frozen::Frozen;
 use super::launch::McpContext;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool as RemoteTool};
@@ -27,29 +29,6 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 const MAX_STDERR_LINE: usize = 2000;
 /// Stderr lines logged per second and server; the rest are counted.
 const STDERR_LINES_PER_SEC: u32 = 50;
-
-/// Why a connection attempt failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    #[error("cannot confine `{command}`: {source}")]
-    Sandbox {
-        command: String,
-        source: crate::tools::SandboxError,
-    },
-    #[error("cannot start `{command}`: {source}")]
-    Spawn {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("initialize failed: {0}")]
-    Initialize(String),
-    #[error("no answer to initialize within {0:?}")]
-    InitTimeout(Duration),
-    #[error("tools/list failed: {0}")]
-    ListTools(String),
-    #[error("cannot set up the HTTP client: {0}")]
-    Http(String),
-}
 
 /// Whether the server can take calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +58,7 @@ pub struct McpServer {
     pub def: McpServerDef,
     state: watch::Sender<ServerState>,
     /// How its calls ended (for `/metrics`).
-    pub calls: super::CallCounts,
+    pub calls: CallCounts,
     ctx: Arc<McpContext>,
     /// Each tool's read-only annotation as first seen.
     frozen: Arc<Frozen>,
@@ -131,7 +110,7 @@ impl McpServer {
         let server = Arc::new(McpServer {
             def,
             state,
-            calls: super::CallCounts::default(),
+            calls: CallCounts::default(),
             ctx,
             frozen,
         });

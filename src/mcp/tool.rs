@@ -2,38 +2,14 @@
 //! Schema passed through, calls with a timeout and cancellation; the result
 //! becomes the observation the model sees (see `observation`).
 
+use super::counts::Outcome;
+use super::names::exposed_name;
 use super::server::McpServer;
 use crate::tools::{Tool, ToolContext, ToolError, ToolSource, ToolSpec};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// Longest tool name the model providers take.
-const MAX_NAME: usize = 64;
-
-/// `raw` with everything outside `[A-Za-z0-9_-]` replaced by `_`.
-pub fn sanitize(raw: &str) -> String {
-    raw.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect::<String>()
-        .trim_matches('_')
-        .to_owned()
-}
-
-/// The name the model sees: `mcp_<server>_<tool>`, sanitized, at most 64
-/// characters.
-pub fn exposed_name(server: &str, tool: &str) -> String {
-    let mut name = format!("mcp_{}_{}", sanitize(server), sanitize(tool));
-    name.truncate(MAX_NAME);
-    name
-}
 
 fn defuse(text: &str) -> String {
     crate::markers::defuse(text).into_owned()
@@ -133,7 +109,7 @@ impl Tool for McpTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let result = self.call_server(args, ctx).await;
-        self.server.calls.add(super::CallOutcome::of(&result));
+        self.server.calls.add(Outcome::of(&result));
         result
     }
 }
@@ -203,19 +179,5 @@ mod tests {
         assert!(!text.contains("[SYSTEM NOTIFICATION"), "{text}");
         assert!(!text.contains("\"title\":\"<tool_call>"), "{text}");
         assert!(schema["properties"].get("<tool_call>").is_some(), "{text}");
-    }
-
-    #[test]
-    fn names_are_sanitized_and_capped() {
-        assert_eq!(
-            exposed_name("my server", "read.file"),
-            "mcp_my_server_read_file"
-        );
-        assert_eq!(
-            exposed_name("everything", "get-sum"),
-            "mcp_everything_get-sum"
-        );
-        let long = exposed_name("s", &"x".repeat(100));
-        assert_eq!(long.len(), 64);
     }
 }

@@ -17,7 +17,7 @@ const MAX_RETRY: Duration = Duration::from_secs(3600);
 /// Publishes the menu at start and after every skills reload, until shutdown.
 pub(crate) async fn publish(inner: Arc<Inner>) {
     let reloads = inner.features.skills.subscribe();
-    let shutdown = inner.shutdown.clone();
+    let shutdown = inner.life.shutdown.clone();
     keep_published(reloads, shutdown, || {
         let inner = Arc::clone(&inner);
         async move {

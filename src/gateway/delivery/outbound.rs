@@ -18,6 +18,17 @@ use tokio::time::Instant;
 /// What a draft that only showed a status says once its turn moved on.
 const CONTINUED: &str = "⏸ Paused here — the answer follows in a new message.";
 
+/// When an answer's parts happened, for pacing its edits and its latency.
+#[derive(Default)]
+struct Times {
+    /// The draft's last edit.
+    last_edit: Option<Instant>,
+    /// When the first text arrived.
+    started: Option<Instant>,
+    /// When the chat first received something of the answer.
+    first_byte: Option<std::time::Instant>,
+}
+
 /// Streams one answer into a chat.
 pub(crate) struct ReplyStream {
     adapter: Arc<dyn PlatformAdapter>,
@@ -32,11 +43,8 @@ pub(crate) struct ReplyStream {
     status: Option<String>,
     /// The turn's activity lines, shown above the text (empty: none).
     head: String,
-    last_edit: Option<Instant>,
-    /// When the first text arrived.
-    started: Option<Instant>,
-    /// When the chat first received something of the answer.
-    first_byte: Option<std::time::Instant>,
+    /// When the answer's text arrived and reached the chat.
+    times: Times,
     /// Buttons for the last chunk of the final answer (feedback).
     final_buttons: Vec<Vec<Button>>,
 }
@@ -58,9 +66,7 @@ impl ReplyStream {
             text: String::new(),
             status: None,
             head: String::new(),
-            last_edit: None,
-            started: None,
-            first_byte: None,
+            times: Times::default(),
             final_buttons: Vec::new(),
         }
     }
@@ -68,7 +74,7 @@ impl ReplyStream {
     /// When the chat first received something of the answer (a draft), if
     /// it did yet.
     pub(crate) fn first_byte(&self) -> Option<std::time::Instant> {
-        self.first_byte
+        self.times.first_byte
     }
 
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
@@ -106,8 +112,8 @@ impl ReplyStream {
         if !self.caps.can_edit {
             return;
         }
-        let started = *self.started.get_or_insert_with(Instant::now);
-        let due = self.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
+        let started = *self.times.started.get_or_insert_with(Instant::now);
+        let due = self.times.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
         // Streaming stops at the first chunk's limit; the rest is posted at the
         // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
         // measuring, which for a long answer would cost time quadratic in its size.
@@ -140,10 +146,12 @@ impl ReplyStream {
                 .await
                 .map(|r| self.draft = Some(r)),
         };
-        self.last_edit = Some(Instant::now());
+        self.times.last_edit = Some(Instant::now());
         match result {
             Ok(()) => {
-                self.first_byte.get_or_insert_with(std::time::Instant::now);
+                self.times
+                    .first_byte
+                    .get_or_insert_with(std::time::Instant::now);
                 self.shown = text;
             }
             Err(e) => {
@@ -244,7 +252,7 @@ impl ReplyStream {
 
     /// Keeps the final edit within the platform's edit interval.
     async fn pace(&self) {
-        if let Some(t) = self.last_edit {
+        if let Some(t) = self.times.last_edit {
             let wait = self.caps.min_edit_interval.saturating_sub(t.elapsed());
             if wait > Duration::ZERO {
                 tokio::time::sleep(wait).await;

@@ -43,7 +43,7 @@ impl Gateway {
                         key,
                         dedupe,
                         ack,
-                        guard: self.inner.busy.enter(),
+                        guard: self.inner.life.busy.enter(),
                     }),
                     None => ack.send(Receipt::Handled),
                 },

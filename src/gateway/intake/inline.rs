@@ -45,9 +45,9 @@ impl Gateway {
             )),
             Builtin::Stop => self.stop(msg, key, &cmd).await,
             // About the turn running now: answered at once.
-            Builtin::Queue => {
-                Some(queue_mode::answer(inner, key, &cmd.args, &self.session(*key)).await)
-            }
+            Builtin::Queue => Some(
+                queue_mode::answer(inner, key, &cmd.args, &self.session(*key).mode_cell()).await,
+            ),
             // A request the model carries out: a turn of its own.
             Builtin::Tools
                 if tools_cmd::invocation(inner, &cmd, &msg.text, &msg.user).is_some() =>

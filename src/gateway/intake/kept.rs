@@ -4,7 +4,7 @@
 
 use crate::busy::BusyGuard;
 use crate::domain::SessionKey;
-use crate::gateway::session::queue::Kept;
+use crate::gateway::session::input::Kept;
 use crate::gateway::Inner;
 use crate::store::{Intake, Keep};
 use switchboard_platform::{Ack, InboundMessage};

@@ -65,7 +65,7 @@ pub(crate) async fn run(inner: Arc<Inner>, fired: mpsc::Sender<Fired>) {
         };
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = inner.shutdown.cancelled() => return,
+            () = inner.life.shutdown.cancelled() => return,
         }
     }
 }
@@ -151,7 +151,9 @@ async fn take_inbox(inner: &Arc<Inner>, gone: &crate::domain::ProcessId) {
                 );
             }
             for entry in entries {
-                crate::gateway::session::queue::queue_from_inbox(inner, entry).await;
+                if !crate::gateway::turn::in_flight::interrupted(inner, &entry).await {
+                    crate::gateway::session::queue::queue_from_inbox(inner, entry);
+                }
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not take over queued messages"),

@@ -2,8 +2,8 @@
 //! and the resumption of a paused turn in its requester's session.
 
 use crate::domain::{ApprovalId, SessionKey};
+use crate::gateway::session::input::Kept;
 use crate::gateway::session::worker::SessionHandle;
-use crate::gateway::spool::SpoolFile;
 use crate::gateway::Inner;
 use std::sync::Arc;
 
@@ -16,19 +16,19 @@ pub(in crate::gateway) fn session_worker(inner: &Arc<Inner>, key: SessionKey) ->
         .unwrap_or_else(|p| p.into_inner());
     sessions
         .entry(key)
-        .or_insert_with(|| SessionHandle::spawn(Arc::clone(inner), key))
+        .or_insert_with(|| {
+            SessionHandle::spawn(Arc::clone(inner), key, Arc::clone(&inner.sessions.runner))
+        })
         .clone()
 }
 
 /// Queues a message taken over from the inbox of a process that is gone (or
-/// of this process before a restart).
-pub(crate) async fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
-    if crate::gateway::turn::in_flight::interrupted(inner, &entry).await {
-        return;
-    }
+/// of this process before a restart), once the taker-over found that its
+/// turn, if one was cut short, may run again.
+pub(crate) fn queue_from_inbox(inner: &Arc<Inner>, entry: crate::store::InboxEntry) {
     let msg = entry.message;
     let key = SessionKey::of(&msg.chat, msg.user.id);
-    let guard = inner.busy.enter();
+    let guard = inner.life.busy.enter();
     session_worker(inner, key).enqueue_message(msg, Some(Kept::Inbox(entry.id)), guard);
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
     if crate::approvals::from_mcp(decided) {
         return;
     }
-    let guard = inner.busy.enter();
+    let guard = inner.life.busy.enter();
     session_worker(inner, decided.session_key()).enqueue_resume(
         decided.id.clone(),
         Some(crate::approvals::decision_of(decided)),
@@ -62,19 +62,10 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
 pub(crate) async fn queue_resume(inner: &Arc<Inner>, approval_id: ApprovalId) {
     match inner.store.turns().origin(&approval_id).await {
         Ok(Some(origin)) => {
-            let guard = inner.busy.enter();
+            let guard = inner.life.busy.enter();
             session_worker(inner, origin.key).enqueue_resume(approval_id, None, guard);
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not look up a paused turn"),
     }
-}
-
-/// Where an accepted message is kept until its turn starts.
-#[derive(Debug)]
-pub(crate) enum Kept {
-    /// Its inbox row.
-    Inbox(i64),
-    /// Its file in this process's spool (storage was down).
-    Spool(SpoolFile),
 }

@@ -49,19 +49,17 @@ pub(crate) async fn stored(
 }
 
 /// `/queue [mode]`, answered as it arrives (it must not wait behind the
-/// turn it is about) for the session of `handle`.
+/// turn it is about) for the session whose worker caches its mode in `cell`.
 pub(crate) async fn answer(
     inner: &Inner,
     key: &SessionKey,
     args: &[&str],
-    handle: &crate::gateway::session::worker::SessionHandle,
+    cell: &ModeCell,
 ) -> String {
-    run(inner, key, args, &handle.mode_cell())
-        .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "could not set the queue mode");
-            "⚠️ I can't change that right now (storage unavailable).".into()
-        })
+    run(inner, key, args, cell).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "could not set the queue mode");
+        "⚠️ I can't change that right now (storage unavailable).".into()
+    })
 }
 
 async fn run(

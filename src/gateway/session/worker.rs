@@ -4,12 +4,11 @@
 use crate::approvals::Decision;
 use crate::busy::BusyGuard;
 use crate::domain::{ApprovalId, SessionKey};
-use crate::gateway::session::queue::Kept;
+use crate::gateway::session::hold;
+use crate::gateway::session::input::{Kept, SessionInput};
 use crate::gateway::session::queue_mode::{self, ModeCell, QueueMode};
+use crate::gateway::session::runner::Runner;
 use crate::gateway::session::running::RunningTurn;
-use crate::gateway::turn::hold;
-use crate::gateway::turn::input::SessionInput;
-use crate::gateway::turn::run as turn;
 use crate::gateway::Inner;
 use std::sync::Arc;
 use switchboard_platform::InboundMessage;
@@ -44,8 +43,12 @@ pub(crate) struct SessionHandle {
 }
 
 impl SessionHandle {
-    /// Starts the worker for `key`.
-    pub(crate) fn spawn(inner: Arc<Inner>, key: SessionKey) -> SessionHandle {
+    /// Starts the worker for `key`, running its turns with `runner`.
+    pub(crate) fn spawn(
+        inner: Arc<Inner>,
+        key: SessionKey,
+        runner: Arc<dyn Runner>,
+    ) -> SessionHandle {
         let (tx, rx) = mpsc::unbounded_channel::<Queued>();
         let running = RunningTurn::default();
         let mode = ModeCell::default();
@@ -56,6 +59,7 @@ impl SessionHandle {
         };
         let worker = Worker {
             inner,
+            runner,
             key,
             rx,
             running,
@@ -135,6 +139,8 @@ impl SessionHandle {
 /// A session's worker: takes its queued work one at a time, until shutdown.
 struct Worker {
     inner: Arc<Inner>,
+    /// What it runs turns with.
+    runner: Arc<dyn Runner>,
     key: SessionKey,
     rx: mpsc::UnboundedReceiver<Queued>,
     running: RunningTurn,
@@ -180,7 +186,7 @@ impl Worker {
         }
         tokio::select! {
             biased;
-            () = self.inner.shutdown.cancelled() => None,
+            () = self.inner.life.shutdown.cancelled() => None,
             q = self.rx.recv() => q,
         }
     }
@@ -199,7 +205,7 @@ impl Worker {
         };
         // Storage may answer just as the gateway stops: the message then
         // stays kept for the next process.
-        if inner.shutdown.is_cancelled() {
+        if inner.life.shutdown.is_cancelled() {
             return Flow::Stop;
         }
         let mut rows = Vec::new();
@@ -218,6 +224,7 @@ impl Worker {
         if self.mode.get() == Some(QueueMode::Collect) {
             input = collect(
                 &inner,
+                self.runner.as_ref(),
                 input,
                 &mut self.rx,
                 &mut self.pending,
@@ -226,21 +233,21 @@ impl Worker {
             )
             .await;
         }
-        inner.turn_started(key, rows);
-        let cancel = self.running.begin(&inner.shutdown);
-        turn::process(&inner, key, session, input, cancel)
+        let cancel = self.running.begin(&inner.life.shutdown);
+        self.runner
+            .run(&inner, key, session, input, rows, cancel)
             .instrument(crate::telemetry::turn_span(&key))
             .await;
         self.running.end();
-        inner.turn_ended(&key).await;
         drop(guards);
         Flow::Next
     }
 
     /// A paused turn's resumption (held through an outage by the claim itself).
     async fn resume(&mut self, approval_id: ApprovalId, decided: Option<Decision>) {
-        let cancel = self.running.begin(&self.inner.shutdown);
-        crate::gateway::turn::resume::resume(&self.inner, &approval_id, decided, cancel)
+        let cancel = self.running.begin(&self.inner.life.shutdown);
+        self.runner
+            .resume(&self.inner, approval_id, decided, cancel)
             .instrument(crate::telemetry::turn_span(&self.key))
             .await;
         self.running.end();
@@ -254,6 +261,7 @@ impl Worker {
 /// turn ends.
 async fn collect(
     inner: &Arc<Inner>,
+    runner: &dyn Runner,
     input: SessionInput,
     rx: &mut mpsc::UnboundedReceiver<Queued>,
     pending: &mut Option<Queued>,
@@ -263,7 +271,7 @@ async fn collect(
     let SessionInput::Message(first) = input else {
         return input;
     };
-    if crate::gateway::commands::parse(&first.text).is_some() {
+    if runner.alone(&first) {
         return SessionInput::Message(first);
     }
     let mut messages = Vec::new();
@@ -271,7 +279,7 @@ async fn collect(
         let Queued { work, kept, _guard } = next;
         match work {
             Work::Input(boxed) => match *boxed {
-                SessionInput::Message(m) if crate::gateway::commands::parse(&m.text).is_none() => {
+                SessionInput::Message(m) if !runner.alone(&m) => {
                     guards.push(_guard);
                     if let Some(kept) = kept {
                         match inner.taken(kept).await {

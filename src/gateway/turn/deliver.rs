@@ -221,10 +221,11 @@ async fn audit_error(inner: &Inner, o: &Origin, kind: &str, message: &str) {
 async fn audit_late_save(inner: &Inner, o: &Origin, reason: &str) {
     let detail = error_detail(o, reason, None);
     let store = &inner.store;
-    let written = crate::gateway::turn::hold::until_stored(inner, "auditing a late save", || {
-        store.audit().try_record("error.storage", &detail)
-    })
-    .await;
+    let written =
+        crate::gateway::session::hold::until_stored(inner, "auditing a late save", || {
+            store.audit().try_record("error.storage", &detail)
+        })
+        .await;
     if written.is_none() {
         tracing::warn!("stopping before the late save was audited");
     }

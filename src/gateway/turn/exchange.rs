@@ -73,7 +73,7 @@ impl HeldExchange {
     pub(crate) async fn save_when_back(self, inner: &Inner) -> bool {
         let mut backoff = Backoff::default();
         loop {
-            if !backoff.wait(&inner.shutdown).await {
+            if !backoff.wait(&inner.life.shutdown).await {
                 return false;
             }
             match inner

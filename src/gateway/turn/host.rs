@@ -3,6 +3,7 @@
 
 use crate::agent::{Asked, TurnCheckpoint, TurnHost};
 use crate::domain::{ApprovalId, SessionId};
+use crate::gateway::delivery::origin::Origin;
 use crate::gateway::turn::ask::{record, Recorded};
 use crate::gateway::turn::sub_host::{NestedSlot, SubAgentHost};
 use crate::gateway::Inner;
@@ -31,6 +32,26 @@ pub(crate) struct GatewayHost {
     /// A sub-agent's approval and checkpoint, until the delegating round
     /// pauses around them ([`TurnHost::pause_nested`]).
     pub nested: NestedSlot,
+}
+
+impl GatewayHost {
+    /// The host of a turn answering `o`, with the gateway's part of its
+    /// checkpoint so far.
+    pub(in crate::gateway) fn new(
+        inner: &Arc<Inner>,
+        o: &Origin,
+        context: TurnContext,
+    ) -> Arc<GatewayHost> {
+        Arc::new(GatewayHost {
+            inner: Arc::clone(inner),
+            session_id: o.session.clone(),
+            conversation: o.conversation.clone(),
+            adapter: Arc::clone(&o.adapter),
+            context,
+            paused: Mutex::new(None),
+            nested: NestedSlot::default(),
+        })
+    }
 }
 
 #[async_trait]

@@ -10,6 +10,7 @@
 //! its chat (the call it paused on may have run; it is not run again).
 
 use crate::domain::{ApprovalId, SessionKey};
+use crate::gateway::session::sessions::InFlight;
 use crate::gateway::Inner;
 use std::sync::Arc;
 
@@ -22,15 +23,6 @@ const TURN_LOCAL: &[&str] = &["ask_user", "plan"];
 /// parsing what users send is the likeliest culprit).
 const MAX_ATTEMPTS: i64 = 2;
 const MAX_ATTEMPTS_WITH_FILES: i64 = 1;
-
-/// A running turn's rows and what it ran.
-#[derive(Debug, Default)]
-pub(in crate::gateway) struct InFlight {
-    rows: Vec<i64>,
-    ran: Vec<String>,
-    /// Its answer began to reach the chat (recorded on the rows).
-    answering: bool,
-}
 
 impl Inner {
     /// `key`'s turn starts, answering the messages of inbox `rows`.
@@ -134,7 +126,7 @@ impl Inner {
             map.remove(key)
         };
         let Some(done) = done else { return };
-        if self.shutdown.is_cancelled() {
+        if self.life.shutdown.is_cancelled() {
             if let Err(e) = self.store.inbox().unstart(&done.rows).await {
                 tracing::warn!(error = %e, "could not release the rows of a turn cut short by the stop");
             }
@@ -182,7 +174,7 @@ impl Inner {
     /// cut short before it `settled`: then its mark stays for the next
     /// process to report.
     pub(in crate::gateway) async fn resume_ended(&self, approval_id: &ApprovalId, settled: bool) {
-        if self.shutdown.is_cancelled() && !settled {
+        if self.life.shutdown.is_cancelled() && !settled {
             return;
         }
         if let Err(e) = self.store.turns().resume_ended(approval_id).await {

@@ -101,7 +101,7 @@ pub(crate) fn learn_after_message(
         .map(|m| m.content.clone())
         .collect();
     earlier.reverse();
-    let (extractor, busy) = (inner.features.extractor.clone(), inner.busy.clone());
+    let (extractor, busy) = (inner.features.extractor.clone(), inner.life.busy.clone());
     let (owner, source, text) = (
         MemoryOwner::of(key),
         format!("learn:{session}"),
@@ -372,7 +372,7 @@ pub(crate) async fn on_feedback_press(
 /// Distills the owner's correction rules again, off the press's path (a
 /// model call when 👎 remain; none left clears the rules at once).
 fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
-    let (inner, guard) = (Arc::clone(inner), inner.busy.enter());
+    let (inner, guard) = (Arc::clone(inner), inner.life.busy.enter());
     tokio::spawn(async move {
         let _guard = guard;
         let provider = Arc::clone(inner.features.extractor.provider());

@@ -6,7 +6,7 @@
 
 use crate::domain::SessionKey;
 use crate::gateway::delivery::origin::Origin;
-use crate::gateway::turn::input::SessionInput;
+use crate::gateway::session::input::SessionInput;
 use crate::gateway::turn::memory::{self, TurnMemory};
 use crate::gateway::turn::planner;
 use crate::gateway::Inner;

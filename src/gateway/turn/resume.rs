@@ -7,8 +7,8 @@ use crate::approvals::{decision_of, edited_arguments, Decision};
 use crate::domain::ApprovalId;
 use crate::gateway::delivery::origin::Origin;
 use crate::gateway::turn::deliver::deliver;
+use crate::gateway::turn::host::GatewayHost;
 use crate::gateway::turn::memory;
-use crate::gateway::turn::run::host;
 use crate::gateway::Inner;
 use crate::llm::ToolCall;
 use crate::models::Selected;
@@ -104,7 +104,7 @@ pub(in crate::gateway) async fn resume_with(
     };
     let (round, system_context) = (context.round, context.system_context.clone());
     let selected = resumed_model(inner, &origin, context.model.as_deref()).await;
-    let host = host(inner, &origin, context);
+    let host = GatewayHost::new(inner, &origin, context);
     let _ = origin
         .adapter
         .activity(&origin.conversation.chat, Activity::Typing)
@@ -141,21 +141,24 @@ async fn claim(
     // first). Without the requester's text, an approval sent back for
     // editing leaves its row alone.
     let editing = matches!(next, Next::Edit(_));
-    let claimed =
-        crate::gateway::turn::hold::until_stored(inner, "claiming a paused turn", || async move {
+    let claimed = crate::gateway::session::hold::until_stored(
+        inner,
+        "claiming a paused turn",
+        || async move {
             if editing {
                 store.turns().claim(approval_id).await
             } else {
                 store.turns().claim_decided(approval_id).await
             }
-        })
-        .await;
+        },
+    )
+    .await;
     let state = claimed.flatten()?;
     match next {
         Next::Decided(decision) => Some((state, decision, None)),
         // Read after the claim: an edit nobody sent may have expired meanwhile.
         Next::Read | Next::Edit(_) => {
-            let record = crate::gateway::turn::hold::until_stored(
+            let record = crate::gateway::session::hold::until_stored(
                 inner,
                 "reading a decided approval",
                 || store.approvals().get(approval_id),

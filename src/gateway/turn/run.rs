@@ -1,24 +1,24 @@
 //! Processing one session input — a command, a user message, a task
 //! notification: run the turn, stream the answer to the originating chat,
 //! persist the exchange (or, paused, show its card). Resuming a paused turn
-//! is in `resume`.
+//! is in `resume`; which of the two a session's input starts, in `runner`.
 
 use crate::agent::TurnRequest;
-use crate::domain::{ApprovalId, Conversation, SessionId, SessionKey};
+use crate::domain::{Conversation, SessionId, SessionKey};
 use crate::gateway::commands;
 use crate::gateway::delivery::origin::Origin;
 use crate::gateway::delivery::outbound::notify;
+use crate::gateway::session::input::SessionInput;
 use crate::gateway::text;
 use crate::gateway::turn::deliver::deliver;
 use crate::gateway::turn::host::GatewayHost;
-use crate::gateway::turn::input::SessionInput;
 use crate::gateway::turn::prompt as turn_prompt;
 use crate::gateway::Inner;
 use crate::llm::Message;
 use crate::models::Selected;
 use crate::store::TurnContext;
 use crate::tasks::{notification_text, scheduled_text};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use switchboard_platform::Activity;
 use tokio_util::sync::CancellationToken;
 
@@ -30,15 +30,6 @@ pub(crate) async fn process(
     input: SessionInput,
     cancel: CancellationToken,
 ) {
-    // A turn paused on an approval sent back for editing takes the
-    // requester's next message in this session as the new arguments.
-    if let SessionInput::Message(m) = &input {
-        if let Some(approval_id) = awaited_edit(inner, &session).await {
-            let edit = crate::gateway::turn::resume::Next::Edit(m.text.clone());
-            return crate::gateway::turn::resume::resume_with(inner, &approval_id, edit, cancel)
-                .await;
-        }
-    }
     let Some(origin) = origin_of(inner, &input, session) else {
         return;
     };
@@ -64,7 +55,7 @@ pub(crate) async fn process(
         model: selected.route.map(|_| selected.name.clone()),
         ..TurnContext::default()
     };
-    let host = host(inner, &origin, context);
+    let host = GatewayHost::new(inner, &origin, context);
     let events = inner.agent.run_turn(TurnRequest {
         session_id: origin.session.clone(),
         origin: Some(origin.conversation.clone()),
@@ -78,20 +69,6 @@ pub(crate) async fn process(
     if deliver(inner, &origin, &selected, &host, events, prompt.memory).await {
         inner.turn_settled(&key).await;
     }
-}
-
-/// The approval whose new arguments this session's next message is, if one
-/// was sent back for editing.
-async fn awaited_edit(inner: &Inner, session: &SessionId) -> Option<ApprovalId> {
-    inner
-        .store
-        .turns()
-        .awaited_edit(session)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "could not look for an awaited edit");
-            None
-        })
 }
 
 /// Who a turn of `input` answers, where, and through which adapter; `None`
@@ -236,20 +213,4 @@ async fn user_message(
     };
     message.images = images;
     Some(message)
-}
-
-pub(in crate::gateway) fn host(
-    inner: &Arc<Inner>,
-    o: &Origin,
-    context: TurnContext,
-) -> Arc<GatewayHost> {
-    Arc::new(GatewayHost {
-        inner: Arc::clone(inner),
-        session_id: o.session.clone(),
-        conversation: o.conversation.clone(),
-        adapter: Arc::clone(&o.adapter),
-        context,
-        paused: Mutex::new(None),
-        nested: Default::default(),
-    })
 }

@@ -4,7 +4,7 @@
 //! once why the answer is late.
 
 use crate::gateway::delivery::outbound::notify;
-use crate::gateway::turn::input::SessionInput;
+use crate::gateway::session::input::SessionInput;
 use crate::gateway::Inner;
 use crate::store::{Backoff, SessionId, SessionKey};
 
@@ -47,7 +47,7 @@ pub(crate) async fn session_when_stored(
             told = true;
             tell_held(inner, key, input).await;
         }
-        if !backoff.wait(&inner.shutdown).await {
+        if !backoff.wait(&inner.life.shutdown).await {
             return None;
         }
     }
@@ -95,7 +95,7 @@ where
                 tracing::error!(error = %e, retry_in = ?backoff.next_wait(), "storage unavailable; {what} waits for it");
             }
         }
-        if !backoff.wait(&inner.shutdown).await {
+        if !backoff.wait(&inner.life.shutdown).await {
             return None;
         }
     }
