@@ -31,7 +31,7 @@ pub(crate) struct Probe {
     pub busy: Busy,
     pub metrics: Arc<Metrics>,
     pub adapters: Vec<Arc<dyn PlatformAdapter>>,
-    pub mcp: Arc<crate::mcp::McpClients>,
+    pub mcp: Arc<crate::mcp::LiveMcp>,
 }
 
 /// Serves the endpoints on `listener` until `shutdown`, and the web console
@@ -130,7 +130,7 @@ fn unavailable(database: &str) -> (StatusCode, Json<serde_json::Value>) {
 async fn metrics_text(State(p): State<Probe>) -> impl IntoResponse {
     let m = &p.metrics;
     adapters(m, &p.adapters);
-    crate::mcp::record_metrics(m, p.mcp.servers());
+    crate::mcp::record_metrics(m, p.mcp.clients().servers());
     let in_flight = i64::try_from(p.busy.count()).unwrap_or(i64::MAX);
     m.set_gauge("switchboard_in_flight", &[], in_flight);
     match p.store.live_counts().await {

@@ -24,6 +24,7 @@ mod heartbeat;
 mod hex;
 pub mod identity;
 pub mod llm;
+pub mod loaded;
 pub mod markers;
 #[cfg(test)]
 mod markers_props;

@@ -4,6 +4,8 @@
 use super::RunError;
 use crate::config::Config;
 use crate::gateway::Gateway;
+use crate::loaded::Loaded;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The `HEALTH_LISTEN` listener, bound (a taken port stops the start).
@@ -27,6 +29,7 @@ pub(super) async fn start_web(
     config: &Config,
     gateway: &Gateway,
     shutdown: &CancellationToken,
+    loaded: &Arc<Loaded>,
 ) -> Result<Option<std::net::SocketAddr>, RunError> {
     let Some(addr) = config.web.listen else {
         return Ok(None);
@@ -38,16 +41,21 @@ pub(super) async fn start_web(
             reason: e.to_string(),
         })?;
     let bound = listener.local_addr().ok();
-    let state = web_state(config, gateway);
+    let state = web_state(config, gateway, loaded);
     tokio::spawn(crate::web::serve(listener, state, shutdown.clone()));
     tracing::info!(addr = ?bound, "web console listening");
     Ok(bound)
 }
 
-pub(super) fn web_state(config: &Config, gateway: &Gateway) -> crate::web::WebState {
+pub(super) fn web_state(
+    config: &Config,
+    gateway: &Gateway,
+    loaded: &Arc<Loaded>,
+) -> crate::web::WebState {
     let settings = crate::web::WebSettings {
         access_policy: format!("{:?}", config.access_policy).to_ascii_lowercase(),
         allowed_users: config.allowed_users.clone(),
+        loaded: Some(Arc::clone(loaded)),
     };
     crate::web::WebState::new(gateway.operator(), &config.web, settings)
 }

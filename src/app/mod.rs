@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 mod listeners;
 mod mcp_tools;
 mod parts;
+mod reload;
+mod watch;
 pub use mcp_tools::mcp_own_tools;
 pub use parts::{build_provider, build_tools, load_skills};
 
@@ -64,7 +66,9 @@ pub struct Running {
     adapters_done: CancellationToken,
     shutdown: CancellationToken,
     /// The MCP servers, stopped (their process groups gone) before `wait` returns.
-    mcp: Arc<crate::mcp::McpClients>,
+    mcp: Arc<crate::mcp::LiveMcp>,
+    /// What the operator's files hold now (live reload).
+    loaded: Arc<crate::loaded::Loaded>,
     /// This process's claim to be alive, ended when it has stopped.
     _liveness: crate::store::LivenessClaim,
 }
@@ -73,6 +77,11 @@ impl Running {
     /// Resolves once no input is queued, no turn runs and no background task is left.
     pub async fn idle(&self) {
         self.busy.idle().await;
+    }
+
+    /// What is loaded from the operator's files, and the last refusals.
+    pub fn loaded(&self) -> &Arc<crate::loaded::Loaded> {
+        &self.loaded
     }
 
     /// Resolves once every adapter's receive loop has ended (e.g. the console at end of input).
@@ -129,7 +138,9 @@ pub async fn start_with_clock(
     let mcp = start_mcp(config, &store, &mut tools, &grown, &shutdown).await;
     let agent = build_agent(config, provider, tools, &media, &store, &models);
     let agent_provider = Arc::clone(agent.provider());
-    let settings = gateway_settings(config, clock);
+    let (chats, reloader) = reload::prepare(config, &mcp, &skills, &store).await;
+    let loaded = Arc::clone(&reloader.loaded);
+    let settings = gateway_settings(config, clock, chats);
     let metrics = Arc::new(Metrics::default());
     // Bound now (a taken port stops the start early); served once the
     // gateway exists, since the web console may share this listener.
@@ -157,13 +168,9 @@ pub async fn start_with_clock(
         adapters: adapters.clone(),
         mcp: Arc::clone(&mcp),
     };
-    let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown).await?;
-    tokio::spawn(crate::heartbeat::run(
-        store.clone(),
-        instance,
-        web_addr.map(|a| a.to_string()),
-        shutdown.clone(),
-    ));
+    let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown, &loaded).await?;
+    watch::spawn(reloader, shutdown.clone());
+    heartbeat(&store, instance, web_addr, &shutdown);
     let (sink, inbound) = InboundSink::channel(1024);
     tokio::spawn(crate::footprint::release_after_start(
         adapters.clone(),
@@ -186,8 +193,24 @@ pub async fn start_with_clock(
         adapters_done,
         shutdown,
         mcp,
+        loaded,
         _liveness: liveness,
     })
+}
+
+/// Renews this process's row in `processes` until shutdown.
+fn heartbeat(
+    store: &Store,
+    instance: crate::domain::ProcessId,
+    web_addr: Option<std::net::SocketAddr>,
+    shutdown: &CancellationToken,
+) {
+    tokio::spawn(crate::heartbeat::run(
+        store.clone(),
+        instance,
+        web_addr.map(|a| a.to_string()),
+        shutdown.clone(),
+    ));
 }
 
 /// The store, this process's id, and its claim to be alive: its queued
@@ -337,16 +360,17 @@ async fn serve_listeners(
     health: Option<tokio::net::TcpListener>,
     probe: crate::health::Probe,
     shutdown: &CancellationToken,
+    loaded: &Arc<crate::loaded::Loaded>,
 ) -> Result<Option<std::net::SocketAddr>, RunError> {
     let health_addr = health.as_ref().and_then(|l| l.local_addr().ok());
     let shared = config.web.listen.is_some() && config.web.listen == config.health_listen;
     let web_addr = if shared {
         health_addr
     } else {
-        start_web(config, gateway, shutdown).await?
+        start_web(config, gateway, shutdown, loaded).await?
     };
     if let Some(listener) = health {
-        let console = shared.then(|| crate::web::router(web_state(config, gateway)));
+        let console = shared.then(|| crate::web::router(web_state(config, gateway, loaded)));
         tokio::spawn(crate::health::serve(
             listener,
             probe,
@@ -387,15 +411,15 @@ async fn start_mcp(
     tools: &mut crate::tools::ToolRegistry,
     grown: &Arc<crate::tools::GrownTools>,
     shutdown: &CancellationToken,
-) -> Arc<crate::mcp::McpClients> {
+) -> Arc<crate::mcp::LiveMcp> {
     let ctx = crate::mcp::McpContext {
         sandbox: config.exec_sandbox.clone(),
         data_dir: config.data_dir.clone(),
         store: Some(store.clone()),
     };
-    let mcp = crate::mcp::McpClients::start(&config.mcp_servers, ctx, shutdown).await;
+    let mcp = crate::mcp::LiveMcp::start(&config.mcp_servers, ctx, shutdown).await;
     // Logs the names refused now; the registry asks again each time.
-    let _ = mcp.tools(&tools.names());
+    let _ = mcp.clients().tools(&tools.names());
     let mcp = Arc::new(mcp);
     tools.register_dynamic(Arc::clone(&mcp) as Arc<dyn crate::tools::DynamicTools>);
     tools.register_dynamic(Arc::clone(grown) as Arc<dyn crate::tools::DynamicTools>);
@@ -403,7 +427,11 @@ async fn start_mcp(
 }
 
 /// The gateway's slice of the configuration.
-fn gateway_settings(config: &Config, clock: Arc<dyn Clock>) -> GatewaySettings {
+fn gateway_settings(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    chats: Arc<crate::loaded::Live<crate::chats::ChatBindings>>,
+) -> GatewaySettings {
     GatewaySettings {
         access_policy: config.access_policy,
         allowed_users: config.allowed_users.clone(),
@@ -416,7 +444,7 @@ fn gateway_settings(config: &Config, clock: Arc<dyn Clock>) -> GatewaySettings {
         spool_dir: config.data_dir.join("spool"),
         verbosity: config.chat_verbosity,
         queue_mode: config.queue_mode,
-        chats: config.chats.clone(),
+        chats,
         tool_builders: config.tool_builders,
         identity_user_edits: config.identity_user_edits,
     }

@@ -99,6 +99,11 @@ impl ChatBindings {
         self.by_chat.len()
     }
 
+    /// Every entry (in no order), e.g. to compare two versions of the file.
+    pub fn entries(&self) -> impl Iterator<Item = &ChatSettings> {
+        self.by_chat.values()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_chat.is_empty()
     }

@@ -94,6 +94,12 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     chats(&mut r, &config);
     skills(&mut r, &config);
     surfaces(&mut r, &config);
+    for line in super::doctor_live::lines(&config.data_dir) {
+        match line {
+            Ok(text) => r.note(&text),
+            Err(text) => r.fail(&text),
+        }
+    }
     if config.platforms.is_empty() {
         r.note("no chat platform configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN to enable one).");
     }

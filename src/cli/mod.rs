@@ -6,6 +6,7 @@ pub(crate) mod catalogue;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod doctor;
+mod doctor_live;
 pub(crate) mod extract;
 pub(crate) mod global;
 pub(crate) mod identity;

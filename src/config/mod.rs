@@ -107,6 +107,9 @@ pub struct Config {
     /// Per-chat settings (`CHATS_FILE`) and its entries that could not be used.
     pub chats: crate::chats::ChatBindings,
     pub chat_problems: Vec<crate::chats::ChatProblem>,
+    /// `CHATS_FILE` and `SUBAGENTS_FILE` as set (re-read on reload).
+    pub chats_file: Option<PathBuf>,
+    pub subagents_file: Option<PathBuf>,
     /// Who may switch models, the routing rules and the budgets.
     pub models: crate::models::ModelSettings,
     /// The key variables catalogue models name, captured before the
@@ -224,6 +227,8 @@ impl Config {
             models: crate::models::ModelSettings::from_lookup(&get)?,
             chats: files.chats,
             chat_problems: files.chat_problems,
+            chats_file: get("CHATS_FILE").map(PathBuf::from),
+            subagents_file: get("SUBAGENTS_FILE").map(PathBuf::from),
             model_keys: std::collections::BTreeMap::new(),
             script_tools_dir: get("SCRIPT_TOOLS_DIR").map(PathBuf::from),
             tool_builders: crate::tools::ToolBuilders::from_lookup(&get)?,

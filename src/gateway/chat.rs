@@ -21,7 +21,11 @@ pub(in crate::gateway) async fn select(
     let mut selected = inner
         .features
         .models
-        .select(session, chat.and_then(|c| c.model.as_deref()), input)
+        .select(
+            session,
+            chat.as_ref().and_then(|c| c.model.as_deref()),
+            input,
+        )
         .await;
     if let Some(chat) = chat.filter(|c| !c.tools.is_open()) {
         selected.model.tools = Some(Arc::clone(&chat.tools));
@@ -56,7 +60,7 @@ pub(in crate::gateway) fn for_builders(
 pub(in crate::gateway) fn instructions(inner: &Inner, key: &SessionKey) -> Option<String> {
     inner
         .chat_settings(key)
-        .and_then(|c| c.system_prompt.as_deref())
+        .and_then(|c| c.system_prompt)
         .map(|p| format!("## Instructions for this chat (from the operator)\n{p}"))
 }
 

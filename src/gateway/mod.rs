@@ -70,8 +70,8 @@ pub struct GatewaySettings {
     pub verbosity: Verbosity,
     /// How sessions take messages sent mid-turn unless they chose (`QUEUE_MODE`).
     pub queue_mode: QueueMode,
-    /// Per-chat settings (`CHATS_FILE`).
-    pub chats: crate::chats::ChatBindings,
+    /// Per-chat settings (`CHATS_FILE`), swapped whole when the file is reloaded.
+    pub chats: Arc<crate::loaded::Live<crate::chats::ChatBindings>>,
     /// Who may add tools from the chat (`TOOL_BUILDERS`).
     pub tool_builders: crate::tools::ToolBuilders,
     /// Whether users may set the agent's identity for their own DMs.
@@ -108,7 +108,7 @@ impl Inner {
 
     /// The operator's settings for the chat (or topic) of `key`, if bound;
     /// a thread that is a chat of its own falls back to its channel's.
-    pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&crate::chats::ChatSettings> {
+    pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<crate::chats::ChatSettings> {
         self.platforms.chat_settings(key)
     }
 

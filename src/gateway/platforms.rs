@@ -4,6 +4,7 @@
 
 use crate::chats::{ChatBindings, ChatSettings};
 use crate::gateway::parents::Parents;
+use crate::loaded::Live;
 use crate::store::SessionKey;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,8 +13,8 @@ use switchboard_platform::{ChatAddress, Platform, PlatformAdapter};
 /// The adapters by platform, and what the operator set per chat.
 pub(crate) struct Platforms {
     pub(crate) adapters: HashMap<Platform, Arc<dyn PlatformAdapter>>,
-    /// Per-chat settings (`CHATS_FILE`).
-    pub(crate) chats: ChatBindings,
+    /// Per-chat settings (`CHATS_FILE`), swapped whole on reload.
+    pub(crate) chats: Arc<Live<ChatBindings>>,
     /// Each thread's channel, for the settings' fallback to the channel.
     pub(crate) parents: Parents,
 }
@@ -26,11 +27,15 @@ impl Platforms {
 
     /// The operator's settings for the chat (or topic) of `key`, if bound;
     /// a thread that is a chat of its own falls back to its channel's.
-    pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<&ChatSettings> {
-        self.chats.get(
-            &ChatAddress::new(key.platform, key.chat, key.thread),
-            self.parents.of(key.platform, key.chat),
-        )
+    /// Read from the file's version in force now (see `crate::loaded::Live`).
+    pub(crate) fn chat_settings(&self, key: &SessionKey) -> Option<ChatSettings> {
+        self.chats
+            .get()
+            .get(
+                &ChatAddress::new(key.platform, key.chat, key.thread),
+                self.parents.of(key.platform, key.chat),
+            )
+            .cloned()
     }
 
     /// Whether the person on `platform` is the operator at this machine (see

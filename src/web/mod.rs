@@ -12,6 +12,7 @@ mod client;
 mod conversations;
 mod csrf;
 mod layout;
+mod loaded;
 mod markdown;
 mod mask;
 mod overview;
@@ -62,6 +63,8 @@ pub struct WebState {
 pub struct WebSettings {
     pub access_policy: String,
     pub allowed_users: HashMap<Platform, HashSet<UserId>>,
+    /// What the operator's files hold now (live reload); none: not shown.
+    pub loaded: Option<Arc<crate::loaded::Loaded>>,
 }
 
 impl WebState {

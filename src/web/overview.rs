@@ -54,6 +54,7 @@ pub(crate) async fn page(
             @for t in &running.items { (super::tasks::progress(t)) }
         }
         (processes_section(&processes))
+        (super::loaded::section(&state))
     };
     Ok(layout::respond(layout::page(
         "Overview", "/", &chrome, body,

@@ -28,7 +28,7 @@ fn repo_file(name: &str) -> PathBuf {
 
 /// The binary with nothing from the test's environment but `PATH`, run in `dir`
 /// (so no `.env` of the repository is read).
-fn binary(dir: &Path, vars: &[(&str, String)], args: &[&str]) -> Command {
+pub(crate) fn binary(dir: &Path, vars: &[(&str, String)], args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
     cmd.args(args)
         .env_clear()
@@ -208,13 +208,13 @@ async fn env_file_and_data_dir_flags_choose_the_configuration_and_the_state() {
 // ---------------------------------------------------------------- run
 
 /// `switchboard run` with its stderr captured as it arrives.
-struct Gateway {
-    child: Child,
+pub(crate) struct Gateway {
+    pub(crate) child: Child,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Gateway {
-    fn spawn(dir: &Path, vars: &[(&str, String)]) -> Gateway {
+    pub(crate) fn spawn(dir: &Path, vars: &[(&str, String)]) -> Gateway {
         let mut child = binary(dir, vars, &["run"]).spawn().unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut pipe = child.stderr.take().unwrap();
@@ -233,11 +233,11 @@ impl Gateway {
         Gateway { child, stderr }
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
-    async fn wait_for_log(&mut self, needle: &str) {
+    pub(crate) async fn wait_for_log(&mut self, needle: &str) {
         let found = tokio::time::timeout(HANG, async {
             while !self.stderr().contains(needle) {
                 if let Ok(Some(status)) = self.child.try_wait() {
@@ -256,7 +256,7 @@ impl Gateway {
 }
 
 /// The state and the model, shared by `run` and the operator's commands.
-fn base_vars(dir: &Path) -> Vec<(&'static str, String)> {
+pub(crate) fn base_vars(dir: &Path) -> Vec<(&'static str, String)> {
     vec![
         ("LLM_BASE_URL", "http://127.0.0.1:9/v1".to_owned()),
         ("LLM_MODEL", "fake-model".to_owned()),

@@ -18,6 +18,7 @@ const ORDER: &[&str] = &[
     "visible",
     "markers",
     "clock",
+    "loaded",
     "domain",
     "dirs",
     "workspace",

@@ -23,3 +23,4 @@ mod init_wizard;
 mod layers;
 mod otel_traces;
 mod packaging;
+mod reload_signal;

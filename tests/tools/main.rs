@@ -12,6 +12,7 @@ mod mcp;
 mod mcp_confined;
 mod mcp_own_tools;
 mod mcp_python;
+mod mcp_reload;
 mod mcp_serve;
 mod mcp_serve_http;
 mod sandbox;
