@@ -199,3 +199,30 @@ fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+#[tokio::test]
+async fn voice_settings_are_stored_on_postgres_too() {
+    let Ok(admin) = std::env::var("TEST_DATABASE_URL") else {
+        eprintln!("TEST_DATABASE_URL not set: skipped");
+        return;
+    };
+    let url = support::postgres::fresh_postgres(&admin).await;
+    let store = switchboard::store::Store::open(&url).await.unwrap();
+    let key = switchboard::store::SessionKey {
+        platform: switchboard_platform::Platform::Discord,
+        chat: switchboard_platform::ChatId(5),
+        thread: None,
+        user: switchboard_platform::UserId(1),
+    };
+    let session = store.sessions().open(&key).await.unwrap();
+    assert_eq!(store.voice_reply(&session).await.unwrap(), (None, false));
+    store.set_voice_in(&session, true).await.unwrap();
+    store.set_voice_reply(&session, Some("off")).await.unwrap();
+    assert_eq!(
+        store.voice_reply(&session).await.unwrap(),
+        (Some("off".to_owned()), true)
+    );
+    store.set_voice_reply(&session, None).await.unwrap();
+    store.set_voice_in(&session, false).await.unwrap();
+    assert_eq!(store.voice_reply(&session).await.unwrap(), (None, false));
+}
