@@ -25,3 +25,5 @@ mod telegram_media;
 mod telegram_resilience;
 mod telegram_updates;
 mod typing_pace;
+mod voice_fakes;
+mod voice_replies;

@@ -17,6 +17,7 @@ mod limits;
 mod outage;
 mod rest;
 mod uploads;
+mod voice;
 
 #[allow(unused_imports)] // only the media tests attach files
 pub use cdn::FakeFile;

@@ -318,6 +318,26 @@ impl PlatformAdapter for DiscordAdapter {
         self.upload_limit(chat) as u64
     }
 
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        let channel = channel_of(&voice.to)?;
+        let limit = self.upload_limit(voice.to);
+        let id = self
+            .shared
+            .rest
+            .create_voice_message(channel, &voice, limit)
+            .await?;
+        self.shared.remember_sent(id);
+        let id = i64::try_from(id)
+            .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;
+        Ok(MessageRef {
+            chat: voice.to,
+            id: MessageId(id),
+        })
+    }
+
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let channel = channel_of(&file.to)?;
         let limit = self.upload_limit(file.to);

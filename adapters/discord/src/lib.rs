@@ -51,6 +51,7 @@ mod slash;
 mod typing;
 mod upload;
 mod upload_limits;
+mod voice;
 mod watch;
 
 pub use adapter::DiscordAdapter;

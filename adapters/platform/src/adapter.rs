@@ -6,6 +6,7 @@ use crate::inbound::ButtonPress;
 use crate::intake::InboundSink;
 use crate::media::Attachment;
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
+use crate::voice::OutgoingVoice;
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
@@ -223,6 +224,14 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let _ = file;
         Err(PlatformError::Unsupported("send files"))
+    }
+
+    /// Sends a voice note (an Ogg Opus file, at most [`Self::upload_limit`]
+    /// of its chat) without text: the answer it speaks is sent as text too.
+    /// The default refuses: adapters that can play voice notes override it.
+    async fn send_voice(&self, voice: OutgoingVoice) -> Result<MessageRef, PlatformError> {
+        let _ = voice;
+        Err(PlatformError::Unsupported("send voice notes"))
     }
 
     /// Streams `attachment` (one this adapter normalized) into `dest`,

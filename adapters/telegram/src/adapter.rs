@@ -360,6 +360,13 @@ impl PlatformAdapter for TelegramAdapter {
         self.inner.out.send_file(&file).await
     }
 
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        self.inner.out.send_voice(&voice).await
+    }
+
     async fn download(
         &self,
         attachment: &Attachment,

@@ -34,6 +34,7 @@ mod retry;
 mod send;
 mod upload;
 mod utf16;
+mod voice;
 mod webhook;
 mod webhook_spool;
 

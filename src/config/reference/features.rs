@@ -75,6 +75,18 @@ pub(super) const MEDIA: Section = Section {
             "the speech-to-text endpoint's key; a secret (redacted)",
         ),
         v(
+            "TTS_BASE_URL",
+            "unset",
+            "voice replies through an OpenAI-compatible `/audio/speech` endpoint (asked for Ogg Opus): a voice note is answered in text and then in kind, and `/voice on` speaks every answer; unset, answers are text only",
+        ),
+        v("TTS_MODEL", "`tts-1`", "the text-to-speech model"),
+        v("TTS_VOICE", "`alloy`", "the voice the answers are spoken in"),
+        v(
+            "TTS_API_KEY",
+            "none",
+            "the text-to-speech endpoint's key; a secret (redacted)",
+        ),
+        v(
             "MEDIA_QUOTA_MB_PER_DAY",
             "100",
             "bytes of files one user may send in 24 h (across chats and processes)",

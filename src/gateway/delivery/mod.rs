@@ -9,3 +9,4 @@ pub(super) mod origin;
 pub(super) mod outbound;
 pub(super) mod scrubbed;
 pub(super) mod stream;
+pub(super) mod voice;

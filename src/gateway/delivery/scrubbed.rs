@@ -161,6 +161,15 @@ impl PlatformAdapter for ScrubbedAdapter {
             .await
     }
 
+    /// A voice note carries no text of its own to scrub.
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        self.traced("send_voice", self.inner.send_voice(voice))
+            .await
+    }
+
     async fn download(
         &self,
         attachment: &Attachment,

@@ -167,7 +167,10 @@ async fn answer(
     }
     let first_byte = reply.first_byte();
     match reply.finish(&final_text).await {
-        Ok(_) => crate::gateway::turn::usage::delivered(inner, o, first_byte),
+        Ok(_) => {
+            crate::gateway::turn::usage::delivered(inner, o, first_byte);
+            crate::gateway::delivery::voice::after_answer(inner, o, outcome).await;
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not deliver the answer");
             audit_error(inner, o, "error.delivery", &e.to_string()).await;

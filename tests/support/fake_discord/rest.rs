@@ -530,6 +530,9 @@ fn create_message(inner: &mut Inner, channel: u64, body: &Value) -> Answer {
     if reply_to.is_some() {
         msg["type"] = json!(19);
     }
+    if let Some(flags) = body["flags"].as_u64() {
+        msg["flags"] = json!(flags);
+    }
     if let Some(reply_to) = reply_to {
         attach_reference(inner, &mut msg, channel, guild, reply_to);
     }
