@@ -18,6 +18,7 @@ mod media;
 mod outbound;
 mod pacing;
 mod secret;
+mod status;
 mod waits;
 
 pub use adapter::{Capabilities, CommandInfo, LengthUnit, PlatformAdapter, PlatformError};
@@ -35,4 +36,5 @@ pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOA
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;
+pub use status::{Reaction, Status, StatusConfigError, StatusEmoji};
 pub use waits::{WaitHistogram, WaitSnapshot};
