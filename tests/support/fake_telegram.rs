@@ -22,6 +22,7 @@ mod html;
 mod limits;
 mod poll_faults;
 mod voice;
+mod reactions;
 
 #[allow(unused_imports)] // only the resilience tests break polling
 pub use poll_faults::PollFault;

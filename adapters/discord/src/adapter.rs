@@ -22,7 +22,7 @@ use std::time::Duration;
 use switchboard_platform::{
     Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
     LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    PlatformError, PressAnswer, Status,
 };
 use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
@@ -396,6 +396,35 @@ impl PlatformAdapter for DiscordAdapter {
         let handle = Handle::decode(&press.handle)
             .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
         self.shared.interactions.answer(&handle, answer).await
+    }
+
+    fn status_reactions(&self) -> bool {
+        self.shared.config.reactions.is_some()
+    }
+
+    async fn set_status(
+        &self,
+        target: &MessageRef,
+        status: Status,
+        previous: Option<Status>,
+    ) -> Result<bool, PlatformError> {
+        let Some(emoji) = &self.shared.config.reactions else {
+            return Err(PlatformError::Unsupported(
+                "react to messages (REACTIONS=off)",
+            ));
+        };
+        let channel = channel_of(&target.chat)?;
+        let previous = previous.map(|p| emoji.emoji(p));
+        self.shared
+            .rest
+            .react(
+                channel,
+                message_id(target.id)?,
+                emoji.emoji(status),
+                previous,
+            )
+            .await
+            .map_err(PlatformError::from)
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

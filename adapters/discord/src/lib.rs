@@ -42,6 +42,7 @@ mod order;
 #[cfg(test)]
 mod props;
 mod pump;
+mod reactions;
 mod recent;
 mod render;
 mod rest;

@@ -7,6 +7,7 @@ use crate::intake::InboundSink;
 use crate::media::Attachment;
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
 use crate::voice::OutgoingVoice;
+use crate::status::Status;
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
@@ -251,6 +252,27 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Shows what the bot is doing. Best effort.
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError>;
+
+    /// Whether this adapter shows [`Status`] reactions on users' messages
+    /// (`REACTIONS`); the default is no.
+    fn status_reactions(&self) -> bool {
+        false
+    }
+
+    /// Shows `status` as the bot's reaction on `target`, replacing the
+    /// reaction of `previous` (the status shown before, if any). It goes at
+    /// the lowest priority, like typing: `Ok(false)` when it gave way to
+    /// other calls and was not sent (the caller tries again later). The
+    /// default refuses: adapters with reactions override it.
+    async fn set_status(
+        &self,
+        target: &MessageRef,
+        status: Status,
+        previous: Option<Status>,
+    ) -> Result<bool, PlatformError> {
+        let _ = (target, status, previous);
+        Err(PlatformError::Unsupported("react to messages"))
+    }
 
     /// Publishes the commands users can type in the platform's command menu,
     /// replacing the previous set. Commands the platform cannot name are left

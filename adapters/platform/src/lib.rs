@@ -19,6 +19,7 @@ mod outbound;
 mod pacing;
 mod secret;
 mod voice;
+mod status;
 mod waits;
 
 pub use adapter::{Capabilities, CommandInfo, LengthUnit, PlatformAdapter, PlatformError};
@@ -37,4 +38,5 @@ pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;
 pub use voice::{ogg_crc, OggOpus, OutgoingVoice, VoiceError, MAX_WAVEFORM_POINTS};
+pub use status::{Reaction, Status, StatusConfigError, StatusEmoji};
 pub use waits::{WaitHistogram, WaitSnapshot};

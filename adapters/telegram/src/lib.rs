@@ -29,6 +29,7 @@ mod presses;
 #[cfg(test)]
 mod props;
 mod raw_json;
+mod reactions;
 mod render;
 mod retry;
 mod send;
@@ -44,3 +45,4 @@ pub use config::{
     LIMIT_MARGIN,
 };
 pub use errors::TelegramError;
+pub use reactions::{allowed_reaction, default_status_emoji, ALLOWED as ALLOWED_REACTIONS};

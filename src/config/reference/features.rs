@@ -178,7 +178,7 @@ pub(super) const DISCORD: Section = Section {
         v(
             "DISCORD_BOT_TOKEN",
             "none",
-            "enables Discord (intents: guild messages, DMs, message content)",
+            "enables Discord (intents: guild messages, DMs, message content, and their reactions)",
         ),
         v(
             "DISCORD_API_URL",
@@ -210,6 +210,38 @@ pub(super) const DISCORD: Section = Section {
             "DISCORD_SHARD_RANGE",
             "all",
             "the range of shards this process runs (e.g. `0-3`)",
+        ),
+    ],
+};
+
+pub(super) const REACTIONS: Section = Section {
+    title: "Reactions",
+    intro: "Status reactions on users' messages and reactions as feedback, on Telegram and Discord; see [Telegram and Discord](platforms.md#reactions).",
+    vars: &[
+        v(
+            "REACTIONS",
+            "`on`",
+            "`on`: the bot's reaction on the user's message shows received, working, done or failed (at the lowest priority, like typing), and a 👍/👎 on an answer by its asker counts as feedback; `off`: neither",
+        ),
+        v(
+            "REACTION_RECEIVED",
+            "👀",
+            "the emoji of a message accepted and waiting for its turn",
+        ),
+        v(
+            "REACTION_WORKING",
+            "✍ (Discord ✍️)",
+            "the emoji of a message whose turn runs",
+        ),
+        v(
+            "REACTION_DONE",
+            "👌 (Discord ✅)",
+            "the emoji of an answered message; on Telegram it must be one of its reaction emoji (✅ and ❌ are not), checked at start",
+        ),
+        v(
+            "REACTION_FAILED",
+            "💔 (Discord ❌)",
+            "the emoji of a message whose turn failed (model error, deadline, stopped, not delivered)",
         ),
     ],
 };

@@ -116,6 +116,19 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.download_limit(chat)
     }
 
+    fn status_reactions(&self) -> bool {
+        self.inner.status_reactions()
+    }
+
+    async fn set_status(
+        &self,
+        target: &switchboard_platform::MessageRef,
+        status: switchboard_platform::Status,
+        previous: Option<switchboard_platform::Status>,
+    ) -> Result<bool, PlatformError> {
+        self.inner.set_status(target, status, previous).await
+    }
+
     async fn run(
         &self,
         sink: InboundSink,

@@ -300,6 +300,10 @@ fn dispatch(
             (Some(c), Some(m)) => edit_message(inner, c, m, body),
             _ => error(404, 10008, "Unknown Message"),
         },
+        (
+            m @ ("PUT" | "DELETE"),
+            ["channels", channel, "messages", message, "reactions", emoji, "@me"],
+        ) => super::reactions::own(shared, inner, m == "PUT", (channel, message, emoji)),
         ("POST", ["channels", channel, "typing"]) => match id(channel) {
             Some(c) if inner.channels.contains_key(&c) => (204, Value::Null, Vec::new()),
             _ => error(404, 10003, "Unknown Channel"),
