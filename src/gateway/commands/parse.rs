@@ -124,7 +124,7 @@ impl Builtin {
             Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
             Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
-            Builtin::Skills => "/skills — the skills you can run with `/name <input>`; `/skills install <url>` and `/skills add <idea>` add one (on a card)",
+            Builtin::Skills => "/skills — the skills you can run with `/name <input>`; `/skills install <url>` (or `<git repo URL> <commit> <path>`) and `/skills add <idea>` add one (on a card)",
             Builtin::Tools => "/tools — the tools I can use, by source; `/tools add|import|remove …` and `/tools export` for tools added from the chat",
             Builtin::Settings => "/settings — the operator's settings for this chat (approvers, or in a DM)",
             Builtin::Start => return None,

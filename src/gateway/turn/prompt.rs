@@ -59,7 +59,14 @@ pub(in crate::gateway) async fn assemble(
         SessionInput::Message(m) => Some(m.text.as_str()),
         _ => None,
     };
-    let check = planner::before_turn(inner, key, &origin.session, message).await;
+    let check = planner::before_turn(
+        inner,
+        key,
+        &origin.session,
+        message,
+        state.task_state.is_some(),
+    )
+    .await;
     // A request that changes configuration-like state plans on the live
     // state read just now, not on the persisted summary of earlier turns.
     let shown = SessionState {
