@@ -7,9 +7,8 @@
 //! card shows is what is installed.
 
 use super::net_guard::{vet_target, Allowlist, Resolver};
-use super::skill_install::{Fetched, INSTALL_SKILL, MAX_SKILL_BYTES};
 use super::spec::ToolError;
-use crate::skills::parse_skill;
+use crate::skills::{parse_skill, Skill};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -75,13 +74,22 @@ pub fn git_source(repo: &str, commit: &str, path: &str) -> Result<GitSource, Str
     })
 }
 
-/// Fetches `source`'s commit with git and reads its skill file.
+/// What the fetch may take and who asks (the tool named in a refusal).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits<'a> {
+    pub who: &'a str,
+    pub max_bytes: usize,
+}
+
+/// Fetches `source`'s commit with git and reads its skill file: its text
+/// and skill.
 pub async fn fetch_git_skill(
     source: &GitSource,
     allow: &Allowlist,
     resolver: &dyn Resolver,
-) -> Result<Fetched, ToolError> {
-    let vetted = vet_target(&source.repo, allow, INSTALL_SKILL, resolver).await?;
+    limits: Limits<'_>,
+) -> Result<(String, Skill), ToolError> {
+    let vetted = vet_target(&source.repo, allow, limits.who, resolver).await?;
     let pins = pins(source, vetted.as_ref());
     let dir = tempfile::tempdir().map_err(|e| ToolError::Failed {
         message: "could not make a temporary folder for git".into(),
@@ -117,7 +125,7 @@ pub async fn fetch_git_skill(
         },
         other => other,
     })?;
-    read_file(dir.path(), &git_dir_arg, source).await
+    read_file(dir.path(), &git_dir_arg, source, limits.max_bytes).await
 }
 
 /// `git -c http.curloptResolve=…`: git connects to the vetted addresses of
@@ -141,7 +149,12 @@ fn pins(source: &GitSource, vetted: Option<&(String, Vec<SocketAddr>)>) -> Vec<S
 }
 
 /// Reads the skill file of the fetched commit (at most the size limit).
-async fn read_file(cwd: &Path, git_dir: &str, source: &GitSource) -> Result<Fetched, ToolError> {
+async fn read_file(
+    cwd: &Path,
+    git_dir: &str,
+    source: &GitSource,
+    max_bytes: usize,
+) -> Result<(String, Skill), ToolError> {
     let object = format!("{}:{}", source.commit, source.path);
     let size = git(cwd, &[], &["--git-dir", git_dir, "cat-file", "-s", &object])
         .await
@@ -152,14 +165,10 @@ async fn read_file(cwd: &Path, git_dir: &str, source: &GitSource) -> Result<Fetc
                 source.path
             ))
         })?;
-    if size
-        .trim()
-        .parse::<usize>()
-        .map_or(true, |n| n > MAX_SKILL_BYTES)
-    {
+    if size.trim().parse::<usize>().map_or(true, |n| n > max_bytes) {
         return Err(ToolError::Forbidden(format!(
             "the file is larger than {} KB; a skill is a short prompt",
-            MAX_SKILL_BYTES / 1024
+            max_bytes / 1024
         )));
     }
     let text = git(
@@ -174,11 +183,7 @@ async fn read_file(cwd: &Path, git_dir: &str, source: &GitSource) -> Result<Fetc
         .unwrap_or("");
     let skill = parse_skill(stem, &text)
         .map_err(|e| ToolError::InvalidArguments(format!("not a skill file: {e}")))?;
-    Ok(Fetched {
-        sha256: super::skill_install::sha256_hex(text.as_bytes()),
-        text,
-        skill,
-    })
+    Ok((text, skill))
 }
 
 /// Runs git with a clean environment (no user or system config, no prompts,

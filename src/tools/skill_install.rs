@@ -12,7 +12,7 @@
 use super::args::parse_args;
 use super::grown::ToolBuilders;
 use super::net_guard::{vet_target, Allowlist, Resolver, SystemResolver};
-use super::skill_git::{fetch_git_skill, git_source, GitSource};
+use super::skill_git::{fetch_git_skill, git_source, GitSource, Limits};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::skills::{parse_skill, Skill, SkillLibrary};
 use serde::Deserialize;
@@ -73,7 +73,7 @@ pub struct Fetched {
 }
 
 /// Hex SHA-256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     crate::hex::encode(&Sha256::digest(bytes))
 }
 
@@ -122,6 +122,24 @@ pub async fn fetch_skill(
     let text =
         String::from_utf8(body).map_err(|_| ToolError::failed("the file is not UTF-8 text"))?;
     let skill = parsed(url, &text)?;
+    Ok(Fetched {
+        sha256: sha256_hex(text.as_bytes()),
+        text,
+        skill,
+    })
+}
+
+/// Fetches and checks the skill file of a git source, with its hash.
+async fn fetch_git(
+    source: &GitSource,
+    allow: &Allowlist,
+    resolver: &dyn Resolver,
+) -> Result<Fetched, ToolError> {
+    let limits = Limits {
+        who: INSTALL_SKILL,
+        max_bytes: MAX_SKILL_BYTES,
+    };
+    let (text, skill) = fetch_git_skill(source, allow, resolver, limits).await?;
     Ok(Fetched {
         sha256: sha256_hex(text.as_bytes()),
         text,
@@ -196,7 +214,7 @@ impl Tool for PreviewSkillTool {
             (&args.url, &args.repo, &args.commit, &args.path)
         {
             let source = git_source(repo, commit, path).map_err(invalid)?;
-            let f = fetch_git_skill(&source, &self.allow, self.resolver.as_ref()).await?;
+            let f = fetch_git(&source, &self.allow, self.resolver.as_ref()).await?;
             return Ok(format!(
                 "Skill `{}` — {}\nsource: {source}\nsha256: {}\nTo install: install_skill with the same repo, commit and path (the user approves it on a card).\n<skill-file>\n{}\n</skill-file>",
                 f.skill.name, f.skill.description, f.sha256, f.text
@@ -329,7 +347,7 @@ impl InstallSkillTool {
         match source {
             Source::Drafted { text, skill } => Ok((text, skill, "drafted in the chat".into())),
             Source::Git(source) => {
-                let f = fetch_git_skill(&source, &self.allow, self.resolver.as_ref()).await?;
+                let f = fetch_git(&source, &self.allow, self.resolver.as_ref()).await?;
                 Ok((
                     f.text,
                     f.skill,
