@@ -21,7 +21,7 @@ mod tool_call_text_props;
 mod types;
 
 pub use anthropic::{AnthropicProvider, MIN_THINKING_BUDGET};
-pub use complete::complete;
+pub use complete::{complete, complete_counted};
 pub use endpoint::{connect, ApiKind, EndpointConfig, TextToolCalls};
 pub use error::ProviderError;
 pub use estimate::{

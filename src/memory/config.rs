@@ -34,6 +34,10 @@ pub struct MemoryConfig {
     /// `REFLECTION_EVERY_HOURS` (default 6, `off`): how often a user active
     /// since their last reflection note gets a new one.
     pub reflection_every: Option<Duration>,
+    /// `LIVE_STATE_CHECK` (default true): before a turn on a request that is
+    /// not plain chat, one short model call names the kinds of live state
+    /// it touches (off: only an open plan's steps do).
+    pub live_check: bool,
 }
 
 /// How preferences are learned after each user message.
@@ -88,6 +92,7 @@ impl Default for MemoryConfig {
             learn: LearnMode::Model,
             learn_every: 5,
             reflection_every: Some(Duration::from_secs(6 * 3600)),
+            live_check: true,
         }
     }
 }
@@ -118,6 +123,7 @@ impl MemoryConfig {
                 .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                 .unwrap_or(d.learn_every),
             reflection_every: reflection_every(get)?.unwrap_or(d.reflection_every),
+            live_check: flag(get, "LIVE_STATE_CHECK")?.unwrap_or(d.live_check),
         })
     }
 }

@@ -3,7 +3,11 @@
 //! changed in their goals, open loops, risks, and, beside the previous note
 //! it is shown, what is different from it — kept as a `reflection` memory
 //! (its own cap) and shown in that user's direct-message system prompt; a
-//! note with an open loop or a risk may schedule an opt-in check-in.
+//! note with an open loop or a risk may schedule an opt-in check-in. A note
+//! that finds something which should change the user's profile proposes it
+//! (`profile_update`): kept as a pending suggestion, shown verbatim on a card
+//! with Apply / Dismiss in their direct messages (the gateway's
+//! `profile_card`), never proposed twice.
 
 use super::extract::transcript;
 use super::model::{clip, complete, json_object};
@@ -21,7 +25,7 @@ const MAX_ITEMS: usize = 3;
 
 const PROMPT: &str = r#"You write a short private reflection note about the USER for the assistant's own use, from their recent conversations.
 Reply with ONLY a JSON object, no prose, exactly of this shape:
-{"note": "<at most three sentences: what changed in the user's goals or situation>", "open_loops": ["<something promised or unfinished>"], "risks": ["<something that may go wrong for the user>"], "changed": "<one sentence: what is different from your previous note, if you are shown one; empty otherwise>"}
+{"note": "<at most three sentences: what changed in the user's goals or situation>", "open_loops": ["<something promised or unfinished>"], "risks": ["<something that may go wrong for the user>"], "changed": "<one sentence: what is different from your previous note, if you are shown one; empty otherwise>", "profile_update": "<one sentence to keep in the user's profile as a lasting preference or fact about them, only when these conversations show their profile should change (a new stable preference, a changed situation); empty otherwise>"}
 At most 3 open loops and 3 risks; empty lists when there are none. Write in the user's language. Never secrets, never prices or trades."#;
 
 /// Heads the previous note in the reflection's input.
@@ -40,6 +44,9 @@ pub struct Reflection {
     pub changed: String,
     /// The check-in it scheduled (see `checkins.rs`), if any.
     pub checkin: Option<crate::domain::ScheduleId>,
+    /// The profile change it proposed (new: not proposed before, not
+    /// already in the profile), pending the user's Apply / Dismiss.
+    pub suggestion: Option<String>,
 }
 
 impl Extractor {
@@ -107,6 +114,7 @@ impl Extractor {
             open_loops,
             risks,
             changed,
+            profile_update,
         } = parse_reflection(&reply)?;
         let mut content = note.clone();
         if !changed.is_empty() {
@@ -126,6 +134,7 @@ impl Extractor {
             expires_at: None,
         };
         let saved = self.book().save(owner, memory, now).await?;
+        let suggestion = self.propose(owner, &profile_update, now).await;
         Ok(Some(Reflection {
             owner,
             memory: saved.id(),
@@ -134,7 +143,50 @@ impl Extractor {
             risks,
             changed,
             checkin: None,
+            suggestion,
         }))
+    }
+
+    /// Keeps `update` as a pending profile suggestion of `owner` unless it
+    /// is empty, already in their profile, or was proposed before (then or
+    /// on failure: `None`).
+    async fn propose(
+        &self,
+        owner: MemoryOwner,
+        update: &str,
+        now: DateTime<Utc>,
+    ) -> Option<String> {
+        if update.is_empty() {
+            return None;
+        }
+        let store = self.book().store();
+        let folded = crate::store::suggestion_fingerprint(update);
+        let kinds = [
+            MemoryKind::Preference,
+            MemoryKind::Persona,
+            MemoryKind::Fact,
+        ];
+        match store.memories().of(owner, &kinds, 200, now).await {
+            Ok(kept)
+                if kept
+                    .iter()
+                    .any(|m| crate::store::suggestion_fingerprint(&m.content) == folded) =>
+            {
+                return None
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the profile for a suggestion"),
+        }
+        let mut id = uuid::Uuid::new_v4().simple().to_string();
+        id.truncate(12);
+        match store.suggestions().propose(&id, owner, update, now).await {
+            Ok(true) => Some(update.to_owned()),
+            Ok(false) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not keep a profile suggestion");
+                None
+            }
+        }
     }
 
     /// The owner's latest note, headed for the reflection's input.
@@ -166,6 +218,8 @@ pub(crate) struct Parsed {
     pub(crate) open_loops: Vec<String>,
     pub(crate) risks: Vec<String>,
     pub(crate) changed: String,
+    /// A proposed profile change (empty for none).
+    pub(crate) profile_update: String,
 }
 
 /// Reads a reflection reply under its contract.
@@ -191,16 +245,18 @@ pub(crate) fn parse_reflection(reply: &str) -> Result<Parsed, MemoryError> {
             })
             .unwrap_or_default()
     };
-    let changed = map
-        .get("changed")
-        .and_then(Value::as_str)
-        .map(|s| clip(s.trim(), ITEM_CHARS))
-        .unwrap_or_default();
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .map(|s| clip(s.trim(), ITEM_CHARS))
+            .unwrap_or_default()
+    };
     Ok(Parsed {
         note,
         open_loops: list("open_loops"),
         risks: list("risks"),
-        changed,
+        changed: text("changed"),
+        profile_update: text("profile_update"),
     })
 }
 
@@ -232,6 +288,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed.changed, "Now works from home.");
+        assert_eq!(parsed.profile_update, "", "optional");
+        let parsed = parse_reflection(
+            r#"{"note": "N.", "open_loops": [], "risks": [], "profile_update": " Works from home on Fridays. "}"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.profile_update, "Works from home on Fridays.");
         assert!(parse_reflection(r#"{"open_loops": []}"#).is_err());
         assert!(parse_reflection("no").is_err());
     }

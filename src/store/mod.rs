@@ -30,6 +30,7 @@ mod outbox;
 mod pairing_notice;
 mod plans;
 mod portfolio;
+mod profile_suggestions;
 mod reasoning_notes;
 mod recycle;
 mod reflection;
@@ -75,6 +76,9 @@ pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxReques
 pub use pairing_notice::ApprovedPairing;
 pub use plans::Plans;
 pub use portfolio::{PortfolioError, TradeRecord};
+pub use profile_suggestions::{
+    fingerprint as suggestion_fingerprint, ProfileSuggestion, SuggestionStatus, Suggestions,
+};
 pub use reasoning_notes::{ReasoningNote, ReasoningNotes, REASONING_KEPT_DAYS};
 pub use resumes::InterruptedResume;
 pub use role_notes::{RoleNote, RoleNotes, ROLE_NOTES_KEPT};
@@ -298,6 +302,11 @@ impl Store {
     /// The whole reasoning behind clipped answers, for their askers.
     pub fn reasoning(&self) -> ReasoningNotes<'_> {
         ReasoningNotes { db: self }
+    }
+
+    /// Profile-update suggestions from reflection notes, per user.
+    pub fn suggestions(&self) -> Suggestions<'_> {
+        Suggestions { db: self }
     }
 
     /// The audit log: system events, newest first.

@@ -37,6 +37,7 @@ mod script;
 mod script_defs;
 mod send_file;
 mod skill;
+mod skill_git;
 mod skill_install;
 mod spec;
 mod web_fetch;

@@ -5,11 +5,14 @@
 //! deny — stores it as `SKILLS_DIR/<name>.md`: fetched again on approval and
 //! installed only if the hash is the one pinned, or drafted in the chat
 //! (`text`). A GitHub blob URL must name a 40-hex commit (a branch moves).
-//! Only the users `TOOL_BUILDERS` allows may install.
+//! A skill may also come from a git repository pinned by commit (`repo`,
+//! `commit`, `path`: fetched by a real `git`, see `skill_git`). Only the
+//! users `TOOL_BUILDERS` allows may install.
 
 use super::args::parse_args;
 use super::grown::ToolBuilders;
 use super::net_guard::{vet_target, Allowlist, Resolver, SystemResolver};
+use super::skill_git::{fetch_git_skill, git_source, GitSource, Limits};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::skills::{parse_skill, Skill, SkillLibrary};
 use serde::Deserialize;
@@ -70,7 +73,7 @@ pub struct Fetched {
 }
 
 /// Hex SHA-256 of `bytes`.
-fn sha256(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     crate::hex::encode(&Sha256::digest(bytes))
 }
 
@@ -120,7 +123,25 @@ pub async fn fetch_skill(
         String::from_utf8(body).map_err(|_| ToolError::failed("the file is not UTF-8 text"))?;
     let skill = parsed(url, &text)?;
     Ok(Fetched {
-        sha256: sha256(text.as_bytes()),
+        sha256: sha256_hex(text.as_bytes()),
+        text,
+        skill,
+    })
+}
+
+/// Fetches and checks the skill file of a git source, with its hash.
+async fn fetch_git(
+    source: &GitSource,
+    allow: &Allowlist,
+    resolver: &dyn Resolver,
+) -> Result<Fetched, ToolError> {
+    let limits = Limits {
+        who: INSTALL_SKILL,
+        max_bytes: MAX_SKILL_BYTES,
+    };
+    let (text, skill) = fetch_git_skill(source, allow, resolver, limits).await?;
+    Ok(Fetched {
+        sha256: sha256_hex(text.as_bytes()),
         text,
         skill,
     })
@@ -153,10 +174,13 @@ impl PreviewSkillTool {
                 description: "Fetch a skill file (Markdown with `name`/`description` front matter) from a public URL \
                               and show its full text and SHA-256, installing nothing. A GitHub URL must name a commit \
                               (github.com/<owner>/<repo>/blob/<40-char commit>/<path>.md). To install it, call \
-                              install_skill with the same url and this sha256."
+                              install_skill with the same url and this sha256. From a git repository instead: \
+                              `repo` (its http(s) URL), `commit` (the full 40-character id) and `path` (the .md file \
+                              in it); install_skill then takes the same three."
                     .into(),
-                parameters: json!({"type": "object", "required": ["url"], "additionalProperties": false,
-                    "properties": {"url": {"type": "string"}}}),
+                parameters: json!({"type": "object", "additionalProperties": false,
+                    "properties": {"url": {"type": "string"}, "repo": {"type": "string"},
+                        "commit": {"type": "string"}, "path": {"type": "string"}}}),
                 concurrency_safe: true,
                 key_fields: Vec::new(),
                 requires_approval: false,
@@ -171,7 +195,10 @@ impl PreviewSkillTool {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PreviewArgs {
-    url: String,
+    url: Option<String>,
+    repo: Option<String>,
+    commit: Option<String>,
+    path: Option<String>,
 }
 
 #[async_trait::async_trait]
@@ -182,7 +209,24 @@ impl Tool for PreviewSkillTool {
 
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let args: PreviewArgs = parse_args("preview_skill", args)?;
-        let url = source_url(&args.url).map_err(ToolError::InvalidArguments)?;
+        let invalid = ToolError::InvalidArguments;
+        if let (None, Some(repo), Some(commit), Some(path)) =
+            (&args.url, &args.repo, &args.commit, &args.path)
+        {
+            let source = git_source(repo, commit, path).map_err(invalid)?;
+            let f = fetch_git(&source, &self.allow, self.resolver.as_ref()).await?;
+            return Ok(format!(
+                "Skill `{}` — {}\nsource: {source}\nsha256: {}\nTo install: install_skill with the same repo, commit and path (the user approves it on a card).\n<skill-file>\n{}\n</skill-file>",
+                f.skill.name, f.skill.description, f.sha256, f.text
+            ));
+        }
+        let (Some(url), None, None, None) = (&args.url, &args.repo, &args.commit, &args.path)
+        else {
+            return Err(invalid(
+                "give either `url`, or `repo` with `commit` and `path`".into(),
+            ));
+        };
+        let url = source_url(url).map_err(invalid)?;
         let f = fetch_skill(&url, &self.allow, self.resolver.as_ref()).await?;
         Ok(format!(
             "Skill `{}` — {}\nurl: {url}\nsha256: {}\nTo install: install_skill with url and this sha256 (the user approves it on a card).\n<skill-file>\n{}\n</skill-file>",
@@ -207,10 +251,14 @@ struct InstallArgs {
     url: Option<String>,
     sha256: Option<String>,
     text: Option<String>,
+    repo: Option<String>,
+    commit: Option<String>,
+    path: Option<String>,
 }
 
 enum Source {
     Url { url: Url, pinned: String },
+    Git(GitSource),
     Drafted { text: String, skill: Skill },
 }
 
@@ -228,10 +276,14 @@ impl InstallSkillTool {
                               card showing its full text. Either `url` with the `sha256` preview_skill reported (the \
                               file is fetched again and installed only if unchanged), or `text`: the full Markdown \
                               of a skill you drafted — front matter `name` (lowercase, digits, _) and `description` \
-                              between `---` lines, then the prompt, with {{args}} where the user's input goes."
+                              between `---` lines, then the prompt, with {{args}} where the user's input goes. Or \
+                              from a git repository: `repo` (http(s) URL), `commit` (full 40-character id), `path`."
                     .into(),
                 parameters: json!({"type": "object", "additionalProperties": false, "properties": {
                     "url": {"type": "string"},
+                    "repo": {"type": "string", "description": "A git repository's http(s) URL (with commit and path)."},
+                    "commit": {"type": "string", "description": "The full 40-character commit id the skill is pinned to."},
+                    "path": {"type": "string", "description": "The skill file's path in the repository."},
                     "sha256": {"type": "string", "description": "The file's SHA-256 as preview_skill reported it."},
                     "text": {"type": "string", "description": "A drafted skill file (instead of url)."}
                 }}),
@@ -250,6 +302,21 @@ impl InstallSkillTool {
     fn source(&self, args: &Value) -> Result<Source, ToolError> {
         let args: InstallArgs = parse_args(INSTALL_SKILL, args.clone())?;
         let invalid = |s: &str| ToolError::InvalidArguments(s.to_owned());
+        match (&args.repo, &args.commit, &args.path) {
+            (None, None, None) => {}
+            (Some(repo), Some(commit), Some(path))
+                if args.url.is_none() && args.sha256.is_none() && args.text.is_none() =>
+            {
+                return git_source(repo, commit, path)
+                    .map(Source::Git)
+                    .map_err(ToolError::InvalidArguments);
+            }
+            _ => {
+                return Err(invalid(
+                    "give `repo`, `commit` and `path` together, and nothing else",
+                ))
+            }
+        }
         match (args.url, args.sha256, args.text) {
             (Some(url), Some(pinned), None) => {
                 let pinned = pinned.trim().to_ascii_lowercase();
@@ -279,6 +346,14 @@ impl InstallSkillTool {
     async fn resolve(&self, source: Source) -> Result<(String, Skill, String), ToolError> {
         match source {
             Source::Drafted { text, skill } => Ok((text, skill, "drafted in the chat".into())),
+            Source::Git(source) => {
+                let f = fetch_git(&source, &self.allow, self.resolver.as_ref()).await?;
+                Ok((
+                    f.text,
+                    f.skill,
+                    format!("from {source}, sha256 {}", f.sha256),
+                ))
+            }
             Source::Url { url, pinned } => {
                 let f = fetch_skill(&url, &self.allow, self.resolver.as_ref()).await?;
                 if f.sha256 != pinned {
@@ -313,7 +388,7 @@ impl Tool for InstallSkillTool {
     fn validate(&self, args: &Value) -> Result<(), ToolError> {
         match self.source(args)? {
             Source::Drafted { skill, .. } => self.check_name(&skill),
-            Source::Url { .. } => Ok(()),
+            Source::Url { .. } | Source::Git(_) => Ok(()),
         }
     }
 

@@ -288,6 +288,10 @@ async fn a_request_to_change_rules_or_schedules_sees_them_as_they_are_now() {
         .await
         .unwrap();
     let system = |r: &Value| contents(r)[0].clone();
+    // The planner's explicit check names what the request touches.
+    h.llm.set_check_responder(|_| {
+        Reply::text(r#"{"reads": ["rules"], "changes": ["rules", "schedules"]}"#)
+    });
     h.llm.push(Reply::text("Which rule?"));
     h.channel
         .dm(1, "revoke my always-allow rule and cancel the daily report")
@@ -313,5 +317,6 @@ async fn a_request_to_change_rules_or_schedules_sees_them_as_they_are_now() {
         !system(&requests[1]).contains("[Live state"),
         "not for a greeting"
     );
+    assert_eq!(h.llm.live_checks().len(), 1, "no check for plain chat");
     h.stop().await;
 }

@@ -23,6 +23,7 @@ mod e2e_media;
 mod e2e_model_credentials;
 mod e2e_models;
 mod e2e_portfolio;
+mod e2e_profile_card;
 mod e2e_queue;
 mod e2e_reasoning;
 mod e2e_reload;

@@ -8,7 +8,7 @@
 
 use crate::memory_common::{backends, db_url, harness};
 use crate::support::e2e::{files_under, messages, tool_result};
-use crate::support::fake_llm::Reply;
+use crate::support::fake_llm::{last_user_text, Reply};
 use switchboard::agent::{Phase, Plan, StepDraft, StepState};
 use switchboard::store::StateDoc;
 
@@ -270,6 +270,15 @@ async fn a_settings_request_does_not_see_the_stale_task_summary() {
             .set_doc(&session, StateDoc::Task, Some(&stale.to_string()))
             .await
             .unwrap();
+        // The planner's explicit check: the model names what the request
+        // touches (the fake's default names nothing).
+        h.llm.set_check_responder(|req| {
+            if last_user_text(req).unwrap_or_default().contains("schedule") {
+                Reply::text(r#"{"reads": ["schedules"], "changes": ["schedules"]}"#)
+            } else {
+                Reply::text(r#"{"reads": [], "changes": []}"#)
+            }
+        });
         h.llm.push(Reply::text("We talked about the report."));
         h.llm.push(Reply::text("There is no schedule to change."));
         h.channel.dm(1, "what were we doing?").await;
@@ -315,6 +324,12 @@ async fn a_settings_request_does_not_see_the_stale_task_summary() {
             "{yes}"
         );
         assert!(yes.contains("they replied \"yes\""), "{yes}");
+        // One check per request that is not plain chat; "yes" had none.
+        let checks = h.llm.live_checks();
+        assert_eq!(checks.len(), 2, "{checks:?}");
+        assert!(last_user_text(&checks[1])
+            .unwrap()
+            .contains("change the daily report schedule"));
         h.stop().await;
     }
 }
@@ -355,6 +370,69 @@ async fn a_plan_kept_in_the_execution_state_moves_to_the_plans_table_on_first_re
             .unwrap();
         assert!(!doc.contains("Quarterly report"), "moved out: {doc}");
         assert!(store.plans().of_session(&session).await.unwrap().is_some());
+        h.stop().await;
+    }
+}
+
+/// The planner's check broke its contract (prose, not the JSON) or hung:
+/// the turn goes on with every kind of live state read now, the summary
+/// kept (nothing says the request changes any), and the check's tokens
+/// are counted in the user's usage.
+#[tokio::test]
+async fn a_garbage_or_hung_live_state_check_falls_back_to_every_kind() {
+    for db in backends().await {
+        let h = harness(&[("MEMORY_LEARN", "off")], &db).await;
+        let store = &h.running.store;
+        let session = h.session(1, 1).await;
+        let summary = json!({"current_goal": "Plan the trip to Lyon"});
+        store
+            .sessions()
+            .set_doc(&session, StateDoc::Task, Some(&summary.to_string()))
+            .await
+            .unwrap();
+        h.llm.set_check_responder(|req| {
+            if last_user_text(req).unwrap_or_default().contains("hang") {
+                Reply::text("{").then_stall()
+            } else {
+                Reply::text("Sure! It touches the schedules.").with_usage(100_000, 7, 0)
+            }
+        });
+        h.llm.push(Reply::text("Here is where things stand."));
+        h.channel.dm(1, "what is set up for me right now?").await;
+        h.wait_for("first", |l| l.any_contains("where things stand"))
+            .await;
+        let requests = h.llm.requests().await;
+        let first = system(&requests[0]);
+        for kind in [
+            "Portfolio: no holdings.",
+            "Schedules in this conversation: none.",
+            "Background tasks in this conversation: none.",
+            "\"always allow\" rules: none.",
+        ] {
+            assert!(first.contains(kind), "{kind}: {first}");
+        }
+        assert!(first.contains("Plan the trip to Lyon"), "{first}");
+        let owner = switchboard_platform::UserId(1);
+        let (_, usage) = store
+            .usage()
+            .today(switchboard_platform::Platform::Console, owner)
+            .await
+            .unwrap();
+        assert!(usage.input_tokens >= 100_000, "the check counts: {usage:?}");
+
+        h.llm.push(Reply::text("Still here."));
+        h.channel
+            .dm(1, "please hang on and list my reminders")
+            .await;
+        h.wait_for("second", |l| l.any_contains("Still here."))
+            .await;
+        let second = system(&h.llm.requests().await[1]);
+        assert!(
+            second.contains("Schedules in this conversation: none.")
+                && second.contains("Portfolio: no holdings."),
+            "{second}"
+        );
+        assert_eq!(h.llm.live_checks().len(), 2);
         h.stop().await;
     }
 }

@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const CHANNEL: u64 = 1_200_000_000_000_000_011;
 const OTHER_CHANNEL: u64 = 1_200_000_000_000_000_012;
 pub(crate) const THREAD: u64 = 1_200_000_000_000_000_013;
-const DM_CHANNEL: u64 = 1_200_000_000_000_000_014;
+pub(crate) const DM_CHANNEL: u64 = 1_200_000_000_000_000_014;
 pub(crate) const ALICE: u64 = 1_300_000_000_000_000_011;
-const BOB: u64 = 1_300_000_000_000_000_012;
+pub(crate) const BOB: u64 = 1_300_000_000_000_000_012;
 const APPROVER_ROLE: u64 = 1_400_000_000_000_000_011;
 
 pub(crate) struct E2e {
@@ -219,7 +219,7 @@ pub(crate) fn texts(d: &FakeDiscord, channel: u64) -> Vec<String> {
         .collect()
 }
 
-fn ephemeral(data: &Value) -> bool {
+pub(crate) fn ephemeral(data: &Value) -> bool {
     data["flags"].as_u64().is_some_and(|f| f & 64 != 0)
 }
 

@@ -15,6 +15,7 @@ mod discord_chats;
 mod discord_e2e;
 mod discord_limits;
 mod discord_media;
+mod discord_profile_card;
 mod discord_reactions;
 mod discord_resilience;
 mod telegram_adapter;

@@ -64,6 +64,22 @@ struct ServerState {
     handling: Option<Vec<Duration>>,
     /// The model is text-only: image parts are refused (like gpt-3.5-turbo).
     no_vision: bool,
+    /// The gateway's live state checks (see [`LIVE_CHECK_MARK`]): kept and
+    /// answered apart, so the turns' own script is not taken by them.
+    live_checks: Vec<Value>,
+    check_script: Script<Reply>,
+}
+
+/// How the gateway's live state check begins its system prompt.
+pub const LIVE_CHECK_MARK: &str = "You classify ONE user request for an assistant's planner";
+
+/// A live state check naming no kind: what the fake answers unless told.
+pub const NO_LIVE_STATE: &str = r#"{"reads": [], "changes": []}"#;
+
+fn is_live_check(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with(LIVE_CHECK_MARK))
 }
 
 impl FakeLlm {
@@ -189,6 +205,21 @@ impl FakeLlm {
             .unwrap_or_default()
     }
 
+    /// Answers the gateway's live state checks (else [`NO_LIVE_STATE`]).
+    #[allow(dead_code)]
+    pub fn set_check_responder<F>(&self, responder: F)
+    where
+        F: Fn(&Value) -> Reply + Send + Sync + 'static,
+    {
+        self.shared.lock().check_script.set_responder(responder);
+    }
+
+    /// The live state checks recorded so far (not in [`FakeLlm::requests`]).
+    #[allow(dead_code)]
+    pub fn live_checks(&self) -> Vec<Value> {
+        self.shared.lock().live_checks.clone()
+    }
+
     /// Scripted replies not yet taken.
     pub fn remaining(&self) -> usize {
         self.shared.lock().script.remaining()
@@ -252,7 +283,9 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         .map(str::to_owned);
     let (api_key, rejected, rejected_fields, window, no_vision) = {
         let mut state = shared.lock();
-        if !state.forget_requests {
+        if is_live_check(&request) {
+            state.live_checks.push(request.clone());
+        } else if !state.forget_requests {
             state.requests.push(request.clone());
             state.authorizations.push(authorization.clone());
         }
@@ -304,6 +337,12 @@ fn answer(shared: &Arc<Shared>, headers: &HeaderMap, body: &Bytes) -> Response {
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
     }
 
+    if is_live_check(&request) {
+        let reply = shared
+            .next_reply(|state| &mut state.check_script, &request)
+            .unwrap_or_else(|| Reply::text(NO_LIVE_STATE).without_usage());
+        return reply.into_response(&request, shared.shutdown.clone());
+    }
     match shared.next_reply(|state| &mut state.script, &request) {
         Some(reply) => reply.into_response(&request, shared.shutdown.clone()),
         None => invalid_request("fake LLM: no scripted reply (queue empty and no responder set)"),

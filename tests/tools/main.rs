@@ -17,6 +17,7 @@ mod mcp_serve;
 mod mcp_serve_http;
 mod sandbox;
 mod sandbox_protect;
+mod skills_git;
 mod skills_install;
 mod tools_builtin;
 mod tools_grown;

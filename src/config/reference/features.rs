@@ -47,6 +47,11 @@ pub(super) const MEMORY: Section = Section {
             "how often a user active since their last reflection note gets a new one (one side call each); `off` for none",
         ),
         v(
+            "LIVE_STATE_CHECK",
+            "`true`",
+            "before a turn on a request that is not plain chat, one short model call names the live state it reads or changes (portfolio, schedules, tasks, rules), read now and shown instead of the task summary; `false`: only an open plan's steps decide",
+        ),
+        v(
             "MEMORY_HARD_LIMIT_PCT",
             "150",
             "hard limit of each memory kind as a percentage of its cap (the soft limit), 100–1000",

@@ -129,7 +129,7 @@ impl Builtin {
             Builtin::Voice => "/voice on|off|auto — my answers also as voice notes: always, never, or (auto) when you send one",
             Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
-            Builtin::Skills => "/skills — the skills you can run with `/name <input>`; `/skills install <url>` and `/skills add <idea>` add one (on a card)",
+            Builtin::Skills => "/skills — the skills you can run with `/name <input>`; `/skills install <url>` (or `<git repo URL> <commit> <path>`) and `/skills add <idea>` add one (on a card)",
             Builtin::Tools => "/tools — the tools I can use, by source; `/tools add|import|remove …` and `/tools export` for tools added from the chat",
             Builtin::Settings => "/settings — the operator's settings for this chat (approvers, or in a DM)",
             Builtin::Start => return None,

@@ -1,5 +1,6 @@
 //! `/skills`: the installed skills (prompt templates run as `/name`);
-//! `/skills install <url>` and `/skills add <idea>` (for the users
+//! `/skills install <url>` (or `<git repo URL> <commit> <path>`) and
+//! `/skills add <idea>` (for the users
 //! `TOOL_BUILDERS` allows) hand the request to the agent, whose
 //! `install_skill` call shows the card with the skill's full text.
 
@@ -9,7 +10,8 @@ use crate::tools::INSTALL_SKILL;
 use switchboard_platform::User;
 
 const USAGE: &str = "`/skills` lists the skills; `/skills install <url>` installs one from a URL \
-(a GitHub URL must name a commit), `/skills add <idea>` lets me draft one — each shown whole on a card \
+(a GitHub URL must name a commit) and `/skills install <git repository URL> <commit> <path>` from a \
+git repository at one commit, `/skills add <idea>` lets me draft one — each shown whole on a card \
 before it is installed.";
 
 /// What `/skills …` answers directly (the list, a refusal, the usage).
@@ -67,7 +69,8 @@ pub(in crate::gateway) fn invocation(
         "install" => format!(
             "The user asks to install a skill from a URL with /skills install. Call preview_skill with \
              the URL below, then `{INSTALL_SKILL}` with that url and the sha256 preview_skill reported; \
-             the user decides on the card. If the URL is refused, say why."
+             when they gave a git repository URL, a commit id and a file path instead, call both with \
+             `repo`, `commit` and `path`. The user decides on the card. If it is refused, say why."
         ),
         "add" => format!(
             "The user proposes a new skill with /skills add. Draft it as a skill file: a `---` line, \

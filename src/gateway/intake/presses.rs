@@ -1,11 +1,11 @@
 //! A button press: an approval card's (authorized, decided once, the paused
-//! turn resumed), a feedback button's, a 💭 reasoning page's, or one that is
-//! no longer valid.
+//! turn resumed), a feedback button's, a 💭 reasoning page's, a profile
+//! suggestion's Apply / Dismiss, or one that is no longer valid.
 
 use crate::approvals::parse_action;
 use crate::gateway::intake::press_limit::{self, PressKind};
 use crate::gateway::session::queue::resume_in;
-use crate::gateway::turn::{memory, reasoning};
+use crate::gateway::turn::{memory, profile_card, reasoning};
 use crate::gateway::Inner;
 use crate::memory::parse_feedback;
 use crate::store::ApprovalStatus;
@@ -42,6 +42,11 @@ pub(in crate::gateway) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
         None if parse_feedback(&press.action).is_some() => {
             if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback).await {
                 memory::on_feedback_press(&inner, adapter.as_ref(), &press).await
+            }
+        }
+        None if profile_card::parse_action(&press.action).is_some() => {
+            if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback).await {
+                profile_card::on_press(&inner, adapter.as_ref(), &press).await
             }
         }
         None if reasoning::parse_action(&press.action).is_some() => {

@@ -88,6 +88,7 @@ pub(in crate::gateway) async fn deliver(
     };
     inner.answer_visible(&o.conversation.key).await;
     answer(inner, o, reply, &outcome, &head, final_text, show_all).await;
+    crate::gateway::turn::profile_card::offer(inner, o).await;
     // The session's next input waits until this exchange is in its history.
     if let Some(held) = held {
         let reason = format!("saved late: {}", held.reason());

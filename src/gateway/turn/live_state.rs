@@ -3,30 +3,15 @@
 //! model acts on the live data rather than on what a summary or an old
 //! message says (seeds/003: re-read, do not trust the summary). What a turn
 //! touches is decided by the planner's check before the turn (`planner`):
-//! the tools of the open plan's steps, and the user's words.
+//! the tools of the open plan's steps, and the model's classification of
+//! the request (`live_check`).
 
 use crate::domain::SessionKey;
 use crate::gateway::Inner;
 use crate::store::{MemoryOwner, SessionId};
-use regex::Regex;
-use std::sync::LazyLock;
 
 /// Items listed per kind at most.
 const MAX_ITEMS: usize = 20;
-
-static PORTFOLIO: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(buy|bought|sell|sold|add|remove|set|update|change|rebalance|record)\b.{0,60}\b(portfolio|holdings?|positions?|shares?|units?|stocks?|ledger)\b|买入|卖出|加仓|减仓|调仓|清仓").ok()
-});
-static SCHEDULES: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(schedules?|reminders?|remind me|every (day|week|morning|hour)|cancel|stop|change|move|reschedule)\b.{0,60}\b(schedules?|reminders?|tasks?|jobs?|daily|weekly|report)\b|\b(schedule|remind)\b|提醒|定时|每天|每周").ok()
-});
-static RULES: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(always[- ]allow|approval rules?|auto-?approve|revoke)\b|自动批准|规则").ok()
-});
-
-fn hit(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
-    re.as_ref().is_some_and(|r| r.is_match(text))
-}
 
 /// The kinds of live state a turn touches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,14 +23,27 @@ pub(in crate::gateway) struct Touches {
 }
 
 impl Touches {
-    /// What a request asks to change, from the user's words.
-    pub fn of_request(text: &str) -> Touches {
+    /// Every kind: what a turn reads when the check could not say.
+    pub fn all() -> Touches {
         Touches {
-            portfolio: hit(&PORTFOLIO, text),
-            schedules: hit(&SCHEDULES, text),
-            tasks: false,
-            rules: hit(&RULES, text),
+            portfolio: true,
+            schedules: true,
+            tasks: true,
+            rules: true,
         }
+    }
+
+    /// One kind by the name the check's contract uses.
+    pub fn of_kind(kind: &str) -> Option<Touches> {
+        let mut t = Touches::default();
+        match kind {
+            "portfolio" => t.portfolio = true,
+            "schedules" => t.schedules = true,
+            "tasks" => t.tasks = true,
+            "rules" => t.rules = true,
+            _ => return None,
+        }
+        Some(t)
     }
 
     /// What a tool reads or changes, by its name.
@@ -72,54 +70,92 @@ impl Touches {
     }
 }
 
-/// The live state of what a turn `touches`, read now; `None` for nothing.
-pub(in crate::gateway) async fn section(
-    inner: &Inner,
-    key: &SessionKey,
-    session: &SessionId,
-    touches: Touches,
-) -> Option<String> {
-    let mut parts = Vec::new();
-    if touches.portfolio {
-        parts.extend(portfolio(inner, key).await);
+/// One kind's part of the section, read now.
+#[derive(Debug, Clone)]
+struct Part {
+    text: String,
+    /// Nothing of this kind exists ("none").
+    empty: bool,
+}
+
+/// Every kind of live state of a turn's user and conversation, read now
+/// (a kind that could not be read is left out).
+#[derive(Debug, Clone, Default)]
+pub(in crate::gateway) struct Snapshot {
+    portfolio: Option<Part>,
+    schedules: Option<Part>,
+    tasks: Option<Part>,
+    rules: Option<Part>,
+}
+
+impl Snapshot {
+    /// Reads every kind now.
+    pub async fn read(inner: &Inner, key: &SessionKey, session: &SessionId) -> Snapshot {
+        Snapshot {
+            portfolio: portfolio(inner, key).await,
+            schedules: schedules(inner, session).await,
+            tasks: tasks(inner, session).await,
+            rules: rules(inner, key).await,
+        }
     }
-    if touches.schedules {
-        parts.extend(schedules(inner, session).await);
+
+    /// Whether anything of any kind exists (else nothing can be stale).
+    pub fn has_any(&self) -> bool {
+        [&self.portfolio, &self.schedules, &self.tasks, &self.rules]
+            .into_iter()
+            .flatten()
+            .any(|p| !p.empty)
     }
-    if touches.tasks {
-        parts.extend(tasks(inner, session).await);
+
+    /// The section of the kinds a turn `touches`; `None` for nothing.
+    pub fn section(&self, touches: Touches) -> Option<String> {
+        let parts: Vec<&str> = [
+            (touches.portfolio, &self.portfolio),
+            (touches.schedules, &self.schedules),
+            (touches.tasks, &self.tasks),
+            (touches.rules, &self.rules),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .filter_map(|(_, part)| part.as_ref().map(|p| p.text.as_str()))
+        .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "[Live state — read just now for this request; where a summary or an earlier message says otherwise, this is right]\n{}",
+                parts.join("\n")
+            )
+        })
     }
-    if touches.rules {
-        parts.extend(rules(inner, key).await);
-    }
-    (!parts.is_empty()).then(|| {
-        format!(
-            "[Live state — read just now for this request; where a summary or an earlier message says otherwise, this is right]\n{}",
-            parts.join("\n")
-        )
-    })
+}
+
+fn part(text: String, empty: bool) -> Option<Part> {
+    Some(Part { text, empty })
 }
 
 /// The conversation's background tasks, latest first, read now.
-async fn tasks(inner: &Inner, session: &SessionId) -> Option<String> {
+async fn tasks(inner: &Inner, session: &SessionId) -> Option<Part> {
     match inner
         .store
         .tasks()
         .of_session(session, MAX_ITEMS as u32)
         .await
     {
-        Ok(list) if list.is_empty() => {
-            Some("Background tasks in this conversation: none.".to_owned())
-        }
+        Ok(list) if list.is_empty() => part(
+            "Background tasks in this conversation: none.".to_owned(),
+            true,
+        ),
         Ok(list) => {
             let lines: Vec<String> = list
                 .iter()
                 .map(|t| format!("- {} {} ({})", t.id.short(), t.tool_name, t.status.as_str()))
                 .collect();
-            Some(format!(
-                "Background tasks in this conversation:\n{}",
-                lines.join("\n")
-            ))
+            part(
+                format!(
+                    "Background tasks in this conversation:\n{}",
+                    lines.join("\n")
+                ),
+                false,
+            )
         }
         Err(e) => {
             tracing::warn!(error = %e, "live state: tasks unavailable");
@@ -129,10 +165,10 @@ async fn tasks(inner: &Inner, session: &SessionId) -> Option<String> {
 }
 
 /// The user's holdings, read now; `None` when unavailable.
-async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<String> {
+async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<Part> {
     let owner = MemoryOwner::new(key.platform, key.user);
     match inner.store.portfolio(owner).await {
-        Ok(positions) if positions.is_empty() => Some("Portfolio: no holdings.".to_owned()),
+        Ok(positions) if positions.is_empty() => part("Portfolio: no holdings.".to_owned(), true),
         Ok(positions) => {
             let lines: Vec<String> = positions
                 .iter()
@@ -147,7 +183,7 @@ async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<String> {
                     )
                 })
                 .collect();
-            Some(format!("Portfolio holdings:\n{}", lines.join("\n")))
+            part(format!("Portfolio holdings:\n{}", lines.join("\n")), false)
         }
         Err(e) => {
             tracing::warn!(error = %e, "live state: portfolio unavailable");
@@ -157,7 +193,7 @@ async fn portfolio(inner: &Inner, key: &SessionKey) -> Option<String> {
 }
 
 /// The conversation's active schedules, read now; `None` when unavailable.
-async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
+async fn schedules(inner: &Inner, session: &SessionId) -> Option<Part> {
     match inner.store.schedules().of_session(session).await {
         Ok(list) => {
             let active: Vec<String> = list
@@ -174,11 +210,12 @@ async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
                     )
                 })
                 .collect();
-            Some(if active.is_empty() {
+            let text = if active.is_empty() {
                 "Schedules in this conversation: none.".to_owned()
             } else {
                 format!("Schedules in this conversation:\n{}", active.join("\n"))
-            })
+            };
+            part(text, active.is_empty())
         }
         Err(e) => {
             tracing::warn!(error = %e, "live state: schedules unavailable");
@@ -188,7 +225,7 @@ async fn schedules(inner: &Inner, session: &SessionId) -> Option<String> {
 }
 
 /// The user's "always allow" rules, read now; `None` when unavailable.
-async fn rules(inner: &Inner, key: &SessionKey) -> Option<String> {
+async fn rules(inner: &Inner, key: &SessionKey) -> Option<Part> {
     match inner.store.approvals().rules(key.platform, key.user).await {
         Ok(rules) => {
             let lines: Vec<String> = rules
@@ -203,11 +240,12 @@ async fn rules(inner: &Inner, key: &SessionKey) -> Option<String> {
                     )
                 })
                 .collect();
-            Some(if lines.is_empty() {
+            let text = if lines.is_empty() {
                 "Your \"always allow\" rules: none.".to_owned()
             } else {
                 format!("Your \"always allow\" rules:\n{}", lines.join("\n"))
-            })
+            };
+            part(text, lines.is_empty())
         }
         Err(e) => {
             tracing::warn!(error = %e, "live state: rules unavailable");
@@ -221,20 +259,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_requests_to_change_such_state_trigger_it() {
-        assert!(Touches::of_request("cancel the daily report").schedules);
-        assert!(!Touches::of_request("hello").any());
+    fn kinds_and_tools_name_what_they_touch() {
+        assert_eq!(Touches::of_kind("rules").map(|t| t.rules), Some(true));
+        assert_eq!(Touches::of_kind("weather"), None);
         assert!(
             Touches::of_tool("check_background_tasks").tasks
                 && !Touches::of_tool("read_file").any()
         );
-        assert!(hit(&PORTFOLIO, "sell 5 shares of AAPL"));
-        assert!(hit(&PORTFOLIO, "加仓 茅台"));
-        assert!(!hit(&PORTFOLIO, "what is a stock?"));
-        assert!(hit(&SCHEDULES, "cancel the daily report"));
-        assert!(hit(&SCHEDULES, "remind me at 9"));
-        assert!(!hit(&SCHEDULES, "hello there"));
-        assert!(hit(&RULES, "revoke my always-allow rule for git"));
-        assert!(!hit(&RULES, "how are you"));
+        let snap = Snapshot {
+            rules: part("Rules: one.".into(), false),
+            schedules: part("Schedules: none.".into(), true),
+            ..Snapshot::default()
+        };
+        assert!(snap.has_any());
+        let only = snap.section(Touches::of_kind("schedules").unwrap_or_default());
+        assert!(only.is_some_and(|s| s.contains("Schedules: none.") && !s.contains("Rules")));
+        assert_eq!(snap.section(Touches::default()), None);
+        assert!(!Snapshot::default().has_any());
     }
 }

@@ -1,7 +1,8 @@
 //! The planner's part of a turn, around the plan kept in `store.plans()`:
 //! the check before planning (a plan waiting on the user takes the reply;
-//! the live state of what the open plan's steps and the request touch is
-//! read now, and such a request does not see the stale task summary), the
+//! the live state of what the open plan's steps and — by the model's
+//! explicit check — the request touch is read now, and such a request does
+//! not see the stale task summary), the
 //! plan with its latest outcome and next action before every model call,
 //! each tool result recorded on the current step, and where the plan stands
 //! when the turn ends (waiting on the user, or its final answer).
@@ -9,7 +10,8 @@
 use crate::agent::{StopReason, TurnOutcome};
 use crate::domain::plan::Plan;
 use crate::domain::SessionKey;
-use crate::gateway::turn::live_state::{self, Touches};
+use crate::gateway::turn::live_check::{self, Checked};
+use crate::gateway::turn::live_state::{Snapshot, Touches};
 use crate::gateway::Inner;
 use crate::llm::{Message, ToolCall};
 use crate::store::SessionId;
@@ -51,18 +53,24 @@ fn plan_touches(plan: &Plan) -> Touches {
 }
 
 /// The check before planning, for a turn on the user's `message` (`None`
-/// for other inputs): a plan waiting on the user takes the message as the
-/// reply, and the live state of what the open plan or the request touches
-/// is read now.
+/// for other inputs; `has_summary`: the session keeps a task summary): a
+/// plan waiting on the user takes the message as the reply; the kinds of
+/// live state the open plan's steps touch, and those the model's check
+/// (`live_check`) names for a request that is not plain chat, are read now.
+/// The check is made only when something could be stale: a summary, an
+/// open plan, or any live state at all.
 pub(in crate::gateway) async fn before_turn(
     inner: &Inner,
     key: &SessionKey,
     session: &SessionId,
     message: Option<&str>,
+    has_summary: bool,
 ) -> PlanCheck {
-    let mut touches = message.map(Touches::of_request).unwrap_or_default();
+    let mut planned = Touches::default();
+    let mut open = false;
     if let Some(mut plan) = load(inner, session).await.filter(Plan::is_open) {
-        touches = touches.or(plan_touches(&plan));
+        open = true;
+        planned = plan_touches(&plan);
         if let Some(reply) =
             message.filter(|_| plan.phase == crate::domain::plan::Phase::WaitingUser)
         {
@@ -70,9 +78,26 @@ pub(in crate::gateway) async fn before_turn(
             save(inner, session, &plan).await;
         }
     }
+    let request = message.filter(|m| {
+        inner.features.extractor.book().config().live_check && !live_check::is_plain_chat(m)
+    });
+    if request.is_none() && !planned.any() {
+        return PlanCheck::default();
+    }
+    let snapshot = Snapshot::read(inner, key, session).await;
+    let checked = match request {
+        Some(text) if has_summary || open || snapshot.has_any() => {
+            Some(live_check::classify(inner, key, text).await)
+        }
+        _ => None,
+    };
+    let asked = checked.map(Checked::touches).unwrap_or_default();
+    let touches = planned.or(asked);
     PlanCheck {
-        live: live_state::section(inner, key, session, touches).await,
-        config_request: touches.any(),
+        live: snapshot.section(touches),
+        // A fallback reads every kind but does not know the request changes
+        // any: the summary stays (the live state says it wins).
+        config_request: planned.any() || matches!(checked, Some(Checked::Classified(t)) if t.any()),
     }
 }
 

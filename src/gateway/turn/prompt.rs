@@ -62,7 +62,14 @@ pub(in crate::gateway) async fn assemble(
     if let SessionInput::Message(m) = input {
         crate::gateway::delivery::voice::note_input(inner, &origin.session, m).await;
     }
-    let check = planner::before_turn(inner, key, &origin.session, message).await;
+    let check = planner::before_turn(
+        inner,
+        key,
+        &origin.session,
+        message,
+        state.task_state.is_some(),
+    )
+    .await;
     // A request that changes configuration-like state plans on the live
     // state read just now, not on the persisted summary of earlier turns.
     let shown = SessionState {
