@@ -158,6 +158,7 @@ pub async fn start_with_clock(
         mcp: Arc::clone(&mcp),
     };
     let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown).await?;
+    spawn_embedder(config, &store, &shutdown);
     tokio::spawn(crate::heartbeat::run(
         store.clone(),
         instance,
@@ -456,4 +457,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())
+}
+
+/// The background worker embedding memories, when `EMBEDDINGS_*` is set.
+fn spawn_embedder(config: &Config, store: &Store, shutdown: &CancellationToken) {
+    let Some(embeddings) = config.memory.embeddings.clone() else {
+        return;
+    };
+    if config.memory.enabled {
+        tokio::spawn(crate::memory::semantic::run_worker(
+            store.clone(),
+            crate::memory::semantic::Embedder::new(embeddings),
+            shutdown.clone(),
+        ));
+    }
 }

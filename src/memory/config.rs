@@ -34,6 +34,8 @@ pub struct MemoryConfig {
     /// `REFLECTION_EVERY_HOURS` (default 6, `off`): how often a user active
     /// since their last reflection note gets a new one.
     pub reflection_every: Option<Duration>,
+    /// `EMBEDDINGS_*`: semantic recall; none: recall by words only.
+    pub embeddings: Option<super::EmbeddingsConfig>,
 }
 
 /// How preferences are learned after each user message.
@@ -88,6 +90,7 @@ impl Default for MemoryConfig {
             learn: LearnMode::Model,
             learn_every: 5,
             reflection_every: Some(Duration::from_secs(6 * 3600)),
+            embeddings: None,
         }
     }
 }
@@ -118,6 +121,7 @@ impl MemoryConfig {
                 .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                 .unwrap_or(d.learn_every),
             reflection_every: reflection_every(get)?.unwrap_or(d.reflection_every),
+            embeddings: super::EmbeddingsConfig::from_lookup(get)?,
         })
     }
 }
