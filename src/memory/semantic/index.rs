@@ -23,6 +23,8 @@ pub struct UserIndex {
     quant: Vec<i8>,
     /// The latest `embedded_at` read from the database (epoch ms).
     pub seen_until: i64,
+    /// When the database was last read (epoch ms, this process's clock).
+    pub read_at: i64,
 }
 
 /// A query prepared against an index: normalised, its sign bits.

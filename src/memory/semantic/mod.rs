@@ -195,14 +195,17 @@ impl Semantic {
         owner: MemoryOwner,
         index: &RwLock<UserIndex>,
     ) -> Result<(), crate::store::StoreError> {
-        let since = index
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .seen_until;
-        let from = if since == 0 {
+        let (since, read_at) = {
+            let i = index.read().unwrap_or_else(PoisonError::into_inner);
+            (i.seen_until, i.read_at)
+        };
+        let started = chrono::Utc::now().timestamp_millis();
+        // New rows, and those another process wrote with a slightly slower
+        // clock since the previous read (the window moves on with the reads).
+        let from = if read_at == 0 {
             i64::MIN
         } else {
-            since - REFRESH_SLACK_MS
+            since.min(read_at - REFRESH_SLACK_MS)
         };
         let rows = self
             .inner
@@ -210,11 +213,12 @@ impl Semantic {
             .memories()
             .vectors_since(owner, self.inner.embedder.model(), from)
             .await?;
+        let budget = self.inner.embedder.config().cache_bytes;
+        let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
+        index.read_at = started;
         if rows.is_empty() {
             return Ok(());
         }
-        let budget = self.inner.embedder.config().cache_bytes;
-        let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
         for row in &rows {
             index.upsert(row.id, &row.vector);
             index.seen_until = index.seen_until.max(row.embedded_at);
