@@ -170,6 +170,7 @@ pub async fn start_with_clock(
     };
     let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown, &loaded).await?;
     watch::spawn(reloader, shutdown.clone());
+    spawn_embedder(config, &store, &shutdown);
     heartbeat(&store, instance, web_addr, &shutdown);
     let (sink, inbound) = InboundSink::channel(1024);
     tokio::spawn(crate::footprint::release_after_start(
@@ -489,4 +490,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())
+}
+
+/// The background worker embedding memories, when `EMBEDDINGS_*` is set.
+fn spawn_embedder(config: &Config, store: &Store, shutdown: &CancellationToken) {
+    let Some(embeddings) = config.memory.embeddings.clone() else {
+        return;
+    };
+    if config.memory.enabled {
+        tokio::spawn(crate::memory::semantic::run_worker(
+            store.clone(),
+            crate::memory::semantic::Embedder::new(embeddings),
+            shutdown.clone(),
+        ));
+    }
 }

@@ -1,9 +1,11 @@
-//! `switchboard memory list|forget|pin|unpin`: one user's long-term memories, for the operator.
+//! `switchboard memory list|forget|pin|unpin`: one user's long-term memories, for the operator;
+//! `switchboard memory backfill`: embeddings for every memory (semantic recall).
 
 use std::process::ExitCode;
 
 use chrono::Utc;
 use clap::{Args, Subcommand};
+use switchboard::memory::semantic::{self, Embedder, EmbeddingsConfig};
 use switchboard::store::{MemoryKind, MemoryOwner, MemoryRecord, Store};
 use switchboard_platform::{Platform, UserId};
 
@@ -38,6 +40,9 @@ pub enum MemoryAction {
         /// The memory id, e.g. 17 or #17.
         id: String,
     },
+    /// Embed every memory without a vector of EMBEDDINGS_MODEL (all users),
+    /// with progress; stopped or failed, running it again resumes.
+    Backfill,
 }
 
 /// Which user: a platform and its numeric user id.
@@ -80,8 +85,21 @@ impl OwnerArgs {
     }
 }
 
-pub async fn run(database_url: &str, action: MemoryAction) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    database_url: &str,
+    embeddings: Option<&EmbeddingsConfig>,
+    action: MemoryAction,
+) -> anyhow::Result<ExitCode> {
     match action {
+        MemoryAction::Backfill => {
+            let Some(embeddings) = embeddings else {
+                anyhow::bail!(
+                    "semantic recall is off: set EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL first"
+                );
+            };
+            let store = Store::open(database_url).await?;
+            backfill(&store, embeddings).await?;
+        }
         MemoryAction::List { owner } => {
             let owner = owner.owner()?;
             let store = Store::open(database_url).await?;
@@ -97,6 +115,38 @@ pub async fn run(database_url: &str, action: MemoryAction) -> anyhow::Result<Exi
         MemoryAction::Unpin { owner, id } => pin(database_url, &owner, &id, false).await?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn backfill(store: &Store, embeddings: &EmbeddingsConfig) -> anyhow::Result<()> {
+    let embedder = Embedder::new(embeddings.clone());
+    let start = store
+        .memories()
+        .embedding_progress(embedder.model())
+        .await?;
+    println!(
+        "Embedding memories with {}: {} done, {} waiting",
+        embedder.model(),
+        start.embedded,
+        start.waiting
+    );
+    let done = semantic::backfill(store, &embedder, &mut |settled, waiting| {
+        println!("  {settled} embedded, {waiting} waiting");
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; run `switchboard memory backfill` again to resume"))?;
+    if done.requeued > 0 {
+        println!(
+            "{} memories of another model were embedded again",
+            done.requeued
+        );
+    }
+    println!(
+        "Done: {} embedded by this run, {} memories have a vector of {}",
+        done.settled,
+        done.embedded,
+        embedder.model()
+    );
+    Ok(())
 }
 
 fn parse_id(raw: &str) -> anyhow::Result<i64> {

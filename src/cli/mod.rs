@@ -210,7 +210,10 @@ async fn run_command(
         Command::Tasks { limit, status } => {
             crate::cli::tasks::run(&config.database_url, limit, status.as_deref()).await
         }
-        Command::Memory { action } => crate::cli::memory::run(&config.database_url, action).await,
+        Command::Memory { action } => {
+            let embeddings = config.memory.embeddings.as_ref();
+            crate::cli::memory::run(&config.database_url, embeddings, action).await
+        }
         Command::Identity { action } => {
             crate::cli::identity::run(&config.database_url, action).await
         }

@@ -47,6 +47,10 @@ impl Config {
             out.extend(search.api_key.iter().map(|k| k.expose().to_owned()));
             out.extend(url_secrets(search.url.as_str()));
         }
+        if let Some(e) = &config.memory.embeddings {
+            out.extend(e.api_key.iter().map(|k| k.expose().to_owned()));
+            out.extend(url_secrets(&e.base_url));
+        }
         if let Some(token) = &config.web.token {
             out.push(token.expose().to_owned());
         }

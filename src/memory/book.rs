@@ -3,7 +3,7 @@
 
 use super::gc::{self, Limits, OverSoft};
 use super::terms::{query_terms, similarity, terms};
-use super::{MemoryConfig, MemoryError};
+use super::{MemoryConfig, MemoryError, Semantic};
 use crate::store::{MemoryOwner, MemoryRecord, NewMemory, Store};
 use chrono::{DateTime, Duration, Utc};
 
@@ -34,15 +34,49 @@ pub struct MemoryBook {
     store: Store,
     config: MemoryConfig,
     over_soft: OverSoft,
+    /// Semantic recall, when `EMBEDDINGS_*` is set.
+    semantic: Option<Semantic>,
 }
 
 impl MemoryBook {
     pub fn new(store: Store, config: MemoryConfig) -> MemoryBook {
+        let semantic = config
+            .embeddings
+            .clone()
+            .map(|e| Semantic::new(store.clone(), e));
         MemoryBook {
             store,
             config,
             over_soft: OverSoft::default(),
+            semantic,
         }
+    }
+
+    /// Semantic recall, when configured.
+    pub fn semantic(&self) -> Option<&Semantic> {
+        self.semantic.as_ref()
+    }
+
+    /// Recalls the owner's memories for `message` within `budget` tokens, of
+    /// the kinds `visible` allows; by meaning too when embeddings are set.
+    pub async fn recall(
+        &self,
+        owner: MemoryOwner,
+        message: &str,
+        budget: usize,
+        now: DateTime<Utc>,
+        visible: &(dyn Fn(crate::store::MemoryKind) -> bool + Sync),
+    ) -> Result<Vec<super::RecallHit>, crate::store::StoreError> {
+        super::recall_semantic(
+            &self.store,
+            self.semantic.as_ref(),
+            owner,
+            message,
+            budget,
+            now,
+            visible,
+        )
+        .await
     }
 
     pub fn store(&self) -> &Store {

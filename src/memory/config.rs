@@ -38,6 +38,8 @@ pub struct MemoryConfig {
     /// not plain chat, one short model call names the kinds of live state
     /// it touches (off: only an open plan's steps do).
     pub live_check: bool,
+    /// `EMBEDDINGS_*`: semantic recall; none: recall by words only.
+    pub embeddings: Option<super::EmbeddingsConfig>,
 }
 
 /// How preferences are learned after each user message.
@@ -93,6 +95,7 @@ impl Default for MemoryConfig {
             learn_every: 5,
             reflection_every: Some(Duration::from_secs(6 * 3600)),
             live_check: true,
+            embeddings: None,
         }
     }
 }
@@ -124,6 +127,7 @@ impl MemoryConfig {
                 .unwrap_or(d.learn_every),
             reflection_every: reflection_every(get)?.unwrap_or(d.reflection_every),
             live_check: flag(get, "LIVE_STATE_CHECK")?.unwrap_or(d.live_check),
+            embeddings: super::EmbeddingsConfig::from_lookup(get)?,
         })
     }
 }

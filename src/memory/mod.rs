@@ -19,6 +19,7 @@ mod learning;
 mod model;
 mod recall;
 mod reflect;
+pub mod semantic;
 mod state;
 mod sweep;
 mod terms;
@@ -37,10 +38,11 @@ pub use inject::{rules_section, system_context, unwrap, wrap, MEMORY_NOTE};
 pub use learn_rules::rule_preferences;
 pub use learning::{eligible as learnable, LearnReport, LearnedBy, LEARN_MIN_CHARS};
 pub use recall::{
-    memory_line, mixed_score, recall, recall_visible, recency, record_access, RecallHit,
-    HALF_LIFE_DAYS,
+    memory_line, mixed_score, recall, recall_semantic, recall_visible, recency, record_access,
+    RecallHit, HALF_LIFE_DAYS,
 };
 pub use reflect::{reflection_section, Reflection};
+pub use semantic::{EmbeddingsConfig, Semantic};
 pub use state::{ExecStatus, ExecutionState, Step, TaskState};
 pub use sweep::sweep;
 pub use terms::{codes, query_terms, similarity, terms};

@@ -2,6 +2,7 @@
 //! full-text relevance mixed with a 30-day half-life; persona and preferences
 //! pinned first; the whole selection within a token budget.
 
+use super::semantic::{blend, Semantic, SemanticMatch};
 use super::terms::{codes, id_refs, is_single_char, query_terms};
 use crate::llm::{estimate_tokens, is_unsegmented};
 use crate::store::{MemoryKind, MemoryOwner, MemoryRecord, Store, StoreError};
@@ -86,13 +87,38 @@ pub async fn recall_visible(
     now: DateTime<Utc>,
     visible: &(dyn Fn(MemoryKind) -> bool + Sync),
 ) -> Result<Vec<RecallHit>, StoreError> {
+    recall_semantic(store, None, owner, message, budget, now, visible).await
+}
+
+/// [`recall_visible`] with semantic recall when `semantic` is set: the
+/// message's embedding is asked for while the word candidates are read, the
+/// memories nearest by meaning join the candidates, and each candidate's
+/// relevance is the blend of both (see `memory::semantic`). When the
+/// embedding fails or is late, this is exactly word recall.
+pub async fn recall_semantic(
+    store: &Store,
+    semantic: Option<&Semantic>,
+    owner: MemoryOwner,
+    message: &str,
+    budget: usize,
+    now: DateTime<Utc>,
+    visible: &(dyn Fn(MemoryKind) -> bool + Sync),
+) -> Result<Vec<RecallHit>, StoreError> {
     let terms = query_terms(message);
     let codes = codes(message);
     let ids = id_refs(message);
+    let lexical = candidates(store, owner, &terms, &codes, &ids, now);
+    let (found, meaning) = match semantic {
+        Some(s) => tokio::join!(lexical, s.matching(owner, message)),
+        None => (lexical.await, None),
+    };
     let Candidates {
         mut found,
         pinned: pinned_rows,
-    } = candidates(store, owner, &terms, &codes, &ids, now).await?;
+    } = found?;
+    if let Some(meaning) = &meaning {
+        add_related(store, owner, meaning, &mut found, &pinned_rows, now).await?;
+    }
     let weigh = Weights::new(&terms, found.values().chain(&pinned_rows));
     let relevance = |m: &MemoryRecord| {
         let code = if codes.iter().any(|c| contains_ci(&m.content, c)) {
@@ -101,7 +127,20 @@ pub async fn recall_visible(
             0.0
         };
         let id = if ids.contains(&m.id) { 1.0 } else { 0.0 };
-        (0.8 * weigh.coverage(m.id) + code + id).min(1.0)
+        let lexical = (0.8 * weigh.coverage(m.id) + code + id).min(1.0);
+        match &meaning {
+            Some(meaning) => blend(lexical, meaning.relevance(m.id)),
+            None => lexical,
+        }
+    };
+    let hit = |m: MemoryRecord, pinned: bool| {
+        let relevance = relevance(&m);
+        RecallHit {
+            score: mixed_score(relevance, &m, now),
+            relevance,
+            memory: m,
+            pinned,
+        }
     };
 
     let mut pinned: Vec<RecallHit> = pinned_rows
@@ -109,13 +148,7 @@ pub async fn recall_visible(
         .filter(|m| visible(m.kind))
         .map(|m| {
             found.remove(&m.id);
-            let rel = relevance(&m);
-            RecallHit {
-                score: mixed_score(rel, &m, now),
-                relevance: rel,
-                memory: m,
-                pinned: true,
-            }
+            hit(m, true)
         })
         .collect();
     // Persona first, then matching preferences, then the rest, each by score.
@@ -133,19 +166,30 @@ pub async fn recall_visible(
             )
         })
         .filter(|m| visible(m.kind))
-        .map(|m| {
-            let rel = relevance(&m);
-            RecallHit {
-                score: mixed_score(rel, &m, now),
-                relevance: rel,
-                memory: m,
-                pinned: false,
-            }
-        })
+        .map(|m| hit(m, false))
         .filter(|h| h.relevance > 0.0)
         .collect();
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(fit_budget(pinned, ranked, budget))
+}
+
+/// Adds the memories near the message in meaning that are not candidates yet.
+async fn add_related(
+    store: &Store,
+    owner: MemoryOwner,
+    meaning: &SemanticMatch,
+    found: &mut HashMap<i64, MemoryRecord>,
+    pinned: &[MemoryRecord],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let more: Vec<i64> = meaning
+        .related()
+        .filter(|id| !found.contains_key(id) && !pinned.iter().any(|m| m.id == *id))
+        .collect();
+    for m in store.memories().live_of(owner, &more, now).await? {
+        found.entry(m.id).or_insert(m);
+    }
+    Ok(())
 }
 
 /// What a message could recall: the memories its terms, codes and ids find,

@@ -184,7 +184,10 @@ impl Memories<'_> {
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE memories SET content = $1, terms = $2, source_ref = $3, importance = $4, expires_at = $5, updated_at = $6
+            // A changed text loses its embedding: the worker embeds it again.
+            "UPDATE memories SET content = $1, terms = $2, source_ref = $3, importance = $4, expires_at = $5, updated_at = $6,
+             embedding = CASE WHEN content = $1 THEN embedding ELSE NULL END,
+             embedding_model = CASE WHEN content = $1 THEN embedding_model ELSE NULL END
              WHERE id = $7 AND platform = $8 AND user_id = $9",
         )
         .bind(&update.content)

@@ -4,7 +4,7 @@
 
 use super::args::parse_args;
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::memory::{check_secret, memory_line, recall_visible, record_access, MemoryBook, Saved};
+use crate::memory::{check_secret, memory_line, record_access, MemoryBook, Saved};
 use crate::store::{MemoryKind, MemoryOwner, NewMemory};
 use chrono::{Duration, Utc};
 use serde::Deserialize;
@@ -237,16 +237,11 @@ impl Tool for RecallTool {
         let private = ctx.origin.as_ref().is_some_and(|o| o.kind.is_private());
         let policy = self.book.config().shared_chats;
         let visible = |kind| policy.shows(private, kind);
-        let hits = recall_visible(
-            self.book.store(),
-            owner,
-            &args.query,
-            RECALL_TOKENS,
-            now,
-            &visible,
-        )
-        .await
-        .map_err(storage)?;
+        let hits = self
+            .book
+            .recall(owner, &args.query, RECALL_TOKENS, now, &visible)
+            .await
+            .map_err(storage)?;
         record_access(self.book.store(), owner, &hits, now)
             .await
             .map_err(storage)?;

@@ -17,3 +17,4 @@ mod memory_looking_back;
 mod memory_plan;
 mod memory_recall;
 mod memory_reflect;
+mod memory_semantic;

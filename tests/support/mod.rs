@@ -8,6 +8,7 @@ pub mod e2e;
 pub mod effects;
 pub mod fake_anthropic;
 pub mod fake_discord;
+pub mod fake_embeddings;
 pub mod fake_gemini;
 pub mod fake_llm;
 pub mod fake_otlp;

@@ -61,6 +61,41 @@ pub(super) const MEMORY: Section = Section {
             "`preferences`",
             "what of a user's memory may surface in groups, channels and threads: `preferences`, `all`, `none`",
         ),
+        v(
+            "EMBEDDINGS_BASE_URL",
+            "unset",
+            "semantic recall through an OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, a local text-embeddings server); unset: recall by words only, exactly as before",
+        ),
+        v(
+            "EMBEDDINGS_MODEL",
+            "none",
+            "the embedding model (required with the URL); changing it re-embeds every memory in the background",
+        ),
+        v(
+            "EMBEDDINGS_API_KEY",
+            "none",
+            "the embeddings endpoint's key; a secret (redacted)",
+        ),
+        v(
+            "EMBEDDINGS_TIMEOUT_MS",
+            "250",
+            "the longest a recall waits for its message's embedding before recalling by words only",
+        ),
+        v(
+            "EMBEDDINGS_BATCH",
+            "64",
+            "texts per request of the background worker and `switchboard memory backfill` (at most 2048)",
+        ),
+        v(
+            "EMBEDDINGS_MIN_SIMILARITY",
+            "0.3",
+            "cosine similarity below which a memory counts as unrelated (0 up to 1)",
+        ),
+        v(
+            "EMBEDDINGS_CACHE_MB",
+            "256",
+            "memory for the per-user vector indexes; the least recently used users are dropped beyond it",
+        ),
     ],
 };
 

@@ -7,9 +7,9 @@ use crate::agent::{summary_messages, StopReason, TurnOutcome};
 use crate::gateway::Inner;
 use crate::llm::{Message, Role};
 use crate::memory::{
-    distill_rules, feedback_buttons, learnable, new_feedback_id, parse_feedback, recall_visible,
-    record_access, reflection_section, rules_section, system_context, wrap, ExecutionState,
-    LearnMode, TaskState, MAX_RULES, MEMORY_NOTE,
+    distill_rules, feedback_buttons, learnable, new_feedback_id, parse_feedback, record_access,
+    reflection_section, rules_section, system_context, wrap, ExecutionState, LearnMode, TaskState,
+    MAX_RULES, MEMORY_NOTE,
 };
 use crate::store::{MemoryKind, MemoryOwner, SessionId, SessionKey, SessionState, StateDoc};
 use chrono::Utc;
@@ -141,7 +141,8 @@ pub(crate) async fn prepare(
     let hits = match query {
         Some(q) => {
             let visible = |kind| config.shared_chats.shows(private, kind);
-            recall_visible(&inner.store, owner, q, config.recall_tokens, now, &visible)
+            let book = inner.features.extractor.book();
+            book.recall(owner, q, config.recall_tokens, now, &visible)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "recall failed; answering without memories");

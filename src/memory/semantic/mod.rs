@@ -1,0 +1,284 @@
+//! Semantic recall (`EMBEDDINGS_*`): memories embedded off the reply path by
+//! a background worker ([`worker`]), their vectors kept beside the rows and,
+//! per user, in a bounded in-memory index ([`index`]); a recall embeds its
+//! message within `EMBEDDINGS_TIMEOUT_MS` and, when that fails, recalls by
+//! words only, as without the setting.
+//!
+//! The ranking (see `memory::recall`): a memory's relevance is the noisy-or
+//! `R = L + S − L·S` of its word relevance `L` and its semantic relevance
+//! `S = clamp((cos − min_similarity) / (1 − min_similarity), 0, 1)`; `R`
+//! then goes through the same mix with the 30-day half-life and the value
+//! weights (importance, use) as word recall.
+
+mod client;
+mod config;
+mod index;
+mod worker;
+
+pub use client::{EmbedError, Embedder, MAX_INPUT_CHARS};
+pub use config::EmbeddingsConfig;
+pub use index::{Query, UserIndex};
+pub use worker::{backfill, embed_pending, run_worker, Backfilled, SemanticError};
+
+use crate::store::{MemoryOwner, Store};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Instant;
+
+/// Memories shortlisted by similarity per recall, besides the word matches.
+pub const SEMANTIC_CANDIDATES: usize = 24;
+/// Rows embedded this long before the last read are read again (clocks of
+/// several gateway processes on one PostgreSQL differ a little).
+const REFRESH_SLACK_MS: i64 = 5_000;
+
+/// The embedder and the per-user indexes of one process. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Semantic {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    embedder: Embedder,
+    store: Store,
+    users: Mutex<HashMap<MemoryOwner, Slot>>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// Being read from the database in the background.
+    Loading,
+    Ready {
+        index: Arc<RwLock<UserIndex>>,
+        used: Instant,
+    },
+}
+
+/// What a recall's message matched by meaning.
+#[derive(Debug)]
+pub struct SemanticMatch {
+    query: Query,
+    index: Arc<RwLock<UserIndex>>,
+    /// The nearest memories and their cosine similarity.
+    pub nearest: Vec<(i64, f32)>,
+    min_similarity: f64,
+}
+
+impl SemanticMatch {
+    /// The semantic relevance `S` of memory `id` (0 without a vector).
+    pub fn relevance(&self, id: i64) -> f64 {
+        let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+        let cos = index.similarity(&self.query, id).unwrap_or(0.0);
+        scaled(f64::from(cos), self.min_similarity)
+    }
+
+    /// The nearest memories similar enough to count.
+    pub fn related(&self) -> impl Iterator<Item = i64> + '_ {
+        self.nearest
+            .iter()
+            .filter(|(_, cos)| f64::from(*cos) > self.min_similarity)
+            .map(|(id, _)| *id)
+    }
+}
+
+/// `S`: cosine similarity above the floor, scaled to 0 – 1.
+pub fn scaled(cos: f64, floor: f64) -> f64 {
+    ((cos - floor) / (1.0 - floor)).clamp(0.0, 1.0)
+}
+
+/// `R`: word relevance `lexical` and semantic relevance `semantic` together.
+pub fn blend(lexical: f64, semantic: f64) -> f64 {
+    (lexical + semantic - lexical * semantic).clamp(0.0, 1.0)
+}
+
+impl Semantic {
+    pub fn new(store: Store, config: EmbeddingsConfig) -> Semantic {
+        Semantic {
+            inner: Arc::new(Inner {
+                embedder: Embedder::new(config),
+                store,
+                users: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn embedder(&self) -> &Embedder {
+        &self.inner.embedder
+    }
+
+    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<MemoryOwner, Slot>> {
+        self.inner
+            .users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The owner's memories nearest to `message`, or `None` (recall by words
+    /// only) when the query cannot be embedded in time or the owner's index
+    /// is still being read (its first recall after a start starts reading it).
+    pub async fn matching(&self, owner: MemoryOwner, message: &str) -> Option<SemanticMatch> {
+        let config = self.inner.embedder.config();
+        let index = self.ready(owner)?;
+        let (vector, refreshed) = tokio::join!(
+            self.inner.embedder.embed_query(message),
+            self.refresh(owner, &index)
+        );
+        if let Err(e) = refreshed {
+            tracing::debug!(error = %e, "could not refresh the memory vectors");
+        }
+        let vector = match vector {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "query embedding failed; recalling by words only");
+                return None;
+            }
+        };
+        let query = Query::new(&vector)?;
+        let nearest = index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .nearest(&query, SEMANTIC_CANDIDATES);
+        Some(SemanticMatch {
+            query,
+            index,
+            nearest,
+            min_similarity: config.min_similarity,
+        })
+    }
+
+    /// Reads the owner's vectors now (a recall otherwise starts reading them
+    /// in the background and recalls by words until they are in).
+    pub async fn warm(&self, owner: MemoryOwner) {
+        self.users().insert(owner, Slot::Loading);
+        self.load(owner).await;
+    }
+
+    /// The owner's index when loaded; else starts loading it.
+    fn ready(&self, owner: MemoryOwner) -> Option<Arc<RwLock<UserIndex>>> {
+        let mut users = self.users();
+        match users.get_mut(&owner) {
+            Some(Slot::Ready { index, used }) => {
+                *used = Instant::now();
+                return Some(Arc::clone(index));
+            }
+            Some(Slot::Loading) => return None,
+            None => {}
+        }
+        users.insert(owner, Slot::Loading);
+        drop(users);
+        let this = self.clone();
+        tokio::spawn(async move { this.load(owner).await });
+        None
+    }
+
+    async fn load(&self, owner: MemoryOwner) {
+        let index = Arc::new(RwLock::new(UserIndex::default()));
+        if let Err(e) = self.refresh(owner, &index).await {
+            tracing::warn!(error = %e, "could not read the memory vectors; recalling by words only");
+            self.users().remove(&owner);
+            return;
+        }
+        let mut users = self.users();
+        users.insert(
+            owner,
+            Slot::Ready {
+                index,
+                used: Instant::now(),
+            },
+        );
+        evict(&mut users, self.inner.embedder.config().cache_bytes, owner);
+    }
+
+    /// Reads the owner's vectors written since the index last looked.
+    async fn refresh(
+        &self,
+        owner: MemoryOwner,
+        index: &RwLock<UserIndex>,
+    ) -> Result<(), crate::store::StoreError> {
+        let (since, read_at) = {
+            let i = index.read().unwrap_or_else(PoisonError::into_inner);
+            (i.seen_until, i.read_at)
+        };
+        let started = chrono::Utc::now().timestamp_millis();
+        // New rows, and those another process wrote with a slightly slower
+        // clock since the previous read (the window moves on with the reads).
+        let from = if read_at == 0 {
+            i64::MIN
+        } else {
+            since.min(read_at - REFRESH_SLACK_MS)
+        };
+        let rows = self
+            .inner
+            .store
+            .memories()
+            .vectors_since(owner, self.inner.embedder.model(), from)
+            .await?;
+        let budget = self.inner.embedder.config().cache_bytes;
+        let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
+        index.read_at = started;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for row in &rows {
+            index.upsert(row.id, &row.vector);
+            index.seen_until = index.seen_until.max(row.embedded_at);
+        }
+        // One user alone may not outgrow the whole budget: their newest stay.
+        let per = UserIndex::bytes_per_vector(index.dim()).max(1);
+        index.keep_newest(budget / per);
+        Ok(())
+    }
+
+    /// Users whose index is in memory, and the bytes those take.
+    pub fn cached(&self) -> (usize, usize) {
+        let users = self.users();
+        let bytes = users
+            .values()
+            .map(|s| match s {
+                Slot::Ready { index, .. } => {
+                    index.read().unwrap_or_else(PoisonError::into_inner).bytes()
+                }
+                Slot::Loading => 0,
+            })
+            .sum();
+        (users.len(), bytes)
+    }
+}
+
+/// Drops the least recently used indexes (never `keep`'s) while over `budget`.
+fn evict(users: &mut HashMap<MemoryOwner, Slot>, budget: usize, keep: MemoryOwner) {
+    loop {
+        let mut total = 0;
+        let mut oldest: Option<(MemoryOwner, Instant)> = None;
+        for (owner, slot) in users.iter() {
+            if let Slot::Ready { index, used } = slot {
+                total += index.read().unwrap_or_else(PoisonError::into_inner).bytes();
+                if *owner != keep && oldest.is_none_or(|(_, t)| *used < t) {
+                    oldest = Some((*owner, *used));
+                }
+            }
+        }
+        match oldest {
+            Some((owner, _)) if total > budget => {
+                users.remove(&owner);
+            }
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_blend_is_a_noisy_or_of_the_two_relevances() {
+        assert_eq!(blend(0.0, 0.0), 0.0);
+        assert_eq!(blend(0.6, 0.0), 0.6);
+        assert_eq!(blend(0.0, 0.6), 0.6);
+        assert!((blend(0.5, 0.5) - 0.75).abs() < 1e-12);
+        assert_eq!(scaled(0.2, 0.3), 0.0);
+        assert!((scaled(0.65, 0.3) - 0.5).abs() < 1e-12);
+        assert_eq!(scaled(1.0, 0.3), 1.0);
+    }
+}

@@ -1,0 +1,237 @@
+//! Memory embeddings beside the rows (semantic recall, `EMBEDDINGS_*`): the
+//! worker's queue of rows not embedded yet, writing a vector, and reading a
+//! user's vectors for the in-memory index. SQLite keeps a vector as a BLOB of
+//! little-endian f32, PostgreSQL as `real[]` (read and written as its text
+//! form, the one encoding the `Any` driver passes through).
+
+use super::memories::{record, MemoryOwner, MemoryRecord, COLUMNS};
+use super::{ms, Backend, Memories, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+/// A memory waiting for its embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unembedded {
+    pub id: i64,
+    pub content: String,
+}
+
+/// One stored embedding, as the recall index reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVector {
+    pub id: i64,
+    /// When it was written (epoch ms): the index reads what changed since.
+    pub embedded_at: i64,
+    pub vector: Vec<f32>,
+}
+
+/// How far the embedding of memories has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddingProgress {
+    /// Rows with a vector of the current model.
+    pub embedded: u64,
+    /// Rows still waiting.
+    pub waiting: u64,
+}
+
+/// Little-endian f32 bytes (the SQLite BLOB).
+pub fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The vector of a BLOB; `None` when its length is not a whole number of f32.
+pub fn bytes_vector(b: &[u8]) -> Option<Vec<f32>> {
+    if !b.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+/// PostgreSQL's text form of a `real[]`: `{0.5,-1,2.25}`.
+fn array_text(v: &[f32]) -> String {
+    let items: Vec<String> = v.iter().map(f32::to_string).collect();
+    format!("{{{}}}", items.join(","))
+}
+
+fn text_vector(t: &str) -> Option<Vec<f32>> {
+    let inner = t.trim().strip_prefix('{')?.strip_suffix('}')?;
+    if inner.is_empty() {
+        return Some(Vec::new());
+    }
+    inner.split(',').map(|x| x.trim().parse().ok()).collect()
+}
+
+impl Memories<'_> {
+    /// Up to `limit` memories (any user's) with no embedding yet, oldest first.
+    pub async fn unembedded(self, limit: u32) -> Result<Vec<Unembedded>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, content FROM memories WHERE embedding_model IS NULL ORDER BY id LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.db.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Unembedded {
+                    id: r.try_get("id")?,
+                    content: r.try_get("content")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Stores memory `id`'s embedding by `model` (`None`: the endpoint refused
+    /// the text; it is skipped until the model changes). Only while the row
+    /// still holds `content`: an edit in between leaves it queued.
+    pub async fn save_embedding(
+        self,
+        id: i64,
+        content: &str,
+        model: &str,
+        vector: Option<&[f32]>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let dim = vector.map(|v| i64::try_from(v.len()).unwrap_or(i64::MAX));
+        let bound = match self.db.backend {
+            Backend::Sqlite => sqlx::query(
+                "UPDATE memories SET embedding = $1, embedding_model = $2, embedding_dim = $3, embedded_at = $4
+                 WHERE id = $5 AND content = $6",
+            )
+            .bind(vector.map(vector_bytes)),
+            Backend::Postgres => sqlx::query(
+                "UPDATE memories SET embedding = CAST(CAST($1 AS TEXT) AS REAL[]), embedding_model = $2,
+                 embedding_dim = $3, embedded_at = $4 WHERE id = $5 AND content = $6",
+            )
+            .bind(vector.map(array_text)),
+        };
+        let done = bound
+            .bind(model)
+            .bind(dim)
+            .bind(ms(at))
+            .bind(id)
+            .bind(content)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Queues again every memory embedded by another model than `model`;
+    /// returns how many.
+    pub async fn forget_other_embeddings(self, model: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, embedded_at = NULL
+             WHERE embedding_model IS NOT NULL AND embedding_model <> $1",
+        )
+        .bind(model)
+        .execute(&self.db.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Rows embedded by `model` and rows still waiting, over all users.
+    pub async fn embedding_progress(self, model: &str) -> Result<EmbeddingProgress, StoreError> {
+        let row = sqlx::query(
+            "SELECT COALESCE(SUM(CASE WHEN embedding_model = $1 AND embedding IS NOT NULL THEN 1 ELSE 0 END), 0) AS done,
+                    COALESCE(SUM(CASE WHEN embedding_model IS NULL THEN 1 ELSE 0 END), 0) AS waiting
+             FROM memories",
+        )
+        .bind(model)
+        .fetch_one(&self.db.pool)
+        .await?;
+        let count = |name: &str| -> Result<u64, StoreError> {
+            Ok(u64::try_from(row.try_get::<i64, _>(name)?).unwrap_or(0))
+        };
+        Ok(EmbeddingProgress {
+            embedded: count("done")?,
+            waiting: count("waiting")?,
+        })
+    }
+
+    /// The owner's vectors by `model` written after `since` (epoch ms), in
+    /// write order; expired and deleted rows are the caller's to drop.
+    pub async fn vectors_since(
+        self,
+        owner: MemoryOwner,
+        model: &str,
+        since: i64,
+    ) -> Result<Vec<StoredVector>, StoreError> {
+        let column = match self.db.backend {
+            Backend::Sqlite => "embedding",
+            Backend::Postgres => "CAST(embedding AS TEXT) AS embedding",
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT id, embedded_at, {column} FROM memories
+             WHERE platform = $1 AND user_id = $2 AND embedded_at > $3 AND embedding_model = $4
+             AND embedding IS NOT NULL ORDER BY embedded_at, id"
+        ))
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(since)
+        .bind(model)
+        .fetch_all(&self.db.pool)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let vector = match self.db.backend {
+                Backend::Sqlite => bytes_vector(&r.try_get::<Vec<u8>, _>("embedding")?),
+                Backend::Postgres => text_vector(&r.try_get::<String, _>("embedding")?),
+            };
+            let id: i64 = r.try_get("id")?;
+            let vector =
+                vector.ok_or_else(|| StoreError::Corrupt(format!("embedding of memory {id}")))?;
+            out.push(StoredVector {
+                id,
+                embedded_at: r.try_get("embedded_at")?,
+                vector,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The owner's live memories among `ids` (any order).
+    pub async fn live_of(
+        self,
+        owner: MemoryOwner,
+        ids: &[i64],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = ids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        // As in `touch`: the owner check is an expression, so the ids lead.
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories m WHERE m.id IN ({list})
+             AND m.platform || '' = $1 AND m.user_id + 0 = $2 AND (m.expires_at IS NULL OR m.expires_at > $3)"
+        ))
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(ms(now))
+        .fetch_all(&self.db.pool)
+        .await?;
+        rows.iter().map(record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_both_encodings() {
+        let v = vec![0.5f32, -1.0, 2.25, 1e-7, f32::MAX];
+        assert_eq!(bytes_vector(&vector_bytes(&v)), Some(v.clone()));
+        assert_eq!(text_vector(&array_text(&v)), Some(v));
+        assert_eq!(bytes_vector(&[1, 2, 3]), None);
+        assert_eq!(text_vector("{1,x}"), None);
+        assert_eq!(text_vector("{}"), Some(Vec::new()));
+    }
+}
