@@ -81,7 +81,7 @@ async fn turn(h: &Harness, text: &str) -> Vec<String> {
     h.wait_for("the answer", |l| answers(l) > seen).await;
     h.idle().await;
     let requests = h.llm.requests().await;
-    let main = requests[before..].iter().filter(|r| !is_sub(r)).last();
+    let main = requests[before..].iter().rfind(|r| !is_sub(r));
     tool_names(main.expect("a request of the main agent"))
 }
 
