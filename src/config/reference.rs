@@ -42,6 +42,7 @@ pub const SECTIONS: &[Section] = &[
     features::MEDIA,
     features::TELEGRAM,
     features::DISCORD,
+    features::REACTIONS,
     features::OPERATIONS,
 ];
 

@@ -12,6 +12,8 @@ pub(crate) struct Features {
     pub(crate) skills: Arc<crate::skills::SkillLibrary>,
     /// Photos, voice notes and files users send.
     pub(crate) media: Arc<crate::media::Media>,
+    /// The status reactions shown on users' messages (`REACTIONS`).
+    pub(crate) status: crate::gateway::delivery::reactions::StatusBoard,
     /// The model catalogue, `/model` choices and routing.
     pub(crate) models: Arc<crate::models::Models>,
     /// Extracts long-term memories (with the agent's provider); its book is

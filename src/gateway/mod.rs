@@ -205,6 +205,7 @@ impl Gateway {
             features: features::Features {
                 skills,
                 media,
+                status: Default::default(),
                 models,
                 extractor,
                 grown,
@@ -290,6 +291,14 @@ impl Gateway {
 
     /// A press is handled on a task of its own; its receipt goes to the
     /// adapter once its decision (if any) is recorded.
+    fn on_reaction(&self, reaction: switchboard_platform::Reaction, ack: Ack) {
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            intake::reactions::handle(&inner, &reaction).await;
+            ack.send(Receipt::Handled);
+        });
+    }
+
     fn on_press(&self, press: ButtonPress, ack: Ack) {
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {

@@ -1,4 +1,4 @@
-//! Media settings (`MEDIA_*`, `LLM_VISION`, `STT_*`, `SWITCHBOARD_HELPER_BIN`).
+//! Media settings (`MEDIA_*`, `LLM_VISION`, `STT_*`, `TTS_*`, `SWITCHBOARD_HELPER_BIN`).
 
 use crate::env::{flag, positive, ConfigError};
 use std::path::{Path, PathBuf};
@@ -23,6 +23,51 @@ pub struct SttConfig {
     pub api_key: Option<Secret>,
     /// The longest a transcription may take.
     pub timeout: Duration,
+}
+
+/// A text-to-speech endpoint speaking OpenAI's `/audio/speech`.
+#[derive(Debug, Clone)]
+pub struct TtsConfig {
+    /// e.g. `https://api.openai.com/v1` or a local server's `/v1`.
+    pub base_url: String,
+    pub model: String,
+    pub voice: String,
+    pub api_key: Option<Secret>,
+    /// The longest a synthesis may take.
+    pub timeout: Duration,
+}
+
+impl TtsConfig {
+    /// `TTS_*`: `None` without `TTS_BASE_URL`.
+    fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<TtsConfig>, ConfigError> {
+        let Some(base_url) = get("TTS_BASE_URL").filter(|u| !u.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let base_url = base_url.trim().trim_end_matches('/').to_owned();
+        if url::Url::parse(&base_url).is_err() {
+            return Err(ConfigError::Invalid {
+                var: "TTS_BASE_URL",
+                problem: format!("{base_url:?} is not a URL"),
+                fix:
+                    "use the speech server's base URL, e.g. TTS_BASE_URL=https://api.openai.com/v1",
+            });
+        }
+        let named = |var: &str, default: &str| {
+            get(var)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        Ok(Some(TtsConfig {
+            base_url,
+            model: named("TTS_MODEL", "tts-1"),
+            voice: named("TTS_VOICE", "alloy"),
+            api_key: get("TTS_API_KEY")
+                .filter(|k| !k.trim().is_empty())
+                .map(Secret::new),
+            timeout: Duration::from_secs(60),
+        }))
+    }
 }
 
 /// The document reader process (see `reader`).
@@ -51,6 +96,8 @@ pub struct MediaConfig {
     /// User turns an image stays visible to the model (`MEDIA_IMAGE_TURNS`, default 3).
     pub image_turns: usize,
     pub stt: Option<SttConfig>,
+    /// Voice replies (`TTS_*`); `None`: answers are text only.
+    pub tts: Option<TtsConfig>,
     /// The longest voice note or audio file transcribed (`MEDIA_MAX_AUDIO_SECS`, default 600).
     pub max_audio_secs: u32,
     /// Characters of a document inlined for the model before it is stored
@@ -82,6 +129,7 @@ impl MediaConfig {
             vision: VisionSetting::Auto,
             image_turns: DEFAULT_IMAGE_TURNS,
             stt: None,
+            tts: None,
             max_audio_secs: DEFAULT_MAX_AUDIO_SECS,
             inline_chars: DEFAULT_INLINE_CHARS,
             download_timeout: Duration::from_secs(300),
@@ -139,6 +187,7 @@ impl MediaConfig {
                 .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
                 .unwrap_or(d.image_turns),
             stt,
+            tts: TtsConfig::from_lookup(get)?,
             max_audio_secs: positive(get, "MEDIA_MAX_AUDIO_SECS")?
                 .map(clamp)
                 .unwrap_or(d.max_audio_secs),
@@ -224,6 +273,24 @@ mod tests {
         );
         assert!(read(&[("LLM_VISION", "telescope")]).is_err());
         assert!(read(&[("STT_BASE_URL", "not a url")]).is_err());
+        assert!(d.tts.is_none());
+        let tts = read(&[
+            ("TTS_BASE_URL", "http://127.0.0.1:9/v1/"),
+            ("TTS_API_KEY", "sk-tts-secret"),
+        ])
+        .unwrap()
+        .tts
+        .unwrap();
+        assert_eq!(
+            (
+                tts.base_url.as_str(),
+                tts.model.as_str(),
+                tts.voice.as_str()
+            ),
+            ("http://127.0.0.1:9/v1", "tts-1", "alloy")
+        );
+        assert!(!format!("{:?}", tts.api_key).contains("sk-tts-secret"));
+        assert!(read(&[("TTS_BASE_URL", "speech")]).is_err());
         assert!(read(&[("MEDIA_RETENTION_DAYS", "0")]).is_err());
         assert_eq!(d.reader.memory, 512 << 20);
         assert_eq!(d.reader.timeout, Duration::from_secs(20));

@@ -27,8 +27,9 @@ mod reader;
 mod sniff;
 mod stt;
 mod sweep;
+mod tts;
 
-pub use config::{MediaConfig, ReaderConfig, SttConfig, VisionSetting};
+pub use config::{MediaConfig, ReaderConfig, SttConfig, TtsConfig, VisionSetting};
 pub use document::{Text, MAX_TEXT_CHARS};
 pub use intake::Intake;
 pub use pdf::{Limits as DocumentLimits, Refusal as DocumentRefusal};
@@ -37,6 +38,7 @@ pub use reader::{
     own_binary, serve as serve_reader, DocumentReader, ProcessLimits, ReadError, SUBCOMMAND,
 };
 pub use sniff::{classify, Content};
+pub use tts::{TtsError, TTS_MAX_INPUT_CHARS, TTS_MAX_OUTPUT_BYTES};
 
 use crate::store::Store;
 use std::path::PathBuf;

@@ -5,6 +5,7 @@ use super::{dt, ms, Memories, SessionId, StoreError};
 use crate::domain::FeedbackId;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
+use switchboard_platform::Platform;
 
 /// One rated (or rateable) answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +62,41 @@ impl Memories<'_> {
         .execute(&self.db.pool)
         .await?;
         Ok(())
+    }
+
+    /// Notes the message carrying the buttons of answer `id`, so a reaction
+    /// on it can rate the answer too.
+    pub async fn set_feedback_message(
+        self,
+        id: &FeedbackId,
+        chat: i64,
+        message: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE feedback SET chat_id = $1, message_id = $2 WHERE id = $3")
+            .bind(chat)
+            .bind(message)
+            .bind(id)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The rateable answer carried by `message` in `chat` of `platform`.
+    pub async fn feedback_at(
+        self,
+        platform: Platform,
+        chat: i64,
+        message: i64,
+    ) -> Result<Option<FeedbackId>, StoreError> {
+        let id: Option<FeedbackId> = sqlx::query_scalar(
+            "SELECT id FROM feedback WHERE platform = $1 AND chat_id = $2 AND message_id = $3",
+        )
+        .bind(platform.as_str())
+        .bind(chat)
+        .bind(message)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        Ok(id)
     }
 
     /// Rates an answer of `owner`. `None` when there is no such answer of theirs.

@@ -44,6 +44,7 @@ mod tasks;
 mod turns;
 mod usage;
 mod user_identity;
+mod voice_settings;
 mod web_sessions;
 
 pub use crate::domain::Conversation;

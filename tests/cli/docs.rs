@@ -29,6 +29,7 @@ const CONFIG_SOURCES: &[&str] = &[
     "src/tools/grown/builders.rs",
     "adapters/telegram/src/config.rs",
     "adapters/discord/src/config.rs",
+    "adapters/platform/src/status.rs",
 ];
 
 /// Documented variables read outside the configuration, with the file that

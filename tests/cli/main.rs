@@ -16,6 +16,7 @@ mod console_once;
 mod console_tty;
 mod console_tty_progress;
 mod console_tty_stream;
+mod console_voice;
 mod docs;
 mod env_file_sandbox;
 mod first_run;

@@ -336,7 +336,11 @@ async fn the_fake_honours_allowed_updates() {
     let mut r = Running::start(config(&fake, dir.path())).await;
     assert_eq!(r.next_message().await.text, "first");
     let asked = fake.calls_to("GetUpdates")[0].params["allowed_updates"].clone();
-    assert_eq!(asked, serde_json::json!(["message", "callback_query"]));
+    // Reactions for feedback on answers (`REACTIONS`).
+    assert_eq!(
+        asked,
+        serde_json::json!(["message", "callback_query", "message_reaction"])
+    );
     // From now on Telegram creates only those kinds.
     fake.edited(Where::Dm, &ann, first.message_id, "first, edited late");
     fake.push_raw(serde_json::json!({"my_chat_member": {"chat": chat, "date": 0}}));

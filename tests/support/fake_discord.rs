@@ -15,8 +15,10 @@ mod guilds;
 mod history;
 mod limits;
 mod outage;
+mod reactions;
 mod rest;
 mod uploads;
+mod voice;
 
 #[allow(unused_imports)] // only the media tests attach files
 pub use cdn::FakeFile;
@@ -45,8 +47,9 @@ pub const BOT_NAME: &str = "switchboard";
 pub const APP_ID: u64 = 1_100_000_000_000_000_002;
 /// The default guild every text channel and thread belongs to.
 pub const GUILD_ID: u64 = 1_100_000_000_000_000_003;
-/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
-pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
+/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT | GUILD_MESSAGE_REACTIONS |
+/// DIRECT_MESSAGE_REACTIONS.
+pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15) | (1 << 10) | (1 << 13);
 /// Discord's epoch (2015-01-01) in Unix milliseconds.
 const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 
@@ -203,6 +206,8 @@ pub(crate) struct Inner {
     pub upload_limits: HashMap<u64, (u8, usize)>,
     /// How many times `GET /guilds/{id}` was answered.
     pub guild_lookups: usize,
+    /// The bot's own reactions, by message.
+    pub bot_reactions: HashMap<u64, Vec<String>>,
 }
 
 impl Inner {

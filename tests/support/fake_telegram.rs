@@ -21,6 +21,8 @@ mod files;
 mod html;
 mod limits;
 mod poll_faults;
+mod voice;
+mod reactions;
 
 #[allow(unused_imports)] // only the resilience tests break polling
 pub use poll_faults::PollFault;

@@ -14,6 +14,7 @@ pub mod fake_otlp;
 pub mod fake_search;
 pub mod fake_stt;
 pub mod fake_telegram;
+pub mod fake_tts;
 pub mod images;
 pub mod intake;
 pub mod multipart;

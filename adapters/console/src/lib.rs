@@ -209,6 +209,18 @@ impl PlatformAdapter for ConsoleAdapter {
         Ok(MessageRef { chat: file.to, id })
     }
 
+    /// Writes the voice note into the outbox and prints its path.
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        let caption = format!("🔊 Voice reply ({:.1} s)", voice.duration_secs);
+        let file = OutgoingFile::document(voice.to, "voice-reply.ogg", voice.bytes);
+        let path = self.outbox.write(&file).await?;
+        let id = self.screen().print_file(&caption, &path);
+        Ok(MessageRef { chat: file.to, id })
+    }
+
     /// Attachments here are local files: copied from where they are.
     async fn download(
         &self,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use switchboard_platform::{
     Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
     LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    PlatformError, PressAnswer, Status,
 };
 use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
@@ -318,6 +318,26 @@ impl PlatformAdapter for DiscordAdapter {
         self.upload_limit(chat) as u64
     }
 
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        let channel = channel_of(&voice.to)?;
+        let limit = self.upload_limit(voice.to);
+        let id = self
+            .shared
+            .rest
+            .create_voice_message(channel, &voice, limit)
+            .await?;
+        self.shared.remember_sent(id);
+        let id = i64::try_from(id)
+            .map_err(|_| PlatformError::Rejected(format!("message id {id} out of range")))?;
+        Ok(MessageRef {
+            chat: voice.to,
+            id: MessageId(id),
+        })
+    }
+
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         let channel = channel_of(&file.to)?;
         let limit = self.upload_limit(file.to);
@@ -376,6 +396,35 @@ impl PlatformAdapter for DiscordAdapter {
         let handle = Handle::decode(&press.handle)
             .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
         self.shared.interactions.answer(&handle, answer).await
+    }
+
+    fn status_reactions(&self) -> bool {
+        self.shared.config.reactions.is_some()
+    }
+
+    async fn set_status(
+        &self,
+        target: &MessageRef,
+        status: Status,
+        previous: Option<Status>,
+    ) -> Result<bool, PlatformError> {
+        let Some(emoji) = &self.shared.config.reactions else {
+            return Err(PlatformError::Unsupported(
+                "react to messages (REACTIONS=off)",
+            ));
+        };
+        let channel = channel_of(&target.chat)?;
+        let previous = previous.map(|p| emoji.emoji(p));
+        self.shared
+            .rest
+            .react(
+                channel,
+                message_id(target.id)?,
+                emoji.emoji(status),
+                previous,
+            )
+            .await
+            .map_err(PlatformError::from)
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

@@ -39,6 +39,9 @@ pub struct DiscordConfig {
     /// restarts (`DATA_DIR`), so the next process fetches what was posted
     /// while none ran; `None` keeps it in memory only.
     pub state_dir: Option<PathBuf>,
+    /// The status reactions on users' messages (`REACTIONS`, `REACTION_*`);
+    /// `None` when off.
+    pub reactions: Option<switchboard_platform::StatusEmoji>,
 }
 
 /// Timers of the adapter; the defaults match Discord, tests shorten them.
@@ -144,6 +147,7 @@ impl DiscordConfig {
             bot_quota: Pacer::quota_within(50, Duration::from_secs(1), 1, RATE_MARGIN),
             timings: DiscordTimings::default(),
             state_dir: None,
+            reactions: Some(crate::reactions::default_status_emoji()),
         }
     }
 
@@ -169,6 +173,15 @@ impl DiscordConfig {
             .filter(|u| !u.trim().is_empty())
             .map(|u| parse_api_url(&u))
             .transpose()?;
+        config.reactions = switchboard_platform::StatusEmoji::from_env(
+            &get,
+            crate::reactions::default_status_emoji(),
+            "Discord",
+            crate::reactions::allowed_reaction,
+        )
+        .map_err(|e| {
+            DiscordConfigError::new(e.var, e.problem, "set a Unicode emoji, or REACTIONS=off")
+        })?;
         config.approvers = id_set(&get, "DISCORD_APPROVERS")?;
         config.approver_roles = id_set(&get, "DISCORD_APPROVER_ROLES")?;
         config.free_channels = id_set(&get, "DISCORD_FREE_CHANNELS")?;

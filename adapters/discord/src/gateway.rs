@@ -58,6 +58,8 @@ pub(crate) fn intents() -> GatewayIntents {
     GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::DIRECT_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT
+        | GatewayIntents::GUILD_MESSAGE_REACTIONS
+        | GatewayIntents::DIRECT_MESSAGE_REACTIONS
 }
 
 /// An event for the pump, with its channel and snowflake for ordering.
@@ -151,6 +153,20 @@ impl EventHandler for Handler {
         }
         // The queue only blocks when the core is far behind: back-pressure.
         let _ = self.queue.send(Queued::message(message)).await;
+    }
+
+    async fn reaction_add(&self, _: SerenityContext, reaction: serenity::model::channel::Reaction) {
+        let bot_id = self.shared.bot_id.load(Ordering::Relaxed);
+        let Some(added) = crate::reactions::added(&reaction, bot_id, &self.shared.config.approvers)
+        else {
+            return;
+        };
+        let queued = Queued {
+            channel: reaction.channel_id.get(),
+            id: reaction.message_id.get(),
+            event: Event::Inbound(Box::new(Inbound::Reaction(added))),
+        };
+        let _ = self.queue.send(queued).await;
     }
 
     async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {

@@ -42,6 +42,7 @@ mod order;
 #[cfg(test)]
 mod props;
 mod pump;
+mod reactions;
 mod recent;
 mod render;
 mod rest;
@@ -51,6 +52,7 @@ mod slash;
 mod typing;
 mod upload;
 mod upload_limits;
+mod voice;
 mod watch;
 
 pub use adapter::DiscordAdapter;

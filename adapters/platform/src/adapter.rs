@@ -6,6 +6,8 @@ use crate::inbound::ButtonPress;
 use crate::intake::InboundSink;
 use crate::media::Attachment;
 use crate::outbound::{Activity, OutgoingMessage, PressAnswer};
+use crate::voice::OutgoingVoice;
+use crate::status::Status;
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
@@ -225,6 +227,14 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         Err(PlatformError::Unsupported("send files"))
     }
 
+    /// Sends a voice note (an Ogg Opus file, at most [`Self::upload_limit`]
+    /// of its chat) without text: the answer it speaks is sent as text too.
+    /// The default refuses: adapters that can play voice notes override it.
+    async fn send_voice(&self, voice: OutgoingVoice) -> Result<MessageRef, PlatformError> {
+        let _ = voice;
+        Err(PlatformError::Unsupported("send voice notes"))
+    }
+
     /// Streams `attachment` (one this adapter normalized) into `dest`,
     /// refusing more than `max_bytes` (and at most the [`Self::download_limit`]
     /// of its chat) and giving up on a stalled
@@ -242,6 +252,27 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Shows what the bot is doing. Best effort.
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError>;
+
+    /// Whether this adapter shows [`Status`] reactions on users' messages
+    /// (`REACTIONS`); the default is no.
+    fn status_reactions(&self) -> bool {
+        false
+    }
+
+    /// Shows `status` as the bot's reaction on `target`, replacing the
+    /// reaction of `previous` (the status shown before, if any). It goes at
+    /// the lowest priority, like typing: `Ok(false)` when it gave way to
+    /// other calls and was not sent (the caller tries again later). The
+    /// default refuses: adapters with reactions override it.
+    async fn set_status(
+        &self,
+        target: &MessageRef,
+        status: Status,
+        previous: Option<Status>,
+    ) -> Result<bool, PlatformError> {
+        let _ = (target, status, previous);
+        Err(PlatformError::Unsupported("react to messages"))
+    }
 
     /// Publishes the commands users can type in the platform's command menu,
     /// replacing the previous set. Commands the platform cannot name are left

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum Inbound {
     Message(InboundMessage),
     ButtonPress(ButtonPress),
+    /// A user added a reaction to a message.
+    Reaction(crate::status::Reaction),
 }
 
 /// A person (or bot) on a platform.

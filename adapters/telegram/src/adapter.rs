@@ -17,7 +17,7 @@ use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound,
     InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Pending, Platform,
-    PlatformAdapter, PlatformError, PressAnswer,
+    PlatformAdapter, PlatformError, PressAnswer, Status,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{Update, UpdateKind};
@@ -360,6 +360,13 @@ impl PlatformAdapter for TelegramAdapter {
         self.inner.out.send_file(&file).await
     }
 
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        self.inner.out.send_voice(&voice).await
+    }
+
     async fn download(
         &self,
         attachment: &Attachment,
@@ -401,6 +408,24 @@ impl PlatformAdapter for TelegramAdapter {
             (PressAnswer::Update(message), Some(target)) => self.edit(&target, message).await,
             _ => Ok(()),
         }
+    }
+
+    fn status_reactions(&self) -> bool {
+        self.inner.config.reactions.is_some()
+    }
+
+    async fn set_status(
+        &self,
+        target: &MessageRef,
+        status: Status,
+        _previous: Option<Status>,
+    ) -> Result<bool, PlatformError> {
+        let Some(emoji) = &self.inner.config.reactions else {
+            return Err(PlatformError::Unsupported(
+                "react to messages (REACTIONS=off)",
+            ));
+        };
+        self.inner.out.react(target, emoji.emoji(status)).await
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

@@ -44,6 +44,9 @@ pub struct TelegramConfig {
     /// further failure up to [`TelegramConfig::poll_backoff_max`].
     pub poll_backoff: Duration,
     pub poll_backoff_max: Duration,
+    /// The status reactions on users' messages (`REACTIONS`, `REACTION_*`);
+    /// `None` when off.
+    pub reactions: Option<switchboard_platform::StatusEmoji>,
 }
 
 /// Webhook mode: Telegram posts updates to `url`, which reaches `listen`.
@@ -142,6 +145,7 @@ impl TelegramConfig {
             album_window: crate::album::ALBUM_WINDOW,
             poll_backoff: Duration::from_millis(500),
             poll_backoff_max: Duration::from_secs(30),
+            reactions: Some(crate::reactions::default_status_emoji()),
         }
     }
 
@@ -173,6 +177,13 @@ impl TelegramConfig {
         if let Some(raw) = get("TELEGRAM_APPROVERS") {
             config.approvers = parse_ids("TELEGRAM_APPROVERS", &raw)?;
         }
+        config.reactions = switchboard_platform::StatusEmoji::from_env(
+            get,
+            crate::reactions::default_status_emoji(),
+            "Telegram",
+            crate::reactions::allowed_reaction,
+        )
+        .map_err(|e| invalid(e.var, e.problem))?;
         config.webhook = webhook_from(
             get("TELEGRAM_WEBHOOK_URL"),
             get("TELEGRAM_WEBHOOK_LISTEN"),

@@ -29,11 +29,13 @@ mod presses;
 #[cfg(test)]
 mod props;
 mod raw_json;
+mod reactions;
 mod render;
 mod retry;
 mod send;
 mod upload;
 mod utf16;
+mod voice;
 mod webhook;
 mod webhook_spool;
 
@@ -43,3 +45,4 @@ pub use config::{
     LIMIT_MARGIN,
 };
 pub use errors::TelegramError;
+pub use reactions::{allowed_reaction, default_status_emoji, ALLOWED as ALLOWED_REACTIONS};

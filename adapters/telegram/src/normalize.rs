@@ -60,6 +60,7 @@ impl Normalizer {
         match &update.kind {
             UpdateKind::Message(msg) => self.message(msg),
             UpdateKind::CallbackQuery(q) => self.callback(q),
+            UpdateKind::MessageReaction(r) => self.reaction(r),
             UpdateKind::EditedMessage(_) => Action::Ignore("edited message"),
             UpdateKind::ChannelPost(_) | UpdateKind::EditedChannelPost(_) => {
                 Action::Ignore("channel post")
@@ -232,6 +233,18 @@ impl Normalizer {
             found = word_matches(text, &handle);
         }
         found
+    }
+
+    fn reaction(&self, r: &teloxide::types::MessageReactionUpdated) -> Action {
+        let (Some(chat_kind), Some(user)) =
+            (chat_kind(&r.chat), r.user().and_then(|u| self.user(u)))
+        else {
+            return Action::Ignore("reaction from an anonymous admin or a channel");
+        };
+        match crate::reactions::added(r, user, chat_kind) {
+            Some(reaction) => Action::Forward(Inbound::Reaction(reaction)),
+            None => Action::Ignore("reaction removed"),
+        }
     }
 
     fn callback(&self, q: &CallbackQuery) -> Action {

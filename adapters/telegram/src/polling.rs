@@ -44,7 +44,7 @@ use teloxide::RequestError;
 use tokio_util::sync::CancellationToken;
 
 /// The update kinds we ask Telegram for (edits and channel posts are not used).
-pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
+pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query", "message_reaction"];
 const BATCH: u8 = 100;
 /// While an album is held, how often `getUpdates` asks again (at most).
 const REPOLL: Duration = Duration::from_millis(125);

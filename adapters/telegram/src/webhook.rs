@@ -95,7 +95,11 @@ pub(crate) async fn serve(
 /// Tells Telegram where to deliver, with the secret it must present.
 async fn register(inner: &Inner, hook: &WebhookConfig) -> Result<(), PlatformError> {
     // Same kinds as `polling::ALLOWED_UPDATES`.
-    let allowed = vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
+    let allowed = vec![
+        AllowedUpdate::Message,
+        AllowedUpdate::CallbackQuery,
+        AllowedUpdate::MessageReaction,
+    ];
     inner
         .bot
         .set_webhook(hook.url.clone())

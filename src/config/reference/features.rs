@@ -75,6 +75,18 @@ pub(super) const MEDIA: Section = Section {
             "the speech-to-text endpoint's key; a secret (redacted)",
         ),
         v(
+            "TTS_BASE_URL",
+            "unset",
+            "voice replies through an OpenAI-compatible `/audio/speech` endpoint (asked for Ogg Opus): a voice note is answered in text and then in kind, and `/voice on` speaks every answer; unset, answers are text only",
+        ),
+        v("TTS_MODEL", "`tts-1`", "the text-to-speech model"),
+        v("TTS_VOICE", "`alloy`", "the voice the answers are spoken in"),
+        v(
+            "TTS_API_KEY",
+            "none",
+            "the text-to-speech endpoint's key; a secret (redacted)",
+        ),
+        v(
             "MEDIA_QUOTA_MB_PER_DAY",
             "100",
             "bytes of files one user may send in 24 h (across chats and processes)",
@@ -166,7 +178,7 @@ pub(super) const DISCORD: Section = Section {
         v(
             "DISCORD_BOT_TOKEN",
             "none",
-            "enables Discord (intents: guild messages, DMs, message content)",
+            "enables Discord (intents: guild messages, DMs, message content, and their reactions)",
         ),
         v(
             "DISCORD_API_URL",
@@ -198,6 +210,38 @@ pub(super) const DISCORD: Section = Section {
             "DISCORD_SHARD_RANGE",
             "all",
             "the range of shards this process runs (e.g. `0-3`)",
+        ),
+    ],
+};
+
+pub(super) const REACTIONS: Section = Section {
+    title: "Reactions",
+    intro: "Status reactions on users' messages and reactions as feedback, on Telegram and Discord; see [Telegram and Discord](platforms.md#reactions).",
+    vars: &[
+        v(
+            "REACTIONS",
+            "`on`",
+            "`on`: the bot's reaction on the user's message shows received, working, done or failed (at the lowest priority, like typing), and a 👍/👎 on an answer by its asker counts as feedback; `off`: neither",
+        ),
+        v(
+            "REACTION_RECEIVED",
+            "👀",
+            "the emoji of a message accepted and waiting for its turn",
+        ),
+        v(
+            "REACTION_WORKING",
+            "✍ (Discord ✍️)",
+            "the emoji of a message whose turn runs",
+        ),
+        v(
+            "REACTION_DONE",
+            "👌 (Discord ✅)",
+            "the emoji of an answered message; on Telegram it must be one of its reaction emoji (✅ and ❌ are not), checked at start",
+        ),
+        v(
+            "REACTION_FAILED",
+            "💔 (Discord ❌)",
+            "the emoji of a message whose turn failed (model error, deadline, stopped, not delivered)",
         ),
     ],
 };

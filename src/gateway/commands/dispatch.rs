@@ -32,6 +32,7 @@ pub(crate) async fn run(
         Builtin::Model => super::model::run(inner, cmd, key, session).await?,
         Builtin::Tasks => super::tasks::run(inner, cmd, session).await?,
         Builtin::Verbose => super::verbose::run(inner, cmd, key, session).await?,
+        Builtin::Voice => super::voice::run(inner, cmd, session).await?,
         Builtin::Approvals => super::approvals::run(inner, cmd, key).await?,
         Builtin::Memory => super::memory::run(inner, cmd, key, private).await?,
         Builtin::Plan => super::plan::run(inner, session).await?,

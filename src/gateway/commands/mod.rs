@@ -19,6 +19,7 @@ pub(super) mod tasks;
 pub(super) mod tools;
 pub(super) mod usage;
 pub(super) mod verbose;
+pub(super) mod voice;
 
 pub(crate) use dispatch::run;
 pub use parse::COMMANDS;

@@ -21,6 +21,7 @@ pub(crate) enum Builtin {
     Usage,
     Model,
     Verbose,
+    Voice,
     Queue,
     Whoami,
     Skills,
@@ -31,7 +32,7 @@ pub(crate) enum Builtin {
 }
 
 impl Builtin {
-    pub(crate) const ALL: [Builtin; 19] = [
+    pub(crate) const ALL: [Builtin; 20] = [
         Builtin::Help,
         Builtin::Stop,
         Builtin::Clear,
@@ -45,6 +46,7 @@ impl Builtin {
         Builtin::Usage,
         Builtin::Model,
         Builtin::Verbose,
+        Builtin::Voice,
         Builtin::Queue,
         Builtin::Whoami,
         Builtin::Skills,
@@ -68,6 +70,7 @@ impl Builtin {
             Builtin::Usage => "usage",
             Builtin::Model => "model",
             Builtin::Verbose => "verbose",
+            Builtin::Voice => "voice",
             Builtin::Queue => "queue",
             Builtin::Whoami => "whoami",
             Builtin::Skills => "skills",
@@ -97,6 +100,7 @@ impl Builtin {
             Builtin::Usage => "Today's token usage",
             Builtin::Model => "The model in use",
             Builtin::Verbose => "How much of my work you see",
+            Builtin::Voice => "Spoken answers: on or off",
             Builtin::Queue => "Messages sent while I answer",
             Builtin::Whoami => "Your ids as the gateway sees them",
             Builtin::Skills => "The skills you can run",
@@ -122,6 +126,7 @@ impl Builtin {
             Builtin::Usage => "/usage [days] — your tokens, cache hits and estimated cost per model",
             Builtin::Model => "/model [name] — the model in use, and switching this chat's model",
             Builtin::Verbose => "/verbose off|tools|full — how much of my work you see while I answer",
+            Builtin::Voice => "/voice on|off|auto — my answers also as voice notes: always, never, or (auto) when you send one",
             Builtin::Queue => "/queue followup|collect|interrupt — what happens to messages you send while I answer",
             Builtin::Whoami => "/whoami — your ids as the gateway sees them",
             Builtin::Skills => "/skills — the skills you can run with `/name <input>`; `/skills install <url>` and `/skills add <idea>` add one (on a card)",
@@ -253,6 +258,6 @@ mod tests {
             .map(|b| b.name().to_owned())
             .collect();
         assert!(!menu.contains(&"approve".to_owned()) && !menu.contains(&"start".to_owned()));
-        assert_eq!(menu.len(), 17);
+        assert_eq!(menu.len(), 18);
     }
 }

@@ -7,5 +7,7 @@ pub(super) mod answer_file;
 pub(super) mod model_error;
 pub(super) mod origin;
 pub(super) mod outbound;
+pub(crate) mod reactions;
 pub(super) mod scrubbed;
 pub(super) mod stream;
+pub(super) mod voice;

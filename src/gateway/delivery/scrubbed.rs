@@ -116,6 +116,19 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.download_limit(chat)
     }
 
+    fn status_reactions(&self) -> bool {
+        self.inner.status_reactions()
+    }
+
+    async fn set_status(
+        &self,
+        target: &switchboard_platform::MessageRef,
+        status: switchboard_platform::Status,
+        previous: Option<switchboard_platform::Status>,
+    ) -> Result<bool, PlatformError> {
+        self.inner.set_status(target, status, previous).await
+    }
+
     async fn run(
         &self,
         sink: InboundSink,
@@ -158,6 +171,15 @@ impl PlatformAdapter for ScrubbedAdapter {
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {
         self.traced("send_file", self.inner.send_file(scrubbed_file(file)))
+            .await
+    }
+
+    /// A voice note carries no text of its own to scrub.
+    async fn send_voice(
+        &self,
+        voice: switchboard_platform::OutgoingVoice,
+    ) -> Result<MessageRef, PlatformError> {
+        self.traced("send_voice", self.inner.send_voice(voice))
             .await
     }
 

@@ -16,7 +16,7 @@ use crate::gateway::Gateway;
 use crate::store::SessionKey;
 use std::sync::Arc;
 use switchboard_platform::{
-    Delivery, Inbound, InboundMessage, InboundQueue, MessageId, PlatformAdapter, Receipt,
+    Delivery, Inbound, InboundMessage, InboundQueue, MessageId, PlatformAdapter, Receipt, Status,
 };
 
 /// Events taken at once: whatever is waiting, up to this many.
@@ -37,6 +37,7 @@ impl Gateway {
         for Delivery { event, ack } in burst {
             match event {
                 Inbound::ButtonPress(press) => self.on_press(press, ack),
+                Inbound::Reaction(reaction) => self.on_reaction(reaction, ack),
                 Inbound::Message(msg) => match self.screen(msg).await {
                     Some((msg, key, dedupe)) => accepted.push(Accepted {
                         msg,
@@ -66,6 +67,13 @@ impl Gateway {
             match outcome {
                 KeepOutcome::Kept(kept) => {
                     a.ack.send(Receipt::Kept);
+                    if let Some(adapter) = inner.adapter(a.msg.chat.platform) {
+                        let target = Some(a.msg.message_ref());
+                        inner
+                            .features
+                            .status
+                            .show(&adapter, target, Status::Received);
+                    }
                     let session = self.session(a.key);
                     if session.mode(inner.features.queue_mode) == QueueMode::Interrupt {
                         session.stop();

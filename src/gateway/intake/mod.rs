@@ -11,3 +11,4 @@ pub(super) mod kept;
 pub(super) mod limiter;
 pub(super) mod press_limit;
 pub(super) mod presses;
+pub(super) mod reactions;

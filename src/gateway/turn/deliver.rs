@@ -6,6 +6,7 @@ use crate::agent::{RuntimeEvent, StopReason, TurnOutcome};
 use crate::gateway::delivery::activity::{self, Verbosity};
 use crate::gateway::delivery::origin::Origin;
 use crate::gateway::delivery::outbound::ReplyStream;
+use crate::gateway::delivery::reactions;
 use crate::gateway::delivery::stream as turn_stream;
 use crate::gateway::turn::exchange;
 use crate::gateway::turn::host::GatewayHost;
@@ -13,7 +14,7 @@ use crate::gateway::turn::memory;
 use crate::gateway::turn::reasoning;
 use crate::gateway::Inner;
 use std::sync::Arc;
-use switchboard_platform::Activity;
+use switchboard_platform::{Activity, Status};
 use tokio::sync::mpsc;
 
 /// Streams a turn's events into the chat, then persists and posts the
@@ -39,11 +40,14 @@ pub(in crate::gateway) async fn deliver(
     } else {
         crate::gateway::commands::verbose::verbosity_in(inner, o.chat.as_ref(), &o.session).await
     };
+    let status = &inner.features.status;
+    status.show(&o.adapter, status_target(o), Status::Working);
     let started = std::time::Instant::now();
     let streamed =
         turn_stream::stream(inner, &mut reply, &mut events, o, selected, verbosity).await;
     let Some(mut outcome) = streamed.outcome else {
         tracing::error!("turn ended without an outcome");
+        status.show(&o.adapter, status_target(o), Status::Failed);
         let _ = o
             .adapter
             .activity(&o.conversation.chat, Activity::Idle)
@@ -156,7 +160,9 @@ async fn answer(
         outcome,
     )
     .await;
-    reply.set_final_buttons(buttons.into_iter().chain(show_all).collect());
+    let buttons_sent: Vec<Vec<switchboard_platform::Button>> =
+        buttons.into_iter().chain(show_all).collect();
+    reply.set_final_buttons(buttons_sent.clone());
     if !head.is_empty() {
         let answer = if final_text.trim().is_empty() {
             "(no answer)"
@@ -166,12 +172,30 @@ async fn answer(
         final_text = activity::above(head, answer);
     }
     let first_byte = reply.first_byte();
-    match reply.finish(&final_text).await {
-        Ok(_) => crate::gateway::turn::usage::delivered(inner, o, first_byte),
+    let rated = reactions::rated_in(&buttons_sent);
+    let mut shown = reactions::final_status(&outcome.stop);
+    let delivered = match reply.finish(&final_text).await {
+        Ok(sent) => {
+            crate::gateway::turn::usage::delivered(inner, o, first_byte);
+            reactions::note_rated_message(inner, rated, sent.last()).await;
+            true
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not deliver the answer");
             audit_error(inner, o, "error.delivery", &e.to_string()).await;
+            shown = Some(Status::Failed);
+            false
         }
+    };
+    if let Some(shown) = shown {
+        inner
+            .features
+            .status
+            .show(&o.adapter, status_target(o), shown);
+    }
+    // Spoken after the text and its status: nothing waits on the audio.
+    if delivered {
+        crate::gateway::delivery::voice::after_answer(inner, o, outcome).await;
     }
     let _ = o
         .adapter
@@ -207,6 +231,14 @@ async fn pause(
         .adapter
         .activity(&o.conversation.chat, Activity::Paused)
         .await;
+}
+
+/// The user's message a turn answers, where its status reaction goes.
+fn status_target(o: &Origin) -> Option<switchboard_platform::MessageRef> {
+    let chat = o.conversation.chat;
+    o.conversation
+        .reply_to
+        .map(|id| switchboard_platform::MessageRef { chat, id })
 }
 
 /// Records a failed turn in the audit log (`switchboard events`). `message` is

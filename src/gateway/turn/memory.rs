@@ -371,7 +371,7 @@ pub(crate) async fn on_feedback_press(
 
 /// Distills the owner's correction rules again, off the press's path (a
 /// model call when 👎 remain; none left clears the rules at once).
-fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
+pub(crate) fn redistill(inner: &Arc<Inner>, owner: MemoryOwner) {
     let (inner, guard) = (Arc::clone(inner), inner.life.busy.enter());
     tokio::spawn(async move {
         let _guard = guard;

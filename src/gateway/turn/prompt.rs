@@ -59,6 +59,9 @@ pub(in crate::gateway) async fn assemble(
         SessionInput::Message(m) => Some(m.text.as_str()),
         _ => None,
     };
+    if let SessionInput::Message(m) = input {
+        crate::gateway::delivery::voice::note_input(inner, &origin.session, m).await;
+    }
     let check = planner::before_turn(inner, key, &origin.session, message).await;
     // A request that changes configuration-like state plans on the live
     // state read just now, not on the persisted summary of earlier turns.

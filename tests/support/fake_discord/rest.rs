@@ -300,6 +300,10 @@ fn dispatch(
             (Some(c), Some(m)) => edit_message(inner, c, m, body),
             _ => error(404, 10008, "Unknown Message"),
         },
+        (
+            m @ ("PUT" | "DELETE"),
+            ["channels", channel, "messages", message, "reactions", emoji, "@me"],
+        ) => super::reactions::own(shared, inner, m == "PUT", (channel, message, emoji)),
         ("POST", ["channels", channel, "typing"]) => match id(channel) {
             Some(c) if inner.channels.contains_key(&c) => (204, Value::Null, Vec::new()),
             _ => error(404, 10003, "Unknown Channel"),
@@ -529,6 +533,9 @@ fn create_message(inner: &mut Inner, channel: u64, body: &Value) -> Answer {
     };
     if reply_to.is_some() {
         msg["type"] = json!(19);
+    }
+    if let Some(flags) = body["flags"].as_u64() {
+        msg["flags"] = json!(flags);
     }
     if let Some(reply_to) = reply_to {
         attach_reference(inner, &mut msg, channel, guild, reply_to);

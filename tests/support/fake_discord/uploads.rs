@@ -114,6 +114,20 @@ pub(crate) fn read(content_type: &str, body: &[u8], limit: usize) -> Result<Form
     if files.iter().map(|f| f.2.len()).sum::<usize>() > limit {
         return Err(error(413, 40005, "Request entity too large"));
     }
+    if super::voice::is_voice(&payload) {
+        let typed: Vec<_> = parts
+            .iter()
+            .filter(|p| p.name != "payload_json")
+            .map(|p| {
+                (
+                    0,
+                    p.filename.clone().unwrap_or_default(),
+                    p.content_type.clone(),
+                )
+            })
+            .collect();
+        super::voice::check(&payload, &typed)?;
+    }
     let declared = payload["attachments"]
         .as_array()
         .cloned()

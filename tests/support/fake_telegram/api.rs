@@ -334,6 +334,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
                 ))
             }
         }
+        "setmessagereaction" => super::reactions::set_message_reaction(inner, p),
         "sendchataction" => {
             let chat = chat_id(p)?;
             not_migrated(inner, chat)?;

@@ -5,6 +5,8 @@
 //! `message_thread_id`. A document is at most 50 MB (413 beyond), a photo
 //! 10 MB (400 `PHOTO_INVALID_DIMENSIONS`, as the Bot API answers). Either is
 //! a message in the chat; its bytes, thread and caption are kept.
+//! `sendVoice` takes a `voice` part that must be an Ogg Opus file (what
+//! Telegram plays as a voice note; see `voice`) and an optional `duration`.
 
 use super::api::{bad, chat_id, flood_check, not_migrated, ApiError};
 use super::{next_message_id, now_secs, Inner, StoredMessage};
@@ -22,6 +24,7 @@ pub const MAX_PHOTO_BYTES: usize = 10 << 20;
 pub enum FileField {
     Document,
     Photo,
+    Voice,
 }
 
 impl FileField {
@@ -29,6 +32,7 @@ impl FileField {
         match method.to_ascii_lowercase().as_str() {
             "senddocument" => Some(FileField::Document),
             "sendphoto" => Some(FileField::Photo),
+            "sendvoice" => Some(FileField::Voice),
             _ => None,
         }
     }
@@ -37,6 +41,7 @@ impl FileField {
         match self {
             FileField::Document => "document",
             FileField::Photo => "photo",
+            FileField::Voice => "voice",
         }
     }
 }
@@ -150,6 +155,10 @@ pub fn send_file(
     if kind == FileField::Photo && document.data.len() > MAX_PHOTO_BYTES {
         return Err(bad("PHOTO_INVALID_DIMENSIONS"));
     }
+    let duration = match kind {
+        FileField::Voice => super::voice::check(&document.data, text_field("duration").as_deref())?,
+        _ => 0,
+    };
     let caption = text_field("caption");
     if caption
         .as_deref()
@@ -201,6 +210,8 @@ pub fn send_file(
             "file_name": file_name, "file_size": size}),
         FileField::Photo => json!([{"file_id": file_id, "file_unique_id": unique,
             "width": 320, "height": 240, "file_size": size}]),
+        FileField::Voice => json!({"file_id": file_id, "file_unique_id": unique,
+            "duration": duration, "mime_type": "audio/ogg", "file_size": size}),
     };
     if let Some(c) = caption {
         out["caption"] = json!(c);

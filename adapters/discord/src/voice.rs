@@ -1,0 +1,106 @@
+//! Voice messages: `POST /channels/{id}/messages` as multipart with the
+//! IS_VOICE_MESSAGE flag and one Ogg Opus attachment carrying its
+//! `duration_secs` and base64 `waveform` — no content, embeds or other
+//! files (Discord refuses them on a voice message), paced on the channel's
+//! lane like every message.
+
+use crate::errors::RestError;
+use crate::rest::{decode, nz, Created, Lane, Rest, HTTP_TIMEOUT};
+use base64::Engine;
+use serde_json::json;
+use serenity::builder::CreateAttachment;
+use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
+use serenity::model::id::ChannelId;
+use switchboard_platform::{OutgoingVoice, Retry};
+
+/// The message flag of a voice message (1 << 13).
+pub(crate) const IS_VOICE_MESSAGE: u64 = 1 << 13;
+/// Discord's clients name voice messages so (its `.ogg` also gives the part
+/// the `audio/ogg` type Discord needs to read duration and waveform).
+const VOICE_FILE_NAME: &str = "voice-message.ogg";
+
+/// The `payload_json` of a voice message: the flag and the one attachment.
+pub(crate) fn payload(voice: &OutgoingVoice) -> serde_json::Value {
+    let waveform = base64::engine::general_purpose::STANDARD.encode(&voice.waveform);
+    json!({
+        "flags": IS_VOICE_MESSAGE,
+        "attachments": [{
+            "id": 0,
+            "filename": VOICE_FILE_NAME,
+            "duration_secs": voice.duration_secs,
+            "waveform": waveform,
+        }],
+    })
+}
+
+impl Rest {
+    /// Posts `voice` as a voice message; returns its id. `limit`: the
+    /// channel's upload limit.
+    pub async fn create_voice_message(
+        &self,
+        channel: u64,
+        voice: &OutgoingVoice,
+        limit: usize,
+    ) -> Result<u64, RestError> {
+        if voice.bytes.len() > limit {
+            return Err(RestError::Invalid(format!(
+                "a voice note of {} bytes is over this channel's upload limit of {limit} bytes",
+                voice.bytes.len()
+            )));
+        }
+        let channel_id = ChannelId::from(nz(channel)?);
+        let multipart = Multipart {
+            upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(
+                voice.bytes.clone(),
+                VOICE_FILE_NAME,
+            )]),
+            fields: Vec::new(),
+            payload_json: Some(payload(voice).to_string()),
+        };
+        let created: Created = self
+            .pacer
+            .run(
+                &Lane::Channel(channel),
+                || {
+                    let request =
+                        Request::new(Route::ChannelMessages { channel_id }, LightMethod::Post)
+                            .multipart(Some(multipart.clone()));
+                    self.exchange(request, HTTP_TIMEOUT)
+                },
+                |e: &RestError| match e {
+                    RestError::RateLimited { delay, global } => Retry::After {
+                        delay: *delay,
+                        global: *global,
+                    },
+                    _ => Retry::No,
+                },
+            )
+            .await
+            .and_then(decode)?;
+        Ok(created.id.get())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_platform::{ChatAddress, ChatId, OutgoingVoice, Platform};
+
+    #[test]
+    fn the_payload_is_a_flagged_voice_message_without_content() {
+        let voice = OutgoingVoice {
+            to: ChatAddress::new(Platform::Discord, ChatId(1), None),
+            reply_to: None,
+            bytes: vec![1],
+            duration_secs: 2.5,
+            waveform: vec![0, 255, 128],
+        };
+        let p = super::payload(&voice);
+        assert_eq!(p["flags"], 8192);
+        assert!(p.get("content").is_none() && p.get("embeds").is_none());
+        let a = &p["attachments"][0];
+        assert_eq!(
+            (a["duration_secs"].as_f64(), a["waveform"].as_str()),
+            (Some(2.5), Some("AP+A"))
+        );
+    }
+}
