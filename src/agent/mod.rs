@@ -9,6 +9,7 @@ mod foreground;
 mod intent;
 mod intent_check;
 mod kept_facts;
+mod live_roles;
 mod model_call;
 mod produced;
 mod redact;
@@ -36,6 +37,7 @@ pub use compaction::{
 pub use events::{RuntimeEvent, StopReason, TurnOutcome};
 pub use intent::{IntentRule, IntentRules, IntentRulesError, Requirement, MAX_CORRECTIONS};
 pub use kept_facts::KEPT_MARK;
+pub use live_roles::LiveDelegates;
 pub use roles::{builtin_roles, find_role, load_roles, Role, SUBAGENT_MAX_ROUNDS};
 pub use runtime::{
     Agent, AgentConfig, ResumeRequest, TurnModel, TurnRequest, DEFAULT_TOOL_TIMEOUT,

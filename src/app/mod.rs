@@ -1,6 +1,6 @@
 //! Assembling and running Switchboard: store, provider, tools, agent, gateway, adapters.
 
-use crate::agent::{delegate_tools, Agent, AgentConfig, DEFAULT_TOOL_TIMEOUT};
+use crate::agent::{Agent, AgentConfig, LiveDelegates, DEFAULT_TOOL_TIMEOUT};
 use crate::busy::Busy;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
@@ -136,9 +136,9 @@ pub async fn start_with_clock(
     let (mut tools, grown) = build_tools(config, &store, &tasks, &skills, &adapters)?;
     grown.watch(shutdown.clone());
     let mcp = start_mcp(config, &store, &mut tools, &grown, &shutdown).await;
-    let agent = build_agent(config, provider, tools, &media, &store, &models);
+    let (agent, delegates) = build_agent(config, provider, tools, &media, &store, &models);
     let agent_provider = Arc::clone(agent.provider());
-    let (chats, reloader) = reload::prepare(config, &mcp, &skills, &store).await;
+    let (chats, reloader) = reload::prepare(config, &mcp, &skills, &delegates, &store).await;
     let loaded = Arc::clone(&reloader.loaded);
     let settings = gateway_settings(config, clock, chats);
     let metrics = Arc::new(Metrics::default());
@@ -317,7 +317,8 @@ fn skill_library(config: &Config, shutdown: &CancellationToken) -> Arc<SkillLibr
 }
 
 /// The agent: the configured prompt and limits, the tools, and a
-/// `delegate_to_<role>` tool per sub-agent role.
+/// `delegate_to_<role>` tool per sub-agent role (a live set, changed when
+/// `SUBAGENTS_FILE` is reloaded).
 fn build_agent(
     config: &Config,
     provider: Arc<dyn crate::llm::Provider>,
@@ -325,7 +326,7 @@ fn build_agent(
     media: &crate::media::Media,
     store: &Store,
     models: &Arc<crate::models::Models>,
-) -> Arc<Agent> {
+) -> (Arc<Agent>, Arc<LiveDelegates>) {
     let agent_config = AgentConfig {
         max_tool_rounds: config.max_tool_rounds,
         system_prompt: config
@@ -339,17 +340,19 @@ fn build_agent(
         turn_deadline: config.caps.turn_deadline,
         images: Some(media.images()),
     };
-    for tool in delegate_tools(
+    let delegates = Arc::new(LiveDelegates::new(
         &config.subagents,
-        &provider,
-        &tools,
-        &agent_config,
-        store,
-        Some(models),
-    ) {
-        tools.register(tool);
-    }
-    Arc::new(Agent::new(provider, Arc::new(tools), agent_config))
+        Arc::clone(&provider),
+        tools.clone(),
+        agent_config.clone(),
+        store.clone(),
+        Some(Arc::clone(models)),
+    ));
+    tools.register_dynamic(Arc::clone(&delegates) as Arc<dyn crate::tools::DynamicTools>);
+    (
+        Arc::new(Agent::new(provider, Arc::new(tools), agent_config)),
+        delegates,
+    )
 }
 
 /// Serves the web console (`WEB_LISTEN`) and the health endpoint on the

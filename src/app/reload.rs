@@ -3,8 +3,10 @@
 //! file changes (see `watch`). Each file is checked whole first: a bad one
 //! is refused (the message names the file, the line and, where the parser
 //! gives it, the column) and the settings in force stay; a good one is
-//! swapped in whole, so a turn reads one version or the next, never half.
+//! swapped in whole, so a turn reads one version or the next, never half
+//! (sub-agent roles: the `delegate_to_<role>` tools, from the next turn).
 
+use crate::agent::LiveDelegates;
 use crate::chats::{ChatBindings, ChatProblem};
 use crate::config::Config;
 use crate::loaded::{strict_json, Live, Loaded};
@@ -52,6 +54,7 @@ pub(crate) async fn prepare(
     config: &Config,
     mcp: &Arc<LiveMcp>,
     skills: &Arc<SkillLibrary>,
+    delegates: &Arc<LiveDelegates>,
     store: &Store,
 ) -> (Arc<Live<ChatBindings>>, Arc<Reloader>) {
     let chats = Arc::new(Live::new(config.chats.clone()));
@@ -60,6 +63,7 @@ pub(crate) async fn prepare(
         Arc::clone(&chats),
         Arc::clone(mcp),
         Arc::clone(skills),
+        Arc::clone(delegates),
         store.clone(),
     ));
     reloader.record_start(config).await;
@@ -75,6 +79,9 @@ pub(crate) struct Reloader {
     chats: Arc<Live<ChatBindings>>,
     mcp: Arc<LiveMcp>,
     skills: Arc<SkillLibrary>,
+    delegates: Arc<LiveDelegates>,
+    /// `SUBAGENTS` as set, applied to each new version of the file.
+    offered: Option<String>,
     store: Store,
     paths: BTreeMap<Source, PathBuf>,
     roles: Mutex<RoleTools>,
@@ -89,6 +96,7 @@ impl Reloader {
         chats: Arc<Live<ChatBindings>>,
         mcp: Arc<LiveMcp>,
         skills: Arc<SkillLibrary>,
+        delegates: Arc<LiveDelegates>,
         store: Store,
     ) -> Reloader {
         let mut paths = BTreeMap::new();
@@ -114,6 +122,8 @@ impl Reloader {
             chats,
             mcp,
             skills,
+            delegates,
+            offered: config.subagents_setting.clone(),
             store,
             paths,
             roles: Mutex::new(role_tools(file_roles)),
@@ -254,28 +264,36 @@ impl Reloader {
         );
     }
 
-    /// The roles are checked and their tools used for the chats' folding;
-    /// the `delegate_to_<role>` tools themselves are built at start.
+    /// The roles are checked whole, `SUBAGENTS` applied to them, and the
+    /// `delegate_to_<role>` tools rebuilt (used from the next turn); their
+    /// tools also serve the chats' folding.
     fn subagents(&self, trigger: &str) {
         let Some(path) = self.path(Source::Subagents) else {
             return;
         };
-        let roles = match check_roles(path) {
-            Ok(roles) => roles,
+        let checked = check_roles(path).and_then(|roles| {
+            crate::config::offered_roles(self.offered.as_deref(), &roles)
+                .map(|offered| (roles, offered))
+                .map_err(|e| format!("SUBAGENTS_FILE ({}): {e}", path.display()))
+        });
+        let (roles, offered) = match checked {
+            Ok(both) => both,
             Err(message) => return self.refuse(Source::Subagents, trigger, message),
         };
         let count = roles.len();
         *self.roles.lock().unwrap_or_else(PoisonError::into_inner) = role_tools(roles);
+        self.delegates.offer(&offered);
         self.loaded.loaded(
             Source::Subagents.label(),
             Some(path),
-            format!("{count} role(s) in the file"),
+            format!("{} role(s) offered", offered.len()),
         );
         tracing::info!(
             source = "SUBAGENTS_FILE",
             trigger,
             roles = count,
-            "settings reloaded (new roles are offered after a restart)"
+            offered = ?self.delegates.offered(),
+            "settings reloaded"
         );
     }
 

@@ -145,6 +145,9 @@ pub struct Config {
     pub portfolio_tools: bool,
     /// Sub-agent roles offered as `delegate_to_<role>` (`SUBAGENTS`).
     pub subagents: Vec<crate::agent::Role>,
+    /// `SUBAGENTS` as set (none: unset), applied again on a reload of
+    /// `SUBAGENTS_FILE`.
+    pub subagents_setting: Option<String>,
     pub web_fetch_allow: Vec<String>,
     /// The `web_search` tool's provider (`SEARCH_PROVIDER`, …); none: no tool.
     pub search: Option<SearchConfig>,
@@ -174,6 +177,15 @@ pub struct Config {
 
 const FIX_LLM_BASE_URL: &str =
     "set it to the endpoint's base URL, e.g. LLM_BASE_URL=http://localhost:11434/v1 for a local Ollama (or https://api.anthropic.com/v1 with LLM_API=anthropic)";
+
+/// The roles `SUBAGENTS` (`setting`; none: unset) offers among the built-in
+/// ones and `file_roles` (`SUBAGENTS_FILE`'s).
+pub fn offered_roles(
+    setting: Option<&str>,
+    file_roles: &[crate::agent::Role],
+) -> Result<Vec<crate::agent::Role>, ConfigError> {
+    limits::subagents(setting.map(str::to_owned), file_roles)
+}
 
 impl Config {
     /// Reads the process environment (after loading `.env` if present).
@@ -245,6 +257,7 @@ impl Config {
             exec_timeout: Duration::from_secs(number(&get, "EXEC_TIMEOUT")?.unwrap_or(120)),
             exec_sandbox: crate::tools::SandboxConfig::from_lookup(&get)?,
             subagents: limits::subagents(get("SUBAGENTS"), &files.roles)?,
+            subagents_setting: get("SUBAGENTS"),
             max_background_tasks: number(&get, "MAX_BACKGROUND_TASKS")?
                 .unwrap_or(crate::tasks::DEFAULT_TASKS_PER_SESSION),
             caps: limits::caps(&get)?,

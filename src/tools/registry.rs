@@ -15,7 +15,7 @@ pub trait DynamicTools: Send + Sync + 'static {
 }
 
 /// The tools the agent may call, in registration order.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     by_name: HashMap<String, usize>,

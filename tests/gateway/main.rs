@@ -27,6 +27,7 @@ mod e2e_profile_card;
 mod e2e_queue;
 mod e2e_reasoning;
 mod e2e_reload;
+mod e2e_reload_roles;
 mod e2e_role_memory;
 mod e2e_rule_scope;
 mod e2e_runtime;

@@ -110,7 +110,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "SKILLS_DIR",
             "`./skills`",
-            "your skills, one `*.md` file each",
+            "your skills, one `*.md` file each; re-read when they change and on `SIGHUP`",
         ),
         v(
             "HTTP_TOOLS_FILE",
@@ -125,7 +125,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "MCP_SERVERS_FILE",
             "unset",
-            "MCP servers whose tools the agent may use, in the Claude Desktop format; a stdio server runs under the exec sandbox, writing only in `DATA_DIR/mcp/<name>` (see [MCP](mcp.md))",
+            "MCP servers whose tools the agent may use, in the Claude Desktop format; a stdio server runs under the exec sandbox, writing only in `DATA_DIR/mcp/<name>` (see [MCP](mcp.md)); reloaded on `SIGHUP` and when it changes: servers added are started, removed ones stopped, changed ones restarted",
         ),
         v(
             "MCP_NOTIFY_CHAT",
@@ -195,7 +195,7 @@ pub(super) const TOOLS: Section = Section {
         v(
             "SUBAGENTS_FILE",
             "unset",
-            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals, memory (its own notes per user)",
+            "the operator's sub-agent roles: name, description, system prompt, tools, model, max rounds, approvals, memory (its own notes per user); reloaded on `SIGHUP` and when it changes: the `delegate_to_<role>` tools are rebuilt for the next turn",
         ),
         v(
             "SUBAGENTS",
@@ -212,7 +212,7 @@ pub(super) const CHATS: Section = Section {
         v(
             "CHATS_FILE",
             "unset",
-            "per-chat settings: a JSON file binding chats, topics and threads to a model, instructions, tools, sub-agents, free response, verbosity, queue mode and memory",
+            "per-chat settings: a JSON file binding chats, topics and threads to a model, instructions, tools, sub-agents, free response, verbosity, queue mode and memory; reloaded on `SIGHUP` and when it changes (a turn keeps the version it began with)",
         ),
         v("TIMEZONE", "`UTC`", "IANA time zone of cron schedules"),
         v(

@@ -48,9 +48,18 @@ pub(crate) async fn run(
 /// The session's verbosity: its own choice, else the operator's default
 /// (also when storage cannot say).
 pub(crate) async fn verbosity(inner: &Inner, key: &SessionKey, session: &SessionId) -> Verbosity {
+    verbosity_in(inner, inner.chat_settings(key).as_ref(), session).await
+}
+
+/// The session's verbosity in a chat whose settings are `chat` (a turn's
+/// copy of them).
+pub(crate) async fn verbosity_in(
+    inner: &Inner,
+    chat: Option<&crate::chats::ChatSettings>,
+    session: &SessionId,
+) -> Verbosity {
     // The chat's own default (`CHATS_FILE`), else the operator's.
-    let default = inner
-        .chat_settings(key)
+    let default = chat
         .and_then(|c| c.verbosity)
         .unwrap_or(inner.features.verbosity);
     match inner.store.verbosity(session).await {

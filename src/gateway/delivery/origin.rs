@@ -13,4 +13,7 @@ pub(in crate::gateway) struct Origin {
     /// When the user's message was sent (the platform's stamp); none for a
     /// resumed turn, a notification or a schedule.
     pub(in crate::gateway) sent_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The chat's settings (`CHATS_FILE`) as the turn began: one copy read
+    /// once and used for the whole turn, so a reload never mixes versions.
+    pub(in crate::gateway) chat: Option<crate::chats::ChatSettings>,
 }

@@ -38,7 +38,7 @@ pub(in crate::gateway) async fn deliver(
     let verbosity = if o.adapter.capabilities().local_operator {
         Verbosity::Off
     } else {
-        crate::gateway::commands::verbose::verbosity(inner, &o.conversation.key, &o.session).await
+        crate::gateway::commands::verbose::verbosity_in(inner, o.chat.as_ref(), &o.session).await
     };
     let status = &inner.features.status;
     status.show(&o.adapter, status_target(o), Status::Working);

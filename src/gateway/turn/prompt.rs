@@ -49,7 +49,7 @@ pub(in crate::gateway) async fn assemble(
     // Only the model sees recalled memories; history keeps the plain input.
     // A chat bound with `"memory": false` recalls nothing.
     let query = match input {
-        SessionInput::Message(m) if crate::gateway::chat::memory_on(inner, key) => {
+        SessionInput::Message(m) if crate::gateway::chat::memory_on(origin.chat.as_ref()) => {
             Some(m.text.as_str())
         }
         _ => None,
@@ -110,7 +110,10 @@ async fn system_context(
     let private = origin.conversation.kind.is_private();
     let own = private.then(|| crate::store::MemoryOwner::new(key.platform, key.user));
     let context = crate::gateway::commands::identity::with_identity(inner, context, own).await;
-    join(crate::gateway::chat::instructions(inner, key), context)
+    join(
+        crate::gateway::chat::instructions(origin.chat.as_ref()),
+        context,
+    )
 }
 
 /// Two optional sections, a blank line between them.

@@ -86,6 +86,7 @@ pub(in crate::gateway) async fn resume_with(
         })
     });
     let origin = Origin {
+        chat: inner.chat_settings(&origin.key),
         conversation: origin,
         adapter,
         session: session_id,
@@ -213,7 +214,7 @@ async fn resolve(
 /// as its first call would have).
 async fn resumed_model(inner: &Inner, origin: &Origin, routed: Option<&str>) -> Selected {
     let mut selected =
-        crate::gateway::chat::select(inner, &origin.conversation.key, &origin.session, None).await;
+        crate::gateway::chat::select_in(inner, origin.chat.as_ref(), &origin.session, None).await;
     crate::gateway::chat::for_builders(inner, &mut selected, Some(&origin.conversation.user));
     if let Some(name) = routed {
         if let Some(routed) = inner.features.models.named(name).await {

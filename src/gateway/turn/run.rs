@@ -42,7 +42,7 @@ pub(crate) async fn process(
         let (chat, reply_to) = (origin.conversation.chat, origin.conversation.reply_to);
         return notify(origin.adapter.as_ref(), &chat, &notice, reply_to).await;
     }
-    let selected = select(inner, &key, &origin, &input, &given).await;
+    let selected = select(inner, &origin, &input, &given).await;
     let _ = origin
         .adapter
         .activity(&origin.conversation.chat, Activity::Typing)
@@ -97,6 +97,7 @@ fn origin_of(inner: &Inner, input: &SessionInput, session: SessionId) -> Option<
         _ => None,
     };
     Some(Origin {
+        chat: inner.chat_settings(&conversation.key),
         conversation,
         adapter,
         session,
@@ -104,21 +105,18 @@ fn origin_of(inner: &Inner, input: &SessionInput, session: SessionId) -> Option<
     })
 }
 
-/// The model and tools of the turn: the chat's binding and the routing
+/// The model and tools of the turn: the chat's binding (the turn's copy,
+/// read once in `origin_of`) and the routing
 /// rules, without the tools that change tools unless the asker may; the
 /// tools added from the chat refreshed as every process sees them now.
-async fn select(
-    inner: &Inner,
-    key: &SessionKey,
-    origin: &Origin,
-    input: &SessionInput,
-    given: &Message,
-) -> Selected {
+async fn select(inner: &Inner, origin: &Origin, input: &SessionInput, given: &Message) -> Selected {
     let route = crate::models::RouteInput {
         text: query_text(input),
         images: !given.images.is_empty(),
     };
-    let mut selected = crate::gateway::chat::select(inner, key, &origin.session, Some(route)).await;
+    let chat = origin.chat.as_ref();
+    let mut selected =
+        crate::gateway::chat::select_in(inner, chat, &origin.session, Some(route)).await;
     let asker = match input {
         SessionInput::Message(m) => Some(&m.user),
         _ => None,
