@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod background;
 mod listeners;
 mod mcp_tools;
 mod parts;
@@ -170,14 +171,10 @@ pub async fn start_with_clock(
     };
     let web_addr = serve_listeners(config, &gateway, health, probe, &shutdown, &loaded).await?;
     watch::spawn(reloader, shutdown.clone());
-    spawn_embedder(config, &store, &shutdown);
-    heartbeat(&store, instance, web_addr, &shutdown);
+    background::spawn(
+        config, &store, instance, web_addr, &adapters, &busy, &shutdown,
+    );
     let (sink, inbound) = InboundSink::channel(1024);
-    tokio::spawn(crate::footprint::release_after_start(
-        adapters.clone(),
-        busy.clone(),
-        shutdown.clone(),
-    ));
     let (handles, adapters_done) = run_adapters(adapters, sink, &shutdown);
     store
         .audit()
@@ -197,21 +194,6 @@ pub async fn start_with_clock(
         loaded,
         _liveness: liveness,
     })
-}
-
-/// Renews this process's row in `processes` until shutdown.
-fn heartbeat(
-    store: &Store,
-    instance: crate::domain::ProcessId,
-    web_addr: Option<std::net::SocketAddr>,
-    shutdown: &CancellationToken,
-) {
-    tokio::spawn(crate::heartbeat::run(
-        store.clone(),
-        instance,
-        web_addr.map(|a| a.to_string()),
-        shutdown.clone(),
-    ));
 }
 
 /// The store, this process's id, and its claim to be alive: its queued
@@ -493,18 +475,4 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;
     Ok(())
-}
-
-/// The background worker embedding memories, when `EMBEDDINGS_*` is set.
-fn spawn_embedder(config: &Config, store: &Store, shutdown: &CancellationToken) {
-    let Some(embeddings) = config.memory.embeddings.clone() else {
-        return;
-    };
-    if config.memory.enabled {
-        tokio::spawn(crate::memory::semantic::run_worker(
-            store.clone(),
-            crate::memory::semantic::Embedder::new(embeddings),
-            shutdown.clone(),
-        ));
-    }
 }

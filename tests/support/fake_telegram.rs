@@ -21,8 +21,8 @@ mod files;
 mod html;
 mod limits;
 mod poll_faults;
-mod voice;
 mod reactions;
+mod voice;
 
 #[allow(unused_imports)] // only the resilience tests break polling
 pub use poll_faults::PollFault;

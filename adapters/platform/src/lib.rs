@@ -18,8 +18,8 @@ mod media;
 mod outbound;
 mod pacing;
 mod secret;
-mod voice;
 mod status;
+mod voice;
 mod waits;
 
 pub use adapter::{Capabilities, CommandInfo, LengthUnit, PlatformAdapter, PlatformError};
@@ -37,6 +37,6 @@ pub use media::{stream_to, Attachment, AttachmentHandle, AttachmentKind, DOWNLOA
 pub use outbound::{Activity, Button, ButtonStyle, OutgoingMessage, PressAnswer};
 pub use pacing::{Pacer, Retry, TokioClock};
 pub use secret::Secret;
-pub use voice::{ogg_crc, OggOpus, OutgoingVoice, VoiceError, MAX_WAVEFORM_POINTS};
 pub use status::{Reaction, Status, StatusConfigError, StatusEmoji};
+pub use voice::{ogg_crc, OggOpus, OutgoingVoice, VoiceError, MAX_WAVEFORM_POINTS};
 pub use waits::{WaitHistogram, WaitSnapshot};
