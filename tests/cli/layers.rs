@@ -23,6 +23,7 @@ const ORDER: &[&str] = &[
     "dirs",
     "workspace",
     "busy",
+    "footprint",
     "metrics",
     "portfolio",
     "llm",
