@@ -11,8 +11,9 @@
 //!    until its answer reaches the fake Bot API (so process start, migrations,
 //!    both adapters connecting, the turn). Then the same on the existing data
 //!    directory (a restart).
-//! 2. Idle: once both platforms are up (Discord's shard ready, Telegram
-//!    polling) and `IDLE_SECS` (default 5) later, `/proc/PID/status` (VmRSS,
+//! 2. Idle: as soon as both platforms are up (Discord's shard ready,
+//!    Telegram polling), and again `IDLE_SECS` (default 5) after the gateway
+//!    logged that start-up's pages were released (src/footprint.rs): `/proc/PID/status` (VmRSS,
 //!    threads) and `/proc/PID/smaps_rollup` (private = Private_Clean +
 //!    Private_Dirty), with the resident pages split by what they map (the
 //!    binary's mappings by permission — code `r-xp`, read-only data `r--p`,
@@ -78,7 +79,7 @@ impl Fakes {
     fn setup(&self, home: &Path) -> Setup {
         let mut setup = Setup::new(home, &self.llm.base_url(), None);
         setup
-            .set("RUST_LOG", "warn")
+            .set("RUST_LOG", "warn,switchboard::footprint=info")
             .set("MEMORY_ENABLED", "false")
             // 100 questions in a row from one user: above the default 20 a minute.
             .set("USER_MESSAGES_PER_MINUTE", "1000")
@@ -218,6 +219,9 @@ async fn idle_and_cpu(binary: &Path, idle: Duration) {
             .await,
         "Telegram is not polling"
     );
+    report("up, just connected", pid);
+    let released = released_line(&gateway).await;
+    println!("   ({released})");
     tokio::time::sleep(idle).await;
     report("up, no message yet", pid);
 
@@ -251,8 +255,30 @@ async fn idle_and_cpu(binary: &Path, idle: Duration) {
     report(&format!("after {} answers", answers + 1), pid);
     gateway.stop().await;
     let log = gateway.log();
+    let log: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains("start-up pages released"))
+        .collect();
+    let log = log.join("\n");
     if !log.trim().is_empty() {
         println!("   (its log: {})", log.trim());
+    }
+}
+
+/// The gateway's "start-up pages released" line, once it has settled.
+async fn released_line(gateway: &Gateway) -> String {
+    let start = Instant::now();
+    loop {
+        if let Some(line) = gateway
+            .log()
+            .lines()
+            .find(|l| l.contains("start-up pages released"))
+        {
+            let at = line.find("start-up").unwrap_or(0);
+            return line[at..].to_owned();
+        }
+        assert!(start.elapsed() < WAIT, "never released: {}", gateway.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -26,6 +26,7 @@ const CONFIG_SOURCES: &[&str] = &[
     "src/media/config.rs",
     "src/tools/sandbox/settings.rs",
     "src/memory/config.rs",
+    "src/memory/semantic/config.rs",
     "src/tools/grown/builders.rs",
     "adapters/telegram/src/config.rs",
     "adapters/discord/src/config.rs",
