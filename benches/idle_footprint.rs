@@ -22,6 +22,8 @@
 //!    each platform.
 //! 3. CPU per answer: `ANSWERS` (default 100) Telegram questions one after
 //!    the other, the process's user + system time over them.
+//!
+//! `GATEWAY_ENV="KEY=value …"` adds settings (e.g. `REACTIONS=off`) to compare.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "../tests/support/mod.rs"]
@@ -87,6 +89,13 @@ impl Fakes {
             .set("TELEGRAM_API_URL", &self.tg.api_url())
             .set("DISCORD_BOT_TOKEN", DISCORD_TOKEN)
             .set("DISCORD_API_URL", &self.discord.api_url);
+        // `GATEWAY_ENV="REACTIONS=off …"`: settings to compare with.
+        let extra = std::env::var("GATEWAY_ENV").unwrap_or_default();
+        for pair in extra.split_whitespace() {
+            if let Some((key, value)) = pair.split_once('=') {
+                setup.set(key, value);
+            }
+        }
         setup
     }
 
