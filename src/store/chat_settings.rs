@@ -1,20 +1,71 @@
-//! Settings a session's users change from the chat (`/verbose`, `/queue`), stored as
-//! text; the gateway parses them and falls back to the operator's defaults.
+//! Settings a session's users change from the chat (`/verbose`, `/queue`,
+//! `/voice`), stored as text; the gateway parses them and falls back to the
+//! operator's defaults.
 
 use super::{now, SessionId, Store, StoreError};
 use sqlx::Row;
 
+/// A text column of `chat_settings` a command sets.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Setting {
+    Verbosity,
+    QueueMode,
+    Voice,
+}
+
+impl Setting {
+    fn column(self) -> &'static str {
+        match self {
+            Setting::Verbosity => "verbosity",
+            Setting::QueueMode => "queue_mode",
+            Setting::Voice => "voice",
+        }
+    }
+}
+
 impl Store {
-    /// The session's verbosity as set with `/verbose`; `None` when never set.
-    pub async fn verbosity(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT verbosity FROM chat_settings WHERE session_id = $1")
-            .bind(session)
-            .fetch_optional(&self.pool)
-            .await?;
+    /// The session's `setting`; `None` when never set.
+    pub(super) async fn chat_setting(
+        &self,
+        session: &SessionId,
+        setting: Setting,
+    ) -> Result<Option<String>, StoreError> {
+        let column = setting.column();
+        let row = sqlx::query(&format!(
+            "SELECT {column} FROM chat_settings WHERE session_id = $1"
+        ))
+        .bind(session)
+        .fetch_optional(&self.pool)
+        .await?;
         match row {
-            Some(row) => Ok(row.try_get::<Option<String>, _>("verbosity")?),
+            Some(row) => Ok(row.try_get::<Option<String>, _>(column)?),
             None => Ok(None),
         }
+    }
+
+    /// Sets the session's `setting` (`None`: back to the default).
+    pub(super) async fn set_chat_setting(
+        &self,
+        session: &SessionId,
+        setting: Setting,
+        value: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let column = setting.column();
+        sqlx::query(&format!(
+            "INSERT INTO chat_settings (session_id, {column}, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (session_id) DO UPDATE SET {column} = excluded.{column}, updated_at = excluded.updated_at"
+        ))
+        .bind(session)
+        .bind(value)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The session's verbosity as set with `/verbose`; `None` when never set.
+    pub async fn verbosity(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
+        self.chat_setting(session, Setting::Verbosity).await
     }
 
     /// Sets the session's verbosity (`None`: back to the default).
@@ -23,30 +74,13 @@ impl Store {
         session: &SessionId,
         verbosity: Option<&str>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO chat_settings (session_id, verbosity, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET verbosity = excluded.verbosity, updated_at = excluded.updated_at",
-        )
-        .bind(session)
-        .bind(verbosity)
-        .bind(now())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        self.set_chat_setting(session, Setting::Verbosity, verbosity)
+            .await
     }
-}
 
-impl Store {
     /// The session's queue mode as set with `/queue`; `None` when never set.
     pub async fn queue_mode(&self, session: &SessionId) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT queue_mode FROM chat_settings WHERE session_id = $1")
-            .bind(session)
-            .fetch_optional(&self.pool)
-            .await?;
-        match row {
-            Some(row) => Ok(row.try_get::<Option<String>, _>("queue_mode")?),
-            None => Ok(None),
-        }
+        self.chat_setting(session, Setting::QueueMode).await
     }
 
     /// Sets the session's queue mode (`None`: back to the default).
@@ -55,16 +89,8 @@ impl Store {
         session: &SessionId,
         mode: Option<&str>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO chat_settings (session_id, queue_mode, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET queue_mode = excluded.queue_mode, updated_at = excluded.updated_at",
-        )
-        .bind(session)
-        .bind(mode)
-        .bind(now())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        self.set_chat_setting(session, Setting::QueueMode, mode)
+            .await
     }
 }
 

@@ -1,6 +1,7 @@
 //! Voice replies per session: the `/voice on|off` choice and whether the
 //! session's latest message was a voice note (to reply in kind).
 
+use super::chat_settings::Setting;
 use super::{now, SessionId, Store, StoreError};
 use sqlx::Row;
 
@@ -30,16 +31,7 @@ impl Store {
         session: &SessionId,
         voice: Option<&str>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO chat_settings (session_id, voice, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT (session_id) DO UPDATE SET voice = excluded.voice, updated_at = excluded.updated_at",
-        )
-        .bind(session)
-        .bind(voice)
-        .bind(now())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        self.set_chat_setting(session, Setting::Voice, voice).await
     }
 
     /// Records whether the session's latest message was a voice note.

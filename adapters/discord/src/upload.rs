@@ -27,7 +27,6 @@ impl Rest {
                 file.bytes.len()
             )));
         }
-        let channel_id = ChannelId::from(nz(channel)?);
         let caption = file.caption.as_deref().map(clip).unwrap_or_default();
         let payload = json!({
             "content": caption,
@@ -36,13 +35,24 @@ impl Rest {
             "allowed_mentions": { "parse": [] },
         })
         .to_string();
+        self.post_one_attachment(channel, file.bytes.clone(), file.name.clone(), payload)
+            .await
+    }
+
+    /// Posts a new message with one attachment (`bytes` named `name`) and
+    /// its `payload_json`, paced on the channel's lane; returns its id.
+    pub(crate) async fn post_one_attachment(
+        &self,
+        channel: u64,
+        bytes: Vec<u8>,
+        name: String,
+        payload_json: String,
+    ) -> Result<u64, RestError> {
+        let channel_id = ChannelId::from(nz(channel)?);
         let multipart = Multipart {
-            upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(
-                file.bytes.clone(),
-                file.name.clone(),
-            )]),
+            upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(bytes, name)]),
             fields: Vec::new(),
-            payload_json: Some(payload),
+            payload_json: Some(payload_json),
         };
         let created: Created = self
             .pacer

@@ -5,13 +5,10 @@
 //! lane like every message.
 
 use crate::errors::RestError;
-use crate::rest::{decode, nz, Created, Lane, Rest, HTTP_TIMEOUT};
+use crate::rest::Rest;
 use base64::Engine;
 use serde_json::json;
-use serenity::builder::CreateAttachment;
-use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
-use serenity::model::id::ChannelId;
-use switchboard_platform::{OutgoingVoice, Retry};
+use switchboard_platform::OutgoingVoice;
 
 /// The message flag of a voice message (1 << 13).
 pub(crate) const IS_VOICE_MESSAGE: u64 = 1 << 13;
@@ -48,36 +45,13 @@ impl Rest {
                 voice.bytes.len()
             )));
         }
-        let channel_id = ChannelId::from(nz(channel)?);
-        let multipart = Multipart {
-            upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(
-                voice.bytes.clone(),
-                VOICE_FILE_NAME,
-            )]),
-            fields: Vec::new(),
-            payload_json: Some(payload(voice).to_string()),
-        };
-        let created: Created = self
-            .pacer
-            .run(
-                &Lane::Channel(channel),
-                || {
-                    let request =
-                        Request::new(Route::ChannelMessages { channel_id }, LightMethod::Post)
-                            .multipart(Some(multipart.clone()));
-                    self.exchange(request, HTTP_TIMEOUT)
-                },
-                |e: &RestError| match e {
-                    RestError::RateLimited { delay, global } => Retry::After {
-                        delay: *delay,
-                        global: *global,
-                    },
-                    _ => Retry::No,
-                },
-            )
-            .await
-            .and_then(decode)?;
-        Ok(created.id.get())
+        self.post_one_attachment(
+            channel,
+            voice.bytes.clone(),
+            VOICE_FILE_NAME.to_owned(),
+            payload(voice).to_string(),
+        )
+        .await
     }
 }
 
