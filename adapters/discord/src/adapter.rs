@@ -427,6 +427,13 @@ impl PlatformAdapter for DiscordAdapter {
             .map_err(PlatformError::from)
     }
 
+    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
+        match channel_of(chat) {
+            Ok(channel) => self.shared.rest.wait_idle(channel, within).await,
+            Err(_) => tokio::time::sleep(within).await,
+        }
+    }
+
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
         let channel = channel_of(chat)?;
         match activity {

@@ -274,6 +274,15 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         Err(PlatformError::Unsupported("react to messages"))
     }
 
+    /// After [`Self::set_status`] gave way in `chat`: waits until the call it
+    /// gave way to has ended (at most `within`), so the status is asked
+    /// again at the next moment it can go instead of on a timer. The
+    /// default waits `within`.
+    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
+        let _ = chat;
+        tokio::time::sleep(within).await;
+    }
+
     /// Publishes the commands users can type in the platform's command menu,
     /// replacing the previous set. Commands the platform cannot name are left
     /// out of the menu (they still work when typed). Platforms without such a

@@ -428,6 +428,10 @@ impl PlatformAdapter for TelegramAdapter {
         self.inner.out.react(target, emoji.emoji(status)).await
     }
 
+    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
+        self.inner.out.wait_idle(chat, within).await;
+    }
+
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {
         match activity {
             Activity::Typing => self.inner.start_typing(*chat),

@@ -129,6 +129,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.set_status(target, status, previous).await
     }
 
+    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
+        self.inner.status_wait(chat, within).await;
+    }
+
     async fn run(
         &self,
         sink: InboundSink,
