@@ -341,6 +341,8 @@ impl TestChannel {
             max_download_bytes: 20 << 20,
             answer_buttons: true,
             local_operator: false,
+            forms: false,
+            menus: false,
         }
     }
 
@@ -599,6 +601,7 @@ impl TestChannel {
             handle,
             timestamp: chrono::Utc::now(),
             parent: None,
+            input: Default::default(),
         }))
         .await;
     }

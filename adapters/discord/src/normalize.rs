@@ -10,16 +10,17 @@
 
 use chrono::{DateTime, Utc};
 use serenity::model::application::{
-    CommandInteraction, ComponentInteraction, ComponentInteractionDataKind,
+    CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, ModalInteraction,
 };
 use serenity::model::channel::{ChannelType, Message, MessageType, PartialChannel};
+use serenity::model::guild::Member;
 use serenity::model::id::RoleId;
 use serenity::model::user::User as SerenityUser;
 use serenity::model::Timestamp;
 use std::collections::HashSet;
 use switchboard_platform::{
     ActionId, Addressed, Attachment, AttachmentKind, ButtonPress, ChatAddress, ChatId, ChatKind,
-    InboundMessage, MessageId, MessageRef, Platform, PressHandle, User, UserId,
+    InboundMessage, MessageId, MessageRef, Platform, PressHandle, PressInput, User, UserId,
 };
 
 /// Who the bot is and what the configuration says about users and channels.
@@ -195,7 +196,8 @@ fn attachment(msg: &Message, a: &serenity::model::channel::Attachment) -> Attach
 /// Why a component interaction is not forwarded as a press.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotAPress {
-    /// Not a button (select menus are not part of the contract).
+    /// Neither a button nor a string select (user, role or channel selects
+    /// are not part of the contract).
     NotAButton,
     /// The `custom_id` is not one of our action ids.
     UnknownCustomId,
@@ -203,41 +205,101 @@ pub(crate) enum NotAPress {
     BadId,
 }
 
-/// Normalizes a button press.
+/// Normalizes a button press or a choice in a string select.
 pub(crate) fn press(
     interaction: &ComponentInteraction,
     ctx: &Context<'_>,
 ) -> Result<ButtonPress, NotAPress> {
-    if !matches!(interaction.data.kind, ComponentInteractionDataKind::Button) {
-        return Err(NotAPress::NotAButton);
-    }
-    let action = ActionId::parse(&interaction.data.custom_id).ok_or(NotAPress::UnknownCustomId)?;
-    let place = interaction_place(interaction.guild_id.is_some(), interaction.channel.as_ref());
-    let chat = address(interaction.channel_id.get()).ok_or(NotAPress::BadId)?;
-    let roles = interaction
-        .member
-        .as_ref()
-        .map(|m| m.roles.as_slice())
-        .unwrap_or_default();
-    let nick = interaction.member.as_ref().and_then(|m| m.nick.as_deref());
-    let handle = Handle {
-        interaction: interaction.id.get(),
-        application: interaction.application_id.get(),
-        token: interaction.token.clone(),
+    let input = match &interaction.data.kind {
+        ComponentInteractionDataKind::Button => PressInput::None,
+        ComponentInteractionDataKind::StringSelect { values } => PressInput::Chosen(values.clone()),
+        _ => return Err(NotAPress::NotAButton),
     };
-    Ok(ButtonPress {
-        chat,
-        chat_kind: place.kind(),
-        user: user(&interaction.user, nick, roles, ctx).ok_or(NotAPress::BadId)?,
-        action,
-        message: Some(MessageRef {
+    let from = Interacted {
+        id: interaction.id.get(),
+        application: interaction.application_id.get(),
+        token: &interaction.token,
+        in_guild: interaction.guild_id.is_some(),
+        channel: interaction.channel.as_ref(),
+        channel_id: interaction.channel_id.get(),
+        member: interaction.member.as_ref(),
+        user: &interaction.user,
+        message: Some(interaction.message.id.get()),
+    };
+    from.press(&interaction.data.custom_id, input, ctx)
+}
+
+/// Normalizes a modal submit: a press of the modal's `custom_id` carrying
+/// its fields, on the message whose button opened it (when one did).
+pub(crate) fn modal_submit(
+    interaction: &ModalInteraction,
+    ctx: &Context<'_>,
+) -> Result<ButtonPress, NotAPress> {
+    let input = PressInput::Form(crate::forms::submitted(&interaction.data.components));
+    let from = Interacted {
+        id: interaction.id.get(),
+        application: interaction.application_id.get(),
+        token: &interaction.token,
+        in_guild: interaction.guild_id.is_some(),
+        channel: interaction.channel.as_ref(),
+        channel_id: interaction.channel_id.get(),
+        member: interaction.member.as_ref(),
+        user: &interaction.user,
+        message: interaction.message.as_ref().map(|m| m.id.get()),
+    };
+    from.press(&interaction.data.custom_id, input, ctx)
+}
+
+/// What a component interaction and a modal submit share.
+struct Interacted<'a> {
+    id: u64,
+    application: u64,
+    token: &'a str,
+    in_guild: bool,
+    channel: Option<&'a PartialChannel>,
+    channel_id: u64,
+    member: Option<&'a Member>,
+    user: &'a SerenityUser,
+    message: Option<u64>,
+}
+
+impl Interacted<'_> {
+    fn press(
+        &self,
+        custom_id: &str,
+        input: PressInput,
+        ctx: &Context<'_>,
+    ) -> Result<ButtonPress, NotAPress> {
+        let action = ActionId::parse(custom_id).ok_or(NotAPress::UnknownCustomId)?;
+        let place = interaction_place(self.in_guild, self.channel);
+        let chat = address(self.channel_id).ok_or(NotAPress::BadId)?;
+        let roles = self.member.map(|m| m.roles.as_slice()).unwrap_or_default();
+        let nick = self.member.and_then(|m| m.nick.as_deref());
+        let message = match self.message {
+            Some(id) => Some(MessageRef {
+                chat,
+                id: MessageId(to_i64(id).ok_or(NotAPress::BadId)?),
+            }),
+            None => None,
+        };
+        let handle = Handle {
+            interaction: self.id,
+            application: self.application,
+            token: self.token.to_owned(),
+        };
+        let created = serenity::model::id::InteractionId::new(self.id.max(1)).created_at();
+        Ok(ButtonPress {
             chat,
-            id: MessageId(to_i64(interaction.message.id.get()).ok_or(NotAPress::BadId)?),
-        }),
-        handle: handle.encode(),
-        timestamp: utc(&interaction.id.created_at()),
-        parent: place.parent(),
-    })
+            chat_kind: place.kind(),
+            user: user(self.user, nick, roles, ctx).ok_or(NotAPress::BadId)?,
+            action,
+            message,
+            handle: handle.encode(),
+            timestamp: utc(&created),
+            parent: place.parent(),
+            input,
+        })
+    }
 }
 
 /// Where an interaction happened, from its guild and its partial channel.

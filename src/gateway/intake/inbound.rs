@@ -7,6 +7,8 @@
 //! on its session's worker.
 
 use crate::gateway::chat as chat_turn;
+use crate::gateway::commands::choices;
+use crate::gateway::delivery::outbound;
 use crate::gateway::intake::access::Access;
 use crate::gateway::intake::kept::{Accepted, KeepOutcome};
 use crate::gateway::intake::limiter::Limit;
@@ -183,7 +185,13 @@ impl Gateway {
         }
         match self.inline_command(msg, key, adapter).await {
             Some(Some(text)) => {
-                reply(text, Some(msg.message_id));
+                // A bare `/model` or `/queue` offers its choices as a menu.
+                let menu = choices::menu_for(&self.inner, msg, key, adapter.as_ref()).await;
+                let adapter = Arc::clone(adapter);
+                let (chat, reply_to) = (msg.chat, Some(msg.message_id));
+                tokio::spawn(async move {
+                    outbound::notify_with(adapter.as_ref(), &chat, &text, reply_to, menu).await
+                });
                 true
             }
             Some(None) => true,
