@@ -24,7 +24,7 @@ pub struct Decided {
 enum OnCard {
     /// The press is on the approval's card (or its chat, when the card's
     /// message is unknown).
-    Card(ApprovalRecord),
+    Card(Box<ApprovalRecord>),
     /// No such approval (`decide` says so).
     Unknown,
     /// The press carries the approval's data on another message.
@@ -158,7 +158,7 @@ impl Approvals {
         tools: &ToolRegistry,
     ) -> Result<Result<(ApprovalRecord, Value), String>, StoreError> {
         let record = match self.press_on_card(press, id).await? {
-            OnCard::Card(record) => record,
+            OnCard::Card(record) => *record,
             OnCard::Unknown => return Ok(Err(super::UNKNOWN.into())),
             OnCard::Refused(refusal) => return Ok(Err(refusal)),
         };
@@ -224,7 +224,7 @@ impl Approvals {
             _ => true,
         };
         if same_chat && same_message {
-            return Ok(OnCard::Card(record));
+            return Ok(OnCard::Card(Box::new(record)));
         }
         tracing::warn!(
             approval = %id,

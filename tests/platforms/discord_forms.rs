@@ -198,6 +198,44 @@ async fn a_submit_by_another_user_is_refused() {
     e.stop().await;
 }
 
+#[tokio::test]
+async fn arguments_too_long_for_a_form_are_edited_by_message_as_before() {
+    let e = E2e::start().await;
+    let long = format!("echo {}", "x".repeat(4_100));
+    let card = card_for(&e, json!({ "command": long })).await;
+    let pressed = press_edit(&e, &card, ALICE).await;
+    let (kind, data) = callback_of(&e, pressed).await;
+    assert_eq!(
+        kind, 7,
+        "no modal holds 4,100 characters: the card asks for a message"
+    );
+    let text = data["content"].as_str().unwrap();
+    assert!(
+        text.contains("send the new arguments as your next message"),
+        "{text}"
+    );
+    assert!(e.discord.modal(pressed).is_none());
+
+    e.llm.push(Reply::text("Ran the short one."));
+    e.say(UserMessage::new(CHANNEL, ALICE, "echo short").mentioning_bot());
+    e.wait("a new card", |d| {
+        d.card(CHANNEL)
+            .is_some_and(|c| message_id(&c) != message_id(&card))
+    })
+    .await;
+    let new_card = e.discord.card(CHANNEL).unwrap();
+    assert!(new_card["content"].as_str().unwrap().contains("echo short"));
+    e.discord
+        .press(Press::new(
+            message_id(&new_card),
+            button(&new_card, ":y"),
+            ALICE,
+        ))
+        .unwrap();
+    e.wait_text(CHANNEL, "Ran the short one.").await;
+    e.stop().await;
+}
+
 fn row(name: &str, llm: &FakeLlm) -> ModelRow {
     ModelRow {
         name: name.into(),

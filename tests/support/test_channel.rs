@@ -328,6 +328,17 @@ impl TestChannel {
         })
     }
 
+    /// Like [`TestChannel::new`], declaring forms (as Discord does) but, like
+    /// a platform whose deadline for one has passed, never able to open one
+    /// (`Unsupported`): the Discord tests open real ones.
+    #[allow(dead_code)]
+    pub fn with_forms_too_late() -> Arc<TestChannel> {
+        Self::with_capabilities(Capabilities {
+            forms: true,
+            ..Self::capabilities_of_new()
+        })
+    }
+
     fn capabilities_of_new() -> Capabilities {
         Capabilities {
             max_message_len: 4096,
@@ -700,6 +711,9 @@ impl PlatformAdapter for TestChannel {
         press: &ButtonPress,
         answer: PressAnswer,
     ) -> Result<(), PlatformError> {
+        if matches!(answer, PressAnswer::Form(_)) {
+            return Err(PlatformError::Unsupported("open a form now"));
+        }
         self.mutate(|log| {
             if let (PressAnswer::Update(update), Some(target)) = (&answer, press.message) {
                 if let Some(m) = log.messages.get_mut(&target.id.0) {

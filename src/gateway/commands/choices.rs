@@ -1,9 +1,7 @@
 //! `/model` and `/queue` as menus where the platform has them (a Discord
 //! select menu): the bare command's reply carries the choices (the current
-//! one marked), and a choice is applied exactly like the typed command — by
-//! whoever chose, to their own session, after the same access check and
-//! limit. The one who asked sees the reply replaced by the outcome; anyone
-//! else is told privately.
+//! one marked), and a choice (admitted by `intake::menu_press`) is applied
+//! exactly like the typed command — by whoever chose, to their own session.
 
 use crate::domain::SessionKey;
 use crate::gateway::commands::{Builtin, Command};
@@ -13,8 +11,7 @@ use crate::gateway::Inner;
 use crate::store::{SessionId, StoreError};
 use std::sync::Arc;
 use switchboard_platform::{
-    ActionId, Addressed, ButtonPress, InboundMessage, Menu, MenuOption, MessageId, PlatformAdapter,
-    PressAnswer, UserId,
+    ActionId, ButtonPress, InboundMessage, Menu, MenuOption, PlatformAdapter, UserId,
 };
 
 const PREFIX: &str = "cm:";
@@ -137,90 +134,9 @@ fn queue_menu(current: QueueMode, user: UserId) -> Option<Menu> {
     })
 }
 
-/// A choice in a `/model` or `/queue` menu: admitted like the typed command,
-/// acknowledged at once (applying it reads and writes storage), applied to
-/// the chooser's session, and answered with the outcome.
-pub(crate) async fn on_press(
-    inner: &Arc<Inner>,
-    adapter: &Arc<dyn PlatformAdapter>,
-    press: &ButtonPress,
-) {
-    let Some((which, shown_to)) = parse_action(&press.action) else {
-        return;
-    };
-    let answer = match (
-        admitted(inner, adapter.as_ref(), press).await,
-        press.input.chosen(),
-    ) {
-        (Err(answer), _) => answer,
-        (Ok(()), None) => PressAnswer::Private("Choose one of the options.".into()),
-        (Ok(()), Some(value)) => {
-            if let Err(e) = adapter.defer_press(press).await {
-                tracing::debug!(error = %e, "could not defer a menu choice");
-            }
-            let outcome = apply(inner, press, which, value).await.unwrap_or_else(|e| {
-                tracing::error!(error = %e, "a menu choice failed");
-                "⚠️ That failed because storage is unavailable. Please try again.".into()
-            });
-            if press.user.id == shown_to {
-                PressAnswer::Update(switchboard_platform::OutgoingMessage::text(outcome))
-            } else {
-                PressAnswer::Private(outcome)
-            }
-        }
-    };
-    if let Err(e) = adapter.answer_press(press, answer).await {
-        tracing::warn!(error = %e, "could not answer a menu choice");
-    }
-}
-
-/// The access check a typed command passes, for the chooser; `Err` is the
-/// answer when they are not admitted (silent where a message would be
-/// ignored).
-async fn admitted(
-    inner: &Inner,
-    adapter: &dyn PlatformAdapter,
-    press: &ButtonPress,
-) -> Result<(), PressAnswer> {
-    use crate::gateway::intake::access::Access;
-    let typed = InboundMessage {
-        chat: press.chat,
-        chat_kind: press.chat_kind,
-        user: press.user.clone(),
-        message_id: press.message.map_or(MessageId(0), |m| m.id),
-        text: String::new(),
-        reply_to: None,
-        addressed: Addressed::Command,
-        attachments: Vec::new(),
-        timestamp: press.timestamp,
-        parent: press.parent,
-    };
-    let checked = inner
-        .gate
-        .access
-        .check(
-            &inner.store,
-            &typed,
-            adapter.capabilities().local_operator,
-            inner.durability.storage.is_down(),
-        )
-        .await;
-    match checked {
-        Ok(Access::Admit) => Ok(()),
-        Ok(Access::Refuse(text)) => Err(PressAnswer::Private(text)),
-        Ok(Access::Ignore) => Err(PressAnswer::Ack),
-        Err(e) => {
-            tracing::error!(error = %e, "access check failed");
-            Err(PressAnswer::Private(
-                "⚠️ I can't check access right now (storage unavailable).".into(),
-            ))
-        }
-    }
-}
-
 /// Runs the command the choice stands for, as `/<which> <value>` typed by
 /// the chooser in the menu's chat.
-async fn apply(
+pub(crate) async fn apply(
     inner: &Arc<Inner>,
     press: &ButtonPress,
     which: Which,

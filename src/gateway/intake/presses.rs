@@ -50,7 +50,7 @@ pub(in crate::gateway) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
         }
         None if crate::gateway::commands::choices::parse_action(&press.action).is_some() => {
             if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback).await {
-                crate::gateway::commands::choices::on_press(&inner, &adapter, &press).await
+                super::menu_press::on_press(&inner, &adapter, &press).await
             }
         }
         None if parse_feedback(&press.action).is_some() => {
