@@ -20,7 +20,8 @@ use serenity::model::Timestamp;
 use std::collections::HashSet;
 use switchboard_platform::{
     ActionId, Addressed, Attachment, AttachmentKind, ButtonPress, ChatAddress, ChatId, ChatKind,
-    InboundMessage, MessageId, MessageRef, Platform, PressHandle, PressInput, User, UserId,
+    Form, InboundMessage, Menu, MessageId, MessageRef, Platform, PressHandle, PressInput, User,
+    UserId,
 };
 
 /// Who the bot is and what the configuration says about users and channels.
@@ -203,6 +204,9 @@ pub(crate) enum NotAPress {
     UnknownCustomId,
     /// An id does not fit the contract.
     BadId,
+    /// More values, or longer ones, than a menu or form of ours takes
+    /// (Discord sends no more; anything else is not Discord's).
+    Oversized,
 }
 
 /// Normalizes a button press or a choice in a string select.
@@ -212,7 +216,16 @@ pub(crate) fn press(
 ) -> Result<ButtonPress, NotAPress> {
     let input = match &interaction.data.kind {
         ComponentInteractionDataKind::Button => PressInput::None,
-        ComponentInteractionDataKind::StringSelect { values } => PressInput::Chosen(values.clone()),
+        ComponentInteractionDataKind::StringSelect { values } => {
+            let fits = values.len() <= Menu::MAX_OPTIONS
+                && values
+                    .iter()
+                    .all(|v| v.chars().count() <= Menu::MAX_VALUE_CHARS);
+            if !fits {
+                return Err(NotAPress::Oversized);
+            }
+            PressInput::Chosen(values.clone())
+        }
         _ => return Err(NotAPress::NotAButton),
     };
     let from = Interacted {
@@ -235,7 +248,15 @@ pub(crate) fn modal_submit(
     interaction: &ModalInteraction,
     ctx: &Context<'_>,
 ) -> Result<ButtonPress, NotAPress> {
-    let input = PressInput::Form(crate::forms::submitted(&interaction.data.components));
+    let fields = crate::forms::submitted(&interaction.data.components);
+    let fits = fields.len() <= Form::MAX_FIELDS
+        && fields
+            .iter()
+            .all(|f| f.value.chars().count() <= Form::MAX_VALUE_CHARS);
+    if !fits {
+        return Err(NotAPress::Oversized);
+    }
+    let input = PressInput::Form(fields);
     let from = Interacted {
         id: interaction.id.get(),
         application: interaction.application_id.get(),
@@ -484,6 +505,49 @@ mod tests {
         assert_eq!(Handle::decode(&handle.encode()), Some(handle));
         assert_eq!(Handle::decode(&PressHandle("x:1:t".into())), None);
         assert_eq!(Handle::decode(&PressHandle("1:2:".into())), None);
+    }
+
+    /// A modal submit in a DM with `fields` text inputs of `len` characters.
+    fn modal_submit_json(fields: usize, len: usize) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = (0..fields)
+            .map(|i| {
+                serde_json::json!({ "type": 1, "components": [
+                    { "type": 4, "custom_id": format!("f{i}"), "value": "v".repeat(len) },
+                ] })
+            })
+            .collect();
+        serde_json::json!({
+            "id": "1100000000000000100", "application_id": "1100000000000000002",
+            "type": 5, "token": "t", "version": 1, "channel_id": "1100000000000000200",
+            "locale": "en-US", "entitlements": [], "attachment_size_limit": 1024,
+            "user": { "id": "1300000000000000001", "username": "ann", "discriminator": "0",
+                      "global_name": "Ann", "avatar": null, "bot": false },
+            "data": { "custom_id": "ap:1:e", "components": rows },
+        })
+    }
+
+    #[test]
+    fn modal_submits_become_presses_within_the_forms_bounds() {
+        use serenity::model::application::Interaction;
+        let none = HashSet::new();
+        let ctx = Context {
+            bot_id: 42,
+            bot_roles: &[],
+            approvers: &none,
+            approver_roles: &none,
+            free_channels: &none,
+        };
+        let submit = |fields, len| match serde_json::from_value(modal_submit_json(fields, len)) {
+            Ok(Interaction::Modal(m)) => modal_submit(&m, &ctx),
+            other => panic!("not a modal submit: {other:?}"),
+        };
+        let press = submit(2, 4000).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(press.action.as_str(), "ap:1:e");
+        assert_eq!(press.message, None, "no message: not opened from a button");
+        let fields = press.input.form().unwrap_or_default();
+        assert_eq!((fields.len(), fields[1].id.as_str()), (2, "f1"));
+        assert_eq!(submit(6, 1).map(drop), Err(NotAPress::Oversized));
+        assert_eq!(submit(1, 4001).map(drop), Err(NotAPress::Oversized));
     }
 
     #[test]
