@@ -185,11 +185,13 @@ impl Gateway {
         }
         match self.inline_command(msg, key, adapter).await {
             Some(Some(text)) => {
-                // A bare `/model` or `/queue` offers its choices as a menu.
-                let menu = choices::menu_for(&self.inner, msg, key, adapter.as_ref()).await;
-                let adapter = Arc::clone(adapter);
-                let (chat, reply_to) = (msg.chat, Some(msg.message_id));
+                // A bare `/model` or `/queue` offers its choices as a menu
+                // (looked up off the inbound loop, like the reply is sent).
+                let (inner, adapter) = (Arc::clone(&self.inner), Arc::clone(adapter));
+                let (msg, key) = (msg.clone(), *key);
                 tokio::spawn(async move {
+                    let menu = choices::menu_for(&inner, &msg, &key, adapter.as_ref()).await;
+                    let (chat, reply_to) = (msg.chat, Some(msg.message_id));
                     outbound::notify_with(adapter.as_ref(), &chat, &text, reply_to, menu).await
                 });
                 true
