@@ -138,6 +138,8 @@ fn capabilities(min_edit_interval: Duration) -> Capabilities {
         max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
         answer_buttons: true,
         local_operator: false,
+        forms: true,
+        menus: true,
     }
 }
 
@@ -396,6 +398,13 @@ impl PlatformAdapter for DiscordAdapter {
         let handle = Handle::decode(&press.handle)
             .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
         self.shared.interactions.answer(&handle, answer).await
+    }
+
+    /// A deferred update (type 6) now, unless the press is answered already.
+    async fn defer_press(&self, press: &ButtonPress) -> Result<(), PlatformError> {
+        let handle = Handle::decode(&press.handle)
+            .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
+        self.shared.interactions.defer_now(&handle).await
     }
 
     fn status_reactions(&self) -> bool {

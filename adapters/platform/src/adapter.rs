@@ -47,6 +47,12 @@ pub struct Capabilities {
     /// failed model call shown with its cause, and — the screen keeping no
     /// history — approval cards still pending at start shown again.
     pub local_operator: bool,
+    /// A press of a button can be answered with a form
+    /// ([`crate::PressAnswer::Form`], a Discord modal).
+    pub forms: bool,
+    /// Messages can carry a menu of options ([`crate::Menu`], a Discord
+    /// select menu).
+    pub menus: bool,
 }
 
 /// A slash command the gateway answers, for the platform's command menu.
@@ -203,6 +209,16 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         press: &ButtonPress,
         answer: PressAnswer,
     ) -> Result<(), PlatformError>;
+
+    /// Tells the platform at once that `press` is being worked on, where it
+    /// wants an answer within a deadline (Discord: 3 s), so that an answer
+    /// given later with [`Self::answer_press`] (still required, once) still
+    /// reaches the presser. Platforms without such a deadline keep this
+    /// default, which does nothing. A [`PressAnswer::Form`] cannot follow.
+    async fn defer_press(&self, press: &ButtonPress) -> Result<(), PlatformError> {
+        let _ = press;
+        Ok(())
+    }
 
     /// The largest file [`Self::send_file`] can deliver to `chat`: at least
     /// `capabilities().max_upload_bytes`, more where the platform allows it
