@@ -140,6 +140,10 @@ impl Lane {
     }
 }
 
+/// The least a [`Pacer::wait_idle`] waits when nothing in particular is
+/// running: what gave way to a call that just ended elsewhere.
+pub const MIN_NAP: Duration = Duration::from_millis(10);
+
 /// A lane's order held by a running call; letting it go wakes the calls
 /// that gave way to it (also when the call is dropped midway).
 struct InOrder<'a> {
@@ -329,27 +333,45 @@ where
         Some(result)
     }
 
-    /// Waits until a call of `key` ends (or at once when none runs or
-    /// waits), at most `within`: what a call that [`Self::run_if_idle`]
-    /// turned away waits for before it asks again. A bot-wide reason to give
-    /// way (the bot-wide token, a global pause) has no such moment: `within`
-    /// bounds the wait.
+    /// What a call that [`Self::run_if_idle`] turned away waits for before
+    /// it asks again, at most `within`: the end of the call of `key` that
+    /// runs or waits, else the end of a pause (the key's or the bot's) or
+    /// the bot-wide token's next slot — at least [`MIN_NAP`], so a caller
+    /// asking in a loop never spins.
     pub async fn wait_idle(&self, key: &K, within: Duration) {
         let lane = {
             let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
             lanes.map.get(key).cloned()
         };
-        let Some(lane) = lane else {
-            return;
-        };
-        let ended = lane.ended.notified();
-        tokio::pin!(ended);
-        // Registered before the look, so an end between the two is not missed.
-        ended.as_mut().enable();
-        if lane.order.try_lock().is_ok() {
-            return;
+        let mut free_in = self.bot_free_in();
+        if let Some(lane) = lane {
+            let ended = lane.ended.notified();
+            tokio::pin!(ended);
+            // Registered before the look, so an end between the two is not missed.
+            ended.as_mut().enable();
+            if lane.order.try_lock().is_err() {
+                let _ = tokio::time::timeout(within, ended).await;
+                return;
+            }
+            if let Some(until) = read(&lane.paused_until) {
+                free_in = free_in.max(until.saturating_duration_since(Instant::now()));
+            }
         }
-        let _ = tokio::time::timeout(within, ended).await;
+        tokio::time::sleep(free_in.max(MIN_NAP).min(within)).await;
+    }
+
+    /// How long until a call could take the bot-wide token: the rest of a
+    /// global pause, or the wait for the token's next slot.
+    fn bot_free_in(&self) -> Duration {
+        let now = Instant::now();
+        let pause = read(&self.global_paused_until)
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        let token = self
+            .global
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait(now);
+        pause.max(token)
     }
 
     /// Keys that have a lane in memory. Idle lanes are dropped as new keys
@@ -886,13 +908,32 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_that_gave_way_is_woken_when_the_chats_call_ends() {
         let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(per_second(30), |_| vec![per_second(1)]));
-        // No lane, and an idle lane: nothing to wait for.
+        // No lane, and an idle lane: a short nap, never a spin.
         let start = Instant::now();
         pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        assert_eq!(start.elapsed(), MIN_NAP);
         let r: Result<(), ()> = pacer.run(&7, || async { Ok(()) }, |_| Retry::No).await;
         assert!(r.is_ok());
+        let start = Instant::now();
         pacer.wait_idle(&7, Duration::from_secs(5)).await;
-        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert_eq!(start.elapsed(), MIN_NAP);
+
+        // The bot paused by a global 429 (a lowest-priority call's own): the
+        // wait lasts the pause.
+        let r: Option<Result<(), Duration>> = pacer
+            .run_if_idle(
+                &[&8],
+                || async { Err(Duration::from_secs(4)) },
+                |d| Retry::After {
+                    delay: *d,
+                    global: true,
+                },
+            )
+            .await;
+        assert!(r.is_some_and(|r| r.is_err()));
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(4));
 
         // A call holds the chat for 3 s: the waiter wakes as it ends.
         tokio::time::sleep(Duration::from_secs(1)).await;
