@@ -21,7 +21,8 @@
 //!    memory); again after one answer on
 //!    each platform.
 //! 3. CPU per answer: `ANSWERS` (default 100) Telegram questions one after
-//!    the other, the process's user + system time over them.
+//!    the other (`GAP_MS` apart, default 0), the process's user and system
+//!    time over them, and the Bot API calls they made.
 //!
 //! `GATEWAY_ENV="KEY=value …"` adds settings (e.g. `REACTIONS=off`) to compare.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -254,9 +255,13 @@ async fn idle_and_cpu(binary: &Path, idle: Duration) {
     let ticks = cpu_ticks(pid);
     let calls_before = fakes.tg.calls().len();
     let started = Instant::now();
+    // `GAP_MS`: a pause after each answer, so the chat is quiet between
+    // questions and the lowest-priority calls (status reactions) go too.
+    let gap = Duration::from_millis(env_u64("GAP_MS", 0));
     for n in 2..=answers + 1 {
         fakes.tg.message(Where::Dm, &ann, &format!("question {n}"));
         fakes.telegram_answers(700, n).await;
+        tokio::time::sleep(gap).await;
     }
     let took = started.elapsed();
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
