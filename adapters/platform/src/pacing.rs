@@ -18,6 +18,8 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+mod lowest;
+
 /// Gives each key its own quotas.
 type QuotasFor<K> = Box<dyn Fn(&K) -> Vec<Quota> + Send + Sync>;
 
@@ -256,59 +258,6 @@ where
         }
     }
 
-    /// Runs `op` at the lowest priority: only if it can go at once without
-    /// standing in anyone's way, else returns `None` without running it.
-    ///
-    /// It goes when no call waits for the bot-wide token, the bot-wide quota
-    /// has one now, no 429 pause runs, and none of the `quiet` keys has a call
-    /// running, queued or paused (a typing indicator is pointless while the
-    /// chat's message is on its way). It counts against no key's quota, holds
-    /// no key's order, and a 429 is not retried (a bot-wide one still pauses
-    /// every call). A call that comes later waits at most one bot-wide
-    /// period for the token this took; a call already waiting never does.
-    pub async fn run_if_idle<T, E, Fut>(
-        &self,
-        quiet: &[&K],
-        op: impl FnOnce() -> Fut,
-        classify: impl Fn(&E) -> Retry,
-    ) -> Option<Result<T, E>>
-    where
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let now = Instant::now();
-        if read(&self.global_paused_until).is_some_and(|u| u > now) {
-            return None;
-        }
-        {
-            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-            let busy = quiet.iter().filter_map(|k| lanes.map.get(*k)).any(|lane| {
-                lane.order.try_lock().is_err() || read(&lane.paused_until).is_some_and(|u| u > now)
-            });
-            if busy {
-                return None;
-            }
-        }
-        {
-            let Ok(_turn) = self.global_queue.try_lock() else {
-                return None;
-            };
-            if !self.take_global_now() {
-                return None;
-            }
-        }
-        let result = op().await;
-        if let Err(e) = &result {
-            if let Retry::After { delay, global } = classify(e) {
-                self.rate_limited
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if global {
-                    set_later(&self.global_paused_until, Instant::now() + delay);
-                }
-            }
-        }
-        Some(result)
-    }
-
     /// Keys that have a lane in memory. Idle lanes are dropped as new keys
     /// arrive, so this follows the recently active keys, not every key ever seen.
     pub fn lane_count(&self) -> usize {
@@ -404,17 +353,6 @@ where
             tokio::time::sleep(wait).await;
         }
     }
-
-    /// Takes the bot-wide token if it is there now.
-    fn take_global_now(&self) -> bool {
-        let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let free = global.wait(now).is_zero();
-        if free {
-            global.count(now);
-        }
-        free
-    }
 }
 
 impl Pacer<()> {
@@ -464,6 +402,9 @@ fn set_later(slot: &StdMutex<Option<Instant>>, until: Instant) {
         *guard = Some(until);
     }
 }
+
+#[cfg(test)]
+mod free_tests;
 
 #[cfg(test)]
 mod tests {

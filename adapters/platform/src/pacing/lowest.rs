@@ -1,0 +1,142 @@
+//! Calls at the lowest priority: ones that go only if they can at once,
+//! without standing in any queued call's way — typing and reactions
+//! ([`Pacer::run_if_idle`]), and updates with a budget of their own of which
+//! only the latest matters, such as a streamed draft ([`Pacer::run_if_free`]).
+
+use super::{read, set_later, Pacer, Retry};
+use std::future::Future;
+use std::hash::Hash;
+use tokio::time::Instant;
+
+impl<K> Pacer<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    /// Runs `op` at the lowest priority: only if it can go at once without
+    /// standing in anyone's way, else returns `None` without running it.
+    ///
+    /// It goes when no call waits for the bot-wide token, the bot-wide quota
+    /// has one now, no 429 pause runs, and none of the `quiet` keys has a call
+    /// running, queued or paused (a typing indicator is pointless while the
+    /// chat's message is on its way). It counts against no key's quota, holds
+    /// no key's order, and a 429 is not retried (a bot-wide one still pauses
+    /// every call). A call that comes later waits at most one bot-wide
+    /// period for the token this took; a call already waiting never does.
+    pub async fn run_if_idle<T, E, Fut>(
+        &self,
+        quiet: &[&K],
+        op: impl FnOnce() -> Fut,
+        classify: impl Fn(&E) -> Retry,
+    ) -> Option<Result<T, E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        if !self.take_global_if_quiet(quiet) {
+            return None;
+        }
+        let result = op().await;
+        if let Err(e) = &result {
+            if let Retry::After { delay, global } = classify(e) {
+                self.rate_limited
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if global {
+                    set_later(&self.global_paused_until, Instant::now() + delay);
+                }
+            }
+        }
+        Some(result)
+    }
+
+    /// Runs `op` for `key` below every queued call, like
+    /// [`Self::run_if_idle`], but within a budget of its own: it goes only
+    /// if it can at once — the bot-wide token free with no call waiting for
+    /// it, no global pause, none of the `quiet` keys busy (as for
+    /// `run_if_idle`), and besides no call of `key` running, `key` not
+    /// paused by a 429 and every quota of `key` admitting it now — else it
+    /// returns `None` without running it (the caller tries again later).
+    ///
+    /// It counts against `key`'s quotas and the bot-wide one, never against
+    /// a `quiet` key's. A 429 is not retried: it pauses `key` (or, when
+    /// bot-wide, every key), so the next try gives way until it ends. For
+    /// updates of which only the latest matters (a streamed draft): one
+    /// that gives way is carried by the next.
+    pub async fn run_if_free<T, E, Fut>(
+        &self,
+        key: &K,
+        quiet: &[&K],
+        op: impl FnOnce() -> Fut,
+        classify: impl Fn(&E) -> Retry,
+    ) -> Option<Result<T, E>>
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let lane = self.lane(key);
+        let _order = lane.order.try_lock().ok()?;
+        let now = Instant::now();
+        if read(&lane.paused_until).is_some_and(|u| u > now) {
+            return None;
+        }
+        {
+            let quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
+            if quotas.iter().any(|q| !q.wait(now).is_zero()) {
+                return None;
+            }
+        }
+        if !self.take_global_if_quiet(quiet) {
+            return None;
+        }
+        lane.quotas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter_mut()
+            .for_each(|q| q.count(now));
+        let result = op().await;
+        if let Err(e) = &result {
+            if let Retry::After { delay, global } = classify(e) {
+                self.rate_limited
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let slot = if global {
+                    &self.global_paused_until
+                } else {
+                    &lane.paused_until
+                };
+                set_later(slot, Instant::now() + delay);
+            }
+        }
+        Some(result)
+    }
+
+    /// Takes the bot-wide token if a lowest-priority call may have it now:
+    /// no global pause, none of the `quiet` keys with a call running, queued
+    /// or paused, no call waiting for the token, and the token there.
+    fn take_global_if_quiet(&self, quiet: &[&K]) -> bool {
+        let now = Instant::now();
+        if read(&self.global_paused_until).is_some_and(|u| u > now) {
+            return false;
+        }
+        {
+            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            let busy = quiet.iter().filter_map(|k| lanes.map.get(*k)).any(|lane| {
+                lane.order.try_lock().is_err() || read(&lane.paused_until).is_some_and(|u| u > now)
+            });
+            if busy {
+                return false;
+            }
+        }
+        let Ok(_turn) = self.global_queue.try_lock() else {
+            return false;
+        };
+        self.take_global_now()
+    }
+
+    /// Takes the bot-wide token if it is there now.
+    fn take_global_now(&self) -> bool {
+        let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let free = global.wait(now).is_zero();
+        if free {
+            global.count(now);
+        }
+        free
+    }
+}
