@@ -130,7 +130,11 @@ impl Outbound {
             .reaction(reaction);
         let sent = self
             .pacer
-            .run_if_idle(&[&to.chat.0], move || async move { req.await }, classify)
+            .run_if_idle(
+                &[&crate::send::Lane::Chat(to.chat.0)],
+                move || async move { req.await },
+                classify,
+            )
             .await;
         match sent {
             None => Ok(false),
