@@ -125,7 +125,8 @@ async fn the_fake_counts_drafts_in_a_window_of_their_own() {
 
 /// A stream of drafts every 5 ms beside a message every 50 ms, under
 /// Telegram's limits scaled down tenfold: the drafts go at their own pace
-/// (the rest give way, `Ok(false)`), every message goes, nothing gets a 429.
+/// (waiting for their budget, giving way — `Ok(false)` — while a message is
+/// on its way), every message goes, nothing gets a 429.
 #[tokio::test]
 async fn the_adapters_drafts_stay_in_their_budget_and_give_way() {
     let fake = FakeTelegram::start_with(FakeOptions {
@@ -171,7 +172,7 @@ async fn the_adapters_drafts_stay_in_their_budget_and_give_way() {
     sender.await.unwrap();
     assert_eq!(fake.bot_messages(730).len(), 10, "every message went");
     assert!(
-        shown >= 2 && gave_way >= shown,
+        shown >= 2 && gave_way >= 1,
         "{shown} shown, {gave_way} gave way"
     );
     assert_eq!(fake.drafts(730).len(), shown);

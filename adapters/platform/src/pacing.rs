@@ -159,6 +159,9 @@ pub struct Pacer<K> {
     /// mutex is fair): without it they race for each token, and under a
     /// backlog a call may wait behind hundreds that came after it.
     global_queue: Mutex<()>,
+    /// Calls below every queued one that may wait for a free token
+    /// ([`Pacer::run_if_free`]) wait for it in arrival order.
+    free_queue: Mutex<()>,
     global_paused_until: StdMutex<Option<Instant>>,
     lanes: StdMutex<Lanes<K>>,
     quotas_for: QuotasFor<K>,
@@ -182,6 +185,7 @@ where
         Self {
             global: StdMutex::new(KeyQuota::with_slack(global, TIMER_SLACK)),
             global_queue: Mutex::new(()),
+            free_queue: Mutex::new(()),
             global_paused_until: StdMutex::new(None),
             lanes: StdMutex::new(Lanes {
                 map: HashMap::new(),

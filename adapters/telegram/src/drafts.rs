@@ -3,9 +3,12 @@
 //! final `sendMessage` replaces. teloxide 0.17 has no such method, so it is
 //! called over the bot's HTTP client, as `getUpdates` is. Drafts go in a
 //! pacer lane of their own (one a `per_chat` interval, counted apart from
-//! the chat's messages, and in the bot-wide quota) and only when no message
-//! waits: one that gives way is carried by the next update. A chat where
-//! Telegram refuses drafts is remembered; answers there stream by edits.
+//! the chat's messages, and in the bot-wide quota), taking only bot-wide
+//! tokens no queued message wants ([`Pacer::run_if_free`]): one that gives
+//! way is carried by the next update. A chat where Telegram refuses drafts
+//! is remembered; answers there stream by edits.
+//!
+//! [`Pacer::run_if_free`]: switchboard_platform::Pacer::run_if_free
 
 use crate::errors::{classify, is_parse_error, scrubbed, to_platform};
 use crate::send::{render, Lane, Outbound};
@@ -117,6 +120,7 @@ impl Outbound {
             .run_if_free(
                 &Lane::Drafts(chat),
                 &[&Lane::Chat(chat)],
+                self.draft_within,
                 move || async move {
                     if !plain.load(Ordering::Relaxed) {
                         match this.draft_once(chat, thread, id, html, true).await {

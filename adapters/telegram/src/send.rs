@@ -42,6 +42,10 @@ pub(crate) struct Outbound {
     pub(crate) pacer: Pacer<Lane>,
     /// Private chats where Telegram refused drafts, and whether that was logged.
     pub(crate) drafts: crate::drafts::Refusals,
+    /// How long a draft may wait for a bot-wide token no message wants: a
+    /// quarter of a chat's interval, so the final answer, which waits for
+    /// the draft on its way, is held up little.
+    pub(crate) draft_within: std::time::Duration,
     /// 429s on calls outside the pacer (callback answers, the command menu).
     unpaced_429s: AtomicU64,
     /// Groups upgraded to supergroups: old chat id → new chat id.
@@ -80,6 +84,7 @@ impl Outbound {
             token,
             pacer,
             drafts: crate::drafts::Refusals::default(),
+            draft_within: per_chat.replenish_interval() / 4,
             unpaced_429s: AtomicU64::new(0),
             migrated: Mutex::new(HashMap::new()),
         }

@@ -6,6 +6,7 @@
 use super::{read, set_later, Pacer, Retry};
 use std::future::Future;
 use std::hash::Hash;
+use std::time::Duration;
 use tokio::time::Instant;
 
 impl<K> Pacer<K>
@@ -48,12 +49,16 @@ where
     }
 
     /// Runs `op` for `key` below every queued call, like
-    /// [`Self::run_if_idle`], but within a budget of its own: it goes only
-    /// if it can at once — the bot-wide token free with no call waiting for
-    /// it, no global pause, none of the `quiet` keys busy (as for
-    /// `run_if_idle`), and besides no call of `key` running, `key` not
-    /// paused by a 429 and every quota of `key` admitting it now — else it
-    /// returns `None` without running it (the caller tries again later).
+    /// [`Self::run_if_idle`], but within a budget of its own, and waiting up
+    /// to `within` for a bot-wide token that no queued call wants. It goes
+    /// once no call waits for the bot-wide token and the token is there,
+    /// with no global pause, none of the `quiet` keys busy (as for
+    /// `run_if_idle`), no other call of `key` running, `key` not paused by a
+    /// 429 and every quota of `key` admitting it; calls like it wait for
+    /// their turn in arrival order. It returns `None` without running `op`
+    /// when a `quiet` key is busy, a pause runs, another call of `key` is on
+    /// its way, or it could not go within `within` (the caller tries again
+    /// later).
     ///
     /// It counts against `key`'s quotas and the bot-wide one, never against
     /// a `quiet` key's. A 429 is not retried: it pauses `key` (or, when
@@ -64,27 +69,43 @@ where
         &self,
         key: &K,
         quiet: &[&K],
+        within: Duration,
         op: impl FnOnce() -> Fut,
         classify: impl Fn(&E) -> Retry,
     ) -> Option<Result<T, E>>
     where
         Fut: Future<Output = Result<T, E>>,
     {
+        let deadline = Instant::now() + within;
         let lane = self.lane(key);
         let _order = lane.order.try_lock().ok()?;
-        let now = Instant::now();
-        if read(&lane.paused_until).is_some_and(|u| u > now) {
-            return None;
-        }
-        {
-            let quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
-            if quotas.iter().any(|q| !q.wait(now).is_zero()) {
+        let _turn = tokio::time::timeout_at(deadline, self.free_queue.lock())
+            .await
+            .ok()?;
+        loop {
+            let now = Instant::now();
+            if read(&lane.paused_until).is_some_and(|u| u > now) {
                 return None;
             }
+            let key_wait = {
+                let quotas = lane.quotas.lock().unwrap_or_else(|p| p.into_inner());
+                quotas.iter().map(|q| q.wait(now)).max().unwrap_or_default()
+            };
+            let wait = if key_wait.is_zero() {
+                match self.chance(quiet) {
+                    Chance::Go => break,
+                    Chance::No => return None,
+                    Chance::Wait(wait) => wait,
+                }
+            } else {
+                key_wait
+            };
+            if now + wait > deadline {
+                return None;
+            }
+            tokio::time::sleep(wait).await;
         }
-        if !self.take_global_if_quiet(quiet) {
-            return None;
-        }
+        let now = Instant::now();
         lane.quotas
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -110,9 +131,17 @@ where
     /// no global pause, none of the `quiet` keys with a call running, queued
     /// or paused, no call waiting for the token, and the token there.
     fn take_global_if_quiet(&self, quiet: &[&K]) -> bool {
+        matches!(self.chance(quiet), Chance::Go)
+    }
+
+    /// Whether a lowest-priority call may take the bot-wide token now (and
+    /// if so takes it), may later, or should give up: a global pause or a
+    /// busy `quiet` key (a call running, queued or paused) is a no; a call
+    /// waiting for the token, or the token not there yet, is a wait.
+    fn chance(&self, quiet: &[&K]) -> Chance {
         let now = Instant::now();
         if read(&self.global_paused_until).is_some_and(|u| u > now) {
-            return false;
+            return Chance::No;
         }
         {
             let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
@@ -120,23 +149,30 @@ where
                 lane.order.try_lock().is_err() || read(&lane.paused_until).is_some_and(|u| u > now)
             });
             if busy {
-                return false;
+                return Chance::No;
             }
         }
-        let Ok(_turn) = self.global_queue.try_lock() else {
-            return false;
-        };
-        self.take_global_now()
-    }
-
-    /// Takes the bot-wide token if it is there now.
-    fn take_global_now(&self) -> bool {
         let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let free = global.wait(now).is_zero();
-        if free {
+        let Ok(_queue) = self.global_queue.try_lock() else {
+            // A queued call takes the next token; look again after it.
+            return Chance::Wait(global.interval);
+        };
+        let wait = global.wait(now);
+        if wait.is_zero() {
             global.count(now);
+            Chance::Go
+        } else {
+            Chance::Wait(wait)
         }
-        free
     }
+}
+
+/// What a lowest-priority call may do about the bot-wide token now.
+enum Chance {
+    /// It took the token: go.
+    Go,
+    /// Not now; look again after this long.
+    Wait(Duration),
+    /// Give up: a pause runs or a `quiet` key is busy.
+    No,
 }
