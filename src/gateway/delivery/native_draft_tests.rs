@@ -1,12 +1,11 @@
 //! A streamed answer shown as the platform's native draft, against a
 //! recording adapter on a paused clock: kept alive through a long silence,
 //! retried soon after it gave way, turned into edits when refused, never a
-//! lasting message until the final answer, and scrubbed like every post.
+//! lasting message, never shown after the final answer, and scrubbed like
+//! every post.
 
 use super::ReplyStream;
-use crate::agent::RuntimeEvent;
 use crate::gateway::delivery::scrubbed::ScrubbedAdapter;
-use crate::gateway::delivery::stream::next_event;
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,7 +15,6 @@ use switchboard_platform::{
     LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
     PressAnswer,
 };
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -138,6 +136,14 @@ impl PlatformAdapter for Recorder {
     }
 }
 
+/// Milliseconds from `start` to each call.
+fn times(calls: &[Call], start: Instant) -> Vec<u128> {
+    calls
+        .iter()
+        .map(|c| c.at.duration_since(start).as_millis())
+        .collect()
+}
+
 /// A tool runs for 70 s after the answer's first words: the draft is shown
 /// again every 20 s (two thirds of its 30 s), unchanged, and never becomes a
 /// message until the final answer, which is sent anew.
@@ -147,26 +153,16 @@ async fn a_native_draft_is_shown_again_while_a_long_tool_runs() {
     let mut reply = ReplyStream::new(adapter.clone(), chat(), None);
     let start = Instant::now();
     reply.push("Looking it up").await;
+    tokio::time::sleep(INTERVAL).await;
     assert!(
         adapter.calls("draft").is_empty(),
         "the first update waits an interval"
     );
-    tokio::time::advance(INTERVAL).await;
     reply.set_status("searching the web".to_owned()).await;
-    let (tx, mut events) = mpsc::channel(1);
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(70)).await;
-        let _ = tx.send(RuntimeEvent::TextDelta(", found it.".into())).await;
-    });
-    let event = next_event(&mut reply, &mut events).await;
-    assert!(matches!(event, Some(RuntimeEvent::TextDelta(_))));
+    tokio::time::sleep(Duration::from_secs(70)).await;
 
     let drafts = adapter.calls("draft");
-    let at: Vec<u64> = drafts
-        .iter()
-        .map(|c| c.at.duration_since(start).as_secs())
-        .collect();
-    assert_eq!(at, [1, 21, 41, 61]);
+    assert_eq!(times(&drafts, start), [1_000, 21_000, 41_000, 61_000]);
     assert!(drafts
         .iter()
         .all(|c| c.text == "Looking it up\n\n⏳ searching the web"));
@@ -174,61 +170,91 @@ async fn a_native_draft_is_shown_again_while_a_long_tool_runs() {
     assert!(!reply.posted(), "a draft is not a lasting message");
     assert!(adapter.calls("send").is_empty() && adapter.calls("edit").is_empty());
 
+    reply.push(", found it.").await;
     let refs = reply.finish("Looking it up, found it.").await;
     assert_eq!(refs.map(|r| r.len()).ok(), Some(1));
     let sent = adapter.calls("send");
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].text, "Looking it up, found it.");
     assert!(adapter.calls("edit").is_empty(), "no edit after drafts");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(adapter.calls("draft").len(), 4, "none after the answer");
 }
 
-/// A draft that gave way is tried again after a quarter second, not a
-/// whole interval; the first byte counts from when one was shown.
+/// The final answer stops the draft's task: text handed to it but not shown
+/// yet is dropped, and no draft follows the answer.
+#[tokio::test(start_paused = true)]
+async fn no_draft_follows_the_final_answer() {
+    let adapter = Recorder::new(true, Vec::new());
+    let mut reply = ReplyStream::new(adapter.clone(), chat(), None);
+    let start = Instant::now();
+    reply.push("One").await;
+    tokio::time::sleep(INTERVAL).await;
+    reply.push(" two").await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    reply.push(" three").await;
+    tokio::time::sleep(INTERVAL).await;
+    reply.push(" four").await;
+    let refs = reply.finish("One two three four five").await;
+    assert_eq!(refs.map(|r| r.len()).ok(), Some(1));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let drafts = adapter.calls("draft");
+    assert_eq!(times(&drafts, start), [1_000, 2_500]);
+    assert_eq!(drafts[1].text, "One two three");
+    let all = adapter
+        .calls
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    assert_eq!(all.last().map(|c| c.op), Some("send"), "{all:#?}");
+}
+
+/// A draft that gave way is tried again after a quarter second with the
+/// latest text, without waiting for new text; the first byte counts from
+/// when one was shown.
 #[tokio::test(start_paused = true)]
 async fn a_draft_that_gave_way_is_tried_again_soon() {
     let adapter = Recorder::new(true, vec![Ok(false)]);
     let mut reply = ReplyStream::new(adapter.clone(), chat(), None);
+    let start = Instant::now();
     reply.push("Hi").await;
-    tokio::time::advance(INTERVAL).await;
+    tokio::time::sleep(INTERVAL).await;
     reply.push(" there").await;
-    assert_eq!(adapter.calls("draft").len(), 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(reply.first_byte().is_none(), "nothing shown yet");
-    reply.push(",").await;
-    assert_eq!(adapter.calls("draft").len(), 1, "not before the retry");
-    tokio::time::advance(Duration::from_millis(250)).await;
-    reply.push(" you").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let drafts = adapter.calls("draft");
-    assert_eq!(drafts.len(), 2);
-    assert_eq!(drafts[1].text, "Hi there, you");
+    assert_eq!(times(&drafts, start), [1_000, 1_250]);
+    assert_eq!(drafts[1].text, "Hi there");
     assert!(reply.first_byte().is_some());
-    assert!(reply.refresh_at().is_some_and(|at| at > Instant::now()));
 }
 
-/// Refused: the text goes out as a message at once and the rest of the
-/// answer edits it, the final answer included (never posted twice).
+/// Refused: the rest of the answer goes as a message edited in place, the
+/// final answer included (never posted twice), and no draft is tried again.
 #[tokio::test(start_paused = true)]
 async fn a_refused_draft_turns_the_rest_of_the_answer_into_edits() {
     let refused = PlatformError::Unsupported("stream drafts in this chat");
     let adapter = Recorder::new(true, vec![Err(refused)]);
     let mut reply = ReplyStream::new(adapter.clone(), chat(), Some(MessageId(3)));
     reply.push("Hello").await;
-    tokio::time::advance(INTERVAL).await;
+    tokio::time::sleep(INTERVAL).await;
     reply.push(" world").await;
+    tokio::time::sleep(INTERVAL).await;
     assert_eq!(adapter.calls("draft").len(), 1);
+    assert!(adapter.calls("send").is_empty());
+    reply.push(" again").await;
     let sent = adapter.calls("send");
     assert_eq!(sent.len(), 1, "shown as a message instead");
-    assert_eq!(sent[0].text, "Hello world");
+    assert_eq!(sent[0].text, "Hello world again");
     assert!(
         reply.posted(),
         "from now on a crash must not run the turn again"
     );
-    assert_eq!(reply.refresh_at(), None, "a message needs no refresh");
-    tokio::time::advance(INTERVAL).await;
-    reply.push(" again").await;
+    tokio::time::sleep(INTERVAL).await;
     let refs = reply.finish("Hello world again!").await;
     assert_eq!(refs.map(|r| r.len()).ok(), Some(1));
     let edits: Vec<String> = adapter.calls("edit").into_iter().map(|c| c.text).collect();
-    assert_eq!(edits, ["Hello world again", "Hello world again!"]);
+    assert_eq!(edits, ["Hello world again!"]);
     assert_eq!(adapter.calls("send").len(), 1);
     assert_eq!(adapter.calls("draft").len(), 1, "not tried again");
 }
@@ -239,7 +265,7 @@ async fn without_drafts_the_answer_is_edited_in_place() {
     let adapter = Recorder::new(false, Vec::new());
     let mut reply = ReplyStream::new(adapter.clone(), chat(), None);
     reply.push("One").await;
-    tokio::time::advance(INTERVAL).await;
+    tokio::time::sleep(INTERVAL).await;
     reply.push(" two").await;
     assert!(reply.posted());
     let refs = reply.finish("One two three").await;
@@ -258,8 +284,9 @@ async fn a_draft_is_scrubbed_of_known_secrets() {
     let wrapped = ScrubbedAdapter::wrap(adapter.clone());
     let mut reply = ReplyStream::new(wrapped, chat(), None);
     reply.push("The key is ").await;
-    tokio::time::advance(INTERVAL).await;
+    tokio::time::sleep(INTERVAL).await;
     reply.push(secret).await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
     let drafts = adapter.calls("draft");
     assert_eq!(drafts.len(), 1);
     assert_eq!(drafts[0].text, "The key is [REDACTED]");

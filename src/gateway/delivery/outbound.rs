@@ -3,39 +3,31 @@
 //! edited in place — it becomes the first chunk, so the answer is never
 //! posted twice — or, where the platform has them (Telegram private chats),
 //! a native draft: an ephemeral preview the final answer, sent as new
-//! messages, replaces; it is shown again before the platform lets it expire
-//! while nothing new comes (a long tool call), and a chat that refuses it
-//! streams by edits for the rest of the answer. The draft first appears
+//! messages, replaces (shown by a task of its own, see `native_draft`); a
+//! chat that refuses it streams by edits for the rest of the answer. The draft first appears
 //! once the answer has streamed for one edit interval: an answer complete by
 //! then is one message instead of a message and an edit — half the platform
 //! quota, which in a Telegram group (20 messages a minute) is what limits
 //! throughput. The typing indicator covers the wait.
 
 use crate::gateway::delivery::answer_file;
+use crate::gateway::delivery::native_draft::NativeDraft;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, DraftId, Drafts,
-    MessageId, MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
+    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, DraftId, MessageId,
+    MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
 
 /// What a draft that only showed a status says once its turn moved on.
 const CONTINUED: &str = "⏸ Paused here — the answer follows in a new message.";
 
-/// How soon a native draft that gave way (the platform's quota was busy
-/// with messages) is tried again.
-const GAVE_WAY_RETRY: Duration = Duration::from_millis(250);
-
 /// When an answer's parts happened, for pacing its edits and its latency.
 #[derive(Default)]
 struct Times {
-    /// The draft's last update (an edit, or a native draft tried).
+    /// The draft's last update (an edit, or text handed to a native draft).
     last_edit: Option<Instant>,
-    /// Not before then: a native draft gave way or failed.
-    retry_at: Option<Instant>,
-    /// When a native draft was last shown, for its lifetime.
-    shown_at: Option<Instant>,
     /// When the first text arrived.
     started: Option<Instant>,
     /// When the chat first received something of the answer.
@@ -46,8 +38,8 @@ struct Times {
 enum Preview {
     /// A message edited in place, once sent; it becomes the first chunk.
     Message(Option<MessageRef>),
-    /// The platform's native draft, `id` for the whole answer.
-    Native { id: DraftId, drafts: Drafts },
+    /// The platform's native draft, shown by a task of its own.
+    Native(NativeDraft),
 }
 
 impl Preview {
@@ -55,7 +47,7 @@ impl Preview {
     fn for_chat(adapter: &dyn PlatformAdapter, chat: &ChatAddress) -> Preview {
         let id = DraftId::new(rand::random_range(1..=i32::MAX.unsigned_abs()));
         match (adapter.drafts(chat), id) {
-            (Some(drafts), Some(id)) => Preview::Native { id, drafts },
+            (Some(drafts), Some(id)) => Preview::Native(NativeDraft::new(id, drafts)),
             _ => Preview::Message(None),
         }
     }
@@ -107,7 +99,11 @@ impl ReplyStream {
     /// When the chat first received something of the answer (a draft), if
     /// it did yet.
     pub(crate) fn first_byte(&self) -> Option<std::time::Instant> {
-        self.times.first_byte
+        match &self.preview {
+            Preview::Native(native) => native.first_shown(),
+            Preview::Message(_) => None,
+        }
+        .or(self.times.first_byte)
     }
 
     /// Whether a message of the answer is in the chat for good (a draft
@@ -115,33 +111,6 @@ impl ReplyStream {
     /// A native draft is not: it vanishes with the process.
     pub(crate) fn posted(&self) -> bool {
         matches!(self.preview, Preview::Message(Some(_)))
-    }
-
-    /// When the native draft must be shown again, not to expire while
-    /// nothing new comes: two thirds into its lifetime (or, after it gave
-    /// way, when it may be tried again). `None` while nothing is shown.
-    pub(crate) fn refresh_at(&self) -> Option<Instant> {
-        let Preview::Native { drafts, .. } = &self.preview else {
-            return None;
-        };
-        let due = self.times.shown_at? + drafts.lifetime * 2 / 3;
-        Some(self.times.retry_at.map_or(due, |retry| retry.max(due)))
-    }
-
-    /// Shows the native draft again as it is now, so that it does not expire.
-    pub(crate) async fn keep_alive(&mut self) {
-        let text = self.display();
-        let text = if self.fits(&text) {
-            text
-        } else {
-            self.shown.clone()
-        };
-        if text.trim().is_empty() {
-            self.times.shown_at = None;
-            return;
-        }
-        self.shown.clear();
-        self.update_draft(text).await;
     }
 
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
@@ -183,7 +152,7 @@ impl ReplyStream {
     /// The least time between two updates of the draft.
     fn interval(&self) -> Duration {
         match &self.preview {
-            Preview::Native { drafts, .. } => drafts.min_interval,
+            Preview::Native(native) => native.interval(),
             Preview::Message(_) => self.caps.min_edit_interval,
         }
     }
@@ -193,8 +162,7 @@ impl ReplyStream {
             return;
         }
         let started = *self.times.started.get_or_insert_with(Instant::now);
-        let due = self.times.last_edit.unwrap_or(started).elapsed() >= self.interval()
-            && self.times.retry_at.is_none_or(|t| t <= Instant::now());
+        let due = self.times.last_edit.unwrap_or(started).elapsed() >= self.interval();
         // Streaming stops at the first chunk's limit; the rest is posted at the
         // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
         // measuring, which for a long answer would cost time quadratic in its size.
@@ -211,11 +179,15 @@ impl ReplyStream {
         if text == self.shown {
             return;
         }
-        if let Preview::Native { id, .. } = self.preview {
-            if self.show_native(id, &text).await {
+        if let Preview::Native(native) = &mut self.preview {
+            if !native.refused() {
+                native.show(&self.adapter, self.chat, text.clone());
+                self.times.last_edit = Some(Instant::now());
+                self.shown = text;
                 return;
             }
             // Refused: this answer streams by edits from here on.
+            self.times.first_byte = self.times.first_byte.or(native.first_shown());
             self.preview = Preview::Message(None);
             self.shown.clear();
         }
@@ -248,39 +220,11 @@ impl ReplyStream {
         }
     }
 
-    /// Shows `text` as the native draft `id`; false when the platform
-    /// refused drafts in this chat. One that gave way or failed is tried
-    /// again later.
-    async fn show_native(&mut self, id: DraftId, text: &str) -> bool {
-        let now = Instant::now();
-        let previous = self.times.last_edit.replace(now);
-        self.times.retry_at = None;
-        match self.adapter.draft(&self.chat, id, text).await {
-            Ok(true) => {
-                self.times.shown_at = Some(now);
-                self.times
-                    .first_byte
-                    .get_or_insert_with(std::time::Instant::now);
-                self.shown = text.to_owned();
-            }
-            Ok(false) => {
-                self.times.last_edit = previous;
-                self.times.retry_at = Some(now + GAVE_WAY_RETRY);
-            }
-            Err(PlatformError::Unsupported(_)) => return false,
-            Err(e) => {
-                self.times.retry_at = Some(now + self.interval());
-                tracing::debug!(error = %e, "draft update failed; the final answer will still be posted");
-            }
-        }
-        true
-    }
-
     /// The message the draft is edited in, if it is one and was sent.
     fn message(&self) -> Option<MessageRef> {
-        match self.preview {
-            Preview::Message(draft) => draft,
-            Preview::Native { .. } => None,
+        match &self.preview {
+            Preview::Message(draft) => *draft,
+            Preview::Native(_) => None,
         }
     }
 
@@ -289,7 +233,15 @@ impl ReplyStream {
     fn take_message(&mut self) -> Option<MessageRef> {
         match &mut self.preview {
             Preview::Message(draft) => draft.take(),
-            Preview::Native { .. } => None,
+            Preview::Native(_) => None,
+        }
+    }
+
+    /// Stops a native draft's updates: the final answer (or a paused
+    /// turn's text) must come after the last of them.
+    async fn stop_native(&mut self) {
+        if let Preview::Native(native) = &mut self.preview {
+            native.stop().await;
         }
     }
 
@@ -298,6 +250,7 @@ impl ReplyStream {
     /// far is posted in full, and a "⏳" status line under it — which would
     /// read as work still going on — is dropped.
     pub(crate) async fn settle(mut self) {
+        self.stop_native().await;
         self.final_buttons.clear();
         let said = self.text.trim_end().to_owned();
         let result = if !said.trim().is_empty() {
@@ -337,6 +290,7 @@ impl ReplyStream {
 
     /// Posts `text` chunked: a draft message becomes the first chunk.
     async fn post(mut self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        self.stop_native().await;
         let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
         let last = chunks.len().saturating_sub(1);
         let mut refs = Vec::with_capacity(chunks.len());

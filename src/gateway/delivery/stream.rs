@@ -1,7 +1,7 @@
 //! A running turn's events into the chat's draft: the streamed text, and per
 //! the session's verbosity the tool activity (calls, sub-agents' steps,
 //! compaction, a fallback model, reasoning) above it — all through the draft's throttled
-//! updates (edits, or native drafts kept from expiring), never a message of its own.
+//! updates (edits, or native drafts), never a message of its own.
 
 use crate::agent::{RuntimeEvent, TurnOutcome};
 use crate::gateway::delivery::activity::{Activity, Verbosity};
@@ -43,7 +43,7 @@ pub(in crate::gateway) async fn stream(
     }
     let mut timing = ModelTiming::default();
     let model = selected.model.provider.model().name.clone();
-    while let Some(event) = next_event(reply, events).await {
+    while let Some(event) = events.recv().await {
         timing.see(inner, &model, &event);
         let changed = draft.take(event, reply).await;
         if changed && verbosity != Verbosity::Off {
@@ -53,23 +53,6 @@ pub(in crate::gateway) async fn stream(
     Streamed {
         outcome: draft.outcome,
         activity: draft.activity,
-    }
-}
-
-/// The turn's next event; meanwhile a native draft is shown again before
-/// the platform lets it expire (a tool that runs for minutes).
-pub(super) async fn next_event(
-    reply: &mut ReplyStream,
-    events: &mut mpsc::Receiver<RuntimeEvent>,
-) -> Option<RuntimeEvent> {
-    loop {
-        let Some(at) = reply.refresh_at() else {
-            return events.recv().await;
-        };
-        tokio::select! {
-            event = events.recv() => return event,
-            () = tokio::time::sleep_until(at) => reply.keep_alive().await,
-        }
     }
 }
 
