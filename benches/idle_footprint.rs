@@ -206,12 +206,12 @@ fn report(label: &str, pid: u32) {
     );
 }
 
-/// User + system CPU of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
+/// User and system CPU of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let after_name = &stat[stat.rfind(')').unwrap() + 2..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    (fields[11].parse().unwrap(), fields[12].parse().unwrap())
 }
 
 async fn idle_and_cpu(binary: &Path, idle: Duration) {
@@ -252,14 +252,24 @@ async fn idle_and_cpu(binary: &Path, idle: Duration) {
     let answers = env_u64("ANSWERS", 100) as usize;
     println!("## 3. CPU per answer ({answers} Telegram questions in a row)");
     let ticks = cpu_ticks(pid);
+    let calls_before = fakes.tg.calls().len();
+    let started = Instant::now();
     for n in 2..=answers + 1 {
         fakes.tg.message(Where::Dm, &ann, &format!("question {n}"));
         fakes.telegram_answers(700, n).await;
     }
-    let per_tick_ms = 1000.0 / 100.0; // USER_HZ
+    let took = started.elapsed();
+    let mut calls: BTreeMap<String, usize> = BTreeMap::new();
+    for call in &fakes.tg.calls()[calls_before..] {
+        *calls.entry(call.method.clone()).or_default() += 1;
+    }
+    println!("   in {took:.1?}; Bot API calls: {calls:?}");
+    let per_answer = |ticks: u64| ticks as f64 * 10.0 / answers as f64; // USER_HZ 100
+    let (user, system) = cpu_ticks(pid);
+    let (user, system) = (per_answer(user - ticks.0), per_answer(system - ticks.1));
     println!(
-        "   {:.2} ms CPU per answer",
-        (cpu_ticks(pid) - ticks) as f64 * per_tick_ms / answers as f64
+        "   {:.2} ms CPU per answer ({user:.2} ms user, {system:.2} ms system)",
+        user + system
     );
     report(&format!("after {} answers", answers + 1), pid);
     gateway.stop().await;

@@ -8,6 +8,7 @@ use crate::llm::{Message, Role};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::path::Path;
+use std::sync::LazyLock;
 
 /// Corrective messages per turn before the answer goes out with a warning.
 pub const MAX_CORRECTIONS: usize = 2;
@@ -103,7 +104,20 @@ impl Requirement {
 
 /// The rules of a gateway: built-ins plus the operator's (`INTENT_RULES_FILE`).
 #[derive(Debug, Clone, Default)]
-pub struct IntentRules(Vec<IntentRule>);
+pub struct IntentRules {
+    /// Whether the built-ins ([`BUILTIN`]) apply.
+    builtin: bool,
+    /// The operator's, after them.
+    own: Vec<IntentRule>,
+}
+
+/// The built-in rules, compiled once: their Unicode patterns take ~10 ms
+/// of CPU to compile, so start-up leaves that to [`IntentRules::warm_up`] on
+/// a thread of its own instead of doing it before the first answer.
+static BUILTIN: LazyLock<Vec<IntentRule>> = LazyLock::new(compile_builtin);
+
+/// How many rules [`BUILTIN`] holds.
+const BUILTIN_RULES: usize = 2;
 
 /// A rules file entry; `tool` is one name or a list of alternatives.
 #[derive(Debug, Deserialize)]
@@ -148,35 +162,22 @@ impl IntentRules {
     /// check-up" after portfolio talk) needs `portfolio` with action
     /// `diagnose`, not a plain view.
     pub fn builtin() -> IntentRules {
-        let (Ok(pattern), Ok(diagnose), Ok(topic), Ok(again), Ok(diagnose_again)) = (
-            compile(PORTFOLIO_PATTERN),
-            compile(DIAGNOSE_PATTERN),
-            compile(PORTFOLIO_TOPIC),
-            compile(LOOK_AGAIN),
-            compile(DIAGNOSE_FOLLOW_UP),
-        ) else {
-            return IntentRules::default();
-        };
-        IntentRules(vec![
-            IntentRule {
-                pattern,
-                tools: vec!["portfolio".into(), "update_portfolio".into()],
-                mode: None,
-                follow_up: Some(FollowUp {
-                    pattern: again,
-                    topic: topic.clone(),
-                }),
-            },
-            IntentRule {
-                pattern: diagnose,
-                tools: vec!["portfolio".into()],
-                mode: Some(("action".into(), "diagnose".into())),
-                follow_up: Some(FollowUp {
-                    pattern: diagnose_again,
-                    topic,
-                }),
-            },
-        ])
+        IntentRules {
+            builtin: true,
+            own: Vec::new(),
+        }
+    }
+
+    /// Compiles the built-in rules now (on the calling thread), so the first
+    /// turn that checks them does not.
+    pub fn warm_up() {
+        LazyLock::force(&BUILTIN);
+    }
+
+    /// The rules in order: the built-ins, then the operator's.
+    fn rules(&self) -> impl Iterator<Item = &IntentRule> {
+        let builtin: &[IntentRule] = if self.builtin { &BUILTIN } else { &[] };
+        builtin.iter().chain(&self.own)
     }
 
     /// No rules: the guard never intervenes.
@@ -220,7 +221,7 @@ impl IntentRules {
                 )));
             }
             let pattern = compile(&def.pattern).map_err(|e| problem(e.to_string()))?;
-            rules.0.push(IntentRule {
+            rules.own.push(IntentRule {
                 pattern,
                 tools,
                 mode: None,
@@ -231,11 +232,11 @@ impl IntentRules {
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        usize::from(self.builtin) * BUILTIN_RULES + self.own.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 
     /// What `user_text` requires, among the tools `available` (a rule none
@@ -249,7 +250,7 @@ impl IntentRules {
     ) -> Vec<Requirement> {
         let recent = &recent[recent.len().saturating_sub(FOLLOW_UP_WINDOW)..];
         let mut out: Vec<Requirement> = Vec::new();
-        for rule in &self.0 {
+        for rule in self.rules() {
             let requirement = Requirement {
                 tools: rule
                     .tools
@@ -283,6 +284,40 @@ fn on_topic(f: &FollowUp, tools: &[String], recent: &[Message]) -> bool {
         Role::Assistant => m.tool_calls.iter().any(|c| tools.contains(&c.name)),
         _ => false,
     })
+}
+
+/// The built-in rules (see [`IntentRules::builtin`]); none if a pattern
+/// would not compile (the tests make sure they do).
+fn compile_builtin() -> Vec<IntentRule> {
+    let (Ok(pattern), Ok(diagnose), Ok(topic), Ok(again), Ok(diagnose_again)) = (
+        compile(PORTFOLIO_PATTERN),
+        compile(DIAGNOSE_PATTERN),
+        compile(PORTFOLIO_TOPIC),
+        compile(LOOK_AGAIN),
+        compile(DIAGNOSE_FOLLOW_UP),
+    ) else {
+        return Vec::new();
+    };
+    vec![
+        IntentRule {
+            pattern,
+            tools: vec!["portfolio".into(), "update_portfolio".into()],
+            mode: None,
+            follow_up: Some(FollowUp {
+                pattern: again,
+                topic: topic.clone(),
+            }),
+        },
+        IntentRule {
+            pattern: diagnose,
+            tools: vec!["portfolio".into()],
+            mode: Some(("action".into(), "diagnose".into())),
+            follow_up: Some(FollowUp {
+                pattern: diagnose_again,
+                topic,
+            }),
+        },
+    ]
 }
 
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
@@ -340,6 +375,13 @@ mod tests {
 
     fn all(_: &str) -> bool {
         true
+    }
+
+    #[test]
+    fn the_builtin_patterns_compile_and_are_counted() {
+        assert_eq!(compile_builtin().len(), BUILTIN_RULES);
+        assert_eq!(IntentRules::builtin().len(), BUILTIN_RULES);
+        assert!(IntentRules::none().is_empty());
     }
 
     #[test]

@@ -471,6 +471,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     }
     // The adapters keep their state in DATA_DIR too.
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
+    // Compiled while the platforms connect, not before the first answer.
+    std::thread::spawn(crate::agent::IntentRules::warm_up);
     let adapters = config.platforms.connect().await?;
     let running = start(&config, adapters, shutdown).await?;
     running.wait().await;

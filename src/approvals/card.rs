@@ -154,6 +154,44 @@ pub fn pending_card(record: &ApprovalRecord, timeout: std::time::Duration) -> Ou
 
 /// The card once decided or expired: no buttons, who decided and when.
 pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
+    let who = decided_by(record);
+    let head = match record.status {
+        ApprovalStatus::Allowed => format!("✅ **Allowed once**{who}"),
+        ApprovalStatus::Always => format!("♾️ **Always allowed**{who}"),
+        ApprovalStatus::Denied => {
+            let reason = record
+                .reason
+                .as_deref()
+                .map(|r| format!(" — {}", clip_name(&visible(r).text)))
+                .unwrap_or_default();
+            format!("⛔ **Denied**{who}{reason}")
+        }
+        ApprovalStatus::Expired => {
+            "⌛ **Expired** without a decision (treated as denied)".to_owned()
+        }
+        ApprovalStatus::Edited => {
+            format!(
+                "✏️ **Editing**{who}: {}",
+                super::edit::prompt(&record.arguments)
+            )
+        }
+        ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
+    };
+    OutgoingMessage::text(format!("{head}\n{}", body(record)))
+}
+
+/// The card once its form sent the call back with new arguments: no
+/// buttons, who edited it and when; the new card follows.
+pub fn form_edited_card(record: &ApprovalRecord) -> OutgoingMessage {
+    let who = decided_by(record);
+    OutgoingMessage::text(format!(
+        "✏️ **Edited**{who}: a new card asks about the new arguments.\n{}",
+        body(record)
+    ))
+}
+
+/// " by Ann at 14:02 UTC": who decided and when, as far as known.
+fn decided_by(record: &ApprovalRecord) -> String {
     let who = record
         .decided_by_name
         .as_deref()
@@ -163,29 +201,7 @@ pub fn final_card(record: &ApprovalRecord) -> OutgoingMessage {
         .decided_at
         .map(|t| t.format(" at %H:%M UTC").to_string())
         .unwrap_or_default();
-    let head = match record.status {
-        ApprovalStatus::Allowed => format!("✅ **Allowed once**{who}{when}"),
-        ApprovalStatus::Always => format!("♾️ **Always allowed**{who}{when}"),
-        ApprovalStatus::Denied => {
-            let reason = record
-                .reason
-                .as_deref()
-                .map(|r| format!(" — {}", clip_name(&visible(r).text)))
-                .unwrap_or_default();
-            format!("⛔ **Denied**{who}{when}{reason}")
-        }
-        ApprovalStatus::Expired => {
-            "⌛ **Expired** without a decision (treated as denied)".to_owned()
-        }
-        ApprovalStatus::Edited => {
-            format!(
-                "✏️ **Editing**{who}{when}: {}",
-                super::edit::prompt(&record.arguments)
-            )
-        }
-        ApprovalStatus::Pending => "🔐 **Approval needed**".to_owned(),
-    };
-    OutgoingMessage::text(format!("{head}\n{}", body(record)))
+    format!("{who}{when}")
 }
 
 /// "20 s", "10 min", "1 min 30 s".

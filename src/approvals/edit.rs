@@ -1,6 +1,9 @@
-//! Editing an action sent back from its card: what to type, and reading what
-//! was typed as the new arguments.
+//! Editing an action sent back from its card: what to type, reading what
+//! was typed as the new arguments, and checking new arguments the way
+//! every edit is checked (typed or sent in a form).
 
+use crate::domain::Conversation;
+use crate::tools::Tool;
 use crate::visible::visible;
 use serde_json::Value;
 
@@ -37,6 +40,25 @@ pub(crate) fn edited_arguments(old: &Value, text: &str) -> Option<Value> {
         *slot = Value::String(text.to_owned());
     }
     Some(new)
+}
+
+/// Whether `args` may replace a call's arguments: they fit the tool's
+/// argument schema and pass the tool's own checks for `caller` (the paused
+/// turn's conversation). Without the tool (gone since), only that they are
+/// an object. `Err` says why not, for the person who edited them.
+pub(crate) fn check(
+    tool: Option<&dyn Tool>,
+    args: &Value,
+    caller: Option<&Conversation>,
+) -> Result<(), String> {
+    let Some(tool) = tool else {
+        return match args {
+            Value::Object(_) => Ok(()),
+            _ => Err("the arguments must be a JSON object".into()),
+        };
+    };
+    super::edit_schema::check(&tool.spec().parameters, args)?;
+    tool.validate_for(args, caller).map_err(|e| e.to_string())
 }
 
 /// What to send as the next message, with the current arguments (`arguments`

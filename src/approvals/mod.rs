@@ -5,7 +5,10 @@ mod approve_command;
 mod card;
 mod card_layout;
 mod edit;
+mod edit_form;
+mod edit_schema;
 mod expiry;
+mod press;
 pub(crate) mod rules;
 #[cfg(test)]
 mod rules_props;
@@ -15,7 +18,8 @@ pub use approve_command::TextDecision;
 pub(crate) use card::pending_card;
 pub use card::{action_id, parse_action, Choice};
 pub use card_layout::CARD_SHOWN_CHARS;
-pub(crate) use edit::{edited_arguments, prompt as edit_prompt};
+pub(crate) use edit::{check as check_edit, edited_arguments, prompt as edit_prompt};
+pub use press::Decided;
 pub use rules::describe as describe_rule;
 
 use crate::clock::Clock;
@@ -25,8 +29,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    ButtonPress, ChatAddress, MessageRef, OutgoingFile, Platform, PlatformAdapter, PressAnswer,
-    User,
+    ChatAddress, MessageRef, OutgoingFile, Platform, PlatformAdapter, User,
 };
 
 /// The tool name of an approval an MCP client asked for (`switchboard mcp`'s
@@ -61,6 +64,9 @@ pub enum Decision {
     Always,
     /// The requester's next message replaces the arguments.
     Edit,
+    /// Sent back with these new arguments (JSON), as sent in the card's
+    /// form: a new card asks about them.
+    EditedTo(String),
     Deny(Option<String>),
     Expired,
 }
@@ -279,93 +285,6 @@ impl Approvals {
         Ok(true)
     }
 
-    /// Handles a press on an approval button: authorizes the presser, records
-    /// the decision and updates the card. Every press is answered. Returns the
-    /// decided approval: the caller resumes its paused turn.
-    pub async fn handle_press(
-        &self,
-        adapter: &dyn PlatformAdapter,
-        press: &ButtonPress,
-        id: &ApprovalId,
-        choice: Choice,
-    ) -> Option<ApprovalRecord> {
-        let mut recorded = None;
-        let decided = match self.press_on_card(press, id).await {
-            Ok(None) => {
-                self.decide(id, press.chat.platform, &press.user, choice, None)
-                    .await
-            }
-            Ok(Some(refusal)) => Ok(Err(refusal)),
-            Err(e) => Err(e),
-        };
-        let answer = match decided {
-            Ok(Ok(record)) => {
-                let answer = PressAnswer::Update(card::final_card(&record));
-                recorded = Some(record);
-                answer
-            }
-            Ok(Err(refusal)) => PressAnswer::Private(refusal),
-            Err(e) => {
-                tracing::error!(error = %e, "approval decision failed");
-                PressAnswer::Private(
-                    "Something went wrong recording your decision; please try again.".into(),
-                )
-            }
-        };
-        if let Err(e) = adapter.answer_press(press, answer).await {
-            tracing::warn!(error = %e, "could not answer an approval press");
-        }
-        recorded
-    }
-
-    /// A press decides only the card it was made on: the approval's own chat
-    /// and, once the card is sent, the card's own message. A press carrying
-    /// approval C's data on some other message is refused (and that message
-    /// is left alone), so C's real card keeps its buttons. `Some(text)` is the
-    /// refusal for the presser.
-    async fn press_on_card(
-        &self,
-        press: &ButtonPress,
-        id: &ApprovalId,
-    ) -> Result<Option<String>, StoreError> {
-        let Some(mut record) = self.store.approvals().get(id).await? else {
-            return Ok(None); // `decide` says it is unknown
-        };
-        // The card is being shown right now and its message is not recorded
-        // yet: a press naming a message waits (briefly) for that bookkeeping,
-        // so it can be matched to the card.
-        if press.message.is_some() {
-            for _ in 0..BOOKKEEPING_CHECKS {
-                if record.card_message.is_some() || record.status != ApprovalStatus::Pending {
-                    break;
-                }
-                tokio::time::sleep(BOOKKEEPING_WAIT).await;
-                match self.store.approvals().get(id).await? {
-                    Some(r) => record = r,
-                    None => return Ok(None),
-                }
-            }
-        }
-        let same_chat =
-            press.chat.platform == record.chat.platform && press.chat.chat == record.chat.chat;
-        let same_message = match (&press.message, record.card_message) {
-            (Some(pressed), Some(card)) => {
-                pressed.id == card && pressed.chat.chat == record.chat.chat
-            }
-            // Never recorded (storage failed then), or the platform does not
-            // say which message: the chat decides.
-            _ => true,
-        };
-        if same_chat && same_message {
-            return Ok(None);
-        }
-        tracing::warn!(
-            approval = %id,
-            "press for an approval on a message that is not its card"
-        );
-        Ok(Some("This button does not belong to this message.".into()))
-    }
-
     /// The shared decision path: the decided record, or `Ok(Err(text))`, a
     /// refusal for the presser.
     pub(crate) async fn decide(
@@ -377,35 +296,10 @@ impl Approvals {
         reason: Option<String>,
     ) -> Result<Result<ApprovalRecord, String>, StoreError> {
         let Some(record) = self.store.approvals().get(id).await? else {
-            return Ok(Err("This approval is unknown or no longer valid.".into()));
+            return Ok(Err(UNKNOWN.into()));
         };
-        // User ids are per platform: the requester is who asked on that platform.
-        let is_requester = record.chat.platform == platform && record.requester == user.id;
-        if !is_requester && !user.is_approver {
-            return Ok(Err(
-                "Only the person who asked, or a configured approver, can decide this.".into(),
-            ));
-        }
-        if once_only(&record.tool_name) && matches!(choice, Choice::Always | Choice::Edit) {
-            return Ok(Err(if record.tool_name == EXTERNAL_APPROVAL {
-                "An external agent's request can only be allowed once or denied.".into()
-            } else {
-                "A change to the tools can only be allowed once or denied.".into()
-            }));
-        }
-        if from_mcp(&record) && choice == Choice::Edit {
-            return Ok(Err(
-                "A call from another agent cannot be edited; allow or deny it.".into(),
-            ));
-        }
-        if record.status != ApprovalStatus::Pending {
-            return Ok(Err(format!(
-                "Already decided: {}.",
-                status_word(record.status)
-            )));
-        }
-        if record.expires_at <= self.clock.now() {
-            return Ok(Err("This approval has expired.".into()));
+        if let Some(refusal) = self.refusal(&record, platform, user, choice) {
+            return Ok(Err(refusal));
         }
         // `always <prefix>` (text only) allows commands starting with it;
         // `always` alone, exactly these arguments.
@@ -463,6 +357,46 @@ impl Approvals {
         Ok(Ok(decided))
     }
 }
+
+impl Approvals {
+    /// Why `user` on `platform` may not make `choice` on `record` now, for
+    /// them; `None` when they may.
+    fn refusal(
+        &self,
+        record: &ApprovalRecord,
+        platform: Platform,
+        user: &User,
+        choice: Choice,
+    ) -> Option<String> {
+        // User ids are per platform: the requester is who asked on that platform.
+        let is_requester = record.chat.platform == platform && record.requester == user.id;
+        if !is_requester && !user.is_approver {
+            return Some(
+                "Only the person who asked, or a configured approver, can decide this.".into(),
+            );
+        }
+        if once_only(&record.tool_name) && matches!(choice, Choice::Always | Choice::Edit) {
+            return Some(if record.tool_name == EXTERNAL_APPROVAL {
+                "An external agent's request can only be allowed once or denied.".into()
+            } else {
+                "A change to the tools can only be allowed once or denied.".into()
+            });
+        }
+        if from_mcp(record) && choice == Choice::Edit {
+            return Some("A call from another agent cannot be edited; allow or deny it.".into());
+        }
+        if record.status != ApprovalStatus::Pending {
+            return Some(format!("Already decided: {}.", status_word(record.status)));
+        }
+        if record.expires_at <= self.clock.now() {
+            return Some("This approval has expired.".into());
+        }
+        None
+    }
+}
+
+/// The refusal of a press or command naming no stored approval.
+const UNKNOWN: &str = "This approval is unknown or no longer valid.";
 
 /// The decision a stored record carries.
 pub fn decision_of(record: &ApprovalRecord) -> Decision {

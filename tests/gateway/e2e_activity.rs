@@ -275,6 +275,8 @@ fn throttled() -> std::sync::Arc<TestChannel> {
         max_download_bytes: 20 << 20,
         answer_buttons: true,
         local_operator: false,
+        forms: false,
+        menus: false,
     })
 }
 

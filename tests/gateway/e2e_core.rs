@@ -460,6 +460,8 @@ async fn long_answers_are_split_to_the_platform_limit_in_its_unit() {
         max_download_bytes: 20 << 20,
         answer_buttons: true,
         local_operator: false,
+        forms: false,
+        menus: false,
     });
     let h = Harness::with_channel(&[], channel).await;
     // 90 chars but 150 UTF-16 units per paragraph: only the platform's unit

@@ -30,6 +30,8 @@ fn small_channel() -> std::sync::Arc<TestChannel> {
         max_download_bytes: 20 << 20,
         answer_buttons: true,
         local_operator: false,
+        forms: false,
+        menus: false,
     })
 }
 

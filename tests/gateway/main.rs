@@ -17,6 +17,7 @@ mod e2e_bad_input;
 mod e2e_card_text;
 mod e2e_chats;
 mod e2e_core;
+mod e2e_edit_checks;
 mod e2e_key_fields;
 mod e2e_lifecycle;
 mod e2e_media;

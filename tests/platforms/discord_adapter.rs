@@ -18,22 +18,22 @@ use switchboard_platform::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-const CHANNEL: u64 = 1_200_000_000_000_000_001;
+pub(crate) const CHANNEL: u64 = 1_200_000_000_000_000_001;
 const OTHER_CHANNEL: u64 = 1_200_000_000_000_000_002;
 const FREE_CHANNEL: u64 = 1_200_000_000_000_000_003;
 const THREAD: u64 = 1_200_000_000_000_000_004;
 const DM_CHANNEL: u64 = 1_200_000_000_000_000_005;
-const ALICE: u64 = 1_300_000_000_000_000_001;
-const BOB: u64 = 1_300_000_000_000_000_002;
+pub(crate) const ALICE: u64 = 1_300_000_000_000_000_001;
+pub(crate) const BOB: u64 = 1_300_000_000_000_000_002;
 const APPROVER: u64 = 1_300_000_000_000_000_003;
 const APPROVER_ROLE: u64 = 1_400_000_000_000_000_001;
 /// The managed role Discord gives the bot when it joins a guild.
 const BOT_ROLE: u64 = 1_400_000_000_000_000_002;
 const MODS_ROLE: u64 = 1_400_000_000_000_000_003;
 
-struct Harness {
-    fake: FakeDiscord,
-    adapter: Arc<DiscordAdapter>,
+pub(crate) struct Harness {
+    pub(crate) fake: FakeDiscord,
+    pub(crate) adapter: Arc<DiscordAdapter>,
     inbound: support::intake::Received,
     shutdown: CancellationToken,
     run: JoinHandle<Result<(), PlatformError>>,
@@ -49,7 +49,10 @@ fn config_for(fake: &FakeDiscord) -> DiscordConfig {
     config
 }
 
-async fn harness(options: FakeDiscordOptions, tweak: impl FnOnce(&mut DiscordConfig)) -> Harness {
+pub(crate) async fn harness(
+    options: FakeDiscordOptions,
+    tweak: impl FnOnce(&mut DiscordConfig),
+) -> Harness {
     let fake = FakeDiscord::start_with(options).await;
     fake.add_text_channel(CHANNEL);
     fake.add_text_channel(OTHER_CHANNEL);
@@ -82,7 +85,7 @@ async fn start() -> Harness {
 }
 
 impl Harness {
-    async fn next(&mut self) -> Inbound {
+    pub(crate) async fn next(&mut self) -> Inbound {
         tokio::time::timeout(Duration::from_secs(15), self.inbound.recv())
             .await
             .expect("no inbound event within 15 s")
@@ -96,7 +99,7 @@ impl Harness {
         }
     }
 
-    async fn next_press(&mut self) -> ButtonPress {
+    pub(crate) async fn next_press(&mut self) -> ButtonPress {
         match self.next().await {
             Inbound::ButtonPress(p) => p,
             other => panic!("expected a press, got {other:?}"),
@@ -109,7 +112,7 @@ impl Harness {
         self.next_message().await
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.cancel();
         let result = tokio::time::timeout(Duration::from_secs(15), self.run)
             .await
@@ -119,11 +122,11 @@ impl Harness {
     }
 }
 
-fn channel(id: u64) -> ChatAddress {
+pub(crate) fn channel(id: u64) -> ChatAddress {
     ChatAddress::new(Platform::Discord, ChatId(id as i64), None)
 }
 
-fn card(text: &str, ids: &[&str]) -> OutgoingMessage {
+pub(crate) fn card(text: &str, ids: &[&str]) -> OutgoingMessage {
     let buttons = ids
         .iter()
         .map(|id| Button {
@@ -847,6 +850,7 @@ fn press_template() -> ButtonPress {
         handle: switchboard_platform::PressHandle(String::new()),
         timestamp: chrono::Utc::now(),
         parent: None,
+        input: Default::default(),
     }
 }
 

@@ -13,6 +13,8 @@ mod activity_lines;
 mod discord_adapter;
 mod discord_chats;
 mod discord_e2e;
+mod discord_forms;
+mod discord_interactions;
 mod discord_limits;
 mod discord_media;
 mod discord_profile_card;

@@ -1,6 +1,6 @@
 //! Reactions as status on Telegram, end to end (the real gateway and adapter
-//! against the fake Bot API): the user's message shows 👀 received, ✍
-//! working, 👌 done or 💔 failed through `setMessageReaction`; `REACTIONS=off`
+//! against the fake Bot API): the user's message shows 👀 received (when it
+//! waits for its turn), ✍ working, 👌 done or 💔 failed through `setMessageReaction`; `REACTIONS=off`
 //! sends none; an emoji outside Telegram's list is refused by the (strict)
 //! fake and by the settings; a 👍 on an answer by its asker is feedback, by
 //! anyone else it is ignored.
@@ -85,8 +85,32 @@ async fn a_failed_turn_ends_with_the_failed_reaction() {
     e.llm.push(Reply::status(400, body));
     let asked = e.tg.message(Where::Dm, &ann(), "this will fail");
     let seen = reactions_until(&e, 900, asked.message_id, "💔").await;
-    assert_eq!(seen.first().map(String::as_str), Some("👀"), "{seen:?}");
     assert!(!seen.contains(&"👌".to_owned()), "{seen:?}");
+    e.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_waiting_for_its_turn_shows_received_first() {
+    let e = E2e::start(|_| {}).await;
+    e.llm.push(
+        Reply::text("The first, slowly answered.").with_chunk_delay(Duration::from_millis(400)),
+    );
+    e.llm.push(Reply::text("The second."));
+    let first = e.tg.message(Where::Dm, &ann(), "first question");
+    e.wait("the first turn working", |t| {
+        t.bot_reactions(900, first.message_id)
+            .last()
+            .map(String::as_str)
+            == Some("✍")
+    })
+    .await;
+    // The first turn runs: the second waits for it (follow-up queue).
+    let second = e.tg.message(Where::Dm, &ann(), "second question");
+    let seen = reactions_until(&e, 900, second.message_id, "👌").await;
+    assert_eq!(seen.first().map(String::as_str), Some("👀"), "{seen:?}");
+    let first_seen = reactions_until(&e, 900, first.message_id, "👌").await;
+    // A turn that started at once never showed "received".
+    assert!(!first_seen.contains(&"👀".to_owned()), "{first_seen:?}");
     e.stop().await;
 }
 
@@ -133,7 +157,9 @@ async fn telegram_refuses_an_emoji_off_its_list_and_the_answer_still_comes() {
         Some("Bad Request: REACTION_INVALID")
     );
     assert_eq!(refused[0].params["reaction"][0]["emoji"], "✅");
-    assert_eq!(e.tg.bot_reactions(900, asked.message_id), ["👀", "✍"]);
+    // What was shown before the refused ✅ stays: at most working.
+    let shown = e.tg.bot_reactions(900, asked.message_id);
+    assert!(shown.iter().all(|r| r == "👀" || r == "✍"), "{shown:?}");
     e.stop().await;
 
     // The settings refuse it at start, naming the variable.

@@ -9,11 +9,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cdn;
+mod components;
 mod events;
 mod gateway;
 mod guilds;
 mod history;
 mod limits;
+mod modals;
 mod outage;
 mod reactions;
 mod rest;
@@ -26,6 +28,8 @@ pub use cdn::FakeFile;
 pub use events::{Press, UserMessage};
 #[allow(unused_imports)] // only the rate-limit tests scale the limits
 pub use limits::{DiscordLimits, Rate};
+#[allow(unused_imports)] // only the form and menu tests choose or submit
+pub use modals::{first_select, Choice};
 #[allow(unused_imports)] // only the resilience tests break connections
 pub use outage::Disruption;
 #[allow(unused_imports)] // only the upload tests read files
@@ -133,17 +137,31 @@ pub(crate) struct Channel {
     pub parent: Option<u64>,
 }
 
+/// Interaction types the fake dispatches.
+pub(crate) const COMMAND: u8 = 2;
+pub(crate) const COMPONENT: u8 = 3;
+pub(crate) const MODAL_SUBMIT: u8 = 5;
+
 /// An interaction the fake dispatched.
 #[derive(Debug, Clone)]
 pub(crate) struct Interaction {
     pub token: String,
+    /// The message whose component was used (0: none, a slash command or a
+    /// modal one opened).
     pub message: u64,
     pub channel: u64,
-    pub dispatched: Instant,
+    /// When Discord created it (its snowflake's time): initial responses
+    /// are refused past `interaction_expiry` from here.
+    pub created: Instant,
     /// The callback type once acknowledged.
     pub acked: Option<u64>,
-    /// A slash command (no message to update), not a button press.
-    pub command: bool,
+    /// [`COMMAND`], [`COMPONENT`] or [`MODAL_SUBMIT`].
+    pub kind: u8,
+    /// Who used it, with their roles.
+    pub user: u64,
+    pub roles: Vec<u64>,
+    /// The modal its response opened (a type 9 callback's `data`).
+    pub modal: Option<Value>,
 }
 
 /// A gateway session (one per identified shard); survives disconnects for
@@ -208,9 +226,23 @@ pub(crate) struct Inner {
     pub guild_lookups: usize,
     /// The bot's own reactions, by message.
     pub bot_reactions: HashMap<u64, Vec<String>>,
+    /// Snowflakes made for late deliveries ([`Inner::id_created_ago`]).
+    pub late_ids: u64,
 }
 
 impl Inner {
+    /// A snowflake created `ago` (an event delivered late), unique but out
+    /// of order with the ids made since.
+    pub fn id_created_ago(&mut self, ago: Duration) -> u64 {
+        let ms = std::time::SystemTime::now()
+            .checked_sub(ago)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(DISCORD_EPOCH_MS);
+        self.late_ids += 1;
+        (ms.saturating_sub(DISCORD_EPOCH_MS) << 22) | (0x3F_0000 + self.late_ids)
+    }
+
     /// A fresh, increasing snowflake with the current time in it.
     pub fn next_id(&mut self) -> u64 {
         let ms = std::time::SystemTime::now()
@@ -587,13 +619,14 @@ impl FakeDiscord {
     }
 }
 
-/// The `custom_id`s of a message's buttons, row by row.
+/// The `custom_id`s of a message's buttons, row by row (not its menus').
 pub fn custom_ids(message: &Value) -> Vec<String> {
     message["components"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == 2)
         .filter_map(|b| b["custom_id"].as_str().map(str::to_owned))
         .collect()
 }

@@ -328,6 +328,17 @@ impl TestChannel {
         })
     }
 
+    /// Like [`TestChannel::new`], declaring forms (as Discord does) but, like
+    /// a platform whose deadline for one has passed, never able to open one
+    /// (`Unsupported`): the Discord tests open real ones.
+    #[allow(dead_code)]
+    pub fn with_forms_too_late() -> Arc<TestChannel> {
+        Self::with_capabilities(Capabilities {
+            forms: true,
+            ..Self::capabilities_of_new()
+        })
+    }
+
     fn capabilities_of_new() -> Capabilities {
         Capabilities {
             max_message_len: 4096,
@@ -341,6 +352,8 @@ impl TestChannel {
             max_download_bytes: 20 << 20,
             answer_buttons: true,
             local_operator: false,
+            forms: false,
+            menus: false,
         }
     }
 
@@ -599,6 +612,7 @@ impl TestChannel {
             handle,
             timestamp: chrono::Utc::now(),
             parent: None,
+            input: Default::default(),
         }))
         .await;
     }
@@ -697,6 +711,9 @@ impl PlatformAdapter for TestChannel {
         press: &ButtonPress,
         answer: PressAnswer,
     ) -> Result<(), PlatformError> {
+        if matches!(answer, PressAnswer::Form(_)) {
+            return Err(PlatformError::Unsupported("open a form now"));
+        }
         self.mutate(|log| {
             if let (PressAnswer::Update(update), Some(target)) = (&answer, press.message) {
                 if let Some(m) = log.messages.get_mut(&target.id.0) {

@@ -105,6 +105,8 @@ impl ConsoleAdapter {
                 max_download_bytes: crate::outbox::MAX_FILE_BYTES as u64,
                 answer_buttons: false,
                 local_operator: true,
+                forms: false,
+                menus: false,
             },
             screen: Arc::new(Mutex::new(match live {
                 Some(width) => Screen::live(out, width),
@@ -256,6 +258,7 @@ impl PlatformAdapter for ConsoleAdapter {
             PressAnswer::Update(m) => self.screen().print_card_update(&m),
             PressAnswer::Private(text) => self.screen().print_notice(&text),
             PressAnswer::Ack => {}
+            PressAnswer::Form(_) => return Err(PlatformError::Unsupported("open forms")),
         }
         self.signal(Signal::PressAnswered);
         Ok(())

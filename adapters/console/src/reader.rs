@@ -222,6 +222,7 @@ impl ConsoleAdapter {
             handle: PressHandle(format!("console-{}", button.action)),
             timestamp: chrono::Utc::now(),
             parent: None,
+            input: Default::default(),
         })
     }
 

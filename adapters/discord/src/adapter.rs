@@ -138,6 +138,8 @@ fn capabilities(min_edit_interval: Duration) -> Capabilities {
         max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
         answer_buttons: true,
         local_operator: false,
+        forms: true,
+        menus: true,
     }
 }
 
@@ -398,6 +400,13 @@ impl PlatformAdapter for DiscordAdapter {
         self.shared.interactions.answer(&handle, answer).await
     }
 
+    /// A deferred update (type 6) now, unless the press is answered already.
+    async fn defer_press(&self, press: &ButtonPress) -> Result<(), PlatformError> {
+        let handle = Handle::decode(&press.handle)
+            .ok_or_else(|| PlatformError::Rejected("not a Discord button press".into()))?;
+        self.shared.interactions.defer_now(&handle).await
+    }
+
     fn status_reactions(&self) -> bool {
         self.shared.config.reactions.is_some()
     }
@@ -425,6 +434,13 @@ impl PlatformAdapter for DiscordAdapter {
             )
             .await
             .map_err(PlatformError::from)
+    }
+
+    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
+        match channel_of(chat) {
+            Ok(channel) => self.shared.rest.wait_idle(channel, within).await,
+            Err(_) => tokio::time::sleep(within).await,
+        }
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

@@ -170,34 +170,47 @@ impl EventHandler for Handler {
     }
 
     async fn interaction_create(&self, _: SerenityContext, interaction: Interaction) {
-        let component = match interaction {
-            Interaction::Component(component) => component,
-            Interaction::Command(command) => return self.slash_command(&command).await,
-            _ => return,
-        };
-        let shared = &self.shared;
-        if let Some((id, kind, parent)) = normalize::interaction_channel(component.channel.as_ref())
-        {
-            shared.channels.learned(id, (kind, parent));
-        }
-        shared.uploads.reported(
-            component.guild_id.map(|g| g.get()),
-            component.channel_id.get(),
-            component.attachment_size_limit,
-        );
         let ctx = self.context();
-        let handle = normalize::Handle {
-            interaction: component.id.get(),
-            application: component.application_id.get(),
-            token: component.token.clone(),
+        let (pressed, form, seen) = match &interaction {
+            Interaction::Command(command) => return self.slash_command(command).await,
+            Interaction::Component(c) => (
+                normalize::press(c, &ctx),
+                true,
+                Seen::of(
+                    c.channel.as_ref(),
+                    c.guild_id,
+                    c.channel_id,
+                    c.attachment_size_limit,
+                ),
+            ),
+            Interaction::Modal(m) => (
+                normalize::modal_submit(m, &ctx),
+                false,
+                Seen::of(
+                    m.channel.as_ref(),
+                    m.guild_id,
+                    m.channel_id,
+                    m.attachment_size_limit,
+                ),
+            ),
+            // No command offers autocomplete; pings only come over HTTP.
+            other => {
+                return tracing::debug!(kind = ?other.kind(), "ignoring an interaction");
+            }
         };
-        match normalize::press(&component, &ctx) {
+        seen.learn(&self.shared);
+        let handle = normalize::Handle {
+            interaction: interaction.id().get(),
+            application: interaction.application_id().get(),
+            token: interaction.token().to_owned(),
+        };
+        match pressed {
             Ok(press) => {
-                // The 3-second clock starts at receipt, not when the core sees it.
-                shared.interactions.received(handle);
+                // The 3-second clock runs from before the core sees it.
+                self.shared.interactions.received(handle, form);
                 let queued = Queued {
-                    channel: component.channel_id.get(),
-                    id: component.id.get(),
+                    channel: seen.channel,
+                    id: interaction.id().get(),
                     event: Event::Inbound(Box::new(Inbound::ButtonPress(press))),
                 };
                 let _ = self.queue.send(queued).await;
@@ -208,9 +221,43 @@ impl EventHandler for Handler {
                 } else {
                     tracing::debug!(?why, "ignoring a component interaction");
                 }
-                shared.interactions.acknowledge_ignored(&handle).await;
+                self.shared.interactions.acknowledge_ignored(&handle).await;
             }
         }
+    }
+}
+
+/// What an interaction tells about its channel and guild.
+struct Seen {
+    channel_kind: Option<(u64, u8, Option<u64>)>,
+    guild: Option<u64>,
+    channel: u64,
+    attachment_size_limit: u32,
+}
+
+impl Seen {
+    fn of(
+        channel: Option<&serenity::model::channel::PartialChannel>,
+        guild: Option<serenity::model::id::GuildId>,
+        channel_id: serenity::model::id::ChannelId,
+        attachment_size_limit: u32,
+    ) -> Seen {
+        Seen {
+            channel_kind: normalize::interaction_channel(channel),
+            guild: guild.map(|g| g.get()),
+            channel: channel_id.get(),
+            attachment_size_limit,
+        }
+    }
+
+    /// Caches the channel's kind and the guild's upload limit.
+    fn learn(&self, shared: &Shared) {
+        if let Some((id, kind, parent)) = self.channel_kind {
+            shared.channels.learned(id, (kind, parent));
+        }
+        shared
+            .uploads
+            .reported(self.guild, self.channel, self.attachment_size_limit);
     }
 }
 
@@ -230,14 +277,13 @@ impl Handler {
     /// 3 s), then hands it to the core like a typed command.
     async fn slash_command(&self, command: &CommandInteraction) {
         let shared = &self.shared;
-        if let Some((id, kind, parent)) = normalize::interaction_channel(command.channel.as_ref()) {
-            shared.channels.learned(id, (kind, parent));
-        }
-        shared.uploads.reported(
-            command.guild_id.map(|g| g.get()),
-            command.channel_id.get(),
+        Seen::of(
+            command.channel.as_ref(),
+            command.guild_id,
+            command.channel_id,
             command.attachment_size_limit,
-        );
+        )
+        .learn(shared);
         let Some(message) = normalize::slash_command(command, &self.context()) else {
             tracing::debug!("ignoring a slash command with ids outside the contract");
             return;

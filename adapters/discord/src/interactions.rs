@@ -1,9 +1,15 @@
-//! Button interactions: each is answered exactly once and within Discord's 3 s.
+//! Button, menu and modal-submit interactions: each is answered exactly once
+//! and within Discord's 3 s.
 //!
-//! On receipt a timer is armed; if the core has not answered after
-//! `defer_after` (2.5 s), the adapter sends a deferred update (type 6) itself and
-//! the core's later answer becomes an edit of the original message (`Update`) or
-//! an ephemeral followup (`Private`).
+//! On receipt a timer is armed for `defer_after` (2.5 s) after Discord created
+//! the interaction (its snowflake's time: one delivered late, say replayed
+//! after a reconnect, is deferred at once, not 2.5 s after it arrived); if the
+//! core has not answered by then, the adapter sends a deferred update (type 6)
+//! itself — as it does at once when the core asks (`defer_press`) — and the
+//! core's later answer becomes an edit of the original message (`Update`) or
+//! an ephemeral followup (`Private`). A form (type 9) can only be the first
+//! answer, and never to a modal submit: asked for later, it is refused with
+//! `Unsupported` and the press still waits for its answer.
 
 use crate::errors::{RestError, ALREADY_ACKNOWLEDGED};
 use crate::normalize::Handle;
@@ -30,6 +36,21 @@ enum State {
 struct Entry {
     state: Arc<Mutex<State>>,
     received: Instant,
+    /// Whether a modal may answer it (a button press, not a modal submit).
+    form: bool,
+}
+
+/// Discord's epoch (2015-01-01) in Unix milliseconds.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+
+/// How long ago Discord created `interaction`, by its snowflake and our
+/// clock (zero when our clock is behind).
+fn age(interaction: u64) -> Duration {
+    let created = (interaction >> 22).saturating_add(DISCORD_EPOCH_MS);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Duration::from_millis(now.saturating_sub(created))
 }
 
 /// Tracks the interactions of this process. Presses answered by another
@@ -58,8 +79,9 @@ impl Interactions {
         }
     }
 
-    /// Starts the 3-second clock of a press that will be forwarded to the core.
-    pub fn received(self: &Arc<Self>, handle: Handle) {
+    /// Starts the 3-second clock of an interaction that will be forwarded to
+    /// the core; `form` says whether a modal may answer it.
+    pub fn received(self: &Arc<Self>, handle: Handle, form: bool) {
         let state = Arc::new(Mutex::new(State::Pending));
         {
             let mut entries = self.lock();
@@ -70,16 +92,41 @@ impl Interactions {
                 Entry {
                     state: state.clone(),
                     received: Instant::now(),
+                    form,
                 },
             );
         }
+        // Discord's 3 s run from the interaction's creation, not its arrival.
+        let wait = self.defer_after.saturating_sub(age(handle.interaction));
         let this = Arc::clone(self);
         tokio::spawn(async move {
             tokio::select! {
-                () = tokio::time::sleep(this.defer_after) => this.defer(&handle, &state).await,
+                () = tokio::time::sleep(wait) => this.defer(&handle, &state).await,
                 () = this.stop.cancelled() => {}
             }
         });
+    }
+
+    /// Defers the interaction now (type 6) unless it is answered already:
+    /// the core's answer will take a while.
+    pub async fn defer_now(&self, handle: &Handle) -> Result<(), PlatformError> {
+        let (state, _) = self.entry_of(handle.interaction);
+        let mut state = state.lock().await;
+        if *state != State::Pending {
+            return Ok(());
+        }
+        let body = render::deferred_update_callback();
+        match self
+            .rest
+            .interaction_callback(handle.interaction, &handle.token, &body)
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if e.has_code(ALREADY_ACKNOWLEDGED) => {}
+            Err(e) => return Err(e.into()),
+        }
+        *state = State::Deferred;
+        Ok(())
     }
 
     /// Acknowledges a press the core will never see (unknown `custom_id`), so
@@ -98,7 +145,7 @@ impl Interactions {
     /// Carries out the core's answer: in the interaction response while it is
     /// pending, through the webhook routes once deferred.
     pub async fn answer(&self, handle: &Handle, answer: PressAnswer) -> Result<(), PlatformError> {
-        let state = self.state_of(handle.interaction);
+        let (state, form_allowed) = self.entry_of(handle.interaction);
         let mut state = state.lock().await;
         match *state {
             State::Answered => Err(PlatformError::Rejected(
@@ -109,11 +156,15 @@ impl Interactions {
                 *state = State::Answered;
                 Ok(())
             }
+            State::Pending if matches!(answer, PressAnswer::Form(_)) && !form_allowed => Err(
+                PlatformError::Unsupported("open a form in answer to a form"),
+            ),
             State::Pending => {
                 let body = match &answer {
                     PressAnswer::Ack => render::deferred_update_callback(),
                     PressAnswer::Update(message) => render::update_callback(message)?,
                     PressAnswer::Private(text) => render::private_callback(text),
+                    PressAnswer::Form(form) => crate::forms::modal_callback(form)?,
                 };
                 match self
                     .rest
@@ -170,19 +221,27 @@ impl Interactions {
                     .followup(handle.interaction, handle.application, &handle.token, &body)
                     .await
             }
+            // A modal is only ever the first response.
+            PressAnswer::Form(_) => {
+                return Err(PlatformError::Unsupported(
+                    "open a form once the press was acknowledged",
+                ))
+            }
         };
         result.map_err(PlatformError::from)
     }
 
-    fn state_of(&self, interaction: u64) -> Arc<Mutex<State>> {
-        self.lock()
-            .entry(interaction)
-            .or_insert_with(|| Entry {
-                state: Arc::new(Mutex::new(State::Pending)),
-                received: Instant::now(),
-            })
-            .state
-            .clone()
+    /// The state of `interaction` and whether a form may answer it; one
+    /// this process did not receive is taken as pending (Discord says
+    /// otherwise if it is not).
+    fn entry_of(&self, interaction: u64) -> (Arc<Mutex<State>>, bool) {
+        let mut entries = self.lock();
+        let entry = entries.entry(interaction).or_insert_with(|| Entry {
+            state: Arc::new(Mutex::new(State::Pending)),
+            received: Instant::now(),
+            form: true,
+        });
+        (entry.state.clone(), entry.form)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {

@@ -12,7 +12,10 @@
 //! - Outbound: Markdown as is (≤ 2000 chars, the core chunks), buttons as action
 //!   rows of ≤ 5 with `custom_id` = action id, replies as message references,
 //!   typing renewed until `Idle`, press answers as interaction callbacks (7 / 4 +
-//!   ephemeral / 6), deferred by the adapter when the core takes longer than 2.5 s.
+//!   ephemeral / 6 / 9 for a form), deferred by the adapter when the core takes
+//!   longer than 2.5 s after Discord created the interaction. Menus are string
+//!   selects under a message, forms are modals (`forms.rs`); a choice and a
+//!   modal submit arrive as presses carrying their values.
 //! - Media: message attachments become the contract's attachments; a
 //!   download fetches the message again for a fresh signed URL
 //!   (`download.rs`); files go out as multipart messages (`upload.rs`).
@@ -30,6 +33,7 @@ mod backfill;
 mod config;
 mod download;
 mod errors;
+mod forms;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod gateway;

@@ -10,16 +10,18 @@
 
 use chrono::{DateTime, Utc};
 use serenity::model::application::{
-    CommandInteraction, ComponentInteraction, ComponentInteractionDataKind,
+    CommandInteraction, ComponentInteraction, ComponentInteractionDataKind, ModalInteraction,
 };
 use serenity::model::channel::{ChannelType, Message, MessageType, PartialChannel};
+use serenity::model::guild::Member;
 use serenity::model::id::RoleId;
 use serenity::model::user::User as SerenityUser;
 use serenity::model::Timestamp;
 use std::collections::HashSet;
 use switchboard_platform::{
     ActionId, Addressed, Attachment, AttachmentKind, ButtonPress, ChatAddress, ChatId, ChatKind,
-    InboundMessage, MessageId, MessageRef, Platform, PressHandle, User, UserId,
+    Form, InboundMessage, Menu, MessageId, MessageRef, Platform, PressHandle, PressInput, User,
+    UserId,
 };
 
 /// Who the bot is and what the configuration says about users and channels.
@@ -195,49 +197,130 @@ fn attachment(msg: &Message, a: &serenity::model::channel::Attachment) -> Attach
 /// Why a component interaction is not forwarded as a press.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotAPress {
-    /// Not a button (select menus are not part of the contract).
+    /// Neither a button nor a string select (user, role or channel selects
+    /// are not part of the contract).
     NotAButton,
     /// The `custom_id` is not one of our action ids.
     UnknownCustomId,
     /// An id does not fit the contract.
     BadId,
+    /// More values, or longer ones, than a menu or form of ours takes
+    /// (Discord sends no more; anything else is not Discord's).
+    Oversized,
 }
 
-/// Normalizes a button press.
+/// Normalizes a button press or a choice in a string select.
 pub(crate) fn press(
     interaction: &ComponentInteraction,
     ctx: &Context<'_>,
 ) -> Result<ButtonPress, NotAPress> {
-    if !matches!(interaction.data.kind, ComponentInteractionDataKind::Button) {
-        return Err(NotAPress::NotAButton);
-    }
-    let action = ActionId::parse(&interaction.data.custom_id).ok_or(NotAPress::UnknownCustomId)?;
-    let place = interaction_place(interaction.guild_id.is_some(), interaction.channel.as_ref());
-    let chat = address(interaction.channel_id.get()).ok_or(NotAPress::BadId)?;
-    let roles = interaction
-        .member
-        .as_ref()
-        .map(|m| m.roles.as_slice())
-        .unwrap_or_default();
-    let nick = interaction.member.as_ref().and_then(|m| m.nick.as_deref());
-    let handle = Handle {
-        interaction: interaction.id.get(),
-        application: interaction.application_id.get(),
-        token: interaction.token.clone(),
+    let input = match &interaction.data.kind {
+        ComponentInteractionDataKind::Button => PressInput::None,
+        ComponentInteractionDataKind::StringSelect { values } => {
+            let fits = values.len() <= Menu::MAX_OPTIONS
+                && values
+                    .iter()
+                    .all(|v| v.chars().count() <= Menu::MAX_VALUE_CHARS);
+            if !fits {
+                return Err(NotAPress::Oversized);
+            }
+            PressInput::Chosen(values.clone())
+        }
+        _ => return Err(NotAPress::NotAButton),
     };
-    Ok(ButtonPress {
-        chat,
-        chat_kind: place.kind(),
-        user: user(&interaction.user, nick, roles, ctx).ok_or(NotAPress::BadId)?,
-        action,
-        message: Some(MessageRef {
+    let from = Interacted {
+        id: interaction.id.get(),
+        application: interaction.application_id.get(),
+        token: &interaction.token,
+        in_guild: interaction.guild_id.is_some(),
+        channel: interaction.channel.as_ref(),
+        channel_id: interaction.channel_id.get(),
+        member: interaction.member.as_ref(),
+        user: &interaction.user,
+        message: Some(interaction.message.id.get()),
+    };
+    from.press(&interaction.data.custom_id, input, ctx)
+}
+
+/// Normalizes a modal submit: a press of the modal's `custom_id` carrying
+/// its fields, on the message whose button opened it (when one did).
+pub(crate) fn modal_submit(
+    interaction: &ModalInteraction,
+    ctx: &Context<'_>,
+) -> Result<ButtonPress, NotAPress> {
+    let fields = crate::forms::submitted(&interaction.data.components);
+    let fits = fields.len() <= Form::MAX_FIELDS
+        && fields
+            .iter()
+            .all(|f| f.value.chars().count() <= Form::MAX_VALUE_CHARS);
+    if !fits {
+        return Err(NotAPress::Oversized);
+    }
+    let input = PressInput::Form(fields);
+    let from = Interacted {
+        id: interaction.id.get(),
+        application: interaction.application_id.get(),
+        token: &interaction.token,
+        in_guild: interaction.guild_id.is_some(),
+        channel: interaction.channel.as_ref(),
+        channel_id: interaction.channel_id.get(),
+        member: interaction.member.as_ref(),
+        user: &interaction.user,
+        message: interaction.message.as_ref().map(|m| m.id.get()),
+    };
+    from.press(&interaction.data.custom_id, input, ctx)
+}
+
+/// What a component interaction and a modal submit share.
+struct Interacted<'a> {
+    id: u64,
+    application: u64,
+    token: &'a str,
+    in_guild: bool,
+    channel: Option<&'a PartialChannel>,
+    channel_id: u64,
+    member: Option<&'a Member>,
+    user: &'a SerenityUser,
+    message: Option<u64>,
+}
+
+impl Interacted<'_> {
+    fn press(
+        &self,
+        custom_id: &str,
+        input: PressInput,
+        ctx: &Context<'_>,
+    ) -> Result<ButtonPress, NotAPress> {
+        let action = ActionId::parse(custom_id).ok_or(NotAPress::UnknownCustomId)?;
+        let place = interaction_place(self.in_guild, self.channel);
+        let chat = address(self.channel_id).ok_or(NotAPress::BadId)?;
+        let roles = self.member.map(|m| m.roles.as_slice()).unwrap_or_default();
+        let nick = self.member.and_then(|m| m.nick.as_deref());
+        let message = match self.message {
+            Some(id) => Some(MessageRef {
+                chat,
+                id: MessageId(to_i64(id).ok_or(NotAPress::BadId)?),
+            }),
+            None => None,
+        };
+        let handle = Handle {
+            interaction: self.id,
+            application: self.application,
+            token: self.token.to_owned(),
+        };
+        let created = serenity::model::id::InteractionId::new(self.id.max(1)).created_at();
+        Ok(ButtonPress {
             chat,
-            id: MessageId(to_i64(interaction.message.id.get()).ok_or(NotAPress::BadId)?),
-        }),
-        handle: handle.encode(),
-        timestamp: utc(&interaction.id.created_at()),
-        parent: place.parent(),
-    })
+            chat_kind: place.kind(),
+            user: user(self.user, nick, roles, ctx).ok_or(NotAPress::BadId)?,
+            action,
+            message,
+            handle: handle.encode(),
+            timestamp: utc(&created),
+            parent: place.parent(),
+            input,
+        })
+    }
 }
 
 /// Where an interaction happened, from its guild and its partial channel.
@@ -422,6 +505,49 @@ mod tests {
         assert_eq!(Handle::decode(&handle.encode()), Some(handle));
         assert_eq!(Handle::decode(&PressHandle("x:1:t".into())), None);
         assert_eq!(Handle::decode(&PressHandle("1:2:".into())), None);
+    }
+
+    /// A modal submit in a DM with `fields` text inputs of `len` characters.
+    fn modal_submit_json(fields: usize, len: usize) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = (0..fields)
+            .map(|i| {
+                serde_json::json!({ "type": 1, "components": [
+                    { "type": 4, "custom_id": format!("f{i}"), "value": "v".repeat(len) },
+                ] })
+            })
+            .collect();
+        serde_json::json!({
+            "id": "1100000000000000100", "application_id": "1100000000000000002",
+            "type": 5, "token": "t", "version": 1, "channel_id": "1100000000000000200",
+            "locale": "en-US", "entitlements": [], "attachment_size_limit": 1024,
+            "user": { "id": "1300000000000000001", "username": "ann", "discriminator": "0",
+                      "global_name": "Ann", "avatar": null, "bot": false },
+            "data": { "custom_id": "ap:1:e", "components": rows },
+        })
+    }
+
+    #[test]
+    fn modal_submits_become_presses_within_the_forms_bounds() {
+        use serenity::model::application::Interaction;
+        let none = HashSet::new();
+        let ctx = Context {
+            bot_id: 42,
+            bot_roles: &[],
+            approvers: &none,
+            approver_roles: &none,
+            free_channels: &none,
+        };
+        let submit = |fields, len| match serde_json::from_value(modal_submit_json(fields, len)) {
+            Ok(Interaction::Modal(m)) => modal_submit(&m, &ctx),
+            other => panic!("not a modal submit: {other:?}"),
+        };
+        let press = submit(2, 4000).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(press.action.as_str(), "ap:1:e");
+        assert_eq!(press.message, None, "no message: not opened from a button");
+        let fields = press.input.form().unwrap_or_default();
+        assert_eq!((fields.len(), fields[1].id.as_str()), (2, "f1"));
+        assert_eq!(submit(6, 1).map(drop), Err(NotAPress::Oversized));
+        assert_eq!(submit(1, 4001).map(drop), Err(NotAPress::Oversized));
     }
 
     #[test]

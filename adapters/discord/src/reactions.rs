@@ -36,6 +36,12 @@ impl Rest {
     /// each only if it can go at once without delaying a message.
     /// `Ok(false)` when a call gave way: both are idempotent, so the caller
     /// simply tries again.
+    /// Waits until the channel's call in flight has ended, at most `within`
+    /// (for a status reaction that gave way to it).
+    pub(crate) async fn wait_idle(&self, channel: u64, within: std::time::Duration) {
+        self.pacer.wait_idle(&Lane::Channel(channel), within).await;
+    }
+
     pub(crate) async fn react(
         &self,
         channel: u64,

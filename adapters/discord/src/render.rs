@@ -1,5 +1,6 @@
-//! Outbound payloads: messages with action rows of buttons, and interaction
-//! callback bodies. Markdown is kept as is: Discord renders it.
+//! Outbound payloads: messages with action rows of buttons (and a menu,
+//! `forms.rs`), and interaction callback bodies. Markdown is kept as is:
+//! Discord renders it.
 
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -27,7 +28,20 @@ pub(crate) fn message_body(
     create: bool,
 ) -> Result<Value, PlatformError> {
     let content = checked_content(&message.text)?;
-    let components = action_rows(&message.buttons)?;
+    let mut components = action_rows(&message.buttons)?;
+    if let Some(menu) = &message.menu {
+        let taken = message
+            .buttons
+            .iter()
+            .flatten()
+            .any(|b| b.action == menu.action);
+        if taken || components.len() >= MAX_ROWS {
+            return Err(PlatformError::Rejected(
+                "no room for the menu: its row would be the sixth, or its id is a button's".into(),
+            ));
+        }
+        components.push(crate::forms::menu_row(menu)?);
+    }
     if content.trim().is_empty() && components.is_empty() {
         return Err(PlatformError::Rejected(
             "Discord refuses an empty message".into(),

@@ -47,6 +47,12 @@ pub struct Capabilities {
     /// failed model call shown with its cause, and — the screen keeping no
     /// history — approval cards still pending at start shown again.
     pub local_operator: bool,
+    /// A press of a button can be answered with a form
+    /// ([`crate::PressAnswer::Form`], a Discord modal).
+    pub forms: bool,
+    /// Messages can carry a menu of options ([`crate::Menu`], a Discord
+    /// select menu).
+    pub menus: bool,
 }
 
 /// How answers stream in a chat whose platform has native drafts
@@ -245,6 +251,16 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         answer: PressAnswer,
     ) -> Result<(), PlatformError>;
 
+    /// Tells the platform at once that `press` is being worked on, where it
+    /// wants an answer within a deadline (Discord: 3 s), so that an answer
+    /// given later with [`Self::answer_press`] (still required, once) still
+    /// reaches the presser. Platforms without such a deadline keep this
+    /// default, which does nothing. A [`PressAnswer::Form`] cannot follow.
+    async fn defer_press(&self, press: &ButtonPress) -> Result<(), PlatformError> {
+        let _ = press;
+        Ok(())
+    }
+
     /// The largest file [`Self::send_file`] can deliver to `chat`: at least
     /// `capabilities().max_upload_bytes`, more where the platform allows it
     /// there (a boosted Discord server). The default is the capability.
@@ -313,6 +329,15 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     ) -> Result<bool, PlatformError> {
         let _ = (target, status, previous);
         Err(PlatformError::Unsupported("react to messages"))
+    }
+
+    /// After [`Self::set_status`] gave way in `chat`: waits until the call it
+    /// gave way to has ended (at most `within`), so the status is asked
+    /// again at the next moment it can go instead of on a timer. The
+    /// default waits `within`.
+    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
+        let _ = chat;
+        tokio::time::sleep(within).await;
     }
 
     /// Publishes the commands users can type in the platform's command menu,

@@ -1,5 +1,6 @@
 //! Inbound events: every message and button press, normalized.
 
+use crate::form::PressInput;
 use crate::ids::{ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, UserId};
 use crate::media::Attachment;
 use chrono::{DateTime, Utc};
@@ -83,7 +84,7 @@ impl InboundMessage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PressHandle(pub String);
 
-/// A button press.
+/// A button press, a choice in a menu, or a form sent back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ButtonPress {
     pub chat: ChatAddress,
@@ -97,4 +98,7 @@ pub struct ButtonPress {
     /// As [`InboundMessage::parent`]: a thread's channel, where the platform says.
     #[serde(default)]
     pub parent: Option<ChatId>,
+    /// The values chosen in a menu or sent in a form; nothing for a button.
+    #[serde(default)]
+    pub input: PressInput,
 }

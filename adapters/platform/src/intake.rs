@@ -208,6 +208,7 @@ mod tests {
             handle: PressHandle(format!("h{n}")),
             timestamp: chrono::Utc::now(),
             parent: None,
+            input: Default::default(),
         })
     }
 

@@ -10,6 +10,7 @@ mod chunk;
 mod chunk_props;
 pub mod failpoint;
 mod file;
+mod form;
 mod ids;
 mod inbound;
 mod intake;
@@ -25,6 +26,7 @@ mod waits;
 pub use adapter::{Capabilities, CommandInfo, Drafts, LengthUnit, PlatformAdapter, PlatformError};
 pub use chunk::{chunk_markdown, measure};
 pub use file::{FileKind, OutgoingFile};
+pub use form::{FieldValue, Form, FormField, Menu, MenuOption, PressInput};
 /// Re-exported so adapters build quotas without naming governor themselves.
 pub use governor::Quota;
 pub use ids::{

@@ -1,5 +1,6 @@
 //! Outbound operations' payloads: messages with optional buttons, press answers.
 
+use crate::form::{Form, Menu};
 use crate::ids::{ActionId, MessageId};
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +13,10 @@ pub struct OutgoingMessage {
     pub buttons: Vec<Vec<Button>>,
     /// Reply to this message (Discord message reference, Telegram reply).
     pub reply_to: Option<MessageId>,
+    /// A menu of options under the message, where the platform has menus
+    /// ([`crate::Capabilities::menus`]); `None` removes one when editing.
+    #[serde(default)]
+    pub menu: Option<Menu>,
 }
 
 impl OutgoingMessage {
@@ -29,6 +34,11 @@ impl OutgoingMessage {
 
     pub fn replying_to(mut self, id: Option<MessageId>) -> Self {
         self.reply_to = id;
+        self
+    }
+
+    pub fn with_menu(mut self, menu: Option<Menu>) -> Self {
+        self.menu = menu;
         self
     }
 }
@@ -62,6 +72,13 @@ pub enum PressAnswer {
     /// A notice shown only to the presser where the platform can (Telegram
     /// callback answer, Discord ephemeral message).
     Private(String),
+    /// Opens a form for the presser (a Discord modal). Only a platform with
+    /// [`crate::Capabilities::forms`] opens one, only for a press of a button
+    /// and only as its first answer within the platform's deadline: otherwise
+    /// [`crate::PlatformAdapter::answer_press`] returns
+    /// [`crate::PlatformError::Unsupported`] and the press is still to be
+    /// answered.
+    Form(Form),
 }
 
 /// What the bot is doing in a chat.

@@ -117,6 +117,9 @@ impl KeyQuota {
 /// Per-key state: the order lock, the key's quotas and its pause deadline.
 struct Lane {
     order: Mutex<()>,
+    /// Woken each time a call of the lane ends: a lowest-priority call that
+    /// gave way waits for it ([`Pacer::wait_idle`]) instead of polling.
+    ended: tokio::sync::Notify,
     quotas: StdMutex<Vec<KeyQuota>>,
     paused_until: StdMutex<Option<Instant>>,
     /// Outside the bot-wide quota and global pauses (Discord's interaction
@@ -136,6 +139,20 @@ impl Lane {
                 .unwrap_or_else(|p| p.into_inner())
                 .iter()
                 .all(|q| q.tat.is_none_or(|tat| tat <= now))
+    }
+}
+
+/// A lane's order held by a running call; letting it go wakes the calls
+/// that gave way to it (also when the call is dropped midway).
+struct InOrder<'a> {
+    guard: Option<tokio::sync::MutexGuard<'a, ()>>,
+    ended: &'a tokio::sync::Notify,
+}
+
+impl Drop for InOrder<'_> {
+    fn drop(&mut self) {
+        self.guard.take();
+        self.ended.notify_waiters();
     }
 }
 
@@ -234,7 +251,10 @@ where
     {
         let entered = Instant::now();
         let lane = self.lane(key);
-        let _order = lane.order.lock().await;
+        let _order = InOrder {
+            guard: Some(lane.order.lock().await),
+            ended: &lane.ended,
+        };
         let mut attempts = 0;
         loop {
             self.wait_ready(&lane).await;
@@ -286,6 +306,7 @@ where
         }
         let lane = Arc::new(Lane {
             order: Mutex::new(()),
+            ended: tokio::sync::Notify::new(),
             quotas: StdMutex::new(
                 (self.quotas_for)(key)
                     .into_iter()
@@ -782,6 +803,69 @@ mod tests {
         assert!(r.is_none(), "typing while the chat's message is on its way");
         release.notify_one();
         assert!(holder.await.is_ok_and(|ok| ok));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_gave_way_is_woken_when_the_chats_call_ends() {
+        let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(per_second(30), |_| vec![per_second(1)]));
+        // No lane, and an idle lane: nothing to wait for.
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        let r: Result<(), ()> = pacer.run(&7, || async { Ok(()) }, |_| Retry::No).await;
+        assert!(r.is_ok());
+        pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        assert_eq!(start.elapsed(), Duration::ZERO);
+
+        // A call holds the chat for 3 s: the waiter wakes as it ends.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let p = pacer.clone();
+        let holder = tokio::spawn(async move {
+            let r: Result<(), ()> = p
+                .run(
+                    &7,
+                    || async {
+                        tokio::time::sleep(Duration::from_secs(3)).await;
+                        Ok(())
+                    },
+                    |_| Retry::No,
+                )
+                .await;
+            r.is_ok()
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        // The quota (1/s) had replenished; the call ran at once for 3 s.
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        assert!(holder.await.is_ok_and(|ok| ok));
+        let r: Option<Result<(), ()>> = pacer
+            .run_if_idle(&[&7], || async { Ok(()) }, |_| Retry::No)
+            .await;
+        assert!(r.is_some(), "the chat is idle after the wake-up");
+
+        // A call dropped midway wakes the waiter too; `within` bounds a wait.
+        let p = pacer.clone();
+        let dropped = tokio::spawn(async move {
+            let never = || std::future::pending::<Result<(), ()>>();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(2), p.run(&7, never, |_| Retry::No)).await;
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        assert!(dropped.await.is_ok());
+        let p = pacer.clone();
+        let long = tokio::spawn(async move {
+            let never = || std::future::pending::<Result<(), ()>>();
+            let _ = tokio::time::timeout(Duration::from_secs(30), p.run(&7, never, |_| Retry::No))
+                .await;
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(1)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        long.abort();
     }
 
     #[test]

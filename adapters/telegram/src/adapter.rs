@@ -94,6 +94,8 @@ impl TelegramAdapter {
             max_download_bytes: crate::download::MAX_DOWNLOAD_BYTES,
             answer_buttons: true,
             local_operator: false,
+            forms: false,
+            menus: false,
         };
         let inner = Inner {
             normalizer: Normalizer::new(me.clone(), config.approvers.clone()),
@@ -332,6 +334,8 @@ impl PlatformAdapter for TelegramAdapter {
                     Vec::new()
                 },
                 reply_to: if i == 0 { message.reply_to } else { None },
+                // Telegram has no menus (`Capabilities::menus` is off).
+                menu: None,
             };
             sent = Some(self.inner.out.send(to, &part).await?);
         }
@@ -425,11 +429,14 @@ impl PlatformAdapter for TelegramAdapter {
         press: &ButtonPress,
         answer: PressAnswer,
     ) -> Result<(), PlatformError> {
+        if matches!(answer, PressAnswer::Form(_)) {
+            return Err(PlatformError::Unsupported("open forms"));
+        }
         let id = &press.handle.0;
         let owned = self.inner.presses.take(id);
         let toast = match &answer {
             PressAnswer::Private(text) => Some(text.as_str()),
-            PressAnswer::Ack | PressAnswer::Update(_) => None,
+            PressAnswer::Ack | PressAnswer::Update(_) | PressAnswer::Form(_) => None,
         };
         if owned {
             if let Err(e) = self.inner.out.answer_callback(id, toast).await {
@@ -461,6 +468,10 @@ impl PlatformAdapter for TelegramAdapter {
             ));
         };
         self.inner.out.react(target, emoji.emoji(status)).await
+    }
+
+    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
+        self.inner.out.wait_idle(chat, within).await;
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

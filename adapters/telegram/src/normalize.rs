@@ -276,6 +276,7 @@ impl Normalizer {
             handle: PressHandle(id),
             timestamp: Utc::now(),
             parent: None,
+            input: Default::default(),
         }))
     }
 }

@@ -112,6 +112,15 @@ pub fn allowed_reaction(emoji: &str) -> bool {
 }
 
 impl Outbound {
+    /// Waits until the chat's call in flight has ended, at most `within`
+    /// (for a status reaction that gave way to it).
+    pub(crate) async fn wait_idle(&self, chat: &ChatAddress, within: std::time::Duration) {
+        let to = self.current(chat);
+        self.pacer
+            .wait_idle(&crate::send::Lane::Chat(to.chat.0), within)
+            .await;
+    }
+
     /// Sets the bot's reaction on `target` to `emoji` (replacing its
     /// previous one: Telegram sets the whole list), if it can go at once
     /// without delaying a message. `Ok(false)` when it gave way.

@@ -5,6 +5,7 @@
 pub(super) mod approvals;
 pub(super) mod approve;
 pub(super) mod checkins;
+pub(super) mod choices;
 pub(super) mod dispatch;
 pub(super) mod identity;
 pub(super) mod memory;

@@ -52,6 +52,8 @@ impl Recorder {
                 max_download_bytes: 0,
                 answer_buttons: true,
                 local_operator: false,
+                forms: false,
+                menus: false,
             },
             drafts,
             answers: Mutex::new(answers.into()),

@@ -15,7 +15,7 @@ use crate::gateway::delivery::native_draft::NativeDraft;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, DraftId, MessageId,
+    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, DraftId, Menu, MessageId,
     MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
@@ -356,15 +356,27 @@ pub(crate) async fn send_text(
     text: &str,
     reply_to: Option<MessageId>,
 ) -> Result<(), PlatformError> {
+    send_text_with(adapter, chat, text, reply_to, None).await
+}
+
+/// [`send_text`] with `menu` under its last chunk.
+async fn send_text_with(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+    mut menu: Option<Menu>,
+) -> Result<(), PlatformError> {
     let caps = adapter.capabilities();
-    for (i, chunk) in chunk_markdown(text, caps.max_message_len, caps.length_unit)
-        .into_iter()
-        .enumerate()
-    {
+    let chunks = chunk_markdown(text, caps.max_message_len, caps.length_unit);
+    let last = chunks.len().saturating_sub(1);
+    for (i, chunk) in chunks.into_iter().enumerate() {
         let reply_to = if i == 0 { reply_to } else { None };
-        adapter
-            .send(chat, OutgoingMessage::text(chunk).replying_to(reply_to))
-            .await?;
+        let menu = if i == last { menu.take() } else { None };
+        let message = OutgoingMessage::text(chunk)
+            .replying_to(reply_to)
+            .with_menu(menu);
+        adapter.send(chat, message).await?;
     }
     Ok(())
 }
@@ -376,7 +388,18 @@ pub(crate) async fn notify(
     text: &str,
     reply_to: Option<MessageId>,
 ) {
-    if let Err(e) = send_text(adapter, chat, text, reply_to).await {
+    notify_with(adapter, chat, text, reply_to, None).await
+}
+
+/// [`notify`] with `menu` (the choices of `/model`, `/queue`) under the reply.
+pub(crate) async fn notify_with(
+    adapter: &dyn PlatformAdapter,
+    chat: &ChatAddress,
+    text: &str,
+    reply_to: Option<MessageId>,
+    menu: Option<Menu>,
+) {
+    if let Err(e) = send_text_with(adapter, chat, text, reply_to, menu).await {
         tracing::warn!(error = %e, "could not send a reply");
     }
     let _ = adapter.activity(chat, Activity::Answered).await;

@@ -5,8 +5,11 @@
 //! Each message has one small worker that brings the platform to the latest
 //! state asked for: states asked for while one is still on its way replace
 //! it (a reaction replaces the previous one anyway), and a state that gave way
-//! to other calls (reactions go at the lowest priority, like typing) is tried
-//! again a little later. The worker ends with a final state shown.
+//! to other calls (reactions go at the lowest priority, like typing) is asked
+//! again as soon as the chat's call in flight has ended — woken by the
+//! adapter's pacer, never polling. "Received" shows only on a message that
+//! waits for its turn; one whose turn starts at once goes straight to
+//! "working". The worker ends with a final state shown.
 
 use crate::agent::StopReason;
 use crate::domain::FeedbackId;
@@ -17,8 +20,12 @@ use std::time::Duration;
 use switchboard_platform::{Button, MessageRef, PlatformAdapter, PlatformError, Status};
 use tokio::sync::watch;
 
-/// How soon a reaction that gave way is tried again.
-const RETRY: Duration = Duration::from_millis(200);
+/// How long a reaction that gave way waits at most for the chat's call in
+/// flight to end before it is asked again (the bot-wide limit has no such
+/// moment to wait for).
+const RETRY_WITHIN: Duration = Duration::from_secs(1);
+/// How long a message must wait for its turn before it shows "received".
+const RECEIVED_AFTER: Duration = Duration::from_millis(400);
 /// How long a state keeps trying to go out before it is given up.
 const GIVE_UP: Duration = Duration::from_secs(120);
 /// A message whose turn never reached a final state is forgotten after this.
@@ -83,34 +90,35 @@ async fn work(
     target: MessageRef,
     mut rx: watch::Receiver<Status>,
 ) {
-    // What is on the message, and the last state tried.
-    let mut on: Option<Status> = None;
-    let mut tried: Option<Status> = None;
+    let mut worker = Shower {
+        adapter,
+        target,
+        on: None,
+        tried: None,
+    };
+    worker.wait_out_received(&mut rx).await;
     let mut since = tokio::time::Instant::now();
     loop {
         let want = *rx.borrow_and_update();
-        if tried != Some(want) {
-            match adapter.set_status(&target, want, on).await {
-                Ok(true) => (on, tried) = (Some(want), Some(want)),
-                Ok(false) if since.elapsed() < GIVE_UP => {
-                    tokio::time::sleep(RETRY).await;
+        if worker.tried != Some(want) {
+            match worker.try_show(want, since).await {
+                Tried::Settled => {}
+                Tried::GaveWay => {
+                    // Asked again once the chat's call in flight ends, or
+                    // at once for a newer state.
+                    tokio::select! {
+                        () = worker.adapter.status_wait(&worker.target.chat, RETRY_WITHIN) => {}
+                        changed = rx.changed() => if changed.is_err() { break },
+                    }
                     continue;
                 }
-                Ok(false) => {
-                    tracing::debug!(message = %target.id, ?want, "status reaction gave way too long; skipped");
-                    tried = Some(want);
-                }
-                Err(PlatformError::Unsupported(_)) => break,
-                Err(e) => {
-                    tracing::debug!(message = %target.id, ?want, error = %e, "status reaction refused");
-                    tried = Some(want);
-                }
+                Tried::Unsupported => break,
             }
         }
         if want.is_final() {
             let mut map = lock(&shown);
             if !rx.has_changed().unwrap_or(false) {
-                map.remove(&target);
+                map.remove(&worker.target);
                 return;
             }
             continue;
@@ -121,7 +129,53 @@ async fn work(
         }
         since = tokio::time::Instant::now();
     }
-    lock(&shown).remove(&target);
+    lock(&shown).remove(&worker.target);
+}
+
+/// One message's reaction: what is on it, and the last state tried.
+struct Shower {
+    adapter: Arc<dyn PlatformAdapter>,
+    target: MessageRef,
+    on: Option<Status>,
+    tried: Option<Status>,
+}
+
+enum Tried {
+    /// Shown, or refused or given up (not asked again).
+    Settled,
+    /// It gave way to other calls: ask again.
+    GaveWay,
+    /// The adapter has no reactions.
+    Unsupported,
+}
+
+impl Shower {
+    /// A message whose turn starts at once is never shown as received:
+    /// working follows within [`RECEIVED_AFTER`], one reaction instead of
+    /// two (four calls on Discord, which takes the previous one off).
+    async fn wait_out_received(&self, rx: &mut watch::Receiver<Status>) {
+        if *rx.borrow() == Status::Received {
+            let _ = tokio::time::timeout(RECEIVED_AFTER, rx.changed()).await;
+        }
+    }
+
+    async fn try_show(&mut self, want: Status, since: tokio::time::Instant) -> Tried {
+        let id = self.target.id;
+        match self.adapter.set_status(&self.target, want, self.on).await {
+            Ok(true) => (self.on, self.tried) = (Some(want), Some(want)),
+            Ok(false) if since.elapsed() < GIVE_UP => return Tried::GaveWay,
+            Ok(false) => {
+                tracing::debug!(message = %id, ?want, "status reaction gave way too long; skipped");
+                self.tried = Some(want);
+            }
+            Err(PlatformError::Unsupported(_)) => return Tried::Unsupported,
+            Err(e) => {
+                tracing::debug!(message = %id, ?want, error = %e, "status reaction refused");
+                self.tried = Some(want);
+            }
+        }
+        Tried::Settled
+    }
 }
 
 /// The rateable answer whose 👍/👎 buttons are among `rows`.

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
     measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, DraftId,
-    Drafts, InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    Drafts, Form, InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform,
+    PlatformAdapter, PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -51,8 +51,24 @@ impl ScrubbedAdapter {
         for button in message.buttons.iter_mut().flatten() {
             button.label = crate::secrets::scrub_string(std::mem::take(&mut button.label));
         }
+        for option in message.menu.iter_mut().flat_map(|m| m.options.iter_mut()) {
+            option.label = crate::secrets::scrub_string(std::mem::take(&mut option.label));
+            option.description = option.description.take().map(crate::secrets::scrub_string);
+        }
         message
     }
+}
+
+/// `form` with its title, labels and prefilled values scrubbed (a value
+/// kept within the form's limit).
+fn scrubbed_form(mut form: Form) -> Form {
+    form.title = crate::secrets::scrub_string(form.title);
+    for field in &mut form.fields {
+        field.label = crate::secrets::scrub_string(std::mem::take(&mut field.label));
+        let value = crate::secrets::scrub_string(std::mem::take(&mut field.value));
+        field.value = value.chars().take(Form::MAX_VALUE_CHARS).collect();
+    }
+    form
 }
 
 impl ScrubbedAdapter {
@@ -130,6 +146,10 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.set_status(target, status, previous).await
     }
 
+    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
+        self.inner.status_wait(chat, within).await;
+    }
+
     async fn run(
         &self,
         sink: InboundSink,
@@ -183,8 +203,14 @@ impl PlatformAdapter for ScrubbedAdapter {
             PressAnswer::Ack => PressAnswer::Ack,
             PressAnswer::Update(message) => PressAnswer::Update(self.scrubbed(message)),
             PressAnswer::Private(text) => PressAnswer::Private(crate::secrets::scrub_string(text)),
+            PressAnswer::Form(form) => PressAnswer::Form(scrubbed_form(form)),
         };
         self.traced("answer_press", self.inner.answer_press(press, answer))
+            .await
+    }
+
+    async fn defer_press(&self, press: &ButtonPress) -> Result<(), PlatformError> {
+        self.traced("defer_press", self.inner.defer_press(press))
             .await
     }
 
@@ -247,6 +273,8 @@ mod tests {
             max_download_bytes: 0,
             answer_buttons: true,
             local_operator: false,
+            forms: false,
+            menus: false,
         };
         assert_eq!(fit("short".into(), &caps), "short");
         let cut = fit("a [REDACTED] b c".into(), &caps);

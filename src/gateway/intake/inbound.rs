@@ -7,6 +7,8 @@
 //! on its session's worker.
 
 use crate::gateway::chat as chat_turn;
+use crate::gateway::commands::choices;
+use crate::gateway::delivery::outbound;
 use crate::gateway::intake::access::Access;
 use crate::gateway::intake::kept::{Accepted, KeepOutcome};
 use crate::gateway::intake::limiter::Limit;
@@ -183,7 +185,15 @@ impl Gateway {
         }
         match self.inline_command(msg, key, adapter).await {
             Some(Some(text)) => {
-                reply(text, Some(msg.message_id));
+                // A bare `/model` or `/queue` offers its choices as a menu
+                // (looked up off the inbound loop, like the reply is sent).
+                let (inner, adapter) = (Arc::clone(&self.inner), Arc::clone(adapter));
+                let (msg, key) = (msg.clone(), *key);
+                tokio::spawn(async move {
+                    let menu = choices::menu_for(&inner, &msg, &key, adapter.as_ref()).await;
+                    let (chat, reply_to) = (msg.chat, Some(msg.message_id));
+                    outbound::notify_with(adapter.as_ref(), &chat, &text, reply_to, menu).await
+                });
                 true
             }
             Some(None) => true,

@@ -9,6 +9,7 @@ pub(super) mod inbound;
 pub(super) mod inline;
 pub(super) mod kept;
 pub(super) mod limiter;
+pub(super) mod menu_press;
 pub(super) mod press_limit;
 pub(super) mod presses;
 pub(super) mod reactions;

@@ -1,10 +1,11 @@
 //! A button press: an approval card's (authorized, decided once, the paused
-//! turn resumed), a feedback button's, a 💭 reasoning page's, a profile
-//! suggestion's Apply / Dismiss, or one that is no longer valid.
+//! turn resumed; its Edit form opened or sent back), a feedback button's, a
+//! 💭 reasoning page's, a profile suggestion's Apply / Dismiss, a choice in a
+//! `/model` or `/queue` menu, or one that is no longer valid.
 
-use crate::approvals::parse_action;
+use crate::approvals::{parse_action, Decided};
 use crate::gateway::intake::press_limit::{self, PressKind};
-use crate::gateway::session::queue::resume_in;
+use crate::gateway::session::queue::{resume_edited, resume_in};
 use crate::gateway::turn::{memory, profile_card, reasoning};
 use crate::gateway::Inner;
 use crate::memory::parse_feedback;
@@ -29,14 +30,27 @@ pub(in crate::gateway) async fn handle(inner: Arc<Inner>, press: ButtonPress) {
             if !press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Approval).await {
                 return;
             }
+            let tools = inner.agent.tools();
             let decided = inner
                 .approvals
-                .handle_press(adapter.as_ref(), &press, &id, choice)
+                .handle_press(adapter.as_ref(), &press, &id, choice, tools)
                 .await;
-            // The paused turn resumes from its row; an edit waits
-            // for the requester's next message instead.
-            if let Some(record) = decided.filter(|r| r.status != ApprovalStatus::Edited) {
-                resume_in(&inner, &record);
+            match decided {
+                // Sent back with a form's arguments: a new card asks about them.
+                Some(Decided {
+                    record,
+                    edited_to: Some(arguments),
+                }) => resume_edited(&inner, &record, &arguments),
+                // An edit without them waits for the requester's next message.
+                Some(Decided { record, .. }) if record.status == ApprovalStatus::Edited => {}
+                // The paused turn resumes from its row.
+                Some(Decided { record, .. }) => resume_in(&inner, &record),
+                None => {}
+            }
+        }
+        None if crate::gateway::commands::choices::parse_action(&press.action).is_some() => {
+            if press_limit::admit(&inner, adapter.as_ref(), &press, PressKind::Feedback).await {
+                super::menu_press::on_press(&inner, &adapter, &press).await
             }
         }
         None if parse_feedback(&press.action).is_some() => {

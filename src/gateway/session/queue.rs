@@ -56,6 +56,25 @@ pub(crate) fn resume_in(inner: &Arc<Inner>, decided: &crate::store::ApprovalReco
     );
 }
 
+/// Queues the resumption of the turn paused on the approval just sent back
+/// with new `arguments` (its card's form), in its requester's session: the
+/// call asks again with them, as after an edit typed as a message.
+pub(crate) fn resume_edited(
+    inner: &Arc<Inner>,
+    edited: &crate::store::ApprovalRecord,
+    arguments: &serde_json::Value,
+) {
+    if crate::approvals::from_mcp(edited) {
+        return;
+    }
+    let guard = inner.life.busy.enter();
+    session_worker(inner, edited.session_key()).enqueue_resume(
+        edited.id.clone(),
+        Some(crate::approvals::Decision::EditedTo(arguments.to_string())),
+        guard,
+    );
+}
+
 /// Queues the resumption of the turn paused on `approval_id` in its session,
 /// behind whatever that session is doing: one turn at a time per session,
 /// resumed turns included. Nothing happens when no paused turn is stored.

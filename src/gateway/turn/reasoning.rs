@@ -165,6 +165,8 @@ mod tests {
             max_download_bytes: 0,
             answer_buttons: true,
             local_operator: false,
+            forms: false,
+            menus: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! and continue it, answering in the original chat.
 
 use crate::agent::{Resolution, ResumeRequest};
-use crate::approvals::{decision_of, edited_arguments, Decision};
+use crate::approvals::{check_edit, decision_of, edited_arguments, Decision};
 use crate::domain::ApprovalId;
 use crate::gateway::delivery::origin::Origin;
 use crate::gateway::turn::deliver::deliver;
@@ -23,10 +23,11 @@ const MAX_EDITS: u32 = 3;
 
 /// Resumes the turn paused on `approval_id` if nobody else has: claims its
 /// row, applies the recorded decision to the waiting call and continues the
-/// turn, answering in the original chat. `edit` is the requester's message
-/// for an approval sent back for editing (without it such a turn keeps
-/// waiting). Runs in the session's worker, so it never overlaps another turn
-/// of the session.
+/// turn, answering in the original chat. A decision of
+/// [`Decision::EditedTo`] brings the new arguments of an approval sent back
+/// by its card's form (one sent back without them keeps waiting for the
+/// requester's next message). Runs in the session's worker, so it never
+/// overlaps another turn of the session.
 pub(crate) async fn resume(
     inner: &Arc<Inner>,
     approval_id: &ApprovalId,
@@ -34,6 +35,8 @@ pub(crate) async fn resume(
     cancel: CancellationToken,
 ) {
     let next = match decided {
+        // New arguments from the card's form: as if the requester typed them.
+        Some(Decision::EditedTo(arguments)) => Next::Edit(arguments),
         Some(decision) => Next::Decided(decision),
         None => Next::Read,
     };
@@ -92,6 +95,7 @@ pub(in crate::gateway) async fn resume_with(
         session: session_id,
         sent_at: None,
     };
+    let edit = edit.map(|text| (text, inner.agent.tools().get(&first.name)));
     let resolution = resolve(decision, &first, &mut context, &origin, edit).await;
     tracing::info!(approval = %approval_id, "resuming a paused turn");
     let allowed = matches!(resolution, Resolution::Allowed { .. });
@@ -188,7 +192,7 @@ async fn resolve(
     call: &ToolCall,
     context: &mut TurnContext,
     origin: &Origin,
-    edit: Option<String>,
+    edit: Option<(String, Option<Arc<dyn crate::tools::Tool>>)>,
 ) -> Resolution {
     match decision {
         Decision::Allow | Decision::Always => match serde_json::from_str(&call.arguments) {
@@ -199,14 +203,29 @@ async fn resolve(
         },
         Decision::Deny(reason) => Resolution::Denied { reason },
         Decision::Expired => Resolution::Expired,
-        Decision::Edit if context.edits >= MAX_EDITS => Resolution::Denied {
-            reason: Some("too many edits".into()),
-        },
-        Decision::Edit => {
+        Decision::Edit | Decision::EditedTo(_) if context.edits >= MAX_EDITS => {
+            Resolution::Denied {
+                reason: Some("too many edits".into()),
+            }
+        }
+        Decision::Edit | Decision::EditedTo(_) => {
             context.edits += 1;
-            edited(origin, call, edit.as_deref().unwrap_or_default()).await
+            let (text, tool) = edit.unwrap_or_default();
+            let edit = Edit {
+                text,
+                tool: tool.as_deref(),
+            };
+            edited(origin, call, &edit).await
         }
     }
+}
+
+/// The requester's edit of a call sent back: its text (typed, or the
+/// arguments a form sent as JSON) and the call's tool, whose checks it
+/// must pass.
+struct Edit<'a> {
+    text: String,
+    tool: Option<&'a dyn crate::tools::Tool>,
 }
 
 /// The model a resumed turn runs on: the session's, unless a routing rule
@@ -232,17 +251,22 @@ async fn resumed_model(inner: &Inner, origin: &Origin, routed: Option<&str>) -> 
     selected
 }
 
-/// The new arguments `text` gives the call sent back for editing: a new card
-/// is asked for with them, or — when they are unusable — with the old ones
-/// again, after saying so.
-async fn edited(o: &Origin, call: &ToolCall, text: &str) -> Resolution {
+/// The new arguments `edit` gives the call sent back for editing: a new card
+/// is asked for with them, or — when they are unusable or fail the tool's
+/// schema and checks (the checks a form's arguments passed already) — with
+/// the old ones again, after saying so.
+async fn edited(o: &Origin, call: &ToolCall, edit: &Edit<'_>) -> Resolution {
     let old: Value =
         serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::Object(Default::default()));
-    if let Some(arguments) = edited_arguments(&old, text) {
-        return Resolution::AskAgain { arguments };
-    }
+    let why = match edited_arguments(&old, &edit.text) {
+        Some(arguments) => match check_edit(edit.tool, &arguments, Some(&o.conversation)) {
+            Ok(()) => return Resolution::AskAgain { arguments },
+            Err(why) => format!("I couldn't use those arguments ({why})"),
+        },
+        None => "I couldn't use that as new arguments".to_owned(),
+    };
     let notice = format!(
-        "I couldn't use that as new arguments; {}. The card is open again.",
+        "{why}; {}. The card is open again.",
         crate::approvals::edit_prompt(&old.to_string())
     );
     if let Err(e) = o

@@ -80,6 +80,9 @@ pub struct Press {
     pub custom_id: String,
     pub user: u64,
     pub roles: Vec<u64>,
+    /// Delivered this long after Discord created it (say, replayed after a
+    /// reconnect): its 3 s are partly gone on arrival.
+    pub late: Option<std::time::Duration>,
 }
 
 impl Press {
@@ -89,7 +92,13 @@ impl Press {
             custom_id: custom_id.into(),
             user,
             roles: Vec::new(),
+            late: None,
         }
+    }
+
+    pub fn delivered_late(mut self, by: std::time::Duration) -> Self {
+        self.late = Some(by);
+        self
     }
 
     pub fn with_roles(mut self, roles: &[u64]) -> Self {
@@ -186,7 +195,10 @@ impl FakeDiscord {
         }
         let channel_id: u64 = message["channel_id"].as_str()?.parse().ok()?;
         let channel = *inner.channels.get(&channel_id)?;
-        let id = inner.next_id();
+        let id = match press.late {
+            Some(ago) => inner.id_created_ago(ago),
+            None => inner.next_id(),
+        };
         let token = format!("interaction-token-{id}");
         let mut interaction = envelope(id, &token, channel_id, channel, press.user, &press.roles);
         interaction["attachment_size_limit"] = json!(inner.upload_limit(channel_id));
@@ -199,9 +211,12 @@ impl FakeDiscord {
                 token,
                 message: press.message,
                 channel: channel_id,
-                dispatched: Instant::now(),
+                created: created(press.late),
                 acked: None,
-                command: false,
+                kind: super::COMPONENT,
+                user: press.user,
+                roles: press.roles.clone(),
+                modal: None,
             },
         );
         let shard = shard_of(channel.guild, self.shared.options.shards);
@@ -237,9 +252,12 @@ impl FakeDiscord {
                 token,
                 message: 0,
                 channel,
-                dispatched: Instant::now(),
+                created: Instant::now(),
                 acked: None,
-                command: true,
+                kind: super::COMMAND,
+                user,
+                roles: Vec::new(),
+                modal: None,
             },
         );
         let shard = shard_of(channel_info.guild, self.shared.options.shards);
@@ -257,6 +275,12 @@ impl FakeDiscord {
         let inner = self.shared.lock();
         gateway::send(&inner, shard, gateway::Out::Drop)
     }
+}
+
+/// When an interaction delivered `late` was created.
+pub(crate) fn created(late: Option<std::time::Duration>) -> Instant {
+    let now = Instant::now();
+    late.and_then(|ago| now.checked_sub(ago)).unwrap_or(now)
 }
 
 /// User ids in `<@id>` / `<@!id>` mentions.
@@ -319,7 +343,7 @@ pub(crate) fn attach_reference(
 
 /// The fields every INTERACTION_CREATE carries: ids, token, channel, locale,
 /// and the user — as a guild member in a guild, as `user` in a DM.
-fn envelope(
+pub(crate) fn envelope(
     id: u64,
     token: &str,
     channel_id: u64,

@@ -457,9 +457,22 @@ fn validate(body: &Value, require_content: bool) -> Result<(), Answer> {
         if row["type"] != 1 || buttons.is_empty() || buttons.len() > 5 {
             return invalid("components", "An action row holds 1 to 5 components.");
         }
+        // A select menu takes a row of its own.
+        if buttons.iter().any(|c| c["type"] == 3) {
+            if buttons.len() != 1 {
+                return invalid("components", "A select menu is alone in its action row.");
+            }
+            if let Err((field, message)) = super::components::select(&buttons[0], &mut ids) {
+                return invalid(field, message);
+            }
+            continue;
+        }
         for button in buttons {
             if button["type"] != 2 {
-                return invalid("components", "Only buttons are supported here.");
+                return invalid(
+                    "components",
+                    "Only buttons and string selects are supported here.",
+                );
             }
             let style = button["style"].as_u64().unwrap_or(0);
             let label = button["label"].as_str().unwrap_or("");
@@ -592,22 +605,14 @@ fn callback(
     if record.acked.is_some() {
         return error(400, 40060, "Interaction has already been acknowledged.");
     }
-    if record.dispatched.elapsed() > shared.options.interaction_expiry {
+    // Discord's 3 s run from the interaction's creation.
+    if record.created.elapsed() > shared.options.interaction_expiry {
         return error(404, 10062, "Unknown interaction");
     }
     let kind = body["type"].as_u64().unwrap_or(0);
     let data = body["data"].clone();
-    // Updating "the message" only exists for components; a command has none.
-    if record.command && matches!(kind, 6 | 7) {
-        return (
-            400,
-            json!({
-                "message": "Interaction response type is not valid for this interaction",
-                "code": 50035,
-                "errors": { "type": "invalid callback type for an application command" },
-            }),
-            Vec::new(),
-        );
+    if let Some(refused) = wrong_callback_type(&record, kind) {
+        return refused;
     }
     match kind {
         4 => {
@@ -620,6 +625,22 @@ fn callback(
             }
         }
         5 | 6 => {}
+        9 => {
+            if let Err((field, message)) = super::components::modal(&data) {
+                return (
+                    400,
+                    json!({
+                        "message": "Invalid Form Body",
+                        "code": 50035,
+                        "errors": { field: { "_errors": [{ "code": "BASE_TYPE_INVALID", "message": message }] } },
+                    }),
+                    Vec::new(),
+                );
+            }
+            if let Some(entry) = inner.interactions.get_mut(&interaction) {
+                entry.modal = Some(data.clone());
+            }
+        }
         7 => {
             if let Err(e) = validate(&data, false) {
                 return e;
@@ -649,6 +670,30 @@ fn callback(
         data,
     });
     (204, Value::Null, Vec::new())
+}
+
+/// Callback types an interaction of this kind cannot get: updating "the
+/// message" only exists where there is one (a component's, or that of the
+/// component whose modal was sent); a modal only answers a command or a
+/// component, never a modal submit.
+fn wrong_callback_type(record: &super::Interaction, kind: u64) -> Option<Answer> {
+    let refused = match (record.kind, kind) {
+        (super::COMMAND, 6 | 7) => "invalid callback type for an application command",
+        (super::MODAL_SUBMIT, 6 | 7) if record.message == 0 => {
+            "a modal submit without a message cannot update one"
+        }
+        (super::MODAL_SUBMIT, 9) => "a modal cannot answer a modal submit",
+        _ => return None,
+    };
+    Some((
+        400,
+        json!({
+            "message": "Interaction response type is not valid for this interaction",
+            "code": 50035,
+            "errors": { "type": refused },
+        }),
+        Vec::new(),
+    ))
 }
 
 fn webhook(inner: &mut Inner, app: &str, token: &str, body: &Value, edit_original: bool) -> Answer {

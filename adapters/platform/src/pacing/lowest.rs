@@ -1,9 +1,10 @@
 //! Calls at the lowest priority: ones that go only if they can at once,
 //! without standing in any queued call's way — typing and reactions
-//! ([`Pacer::run_if_idle`]), and updates with a budget of their own of which
-//! only the latest matters, such as a streamed draft ([`Pacer::run_if_free`]).
+//! ([`Pacer::run_if_idle`], and [`Pacer::wait_idle`] for the moment to ask
+//! again), and updates with a budget of their own of which only the latest
+//! matters, such as a streamed draft ([`Pacer::run_if_free`]).
 
-use super::{read, set_later, Pacer, Retry};
+use super::{read, set_later, InOrder, Pacer, Retry};
 use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
@@ -48,6 +49,29 @@ where
         Some(result)
     }
 
+    /// Waits until a call of `key` ends (or at once when none runs or
+    /// waits), at most `within`: what a call that [`Self::run_if_idle`]
+    /// turned away waits for before it asks again. A bot-wide reason to give
+    /// way (the bot-wide token, a global pause) has no such moment: `within`
+    /// bounds the wait.
+    pub async fn wait_idle(&self, key: &K, within: Duration) {
+        let lane = {
+            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            lanes.map.get(key).cloned()
+        };
+        let Some(lane) = lane else {
+            return;
+        };
+        let ended = lane.ended.notified();
+        tokio::pin!(ended);
+        // Registered before the look, so an end between the two is not missed.
+        ended.as_mut().enable();
+        if lane.order.try_lock().is_ok() {
+            return;
+        }
+        let _ = tokio::time::timeout(within, ended).await;
+    }
+
     /// Runs `op` for `key` below every queued call, like
     /// [`Self::run_if_idle`], but within a budget of its own, and waiting up
     /// to `within` for a bot-wide token that no queued call wants. It goes
@@ -78,7 +102,10 @@ where
     {
         let deadline = Instant::now() + within;
         let lane = self.lane(key);
-        let _order = lane.order.try_lock().ok()?;
+        let _order = InOrder {
+            guard: Some(lane.order.try_lock().ok()?),
+            ended: &lane.ended,
+        };
         let _turn = tokio::time::timeout_at(deadline, self.free_queue.lock())
             .await
             .ok()?;
