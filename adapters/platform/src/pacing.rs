@@ -142,6 +142,10 @@ impl Lane {
     }
 }
 
+/// The least a [`Pacer::wait_idle`] waits when nothing in particular is
+/// running: what gave way to a call that just ended elsewhere.
+pub const MIN_NAP: Duration = Duration::from_millis(10);
+
 /// A lane's order held by a running call; letting it go wakes the calls
 /// that gave way to it (also when the call is dropped midway).
 struct InOrder<'a> {
@@ -808,13 +812,32 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_that_gave_way_is_woken_when_the_chats_call_ends() {
         let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(per_second(30), |_| vec![per_second(1)]));
-        // No lane, and an idle lane: nothing to wait for.
+        // No lane, and an idle lane: a short nap, never a spin.
         let start = Instant::now();
         pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        assert_eq!(start.elapsed(), MIN_NAP);
         let r: Result<(), ()> = pacer.run(&7, || async { Ok(()) }, |_| Retry::No).await;
         assert!(r.is_ok());
+        let start = Instant::now();
         pacer.wait_idle(&7, Duration::from_secs(5)).await;
-        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert_eq!(start.elapsed(), MIN_NAP);
+
+        // The bot paused by a global 429 (a lowest-priority call's own): the
+        // wait lasts the pause.
+        let r: Option<Result<(), Duration>> = pacer
+            .run_if_idle(
+                &[&8],
+                || async { Err(Duration::from_secs(4)) },
+                |d| Retry::After {
+                    delay: *d,
+                    global: true,
+                },
+            )
+            .await;
+        assert!(r.is_some_and(|r| r.is_err()));
+        let start = Instant::now();
+        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(4));
 
         // A call holds the chat for 3 s: the waiter wakes as it ends.
         tokio::time::sleep(Duration::from_secs(1)).await;

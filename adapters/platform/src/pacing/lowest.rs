@@ -4,7 +4,7 @@
 //! again), and updates with a budget of their own of which only the latest
 //! matters, such as a streamed draft ([`Pacer::run_if_free`]).
 
-use super::{read, set_later, InOrder, Pacer, Retry};
+use super::{read, set_later, InOrder, Pacer, Retry, MIN_NAP};
 use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
@@ -49,27 +49,45 @@ where
         Some(result)
     }
 
-    /// Waits until a call of `key` ends (or at once when none runs or
-    /// waits), at most `within`: what a call that [`Self::run_if_idle`]
-    /// turned away waits for before it asks again. A bot-wide reason to give
-    /// way (the bot-wide token, a global pause) has no such moment: `within`
-    /// bounds the wait.
+    /// What a call that [`Self::run_if_idle`] turned away waits for before
+    /// it asks again, at most `within`: the end of the call of `key` that
+    /// runs or waits, else the end of a pause (the key's or the bot's) or
+    /// the bot-wide token's next slot — at least [`MIN_NAP`], so a caller
+    /// asking in a loop never spins.
     pub async fn wait_idle(&self, key: &K, within: Duration) {
         let lane = {
             let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
             lanes.map.get(key).cloned()
         };
-        let Some(lane) = lane else {
-            return;
-        };
-        let ended = lane.ended.notified();
-        tokio::pin!(ended);
-        // Registered before the look, so an end between the two is not missed.
-        ended.as_mut().enable();
-        if lane.order.try_lock().is_ok() {
-            return;
+        let mut free_in = self.bot_free_in();
+        if let Some(lane) = lane {
+            let ended = lane.ended.notified();
+            tokio::pin!(ended);
+            // Registered before the look, so an end between the two is not missed.
+            ended.as_mut().enable();
+            if lane.order.try_lock().is_err() {
+                let _ = tokio::time::timeout(within, ended).await;
+                return;
+            }
+            if let Some(until) = read(&lane.paused_until) {
+                free_in = free_in.max(until.saturating_duration_since(Instant::now()));
+            }
         }
-        let _ = tokio::time::timeout(within, ended).await;
+        tokio::time::sleep(free_in.max(MIN_NAP).min(within)).await;
+    }
+
+    /// How long until a call could take the bot-wide token: the rest of a
+    /// global pause, or the wait for the token's next slot.
+    fn bot_free_in(&self) -> Duration {
+        let now = Instant::now();
+        let pause = read(&self.global_paused_until)
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        let token = self
+            .global
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait(now);
+        pause.max(token)
     }
 
     /// Runs `op` for `key` below every queued call, like
