@@ -13,10 +13,14 @@
 //! BENCH_QUESTIONS=3, BENCH_GROUPS=3, BENCH_GROUP_MEMBERS=4; BENCH_TOOLS=1
 //! makes every answer a tool round, shown with activity lines at
 //! CHAT_VERBOSITY, default tools; BENCH_CARDS=N first leaves N approval cards
-//! open, one per extra user, before the scenarios). Reports answers/s
+//! open, one per extra user, before the scenarios; BENCH_STREAM_MS=M streams
+//! every answer word by word, M ms a word, with BENCH_STREAM_WORDS=N words
+//! (default 40) before the question it repeats, so answers are shown while
+//! they stream; TELEGRAM_DRAFTS as in the gateway). Reports answers/s
 //! sustained and as a fraction of the bot-wide ceiling, p50/p99 latency to the
-//! first visible reply and to the final text, the message calls and all Bot
-//! API calls per answer, the typing share of those calls and the 429s
+//! first visible reply (a message, or a draft in a private chat) and to the
+//! final text, the message calls (sends and edits), the draft calls and all
+//! Bot API calls per answer, the typing share of those calls and the 429s
 //! received (target: zero).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -78,6 +82,8 @@ struct Measured {
     finals: Vec<Duration>,
     /// Successful sendMessage + editMessageText calls.
     message_calls: usize,
+    /// Successful sendMessageDraft calls.
+    draft_calls: usize,
     /// Every Bot API call, and the sendChatAction ones among them.
     all_calls: usize,
     typing_calls: usize,
@@ -100,6 +106,11 @@ impl Measured {
             self.message_calls,
             self.message_calls as f64 / secs,
             self.message_calls as f64 / self.answers.max(1) as f64
+        );
+        println!(
+            "    Bot API drafts:      {} sendMessageDraft = {:.2} per answer",
+            self.draft_calls,
+            self.draft_calls as f64 / self.answers.max(1) as f64
         );
         // The default bot quota: 30 per 1 s within a 50 ms margin.
         let period = switchboard_platform::Pacer::quota_within(
@@ -160,15 +171,22 @@ async fn scenario(
                     asker.user
                 );
                 let text = format!("{}{question}", asker.mention);
+                let since = tg.calls().len();
                 let pushed = tg.message(asker.at, &user, &text);
                 let asked = Instant::now();
                 let limit = Duration::from_secs(300);
                 let id_ = pushed.message_id;
                 let replied = tg
                     .wait_until(limit, |t| {
-                        t.bot_messages(asker.chat)
-                            .iter()
-                            .any(|m| m.reply_to == Some(id_))
+                        let drafted = t.calls_since(since).0.iter().any(|c| {
+                            c.method == "SendMessageDraft"
+                                && c.ok
+                                && c.params["chat_id"] == asker.chat
+                        });
+                        drafted
+                            || t.bot_messages(asker.chat)
+                                .iter()
+                                .any(|m| m.reply_to == Some(id_))
                     })
                     .await;
                 let first = asked.elapsed();
@@ -217,6 +235,10 @@ async fn scenario(
             .iter()
             .filter(|c| matches!(c.method.as_str(), "SendMessage" | "EditMessageText") && c.ok)
             .count(),
+        draft_calls: calls
+            .iter()
+            .filter(|c| c.method == "SendMessageDraft" && c.ok)
+            .count(),
         adapter_429s: adapter.rate_limited_count() - adapter_before,
         fake_429s: calls.iter().filter(|c| c.error_code == Some(429)).count(),
     }
@@ -230,6 +252,8 @@ async fn bench() {
     let llm = FakeLlm::start().await;
     let tools = env_usize("BENCH_TOOLS", 0) == 1;
     let cards = cards::wanted();
+    let stream_ms = env_usize("BENCH_STREAM_MS", 0) as u64;
+    let filler = "word ".repeat(env_usize("BENCH_STREAM_WORDS", 40));
     llm.set_responder(move |req| {
         let asked = last_user_text(req).unwrap_or_default();
         if let Some(card) = cards::model_reply(&asked) {
@@ -241,6 +265,10 @@ async fn bench() {
         if tools && !after_tool {
             let path = serde_json::json!({"path": "notes.txt"});
             return Reply::tool_calls([("call_1", "read_file", path)]);
+        }
+        if stream_ms > 0 {
+            return Reply::text(&format!("Answer to: {filler}{asked}"))
+                .with_chunk_delay(Duration::from_millis(stream_ms));
         }
         Reply::text(&format!("Answer to: {asked}"))
     });
@@ -269,6 +297,10 @@ async fn bench() {
         (
             "CHAT_VERBOSITY",
             std::env::var("CHAT_VERBOSITY").unwrap_or_else(|_| "tools".into()),
+        ),
+        (
+            "TELEGRAM_DRAFTS",
+            std::env::var("TELEGRAM_DRAFTS").unwrap_or_else(|_| "on".into()),
         ),
     ]);
     let lookup = |k: &str| vars.get(k).cloned();

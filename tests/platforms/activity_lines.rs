@@ -1,6 +1,7 @@
 //! Activity lines on the real adapters: a tool round's ✓ line in the draft
-//! and the collapsed `🔧 1 tool · …` line above the final answer, in one
-//! message edited in place — rendered by Telegram (HTML) and Discord (Markdown).
+//! and the collapsed `🔧 1 tool · …` line above the final answer — in one
+//! message edited in place on Discord (Markdown), in a native draft then one
+//! message in a Telegram private chat (HTML, rendered as an edit is).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::discord_e2e;
@@ -55,12 +56,13 @@ async fn telegram_shows_the_tool_line_then_collapses_it() {
         text.starts_with("🔧 1 tool · ") && text.contains(" s\n\n"),
         "{text}"
     );
-    assert!(msgs[0].edits >= 1, "the draft was edited into the answer");
+    assert_eq!(msgs[0].edits, 0, "a private chat streams as native drafts");
+    let text_of =
+        |c: support::fake_telegram::Call| c.params["text"].as_str().unwrap_or_default().to_owned();
     let drafts: Vec<String> =
-        e.tg.calls_to("SendMessage")
+        e.tg.calls_to("SendMessageDraft")
             .into_iter()
-            .chain(e.tg.calls_to("EditMessageText"))
-            .map(|c| c.params["text"].as_str().unwrap_or_default().to_owned())
+            .map(text_of)
             .collect();
     assert!(
         drafts
@@ -68,11 +70,17 @@ async fn telegram_shows_the_tool_line_then_collapses_it() {
             .any(|t| t.starts_with("✓ Read file · <code>notes.txt</code> · ")),
         "the tool's line, rendered: {drafts:#?}"
     );
+    let sent: Vec<String> =
+        e.tg.calls_to("SendMessage")
+            .into_iter()
+            .map(text_of)
+            .collect();
+    assert_eq!(sent.len(), 1, "no extra message: {sent:#?}");
     assert!(
-        drafts.iter().any(|t| t.starts_with("<i>🔧 1 tool · ")),
-        "the collapsed line in italics: {drafts:#?}"
+        sent[0].starts_with("<i>🔧 1 tool · "),
+        "the collapsed line in italics: {sent:#?}"
     );
-    assert_eq!(e.tg.calls_to("SendMessage").len(), 1, "no extra message");
+    assert!(e.tg.calls_to("EditMessageText").is_empty());
     assert_eq!(e.tg.rate_limited_responses(), 0);
     e.stop().await;
 }

@@ -22,6 +22,8 @@ mod discord_reactions;
 mod discord_resilience;
 mod telegram_adapter;
 mod telegram_albums;
+mod telegram_draft_limits;
+mod telegram_drafts;
 mod telegram_e2e;
 mod telegram_limits;
 mod telegram_link;

@@ -7,7 +7,8 @@
 //! offsets read as the Bot API server reads them (an offset more than 10 past
 //! the queue's end, as after a restarted `update_id` sequence, confirms
 //! nothing and gets the oldest updates), `mention`/`bot_command` entities
-//! found as Telegram finds them, injectable 429s, and Telegram's flood limits
+//! found as Telegram finds them, `sendMessageDraft` for private chats only
+//! (see `drafts`), injectable 429s, and Telegram's flood limits
 //! enforced by default (sliding windows, see [`PublishedLimits`]). It never
 //! answers 5xx (teloxide sleeps 10 s on those) except to `getUpdates` when a
 //! test breaks polling ([`PollFault`]; the adapter's own `getUpdates` does
@@ -16,6 +17,7 @@
 
 mod api;
 mod documents;
+mod drafts;
 mod entities;
 mod files;
 mod html;
@@ -29,6 +31,8 @@ pub use poll_faults::PollFault;
 
 #[allow(unused_imports)] // only the media tests tell photos from documents
 pub use documents::{FileField, StoredDocument, MAX_DOCUMENT_BYTES, MAX_PHOTO_BYTES};
+#[allow(unused_imports)] // only the streaming tests read drafts
+pub use drafts::StoredDraft;
 #[allow(unused_imports)] // only the media tests read the limit
 pub use files::MAX_DOWNLOAD_BYTES;
 pub use html::Entity;
@@ -193,6 +197,8 @@ struct Inner {
     files: Vec<files::HostedFile>,
     /// Paths the download route was asked for.
     file_hits: Vec<String>,
+    /// Drafts accepted (`sendMessageDraft`) and chats refusing them.
+    drafts: drafts::Drafts,
 }
 
 struct Shared {
@@ -261,6 +267,7 @@ impl FakeTelegram {
                 documents: Vec::new(),
                 files: Vec::new(),
                 file_hits: Vec::new(),
+                drafts: drafts::Drafts::default(),
             }),
             updates_added: Notify::new(),
             call_recorded: Notify::new(),

@@ -1,7 +1,7 @@
 //! The adapter trait, its declared capabilities and its error type.
 
 use crate::file::OutgoingFile;
-use crate::ids::{ChatAddress, MessageRef, Platform};
+use crate::ids::{ChatAddress, DraftId, MessageRef, Platform};
 use crate::inbound::ButtonPress;
 use crate::intake::InboundSink;
 use crate::media::Attachment;
@@ -53,6 +53,19 @@ pub struct Capabilities {
     /// Messages can carry a menu of options ([`crate::Menu`], a Discord
     /// select menu).
     pub menus: bool,
+}
+
+/// How answers stream in a chat whose platform has native drafts
+/// ([`PlatformAdapter::drafts`]): an ephemeral preview, updated in place and
+/// replaced by the final answer, which goes out as new messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drafts {
+    /// Minimum time between two updates of one chat's draft.
+    pub min_interval: Duration,
+    /// How long the platform shows a draft after its last update. While
+    /// nothing new comes (a long tool call) the core shows it again before
+    /// then.
+    pub lifetime: Duration,
 }
 
 /// A slash command the gateway answers, for the platform's command menu.
@@ -202,6 +215,34 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         target: &MessageRef,
         message: OutgoingMessage,
     ) -> Result<(), PlatformError>;
+
+    /// Whether an answer in `chat` streams as a native draft
+    /// ([`Self::draft`]) instead of a message edited in place, and at what
+    /// pace. The default, `None`, is edit in place. The answer can change
+    /// while the process runs: a chat where the platform refused a draft is
+    /// `None` from then on.
+    fn drafts(&self, chat: &ChatAddress) -> Option<Drafts> {
+        let _ = chat;
+        None
+    }
+
+    /// Shows `text` (within `capabilities().max_message_len`, rendered as
+    /// [`Self::edit`] renders it) as draft `id` in `to`, replacing what the
+    /// draft showed. A draft is ephemeral: the final answer is sent with
+    /// [`Self::send`]. Drafts have a budget of their own in the chat and
+    /// give way to messages: `Ok(false)` when it was not sent (the caller
+    /// tries again later with its latest text). `Err(Unsupported)` when the
+    /// platform refused drafts in this chat ([`Self::drafts`] is `None` for
+    /// it from then on); the default refuses.
+    async fn draft(
+        &self,
+        to: &ChatAddress,
+        id: DraftId,
+        text: &str,
+    ) -> Result<bool, PlatformError> {
+        let _ = (to, id, text);
+        Err(PlatformError::Unsupported("stream drafts"))
+    }
 
     /// Answers a button press; every press must be answered exactly once.
     async fn answer_press(

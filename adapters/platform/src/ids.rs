@@ -118,6 +118,26 @@ pub struct MessageRef {
     pub id: MessageId,
 }
 
+/// The id of a native draft ([`crate::PlatformAdapter::draft`]): one per
+/// answer, never zero; updates with the same id replace (and animate) the
+/// same draft. At most `i32::MAX`, so it fits every platform's integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DraftId(std::num::NonZeroU32);
+
+impl DraftId {
+    /// `None` for zero and for values past `i32::MAX`.
+    pub fn new(id: u32) -> Option<DraftId> {
+        if id > i32::MAX.unsigned_abs() {
+            return None;
+        }
+        std::num::NonZeroU32::new(id).map(DraftId)
+    }
+
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
 /// The opaque id a button carries. Its meaning lives in the core's database.
 ///
 /// At most [`ActionId::MAX_LEN`] ASCII bytes so that it fits Telegram's 64-byte
@@ -159,6 +179,14 @@ mod tests {
         assert!(ActionId::parse(&"x".repeat(65)).is_none());
         assert!(ActionId::parse("has space").is_none());
         assert!(ActionId::parse("ünï").is_none());
+    }
+
+    #[test]
+    fn draft_ids_are_positive_32_bit_integers() {
+        assert!(DraftId::new(0).is_none());
+        assert_eq!(DraftId::new(7).map(DraftId::get), Some(7));
+        assert!(DraftId::new(i32::MAX.unsigned_abs()).is_some());
+        assert!(DraftId::new(i32::MAX.unsigned_abs() + 1).is_none());
     }
 
     #[test]

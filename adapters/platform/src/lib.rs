@@ -23,14 +23,15 @@ mod status;
 mod voice;
 mod waits;
 
-pub use adapter::{Capabilities, CommandInfo, LengthUnit, PlatformAdapter, PlatformError};
+pub use adapter::{Capabilities, CommandInfo, Drafts, LengthUnit, PlatformAdapter, PlatformError};
 pub use chunk::{chunk_markdown, measure};
 pub use file::{FileKind, OutgoingFile};
 pub use form::{FieldValue, Form, FormField, Menu, MenuOption, PressInput};
 /// Re-exported so adapters build quotas without naming governor themselves.
 pub use governor::Quota;
 pub use ids::{
-    ActionId, ChatAddress, ChatId, ChatKind, MessageId, MessageRef, Platform, ThreadId, UserId,
+    ActionId, ChatAddress, ChatId, ChatKind, DraftId, MessageId, MessageRef, Platform, ThreadId,
+    UserId,
 };
 pub use inbound::{Addressed, ButtonPress, Inbound, InboundMessage, PressHandle, User};
 pub use intake::{Ack, Delivery, InboundQueue, InboundSink, IntakeError, Pending, Receipt};

@@ -18,6 +18,8 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
+mod lowest;
+
 /// Gives each key its own quotas.
 type QuotasFor<K> = Box<dyn Fn(&K) -> Vec<Quota> + Send + Sync>;
 
@@ -178,6 +180,9 @@ pub struct Pacer<K> {
     /// mutex is fair): without it they race for each token, and under a
     /// backlog a call may wait behind hundreds that came after it.
     global_queue: Mutex<()>,
+    /// Calls below every queued one that may wait for a free token
+    /// ([`Pacer::run_if_free`]) wait for it in arrival order.
+    free_queue: Mutex<()>,
     global_paused_until: StdMutex<Option<Instant>>,
     lanes: StdMutex<Lanes<K>>,
     quotas_for: QuotasFor<K>,
@@ -201,6 +206,7 @@ where
         Self {
             global: StdMutex::new(KeyQuota::with_slack(global, TIMER_SLACK)),
             global_queue: Mutex::new(()),
+            free_queue: Mutex::new(()),
             global_paused_until: StdMutex::new(None),
             lanes: StdMutex::new(Lanes {
                 map: HashMap::new(),
@@ -278,100 +284,6 @@ where
                 },
             }
         }
-    }
-
-    /// Runs `op` at the lowest priority: only if it can go at once without
-    /// standing in anyone's way, else returns `None` without running it.
-    ///
-    /// It goes when no call waits for the bot-wide token, the bot-wide quota
-    /// has one now, no 429 pause runs, and none of the `quiet` keys has a call
-    /// running, queued or paused (a typing indicator is pointless while the
-    /// chat's message is on its way). It counts against no key's quota, holds
-    /// no key's order, and a 429 is not retried (a bot-wide one still pauses
-    /// every call). A call that comes later waits at most one bot-wide
-    /// period for the token this took; a call already waiting never does.
-    pub async fn run_if_idle<T, E, Fut>(
-        &self,
-        quiet: &[&K],
-        op: impl FnOnce() -> Fut,
-        classify: impl Fn(&E) -> Retry,
-    ) -> Option<Result<T, E>>
-    where
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let now = Instant::now();
-        if read(&self.global_paused_until).is_some_and(|u| u > now) {
-            return None;
-        }
-        {
-            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-            let busy = quiet.iter().filter_map(|k| lanes.map.get(*k)).any(|lane| {
-                lane.order.try_lock().is_err() || read(&lane.paused_until).is_some_and(|u| u > now)
-            });
-            if busy {
-                return None;
-            }
-        }
-        {
-            let Ok(_turn) = self.global_queue.try_lock() else {
-                return None;
-            };
-            if !self.take_global_now() {
-                return None;
-            }
-        }
-        let result = op().await;
-        if let Err(e) = &result {
-            if let Retry::After { delay, global } = classify(e) {
-                self.rate_limited
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if global {
-                    set_later(&self.global_paused_until, Instant::now() + delay);
-                }
-            }
-        }
-        Some(result)
-    }
-
-    /// What a call that [`Self::run_if_idle`] turned away waits for before
-    /// it asks again, at most `within`: the end of the call of `key` that
-    /// runs or waits, else the end of a pause (the key's or the bot's) or
-    /// the bot-wide token's next slot — at least [`MIN_NAP`], so a caller
-    /// asking in a loop never spins.
-    pub async fn wait_idle(&self, key: &K, within: Duration) {
-        let lane = {
-            let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-            lanes.map.get(key).cloned()
-        };
-        let mut free_in = self.bot_free_in();
-        if let Some(lane) = lane {
-            let ended = lane.ended.notified();
-            tokio::pin!(ended);
-            // Registered before the look, so an end between the two is not missed.
-            ended.as_mut().enable();
-            if lane.order.try_lock().is_err() {
-                let _ = tokio::time::timeout(within, ended).await;
-                return;
-            }
-            if let Some(until) = read(&lane.paused_until) {
-                free_in = free_in.max(until.saturating_duration_since(Instant::now()));
-            }
-        }
-        tokio::time::sleep(free_in.max(MIN_NAP).min(within)).await;
-    }
-
-    /// How long until a call could take the bot-wide token: the rest of a
-    /// global pause, or the wait for the token's next slot.
-    fn bot_free_in(&self) -> Duration {
-        let now = Instant::now();
-        let pause = read(&self.global_paused_until)
-            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
-        let token = self
-            .global
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .wait(now);
-        pause.max(token)
     }
 
     /// Keys that have a lane in memory. Idle lanes are dropped as new keys
@@ -470,17 +382,6 @@ where
             tokio::time::sleep(wait).await;
         }
     }
-
-    /// Takes the bot-wide token if it is there now.
-    fn take_global_now(&self) -> bool {
-        let mut global = self.global.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let free = global.wait(now).is_zero();
-        if free {
-            global.count(now);
-        }
-        free
-    }
 }
 
 impl Pacer<()> {
@@ -530,6 +431,9 @@ fn set_later(slot: &StdMutex<Option<Instant>>, until: Instant) {
         *guard = Some(until);
     }
 }
+
+#[cfg(test)]
+mod free_tests;
 
 #[cfg(test)]
 mod tests {

@@ -15,9 +15,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Inbound,
-    InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Pending, Platform,
-    PlatformAdapter, PlatformError, PressAnswer, Status,
+    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, DraftId,
+    Drafts, Inbound, InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Pending,
+    Platform, PlatformAdapter, PlatformError, PressAnswer, Status,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{Update, UpdateKind};
@@ -358,6 +358,41 @@ impl PlatformAdapter for TelegramAdapter {
             });
         }
         self.inner.out.edit(target, &message).await
+    }
+
+    /// Private chats (positive ids), unless `TELEGRAM_DRAFTS=off` or
+    /// Telegram refused a draft there: one update a `per_chat` interval, as
+    /// edits; refreshed within Telegram's 30 s.
+    fn drafts(&self, chat: &ChatAddress) -> Option<Drafts> {
+        let id = chat.chat.0;
+        let on = self.inner.config.drafts && id > 0 && !self.inner.out.drafts.refused(id);
+        on.then(|| Drafts {
+            min_interval: self.inner.caps.min_edit_interval,
+            lifetime: crate::drafts::DRAFT_LIFETIME,
+        })
+    }
+
+    /// Like an edit, a draft cannot be cut in two: Markdown that fits but
+    /// renders over Telegram's limit goes in as plain text.
+    async fn draft(
+        &self,
+        to: &ChatAddress,
+        id: DraftId,
+        text: &str,
+    ) -> Result<bool, PlatformError> {
+        if !self.inner.config.drafts {
+            return Err(PlatformError::Unsupported(
+                "stream drafts (TELEGRAM_DRAFTS=off)",
+            ));
+        }
+        let len = measure(text, LengthUnit::Utf16);
+        if len > MAX_TEXT_UTF16 {
+            return Err(PlatformError::TooLong {
+                len,
+                max: MAX_TEXT_UTF16,
+            });
+        }
+        self.inner.out.draft(to, id, text).await
     }
 
     async fn send_file(&self, file: OutgoingFile) -> Result<MessageRef, PlatformError> {

@@ -47,6 +47,9 @@ pub struct TelegramConfig {
     /// The status reactions on users' messages (`REACTIONS`, `REACTION_*`);
     /// `None` when off.
     pub reactions: Option<switchboard_platform::StatusEmoji>,
+    /// Answers in private chats stream as native drafts (`sendMessageDraft`)
+    /// rather than a message edited in place (`TELEGRAM_DRAFTS`, on by default).
+    pub drafts: bool,
 }
 
 /// Webhook mode: Telegram posts updates to `url`, which reaches `listen`.
@@ -146,6 +149,7 @@ impl TelegramConfig {
             poll_backoff: Duration::from_millis(500),
             poll_backoff_max: Duration::from_secs(30),
             reactions: Some(crate::reactions::default_status_emoji()),
+            drafts: true,
         }
     }
 
@@ -184,6 +188,9 @@ impl TelegramConfig {
             crate::reactions::allowed_reaction,
         )
         .map_err(|e| invalid(e.var, e.problem))?;
+        if let Some(raw) = get("TELEGRAM_DRAFTS") {
+            config.drafts = parse_switch("TELEGRAM_DRAFTS", &raw)?;
+        }
         config.webhook = webhook_from(
             get("TELEGRAM_WEBHOOK_URL"),
             get("TELEGRAM_WEBHOOK_LISTEN"),
@@ -254,6 +261,15 @@ fn parse_webhook_url(raw: &str) -> Result<Url, TelegramConfigError> {
                 port.map_or_else(|| "?".to_owned(), |p| p.to_string())
             ),
         )),
+    }
+}
+
+/// `on` or `off` (also `true`/`false`, `1`/`0`, `yes`/`no`).
+fn parse_switch(var: &'static str, raw: &str) -> Result<bool, TelegramConfigError> {
+    match raw.to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        other => Err(invalid(var, format!("`{other}` is neither `on` nor `off`"))),
     }
 }
 
@@ -380,6 +396,26 @@ mod tests {
             .map(|w| (w.url.path().to_owned(), w.listen.port()));
         assert_eq!(hook, Some(("/tg".to_owned(), 8443)));
         assert_eq!(cfg.state_dir, PathBuf::from("/var/lib/sb"));
+        assert!(cfg.drafts, "drafts are on by default");
+    }
+
+    #[test]
+    fn drafts_can_be_turned_off() {
+        let read = |value: &str| {
+            TelegramConfig::from_env(
+                env(&[("TELEGRAM_BOT_TOKEN", TOKEN), ("TELEGRAM_DRAFTS", value)]),
+                Path::new("."),
+            )
+            .map(|c| c.map(|c| c.drafts))
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(read("off"), Ok(Some(false)));
+        assert_eq!(read(" ON "), Ok(Some(true)));
+        let e = read("sometimes").err().unwrap_or_default();
+        assert!(
+            e.starts_with("TELEGRAM_DRAFTS:") && e.contains("`sometimes`"),
+            "{e}"
+        );
     }
 
     #[test]

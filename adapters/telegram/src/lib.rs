@@ -17,6 +17,7 @@ mod bad_update;
 mod commands;
 mod config;
 mod download;
+mod drafts;
 mod errors;
 mod fit;
 #[cfg(any(test, feature = "fuzzing"))]

@@ -116,7 +116,9 @@ impl Outbound {
     /// (for a status reaction that gave way to it).
     pub(crate) async fn wait_idle(&self, chat: &ChatAddress, within: std::time::Duration) {
         let to = self.current(chat);
-        self.pacer.wait_idle(&to.chat.0, within).await;
+        self.pacer
+            .wait_idle(&crate::send::Lane::Chat(to.chat.0), within)
+            .await;
     }
 
     /// Sets the bot's reaction on `target` to `emoji` (replacing its
@@ -137,7 +139,11 @@ impl Outbound {
             .reaction(reaction);
         let sent = self
             .pacer
-            .run_if_idle(&[&to.chat.0], move || async move { req.await }, classify)
+            .run_if_idle(
+                &[&crate::send::Lane::Chat(to.chat.0)],
+                move || async move { req.await },
+                classify,
+            )
             .await;
         match sent {
             None => Ok(false),

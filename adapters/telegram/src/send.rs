@@ -26,11 +26,26 @@ pub(crate) const MAX_TEXT_UTF16: usize = 4096;
 /// Telegram's limit on a callback answer's text, in characters.
 const MAX_CALLBACK_TEXT: usize = 200;
 
+/// A lane of the pacer: Telegram's limits are per chat, whatever the topic;
+/// a private chat's drafts have a budget of their own beside its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lane {
+    /// Messages, edits, files and chat actions in a chat.
+    Chat(i64),
+    /// `sendMessageDraft` in a private chat (see `drafts.rs`).
+    Drafts(i64),
+}
+
 pub(crate) struct Outbound {
     pub(crate) bot: Bot,
     pub(crate) token: Secret,
-    /// Keyed by chat id: Telegram's limits are per chat, whatever the topic.
-    pub(crate) pacer: Pacer<i64>,
+    pub(crate) pacer: Pacer<Lane>,
+    /// Private chats where Telegram refused drafts, and whether that was logged.
+    pub(crate) drafts: crate::drafts::Refusals,
+    /// How long a draft may wait for a bot-wide token no message wants: a
+    /// quarter of a chat's interval, so the final answer, which waits for
+    /// the draft on its way, is held up little.
+    pub(crate) draft_within: std::time::Duration,
     /// 429s on calls outside the pacer (callback answers, the command menu).
     unpaced_429s: AtomicU64,
     /// Groups upgraded to supergroups: old chat id → new chat id.
@@ -59,17 +74,17 @@ impl Outbound {
             per_bot,
         } = limits;
         // Telegram group and channel ids are negative, users' chats positive.
-        let pacer = Pacer::new(per_bot, move |chat: &i64| {
-            if *chat < 0 {
-                vec![per_chat, per_group]
-            } else {
-                vec![per_chat]
-            }
+        // A chat's drafts: one a `per_chat` interval, counted on their own.
+        let pacer = Pacer::new(per_bot, move |lane: &Lane| match *lane {
+            Lane::Chat(chat) if chat < 0 => vec![per_chat, per_group],
+            Lane::Chat(_) | Lane::Drafts(_) => vec![per_chat],
         });
         Self {
             bot,
             token,
             pacer,
+            drafts: crate::drafts::Refusals::default(),
+            draft_within: per_chat.replenish_interval() / 4,
             unpaced_429s: AtomicU64::new(0),
             migrated: Mutex::new(HashMap::new()),
         }
@@ -140,7 +155,7 @@ impl Outbound {
         let sent = self
             .pacer
             .run(
-                &to.chat.0,
+                &Lane::Chat(to.chat.0),
                 move || async move {
                     if !plain.load(Ordering::Relaxed) {
                         match this.send_once(to, message, Some(html), thread, reply).await {
@@ -202,7 +217,7 @@ impl Outbound {
         let result = self
             .pacer
             .run(
-                &chat,
+                &Lane::Chat(chat),
                 move || async move {
                     if !plain.load(Ordering::Relaxed) {
                         match this.edit_once(chat, id, message, Some(html)).await {
@@ -273,7 +288,11 @@ impl Outbound {
         }
         let sent = self
             .pacer
-            .run_if_idle(&[&to.chat.0], move || async move { req.await }, classify)
+            .run_if_idle(
+                &[&Lane::Chat(to.chat.0)],
+                move || async move { req.await },
+                classify,
+            )
             .await;
         match sent {
             None => Ok(false),
@@ -305,7 +324,7 @@ impl Outbound {
 /// without visible text (Telegram refuses it as an empty message), or HTML
 /// whose visible text is over Telegram's limit while the Markdown is not (an
 /// edit cannot be cut in two; sends are cut so this does not happen).
-fn render(markdown: &str) -> Result<(String, AtomicBool), PlatformError> {
+pub(crate) fn render(markdown: &str) -> Result<(String, AtomicBool), PlatformError> {
     if markdown.trim().is_empty() {
         return Err(PlatformError::Rejected("empty message text".into()));
     }

@@ -42,7 +42,7 @@ impl Outbound {
         let sent = self
             .pacer
             .run(
-                &to.chat.0,
+                &crate::send::Lane::Chat(to.chat.0),
                 move || async move {
                     match kind {
                         FileKind::Document => {

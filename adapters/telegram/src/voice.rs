@@ -35,7 +35,7 @@ impl Outbound {
         let sent = self
             .pacer
             .run(
-                &to.chat.0,
+                &crate::send::Lane::Chat(to.chat.0),
                 move || async move {
                     let mut req = this.bot.send_voice(chat, input.clone()).duration(secs);
                     if let Some(t) = thread {

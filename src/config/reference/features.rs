@@ -194,6 +194,11 @@ pub(super) const TELEGRAM: Section = Section {
             "numeric user ids that may decide anyone's approvals",
         ),
         v(
+            "TELEGRAM_DRAFTS",
+            "`on`",
+            "`on`: answers in private chats stream as a native draft (`sendMessageDraft`, Bot API 9.3: an animated preview, shown again every 20 s while a tool runs, that the final message replaces); a chat where Telegram refuses drafts streams by edits from then on; `off`: private chats too stream by editing one message in place, as groups always do",
+        ),
+        v(
             "TELEGRAM_WEBHOOK_URL",
             "none",
             "webhook mode (with `TELEGRAM_WEBHOOK_LISTEN` and `TELEGRAM_WEBHOOK_SECRET`: all three or none): the public `https://` URL, on port 443, 80, 88 or 8443 (checked at start); deliveries are spooled to disk before they are acknowledged",

@@ -5,6 +5,7 @@
 pub(super) mod activity;
 pub(super) mod answer_file;
 pub(super) mod model_error;
+pub(super) mod native_draft;
 pub(super) mod origin;
 pub(super) mod outbound;
 pub(crate) mod reactions;

@@ -1,16 +1,21 @@
-//! Posting a turn's answer: one draft edited in place while the model streams,
-//! then the final text chunked to the platform's limits (the draft becomes the
-//! first chunk, so the answer is never posted twice). The draft first appears
+//! Posting a turn's answer: a draft updated while the model streams, then
+//! the final text chunked to the platform's limits. The draft is a message
+//! edited in place — it becomes the first chunk, so the answer is never
+//! posted twice — or, where the platform has them (Telegram private chats),
+//! a native draft: an ephemeral preview the final answer, sent as new
+//! messages, replaces (shown by a task of its own, see `native_draft`); a
+//! chat that refuses it streams by edits for the rest of the answer. The draft first appears
 //! once the answer has streamed for one edit interval: an answer complete by
 //! then is one message instead of a message and an edit — half the platform
 //! quota, which in a Telegram group (20 messages a minute) is what limits
 //! throughput. The typing indicator covers the wait.
 
 use crate::gateway::delivery::answer_file;
+use crate::gateway::delivery::native_draft::NativeDraft;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
-    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, Menu, MessageId,
+    chunk_markdown, measure, Activity, Button, Capabilities, ChatAddress, DraftId, Menu, MessageId,
     MessageRef, OutgoingMessage, PlatformAdapter, PlatformError,
 };
 use tokio::time::Instant;
@@ -21,12 +26,31 @@ const CONTINUED: &str = "⏸ Paused here — the answer follows in a new message
 /// When an answer's parts happened, for pacing its edits and its latency.
 #[derive(Default)]
 struct Times {
-    /// The draft's last edit.
+    /// The draft's last update (an edit, or text handed to a native draft).
     last_edit: Option<Instant>,
     /// When the first text arrived.
     started: Option<Instant>,
     /// When the chat first received something of the answer.
     first_byte: Option<std::time::Instant>,
+}
+
+/// Where the answer shows while it streams.
+enum Preview {
+    /// A message edited in place, once sent; it becomes the first chunk.
+    Message(Option<MessageRef>),
+    /// The platform's native draft, shown by a task of its own.
+    Native(NativeDraft),
+}
+
+impl Preview {
+    /// A native draft when the platform has them in `chat`, else a message.
+    fn for_chat(adapter: &dyn PlatformAdapter, chat: &ChatAddress) -> Preview {
+        let id = DraftId::new(rand::random_range(1..=i32::MAX.unsigned_abs()));
+        match (adapter.drafts(chat), id) {
+            (Some(drafts), Some(id)) => Preview::Native(NativeDraft::new(id, drafts)),
+            _ => Preview::Message(None),
+        }
+    }
 }
 
 /// Streams one answer into a chat.
@@ -35,7 +59,7 @@ pub(crate) struct ReplyStream {
     caps: Capabilities,
     chat: ChatAddress,
     reply_to: Option<MessageId>,
-    draft: Option<MessageRef>,
+    preview: Preview,
     shown: String,
     text: String,
     /// What a running tool reports (a sub-agent's steps), shown under the
@@ -56,12 +80,13 @@ impl ReplyStream {
         reply_to: Option<MessageId>,
     ) -> ReplyStream {
         let caps = adapter.capabilities().clone();
+        let preview = Preview::for_chat(adapter.as_ref(), &chat);
         ReplyStream {
             adapter,
             caps,
             chat,
             reply_to,
-            draft: None,
+            preview,
             shown: String::new(),
             text: String::new(),
             status: None,
@@ -74,7 +99,18 @@ impl ReplyStream {
     /// When the chat first received something of the answer (a draft), if
     /// it did yet.
     pub(crate) fn first_byte(&self) -> Option<std::time::Instant> {
-        self.times.first_byte
+        match &self.preview {
+            Preview::Native(native) => native.first_shown(),
+            Preview::Message(_) => None,
+        }
+        .or(self.times.first_byte)
+    }
+
+    /// Whether a message of the answer is in the chat for good (a draft
+    /// edited in place): a crash from then on must not run the turn again.
+    /// A native draft is not: it vanishes with the process.
+    pub(crate) fn posted(&self) -> bool {
+        matches!(self.preview, Preview::Message(Some(_)))
     }
 
     /// Adds streamed text; updates the draft when the platform's edit interval allows.
@@ -108,12 +144,25 @@ impl ReplyStream {
         crate::gateway::delivery::activity::above(&self.head, &body)
     }
 
+    /// Whether `text` fits one message (and so one draft).
+    fn fits(&self, text: &str) -> bool {
+        measure(text, self.caps.length_unit) <= self.caps.max_message_len
+    }
+
+    /// The least time between two updates of the draft.
+    fn interval(&self) -> Duration {
+        match &self.preview {
+            Preview::Native(native) => native.interval(),
+            Preview::Message(_) => self.caps.min_edit_interval,
+        }
+    }
+
     async fn refresh(&mut self) {
-        if !self.caps.can_edit {
+        if !self.caps.can_edit && matches!(self.preview, Preview::Message(_)) {
             return;
         }
         let started = *self.times.started.get_or_insert_with(Instant::now);
-        let due = self.times.last_edit.unwrap_or(started).elapsed() >= self.caps.min_edit_interval;
+        let due = self.times.last_edit.unwrap_or(started).elapsed() >= self.interval();
         // Streaming stops at the first chunk's limit; the rest is posted at the
         // end. Past 4 bytes a unit the text cannot fit: skip the copy and the
         // measuring, which for a long answer would cost time quadratic in its size.
@@ -121,8 +170,7 @@ impl ReplyStream {
             return;
         }
         let text = self.display();
-        let fits = measure(&text, self.caps.length_unit) <= self.caps.max_message_len;
-        if due && fits && !text.trim().is_empty() {
+        if self.fits(&text) && !text.trim().is_empty() {
             self.update_draft(text).await;
         }
     }
@@ -131,10 +179,22 @@ impl ReplyStream {
         if text == self.shown {
             return;
         }
-        let result = match &self.draft {
+        if let Preview::Native(native) = &mut self.preview {
+            if !native.refused() {
+                native.show(&self.adapter, self.chat, text.clone());
+                self.times.last_edit = Some(Instant::now());
+                self.shown = text;
+                return;
+            }
+            // Refused: this answer streams by edits from here on.
+            self.times.first_byte = self.times.first_byte.or(native.first_shown());
+            self.preview = Preview::Message(None);
+            self.shown.clear();
+        }
+        let result = match self.message() {
             Some(draft) => {
                 self.adapter
-                    .edit(draft, OutgoingMessage::text(text.clone()))
+                    .edit(&draft, OutgoingMessage::text(text.clone()))
                     .await
             }
             None => self
@@ -144,7 +204,7 @@ impl ReplyStream {
                     OutgoingMessage::text(text.clone()).replying_to(self.reply_to),
                 )
                 .await
-                .map(|r| self.draft = Some(r)),
+                .map(|r| self.preview = Preview::Message(Some(r))),
         };
         self.times.last_edit = Some(Instant::now());
         match result {
@@ -160,16 +220,42 @@ impl ReplyStream {
         }
     }
 
+    /// The message the draft is edited in, if it is one and was sent.
+    fn message(&self) -> Option<MessageRef> {
+        match &self.preview {
+            Preview::Message(draft) => *draft,
+            Preview::Native(_) => None,
+        }
+    }
+
+    /// Takes the message the draft is edited in, if any (the native draft
+    /// has none: it vanishes when the answer is sent).
+    fn take_message(&mut self) -> Option<MessageRef> {
+        match &mut self.preview {
+            Preview::Message(draft) => draft.take(),
+            Preview::Native(_) => None,
+        }
+    }
+
+    /// Stops a native draft's updates: the final answer (or a paused
+    /// turn's text) must come after the last of them.
+    async fn stop_native(&mut self) {
+        if let Preview::Native(native) = &mut self.preview {
+            native.stop().await;
+        }
+    }
+
     /// Settles what the chat shows when the turn pauses (it answers in a new
     /// message once resumed, in this process or another): the text said so
     /// far is posted in full, and a "⏳" status line under it — which would
     /// read as work still going on — is dropped.
     pub(crate) async fn settle(mut self) {
+        self.stop_native().await;
         self.final_buttons.clear();
         let said = self.text.trim_end().to_owned();
         let result = if !said.trim().is_empty() {
             self.finish(&said).await.map(drop)
-        } else if let Some(draft) = self.draft.take() {
+        } else if let Some(draft) = self.take_message() {
             self.pace().await;
             self.adapter
                 .edit(&draft, OutgoingMessage::text(CONTINUED.to_owned()))
@@ -187,8 +273,9 @@ impl ReplyStream {
         self.final_buttons = rows;
     }
 
-    /// Posts the final answer: the draft is edited to the first chunk, the rest
-    /// are sent in order. Returns the message refs of the answer.
+    /// Posts the final answer: a draft message is edited to the first chunk,
+    /// the rest are sent in order (after a native draft, every chunk is
+    /// sent). Returns the message refs of the answer.
     pub(crate) async fn finish(self, final_text: &str) -> Result<Vec<MessageRef>, PlatformError> {
         let text = if final_text.trim().is_empty() {
             "(no answer)"
@@ -201,8 +288,9 @@ impl ReplyStream {
         self.post(text).await
     }
 
-    /// Posts `text` chunked: the draft becomes the first chunk.
+    /// Posts `text` chunked: a draft message becomes the first chunk.
     async fn post(mut self, text: &str) -> Result<Vec<MessageRef>, PlatformError> {
+        self.stop_native().await;
         let chunks = chunk_markdown(text, self.caps.max_message_len, self.caps.length_unit);
         let last = chunks.len().saturating_sub(1);
         let mut refs = Vec::with_capacity(chunks.len());
@@ -212,7 +300,7 @@ impl ReplyStream {
             } else {
                 Vec::new()
             };
-            match (i, self.draft.take()) {
+            match (i, self.take_message()) {
                 (0, Some(draft)) => {
                     if chunk != self.shown || !buttons.is_empty() {
                         self.pace().await;
@@ -316,3 +404,7 @@ pub(crate) async fn notify_with(
     }
     let _ = adapter.activity(chat, Activity::Answered).await;
 }
+
+#[cfg(test)]
+#[path = "native_draft_tests.rs"]
+mod native_draft_tests;

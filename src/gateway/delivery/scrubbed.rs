@@ -3,16 +3,17 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
-    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, Form,
-    InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer,
+    measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, DraftId,
+    Drafts, Form, InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform,
+    PlatformAdapter, PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// Delegates every operation to the inner adapter, with the known secrets
-/// (see [`crate::secrets`]) replaced in the text of each message, edit, card,
-/// press answer and command description. Inbound events pass unchanged.
+/// (see [`crate::secrets`]) replaced in the text of each message, edit,
+/// draft, card, press answer and command description. Inbound events pass
+/// unchanged.
 pub struct ScrubbedAdapter {
     inner: Arc<dyn PlatformAdapter>,
 }
@@ -173,6 +174,24 @@ impl PlatformAdapter for ScrubbedAdapter {
     ) -> Result<(), PlatformError> {
         let message = self.scrubbed(message);
         self.traced("edit", self.inner.edit(target, message)).await
+    }
+
+    fn drafts(&self, chat: &ChatAddress) -> Option<Drafts> {
+        self.inner.drafts(chat)
+    }
+
+    async fn draft(
+        &self,
+        to: &ChatAddress,
+        id: DraftId,
+        text: &str,
+    ) -> Result<bool, PlatformError> {
+        let clean = match crate::secrets::scrub(text) {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(clean) => Some(fit(clean, self.inner.capabilities())),
+        };
+        let text = clean.as_deref().unwrap_or(text);
+        self.traced("draft", self.inner.draft(to, id, text)).await
     }
 
     async fn answer_press(

@@ -1,7 +1,7 @@
 //! A running turn's events into the chat's draft: the streamed text, and per
 //! the session's verbosity the tool activity (calls, sub-agents' steps,
 //! compaction, a fallback model, reasoning) above it — all through the draft's throttled
-//! edits, never a message of its own.
+//! updates (edits, or native drafts), never a message of its own.
 
 use crate::agent::{RuntimeEvent, TurnOutcome};
 use crate::gateway::delivery::activity::{Activity, Verbosity};
@@ -82,9 +82,11 @@ impl Draft<'_> {
         match event {
             RuntimeEvent::TextDelta(t) => {
                 reply.push(&t).await;
-                // The answer's text is in the chat: from now on a crash
-                // does not run the turn again.
-                if reply.first_byte().is_some() {
+                // The answer's text is in the chat for good: from now on a
+                // crash does not run the turn again. (A native draft is
+                // not: it vanishes with the process, so the turn may run
+                // again and answer once.)
+                if reply.posted() {
                     self.inner.answer_visible(&self.o.conversation.key).await;
                 }
                 false

@@ -319,6 +319,7 @@ fn dispatch(inner: &mut Inner, method: &str, p: &Value, arrived: Instant) -> Api
         )),
         "getfile" => super::files::get_file(inner, p),
         "sendmessage" => send_message(inner, p, arrived),
+        "sendmessagedraft" => super::drafts::send_message_draft(inner, p, arrived),
         "editmessagetext" => edit_message_text(inner, p, arrived),
         "editmessagereplymarkup" => edit_reply_markup(inner, p, arrived),
         "answercallbackquery" => {
@@ -401,22 +402,30 @@ pub(super) fn not_migrated(inner: &Inner, chat: i64) -> Result<(), ApiError> {
 
 /// Injected 429s first, then the published limits when enforced.
 pub(super) fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Result<(), ApiError> {
+    let is_group = inner.chats.get(&chat).is_some_and(|c| c.is_group);
+    paced(inner, chat, |limits| limits.check(chat, is_group, arrived))
+}
+
+/// Injected 429s for `chat` first, then `check` of the published limits
+/// when enforced.
+pub(super) fn paced(
+    inner: &mut Inner,
+    chat: i64,
+    check: impl FnOnce(&mut super::limits::Limits) -> Result<(), (u32, &'static str)>,
+) -> Result<(), ApiError> {
     let injected = inner
         .inject_429
         .get_mut(&chat)
         .and_then(VecDeque::pop_front);
     let enforced = match (injected, inner.limits.as_mut()) {
         (Some(n), _) => Some(n),
-        (None, Some(limits)) => {
-            let is_group = inner.chats.get(&chat).is_some_and(|c| c.is_group);
-            match limits.check(chat, is_group, arrived) {
-                Ok(()) => None,
-                Err((n, which)) => {
-                    *inner.limit_hits.entry(which).or_default() += 1;
-                    Some(n)
-                }
+        (None, Some(limits)) => match check(limits) {
+            Ok(()) => None,
+            Err((n, which)) => {
+                *inner.limit_hits.entry(which).or_default() += 1;
+                Some(n)
             }
-        }
+        },
         (None, None) => None,
     };
     match enforced {
@@ -431,7 +440,11 @@ pub(super) fn flood_check(inner: &mut Inner, chat: i64, arrived: Instant) -> Res
 }
 
 /// Text after entity parsing, checked against Telegram's limits.
-fn parse_text(inner: &mut Inner, chat: i64, p: &Value) -> Result<(String, Vec<Entity>), ApiError> {
+pub(super) fn parse_text(
+    inner: &mut Inner,
+    chat: i64,
+    p: &Value,
+) -> Result<(String, Vec<Entity>), ApiError> {
     let text = p["text"].as_str().unwrap_or_default();
     let is_html = p["parse_mode"]
         .as_str()
