@@ -21,6 +21,8 @@ mod http_api_defs;
 mod http_api_props;
 mod http_body;
 mod image_sink;
+mod chat_history;
+mod chat_history_rank;
 mod looking_back;
 mod memory;
 mod net_guard;
