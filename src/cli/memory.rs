@@ -151,10 +151,7 @@ async fn backfill(store: &Store, embeddings: &EmbeddingsConfig) -> anyhow::Resul
 }
 
 async fn backfill_history(store: &Store, embedder: &Embedder) -> anyhow::Result<()> {
-    let start = store
-        .history()
-        .embedding_progress(embedder.model())
-        .await?;
+    let start = store.history().embedding_progress(embedder.model()).await?;
     println!(
         "Embedding chat messages: {} done, {} waiting",
         start.embedded, start.waiting

@@ -79,7 +79,11 @@ impl History<'_> {
              SELECT $1, $2, $3, $4, {value}, $6 WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1)
              ON CONFLICT (message_id, model) DO NOTHING"
         );
-        let bound = sqlx::query(&query).bind(id).bind(model).bind(role).bind(dim);
+        let bound = sqlx::query(&query)
+            .bind(id)
+            .bind(model)
+            .bind(role)
+            .bind(dim);
         let bound = match self.db.backend {
             Backend::Sqlite => bound.bind(vector.map(vector_bytes)),
             Backend::Postgres => bound.bind(vector.map(array_text)),
@@ -149,7 +153,9 @@ impl History<'_> {
         .bind(i64::from(limit))
         .fetch_all(&self.db.pool)
         .await?;
-        rows.iter().map(|r| message_vector(self.db.backend, r)).collect()
+        rows.iter()
+            .map(|r| message_vector(self.db.backend, r))
+            .collect()
     }
 
     /// `session`'s messages among `ids` (any order); others' are never read.

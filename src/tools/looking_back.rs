@@ -24,7 +24,10 @@ const MAX_LISTED: u32 = 20;
 
 /// The three tools, over one store; with `embeddings`, the history search
 /// finds messages by meaning too.
-pub fn looking_back_tools(store: Store, embeddings: Option<EmbeddingsConfig>) -> Vec<Arc<dyn Tool>> {
+pub fn looking_back_tools(
+    store: Store,
+    embeddings: Option<EmbeddingsConfig>,
+) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ChatHistoryTool::new(store.clone(), embeddings)),
         Arc::new(ReflectionsTool {
@@ -38,7 +41,12 @@ pub fn looking_back_tools(store: Store, embeddings: Option<EmbeddingsConfig>) ->
     ]
 }
 
-pub(super) fn read_only(name: &str, display: &str, description: &str, parameters: Value) -> ToolSpec {
+pub(super) fn read_only(
+    name: &str,
+    display: &str,
+    description: &str,
+    parameters: Value,
+) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         display_name: display.into(),

@@ -109,7 +109,12 @@ async fn forget_other_models(store: &Store, model: &str) {
     match (memories, messages) {
         (Ok(0), Ok(0)) => {}
         (Ok(memories), Ok(messages)) => {
-            tracing::info!(memories, messages, model, "embedding model changed; re-embedding")
+            tracing::info!(
+                memories,
+                messages,
+                model,
+                "embedding model changed; re-embedding"
+            )
         }
         (Err(e), _) | (_, Err(e)) => {
             tracing::warn!(error = %e, "could not check the embedding model of memories and messages")
