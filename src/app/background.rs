@@ -1,5 +1,5 @@
 //! The process's own background jobs beside the gateway: the liveness
-//! heartbeat, the memory embedder (`EMBEDDINGS_*`), and giving back the
+//! heartbeat, the memory and chat-history embedder (`EMBEDDINGS_*`), and giving back the
 //! pages only start-up needed.
 
 use crate::busy::Busy;
@@ -36,16 +36,15 @@ pub(super) fn spawn(
     ));
 }
 
-/// The background worker embedding memories, when `EMBEDDINGS_*` is set.
+/// The background worker embedding memories and chat messages, when
+/// `EMBEDDINGS_*` is set (the history search uses it with memory off too).
 fn spawn_embedder(config: &Config, store: &Store, shutdown: &CancellationToken) {
     let Some(embeddings) = config.memory.embeddings.clone() else {
         return;
     };
-    if config.memory.enabled {
-        tokio::spawn(crate::memory::semantic::run_worker(
-            store.clone(),
-            crate::memory::semantic::Embedder::new(embeddings),
-            shutdown.clone(),
-        ));
-    }
+    tokio::spawn(crate::memory::semantic::run_worker(
+        store.clone(),
+        crate::memory::semantic::Embedder::new(embeddings),
+        shutdown.clone(),
+    ));
 }

@@ -31,7 +31,7 @@ pub fn mcp_own_tools(
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
-    for tool in looking_back_tools(store.clone()) {
+    for tool in looking_back_tools(store.clone(), config.memory.embeddings.clone()) {
         registry.register(tool);
     }
     registry.register(Arc::new(CheckTasksTool::new(store.clone())));

@@ -133,7 +133,7 @@ pub fn build_tools(
     for tool in memory_tools(MemoryBook::new(store.clone(), config.memory.clone())) {
         registry.register(tool);
     }
-    for tool in looking_back_tools(store.clone()) {
+    for tool in looking_back_tools(store.clone(), config.memory.embeddings.clone()) {
         registry.register(tool);
     }
     if config.portfolio_tools {

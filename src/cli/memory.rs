@@ -40,8 +40,9 @@ pub enum MemoryAction {
         /// The memory id, e.g. 17 or #17.
         id: String,
     },
-    /// Embed every memory without a vector of EMBEDDINGS_MODEL (all users),
-    /// with progress; stopped or failed, running it again resumes.
+    /// Embed every memory and chat message without a vector of
+    /// EMBEDDINGS_MODEL (all users and sessions), with progress; stopped or
+    /// failed, running it again resumes.
     Backfill,
 }
 
@@ -142,6 +143,32 @@ async fn backfill(store: &Store, embeddings: &EmbeddingsConfig) -> anyhow::Resul
     }
     println!(
         "Done: {} embedded by this run, {} memories have a vector of {}",
+        done.settled,
+        done.embedded,
+        embedder.model()
+    );
+    backfill_history(store, &embedder).await
+}
+
+async fn backfill_history(store: &Store, embedder: &Embedder) -> anyhow::Result<()> {
+    let start = store.history().embedding_progress(embedder.model()).await?;
+    println!(
+        "Embedding chat messages: {} done, {} waiting",
+        start.embedded, start.waiting
+    );
+    let done = semantic::backfill_history(store, embedder, &mut |settled, waiting| {
+        println!("  {settled} settled, {waiting} waiting");
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; run `switchboard memory backfill` again to resume"))?;
+    if done.requeued > 0 {
+        println!(
+            "{} message vectors of another model were dropped and embedded again",
+            done.requeued
+        );
+    }
+    println!(
+        "Done: {} messages settled by this run (tool results and empty texts without a vector), {} have a vector of {}",
         done.settled,
         done.embedded,
         embedder.model()

@@ -4,6 +4,7 @@
 use super::console::HistoryRow;
 use super::{dt, ms, History, SessionId, StoreError};
 use chrono::{DateTime, Utc};
+use sqlx::any::AnyRow;
 use sqlx::Row;
 
 /// Which rows of a history a read covers.
@@ -38,19 +39,20 @@ impl History<'_> {
         .bind(i64::from(limit))
         .fetch_all(&self.db.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let payload: String = r.try_get("payload")?;
-                Ok(HistoryRow {
-                    id: r.try_get("id")?,
-                    message: serde_json::from_str(&payload)
-                        .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?,
-                    at: dt(r.try_get("created_at")?),
-                    archived: r.try_get::<i64, _>("archived")? != 0,
-                })
-            })
-            .collect()
+        rows.iter().map(history_row).collect()
     }
+}
+
+/// A row of `id, payload, created_at, archived`.
+pub(super) fn history_row(r: &AnyRow) -> Result<HistoryRow, StoreError> {
+    let payload: String = r.try_get("payload")?;
+    Ok(HistoryRow {
+        id: r.try_get("id")?,
+        message: serde_json::from_str(&payload)
+            .map_err(|e| StoreError::Corrupt(format!("message payload: {e}")))?,
+        at: dt(r.try_get("created_at")?),
+        archived: r.try_get::<i64, _>("archived")? != 0,
+    })
 }
 
 #[cfg(test)]

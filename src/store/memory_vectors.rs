@@ -52,12 +52,12 @@ pub fn bytes_vector(b: &[u8]) -> Option<Vec<f32>> {
 }
 
 /// PostgreSQL's text form of a `real[]`: `{0.5,-1,2.25}`.
-fn array_text(v: &[f32]) -> String {
+pub(super) fn array_text(v: &[f32]) -> String {
     let items: Vec<String> = v.iter().map(f32::to_string).collect();
     format!("{{{}}}", items.join(","))
 }
 
-fn text_vector(t: &str) -> Option<Vec<f32>> {
+pub(super) fn text_vector(t: &str) -> Option<Vec<f32>> {
     let inner = t.trim().strip_prefix('{')?.strip_suffix('}')?;
     if inner.is_empty() {
         return Some(Vec::new());

@@ -4,6 +4,8 @@ mod host;
 pub use host::{Asked, NestedResume, Pause, Resolution, TurnCheckpoint};
 mod args;
 mod ask_user;
+mod chat_history;
+mod chat_history_rank;
 mod check_tasks;
 mod declared;
 mod diff_summary;

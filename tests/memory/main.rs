@@ -11,6 +11,7 @@ mod memory_consent;
 mod memory_extract;
 mod memory_feedback;
 mod memory_gc;
+mod memory_history_semantic;
 mod memory_identity;
 mod memory_learn;
 mod memory_looking_back;

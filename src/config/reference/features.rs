@@ -64,12 +64,12 @@ pub(super) const MEMORY: Section = Section {
         v(
             "EMBEDDINGS_BASE_URL",
             "unset",
-            "semantic recall through an OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, a local text-embeddings server); unset: recall by words only, exactly as before",
+            "semantic recall and chat-history search by meaning through an OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, a local text-embeddings server); unset: recall by words only, exactly as before",
         ),
         v(
             "EMBEDDINGS_MODEL",
             "none",
-            "the embedding model (required with the URL); changing it re-embeds every memory in the background",
+            "the embedding model (required with the URL); changing it re-embeds every memory and message in the background",
         ),
         v(
             "EMBEDDINGS_API_KEY",

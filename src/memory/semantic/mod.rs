@@ -2,7 +2,8 @@
 //! a background worker ([`worker`]), their vectors kept beside the rows and,
 //! per user, in a bounded in-memory index ([`index`]); a recall embeds its
 //! message within `EMBEDDINGS_TIMEOUT_MS` and, when that fails, recalls by
-//! words only, as without the setting.
+//! words only, as without the setting. Chat messages are embedded by the same
+//! worker ([`messages`]) for `query_my_chat_history` ([`history_search`]).
 //!
 //! The ranking (see `memory::recall`): a memory's relevance is the noisy-or
 //! `R = L + S − L·S` of its word relevance `L` and its semantic relevance
@@ -12,12 +13,16 @@
 
 mod client;
 mod config;
+mod history_search;
 mod index;
+mod messages;
 mod worker;
 
 pub use client::{EmbedError, Embedder, MAX_INPUT_CHARS};
 pub use config::EmbeddingsConfig;
+pub use history_search::{MessageQuery, MessageScope, HISTORY_SCANNED};
 pub use index::{Query, UserIndex};
+pub use messages::{backfill_history, embed_pending_messages, role_name};
 pub use worker::{backfill, embed_pending, run_worker, Backfilled, SemanticError};
 
 use crate::store::{MemoryOwner, Store};

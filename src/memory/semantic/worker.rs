@@ -1,8 +1,9 @@
 //! Embedding off the reply path: the background worker takes the memories
 //! with no embedding (new, edited, or of another model) in batches, and the
 //! back-fill (`switchboard memory backfill`) runs the same loop to the end
-//! with its progress. Both resume where they stopped: the queue is simply
-//! the rows still without a vector.
+//! with its progress; the worker embeds chat messages too (`messages`). Both
+//! resume where they stopped: the queue is simply the rows still without a
+//! vector.
 
 use super::client::{EmbedError, Embedder};
 use crate::store::{Store, StoreError, Unembedded};
@@ -71,33 +72,24 @@ async fn save(
 }
 
 /// The background worker: re-queues vectors of another model, then embeds
-/// new memories as they come, until `shutdown`.
+/// new memories and chat messages as they come, until `shutdown`.
 pub async fn run_worker(store: Store, embedder: Embedder, shutdown: CancellationToken) {
-    match store
-        .memories()
-        .forget_other_embeddings(embedder.model())
-        .await
-    {
-        Ok(0) => {}
-        Ok(n) => {
-            tracing::info!(
-                memories = n,
-                model = embedder.model(),
-                "embedding model changed; re-embedding"
-            )
-        }
-        Err(e) => tracing::warn!(error = %e, "could not check the memories' embedding model"),
-    }
+    forget_other_models(&store, embedder.model()).await;
     let mut backoff = Duration::from_secs(1);
     loop {
-        let wait = match embed_pending(&store, &embedder).await {
+        let round = async {
+            let memories = embed_pending(&store, &embedder).await?;
+            let messages = super::messages::embed_pending_messages(&store, &embedder).await?;
+            Ok::<_, SemanticError>(memories + messages)
+        };
+        let wait = match round.await {
             Ok(0) => IDLE_POLL,
             Ok(_) => {
                 backoff = Duration::from_secs(1);
                 Duration::ZERO
             }
             Err(e) => {
-                tracing::warn!(error = %e, retry_in = ?backoff, "embedding memories failed");
+                tracing::warn!(error = %e, retry_in = ?backoff, "embedding memories or messages failed");
                 let wait = backoff;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 wait
@@ -106,6 +98,26 @@ pub async fn run_worker(store: Store, embedder: Embedder, shutdown: Cancellation
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Re-queues memories and drops message vectors embedded by another model.
+async fn forget_other_models(store: &Store, model: &str) {
+    let memories = store.memories().forget_other_embeddings(model).await;
+    let messages = store.history().forget_other_vectors(model).await;
+    match (memories, messages) {
+        (Ok(0), Ok(0)) => {}
+        (Ok(memories), Ok(messages)) => {
+            tracing::info!(
+                memories,
+                messages,
+                model,
+                "embedding model changed; re-embedding"
+            )
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!(error = %e, "could not check the embedding model of memories and messages")
         }
     }
 }
