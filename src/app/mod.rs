@@ -121,11 +121,22 @@ pub async fn start_with_clock(
     shutdown: CancellationToken,
     clock: Arc<dyn Clock>,
 ) -> Result<Running, RunError> {
+    let opened = open_store(config).await?;
+    start_opened(config, adapters, opened, shutdown, clock).await
+}
+
+/// [`start_with_clock`] on a store already open.
+async fn start_opened(
+    config: &Config,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    (store, instance, liveness): Opened,
+    shutdown: CancellationToken,
+    clock: Arc<dyn Clock>,
+) -> Result<Running, RunError> {
     // The binary registered them already (and more, from its environment);
     // an embedding caller or a test gets the config's own.
     crate::secrets::register(config.secret_values());
     let adapters = scrubbed(adapters);
-    let (store, instance, liveness) = open_store(config).await?;
     let provider = build_provider(config)?;
     let busy = Busy::default();
     let (finished_tx, finished_rx) = mpsc::channel(64);
@@ -198,9 +209,10 @@ pub async fn start_with_clock(
 
 /// The store, this process's id, and its claim to be alive: its queued
 /// messages, resumed turns and tasks are its own until the claim ends with it.
-async fn open_store(
-    config: &Config,
-) -> Result<(Store, crate::domain::ProcessId, crate::store::LivenessClaim), RunError> {
+/// An open store, this process's id and its claim to be alive.
+type Opened = (Store, crate::domain::ProcessId, crate::store::LivenessClaim);
+
+async fn open_store(config: &Config) -> Result<Opened, RunError> {
     // Before the store: the default database lives in DATA_DIR, and an
     // unusable DATA_DIR should be named as such.
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
@@ -473,8 +485,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), RunE
     crate::dirs::ensure_writable_dir("DATA_DIR", &config.data_dir)?;
     // Compiled while the platforms connect, not before the first answer.
     std::thread::spawn(crate::agent::IntentRules::warm_up);
-    let adapters = config.platforms.connect().await?;
-    let running = start(&config, adapters, shutdown).await?;
+    // The database is opened (and migrated) while the platforms connect.
+    let (adapters, opened) = tokio::try_join!(
+        async { Ok::<_, RunError>(config.platforms.connect().await?) },
+        open_store(&config),
+    )?;
+    let running = start_opened(&config, adapters, opened, shutdown, Arc::new(SystemClock)).await?;
     running.wait().await;
     Ok(())
 }

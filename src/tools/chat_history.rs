@@ -3,27 +3,18 @@
 //! with embeddings set, by meaning too (`chat_history_rank`).
 
 use super::chat_history_rank::{self as ranked_mod, ranked};
-use super::looking_back::{quoted, read_only, storage};
+use super::history_scan::{scan, Needle, Who, MAX_PAGE, MAX_SCANNED, PER_PAGE};
+use super::read_back::{quoted, read_only};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
-use crate::llm::{Message, Role};
+use crate::llm::Role;
 use crate::memory::semantic::{Embedder, EmbeddingsConfig};
-use crate::memory::{query_terms, terms};
 use crate::store::{HistoryRow, HistoryWindow, Store};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashSet;
 
 use super::args::parse_args;
 
-/// Matches shown per page.
-pub(super) const PER_PAGE: usize = 10;
-/// The last page that may be asked for.
-pub(super) const MAX_PAGE: usize = 20;
-/// Rows read per database round trip.
-const BATCH: u32 = 500;
-/// Rows read at most per call; beyond it the model is told to narrow by time.
-pub(super) const MAX_SCANNED: usize = 20_000;
 /// Characters of one message shown.
 const SHOWN_CHARS: usize = 400;
 
@@ -89,73 +80,6 @@ struct HistoryArgs {
     page: Option<usize>,
 }
 
-/// Whose messages a search covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Who {
-    User,
-    Assistant,
-    Both,
-    Tools,
-}
-
-impl Who {
-    fn parse(raw: Option<&str>) -> Result<Who, ToolError> {
-        match raw {
-            None | Some("both") => Ok(Who::Both),
-            Some("user") => Ok(Who::User),
-            Some("assistant") => Ok(Who::Assistant),
-            Some("tools") => Ok(Who::Tools),
-            Some(other) => Err(ToolError::InvalidArguments(format!(
-                "who {other:?}: use user, assistant, both or tools"
-            ))),
-        }
-    }
-
-    /// The stored roles of the messages embedded for this search (`None`:
-    /// tool results are not embedded).
-    pub(super) fn roles(self) -> Option<[&'static str; 2]> {
-        match self {
-            Who::User => Some(["user", "user"]),
-            Who::Assistant => Some(["assistant", "assistant"]),
-            Who::Both => Some(["user", "assistant"]),
-            Who::Tools => None,
-        }
-    }
-
-    pub(super) fn covers(self, m: &Message) -> bool {
-        match (self, &m.role) {
-            (Who::User | Who::Both, Role::User) => true,
-            (Who::Assistant | Who::Both, Role::Assistant) => !m.content.trim().is_empty(),
-            (Who::Tools, Role::Tool) => true,
-            _ => false,
-        }
-    }
-}
-
-/// What a message must contain to match: every word of the query.
-pub(super) struct Needle {
-    terms: Vec<String>,
-}
-
-impl Needle {
-    fn new(query: &str) -> Needle {
-        Needle {
-            terms: query_terms(query),
-        }
-    }
-
-    fn matches(&self, text: &str) -> bool {
-        if self.terms.is_empty() {
-            return true;
-        }
-        let have: HashSet<String> = terms(text).into_iter().collect();
-        self.terms.iter().all(|t| {
-            // A lone character (一 word of one CJK character) has no pair.
-            have.contains(t) || (t.chars().count() == 1 && text.contains(t.as_str()))
-        })
-    }
-}
-
 /// A time bound: a date (its midnight, UTC) or an RFC 3339 time.
 fn bound(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, ToolError> {
     let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
@@ -173,76 +97,6 @@ fn bound(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, ToolEr
                 "{field} {raw:?}: use YYYY-MM-DD or an RFC 3339 time"
             ))
         })
-}
-
-/// One page of matches, and whether the search stopped at [`MAX_SCANNED`].
-pub(super) struct Found {
-    pub(super) hits: Vec<HistoryRow>,
-    pub(super) more: bool,
-    pub(super) cut_short: bool,
-    /// Ranked by word and meaning together, not newest first.
-    pub(super) ranked: bool,
-}
-
-impl ChatHistoryTool {
-    /// The newest word matches after the first `skip`, `take` of them.
-    pub(super) async fn search(
-        &self,
-        ctx: &ToolContext,
-        needle: &Needle,
-        who: Who,
-        mut window: HistoryWindow,
-        (skip, take): (usize, usize),
-    ) -> Result<Found, ToolError> {
-        let (mut matched, mut scanned) = (0usize, 0usize);
-        let mut hits = Vec::new();
-        loop {
-            let rows = self
-                .store
-                .history()
-                .newest_first(&ctx.session_id, window, BATCH)
-                .await
-                .map_err(storage)?;
-            let Some(last) = rows.last() else {
-                return Ok(Found {
-                    hits,
-                    more: false,
-                    cut_short: false,
-                    ranked: false,
-                });
-            };
-            window.before = Some(last.id);
-            scanned += rows.len();
-            for row in rows {
-                if !(who.covers(&row.message) && needle.matches(&row.message.content)) {
-                    continue;
-                }
-                matched += 1;
-                if matched > skip + take {
-                    return Ok(Found {
-                        hits,
-                        more: true,
-                        cut_short: false,
-                        ranked: false,
-                    });
-                }
-                if matched > skip {
-                    hits.push(row);
-                }
-            }
-            if scanned >= MAX_SCANNED {
-                return Ok(Found {
-                    hits,
-                    more: false,
-                    cut_short: true,
-                    ranked: false,
-                });
-            }
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-        }
-    }
 }
 
 fn hit_line(row: &HistoryRow) -> String {
@@ -303,12 +157,9 @@ impl Tool for ChatHistoryTool {
                     skip,
                     text: &args.query,
                 };
-                ranked(self, embedder, roles, query).await?
+                ranked(&self.store, embedder, roles, query).await?
             }
-            None => {
-                self.search(ctx, &needle, who, window, (skip, PER_PAGE))
-                    .await?
-            }
+            None => scan(&self.store, ctx, &needle, who, window, (skip, PER_PAGE)).await?,
         };
         let about = if args.query.trim().is_empty() {
             "Messages of this conversation".to_owned()
@@ -354,18 +205,6 @@ impl Tool for ChatHistoryTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_word_must_appear_and_chinese_matches_by_pairs() {
-        let needle = Needle::new("new address");
-        assert!(needle.matches("My NEW address is 12 Rue des Lilas"));
-        assert!(!needle.matches("my address is old"));
-        let chinese = Needle::new("地址");
-        assert!(chinese.matches("我的新地址是北京市朝阳区"));
-        assert!(!chinese.matches("我的电话是123"));
-        assert!(Needle::new("京").matches("北京"));
-        assert!(Needle::new("").matches("anything"));
-    }
 
     #[test]
     fn bounds_are_dates_or_times_and_bad_ones_are_refused() {

@@ -6,12 +6,12 @@
 //! be embedded in time is answered by words only, newest first, as without
 //! the setting.
 
-use super::chat_history::{ChatHistoryTool, Found, Needle, Who, MAX_PAGE, PER_PAGE};
-use super::looking_back::storage;
+use super::history_scan::{scan, Found, Needle, Who, MAX_PAGE, PER_PAGE};
+use super::read_back::storage;
 use super::spec::{ToolContext, ToolError};
 use crate::memory::recency;
 use crate::memory::semantic::{blend, Embedder, MessageQuery, MessageScope};
-use crate::store::{HistoryRow, HistoryWindow};
+use crate::store::{HistoryRow, HistoryWindow, Store};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 
@@ -36,13 +36,13 @@ pub(super) struct Search<'a> {
 /// The page after `q.skip` of the hybrid ranking (or of the word matches,
 /// newest first, when the query cannot be embedded).
 pub(super) async fn ranked(
-    tool: &ChatHistoryTool,
+    store: &Store,
     embedder: &Embedder,
     roles: [&str; 2],
     q: Search<'_>,
 ) -> Result<Found, ToolError> {
     let (words, query) = tokio::join!(
-        tool.search(q.ctx, q.needle, q.who, q.window, (0, CANDIDATES)),
+        scan(store, q.ctx, q.needle, q.who, q.window, (0, CANDIDATES)),
         MessageQuery::embed(embedder, q.text)
     );
     let words = words?;
@@ -57,7 +57,7 @@ pub(super) async fn ranked(
         k: CANDIDATES,
     };
     let meaning = query
-        .nearest(&tool.store, scope, &word_ids)
+        .nearest(store, scope, &word_ids)
         .await
         .map_err(storage)?;
     let missing: Vec<i64> = meaning
@@ -65,8 +65,7 @@ pub(super) async fn ranked(
         .filter(|id| !word_ids.contains(id))
         .copied()
         .collect();
-    let related = tool
-        .store
+    let related = store
         .history()
         .rows_of(&q.ctx.session_id, &missing)
         .await

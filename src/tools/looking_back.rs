@@ -11,6 +11,7 @@
 
 use super::args::parse_args;
 use super::chat_history::ChatHistoryTool;
+use super::read_back::{quoted, read_only, storage};
 use super::spec::{Tool, ToolContext, ToolError, ToolSpec};
 use crate::memory::semantic::EmbeddingsConfig;
 use crate::store::{MemoryKind, MemoryOwner, Store};
@@ -39,24 +40,6 @@ pub fn looking_back_tools(
             spec: feedback_spec(),
         }),
     ]
-}
-
-pub(super) fn read_only(
-    name: &str,
-    display: &str,
-    description: &str,
-    parameters: Value,
-) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        display_name: display.into(),
-        description: description.into(),
-        parameters,
-        concurrency_safe: true,
-        requires_approval: false,
-        background: false,
-        key_fields: Vec::new(),
-    }
 }
 
 fn reflections_spec() -> ToolSpec {
@@ -90,13 +73,6 @@ fn feedback_spec() -> ToolSpec {
     )
 }
 
-pub(super) fn storage(e: impl std::fmt::Display) -> ToolError {
-    ToolError::Failed {
-        message: "the conversation store is unavailable".into(),
-        diagnostics: Some(e.to_string()),
-    }
-}
-
 /// The user of the calling session, whose notes and ratings may be read.
 async fn owner(store: &Store, ctx: &ToolContext) -> Result<MemoryOwner, ToolError> {
     match store
@@ -107,16 +83,6 @@ async fn owner(store: &Store, ctx: &ToolContext) -> Result<MemoryOwner, ToolErro
     {
         Some(key) => Ok(MemoryOwner::of(&key)),
         None => Err(ToolError::failed("only available inside a chat session")),
-    }
-}
-
-/// Quoted text: one line, markers defused, at most `max` characters.
-pub(super) fn quoted(text: &str, max: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let defused = crate::markers::defuse(&line).into_owned();
-    match defused.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &defused[..at]),
-        None => defused,
     }
 }
 
