@@ -441,6 +441,30 @@ mod tests {
     use std::num::NonZeroU32;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    /// One call per key of `keys`, each queued after the one before, each
+    /// noting when it went out in `sent`; their tasks end `true` when it ran.
+    pub(super) async fn backlog(
+        pacer: &Arc<Pacer<i64>>,
+        keys: impl IntoIterator<Item = i64>,
+        sent: &Arc<StdMutex<Vec<Instant>>>,
+    ) -> Vec<tokio::task::JoinHandle<bool>> {
+        let mut tasks = Vec::new();
+        for key in keys {
+            let (pacer, sent) = (pacer.clone(), sent.clone());
+            tasks.push(tokio::spawn(async move {
+                let went = || async {
+                    sent.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(Instant::now());
+                    Ok::<(), ()>(())
+                };
+                pacer.run(&key, went, |_| Retry::No).await.is_ok()
+            }));
+            tokio::task::yield_now().await;
+        }
+        tasks
+    }
+
     fn per_second(n: u32) -> Quota {
         Quota::per_second(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN))
     }
@@ -731,26 +755,7 @@ mod tests {
         let bot = Quota::with_period(Duration::from_millis(100)).unwrap();
         let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(bot, |_| Vec::new()));
         let sent = Arc::new(StdMutex::new(Vec::new()));
-        let mut tasks = Vec::new();
-        for key in 0..20_i64 {
-            let (pacer, sent) = (pacer.clone(), sent.clone());
-            tasks.push(tokio::spawn(async move {
-                let r: Result<(), ()> = pacer
-                    .run(
-                        &key,
-                        || async {
-                            sent.lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .push(Instant::now());
-                            Ok(())
-                        },
-                        |_| Retry::No,
-                    )
-                    .await;
-                r.is_ok()
-            }));
-            tokio::task::yield_now().await;
-        }
+        let tasks = backlog(&pacer, 0..20, &sent).await;
         let start = Instant::now();
         // Typing tries every 10 ms of the 1.9 s backlog, in a chat of its own.
         let mut typed = 0;

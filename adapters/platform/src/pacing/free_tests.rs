@@ -146,26 +146,7 @@ async fn a_free_call_waits_for_a_token_no_queued_call_wants() {
     let bot = Quota::with_period(Duration::from_millis(100)).unwrap_or(per_second(10));
     let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(bot, |_| vec![per_second(1)]));
     let sent = Arc::new(StdMutex::new(Vec::new()));
-    let mut tasks = Vec::new();
-    for key in 10..14_i64 {
-        let (pacer, sent) = (pacer.clone(), sent.clone());
-        tasks.push(tokio::spawn(async move {
-            let r: Result<(), ()> = pacer
-                .run(
-                    &key,
-                    || async {
-                        sent.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(Instant::now());
-                        Ok(())
-                    },
-                    |_| Retry::No,
-                )
-                .await;
-            r.is_ok()
-        }));
-        tokio::task::yield_now().await;
-    }
+    let tasks = super::tests::backlog(&pacer, 10..14, &sent).await;
     let start = Instant::now();
     let mut drafts = Vec::new();
     for key in [20_i64, 21, 22] {
