@@ -11,8 +11,8 @@ use crate::support::fake_discord::{first_select, Choice, FakeDiscordOptions, Pre
 use serde_json::{json, Value};
 use std::time::Duration;
 use switchboard_platform::{
-    ActionId, FieldValue, Form, FormField, Menu, MenuOption, OutgoingMessage, PlatformAdapter,
-    PlatformError, PressAnswer, PressInput,
+    ActionId, ButtonPress, FieldValue, Form, FormField, Menu, MenuOption, OutgoingMessage,
+    PlatformAdapter, PlatformError, PressAnswer, PressInput,
 };
 
 /// A harness whose adapter never defers by itself within a test.
@@ -56,6 +56,23 @@ fn form(fields: &[(&str, &str)]) -> Form {
 }
 
 /// Posts `body` to `path` of the fake as the bot; returns (status, JSON).
+/// A form answering `press` is refused as unsupported; the press still
+/// takes its one answer, an update of the card to `text`.
+async fn form_refused_then(h: &Harness, press: &ButtonPress, field: (&str, &str), text: &str) {
+    let refused = h
+        .adapter
+        .answer_press(press, PressAnswer::Form(form(&[field])))
+        .await;
+    assert!(
+        matches!(refused, Err(PlatformError::Unsupported(_))),
+        "{refused:?}"
+    );
+    h.adapter
+        .answer_press(press, PressAnswer::Update(OutgoingMessage::text(text)))
+        .await
+        .unwrap();
+}
+
 async fn post(h: &Harness, path: &str, body: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
         .post(format!("{}/api/v10{path}", h.fake.api_url))
@@ -244,22 +261,7 @@ async fn a_form_is_only_ever_the_first_answer_to_a_button() {
         h.fake.wait_for(|f| f.callbacks().len() == 1).await,
         "never deferred"
     );
-    let refused = h
-        .adapter
-        .answer_press(&slow, PressAnswer::Form(form(&[("command", "ls")])))
-        .await;
-    assert!(
-        matches!(refused, Err(PlatformError::Unsupported(_))),
-        "{refused:?}"
-    );
-    // The press still takes its one answer.
-    h.adapter
-        .answer_press(
-            &slow,
-            PressAnswer::Update(OutgoingMessage::text("✏️ Editing")),
-        )
-        .await
-        .unwrap();
+    form_refused_then(&h, &slow, ("command", "ls"), "✏️ Editing").await;
     assert_eq!(h.fake.message(card_id).unwrap()["content"], "✏️ Editing");
     h.stop().await;
 
@@ -280,21 +282,7 @@ async fn a_form_is_only_ever_the_first_answer_to_a_button() {
     assert_eq!(modal["components"][0]["components"][0]["value"], "ls");
     h.fake.submit_modal(pressed, &[("command", "pwd")]).unwrap();
     let submit = h.next_press().await;
-    let refused = h
-        .adapter
-        .answer_press(&submit, PressAnswer::Form(form(&[("command", "pwd")])))
-        .await;
-    assert!(
-        matches!(refused, Err(PlatformError::Unsupported(_))),
-        "{refused:?}"
-    );
-    h.adapter
-        .answer_press(
-            &submit,
-            PressAnswer::Update(OutgoingMessage::text("✏️ Edited")),
-        )
-        .await
-        .unwrap();
+    form_refused_then(&h, &submit, ("command", "pwd"), "✏️ Edited").await;
     assert_eq!(h.fake.callbacks().last().unwrap().kind, 7);
     assert_eq!(h.fake.message(card_id).unwrap()["content"], "✏️ Edited");
     h.stop().await;
