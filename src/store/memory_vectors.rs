@@ -25,6 +25,44 @@ pub struct StoredVector {
     pub vector: Vec<f32>,
 }
 
+/// A place in the write order of a user's vectors: the last one read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct VectorCursor {
+    /// Epoch ms.
+    pub embedded_at: i64,
+    pub id: i64,
+}
+
+impl VectorCursor {
+    /// Before every vector.
+    pub const START: VectorCursor = VectorCursor {
+        embedded_at: i64::MIN,
+        id: i64::MIN,
+    };
+
+    /// Just before every vector written after `embedded_at` (epoch ms).
+    pub fn at(embedded_at: i64) -> VectorCursor {
+        VectorCursor {
+            embedded_at,
+            id: i64::MAX,
+        }
+    }
+
+    /// Where `row` is.
+    pub fn of(row: &StoredVector) -> VectorCursor {
+        VectorCursor {
+            embedded_at: row.embedded_at,
+            id: row.id,
+        }
+    }
+}
+
+impl Default for VectorCursor {
+    fn default() -> VectorCursor {
+        VectorCursor::START
+    }
+}
+
 /// How far the embedding of memories has come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbeddingProgress {
@@ -151,27 +189,35 @@ impl Memories<'_> {
         })
     }
 
-    /// The owner's vectors by `model` written after `since` (epoch ms), in
-    /// write order; expired and deleted rows are the caller's to drop.
-    pub async fn vectors_since(
+    /// Up to `limit` of the owner's vectors by `model` that come after
+    /// `after` in write order (`embedded_at`, then id): a cursor the caller
+    /// moves on page by page ([`VectorCursor::START`] for all of them).
+    /// Expired and deleted rows are the caller's to drop.
+    pub async fn vectors_after(
         self,
         owner: MemoryOwner,
         model: &str,
-        since: i64,
+        after: VectorCursor,
+        limit: u32,
     ) -> Result<Vec<StoredVector>, StoreError> {
         let column = match self.db.backend {
             Backend::Sqlite => "embedding",
             Backend::Postgres => "CAST(embedding AS TEXT) AS embedding",
         };
+        // `>=` then the tie on id: both planners read a range of the
+        // (platform, user_id, embedded_at) index.
         let rows = sqlx::query(&format!(
             "SELECT id, embedded_at, {column} FROM memories
-             WHERE platform = $1 AND user_id = $2 AND embedded_at > $3 AND embedding_model = $4
-             AND embedding IS NOT NULL ORDER BY embedded_at, id"
+             WHERE platform = $1 AND user_id = $2 AND embedded_at >= $3
+             AND (embedded_at > $3 OR id > $4) AND embedding_model = $5
+             AND embedding IS NOT NULL ORDER BY embedded_at, id LIMIT $6"
         ))
         .bind(owner.platform.as_str())
         .bind(owner.user.0)
-        .bind(since)
+        .bind(after.embedded_at)
+        .bind(after.id)
         .bind(model)
+        .bind(i64::from(limit))
         .fetch_all(&self.db.pool)
         .await?;
         let mut out = Vec::with_capacity(rows.len());

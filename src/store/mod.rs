@@ -73,7 +73,7 @@ pub use media::{MediaFile, MediaFiles, MediaOrigin};
 pub use memories::{Memories, MemoryKind, MemoryOwner, MemoryRecord, NewMemory};
 pub use memory_gc::GcCandidate;
 pub use memory_learn::MemoryStats;
-pub use memory_vectors::{EmbeddingProgress, StoredVector, Unembedded};
+pub use memory_vectors::{EmbeddingProgress, StoredVector, Unembedded, VectorCursor};
 pub use message_vectors::{MessageVector, QueuedMessage};
 pub use models::{ModelRow, Prices};
 pub use outbox::{AnsweredQuestion, Outbox, OutboxEntry, OutboxKind, OutboxRequest, OutboxStatus};

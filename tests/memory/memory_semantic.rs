@@ -11,11 +11,13 @@ use crate::support;
 use chrono::{Duration, Utc};
 use std::time::Instant;
 use support::fake_embeddings::FakeEmbeddings;
-use switchboard::memory::semantic::{backfill, blend, embed_pending, run_worker, Embedder};
+use switchboard::memory::semantic::{
+    backfill, blend, embed_pending, run_worker, Embedder, RECHECK_EVERY_MS,
+};
 use switchboard::memory::{
     mixed_score, recall, terms, EmbeddingsConfig, MemoryBook, MemoryConfig, RecallHit,
 };
-use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
+use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store, VectorCursor};
 use switchboard_platform::{Platform, Secret, UserId};
 use tokio_util::sync::CancellationToken;
 
@@ -244,13 +246,84 @@ async fn backfill_fills_old_rows_and_resumes() {
         assert_eq!(embed_pending(&store, &embedder).await.unwrap(), 0);
         let vectors = store
             .memories()
-            .vectors_since(owner(), MODEL, i64::MIN)
+            .vectors_after(owner(), MODEL, VectorCursor::START, 100)
             .await
             .unwrap();
         assert_eq!(vectors.len(), 9);
         assert!(vectors
             .iter()
             .all(|v| v.id != refused && v.vector.len() == 256));
+    }
+}
+
+#[tokio::test]
+async fn the_index_catches_up_with_batches_and_rows_landing_behind_it() {
+    let fake = FakeEmbeddings::start(MODEL).await;
+    for (store, _dir) in stores().await {
+        let mut c = config(&fake, MODEL);
+        c.batch = 256;
+        add(&store, "Drives an old automobile to work", 3).await;
+        embed_all(&store, &c).await;
+        let book = semantic_book(&store, c.clone()).await;
+        let semantic = book.semantic().unwrap();
+        let count = || semantic.indexed(owner()).unwrap().0;
+        assert_eq!(count(), 1);
+        // A batch bigger than a recall reads on its way (64) and than a
+        // page (500) is read whole by the catch-up, in write order.
+        for i in 0..600 {
+            let m = NewMemory {
+                kind: MemoryKind::Fact,
+                content: format!("note {i} about the garden"),
+                source_ref: "test".into(),
+                importance: 0.5,
+                expires_at: None,
+            };
+            store
+                .memories()
+                .insert(owner(), &m, &terms(&m.content), Utc::now())
+                .await
+                .unwrap();
+        }
+        embed_all(&store, &c).await;
+        recall_by(&book, "garden").await;
+        assert!(count() > 1);
+        semantic.catch_up(owner(), Utc::now()).await.unwrap();
+        assert_eq!(count(), 601);
+        // The catch-up that recall started in the background is over too.
+        let deadline = Instant::now() + std::time::Duration::from_secs(20);
+        while semantic.indexed(owner()).unwrap().1.catching_up {
+            assert!(Instant::now() < deadline, "the catch-up did not end");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+
+        // Another process with a clock two seconds slow writes a vector: it
+        // lands behind what the index has read, so reading what is new
+        // misses it, and the next re-read of the rows behind finds it.
+        let text = "Rides a bicycle downhill";
+        let late = add(&store, text, 1).await;
+        let vector = Embedder::new(c.clone())
+            .embed(&[text.to_owned()])
+            .await
+            .unwrap()
+            .remove(0);
+        let slow_clock = Utc::now() - Duration::seconds(2);
+        assert!(store
+            .memories()
+            .save_embedding(late, text, MODEL, Some(&vector), slow_clock)
+            .await
+            .unwrap());
+        let rechecked = semantic.indexed(owner()).unwrap().1.rechecked_at.unwrap();
+        let at = |ms: i64| chrono::DateTime::from_timestamp_millis(rechecked + ms).unwrap();
+        semantic
+            .catch_up(owner(), at(RECHECK_EVERY_MS - 1))
+            .await
+            .unwrap();
+        assert_eq!(count(), 601, "a re-read is not due yet");
+        semantic
+            .catch_up(owner(), at(RECHECK_EVERY_MS))
+            .await
+            .unwrap();
+        assert_eq!(count(), 602);
     }
 }
 

@@ -4,6 +4,7 @@
 //! all of them, and as i8 (one byte a dimension) to re-rank the shortlist by
 //! cosine similarity. No f32 copy is kept: the database has it.
 
+use super::sync::ReadState;
 use std::collections::HashMap;
 
 /// Shortlisted by Hamming distance per result wanted, before re-ranking.
@@ -21,10 +22,8 @@ pub struct UserIndex {
     slots: HashMap<i64, usize>,
     bits: Vec<u64>,
     quant: Vec<i8>,
-    /// The latest `embedded_at` read from the database (epoch ms).
-    pub seen_until: i64,
-    /// When the database was last read (epoch ms, this process's clock).
-    pub read_at: i64,
+    /// How far the database has been read (`semantic::sync`).
+    pub read: ReadState,
 }
 
 /// A query prepared against an index: normalised, its sign bits.
@@ -137,36 +136,47 @@ impl UserIndex {
 
     /// The `k` memories most similar to the query with their cosine
     /// similarity, best first: the nearest by Hamming distance of the sign
-    /// bits, re-ranked by the i8 vectors.
+    /// bits, re-ranked by the i8 vectors. The shortlist is cut at the
+    /// distance where a histogram of all distances reaches its length (no
+    /// sort or selection over every vector).
     pub fn nearest(&self, query: &Query, k: usize) -> Vec<(i64, f32)> {
         if query.dim() != self.dim || self.is_empty() || k == 0 {
             return Vec::new();
         }
-        let words = self.words;
-        let mut dist: Vec<(u32, u32)> = self
-            .bits
-            .chunks_exact(words)
-            .enumerate()
-            .map(|(slot, row)| {
-                let d: u32 = row
-                    .iter()
-                    .zip(&query.bits)
-                    .map(|(a, b)| (a ^ b).count_ones())
-                    .sum();
-                (d, slot as u32)
-            })
-            .collect();
+        let mut dist: Vec<u16> = Vec::with_capacity(self.len());
+        let mut histogram = vec![0usize; self.words * 64 + 1];
+        for row in self.bits.chunks_exact(self.words) {
+            let d: u32 = row
+                .iter()
+                .zip(&query.bits)
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
+            histogram[d as usize] += 1;
+            dist.push(d as u16);
+        }
         let short = (k * SHORTLIST_PER_RESULT)
             .max(MIN_SHORTLIST)
             .min(dist.len());
-        if short < dist.len() {
-            dist.select_nth_unstable(short);
-            dist.truncate(short);
+        // The shortlist: every vector closer than `edge`, and the first
+        // `ties` at `edge`.
+        let (mut closer, mut edge) = (0, 0);
+        for (d, n) in histogram.iter().enumerate() {
+            if closer + n >= short {
+                edge = d as u16;
+                break;
+            }
+            closer += n;
         }
-        let mut scored: Vec<(i64, f32)> = dist
-            .iter()
-            .map(|&(_, slot)| (self.ids[slot as usize], self.cosine(query, slot as usize)))
-            .collect();
+        let mut ties = short - closer;
+        let mut scored: Vec<(i64, f32)> = Vec::with_capacity(short);
+        for (slot, &d) in dist.iter().enumerate() {
+            if d == edge && ties > 0 {
+                ties -= 1;
+            } else if d >= edge {
+                continue;
+            }
+            scored.push((self.ids[slot], self.cosine(query, slot)));
+        }
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored.truncate(k);
         scored

@@ -1,6 +1,7 @@
 //! Semantic recall (`EMBEDDINGS_*`): memories embedded off the reply path by
 //! a background worker ([`worker`]), their vectors kept beside the rows and,
-//! per user, in a bounded in-memory index ([`index`]); a recall embeds its
+//! per user, in a bounded in-memory index ([`index`]) kept in step with the
+//! database mostly off the recall's way ([`sync`]); a recall embeds its
 //! message within `EMBEDDINGS_TIMEOUT_MS` and, when that fails, recalls by
 //! words only, as without the setting. Chat messages are embedded by the same
 //! worker ([`messages`]) for `query_my_chat_history` ([`history_search`]).
@@ -16,6 +17,7 @@ mod config;
 mod history_search;
 mod index;
 mod messages;
+mod sync;
 mod worker;
 
 pub use client::{EmbedError, Embedder, MAX_INPUT_CHARS};
@@ -23,6 +25,7 @@ pub use config::EmbeddingsConfig;
 pub use history_search::{MessageQuery, MessageScope, HISTORY_SCANNED};
 pub use index::{Query, UserIndex};
 pub use messages::{backfill_history, embed_pending_messages, role_name};
+pub use sync::{ReadState, RECHECK_EVERY_MS, SLACK_MS};
 pub use worker::{backfill, embed_pending, run_worker, Backfilled, SemanticError};
 
 use crate::store::{MemoryOwner, Store};
@@ -32,9 +35,6 @@ use std::time::Instant;
 
 /// Memories shortlisted by similarity per recall, besides the word matches.
 pub const SEMANTIC_CANDIDATES: usize = 24;
-/// Rows embedded this long before the last read are read again (clocks of
-/// several gateway processes on one PostgreSQL differ a little).
-const REFRESH_SLACK_MS: i64 = 5_000;
 
 /// The embedder and the per-user indexes of one process. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -178,7 +178,8 @@ impl Semantic {
 
     async fn load(&self, owner: MemoryOwner) {
         let index = Arc::new(RwLock::new(UserIndex::default()));
-        if let Err(e) = self.refresh(owner, &index).await {
+        let now = chrono::Utc::now().timestamp_millis();
+        if let Err(e) = self.catch_up_index(owner, &index, now).await {
             tracing::warn!(error = %e, "could not read the memory vectors; recalling by words only");
             self.users().remove(&owner);
             return;
@@ -194,44 +195,33 @@ impl Semantic {
         evict(&mut users, self.inner.embedder.config().cache_bytes, owner);
     }
 
-    /// Reads the owner's vectors written since the index last looked.
-    async fn refresh(
+    /// Catches the owner's index up with the database as of `now`, as a
+    /// recall does in the background: every vector written since it last
+    /// looked, and the rows that landed behind it when a re-read is due.
+    /// Nothing when the index is not in memory.
+    pub async fn catch_up(
         &self,
         owner: MemoryOwner,
-        index: &RwLock<UserIndex>,
+        now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(), crate::store::StoreError> {
-        let (since, read_at) = {
-            let i = index.read().unwrap_or_else(PoisonError::into_inner);
-            (i.seen_until, i.read_at)
+        let index = match self.users().get(&owner) {
+            Some(Slot::Ready { index, .. }) => Arc::clone(index),
+            _ => return Ok(()),
         };
-        let started = chrono::Utc::now().timestamp_millis();
-        // New rows, and those another process wrote with a slightly slower
-        // clock since the previous read (the window moves on with the reads).
-        let from = if read_at == 0 {
-            i64::MIN
-        } else {
-            since.min(read_at - REFRESH_SLACK_MS)
-        };
-        let rows = self
-            .inner
-            .store
-            .memories()
-            .vectors_since(owner, self.inner.embedder.model(), from)
-            .await?;
-        let budget = self.inner.embedder.config().cache_bytes;
-        let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
-        index.read_at = started;
-        if rows.is_empty() {
-            return Ok(());
+        self.catch_up_index(owner, &index, now.timestamp_millis())
+            .await
+    }
+
+    /// How many of the owner's vectors are in memory and how far the
+    /// database has been read (`None`: the index is not in memory).
+    pub fn indexed(&self, owner: MemoryOwner) -> Option<(usize, ReadState)> {
+        match self.users().get(&owner) {
+            Some(Slot::Ready { index, .. }) => {
+                let index = index.read().unwrap_or_else(PoisonError::into_inner);
+                Some((index.len(), index.read))
+            }
+            _ => None,
         }
-        for row in &rows {
-            index.upsert(row.id, &row.vector);
-            index.seen_until = index.seen_until.max(row.embedded_at);
-        }
-        // One user alone may not outgrow the whole budget: their newest stay.
-        let per = UserIndex::bytes_per_vector(index.dim()).max(1);
-        index.keep_newest(budget / per);
-        Ok(())
     }
 
     /// Users whose index is in memory, and the bytes those take.
