@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, InboundSink,
-    LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform, PlatformAdapter,
-    PlatformError, PressAnswer, Status,
+    Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, GaveWay,
+    InboundSink, LengthUnit, MessageId, MessageRef, OutgoingFile, OutgoingMessage, Platform,
+    PlatformAdapter, PlatformError, PressAnswer, Status,
 };
 use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
@@ -436,7 +436,7 @@ impl PlatformAdapter for DiscordAdapter {
             .map_err(PlatformError::from)
     }
 
-    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
+    async fn wait_turn(&self, chat: &ChatAddress, _call: GaveWay, within: Duration) {
         match channel_of(chat) {
             Ok(channel) => self.shared.rest.wait_idle(channel, within).await,
             Err(_) => tokio::time::sleep(within).await,

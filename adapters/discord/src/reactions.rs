@@ -39,7 +39,9 @@ impl Rest {
     /// Waits until the channel's call in flight has ended, at most `within`
     /// (for a status reaction that gave way to it).
     pub(crate) async fn wait_idle(&self, channel: u64, within: std::time::Duration) {
-        self.pacer.wait_idle(&Lane::Channel(channel), within).await;
+        self.pacer
+            .wait_idle(&[&Lane::Channel(channel)], within)
+            .await;
     }
 
     pub(crate) async fn react(

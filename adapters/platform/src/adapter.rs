@@ -55,6 +55,15 @@ pub struct Capabilities {
     pub menus: bool,
 }
 
+/// A lowest-priority call that gave way ([`PlatformAdapter::wait_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaveWay {
+    /// A status reaction ([`PlatformAdapter::set_status`]).
+    Status,
+    /// A streamed draft ([`PlatformAdapter::draft`]).
+    Draft,
+}
+
 /// How answers stream in a chat whose platform has native drafts
 /// ([`PlatformAdapter::drafts`]): an ephemeral preview, updated in place and
 /// replaced by the final answer, which goes out as new messages.
@@ -331,12 +340,13 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         Err(PlatformError::Unsupported("react to messages"))
     }
 
-    /// After [`Self::set_status`] gave way in `chat`: waits until the call it
-    /// gave way to has ended (at most `within`), so the status is asked
-    /// again at the next moment it can go instead of on a timer. The
-    /// default waits `within`.
-    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
-        let _ = chat;
+    /// After a lowest-priority `call` ([`Self::set_status`] or
+    /// [`Self::draft`]) gave way in `chat`: waits until what it gave way to
+    /// is over (at most `within`) — the chat's call in flight, a pause —
+    /// so it is asked again at the next moment it can go instead of on a
+    /// timer. The default waits `within`.
+    async fn wait_turn(&self, chat: &ChatAddress, call: GaveWay, within: std::time::Duration) {
+        let _ = (chat, call);
         tokio::time::sleep(within).await;
     }
 

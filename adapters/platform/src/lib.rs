@@ -23,7 +23,9 @@ mod status;
 mod voice;
 mod waits;
 
-pub use adapter::{Capabilities, CommandInfo, Drafts, LengthUnit, PlatformAdapter, PlatformError};
+pub use adapter::{
+    Capabilities, CommandInfo, Drafts, GaveWay, LengthUnit, PlatformAdapter, PlatformError,
+};
 pub use chunk::{chunk_markdown, measure};
 pub use file::{FileKind, OutgoingFile};
 pub use form::{FieldValue, Form, FormField, Menu, MenuOption, PressInput};

@@ -819,12 +819,12 @@ mod tests {
         let pacer: Arc<Pacer<i64>> = Arc::new(Pacer::new(per_second(30), |_| vec![per_second(1)]));
         // No lane, and an idle lane: a short nap, never a spin.
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(5)).await;
         assert_eq!(start.elapsed(), MIN_NAP);
         let r: Result<(), ()> = pacer.run(&7, || async { Ok(()) }, |_| Retry::No).await;
         assert!(r.is_ok());
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(5)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(5)).await;
         assert_eq!(start.elapsed(), MIN_NAP);
 
         // The bot paused by a global 429 (a lowest-priority call's own): the
@@ -841,7 +841,7 @@ mod tests {
             .await;
         assert!(r.is_some_and(|r| r.is_err()));
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(60)).await;
         assert_eq!(start.elapsed(), Duration::from_secs(4));
 
         // A call holds the chat for 3 s: the waiter wakes as it ends.
@@ -862,7 +862,7 @@ mod tests {
         });
         tokio::task::yield_now().await;
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(60)).await;
         // The quota (1/s) had replenished; the call ran at once for 3 s.
         assert_eq!(start.elapsed(), Duration::from_secs(3));
         assert!(holder.await.is_ok_and(|ok| ok));
@@ -880,7 +880,7 @@ mod tests {
         });
         tokio::task::yield_now().await;
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(60)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(60)).await;
         assert_eq!(start.elapsed(), Duration::from_secs(2));
         assert!(dropped.await.is_ok());
         let p = pacer.clone();
@@ -891,9 +891,45 @@ mod tests {
         });
         tokio::task::yield_now().await;
         let start = Instant::now();
-        pacer.wait_idle(&7, Duration::from_secs(1)).await;
+        pacer.wait_idle(&[&7], Duration::from_secs(1)).await;
         assert_eq!(start.elapsed(), Duration::from_secs(1));
         long.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_draft_that_gave_way_to_its_own_pause_waits_the_pause_out() {
+        let pacer: Pacer<i64> = Pacer::new(per_second(30), |_| vec![per_second(1)]);
+        // The drafts' key (9) of chat 7 paused by a 429 of its own.
+        let r: Option<Result<(), Duration>> = pacer
+            .run_if_free(
+                &9,
+                &[&7],
+                Duration::from_millis(263),
+                || async { Err(Duration::from_secs(6)) },
+                |d| Retry::After {
+                    delay: *d,
+                    global: false,
+                },
+            )
+            .await;
+        assert!(r.is_some_and(|r| r.is_err()));
+        // Waiting on the chat alone is a nap; on both, the pause: no spin.
+        let start = Instant::now();
+        pacer.wait_idle(&[&7], Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), MIN_NAP);
+        let start = Instant::now();
+        pacer.wait_idle(&[&7, &9], Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(6) - MIN_NAP);
+        let r: Option<Result<(), ()>> = pacer
+            .run_if_free(
+                &9,
+                &[&7],
+                Duration::ZERO,
+                || async { Ok(()) },
+                |_| Retry::No,
+            )
+            .await;
+        assert!(r.is_some(), "the draft goes once the pause is over");
     }
 
     #[test]

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_platform::{
     measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, DraftId,
-    Drafts, Inbound, InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage, Pending,
-    Platform, PlatformAdapter, PlatformError, PressAnswer, Status,
+    Drafts, GaveWay, Inbound, InboundSink, LengthUnit, MessageRef, OutgoingFile, OutgoingMessage,
+    Pending, Platform, PlatformAdapter, PlatformError, PressAnswer, Status,
 };
 use teloxide::prelude::Requester;
 use teloxide::types::{Update, UpdateKind};
@@ -470,8 +470,8 @@ impl PlatformAdapter for TelegramAdapter {
         self.inner.out.react(target, emoji.emoji(status)).await
     }
 
-    async fn status_wait(&self, chat: &ChatAddress, within: Duration) {
-        self.inner.out.wait_idle(chat, within).await;
+    async fn wait_turn(&self, chat: &ChatAddress, call: GaveWay, within: Duration) {
+        self.inner.out.wait_idle(chat, call, within).await;
     }
 
     async fn activity(&self, chat: &ChatAddress, activity: Activity) -> Result<(), PlatformError> {

@@ -8,10 +8,11 @@
 //! it at start.
 
 use crate::errors::{classify, to_platform};
-use crate::send::{tg_message_id, Outbound};
+use crate::send::{tg_message_id, Lane, Outbound};
 use chrono::Utc;
 use switchboard_platform::{
-    ChatAddress, ChatId, MessageId, MessageRef, Platform, PlatformError, Reaction, StatusEmoji,
+    ChatAddress, ChatId, GaveWay, MessageId, MessageRef, Platform, PlatformError, Reaction,
+    StatusEmoji,
 };
 use teloxide::payloads::SetMessageReactionSetters;
 use teloxide::prelude::Requester;
@@ -112,13 +113,22 @@ pub fn allowed_reaction(emoji: &str) -> bool {
 }
 
 impl Outbound {
-    /// Waits until the chat's call in flight has ended, at most `within`
-    /// (for a status reaction that gave way to it).
-    pub(crate) async fn wait_idle(&self, chat: &ChatAddress, within: std::time::Duration) {
-        let to = self.current(chat);
-        self.pacer
-            .wait_idle(&crate::send::Lane::Chat(to.chat.0), within)
-            .await;
+    /// Waits until what a lowest-priority `call` gave way to in `chat` is
+    /// over, at most `within`: the chat's call in flight or its pause, and
+    /// for a draft the drafts' own pause too.
+    pub(crate) async fn wait_idle(
+        &self,
+        chat: &ChatAddress,
+        call: GaveWay,
+        within: std::time::Duration,
+    ) {
+        let id = self.current(chat).chat.0;
+        let (messages, drafts) = (Lane::Chat(id), Lane::Drafts(id));
+        let keys: &[&Lane] = match call {
+            GaveWay::Status => &[&messages],
+            GaveWay::Draft => &[&messages, &drafts],
+        };
+        self.pacer.wait_idle(keys, within).await;
     }
 
     /// Sets the bot's reaction on `target` to `emoji` (replacing its

@@ -1,21 +1,23 @@
 //! An answer's native draft (Telegram private chats), shown by a task of its
 //! own so that the stream never waits for it: updates coalesce — the task
 //! shows the latest text it was given, at the platform's pace, and tries
-//! again soon when one gave way — and while nothing new comes (a long tool
+//! again once what it gave way to is over (the adapter's wake-up, as for
+//! status reactions) — and while nothing new comes (a long tool
 //! call) it shows the draft again before the platform lets it lapse. It is
 //! stopped before the final answer is sent, so no draft follows the answer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_platform::{ChatAddress, DraftId, Drafts, PlatformAdapter, PlatformError};
+use switchboard_platform::{ChatAddress, DraftId, Drafts, GaveWay, PlatformAdapter, PlatformError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How soon a draft that gave way (the bot's quota was busy with messages)
+/// How long a draft that gave way (to the chat's message, the bot's quota
+/// busy with messages, a pause) waits at most for that to be over before it
 /// is tried again.
-pub(super) const GAVE_WAY_RETRY: Duration = Duration::from_millis(250);
+pub(super) const GAVE_WAY_WITHIN: Duration = Duration::from_secs(1);
 
 /// What the task reports to the stream.
 #[derive(Debug, Default)]
@@ -159,7 +161,15 @@ impl Shower {
                         .first_shown
                         .get_or_insert_with(std::time::Instant::now);
                 }
-                Ok(false) => next = now + GAVE_WAY_RETRY,
+                Ok(false) => {
+                    // Again as soon as what it gave way to is over.
+                    tokio::select! {
+                        biased;
+                        () = self.stop.cancelled() => return,
+                        () = self.adapter.wait_turn(&self.chat, GaveWay::Draft, GAVE_WAY_WITHIN) => {}
+                    }
+                    next = Instant::now();
+                }
                 Err(PlatformError::Unsupported(_)) => {
                     self.report
                         .lock()

@@ -1,6 +1,6 @@
 //! A streamed answer shown as the platform's native draft, against a
 //! recording adapter on a paused clock: kept alive through a long silence,
-//! retried soon after it gave way, turned into edits when refused, never a
+//! tried again once what it gave way to is over, turned into edits when refused, never a
 //! lasting message, never shown after the final answer, and scrubbed like
 //! every post.
 
@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_platform::{
-    Activity, ButtonPress, Capabilities, ChatAddress, ChatId, DraftId, Drafts, InboundSink,
-    LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter, PlatformError,
-    PressAnswer,
+    Activity, ButtonPress, Capabilities, ChatAddress, ChatId, DraftId, Drafts, GaveWay,
+    InboundSink, LengthUnit, MessageId, MessageRef, OutgoingMessage, Platform, PlatformAdapter,
+    PlatformError, PressAnswer,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -136,6 +136,12 @@ impl PlatformAdapter for Recorder {
             .pop_front();
         answer.unwrap_or(Ok(true))
     }
+
+    /// What a draft gave way to (the chat's message) is over 300 ms later.
+    async fn wait_turn(&self, _: &ChatAddress, call: GaveWay, within: Duration) {
+        self.record("wait_turn", &format!("{call:?} within {within:?}"));
+        tokio::time::sleep(Duration::from_millis(300).min(within)).await;
+    }
 }
 
 /// Milliseconds from `start` to each call.
@@ -211,9 +217,9 @@ async fn no_draft_follows_the_final_answer() {
     assert_eq!(all.last().map(|c| c.op), Some("send"), "{all:#?}");
 }
 
-/// A draft that gave way is tried again after a quarter second with the
-/// latest text, without waiting for new text; the first byte counts from
-/// when one was shown.
+/// A draft that gave way is tried again as soon as what it gave way to is
+/// over (the adapter's wake-up, not a timer) with the latest text, without
+/// waiting for new text; the first byte counts from when one was shown.
 #[tokio::test(start_paused = true)]
 async fn a_draft_that_gave_way_is_tried_again_soon() {
     let adapter = Recorder::new(true, vec![Ok(false)]);
@@ -226,8 +232,11 @@ async fn a_draft_that_gave_way_is_tried_again_soon() {
     assert!(reply.first_byte().is_none(), "nothing shown yet");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let drafts = adapter.calls("draft");
-    assert_eq!(times(&drafts, start), [1_000, 1_250]);
+    assert_eq!(times(&drafts, start), [1_000, 1_300]);
     assert_eq!(drafts[1].text, "Hi there");
+    let waits = adapter.calls("wait_turn");
+    assert_eq!(times(&waits, start), [1_000]);
+    assert_eq!(waits[0].text, "Draft within 1s");
     assert!(reply.first_byte().is_some());
 }
 

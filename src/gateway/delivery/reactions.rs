@@ -17,7 +17,7 @@ use crate::gateway::Inner;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_platform::{Button, MessageRef, PlatformAdapter, PlatformError, Status};
+use switchboard_platform::{Button, GaveWay, MessageRef, PlatformAdapter, PlatformError, Status};
 use tokio::sync::watch;
 
 /// How long a reaction that gave way waits at most for the chat's call in
@@ -107,7 +107,7 @@ async fn work(
                     // Asked again once the chat's call in flight ends, or
                     // at once for a newer state.
                     tokio::select! {
-                        () = worker.adapter.status_wait(&worker.target.chat, RETRY_WITHIN) => {}
+                        () = worker.adapter.wait_turn(&worker.target.chat, GaveWay::Status, RETRY_WITHIN) => {}
                         changed = rx.changed() => if changed.is_err() { break },
                     }
                     continue;

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use switchboard_platform::{
     measure, Activity, Attachment, ButtonPress, Capabilities, ChatAddress, CommandInfo, DraftId,
-    Drafts, Form, InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform,
+    Drafts, Form, GaveWay, InboundSink, MessageRef, OutgoingFile, OutgoingMessage, Platform,
     PlatformAdapter, PlatformError, PressAnswer,
 };
 use tokio_util::sync::CancellationToken;
@@ -146,8 +146,8 @@ impl PlatformAdapter for ScrubbedAdapter {
         self.inner.set_status(target, status, previous).await
     }
 
-    async fn status_wait(&self, chat: &ChatAddress, within: std::time::Duration) {
-        self.inner.status_wait(chat, within).await;
+    async fn wait_turn(&self, chat: &ChatAddress, call: GaveWay, within: std::time::Duration) {
+        self.inner.wait_turn(chat, call, within).await;
     }
 
     async fn run(

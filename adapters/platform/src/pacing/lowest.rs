@@ -1,8 +1,9 @@
 //! Calls at the lowest priority: ones that go only if they can at once,
 //! without standing in any queued call's way — typing and reactions
-//! ([`Pacer::run_if_idle`], and [`Pacer::wait_idle`] for the moment to ask
-//! again), and updates with a budget of their own of which only the latest
-//! matters, such as a streamed draft ([`Pacer::run_if_free`]).
+//! ([`Pacer::run_if_idle`]), and updates with a budget of their own of
+//! which only the latest matters, such as a streamed draft
+//! ([`Pacer::run_if_free`]); and [`Pacer::wait_idle`], the moment a call
+//! that gave way asks again.
 
 use super::{read, set_later, InOrder, Pacer, Retry, MIN_NAP};
 use std::future::Future;
@@ -49,18 +50,22 @@ where
         Some(result)
     }
 
-    /// What a call that [`Self::run_if_idle`] turned away waits for before
-    /// it asks again, at most `within`: the end of the call of `key` that
-    /// runs or waits, else the end of a pause (the key's or the bot's) or
-    /// the bot-wide token's next slot — at least [`MIN_NAP`], so a caller
-    /// asking in a loop never spins.
-    pub async fn wait_idle(&self, key: &K, within: Duration) {
-        let lane = {
+    /// What a lowest-priority call that gave way waits for before it asks
+    /// again, at most `within`: the end of the call of one of `keys` that
+    /// runs or waits (the first such key's), else the end of the pauses
+    /// (the keys' and the bot's) or the bot-wide token's next slot — at
+    /// least [`MIN_NAP`], so a caller asking in a loop never spins. `keys`
+    /// are those the call gave way to: for a status reaction the chat's,
+    /// for a draft the chat's and the drafts' own.
+    pub async fn wait_idle(&self, keys: &[&K], within: Duration) {
+        let lanes: Vec<_> = {
             let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-            lanes.map.get(key).cloned()
+            keys.iter()
+                .filter_map(|k| lanes.map.get(*k).cloned())
+                .collect()
         };
         let mut free_in = self.bot_free_in();
-        if let Some(lane) = lane {
+        for lane in lanes {
             let ended = lane.ended.notified();
             tokio::pin!(ended);
             // Registered before the look, so an end between the two is not missed.
