@@ -12,6 +12,9 @@
 //!    word candidates, the in-memory nearest neighbours, the blend), p50/p99,
 //!    beside word recall alone on the same rows; and the nearest-neighbour
 //!    search alone.
+//! 4. `query_my_chat_history`'s search by meaning in one conversation of
+//!    20,000 embedded messages (its whole scan: every vector read from the
+//!    database and compared).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
@@ -22,10 +25,14 @@ use chrono::Utc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use switchboard::memory::semantic::{backfill, Embedder, Query, UserIndex};
+use switchboard::llm::Message;
+use switchboard::memory::semantic::{
+    backfill, backfill_history, Embedder, MessageQuery, MessageScope, Query, UserIndex,
+    HISTORY_SCANNED,
+};
 use switchboard::memory::{recall, terms, EmbeddingsConfig, MemoryBook, MemoryConfig};
-use switchboard::store::{MemoryKind, MemoryOwner, NewMemory, Store};
-use switchboard_platform::{Platform, UserId};
+use switchboard::store::{HistoryWindow, MemoryKind, MemoryOwner, NewMemory, SessionKey, Store};
+use switchboard_platform::{ChatId, Platform, UserId};
 
 const MEMORIES: usize = 100_000;
 const DIM: usize = 384;
@@ -224,7 +231,7 @@ async fn main() {
     let mut index = UserIndex::default();
     let mut rng = StdRng::seed_from_u64(11);
     for id in 0..MEMORIES as i64 {
-        index.upsert(id, &embed(&sentence(&words, &mut rng)));
+        index.upsert(id, &embed(&sentence(&words, &mut rng)), 0);
     }
     let mut search = Vec::new();
     for _ in 0..QUERIES {
@@ -234,5 +241,72 @@ async fn main() {
         search.push(started.elapsed());
     }
     line("of which: the 24 nearest of 100,000 (in memory)", search);
+    history_search(&store, &embedder, &words).await;
     store.close().await;
+}
+
+/// 4: one conversation of [`HISTORY_SCANNED`] messages, all embedded, and
+/// the 200 nearest a query among them.
+async fn history_search(store: &Store, embedder: &Embedder, words: &[&str]) {
+    println!("\n4. chat-history search by meaning, one conversation of {HISTORY_SCANNED} messages");
+    let key = SessionKey {
+        platform: Platform::Console,
+        chat: ChatId(1),
+        thread: None,
+        user: UserId(9_000_000),
+    };
+    let session = store.sessions().open(&key).await.unwrap();
+    let mut rng = StdRng::seed_from_u64(13);
+    for _ in 0..HISTORY_SCANNED / 1_000 {
+        let batch: Vec<Message> = (0..1_000)
+            .map(|i| {
+                let text = sentence(words, &mut rng);
+                if i % 2 == 0 {
+                    Message::user(text)
+                } else {
+                    Message::assistant(text)
+                }
+            })
+            .collect();
+        store.history().append(&session, &batch).await.unwrap();
+    }
+    let started = Instant::now();
+    let done = backfill_history(store, embedder, &mut |_, _| {})
+        .await
+        .unwrap();
+    println!(
+        "  {} embedded in {:.1} s",
+        done.settled,
+        started.elapsed().as_secs_f64()
+    );
+    let (mut times, mut kept) = (Vec::new(), 0usize);
+    for i in 0..WARMUP / 5 + QUERIES / 10 {
+        let q = format!(
+            "what did we say about {}?",
+            words[rng.random_range(0..words.len())]
+        );
+        let started = Instant::now();
+        let query = MessageQuery::embed(embedder, &q).await.unwrap();
+        let scope = MessageScope {
+            session: &session,
+            roles: ["user", "assistant"],
+            window: HistoryWindow::default(),
+            k: 200,
+        };
+        let found = query
+            .nearest(store, scope, &Default::default())
+            .await
+            .unwrap();
+        if i >= WARMUP / 5 {
+            times.push(started.elapsed());
+            kept += found.len();
+        }
+    }
+    let n = times.len();
+    line("the 200 nearest of 20,000 messages (read, compared)", times);
+    println!(
+        "  {:<46} {:.1} similar enough per query",
+        "",
+        kept as f64 / n as f64
+    );
 }

@@ -200,10 +200,7 @@ impl Memories<'_> {
         after: VectorCursor,
         limit: u32,
     ) -> Result<Vec<StoredVector>, StoreError> {
-        let column = match self.db.backend {
-            Backend::Sqlite => "embedding",
-            Backend::Postgres => "CAST(embedding AS TEXT) AS embedding",
-        };
+        let column = self.vector_column();
         // `>=` then the tie on id: both planners read a range of the
         // (platform, user_id, embedded_at) index.
         let rows = sqlx::query(&format!(
@@ -220,22 +217,94 @@ impl Memories<'_> {
         .bind(i64::from(limit))
         .fetch_all(&self.db.pool)
         .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let vector = match self.db.backend {
-                Backend::Sqlite => bytes_vector(&r.try_get::<Vec<u8>, _>("embedding")?),
-                Backend::Postgres => text_vector(&r.try_get::<String, _>("embedding")?),
-            };
-            let id: i64 = r.try_get("id")?;
-            let vector =
-                vector.ok_or_else(|| StoreError::Corrupt(format!("embedding of memory {id}")))?;
-            out.push(StoredVector {
-                id,
-                embedded_at: r.try_get("embedded_at")?,
-                vector,
-            });
+        rows.iter().map(|r| self.stored_vector(r)).collect()
+    }
+
+    /// Where up to `limit` of the owner's vectors by `model` after `after`
+    /// are in the write order, without the vectors (the index alone is
+    /// read): what a re-read compares with what it holds.
+    pub async fn vector_stamps_after(
+        self,
+        owner: MemoryOwner,
+        model: &str,
+        after: VectorCursor,
+        limit: u32,
+    ) -> Result<Vec<VectorCursor>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, embedded_at FROM memories
+             WHERE platform = $1 AND user_id = $2 AND embedded_at >= $3
+             AND (embedded_at > $3 OR id > $4) AND embedding_model = $5
+             AND embedding IS NOT NULL ORDER BY embedded_at, id LIMIT $6",
+        )
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(after.embedded_at)
+        .bind(after.id)
+        .bind(model)
+        .bind(i64::from(limit))
+        .fetch_all(&self.db.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(VectorCursor {
+                    embedded_at: r.try_get("embedded_at")?,
+                    id: r.try_get("id")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The owner's vectors by `model` among `ids` (any order).
+    pub async fn vectors_of(
+        self,
+        owner: MemoryOwner,
+        model: &str,
+        ids: &[i64],
+    ) -> Result<Vec<StoredVector>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        let list = ids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        // As in `live_of`: the owner check is an expression, so the ids lead.
+        let rows = sqlx::query(&format!(
+            "SELECT id, embedded_at, {} FROM memories WHERE id IN ({list})
+             AND platform || '' = $1 AND user_id + 0 = $2 AND embedding_model = $3
+             AND embedding IS NOT NULL",
+            self.vector_column()
+        ))
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(model)
+        .fetch_all(&self.db.pool)
+        .await?;
+        rows.iter().map(|r| self.stored_vector(r)).collect()
+    }
+
+    /// The embedding column as the backend's row decoding reads it.
+    fn vector_column(self) -> &'static str {
+        match self.db.backend {
+            Backend::Sqlite => "embedding",
+            Backend::Postgres => "CAST(embedding AS TEXT) AS embedding",
+        }
+    }
+
+    fn stored_vector(self, r: &sqlx::any::AnyRow) -> Result<StoredVector, StoreError> {
+        let vector = match self.db.backend {
+            Backend::Sqlite => bytes_vector(&r.try_get::<Vec<u8>, _>("embedding")?),
+            Backend::Postgres => text_vector(&r.try_get::<String, _>("embedding")?),
+        };
+        let id: i64 = r.try_get("id")?;
+        let vector =
+            vector.ok_or_else(|| StoreError::Corrupt(format!("embedding of memory {id}")))?;
+        Ok(StoredVector {
+            id,
+            embedded_at: r.try_get("embedded_at")?,
+            vector,
+        })
     }
 
     /// The owner's live memories among `ids` (any order).

@@ -19,6 +19,8 @@ pub struct UserIndex {
     /// u64 words of sign bits per vector.
     words: usize,
     ids: Vec<i64>,
+    /// When each vector was written (epoch ms), as the database says.
+    stamps: Vec<i64>,
     slots: HashMap<i64, usize>,
     bits: Vec<u64>,
     quant: Vec<i8>,
@@ -63,7 +65,7 @@ fn sign_bits(unit: &[f32]) -> Vec<u64> {
 impl UserIndex {
     /// Bytes one vector of `dim` dimensions takes here.
     pub fn bytes_per_vector(dim: usize) -> usize {
-        dim + dim.div_ceil(64) * 8 + 8 + 32
+        dim + dim.div_ceil(64) * 8 + 16 + 32
     }
 
     pub fn len(&self) -> usize {
@@ -83,9 +85,10 @@ impl UserIndex {
         self.len() * Self::bytes_per_vector(self.dim)
     }
 
-    /// Adds or replaces memory `id`'s vector; one of another dimension than
-    /// the index's (a model changed under it) or a zero vector is ignored.
-    pub fn upsert(&mut self, id: i64, v: &[f32]) -> bool {
+    /// Adds or replaces memory `id`'s vector, written at `stamp` (epoch ms);
+    /// one of another dimension than the index's (a model changed under it)
+    /// or a zero vector is ignored.
+    pub fn upsert(&mut self, id: i64, v: &[f32], stamp: i64) -> bool {
         if self.dim == 0 {
             self.dim = v.len();
             self.words = v.len().div_ceil(64);
@@ -100,6 +103,7 @@ impl UserIndex {
         let quant = unit.iter().map(|x| (x * 127.0).round() as i8);
         match self.slots.get(&id) {
             Some(&slot) => {
+                self.stamps[slot] = stamp;
                 self.bits[slot * self.words..(slot + 1) * self.words].copy_from_slice(&bits);
                 for (dst, q) in self.quant[slot * self.dim..(slot + 1) * self.dim]
                     .iter_mut()
@@ -111,11 +115,17 @@ impl UserIndex {
             None => {
                 self.slots.insert(id, self.ids.len());
                 self.ids.push(id);
+                self.stamps.push(stamp);
                 self.bits.extend_from_slice(&bits);
                 self.quant.extend(quant);
             }
         }
         true
+    }
+
+    /// When memory `id`'s vector here was written (epoch ms), if it has one.
+    pub fn stamp(&self, id: i64) -> Option<i64> {
+        self.slots.get(&id).map(|&slot| self.stamps[slot])
     }
 
     /// Cosine similarity of memory `id` to the query, when it has a vector.
@@ -190,6 +200,7 @@ impl UserIndex {
         }
         let drop = n - max;
         self.ids.drain(..drop);
+        self.stamps.drain(..drop);
         self.bits.drain(..drop * self.words);
         self.quant.drain(..drop * self.dim);
         self.slots = self
@@ -221,7 +232,7 @@ mod tests {
     fn nearest_finds_the_closest_vector_and_scores_cosine() {
         let mut index = UserIndex::default();
         for id in 0..2000 {
-            assert!(index.upsert(id, &v(id as u64, 96)));
+            assert!(index.upsert(id, &v(id as u64, 96), 0));
         }
         // A slightly moved copy of vector 1234 finds it first.
         let mut q = v(1234, 96);
@@ -234,8 +245,9 @@ mod tests {
         let same = index.similarity(&query, 1234).unwrap();
         assert!((same - best[0].1).abs() < 1e-6);
         // Another dimension is refused, replacing keeps one slot.
-        assert!(!index.upsert(5000, &v(1, 32)));
-        assert!(index.upsert(1234, &v(77, 96)));
+        assert!(!index.upsert(5000, &v(1, 32), 0));
+        assert!(index.upsert(1234, &v(77, 96), 9));
+        assert_eq!((index.stamp(1234), index.stamp(1235)), (Some(9), Some(0)));
         assert_eq!(index.len(), 2000);
         assert_ne!(index.nearest(&query, 1)[0].0, 1234);
         index.keep_newest(100);

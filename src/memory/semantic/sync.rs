@@ -10,7 +10,8 @@
 //!   process whose clock is a little slow, or committed a moment after its
 //!   `embedded_at`. Each re-read starts [`SLACK_MS`] before the previous one
 //!   did, so a row at most that late is read by the first re-read after it
-//!   commits.
+//!   commits. A re-read reads the rows' places (id, `embedded_at`) only,
+//!   and the vectors of just those the index lacks.
 
 use super::{Semantic, UserIndex};
 use crate::store::{MemoryOwner, StoreError, StoredVector, VectorCursor};
@@ -20,6 +21,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 const ON_THE_WAY: u32 = 64;
 /// Vectors read per page by the catch-up.
 const PAGE: u32 = 500;
+/// Places (id, `embedded_at`) read per page by a re-read.
+const STAMP_PAGE: u32 = 5_000;
 /// How late a row may land behind the cursor and still be read (epoch ms):
 /// clocks of several gateway processes on one PostgreSQL differ a little.
 pub const SLACK_MS: i64 = 5_000;
@@ -84,20 +87,49 @@ impl Semantic {
             Some(at) if now - at >= RECHECK_EVERY_MS => Some(VectorCursor::at(at - SLACK_MS)),
             _ => None,
         };
-        if let Some(mut after) = recheck {
-            loop {
-                let rows = self.page(owner, after, PAGE).await?;
-                let Some(last) = rows.last() else { break };
-                after = VectorCursor::of(last);
-                self.take(index, &rows);
-                if rows.len() < PAGE as usize {
-                    break;
-                }
-            }
+        if let Some(from) = recheck {
+            self.reread(owner, index, from).await?;
         }
         while self.read_page(owner, index, PAGE).await? {}
         if rechecked.is_none() || recheck.is_some() {
             write(index).read.rechecked_at = Some(now);
+        }
+        Ok(())
+    }
+
+    /// The rows after `from` the index lacks, or holds an older vector of:
+    /// their places are read (the database's index alone), and only those
+    /// rows' vectors.
+    async fn reread(
+        &self,
+        owner: MemoryOwner,
+        index: &RwLock<UserIndex>,
+        mut from: VectorCursor,
+    ) -> Result<(), StoreError> {
+        let memories = self.inner.store.memories();
+        let model = self.inner.embedder.model();
+        loop {
+            let places = memories
+                .vector_stamps_after(owner, model, from, STAMP_PAGE)
+                .await?;
+            let Some(last) = places.last() else { break };
+            from = *last;
+            let missing: Vec<i64> = {
+                let index = read(index);
+                places
+                    .iter()
+                    .filter(|p| index.stamp(p.id) != Some(p.embedded_at))
+                    .map(|p| p.id)
+                    .collect()
+            };
+            for ids in missing.chunks(PAGE as usize) {
+                let mut rows = memories.vectors_of(owner, model, ids).await?;
+                rows.sort_by_key(VectorCursor::of);
+                self.take(index, &rows);
+            }
+            if places.len() < STAMP_PAGE as usize {
+                break;
+            }
         }
         Ok(())
     }
@@ -154,7 +186,7 @@ impl Semantic {
         let budget = self.inner.embedder.config().cache_bytes;
         let mut index = write(index);
         for row in rows {
-            index.upsert(row.id, &row.vector);
+            index.upsert(row.id, &row.vector, row.embedded_at);
         }
         index.read.cursor = index.read.cursor.max(VectorCursor::of(last));
         // One user alone may not outgrow the whole budget: their newest stay.
