@@ -52,31 +52,6 @@ fn normalised(v: &[f32]) -> Option<Vec<f32>> {
     (norm > 0.0 && norm.is_finite()).then(|| v.iter().map(|x| x / norm).collect())
 }
 
-/// The bits that differ between `a` and `b`. Counted a byte at a time
-/// across the words (a byte of counts holds up to 31 words' worth) and summed
-/// once per 31 words: the release build is optimised for size, where
-/// `count_ones` on each word without a POPCNT instruction is twice the work.
-fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    const M1: u64 = 0x5555_5555_5555_5555;
-    const M2: u64 = 0x3333_3333_3333_3333;
-    const M4: u64 = 0x0f0f_0f0f_0f0f_0f0f;
-    const M8: u64 = 0x00ff_00ff_00ff_00ff;
-    const SUM16: u64 = 0x0001_0001_0001_0001;
-    let mut total = 0;
-    for (a, b) in a.chunks(31).zip(b.chunks(31)) {
-        let mut bytes = 0u64;
-        for (x, y) in a.iter().zip(b) {
-            let v = x ^ y;
-            let v = v - ((v >> 1) & M1);
-            let v = (v & M2) + ((v >> 2) & M2);
-            bytes += (v + (v >> 4)) & M4;
-        }
-        let pairs = (bytes & M8) + ((bytes >> 8) & M8);
-        total += (pairs.wrapping_mul(SUM16) >> 48) as u32;
-    }
-    total
-}
-
 fn sign_bits(unit: &[f32]) -> Vec<u64> {
     let mut bits = vec![0u64; unit.len().div_ceil(64)];
     for (i, x) in unit.iter().enumerate() {
@@ -181,7 +156,11 @@ impl UserIndex {
         let mut dist: Vec<u16> = Vec::with_capacity(self.len());
         let mut histogram = vec![0usize; self.words * 64 + 1];
         for row in self.bits.chunks_exact(self.words) {
-            let d = hamming(row, &query.bits);
+            let d: u32 = row
+                .iter()
+                .zip(&query.bits)
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
             histogram[d as usize] += 1;
             dist.push(d as u16);
         }
@@ -247,25 +226,6 @@ mod tests {
                 (x % 2001) as f32 / 1000.0 - 1.0
             })
             .collect()
-    }
-
-    #[test]
-    fn hamming_counts_every_differing_bit_of_any_length() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for words in [1, 6, 24, 31, 32, 48, 70] {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            for _ in 0..words {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                a.push(x);
-                b.push(x.rotate_left(17) ^ 0xdead_beef);
-            }
-            let want: u32 = a.iter().zip(&b).map(|(p, q)| (p ^ q).count_ones()).sum();
-            assert_eq!(hamming(&a, &b), want, "{words} words");
-            let ones = vec![u64::MAX; words];
-            assert_eq!(hamming(&ones, &vec![0; words]), 64 * words as u32);
-        }
     }
 
     #[test]

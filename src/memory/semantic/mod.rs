@@ -139,19 +139,10 @@ impl Semantic {
             }
         };
         let query = Query::new(&vector)?;
-        // A millisecond or so of arithmetic over every vector: off the
-        // runtime's threads, while the recall's word candidates come in.
-        let nearest = tokio::task::spawn_blocking({
-            let (index, query) = (Arc::clone(&index), query.clone());
-            move || {
-                index
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .nearest(&query, SEMANTIC_CANDIDATES)
-            }
-        })
-        .await
-        .ok()?;
+        let nearest = index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .nearest(&query, SEMANTIC_CANDIDATES);
         Some(SemanticMatch {
             query,
             index,
