@@ -11,6 +11,7 @@ WORKDIR /src
 # Dependencies first: their layer is reused while only the sources change.
 COPY Cargo.toml Cargo.lock rust-toolchain.toml build.rs ./
 COPY adapters adapters
+COPY crates crates
 COPY src src
 COPY migrations migrations
 COPY benches benches

@@ -1,6 +1,6 @@
 //! Semantic recall (`EMBEDDINGS_*`): memories embedded off the reply path by
 //! a background worker ([`worker`]), their vectors kept beside the rows and,
-//! per user, in a bounded in-memory index ([`index`]) kept in step with the
+//! per user, in a bounded in-memory index ([`UserIndex`]) kept in step with the
 //! database mostly off the recall's way ([`sync`]); a recall embeds its
 //! message within `EMBEDDINGS_TIMEOUT_MS` and, when that fails, recalls by
 //! words only, as without the setting. Chat messages are embedded by the same
@@ -15,7 +15,6 @@
 mod client;
 mod config;
 mod history_search;
-mod index;
 mod messages;
 mod sync;
 mod worker;
@@ -23,10 +22,14 @@ mod worker;
 pub use client::{EmbedError, Embedder, MAX_INPUT_CHARS};
 pub use config::EmbeddingsConfig;
 pub use history_search::{MessageQuery, MessageScope, HISTORY_SCANNED};
-pub use index::{Query, UserIndex};
 pub use messages::{backfill_history, embed_pending_messages, role_name};
+pub use switchboard_vectors::Query;
 pub use sync::{ReadState, RECHECK_EVERY_MS, SLACK_MS};
 pub use worker::{backfill, embed_pending, run_worker, Backfilled, SemanticError};
+
+/// One user's vectors in memory (the `switchboard-vectors` crate), with how
+/// far the database has been read into them.
+pub type UserIndex = switchboard_vectors::UserIndex<ReadState>;
 
 use crate::store::{MemoryOwner, Store};
 use std::collections::HashMap;
@@ -218,7 +221,7 @@ impl Semantic {
         match self.users().get(&owner) {
             Some(Slot::Ready { index, .. }) => {
                 let index = index.read().unwrap_or_else(PoisonError::into_inner);
-                Some((index.len(), index.read))
+                Some((index.len(), index.state))
             }
             _ => None,
         }

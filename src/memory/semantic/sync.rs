@@ -64,7 +64,7 @@ impl Semantic {
     ) -> Result<(), StoreError> {
         let full = self.read_page(owner, index, ON_THE_WAY).await?;
         let due = read(index)
-            .read
+            .state
             .rechecked_at
             .is_none_or(|at| now_ms() - at >= RECHECK_EVERY_MS);
         if full || due {
@@ -82,7 +82,7 @@ impl Semantic {
         index: &RwLock<UserIndex>,
         now: i64,
     ) -> Result<(), StoreError> {
-        let rechecked = read(index).read.rechecked_at;
+        let rechecked = read(index).state.rechecked_at;
         let recheck = match rechecked {
             Some(at) if now - at >= RECHECK_EVERY_MS => Some(VectorCursor::at(at - SLACK_MS)),
             _ => None,
@@ -92,7 +92,7 @@ impl Semantic {
         }
         while self.read_page(owner, index, PAGE).await? {}
         if rechecked.is_none() || recheck.is_some() {
-            write(index).read.rechecked_at = Some(now);
+            write(index).state.rechecked_at = Some(now);
         }
         Ok(())
     }
@@ -138,10 +138,10 @@ impl Semantic {
     fn start_catch_up(&self, owner: MemoryOwner, index: &Arc<RwLock<UserIndex>>) {
         {
             let mut index = write(index);
-            if index.read.catching_up {
+            if index.state.catching_up {
                 return;
             }
-            index.read.catching_up = true;
+            index.state.catching_up = true;
         }
         let running = Running(Arc::clone(index));
         let this = self.clone();
@@ -160,7 +160,7 @@ impl Semantic {
         index: &RwLock<UserIndex>,
         limit: u32,
     ) -> Result<bool, StoreError> {
-        let after = read(index).read.cursor;
+        let after = read(index).state.cursor;
         let rows = self.page(owner, after, limit).await?;
         self.take(index, &rows);
         Ok(rows.len() == limit as usize)
@@ -188,7 +188,7 @@ impl Semantic {
         for row in rows {
             index.upsert(row.id, &row.vector, row.embedded_at);
         }
-        index.read.cursor = index.read.cursor.max(VectorCursor::of(last));
+        index.state.cursor = index.state.cursor.max(VectorCursor::of(last));
         // One user alone may not outgrow the whole budget: their newest stay.
         let per = UserIndex::bytes_per_vector(index.dim()).max(1);
         index.keep_newest(budget / per);
@@ -200,6 +200,6 @@ struct Running(Arc<RwLock<UserIndex>>);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        write(&self.0).read.catching_up = false;
+        write(&self.0).state.catching_up = false;
     }
 }

@@ -1,10 +1,14 @@
-//! One user's vectors in memory, for recall in well under a millisecond per
-//! ten thousand memories: each vector normalised and kept twice, as sign bits
-//! (a 384-dimension vector in 48 bytes) for a Hamming-distance shortlist over
-//! all of them, and as i8 (one byte a dimension) to re-rank the shortlist by
-//! cosine similarity. No f32 copy is kept: the database has it.
+//! One user's vectors in memory, for Switchboard's semantic recall in well
+//! under a millisecond per ten thousand memories: each vector normalised and
+//! kept twice, as sign bits (a 384-dimension vector in 48 bytes) for a
+//! Hamming-distance shortlist over all of them, and as i8 (one byte a
+//! dimension) to re-rank the shortlist by cosine similarity. No f32 copy is
+//! kept: the database has it.
+//!
+//! A crate of its own so that this one loop over every vector is compiled
+//! for speed (`opt-level = 3`, vectorised bit counts) while the rest of the
+//! release binary is compiled for size.
 
-use super::sync::ReadState;
 use std::collections::HashMap;
 
 /// Shortlisted by Hamming distance per result wanted, before re-ranking.
@@ -12,9 +16,10 @@ const SHORTLIST_PER_RESULT: usize = 8;
 /// The shortlist is never shorter than this.
 const MIN_SHORTLIST: usize = 128;
 
-/// A user's vectors of one model and dimension.
+/// A user's vectors of one model and dimension, and the caller's `state`
+/// about them (how far it has read its store, say).
 #[derive(Debug, Default)]
-pub struct UserIndex {
+pub struct UserIndex<S = ()> {
     dim: usize,
     /// u64 words of sign bits per vector.
     words: usize,
@@ -24,8 +29,8 @@ pub struct UserIndex {
     slots: HashMap<i64, usize>,
     bits: Vec<u64>,
     quant: Vec<i8>,
-    /// How far the database has been read (`semantic::sync`).
-    pub read: ReadState,
+    /// The caller's, kept under the same lock as the vectors.
+    pub state: S,
 }
 
 /// A query prepared against an index: normalised, its sign bits.
@@ -62,7 +67,7 @@ fn sign_bits(unit: &[f32]) -> Vec<u64> {
     bits
 }
 
-impl UserIndex {
+impl<S> UserIndex<S> {
     /// Bytes one vector of `dim` dimensions takes here.
     pub fn bytes_per_vector(dim: usize) -> usize {
         dim + dim.div_ceil(64) * 8 + 16 + 32
@@ -230,7 +235,7 @@ mod tests {
 
     #[test]
     fn nearest_finds_the_closest_vector_and_scores_cosine() {
-        let mut index = UserIndex::default();
+        let mut index: UserIndex = UserIndex::default();
         for id in 0..2000 {
             assert!(index.upsert(id, &v(id as u64, 96), 0));
         }
