@@ -16,10 +16,12 @@ const SHORTLIST_PER_RESULT: usize = 8;
 /// The shortlist is never shorter than this.
 const MIN_SHORTLIST: usize = 128;
 
-/// A user's vectors of one model and dimension, and the caller's `state`
-/// about them (how far it has read its store, say).
+/// A user's vectors of one model and dimension.
+///
+/// Not generic, so that its code is compiled here, at this crate's
+/// optimisation level, and not in the crate that uses it.
 #[derive(Debug, Default)]
-pub struct UserIndex<S = ()> {
+pub struct UserIndex {
     dim: usize,
     /// u64 words of sign bits per vector.
     words: usize,
@@ -29,8 +31,6 @@ pub struct UserIndex<S = ()> {
     slots: HashMap<i64, usize>,
     bits: Vec<u64>,
     quant: Vec<i8>,
-    /// The caller's, kept under the same lock as the vectors.
-    pub state: S,
 }
 
 /// A query prepared against an index: normalised, its sign bits.
@@ -67,7 +67,7 @@ fn sign_bits(unit: &[f32]) -> Vec<u64> {
     bits
 }
 
-impl<S> UserIndex<S> {
+impl UserIndex {
     /// Bytes one vector of `dim` dimensions takes here.
     pub fn bytes_per_vector(dim: usize) -> usize {
         dim + dim.div_ceil(64) * 8 + 16 + 32
@@ -154,6 +154,9 @@ impl<S> UserIndex<S> {
     /// bits, re-ranked by the i8 vectors. The shortlist is cut at the
     /// distance where a histogram of all distances reaches its length (no
     /// sort or selection over every vector).
+    // Never inlined into a caller built for size (fat LTO would optimise it
+    // as the caller is).
+    #[inline(never)]
     pub fn nearest(&self, query: &Query, k: usize) -> Vec<(i64, f32)> {
         if query.dim() != self.dim || self.is_empty() || k == 0 {
             return Vec::new();
@@ -235,7 +238,7 @@ mod tests {
 
     #[test]
     fn nearest_finds_the_closest_vector_and_scores_cosine() {
-        let mut index: UserIndex = UserIndex::default();
+        let mut index = UserIndex::default();
         for id in 0..2000 {
             assert!(index.upsert(id, &v(id as u64, 96), 0));
         }

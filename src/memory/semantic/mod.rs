@@ -27,9 +27,15 @@ pub use switchboard_vectors::Query;
 pub use sync::{ReadState, RECHECK_EVERY_MS, SLACK_MS};
 pub use worker::{backfill, embed_pending, run_worker, Backfilled, SemanticError};
 
-/// One user's vectors in memory (the `switchboard-vectors` crate), with how
-/// far the database has been read into them.
-pub type UserIndex = switchboard_vectors::UserIndex<ReadState>;
+pub use switchboard_vectors::UserIndex;
+
+/// One user's vectors in memory (the `switchboard-vectors` crate), and how
+/// far the database has been read into them, under one lock.
+#[derive(Debug, Default)]
+struct Indexed {
+    vectors: UserIndex,
+    state: ReadState,
+}
 
 use crate::store::{MemoryOwner, Store};
 use std::collections::HashMap;
@@ -57,7 +63,7 @@ enum Slot {
     /// Being read from the database in the background.
     Loading,
     Ready {
-        index: Arc<RwLock<UserIndex>>,
+        index: Arc<RwLock<Indexed>>,
         used: Instant,
     },
 }
@@ -66,7 +72,7 @@ enum Slot {
 #[derive(Debug)]
 pub struct SemanticMatch {
     query: Query,
-    index: Arc<RwLock<UserIndex>>,
+    index: Arc<RwLock<Indexed>>,
     /// The nearest memories and their cosine similarity.
     pub nearest: Vec<(i64, f32)>,
     min_similarity: f64,
@@ -76,7 +82,7 @@ impl SemanticMatch {
     /// The semantic relevance `S` of memory `id` (0 without a vector).
     pub fn relevance(&self, id: i64) -> f64 {
         let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
-        let cos = index.similarity(&self.query, id).unwrap_or(0.0);
+        let cos = index.vectors.similarity(&self.query, id).unwrap_or(0.0);
         scaled(f64::from(cos), self.min_similarity)
     }
 
@@ -145,6 +151,7 @@ impl Semantic {
         let nearest = index
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+            .vectors
             .nearest(&query, SEMANTIC_CANDIDATES);
         Some(SemanticMatch {
             query,
@@ -162,7 +169,7 @@ impl Semantic {
     }
 
     /// The owner's index when loaded; else starts loading it.
-    fn ready(&self, owner: MemoryOwner) -> Option<Arc<RwLock<UserIndex>>> {
+    fn ready(&self, owner: MemoryOwner) -> Option<Arc<RwLock<Indexed>>> {
         let mut users = self.users();
         match users.get_mut(&owner) {
             Some(Slot::Ready { index, used }) => {
@@ -180,7 +187,7 @@ impl Semantic {
     }
 
     async fn load(&self, owner: MemoryOwner) {
-        let index = Arc::new(RwLock::new(UserIndex::default()));
+        let index = Arc::new(RwLock::new(Indexed::default()));
         let now = chrono::Utc::now().timestamp_millis();
         if let Err(e) = self.catch_up_index(owner, &index, now).await {
             tracing::warn!(error = %e, "could not read the memory vectors; recalling by words only");
@@ -221,7 +228,7 @@ impl Semantic {
         match self.users().get(&owner) {
             Some(Slot::Ready { index, .. }) => {
                 let index = index.read().unwrap_or_else(PoisonError::into_inner);
-                Some((index.len(), index.state))
+                Some((index.vectors.len(), index.state))
             }
             _ => None,
         }
@@ -233,9 +240,9 @@ impl Semantic {
         let bytes = users
             .values()
             .map(|s| match s {
-                Slot::Ready { index, .. } => {
-                    index.read().unwrap_or_else(PoisonError::into_inner).bytes()
-                }
+                Slot::Ready { index, .. } => (index.read().unwrap_or_else(PoisonError::into_inner))
+                    .vectors
+                    .bytes(),
                 Slot::Loading => 0,
             })
             .sum();
@@ -250,7 +257,9 @@ fn evict(users: &mut HashMap<MemoryOwner, Slot>, budget: usize, keep: MemoryOwne
         let mut oldest: Option<(MemoryOwner, Instant)> = None;
         for (owner, slot) in users.iter() {
             if let Slot::Ready { index, used } = slot {
-                total += index.read().unwrap_or_else(PoisonError::into_inner).bytes();
+                total += (index.read().unwrap_or_else(PoisonError::into_inner))
+                    .vectors
+                    .bytes();
                 if *owner != keep && oldest.is_none_or(|(_, t)| *used < t) {
                     oldest = Some((*owner, *used));
                 }

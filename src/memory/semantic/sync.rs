@@ -13,7 +13,7 @@
 //!   commits. A re-read reads the rows' places (id, `embedded_at`) only,
 //!   and the vectors of just those the index lacks.
 
-use super::{Semantic, UserIndex};
+use super::{Indexed, Semantic, UserIndex};
 use crate::store::{MemoryOwner, StoreError, StoredVector, VectorCursor};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -41,11 +41,11 @@ pub struct ReadState {
     pub catching_up: bool,
 }
 
-fn read(index: &RwLock<UserIndex>) -> RwLockReadGuard<'_, UserIndex> {
+fn read(index: &RwLock<Indexed>) -> RwLockReadGuard<'_, Indexed> {
     index.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn write(index: &RwLock<UserIndex>) -> RwLockWriteGuard<'_, UserIndex> {
+fn write(index: &RwLock<Indexed>) -> RwLockWriteGuard<'_, Indexed> {
     index.write().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -60,7 +60,7 @@ impl Semantic {
     pub(super) async fn refresh(
         &self,
         owner: MemoryOwner,
-        index: &Arc<RwLock<UserIndex>>,
+        index: &Arc<RwLock<Indexed>>,
     ) -> Result<(), StoreError> {
         let full = self.read_page(owner, index, ON_THE_WAY).await?;
         let due = read(index)
@@ -79,7 +79,7 @@ impl Semantic {
     pub(super) async fn catch_up_index(
         &self,
         owner: MemoryOwner,
-        index: &RwLock<UserIndex>,
+        index: &RwLock<Indexed>,
         now: i64,
     ) -> Result<(), StoreError> {
         let rechecked = read(index).state.rechecked_at;
@@ -103,7 +103,7 @@ impl Semantic {
     async fn reread(
         &self,
         owner: MemoryOwner,
-        index: &RwLock<UserIndex>,
+        index: &RwLock<Indexed>,
         mut from: VectorCursor,
     ) -> Result<(), StoreError> {
         let memories = self.inner.store.memories();
@@ -118,7 +118,7 @@ impl Semantic {
                 let index = read(index);
                 places
                     .iter()
-                    .filter(|p| index.stamp(p.id) != Some(p.embedded_at))
+                    .filter(|p| index.vectors.stamp(p.id) != Some(p.embedded_at))
                     .map(|p| p.id)
                     .collect()
             };
@@ -135,7 +135,7 @@ impl Semantic {
     }
 
     /// Starts [`Self::catch_up_index`] in the background unless one runs.
-    fn start_catch_up(&self, owner: MemoryOwner, index: &Arc<RwLock<UserIndex>>) {
+    fn start_catch_up(&self, owner: MemoryOwner, index: &Arc<RwLock<Indexed>>) {
         {
             let mut index = write(index);
             if index.state.catching_up {
@@ -157,7 +157,7 @@ impl Semantic {
     async fn read_page(
         &self,
         owner: MemoryOwner,
-        index: &RwLock<UserIndex>,
+        index: &RwLock<Indexed>,
         limit: u32,
     ) -> Result<bool, StoreError> {
         let after = read(index).state.cursor;
@@ -181,22 +181,22 @@ impl Semantic {
 
     /// Puts `rows` into the index, moves the cursor on past them, and keeps
     /// the index within the cache budget.
-    fn take(&self, index: &RwLock<UserIndex>, rows: &[StoredVector]) {
+    fn take(&self, index: &RwLock<Indexed>, rows: &[StoredVector]) {
         let Some(last) = rows.last() else { return };
         let budget = self.inner.embedder.config().cache_bytes;
         let mut index = write(index);
         for row in rows {
-            index.upsert(row.id, &row.vector, row.embedded_at);
+            index.vectors.upsert(row.id, &row.vector, row.embedded_at);
         }
         index.state.cursor = index.state.cursor.max(VectorCursor::of(last));
         // One user alone may not outgrow the whole budget: their newest stay.
-        let per = UserIndex::bytes_per_vector(index.dim()).max(1);
-        index.keep_newest(budget / per);
+        let per = UserIndex::bytes_per_vector(index.vectors.dim()).max(1);
+        index.vectors.keep_newest(budget / per);
     }
 }
 
 /// Marks the index's catch-up over when the task ends, however it ends.
-struct Running(Arc<RwLock<UserIndex>>);
+struct Running(Arc<RwLock<Indexed>>);
 
 impl Drop for Running {
     fn drop(&mut self) {
