@@ -317,11 +317,7 @@ impl Memories<'_> {
         if ids.is_empty() {
             return Ok(());
         }
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = super::id_list(ids);
         sqlx::query(&format!(
             // The owner check is an expression, not an index condition: given
             // an index on owner, SQLite would walk all of a user's rows instead

@@ -81,11 +81,7 @@ impl Memories<'_> {
         if ids.is_empty() {
             return Ok(0);
         }
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = super::id_list(ids);
         let done = sqlx::query(&format!(
             "DELETE FROM memories WHERE id IN ({list}) AND platform = $1 AND user_id = $2 AND pinned = 0"
         ))

@@ -200,23 +200,9 @@ impl Memories<'_> {
         after: VectorCursor,
         limit: u32,
     ) -> Result<Vec<StoredVector>, StoreError> {
-        let column = self.vector_column();
-        // `>=` then the tie on id: both planners read a range of the
-        // (platform, user_id, embedded_at) index.
-        let rows = sqlx::query(&format!(
-            "SELECT id, embedded_at, {column} FROM memories
-             WHERE platform = $1 AND user_id = $2 AND embedded_at >= $3
-             AND (embedded_at > $3 OR id > $4) AND embedding_model = $5
-             AND embedding IS NOT NULL ORDER BY embedded_at, id LIMIT $6"
-        ))
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(after.embedded_at)
-        .bind(after.id)
-        .bind(model)
-        .bind(i64::from(limit))
-        .fetch_all(&self.db.pool)
-        .await?;
+        let rows = self
+            .rows_after(self.vector_column(), owner, model, after, limit)
+            .await?;
         rows.iter().map(|r| self.stored_vector(r)).collect()
     }
 
@@ -230,20 +216,9 @@ impl Memories<'_> {
         after: VectorCursor,
         limit: u32,
     ) -> Result<Vec<VectorCursor>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, embedded_at FROM memories
-             WHERE platform = $1 AND user_id = $2 AND embedded_at >= $3
-             AND (embedded_at > $3 OR id > $4) AND embedding_model = $5
-             AND embedding IS NOT NULL ORDER BY embedded_at, id LIMIT $6",
-        )
-        .bind(owner.platform.as_str())
-        .bind(owner.user.0)
-        .bind(after.embedded_at)
-        .bind(after.id)
-        .bind(model)
-        .bind(i64::from(limit))
-        .fetch_all(&self.db.pool)
-        .await?;
+        let rows = self
+            .rows_after("embedded_at", owner, model, after, limit)
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(VectorCursor {
@@ -264,14 +239,10 @@ impl Memories<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = super::id_list(ids);
         // As in `live_of`: the owner check is an expression, so the ids lead.
         let rows = sqlx::query(&format!(
-            "SELECT id, embedded_at, {} FROM memories WHERE id IN ({list})
+            "SELECT id, {} FROM memories WHERE id IN ({list})
              AND platform || '' = $1 AND user_id + 0 = $2 AND embedding_model = $3
              AND embedding IS NOT NULL",
             self.vector_column()
@@ -284,11 +255,38 @@ impl Memories<'_> {
         rows.iter().map(|r| self.stored_vector(r)).collect()
     }
 
-    /// The embedding column as the backend's row decoding reads it.
+    /// `id` and `columns` of up to `limit` of the owner's embedded rows by
+    /// `model` after `after`, in write order. `>=` then the tie on id: both
+    /// planners read a range of the (platform, user_id, embedded_at) index.
+    async fn rows_after(
+        self,
+        columns: &str,
+        owner: MemoryOwner,
+        model: &str,
+        after: VectorCursor,
+        limit: u32,
+    ) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {
+        Ok(sqlx::query(&format!(
+            "SELECT id, {columns} FROM memories
+             WHERE platform = $1 AND user_id = $2 AND embedded_at >= $3
+             AND (embedded_at > $3 OR id > $4) AND embedding_model = $5
+             AND embedding IS NOT NULL ORDER BY embedded_at, id LIMIT $6"
+        ))
+        .bind(owner.platform.as_str())
+        .bind(owner.user.0)
+        .bind(after.embedded_at)
+        .bind(after.id)
+        .bind(model)
+        .bind(i64::from(limit))
+        .fetch_all(&self.db.pool)
+        .await?)
+    }
+
+    /// The write time and the embedding, as the backend's row decoding reads them.
     fn vector_column(self) -> &'static str {
         match self.db.backend {
-            Backend::Sqlite => "embedding",
-            Backend::Postgres => "CAST(embedding AS TEXT) AS embedding",
+            Backend::Sqlite => "embedded_at, embedding",
+            Backend::Postgres => "embedded_at, CAST(embedding AS TEXT) AS embedding",
         }
     }
 
@@ -317,11 +315,7 @@ impl Memories<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = super::id_list(ids);
         // As in `touch`: the owner check is an expression, so the ids lead.
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM memories m WHERE m.id IN ({list})

@@ -167,11 +167,7 @@ impl History<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = super::id_list(ids);
         let rows = sqlx::query(&format!(
             "SELECT id, payload, created_at, archived FROM messages
              WHERE session_id = $1 AND id IN ({list})"

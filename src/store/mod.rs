@@ -397,6 +397,15 @@ pub(crate) fn now() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// Row ids as an SQL list (`1, 2, 3`) for `IN (…)`: numbers only, so safe
+/// to put in the statement, and one statement whatever their count.
+pub(crate) fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_millis()
 }

@@ -25,20 +25,6 @@ use tokio_util::sync::CancellationToken;
 
 const MODEL: &str = "fake-embed-1";
 
-async fn stores() -> Vec<(Store, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("h.db").display());
-    let mut out = vec![(Store::open(&url).await.unwrap(), dir)];
-    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
-        let url = memory_common::fresh_postgres(&admin).await;
-        out.push((
-            Store::open(&url).await.unwrap(),
-            tempfile::tempdir().unwrap(),
-        ));
-    }
-    out
-}
-
 fn config(fake: &FakeEmbeddings) -> EmbeddingsConfig {
     let mut c = EmbeddingsConfig::new(&fake.base_url(), MODEL);
     c.batch = 4;
@@ -99,7 +85,7 @@ async fn embed_all(store: &Store, c: &EmbeddingsConfig) {
 #[tokio::test]
 async fn a_message_is_found_by_meaning_and_never_from_another_session() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let a = session(&store, 1, &history_a()).await;
         let b = session(
             &store,
@@ -174,7 +160,7 @@ async fn a_message_is_found_by_meaning_and_never_from_another_session() {
 #[tokio::test]
 async fn the_embedder_down_leaves_the_search_by_words() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let a = session(&store, 1, &history_a()).await;
         embed_all(&store, &config(&fake)).await;
         fake.set_down(true);
@@ -198,7 +184,7 @@ async fn the_embedder_down_leaves_the_search_by_words() {
 #[tokio::test]
 async fn backfill_embeds_existing_messages_and_clear_drops_their_vectors() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let a = session(&store, 1, &history_a()).await;
         let c = config(&fake);
         let embedder = Embedder::new(c.clone());

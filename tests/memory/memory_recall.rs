@@ -30,23 +30,6 @@ fn memory(kind: MemoryKind, content: &str) -> NewMemory {
     }
 }
 
-/// A fresh SQLite store, and a fresh PostgreSQL one when `TEST_DATABASE_URL`
-/// names a server (CI sets it).
-async fn stores() -> Vec<(Store, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("m.db").display());
-    let mut out = vec![(Store::open(&url).await.unwrap(), dir)];
-    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
-        out.push((
-            Store::open(&memory_common::fresh_postgres(&admin).await)
-                .await
-                .unwrap(),
-            tempfile::tempdir().unwrap(),
-        ));
-    }
-    out
-}
-
 /// Stores a memory as of `days` ago, without merging.
 async fn add_at(store: &Store, user: i64, kind: MemoryKind, content: &str, days: i64) -> i64 {
     let at = Utc::now() - Duration::days(days);
@@ -71,7 +54,7 @@ async fn recalled(store: &Store, user: i64, query: &str) -> Vec<(i64, bool, f64)
 
 #[tokio::test]
 async fn a_two_character_chinese_query_finds_the_chinese_memory() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let coffee = add_at(
             &store,
             1,
@@ -98,7 +81,7 @@ async fn a_two_character_chinese_query_finds_the_chinese_memory() {
 
 #[tokio::test]
 async fn newer_memories_outrank_older_equally_relevant_ones() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let old = add_at(
             &store,
             1,
@@ -123,7 +106,7 @@ async fn newer_memories_outrank_older_equally_relevant_ones() {
 
 #[tokio::test]
 async fn rarer_terms_weigh_more_than_common_ones() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         for i in 0..6 {
             add_at(
                 &store,
@@ -149,7 +132,7 @@ async fn rarer_terms_weigh_more_than_common_ones() {
 
 #[tokio::test]
 async fn persona_and_preferences_are_pinned_before_matches() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let persona = add_at(
             &store,
             1,
@@ -190,7 +173,7 @@ async fn persona_and_preferences_are_pinned_before_matches() {
 
 #[tokio::test]
 async fn codes_and_ids_match_exactly() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let moutai = add_at(
             &store,
             1,
@@ -239,7 +222,7 @@ async fn codes_and_ids_match_exactly() {
 
 #[tokio::test]
 async fn recall_never_crosses_users_and_skips_expired_memories() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let mine = add_at(&store, 1, MemoryKind::Fact, "项目代号是猎鹰", 1).await;
         let theirs = add_at(&store, 2, MemoryKind::Fact, "项目代号是海豚", 1).await;
         let mut expiring = memory(MemoryKind::Fact, "项目代号临时是鲸鱼");
@@ -272,7 +255,7 @@ async fn recall_never_crosses_users_and_skips_expired_memories() {
 
 #[tokio::test]
 async fn recalled_memories_are_counted() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let id = add_at(
             &store,
             1,
@@ -683,7 +666,7 @@ async fn shared_chats_can_be_given_everything_or_nothing() {
 
 #[tokio::test]
 async fn caps_are_soft_limits_collected_by_value() {
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let book = MemoryBook::new(store.clone(), MemoryConfig::default());
         let t0 = Utc::now() - Duration::days(5);
         for i in 0..(MemoryKind::Decision.cap() + 3) {

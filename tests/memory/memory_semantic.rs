@@ -27,20 +27,6 @@ fn owner() -> MemoryOwner {
     MemoryOwner::new(Platform::Telegram, UserId(7))
 }
 
-async fn stores() -> Vec<(Store, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("m.db").display());
-    let mut out = vec![(Store::open(&url).await.unwrap(), dir)];
-    if let Ok(admin) = std::env::var("TEST_DATABASE_URL") {
-        let url = memory_common::fresh_postgres(&admin).await;
-        out.push((
-            Store::open(&url).await.unwrap(),
-            tempfile::tempdir().unwrap(),
-        ));
-    }
-    out
-}
-
 async fn add(store: &Store, content: &str, days: i64) -> i64 {
     let m = NewMemory {
         kind: MemoryKind::Fact,
@@ -96,7 +82,7 @@ async fn embed_all(store: &Store, c: &EmbeddingsConfig) {
 async fn semantic_hit_found_that_word_search_misses() {
     let fake = FakeEmbeddings::start(MODEL).await;
     fake.require_key("sk-embed-test");
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let car = add(&store, "Drives an old automobile to work", 3).await;
         let tea = add(&store, "Drinks green tea every morning", 3).await;
         add(&store, "Keeps a vegetable garden", 3).await;
@@ -145,7 +131,7 @@ async fn semantic_hit_found_that_word_search_misses() {
 #[tokio::test]
 async fn semantic_ranking_blends_with_the_half_life() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         // The same meaning ("car") and no shared word with the query: equal
         // similarity, so recency decides.
         let old = add(&store, "Drives a sedan", 120).await;
@@ -175,7 +161,7 @@ async fn semantic_ranking_blends_with_the_half_life() {
 #[tokio::test]
 async fn recall_falls_back_to_words_when_embeddings_fail() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         add(&store, "Drives an old automobile", 3).await;
         let tea = add(&store, "Drinks green tea", 3).await;
         embed_all(&store, &config(&fake, MODEL)).await;
@@ -206,7 +192,7 @@ async fn recall_falls_back_to_words_when_embeddings_fail() {
 #[tokio::test]
 async fn backfill_fills_old_rows_and_resumes() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         for i in 0..9 {
             add(
                 &store,
@@ -259,7 +245,7 @@ async fn backfill_fills_old_rows_and_resumes() {
 #[tokio::test]
 async fn the_index_catches_up_with_batches_and_rows_landing_behind_it() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         let mut c = config(&fake, MODEL);
         c.batch = 256;
         add(&store, "Drives an old automobile to work", 3).await;
@@ -330,7 +316,7 @@ async fn the_index_catches_up_with_batches_and_rows_landing_behind_it() {
 #[tokio::test]
 async fn a_model_change_re_embeds_every_memory() {
     let fake = FakeEmbeddings::start(MODEL).await;
-    for (store, _dir) in stores().await {
+    for (store, _dir) in memory_common::stores().await {
         fake.set_model(MODEL);
         for i in 0..5 {
             add(&store, &format!("memory {i} of a physician"), 2).await;

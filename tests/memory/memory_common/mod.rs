@@ -37,6 +37,19 @@ pub fn db_url(db: &Option<String>, dir: &std::path::Path) -> String {
     }
 }
 
+/// A fresh migrated SQLite store, and a fresh PostgreSQL one when
+/// `TEST_DATABASE_URL` names a server (CI sets it); each with the directory
+/// its files live in (kept for as long as the store is used).
+pub async fn stores() -> Vec<(switchboard::store::Store, tempfile::TempDir)> {
+    let mut out = Vec::new();
+    for db in backends().await {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(&db_url(&db, dir.path())).await;
+        out.push((store, dir));
+    }
+    out
+}
+
 /// A store of its own on `url` (migrated), like one gateway process opens.
 pub async fn open_store(url: &str) -> switchboard::store::Store {
     switchboard::store::Store::open(url).await.unwrap()
